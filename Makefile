@@ -1,0 +1,105 @@
+# BIB: build, test, bench.
+#   make            build build/bib, build/libbib.a, build/libbib.so
+#   make demo       install what is missing, build, run the examples
+#   make test       every test: unit (Criterion), spec-check, hex suites, oracle
+#   make bench      benchmarks beside their peers (Lua 5.4, OpenBLAS)
+#   make deps       install missing Debian packages (run by the targets above)
+
+.DEFAULT_GOAL := all
+CC      ?= gcc
+BUILD   ?= build
+PYTHON  ?= /usr/bin/python3
+CSTD     = -std=c11 -D_GNU_SOURCE
+WARN     = -Wall -Wextra -Werror
+OPT     ?= -O2
+# The numerics contract: no contraction, no fast-math; fma only where written.
+FPFLAGS  = -ffp-contract=off -fno-fast-math
+CFLAGS  += $(CSTD) $(OPT) $(WARN) $(FPFLAGS) -fPIC -MMD -MP -Iinclude -I.
+LDLIBS  += -lmimalloc -lz -lm -lpthread -ldl
+
+LIB_DIRS = isa vm assembler backends/cpu
+LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# Executor fragments add their objects (and generated sources) to LIB_OBJ,
+# their libraries to LDLIBS and their feature names to EXECUTORS.
+EXECUTORS = cpu
+-include backends/vulkan/vulkan.mk
+-include backends/cuda/cuda.mk
+CFLAGS  += -DBIB_EXECUTORS='"$(EXECUTORS)"'
+CLI_SRC  = $(wildcard cli/*.c)
+CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+UNIT_SRC = $(wildcard tests/unit/*.c)
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+# Kernels compiled for one SIMD level each; the CPU executor picks at run time.
+$(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
+$(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
+
+.PHONY: all deps demo test unit spec spec-check hex bench clean format format-check
+all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so
+
+# ---- dependencies ---------------------------------------------------------
+DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
+               libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
+               libedit-dev gnuplot-nox
+$(BUILD)/.deps: tools/install-deps.sh
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(DEB_PACKAGES)
+	@touch $@
+deps:
+	@sh tools/install-deps.sh $(DEB_PACKAGES)
+
+# ---- library and CLI --------------------------------------------------------
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libbib.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libbib.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bib: $(CLI_OBJ) $(BUILD)/libbib.a
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libbib.a $(LDLIBS) -ledit
+
+# ---- spec -------------------------------------------------------------------
+$(BUILD)/isa-gen: tools/isa-gen.c $(BUILD)/obj/isa/isa.o
+	$(CC) $(CFLAGS) -o $@ $^
+spec: $(BUILD)/isa-gen
+	$(BUILD)/isa-gen > spec/isa.md
+spec-check: $(BUILD)/isa-gen
+	@$(BUILD)/isa-gen > $(BUILD)/isa.md
+	@if cmp -s $(BUILD)/isa.md spec/isa.md; then echo "spec-check: spec/isa.md matches isa/opcodes.def"; \
+	 else echo "spec-check: spec/isa.md is stale; run 'make spec'"; diff -u spec/isa.md $(BUILD)/isa.md | head -20; exit 1; fi
+
+# ---- tests ------------------------------------------------------------------
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libbib.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -lcriterion $(LDLIBS)
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t --jobs 2; done
+
+hex: all
+	$(BUILD)/bib test --coverage tests/hex
+
+test: all $(UNIT_BIN)
+	@BUILD=$(BUILD) sh tools/run-tests.sh
+
+bench: all
+	@sh bench/run.sh
+
+demo: all
+	@sh tools/demo.sh
+
+format:
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h) tools/isa-gen.c
+format-check:
+	@clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h) tools/isa-gen.c && echo "format-check: clean"
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,58 @@
+/* assembler/asm.h: what builder.c, asm.c and disasm.c share beyond the public
+ * API in include/bib.h.
+ *
+ * The builder controls exist so that every module the disassembler prints can
+ * be rebuilt byte for byte: an explicit entry function, and a module without
+ * debug info. The text helpers keep the one rule for writing names and floats
+ * (what the assembler reads back) in asm.c. All of this is internal to libbib;
+ * embedders use the public builder only.
+ */
+#ifndef BIB_ASM_H
+#define BIB_ASM_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/bib.h"
+#include "../vm/module.h"
+
+/* Makes func the entry function instead of the default (the first "main",
+   else function 0). */
+void bib_builder_entry(bib_builder_t *b, uint32_t func);
+
+/* Leaves the debug section out even if bib_builder_source or
+   bib_builder_line were called. */
+void bib_builder_nodebug(bib_builder_t *b);
+
+/* Like bib_builder_finish, but hands back the verified module as well as its
+   bytes (either out-pointer may be NULL). The caller releases *module with
+   bib_module_free and *out with bib_free. */
+bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, uint8_t **out,
+                                       size_t *size);
+
+/* A growing NUL-terminated text buffer. On allocation failure it sets failed
+   and stops growing; the text so far stays valid. */
+typedef struct bib_asm_text {
+    char *p;
+    size_t len, cap;
+    int failed;
+} bib_asm_text_t;
+
+void bib_asm_text_put(bib_asm_text_t *t, const char *s, size_t n);
+void bib_asm_text_printf(bib_asm_text_t *t, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Appends name as the assembler reads it: bare when it is an identifier
+   ([A-Za-z_][A-Za-z0-9_.]*), else in double quotes with escapes. */
+void bib_asm_text_name(bib_asm_text_t *t, const char *name);
+
+/* Appends the shortest literal that the assembler reads back as exactly the
+   f64 with these bits: a decimal float, inf/nan, or bits(0x...) for NaN
+   payloads. */
+void bib_asm_text_f64(bib_asm_text_t *t, uint64_t bits);
+
+#endif

@@ -1,0 +1,564 @@
+/* assembler/builder.c: the module builder (bib_builder_* in include/bib.h) and
+ * bib_opcode.
+ *
+ * A host compiler (or the assembler) declares functions, emits instructions
+ * with symbolic operands (label, function, import and constant ids), and
+ * finish turns that into a bib_module_t, runs the verifier on it and writes
+ * the .bib bytes. Each function body is kept in its own buffer, so bodies may
+ * be begun in any order; they are laid out in function-id order, which is what
+ * the verifier requires (bodies tile the code section in index order).
+ * Reading and writing the container belong to vm/; this file only fills a
+ * module.
+ */
+#include "asm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUILDER_NONE UINT32_MAX
+
+typedef struct builder_func {
+    char *name;
+    int begun, ended;
+    uint32_t nargs, nregs;
+    bib_insn_t *code; /* TGT operands still hold label ids */
+    uint32_t *lines;
+    uint32_t count, cap;
+} builder_func_t;
+
+typedef struct builder_label {
+    uint32_t func;  /* BUILDER_NONE until bound */
+    uint32_t index; /* instruction index inside func */
+} builder_label_t;
+
+struct bib_builder {
+    char error[512];
+    bib_status_t failed; /* first failure; finish reports it */
+
+    builder_func_t *funcs;
+    uint32_t func_count, func_cap;
+    uint32_t current; /* function whose body is open, or BUILDER_NONE */
+
+    builder_label_t *labels;
+    uint32_t label_count, label_cap;
+
+    char **imports;
+    uint32_t import_count, import_cap;
+
+    bib_const_t *consts;
+    uint32_t const_count, const_cap;
+
+    uint8_t *data;
+    uint64_t data_size, data_cap;
+    uint64_t memory_size;
+    int memory_set;
+
+    char *source_name;
+    int debug;   /* source or line was set: write a debug section */
+    int nodebug; /* ... unless told not to */
+    uint32_t line;
+
+    uint32_t entry;
+    int entry_set;
+};
+
+static bib_status_t fail(bib_builder_t *b, bib_status_t status, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static bib_status_t fail(bib_builder_t *b, bib_status_t status, const char *format, ...) {
+    /* The first failure is the one worth reporting: later ones are usually
+       its consequences. */
+    if (b->failed == BIB_OK) {
+        va_list ap;
+        va_start(ap, format);
+        vsnprintf(b->error, sizeof b->error, format, ap);
+        va_end(ap);
+        b->failed = status;
+    }
+    return status;
+}
+
+/* Grows *array (elements of elem bytes) so that it holds at least need. */
+static int grow(void **array, uint32_t *cap, uint64_t need, size_t elem) {
+    if (need <= *cap)
+        return 1;
+    if (need > UINT32_MAX / 2)
+        return 0;
+    uint64_t n = *cap ? *cap : 8;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*array, (size_t)n * elem);
+    if (p == NULL)
+        return 0;
+    *array = p;
+    *cap = (uint32_t)n;
+    return 1;
+}
+
+static char *copy_string(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p != NULL)
+        memcpy(p, s, n);
+    return p;
+}
+
+int64_t bib_opcode(const char *mnemonic) {
+    if (mnemonic == NULL)
+        return -1;
+    int index = bib_isa_find_name(mnemonic);
+    return index < 0 ? -1 : (int64_t)bib_isa_table[index].code;
+}
+
+bib_builder_t *bib_builder_create(void) {
+    bib_builder_t *b = calloc(1, sizeof *b);
+    if (b != NULL)
+        b->current = BUILDER_NONE;
+    return b;
+}
+
+void bib_builder_destroy(bib_builder_t *b) {
+    if (b == NULL)
+        return;
+    for (uint32_t i = 0; i < b->func_count; i++) {
+        free(b->funcs[i].name);
+        free(b->funcs[i].code);
+        free(b->funcs[i].lines);
+    }
+    free(b->funcs);
+    free(b->labels);
+    for (uint32_t i = 0; i < b->import_count; i++)
+        free(b->imports[i]);
+    free(b->imports);
+    free(b->consts);
+    free(b->data);
+    free(b->source_name);
+    free(b);
+}
+
+const char *bib_builder_error(const bib_builder_t *b) {
+    return b == NULL ? "no builder" : b->error;
+}
+
+void bib_builder_source(bib_builder_t *b, const char *filename) {
+    free(b->source_name);
+    b->source_name = NULL;
+    if (filename != NULL && (b->source_name = copy_string(filename)) == NULL)
+        fail(b, BIB_E_NOMEM, "out of memory copying the source name");
+    b->debug = 1;
+}
+
+void bib_builder_line(bib_builder_t *b, uint32_t line) {
+    b->line = line;
+    b->debug = 1;
+}
+
+void bib_builder_nodebug(bib_builder_t *b) {
+    b->nodebug = 1;
+}
+
+void bib_builder_entry(bib_builder_t *b, uint32_t func) {
+    b->entry = func;
+    b->entry_set = 1;
+}
+
+uint32_t bib_builder_declare(bib_builder_t *b, const char *name) {
+    if (!grow((void **)&b->funcs, &b->func_cap, (uint64_t)b->func_count + 1, sizeof *b->funcs)) {
+        fail(b, BIB_E_NOMEM, "out of memory declaring function '%s'", name ? name : "");
+        return BUILDER_NONE;
+    }
+    builder_func_t *f = &b->funcs[b->func_count];
+    memset(f, 0, sizeof *f);
+    if ((f->name = copy_string(name ? name : "")) == NULL) {
+        fail(b, BIB_E_NOMEM, "out of memory declaring function '%s'", name ? name : "");
+        return BUILDER_NONE;
+    }
+    return b->func_count++;
+}
+
+bib_status_t bib_builder_begin(bib_builder_t *b, uint32_t func, uint32_t nargs, uint32_t nregs) {
+    if (func >= b->func_count)
+        return fail(b, BIB_E_USAGE, "begin: function id %u was never declared (%u declared)", func,
+                    b->func_count);
+    builder_func_t *f = &b->funcs[func];
+    if (b->current != BUILDER_NONE)
+        return fail(b, BIB_E_USAGE, "begin '%s': the body of '%s' is still open (call end first)",
+                    f->name, b->funcs[b->current].name);
+    if (f->begun)
+        return fail(b, BIB_E_USAGE, "begin '%s': its body was already begun", f->name);
+    if (nregs == 0 || nregs > BIB_MAX_REGS || nargs > nregs)
+        return fail(b, BIB_E_USAGE,
+                    "begin '%s': %u arguments and %u registers (need 1 <= registers <= %u and "
+                    "arguments <= registers)",
+                    f->name, nargs, nregs, BIB_MAX_REGS);
+    f->begun = 1;
+    f->nargs = nargs;
+    f->nregs = nregs;
+    b->current = func;
+    return BIB_OK;
+}
+
+bib_status_t bib_builder_end(bib_builder_t *b) {
+    if (b->current == BUILDER_NONE)
+        return fail(b, BIB_E_USAGE, "end: no function body is open");
+    b->funcs[b->current].ended = 1;
+    b->current = BUILDER_NONE;
+    return BIB_OK;
+}
+
+uint32_t bib_builder_label(bib_builder_t *b) {
+    if (!grow((void **)&b->labels, &b->label_cap, (uint64_t)b->label_count + 1,
+              sizeof *b->labels)) {
+        fail(b, BIB_E_NOMEM, "out of memory creating label %u", b->label_count);
+        return BUILDER_NONE;
+    }
+    b->labels[b->label_count].func = BUILDER_NONE;
+    b->labels[b->label_count].index = 0;
+    return b->label_count++;
+}
+
+bib_status_t bib_builder_bind(bib_builder_t *b, uint32_t label) {
+    if (label >= b->label_count)
+        return fail(b, BIB_E_USAGE, "bind: label %u was never created (%u created)", label,
+                    b->label_count);
+    if (b->current == BUILDER_NONE)
+        return fail(b, BIB_E_USAGE, "bind: label %u bound outside a function body", label);
+    builder_label_t *l = &b->labels[label];
+    if (l->func != BUILDER_NONE)
+        return fail(b, BIB_E_USAGE, "bind: label %u is already bound in function '%s'", label,
+                    b->funcs[l->func].name);
+    l->func = b->current;
+    l->index = b->funcs[b->current].count;
+    return BIB_OK;
+}
+
+uint32_t bib_builder_import(bib_builder_t *b, const char *name) {
+    if (name == NULL)
+        name = "";
+    for (uint32_t i = 0; i < b->import_count; i++)
+        if (strcmp(b->imports[i], name) == 0)
+            return i;
+    if (!grow((void **)&b->imports, &b->import_cap, (uint64_t)b->import_count + 1,
+              sizeof *b->imports) ||
+        (b->imports[b->import_count] = copy_string(name)) == NULL) {
+        fail(b, BIB_E_NOMEM, "out of memory importing '%s'", name);
+        return BUILDER_NONE;
+    }
+    return b->import_count++;
+}
+
+static uint32_t add_const(bib_builder_t *b, uint32_t type, uint64_t bits) {
+    if (!grow((void **)&b->consts, &b->const_cap, (uint64_t)b->const_count + 1,
+              sizeof *b->consts)) {
+        fail(b, BIB_E_NOMEM, "out of memory adding constant %u", b->const_count);
+        return BUILDER_NONE;
+    }
+    b->consts[b->const_count].type = type;
+    b->consts[b->const_count].bits = bits;
+    return b->const_count++;
+}
+
+uint32_t bib_builder_const_i64(bib_builder_t *b, int64_t value) {
+    return add_const(b, BIB_CONST_I64, (uint64_t)value);
+}
+
+uint32_t bib_builder_const_f64(bib_builder_t *b, double value) {
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return add_const(b, BIB_CONST_F64, bits);
+}
+
+bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb,
+                              uint32_t c, uint32_t d) {
+    int index = bib_isa_find_code(opcode);
+    if (index < 0)
+        return fail(b, BIB_E_USAGE, "emit: unknown opcode word 0x%08X", opcode);
+    const bib_opinfo_t *info = &bib_isa_table[index];
+    if (b->current == BUILDER_NONE)
+        return fail(b, BIB_E_USAGE, "emit %s: no function body is open", info->name);
+    builder_func_t *f = &b->funcs[b->current];
+    const uint32_t words[4] = {a, bb, c, d};
+    /* Ids are checked now, where the caller can still tell which emit was
+       wrong; function ids only at finish, since functions may be declared
+       after the call that names them. */
+    for (int k = 0; k < 4; k++) {
+        uint32_t v = words[k];
+        switch ((bib_operand_kind_t)info->kinds[k]) {
+        case BIB_K_TGT:
+            if (v >= b->label_count)
+                return fail(b, BIB_E_USAGE,
+                            "emit %s in '%s': operand %c is label %u, which was never created",
+                            info->name, f->name, 'a' + k, v);
+            break;
+        case BIB_K_HOST:
+            if (v >= b->import_count)
+                return fail(b, BIB_E_USAGE,
+                            "emit %s in '%s': operand %c is import %u, but there are %u imports",
+                            info->name, f->name, 'a' + k, v, b->import_count);
+            break;
+        case BIB_K_CONST:
+            if (v >= b->const_count)
+                return fail(b, BIB_E_USAGE,
+                            "emit %s in '%s': operand %c is constant %u, but the pool has %u",
+                            info->name, f->name, 'a' + k, v, b->const_count);
+            break;
+        default:
+            break;
+        }
+    }
+    if (f->count >= BIB_MAX_CODE ||
+        !grow((void **)&f->code, &f->cap, (uint64_t)f->count + 1, sizeof *f->code))
+        return fail(b, BIB_E_NOMEM, "emit %s in '%s': out of memory or over %u instructions",
+                    info->name, f->name, BIB_MAX_CODE);
+    uint32_t *lines = realloc(f->lines, (size_t)f->cap * sizeof *lines);
+    if (lines == NULL)
+        return fail(b, BIB_E_NOMEM, "emit %s in '%s': out of memory", info->name, f->name);
+    f->lines = lines;
+    f->code[f->count] = (bib_insn_t){opcode, a, bb, c, d};
+    f->lines[f->count] = b->line;
+    f->count++;
+    return BIB_OK;
+}
+
+bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size) {
+    if (size > BIB_MAX_MEMORY)
+        return fail(b, BIB_E_USAGE, "memory: %llu bytes is more than the limit %llu",
+                    (unsigned long long)size, (unsigned long long)BIB_MAX_MEMORY);
+    b->memory_size = size;
+    b->memory_set = 1;
+    return BIB_OK;
+}
+
+bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes, size_t size) {
+    if (size == 0)
+        return BIB_OK;
+    if (bytes == NULL || offset > UINT32_MAX || size > UINT32_MAX - offset)
+        return fail(b, BIB_E_USAGE,
+                    "data: %zu bytes at offset %llu do not fit the 4 GiB data limit", size,
+                    (unsigned long long)offset);
+    uint64_t end = offset + size;
+    if (end > b->data_cap) {
+        uint64_t cap = b->data_cap ? b->data_cap : 64;
+        while (cap < end)
+            cap *= 2;
+        uint8_t *p = realloc(b->data, (size_t)cap);
+        if (p == NULL)
+            return fail(b, BIB_E_NOMEM, "data: out of memory for %llu bytes",
+                        (unsigned long long)end);
+        b->data = p;
+        b->data_cap = cap;
+    }
+    if (offset > b->data_size)
+        memset(b->data + b->data_size, 0, (size_t)(offset - b->data_size));
+    memcpy(b->data + offset, bytes, size);
+    if (end > b->data_size)
+        b->data_size = end;
+    return BIB_OK;
+}
+
+static int compare_names(const void *x, const void *y) {
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Checks what only the whole program can show, lays the bodies out and fills
+   a module. On failure the partial module is released. */
+static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
+    if (b->current != BUILDER_NONE)
+        return fail(b, BIB_E_USAGE, "finish: the body of '%s' was begun but never ended",
+                    b->funcs[b->current].name);
+    if (b->func_count == 0)
+        return fail(b, BIB_E_USAGE, "finish: the module declares no functions");
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < b->func_count; i++) {
+        if (!b->funcs[i].begun)
+            return fail(b, BIB_E_USAGE, "finish: function %u '%s' was declared but has no body", i,
+                        b->funcs[i].name);
+        total += b->funcs[i].count;
+    }
+    /* The verifier does not require unique function names, but text names
+       functions, so a module with two of the same name could not be
+       disassembled and re-assembled. Sorted, so big modules stay fast. */
+    const char **names = malloc(b->func_count * sizeof *names);
+    if (names == NULL)
+        return fail(b, BIB_E_NOMEM, "finish: out of memory");
+    for (uint32_t i = 0; i < b->func_count; i++)
+        names[i] = b->funcs[i].name;
+    qsort(names, b->func_count, sizeof *names, compare_names);
+    for (uint32_t i = 1; i < b->func_count; i++) {
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            bib_status_t st =
+                fail(b, BIB_E_USAGE, "finish: two functions are named '%s'", names[i]);
+            free(names);
+            return st;
+        }
+    }
+    free(names);
+    if (total > BIB_MAX_CODE)
+        return fail(b, BIB_E_USAGE, "finish: %llu instructions, more than the limit %u",
+                    (unsigned long long)total, BIB_MAX_CODE);
+
+    bib_module_t *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return fail(b, BIB_E_NOMEM, "finish: out of memory");
+    int debug = b->debug && !b->nodebug;
+    m->code_count = (uint32_t)total;
+    m->code = malloc((total ? total : 1) * sizeof *m->code);
+    m->funcs = calloc(b->func_count, sizeof *m->funcs);
+    m->func_count = b->func_count;
+    m->lines = debug ? malloc((total ? total : 1) * sizeof *m->lines) : NULL;
+    if (m->code == NULL || m->funcs == NULL || (debug && m->lines == NULL))
+        goto nomem;
+
+    uint32_t pc = 0;
+    for (uint32_t i = 0; i < b->func_count; i++) {
+        builder_func_t *f = &b->funcs[i];
+        bib_function_t *mf = &m->funcs[i];
+        if ((mf->name = copy_string(f->name)) == NULL)
+            goto nomem;
+        mf->entry = pc;
+        mf->count = f->count;
+        mf->nargs = f->nargs;
+        mf->nregs = f->nregs;
+        if (f->count > 0) {
+            memcpy(m->code + pc, f->code, f->count * sizeof *f->code);
+            if (debug)
+                memcpy(m->lines + pc, f->lines, f->count * sizeof *f->lines);
+        }
+        pc += f->count;
+    }
+
+    /* Labels become absolute instruction indices now that bodies are placed. */
+    for (uint32_t i = 0; i < b->func_count; i++) {
+        const bib_function_t *mf = &m->funcs[i];
+        for (uint32_t at = mf->entry; at < mf->entry + mf->count; at++) {
+            bib_insn_t *insn = &m->code[at];
+            const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+            uint32_t *words[4] = {&insn->a, &insn->b, &insn->c, &insn->d};
+            for (int k = 0; k < 4; k++) {
+                if (info->kinds[k] == BIB_K_FN && *words[k] >= b->func_count) {
+                    fail(b, BIB_E_USAGE,
+                         "finish: pc %u (%s) in '%s' calls function id %u, which was never "
+                         "declared",
+                         at, info->name, mf->name, *words[k]);
+                    goto failed;
+                }
+                if (info->kinds[k] != BIB_K_TGT)
+                    continue;
+                uint32_t id = *words[k];
+                const builder_label_t *l = &b->labels[id];
+                if (l->func == BUILDER_NONE) {
+                    fail(b, BIB_E_USAGE,
+                         "finish: label %u, used by pc %u (%s) in '%s', was never bound", id, at,
+                         info->name, mf->name);
+                    goto failed;
+                }
+                if (l->func != i) {
+                    fail(b, BIB_E_USAGE,
+                         "finish: label %u is bound in '%s' but pc %u (%s) in '%s' jumps to it", id,
+                         m->funcs[l->func].name, at, info->name, mf->name);
+                    goto failed;
+                }
+                if (l->index >= mf->count) {
+                    fail(b, BIB_E_USAGE,
+                         "finish: label %u is bound after the last instruction of '%s' (pc %u "
+                         "jumps to it)",
+                         id, mf->name, at);
+                    goto failed;
+                }
+                *words[k] = mf->entry + l->index;
+            }
+        }
+    }
+
+    if (b->const_count > 0) {
+        if ((m->consts = malloc(b->const_count * sizeof *m->consts)) == NULL)
+            goto nomem;
+        memcpy(m->consts, b->consts, b->const_count * sizeof *m->consts);
+    }
+    m->const_count = b->const_count;
+    if (b->import_count > 0) {
+        if ((m->imports = calloc(b->import_count, sizeof *m->imports)) == NULL)
+            goto nomem;
+        m->import_count = b->import_count;
+        for (uint32_t i = 0; i < b->import_count; i++)
+            if ((m->imports[i] = copy_string(b->imports[i])) == NULL)
+                goto nomem;
+    }
+    if (b->data_size > 0) {
+        if ((m->data = malloc((size_t)b->data_size)) == NULL)
+            goto nomem;
+        memcpy(m->data, b->data, (size_t)b->data_size);
+    }
+    m->data_size = (uint32_t)b->data_size;
+    m->memory_size = b->memory_set ? b->memory_size : b->data_size;
+    if (m->memory_size < m->data_size) {
+        fail(b, BIB_E_USAGE, "finish: memory of %llu bytes is smaller than the %u bytes of data",
+             (unsigned long long)m->memory_size, m->data_size);
+        goto failed;
+    }
+
+    if (b->entry_set) {
+        m->entry_func = b->entry;
+    } else {
+        m->entry_func = 0;
+        for (uint32_t i = 0; i < b->func_count; i++) {
+            if (strcmp(b->funcs[i].name, "main") == 0) {
+                m->entry_func = i;
+                break;
+            }
+        }
+    }
+    if (debug && b->source_name != NULL && (m->source_name = copy_string(b->source_name)) == NULL)
+        goto nomem;
+
+    *out = m;
+    return BIB_OK;
+
+nomem:
+    fail(b, BIB_E_NOMEM, "finish: out of memory");
+failed:
+    bib_module_free(m);
+    return b->failed;
+}
+
+bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, uint8_t **out,
+                                       size_t *size) {
+    if (module != NULL)
+        *module = NULL;
+    if (out != NULL)
+        *out = NULL;
+    if (size != NULL)
+        *size = 0;
+    if (b->failed != BIB_OK)
+        return b->failed;
+    bib_module_t *m = NULL;
+    bib_status_t st = build_module(b, &m);
+    if (st != BIB_OK)
+        return st;
+    bib_diag_t diag;
+    diag.msg[0] = '\0';
+    st = bib_module_verify(m, &diag);
+    if (st == BIB_OK && out != NULL)
+        st = bib_module_write(m, out, size, &diag);
+    if (st != BIB_OK) {
+        fail(b, st, "%s", diag.msg);
+        bib_module_free(m);
+        return st;
+    }
+    if (module != NULL)
+        *module = m;
+    else
+        bib_module_free(m);
+    return BIB_OK;
+}
+
+bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size) {
+    if (out == NULL || size == NULL)
+        return fail(b, BIB_E_USAGE, "finish: out and size must not be NULL");
+    return bib_builder_finish_module(b, NULL, out, size);
+}

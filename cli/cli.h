@@ -1,0 +1,34 @@
+/* cli/cli.h: what the parts of the `bib` command share. */
+#ifndef BIB_CLI_H
+#define BIB_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bib.h"
+
+/* Exit codes (sysexits.h values, all below 128). A program's own exit value
+ * uses the low 8 bits, so a program may also exit with these numbers. */
+enum {
+    BIB_EXIT_USAGE = 64,       /* bad command line */
+    BIB_EXIT_DATA = 65,        /* malformed module, verify, assembly or link error */
+    BIB_EXIT_NOINPUT = 66,     /* file cannot be read */
+    BIB_EXIT_UNAVAILABLE = 69, /* executor or device not available */
+    BIB_EXIT_TRAP = 70,        /* the program trapped */
+    BIB_EXIT_NOMEM = 71,       /* memory cap reached */
+    BIB_EXIT_CANTCREATE = 73,  /* output file cannot be written */
+    BIB_EXIT_TESTFAIL = 1,     /* bib test: a case failed */
+};
+
+typedef struct bib_cli_test_flags {
+    int coverage;
+    int verbose;
+} bib_cli_test_flags_t;
+
+int bib_cli_exit_code(bib_status_t status);
+/* Reads a whole file; prints the reason and returns -1 on failure. */
+int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size);
+int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags, int npaths,
+                 char **paths);
+
+#endif

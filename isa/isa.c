@@ -1,0 +1,62 @@
+/* isa/isa.c: the opcode table as data, and instruction encoding. */
+#include "isa.h"
+
+#include <strings.h>
+
+const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
+#define BIB_ISA_ROW(cls, name, code, k0, k1, k2, k3, fl, sem)                                      \
+    {#name, (code), {BIB_K_##k0, BIB_K_##k1, BIB_K_##k2, BIB_K_##k3}, (fl), cls, sem},
+#define OP(...) BIB_ISA_ROW(BIB_CLASS_SCALAR, __VA_ARGS__)
+#define TOP(...) BIB_ISA_ROW(BIB_CLASS_TENSOR, __VA_ARGS__)
+#define GOP(...) BIB_ISA_ROW(BIB_CLASS_CUDA, __VA_ARGS__)
+#define VOP(...) BIB_ISA_ROW(BIB_CLASS_VULKAN, __VA_ARGS__)
+#include "opcodes.def"
+#undef OP
+#undef TOP
+#undef GOP
+#undef VOP
+#undef BIB_ISA_ROW
+};
+
+int bib_isa_find_code(uint32_t code) {
+    /* Linear: used by the loader once per instruction and by tools; the
+       interpreter never looks codes up. */
+    for (int i = 0; i < BIB_OP__COUNT; i++)
+        if (bib_isa_table[i].code == code)
+            return i;
+    return -1;
+}
+
+int bib_isa_find_name(const char *name) {
+    for (int i = 0; i < BIB_OP__COUNT; i++)
+        if (strcasecmp(bib_isa_table[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const char *bib_isa_kind_name(bib_operand_kind_t kind) {
+    static const char *const names[BIB_K__N] = {
+        [BIB_K_NONE] = "-",       [BIB_K_RD] = "rd",      [BIB_K_RS] = "rs",
+        [BIB_K_IMM] = "imm32",    [BIB_K_IMMLO] = "imm64.lo", [BIB_K_IMMHI] = "imm64.hi",
+        [BIB_K_COUNT] = "count",  [BIB_K_CONST] = "const", [BIB_K_TGT] = "target",
+        [BIB_K_FN] = "func",      [BIB_K_HOST] = "host",  [BIB_K_TD] = "td",
+        [BIB_K_TS] = "ts",        [BIB_K_DTYPE] = "dtype",
+    };
+    return (unsigned)kind < BIB_K__N ? names[kind] : "?";
+}
+
+void bib_insn_encode(const bib_insn_t *insn, uint8_t out[BIB_INSN_BYTES]) {
+    bib_write_u32le(out, insn->op);
+    bib_write_u32le(out + 4, insn->a);
+    bib_write_u32le(out + 8, insn->b);
+    bib_write_u32le(out + 12, insn->c);
+    bib_write_u32le(out + 16, insn->d);
+}
+
+void bib_insn_decode(const uint8_t in[BIB_INSN_BYTES], bib_insn_t *insn) {
+    insn->op = bib_read_u32le(in);
+    insn->a = bib_read_u32le(in + 4);
+    insn->b = bib_read_u32le(in + 8);
+    insn->c = bib_read_u32le(in + 12);
+    insn->d = bib_read_u32le(in + 16);
+}

@@ -1,0 +1,126 @@
+/* isa/isa.h: the instruction set as data.
+ *
+ * Expands isa/opcodes.def into an enum of dense opcode indices and a table of
+ * opcode descriptors. This header owns instruction encoding facts (width,
+ * operand kinds, flags); it knows nothing of modules, verification or running.
+ */
+#ifndef BIB_ISA_H
+#define BIB_ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BIB_INSN_WORDS 5
+#define BIB_INSN_BYTES 20
+
+/* Operand kinds. The verifier checks each operand word against its kind. */
+typedef enum bib_operand_kind {
+    BIB_K_NONE,  /* unused: must be 0 */
+    BIB_K_RD,    /* register written: index < the function's register count */
+    BIB_K_RS,    /* register read: same range check */
+    BIB_K_IMM,   /* signed 32-bit immediate */
+    BIB_K_IMMLO, /* low 32 bits of a 64-bit immediate */
+    BIB_K_IMMHI, /* high 32 bits of a 64-bit immediate */
+    BIB_K_COUNT, /* a count (of arguments, dimensions): range checked per opcode */
+    BIB_K_CONST, /* constant-pool index */
+    BIB_K_TGT,   /* jump target: instruction index inside the same function */
+    BIB_K_FN,    /* function index */
+    BIB_K_HOST,  /* host-function import index */
+    BIB_K_TD,    /* tensor register written */
+    BIB_K_TS,    /* tensor register read */
+    BIB_K_DTYPE, /* tensor element type (bib_dtype_t) */
+    BIB_K__N
+} bib_operand_kind_t;
+
+enum {
+    BIB_F_BRANCH = 1u << 0,   /* may transfer control to a TGT operand */
+    BIB_F_TERM = 1u << 1,     /* never falls through to the next instruction */
+    BIB_F_CALL = 1u << 2,     /* CALL or HOSTCALL */
+    BIB_F_MEM = 1u << 3,      /* accesses linear memory (bounds-checked at run time) */
+    BIB_F_RESERVED = 1u << 4, /* code reserved, not implemented in this build */
+};
+
+typedef enum bib_opclass {
+    BIB_CLASS_SCALAR,
+    BIB_CLASS_TENSOR,
+    BIB_CLASS_CUDA,
+    BIB_CLASS_VULKAN,
+} bib_opclass_t;
+
+/* Dense opcode index: the position of the row in isa/opcodes.def. */
+typedef enum bib_opcode {
+#define BIB_ISA_ROW(name, code, k0, k1, k2, k3, flags, sem) BIB_OP_##name,
+#define OP BIB_ISA_ROW
+#define TOP BIB_ISA_ROW
+#define GOP BIB_ISA_ROW
+#define VOP BIB_ISA_ROW
+#include "opcodes.def"
+#undef OP
+#undef TOP
+#undef GOP
+#undef VOP
+#undef BIB_ISA_ROW
+    BIB_OP__COUNT
+} bib_opcode_t;
+
+/* Encoded opcode words, as BIB_CODE_<name>. */
+enum {
+#define BIB_ISA_ROW(name, code, k0, k1, k2, k3, flags, sem) BIB_CODE_##name = (code),
+#define OP BIB_ISA_ROW
+#define TOP BIB_ISA_ROW
+#define GOP BIB_ISA_ROW
+#define VOP BIB_ISA_ROW
+#include "opcodes.def"
+#undef OP
+#undef TOP
+#undef GOP
+#undef VOP
+#undef BIB_ISA_ROW
+};
+
+typedef struct bib_opinfo {
+    const char *name;
+    uint32_t code;
+    uint8_t kinds[4]; /* bib_operand_kind_t */
+    uint32_t flags;
+    bib_opclass_t opclass;
+    const char *semantics;
+} bib_opinfo_t;
+
+extern const bib_opinfo_t bib_isa_table[BIB_OP__COUNT];
+
+/* One raw instruction as it is stored: five little-endian words. */
+typedef struct bib_insn {
+    uint32_t op;
+    uint32_t a, b, c, d;
+} bib_insn_t;
+
+/* Finds the dense index of an opcode word; returns -1 when unknown. */
+int bib_isa_find_code(uint32_t code);
+/* Finds the dense index of a mnemonic (case-insensitive); returns -1 when unknown. */
+int bib_isa_find_name(const char *name);
+/* Name of an operand kind, for messages and the spec ("reg", "imm", ...). */
+const char *bib_isa_kind_name(bib_operand_kind_t kind);
+
+/* Encoding to and from the 20-byte little-endian form. */
+void bib_insn_encode(const bib_insn_t *insn, uint8_t out[BIB_INSN_BYTES]);
+void bib_insn_decode(const uint8_t in[BIB_INSN_BYTES], bib_insn_t *insn);
+
+static inline uint32_t bib_read_u32le(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void bib_write_u32le(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline uint64_t bib_read_u64le(const uint8_t *p) {
+    return (uint64_t)bib_read_u32le(p) | (uint64_t)bib_read_u32le(p + 4) << 32;
+}
+static inline void bib_write_u64le(uint8_t *p, uint64_t v) {
+    bib_write_u32le(p, (uint32_t)v);
+    bib_write_u32le(p + 4, (uint32_t)(v >> 32));
+}
+
+#endif

@@ -1,0 +1,108 @@
+#!/bin/sh
+# CLI tests for the core: examples, exit codes, malformed modules, asm/dis round trip.
+# Prints one line per check and "N passed, N failed" at the end.
+set -u
+BIB=${BIB:-build/bib}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# expect_out NAME WANT CMD...: stdout equals WANT and the exit status is 0
+expect_out() {
+    name=$1 want=$2
+    shift 2
+    got=$("$@" 2>"$T/err")
+    rc=$?
+    if [ $rc -eq 0 ] && [ "$got" = "$want" ]; then ok "$name"; else
+        bad "$name: exit $rc, stdout '$got', stderr '$(cat "$T/err")'"
+    fi
+}
+# expect_fail NAME CODE PATTERN CMD...: exits with CODE and stderr matches PATTERN (one line)
+expect_fail() {
+    name=$1 code=$2 pattern=$3
+    shift 3
+    "$@" >/dev/null 2>"$T/err"
+    rc=$?
+    lines=$(wc -l <"$T/err")
+    if [ $rc -eq "$code" ] && grep -q -- "$pattern" "$T/err" && [ "$lines" -ge 1 ]; then ok "$name"; else
+        bad "$name: exit $rc (want $code), stderr: $(cat "$T/err")"
+    fi
+}
+
+expect_out "hello prints" "Hello, world!" $BIB run examples/hello.basm
+expect_out "loop prints the sum" 4999999950000000 $BIB run examples/loop.basm
+expect_out "fib(32)" 2178309 $BIB run examples/fib.basm
+expect_out "sieve counts primes" 664579 $BIB run examples/sieve.basm
+
+# asm -> .bib -> run, and dis -> asm gives the same bytes
+for ex in hello fib sieve loop; do
+    if $BIB asm examples/$ex.basm -o "$T/$ex.bib" && $BIB dis "$T/$ex.bib" >"$T/$ex.dis.basm" &&
+        $BIB asm "$T/$ex.dis.basm" -o "$T/$ex.again.bib" && cmp -s "$T/$ex.bib" "$T/$ex.again.bib"; then
+        ok "asm/dis/asm round trip of $ex"
+    else
+        bad "asm/dis/asm round trip of $ex"
+    fi
+done
+expect_out "run a .bib file" 2178309 $BIB run "$T/fib.bib"
+
+# Malformed modules: one error line, exit 65 (below 128, never a signal)
+size=$(wc -c <"$T/fib.bib")
+n=0
+worst=0
+for cut in 0 1 4 8 16 31 32 40 47 48 63 64 100 $((size / 2)) $((size - 5)) $((size - 1)); do
+    [ "$cut" -lt "$size" ] || continue
+    head -c "$cut" "$T/fib.bib" >"$T/cut.bib"
+    $BIB run "$T/cut.bib" >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -ne 65 ] || [ "$(wc -l <"$T/err")" -ne 1 ]; then
+        worst=$rc
+        echo "  truncated to $cut bytes: exit $rc: $(cat "$T/err")"
+    fi
+    n=$((n + 1))
+done
+[ $worst -eq 0 ] && ok "truncated modules ($n lengths) give one error line and exit 65" || bad "truncated modules"
+
+# every bit of the header and of some code bytes flipped
+/usr/bin/python3 - "$T/fib.bib" "$T" <<'PY' || true
+import sys
+src = open(sys.argv[1], "rb").read()
+for i, pos in enumerate(list(range(0, min(64, len(src)))) + list(range(64, len(src), max(1, len(src) // 40)))):
+    for bit in (0, 3, 7):
+        b = bytearray(src); b[pos] ^= 1 << bit
+        open("%s/flip_%d_%d.bib" % (sys.argv[2], pos, bit), "wb").write(b)
+PY
+bad_flip=0
+count=0
+for f in "$T"/flip_*.bib; do
+    timeout 10 $BIB run "$f" >/dev/null 2>"$T/err"
+    rc=$?
+    count=$((count + 1))
+    # A flip in the checksum-covered file must be caught at load time.
+    if [ $rc -ne 65 ]; then bad_flip=$((bad_flip + 1)); echo "  $(basename "$f"): exit $rc: $(head -c 200 "$T/err")"; fi
+done
+[ $bad_flip -eq 0 ] && ok "bit-flipped modules ($count) are rejected at load with exit 65" || bad "bit-flipped modules: $bad_flip of $count not rejected cleanly"
+
+expect_fail "unknown command" 64 "unknown command" $BIB frobnicate
+expect_fail "missing file" 66 "cannot open" $BIB run "$T/does-not-exist.bib"
+expect_fail "bad --fuel" 64 "fuel" $BIB run --fuel=abc examples/fib.basm
+expect_fail "fuel exhausted traps" 70 "fuel" $BIB run --fuel 1000 examples/loop.basm
+expect_fail "memory cap" 71 "memory" $BIB run --max-memory 1M examples/sieve.basm
+printf '.func main regs=1\n    ADDD r0, r0\n    FOO\n.end\n' >"$T/bad.basm"
+expect_fail "assembly errors name file:line:col" 65 "bad.basm:2:5: error" $BIB run "$T/bad.basm"
+if $BIB run "$T/bad.basm" 2>&1 | grep -q "bad.basm:3:5: error"; then ok "every assembly error is reported in one pass"; else bad "second assembly error not reported"; fi
+
+v=$($BIB --version)
+case "$v" in *simd*executors*) ok "--version shows features: $v" ;; *) bad "--version: $v" ;; esac
+$BIB --help | grep -q "usage: bib" && ok "--help" || bad "--help"
+
+# trace is deterministic and names pc, mnemonic and the value written
+$BIB run --trace examples/hello.basm >/dev/null 2>"$T/t1"
+$BIB run --trace examples/hello.basm >/dev/null 2>"$T/t2"
+if [ -s "$T/t1" ] && cmp -s "$T/t1" "$T/t2"; then ok "trace is deterministic ($(wc -l <"$T/t1") lines)"; else bad "trace differs between runs"; fi
+$BIB run --trace=json examples/fib.basm --fuel 50 >/dev/null 2>"$T/j" ; head -1 "$T/j" | grep -q '"pc"' && ok "json trace" || bad "json trace: $(head -1 "$T/j")"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,584 @@
+/* tests/unit/test_asm.c: the assembler, the disassembler and the builder.
+ *
+ * Programs are assembled and the resulting bytes read back with
+ * bib_module_read, so each test checks the module the bytes describe rather
+ * than the bytes' layout (that is tests/unit/test_format.c's job).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "assembler/asm.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static bib_module_t *assemble_ok(const char *src) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    bib_status_t st = bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag);
+    cr_assert_eq(st, BIB_OK, "assembly failed:\n%s", diag ? diag : "(no diagnostics)");
+    bib_module_t *m = NULL;
+    bib_diag_t d;
+    st = bib_module_read(bytes, size, &m, &d);
+    cr_assert_eq(st, BIB_OK, "read back failed: %s", d.msg);
+    bib_free(bytes);
+    return m;
+}
+
+/* The diagnostics of a source that must fail. Caller frees. */
+static char *assemble_fail(const char *src) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    bib_status_t st = bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag);
+    cr_assert_eq(st, BIB_E_ASM, "expected BIB_E_ASM, got %d", st);
+    cr_assert_null(bytes);
+    cr_assert_not_null(diag);
+    return diag;
+}
+
+static int count_of(const char *haystack, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(haystack, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Disassembles bytes, re-assembles the text, and checks the bytes match. */
+static void assert_round_trip(const uint8_t *bytes, size_t size) {
+    char *text = NULL, *diag = NULL;
+    bib_status_t st = bib_disassemble(bytes, size, &text, &diag);
+    cr_assert_eq(st, BIB_OK, "disassembly failed: %s", diag ? diag : "");
+    uint8_t *again = NULL;
+    size_t again_size = 0;
+    st = bib_assemble(text, strlen(text), "dis.basm", &again, &again_size, &diag);
+    cr_assert_eq(st, BIB_OK, "re-assembly failed:\n%s\n--- text ---\n%s", diag ? diag : "", text);
+    cr_assert_eq(again_size, size, "size %zu != %zu\n%s", again_size, size, text);
+    cr_assert(memcmp(again, bytes, size) == 0, "bytes differ after round trip\n%s", text);
+    bib_free(again);
+    bib_free(text);
+}
+
+static void assert_source_round_trips(const char *src) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    bib_status_t st = bib_assemble(src, strlen(src), "rt.basm", &bytes, &size, &diag);
+    cr_assert_eq(st, BIB_OK, "assembly failed:\n%s", diag ? diag : "");
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+static uint64_t f64_bits(double d) {
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+/* ---- literals --------------------------------------------------------- */
+
+Test(asm_literals, decimal_negative_hex_binary_and_char_immediates) {
+    bib_module_t *m = assemble_ok(".func main regs=1\n"
+                                  "  LDI r0, 42\n"
+                                  "  LDI r0, -7\n"
+                                  "  LDI r0, 0x1F\n"
+                                  "  LDI r0, -0x80\n"
+                                  "  LDI r0, 0b1010\n"
+                                  "  LDI r0, 'a'\n"
+                                  "  LDI r0, '\\n'\n"
+                                  "  LDI r0, '\\0'\n"
+                                  "  LDI r0, '\\\\'\n"
+                                  "  LDI r0, '\\''\n"
+                                  "  LDI r0, 2147483647\n"
+                                  "  LDI r0, -2147483648\n"
+                                  "  HALT r0\n.end\n");
+    const int32_t want[] = {42, -7, 31, -128, 10, 'a', '\n', 0, '\\', '\'', INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect_eq((int32_t)m->code[i].b, want[i], "insn %zu: %d", i, (int32_t)m->code[i].b);
+    bib_module_free(m);
+}
+
+Test(asm_literals, ldi64_takes_integers_and_floats_as_bit_patterns) {
+    bib_module_t *m = assemble_ok(".func main regs=1\n"
+                                  "  LDI64 r0, 1.5\n"
+                                  "  LDI64 r0, -2e10\n"
+                                  "  LDI64 r0, -1\n"
+                                  "  LDI64 r0, 0xFFFFFFFFFFFFFFFF\n"
+                                  "  LDI64 r0, 0x123456789\n"
+                                  "  LDI64 r0, inf\n"
+                                  "  LDI64 r0, -0.0\n"
+                                  "  HALT r0\n.end\n");
+    uint64_t want[] = {f64_bits(1.5),  f64_bits(-2e10),    UINT64_MAX,    UINT64_MAX,
+                       0x123456789ull, f64_bits(INFINITY), f64_bits(-0.0)};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        uint64_t got = (uint64_t)m->code[i].b | (uint64_t)m->code[i].c << 32;
+        cr_expect_eq(got, want[i], "insn %zu: %llx", i, (unsigned long long)got);
+    }
+    bib_module_free(m);
+}
+
+Test(asm_literals, imm32_out_of_range_suggests_ldi64) {
+    char *d = assemble_fail(".func main\n  LDI r0, 5000000000\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:2:11: error: value 5000000000 does not fit a signed 32-bit "
+                        "immediate; use LDI64") != NULL,
+              "%s", d);
+    bib_free(d);
+}
+
+Test(asm_literals, float_in_an_integer_operand_is_an_error) {
+    char *d = assemble_fail(".func main\n  LDI r0, 1.5\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "2:11: error: expected an integer, found '1.5'") != NULL, "%s", d);
+    bib_free(d);
+}
+
+/* ---- labels, functions, imports ------------------------------------- */
+
+Test(asm_labels, forward_and_backward_jumps_resolve_to_absolute_pcs) {
+    bib_module_t *m = assemble_ok(".func helper args=0 regs=1\n  LDI r0, 1\n  RET r0\n.end\n"
+                                  ".func main regs=2\n"
+                                  "  LDI r0, 3\n"          /* pc 2 */
+                                  "top: ADDI r0, r0, -1\n" /* pc 3 */
+                                  "  JZ r0, done\n"        /* pc 4 */
+                                  "  JMP top\n"            /* pc 5 */
+                                  "done:\n"
+                                  "  HALT r0\n" /* pc 6 */
+                                  ".end\n");
+    cr_expect_eq(m->code[4].b, 6u);
+    cr_expect_eq(m->code[5].a, 3u);
+    cr_expect_eq(m->entry_func, 1u, "main is the entry");
+    bib_module_free(m);
+}
+
+Test(asm_labels, same_label_name_in_two_functions_is_local) {
+    bib_module_t *m = assemble_ok(".func main\n loop: JMP out\n out: HALT r0\n.end\n"
+                                  ".func g\n loop: JMP out\n out: RET r0\n.end\n");
+    cr_expect_eq(m->code[0].a, 1u);
+    cr_expect_eq(m->code[2].a, 3u);
+    bib_module_free(m);
+}
+
+Test(asm_functions, calls_by_name_before_definition_and_default_regs) {
+    bib_module_t *m = assemble_ok(".func main\n"
+                                  "  LDI r1, 5\n"
+                                  "  CALL r0, twice, r1, 1\n"
+                                  "  CALL r0, sum3, r4, 3\n"
+                                  "  HALT r0\n.end\n"
+                                  ".func twice args=1\n  ADD r0, r0, r0\n  RET r0\n.end\n"
+                                  ".func sum3 args=3\n  ADD r0, r0, r1\n  RET r0\n.end\n");
+    cr_expect_eq(m->code[1].b, 1u, "twice is function 1");
+    cr_expect_eq(m->funcs[0].nregs, 7u, "r4..r6 passed to sum3 count");
+    cr_expect_eq(m->funcs[1].nregs, 1u);
+    cr_expect_eq(m->funcs[2].nregs, 3u, "at least args");
+    bib_module_free(m);
+}
+
+Test(asm_functions, hostcall_imports_in_first_use_order_deduplicated) {
+    bib_module_t *m = assemble_ok(".import first\n"
+                                  ".func main regs=2\n"
+                                  "  HOSTCALL r0, print_i64, r1, 1\n"
+                                  "  HOSTCALL r0, first, r1, 1\n"
+                                  "  HOSTCALL r0, print_i64, r1, 1\n"
+                                  "  HOSTCALL r0, \"odd name\", r1, 0\n"
+                                  "  HALT r0\n.end\n");
+    cr_assert_eq(m->import_count, 3u);
+    cr_expect_str_eq(m->imports[0], "first");
+    cr_expect_str_eq(m->imports[1], "print_i64");
+    cr_expect_str_eq(m->imports[2], "odd name");
+    cr_expect_eq(m->code[0].b, 1u);
+    cr_expect_eq(m->code[1].b, 0u);
+    cr_expect_eq(m->code[3].b, 2u);
+    bib_module_free(m);
+}
+
+Test(asm_functions, entry_directive_overrides_main) {
+    bib_module_t *m = assemble_ok(".entry start\n.func main\n HALT r0\n.end\n"
+                                  ".func start\n HALT r0\n.end\n");
+    cr_expect_eq(m->entry_func, 1u);
+    bib_module_free(m);
+}
+
+/* ---- data -------------------------------------------------------------- */
+
+Test(asm_data, directives_lay_out_bytes_from_zero_in_order) {
+    bib_module_t *m = assemble_ok(".data\n"
+                                  "a:  .byte 1, 0xFF, -1, 'z'\n"
+                                  "b:  .i16 0x1234\n"
+                                  "    .align 8\n"
+                                  "c:  .i32 -2\n"
+                                  "d:  .i64 0x0102030405060708\n"
+                                  "e:  .f32 1.5\n"
+                                  "f:  .f64 -2.0\n"
+                                  "g:  .ascii \"hi\\n\"\n"
+                                  "h:  .asciz \"x\"\n"
+                                  "i:  .zero 3\n"
+                                  "j:  .i32 h, g+1\n"
+                                  ".func main\n"
+                                  "  LDI r0, c\n  LDI r0, j\n  LDI r0, h+1\n  HALT r0\n.end\n");
+    const uint8_t want[] = {1,    0xFF, 0xFF, 'z',  0x34, 0x12, 0, 0,                 /* 0 */
+                            0xFE, 0xFF, 0xFF, 0xFF,                                   /* 8 */
+                            8,    7,    6,    5,    4,    3,    2, 1,                 /* 12 */
+                            0,    0,    0xC0, 0x3F,                                   /* 20 */
+                            0,    0,    0,    0,    0,    0,    0, 0xC0,              /* 24 */
+                            'h',  'i',  '\n', 'x',  0,    0,    0, 0,    35, 0, 0, 0, /* 32 */
+                            33,   0,    0,    0};
+    cr_assert_eq(m->data_size, sizeof want);
+    cr_expect(memcmp(m->data, want, sizeof want) == 0);
+    cr_expect_eq(m->memory_size, sizeof want, "memory defaults to the data size");
+    cr_expect_eq(m->code[0].b, 8u);
+    cr_expect_eq(m->code[1].b, 40u);
+    cr_expect_eq(m->code[2].b, 36u);
+    bib_module_free(m);
+}
+
+Test(asm_data, memory_directive_sets_the_size_and_must_hold_the_data) {
+    bib_module_t *m =
+        assemble_ok(".memory 65536\nmsg: .ascii \"abc\"\n.func main\n HALT r0\n.end\n");
+    cr_expect_eq(m->memory_size, 65536u);
+    bib_module_free(m);
+    char *d = assemble_fail(".memory 2\n.ascii \"abc\"\n.func main\n HALT r0\n.end\n");
+    cr_expect(strstr(d, "1:1: error: memory size 2 is smaller than the 3 bytes of data"), "%s", d);
+    bib_free(d);
+}
+
+/* ---- constants ----------------------------------------------------------- */
+
+Test(asm_consts, named_constants_come_first_then_inline_ones_reused_by_value) {
+    bib_module_t *m = assemble_ok(".func main regs=1\n"
+                                  "  LDK r0, pi\n"   /* forward reference */
+                                  "  LDK r0, =7\n"   /* new: k2 */
+                                  "  LDK r0, =3.5\n" /* reuses pi */
+                                  "  LDK r0, =7\n"   /* reuses k2 */
+                                  "  LDK r0, =7.0\n" /* f64 7: new k3 */
+                                  "  LDK r0, big\n"
+                                  "  HALT r0\n.end\n"
+                                  ".const pi f64 3.5\n"
+                                  ".const big i64 -9223372036854775808\n");
+    cr_assert_eq(m->const_count, 4u);
+    cr_expect_eq(m->consts[0].type, (uint32_t)BIB_CONST_F64);
+    cr_expect_eq(m->consts[0].bits, f64_bits(3.5));
+    cr_expect_eq(m->consts[1].bits, (uint64_t)INT64_MIN);
+    cr_expect_eq(m->consts[2].type, (uint32_t)BIB_CONST_I64);
+    cr_expect_eq(m->consts[2].bits, 7u);
+    cr_expect_eq(m->consts[3].bits, f64_bits(7.0));
+    const uint32_t want[] = {0, 2, 0, 2, 3, 1};
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(m->code[i].b, want[i], "insn %d", i);
+    bib_module_free(m);
+}
+
+/* ---- debug info ------------------------------------------------------- */
+
+Test(asm_debug, each_instruction_records_its_source_line) {
+    bib_module_t *m = assemble_ok("; comment\n.func main\n\n  LDI r0, 1 ; one\n"
+                                  "  .line 100\n  NOP\n  NOP\n  HALT r0\n.end\n");
+    cr_assert_not_null(m->lines);
+    cr_expect_eq(m->lines[0], 4u);
+    cr_expect_eq(m->lines[1], 100u);
+    cr_expect_eq(m->lines[2], 100u, ".line holds until the next one");
+    cr_expect_str_eq(m->source_name, "t.basm");
+    bib_module_free(m);
+}
+
+Test(asm_debug, source_and_nodebug_directives) {
+    bib_module_t *m = assemble_ok(".source \"gen/x.c\"\n.func main\n HALT r0\n.end\n");
+    cr_expect_str_eq(m->source_name, "gen/x.c");
+    bib_module_free(m);
+    m = assemble_ok(".nodebug\n.func main\n HALT r0\n.end\n");
+    cr_expect_null(m->lines);
+    bib_module_free(m);
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+Test(asm_errors, message_has_file_line_col_source_line_and_caret) {
+    char *d = assemble_fail(".func main\n  ADDD r1, r2, r3\n  HALT r0\n.end\n");
+    cr_expect_str_eq(d, "t.basm:2:3: error: unknown mnemonic 'ADDD'\n"
+                        "  ADDD r1, r2, r3\n"
+                        "  ^~~~\n");
+    bib_free(d);
+}
+
+Test(asm_errors, every_error_in_one_pass_in_source_order) {
+    char *d = assemble_fail(".func main regs=2\n"
+                            "  ADD r1, r2\n"    /* 2: count */
+                            "  ADD r1, 5, r0\n" /* 3: kind */
+                            "  MOV r7, r0\n"    /* 4: register range */
+                            "  JMP nowhere\n"   /* 5: label */
+                            "x: NOP\n"
+                            "x: NOP\n"                  /* 7: duplicate */
+                            "  LDI r0, \"open\n"        /* 8: string */
+                            "  CALL r0, ghost, r0, 0\n" /* 9: function */
+                            "  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:2:3: error: 'ADD' takes 3 operands (rd, rs, rs), found 2"), "%s",
+              d);
+    cr_expect(strstr(d, "t.basm:3:11: error: expected a register (r0, r1, ...), found '5'"), "%s",
+              d);
+    cr_expect(strstr(d, "t.basm:4:7: error: register r7 is out of range: function 'main' has "
+                        "regs=2 (r0..r1)"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:5:7: error: unknown label 'nowhere'"), "%s", d);
+    cr_expect(strstr(d, "t.basm:7:1: error: label 'x' is already defined on line 6"), "%s", d);
+    cr_expect(strstr(d, "t.basm:8:11: error: unterminated string"), "%s", d);
+    cr_expect(strstr(d, "t.basm:9:12: error: unknown function 'ghost'"), "%s", d);
+    cr_expect_eq(count_of(d, ": error: "), 7, "%s", d);
+    cr_expect(strstr(d, ":2:") < strstr(d, ":9:"), "sorted by line");
+    bib_free(d);
+}
+
+Test(asm_errors, stops_after_fifty_errors) {
+    char src[4096] = ".func main\n";
+    for (int i = 0; i < 60; i++)
+        strcat(src, "  BAD r0\n");
+    strcat(src, "  HALT r0\n.end\n");
+    char *d = assemble_fail(src);
+    cr_expect_eq(count_of(d, "unknown mnemonic"), 50);
+    cr_expect(strstr(d, "t.basm: error: too many errors; stopped after 50"), "%s", d);
+    bib_free(d);
+}
+
+Test(asm_errors, structural_errors) {
+    char *d = assemble_fail(".func main\n  NOP\n.end\n"               /* falls off */
+                            ".func f args=2 regs=1\n  RET r0\n.end\n" /* args > regs */
+                            "  NOP\n"                                 /* outside */
+                            ".func g\n  RET r0\n");                   /* no .end */
+    cr_expect(strstr(d, "3:1: error: function 'main' falls off its end"), "%s", d);
+    cr_expect(strstr(d, "4:1: error: function 'f' takes 2 arguments but has regs=1"), "%s", d);
+    cr_expect(strstr(d, "7:3: error: instruction outside a function"), "%s", d);
+    cr_expect(strstr(d, "8:1: error: function 'g' has no '.end'"), "%s", d);
+    bib_free(d);
+}
+
+Test(asm_errors, call_argument_count_must_match_the_callee) {
+    char *d = assemble_fail(".func main regs=3\n  CALL r0, f, r1, 2\n  HALT r0\n.end\n"
+                            ".func f args=1\n  RET r0\n.end\n");
+    cr_expect(strstr(d, "2:19: error: function 'f' takes 1 argument, this call passes 2"), "%s", d);
+    bib_free(d);
+}
+
+Test(asm_errors, reserved_opcodes_parse_but_are_rejected) {
+    char *d = assemble_fail(".func main\n  MATMUL t0, t1, t2\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "2:3: error: 'MATMUL' is reserved: not implemented in this build"), "%s",
+              d);
+    bib_free(d);
+}
+
+/* ---- builder ------------------------------------------------------------- */
+
+Test(builder, builds_a_module_with_labels_calls_imports_and_constants) {
+    bib_builder_t *b = bib_builder_create();
+    uint32_t fmain = bib_builder_declare(b, "main");
+    uint32_t fsq = bib_builder_declare(b, "square");
+    uint32_t print = bib_builder_import(b, "print_i64");
+    cr_expect_eq(bib_builder_import(b, "print_i64"), print, "imports are deduplicated");
+    uint32_t k = bib_builder_const_i64(b, 6);
+    /* Bodies begun out of id order are still laid out in id order. */
+    cr_assert_eq(bib_builder_begin(b, fsq, 1, 1), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_MUL, 0, 0, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_RET, 0, 0, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_end(b), BIB_OK);
+    cr_assert_eq(bib_builder_begin(b, fmain, 0, 2), BIB_OK);
+    uint32_t done = bib_builder_label(b);
+    bib_builder_line(b, 7);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_LDK, 0, k, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_CALL, 1, fsq, 0, 1), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_JMP, done, 0, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_bind(b, done), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_HOSTCALL, 0, print, 1, 1), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_HALT, 1, 0, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_end(b), BIB_OK);
+    uint8_t *bytes;
+    size_t size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+
+    bib_module_t *m;
+    bib_diag_t d;
+    cr_assert_eq(bib_module_read(bytes, size, &m, &d), BIB_OK, "%s", d.msg);
+    cr_expect_eq(m->entry_func, 0u);
+    cr_expect_eq(m->funcs[0].entry, 0u, "main (id 0) is laid out first");
+    cr_expect_eq(m->funcs[1].entry, 5u);
+    cr_expect_eq(m->code[2].a, 3u, "label resolved to an absolute pc");
+    cr_expect_eq(m->lines[0], 7u);
+    bib_module_free(m);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+Test(builder, unbound_label_is_an_error_naming_it) {
+    bib_builder_t *b = bib_builder_create();
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    uint32_t l = bib_builder_label(b);
+    bib_builder_emit(b, BIB_CODE_JMP, l, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t size;
+    cr_expect_neq(bib_builder_finish(b, &bytes, &size), BIB_OK);
+    cr_expect(strstr(bib_builder_error(b), "label 0") &&
+                  strstr(bib_builder_error(b), "never bound"),
+              "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+}
+
+Test(builder, declared_function_without_body_and_open_body_are_errors) {
+    bib_builder_t *b = bib_builder_create();
+    bib_builder_declare(b, "ghost");
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    uint8_t *bytes;
+    size_t size;
+    cr_expect_neq(bib_builder_finish(b, &bytes, &size), BIB_OK);
+    cr_expect(strstr(bib_builder_error(b), "never ended"), "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+
+    b = bib_builder_create();
+    bib_builder_declare(b, "ghost");
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    cr_expect_neq(bib_builder_finish(b, &bytes, &size), BIB_OK);
+    cr_expect(strstr(bib_builder_error(b), "'ghost' was declared but has no body"), "%s",
+              bib_builder_error(b));
+    bib_builder_destroy(b);
+}
+
+Test(builder, verifier_errors_come_back_through_finish) {
+    bib_builder_t *b = bib_builder_create();
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    bib_builder_emit(b, BIB_CODE_MOV, 5, 0, 0, 0); /* r5 of a 1-register frame */
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t size;
+    cr_expect_eq(bib_builder_finish(b, &bytes, &size), BIB_E_VERIFY);
+    cr_expect(strstr(bib_builder_error(b), "r5"), "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+}
+
+Test(builder, opcode_lookup_by_mnemonic) {
+    cr_expect_eq(bib_opcode("ADD"), 0x00020000);
+    cr_expect_eq(bib_opcode("halt"), 0x000000FF);
+    cr_expect_eq(bib_opcode("ADDD"), -1);
+}
+
+/* ---- round trips --------------------------------------------------------- */
+
+Test(asm_round_trip, spec_example_and_every_construct) {
+    assert_source_round_trips(
+        "; fib\n.func main args=0 regs=2\n  LDI r0, 30\n  CALL r1, fib, r0, 1\n"
+        "  HOSTCALL r1, print_i64, r1, 1\n  HALT r1\n.end\n"
+        ".func fib args=1 regs=4\n  LDI r1, 2\n  JLT r0, r1, small\n  ADDI r1, r0, -1\n"
+        "  CALL r2, fib, r1, 1\n  ADDI r1, r0, -2\n  CALL r3, fib, r1, 1\n  ADD r0, r2, r3\n"
+        "small:\n  RET r0\n.end\nmsg: .asciz \"hello\\n\"\n");
+    assert_source_round_trips(
+        ".memory 4096\n"
+        "tab: .i64 1, -1, tab\n  .byte 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18\n"
+        "  .zero 40\n  .ascii \"quote\\\" back\\\\ tab\\t;semi\"\n  .f64 nan, -inf, -0.0\n"
+        "  .f32 0.1\n  .byte 0x80, 0x7F\n"
+        ".const a i64 5\n.const b f64 0.1\n.const c f64 bits(0x7FF8000000000001)\n"
+        ".const d f64 -0.0\n.const e f64 1e300\n.const f i64 5\n"
+        ".func main regs=8\n"
+        "  LDK r0, a\n  LDK r1, b\n  LDK r2, c\n  LDK r3, =2.5\n  LDK r4, f\n"
+        "  LDI64 r5, 3.141592653589793\n  LDI64 r5, -9223372036854775808\n  LDI r6, tab\n"
+        "  LOAD r7, r6, 8\n  STORE8 r7, r6, -1\n  MEMSIZE r7\n  FSQRT r1, r1\n"
+        "  TRAP 42\n.end\n");
+}
+
+Test(asm_round_trip, no_debug_entry_not_main_and_quoted_names) {
+    assert_source_round_trips(".nodebug\n.entry \"start here\"\n"
+                              ".func main\n  HALT r0\n.end\n"
+                              ".func \"start here\"\n  HOSTCALL r0, \"host \\\"q\\\"\", r0, 0\n"
+                              "  RET r0\n.end\n");
+    assert_source_round_trips(".source\n.func main\n  HALT r0\n.end\n");
+}
+
+Test(asm_round_trip, builder_module_with_duplicate_pool_entries_and_no_main) {
+    bib_builder_t *b = bib_builder_create();
+    uint32_t f0 = bib_builder_declare(b, "zero");
+    uint32_t f1 = bib_builder_declare(b, "one");
+    uint32_t k0 = bib_builder_const_f64(b, 1.0);
+    uint32_t k1 = bib_builder_const_f64(b, 1.0); /* same value: a separate entry */
+    uint32_t k2 = bib_builder_const_i64(b, 1);
+    double nan_payload;
+    uint64_t bits = 0xFFF0000000000ABCull;
+    memcpy(&nan_payload, &bits, sizeof bits);
+    uint32_t k3 = bib_builder_const_f64(b, nan_payload);
+    uint32_t h1 = bib_builder_import(b, "z_last");
+    uint32_t h0 = bib_builder_import(b, "a_first");
+    bib_builder_source(b, NULL);
+    bib_builder_begin(b, f1, 0, 2);
+    bib_builder_line(b, 3);
+    bib_builder_emit(b, BIB_CODE_LDK, 0, k3, 0, 0);
+    bib_builder_line(b, 0);
+    bib_builder_emit(b, BIB_CODE_HOSTCALL, 1, h0, 0, 1);
+    bib_builder_emit(b, BIB_CODE_HOSTCALL, 1, h1, 0, 1);
+    bib_builder_emit(b, BIB_CODE_RET, 1, 0, 0, 0);
+    bib_builder_end(b);
+    bib_builder_begin(b, f0, 0, 1);
+    bib_builder_line(b, 3);
+    bib_builder_emit(b, BIB_CODE_LDK, 0, k1, 0, 0);
+    bib_builder_emit(b, BIB_CODE_LDK, 0, k0, 0, 0);
+    bib_builder_emit(b, BIB_CODE_LDK, 0, k2, 0, 0);
+    bib_builder_emit(b, BIB_CODE_CALL, 0, f1, 0, 0);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    static const uint8_t bytes_in[5] = {9, 0, 0, 0, 'x'};
+    bib_builder_data(b, 2, bytes_in, sizeof bytes_in);
+    bib_builder_memory(b, 100);
+    uint8_t *bytes;
+    size_t size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+Test(asm_round_trip, disassembly_names_constants_and_labels) {
+    uint8_t *bytes;
+    size_t size;
+    char *diag, *text;
+    const char *src = ".func main regs=1\n  LDK r0, =1.5\nback:\n  JNZ r0, back\n  HALT r0\n.end\n";
+    cr_assert_eq(bib_assemble(src, strlen(src), "x.basm", &bytes, &size, &diag), BIB_OK);
+    cr_assert_eq(bib_disassemble(bytes, size, &text, &diag), BIB_OK);
+    cr_expect(strstr(text, ".const k0 f64 1.5\n"), "%s", text);
+    cr_expect(strstr(text, "L1:\n"), "%s", text);
+    cr_expect(strstr(text, "JNZ      r0, L1\n"), "%s", text);
+    cr_expect(strstr(text, ".func main args=0 regs=1"), "%s", text);
+    cr_expect_eq(count_of(text, "L0:"), 0, "labels only where targeted");
+    bib_free(text);
+    bib_free(bytes);
+}
+
+Test(asm_round_trip, disassembling_bad_bytes_reports_why) {
+    char *text = NULL, *diag = NULL;
+    const uint8_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    cr_expect_neq(bib_disassemble(junk, sizeof junk, &text, &diag), BIB_OK);
+    cr_expect_null(text);
+    cr_expect(diag != NULL && diag[0] != '\0');
+    bib_free(diag);
+}
+
+Test(builder, two_functions_with_one_name_are_refused) {
+    bib_builder_t *b = bib_builder_create();
+    uint32_t f0 = bib_builder_declare(b, "main");
+    uint32_t f1 = bib_builder_declare(b, "main");
+    bib_builder_begin(b, f0, 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    bib_builder_begin(b, f1, 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t size;
+    cr_expect_eq(bib_builder_finish(b, &bytes, &size), BIB_E_USAGE);
+    cr_expect(strstr(bib_builder_error(b), "two functions are named 'main'"), "%s",
+              bib_builder_error(b));
+    bib_builder_destroy(b);
+}
+
+Test(asm_errors, duplicate_function_and_unknown_directive) {
+    char *d = assemble_fail(".func main\n HALT r0\n.end\n.func main\n HALT r0\n.end\n.bogus 1\n");
+    cr_expect(strstr(d, "4:7: error: function 'main' is already defined on line 1"), "%s", d);
+    cr_expect(strstr(d, "7:1: error: unknown directive '.bogus'"), "%s", d);
+    bib_free(d);
+}

@@ -1,0 +1,172 @@
+/* tests/unit/test_isa.c: the opcode table (isa/opcodes.def) is consistent and
+ * holds the codes the issue fixes; instructions encode and decode exactly. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include <strings.h>
+
+#include "isa/isa.h"
+
+Test(isa, encode_is_little_endian_words) {
+    bib_insn_t in = {0x00020000, 0x04030201, 0x08070605, 0x0C0B0A09, 0x100F0E0D};
+    uint8_t bytes[BIB_INSN_BYTES];
+    bib_insn_encode(&in, bytes);
+    const uint8_t want[BIB_INSN_BYTES] = {0x00, 0x00, 0x02, 0x00, 1,  2,  3,  4,  5,  6,
+                                          7,    8,    9,    10,   11, 12, 13, 14, 15, 16};
+    cr_expect(memcmp(bytes, want, sizeof want) == 0);
+}
+
+Test(isa, decode_inverts_encode) {
+    const uint32_t samples[] = {0,     1,          0x7F,       0x80,       0xFF,
+                                0x100, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xC0DA00F0};
+    const size_t n = sizeof samples / sizeof samples[0];
+    for (size_t i = 0; i < n; i++) {
+        bib_insn_t in = {samples[i], samples[(i + 1) % n], samples[(i + 2) % n],
+                         samples[(i + 3) % n], samples[(i + 4) % n]};
+        uint8_t bytes[BIB_INSN_BYTES];
+        bib_insn_encode(&in, bytes);
+        bib_insn_t out;
+        bib_insn_decode(bytes, &out);
+        cr_expect_eq(out.op, in.op);
+        cr_expect_eq(out.a, in.a);
+        cr_expect_eq(out.b, in.b);
+        cr_expect_eq(out.c, in.c);
+        cr_expect_eq(out.d, in.d);
+    }
+}
+
+Test(isa, decode_then_encode_gives_same_bytes) {
+    uint8_t bytes[BIB_INSN_BYTES], again[BIB_INSN_BYTES];
+    for (int i = 0; i < BIB_INSN_BYTES; i++)
+        bytes[i] = (uint8_t)(0xA5 ^ (i * 37));
+    bib_insn_t insn;
+    bib_insn_decode(bytes, &insn);
+    bib_insn_encode(&insn, again);
+    cr_expect(memcmp(bytes, again, BIB_INSN_BYTES) == 0);
+}
+
+Test(isa, instruction_is_five_words) {
+    cr_expect_eq(BIB_INSN_BYTES, 20);
+    cr_expect_eq(BIB_INSN_WORDS * 4, BIB_INSN_BYTES);
+}
+
+Test(isa, codes_are_unique) {
+    for (int i = 0; i < BIB_OP__COUNT; i++)
+        for (int j = i + 1; j < BIB_OP__COUNT; j++)
+            cr_expect_neq(bib_isa_table[i].code, bib_isa_table[j].code, "%s and %s share 0x%08X",
+                          bib_isa_table[i].name, bib_isa_table[j].name, bib_isa_table[i].code);
+}
+
+Test(isa, names_are_unique_ignoring_case) {
+    for (int i = 0; i < BIB_OP__COUNT; i++)
+        for (int j = i + 1; j < BIB_OP__COUNT; j++)
+            cr_expect(strcasecmp(bib_isa_table[i].name, bib_isa_table[j].name) != 0,
+                      "rows %d and %d are both %s", i, j, bib_isa_table[i].name);
+}
+
+Test(isa, fixed_codes_from_the_issue) {
+    static const struct {
+        const char *name;
+        uint32_t code;
+    } fixed[] = {
+        {"NOP", 0x00000000},       {"HALT", 0x000000FF},       {"ALLOC", 0x00010000},
+        {"FREE", 0x00010001},      {"LOAD", 0x00010010},       {"STORE", 0x00010011},
+        {"ADD", 0x00020000},       {"SUB", 0x00020001},        {"MUL", 0x00020002},
+        {"DIV", 0x00020003},       {"MATMUL", 0x00030000},     {"TRANSPOSE", 0x00030001},
+        {"SOFTMAX", 0x00030002},   {"RELU", 0x00030003},       {"GPU_INIT", 0xC0DA0001},
+        {"GPU_ALLOC", 0xC0DA0010}, {"GPU_MATMUL", 0xC0DA0020}, {"GPU_SYNC", 0xC0DA00F0},
+        {"VK_INIT", 0x564B0001},   {"VK_COMPUTE", 0x564B0010}, {"VK_SUBMIT", 0x564B0020},
+        {"VK_SYNC", 0x564B00F0},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        int index = bib_isa_find_name(fixed[i].name);
+        cr_assert_geq(index, 0, "%s missing", fixed[i].name);
+        cr_expect_eq(bib_isa_table[index].code, fixed[i].code, "%s is 0x%08X, want 0x%08X",
+                     fixed[i].name, bib_isa_table[index].code, fixed[i].code);
+        cr_expect_eq(bib_isa_find_code(fixed[i].code), index, "%s", fixed[i].name);
+    }
+}
+
+Test(isa, enum_codes_match_table) {
+    cr_expect_eq(BIB_CODE_NOP, 0x00000000);
+    cr_expect_eq(BIB_CODE_ADD, 0x00020000);
+    cr_expect_eq(bib_isa_table[BIB_OP_ADD].code, (uint32_t)BIB_CODE_ADD);
+    cr_expect_str_eq(bib_isa_table[BIB_OP_HALT].name, "HALT");
+    cr_expect_eq(bib_isa_table[BIB_OP_VK_SYNC].code, 0x564B00F0u);
+}
+
+Test(isa, family_is_high_half_of_code) {
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        const bib_opinfo_t *op = &bib_isa_table[i];
+        uint32_t family = op->code >> 16;
+        switch (op->opclass) {
+        case BIB_CLASS_CUDA:
+            cr_expect_eq(family, 0xC0DAu, "%s", op->name);
+            break;
+        case BIB_CLASS_VULKAN:
+            cr_expect_eq(family, 0x564Bu, "%s", op->name);
+            break;
+        case BIB_CLASS_TENSOR:
+            cr_expect(family == 0x0001 || family == 0x0003, "%s family 0x%04X", op->name, family);
+            break;
+        case BIB_CLASS_SCALAR:
+            cr_expect_leq(family, 0x0002u, "%s family 0x%04X", op->name, family);
+            break;
+        }
+    }
+    cr_expect_eq(BIB_CODE_MATMUL >> 16, 0x0003);
+    cr_expect_eq(BIB_CODE_LOAD >> 16, 0x0001);
+    cr_expect_eq(BIB_CODE_HALT >> 16, 0x0000);
+}
+
+Test(isa, find_code_and_name_round_trip) {
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        cr_expect_eq(bib_isa_find_code(bib_isa_table[i].code), i);
+        cr_expect_eq(bib_isa_find_name(bib_isa_table[i].name), i);
+    }
+    cr_expect_eq(bib_isa_find_name("add"), BIB_OP_ADD);
+    cr_expect_eq(bib_isa_find_name("Matmul"), BIB_OP_MATMUL);
+    cr_expect_eq(bib_isa_find_name("NOSUCH"), -1);
+    cr_expect_eq(bib_isa_find_code(0x00991234), -1);
+}
+
+Test(isa, rows_are_well_formed) {
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        const bib_opinfo_t *op = &bib_isa_table[i];
+        cr_expect(op->name != NULL && op->name[0] != '\0', "row %d", i);
+        cr_expect(op->semantics != NULL && op->semantics[0] != '\0', "%s", op->name);
+        int has_target = 0, has_count = 0;
+        for (int k = 0; k < 4; k++) {
+            cr_expect_lt(op->kinds[k], BIB_K__N, "%s operand %d", op->name, k);
+            cr_expect_neq(bib_isa_kind_name((bib_operand_kind_t)op->kinds[k]), NULL);
+            has_target |= op->kinds[k] == BIB_K_TGT;
+            has_count |= op->kinds[k] == BIB_K_COUNT;
+        }
+        /* the verifier relies on these pairings */
+        cr_expect_eq(!!(op->flags & BIB_F_BRANCH), has_target, "%s: BRANCH iff a TGT operand",
+                     op->name);
+        if (op->flags & BIB_F_CALL)
+            cr_expect(has_count, "%s: a call has an argument count", op->name);
+        for (int k = 0; k < 4; k++)
+            if (op->kinds[k] == BIB_K_COUNT)
+                cr_expect(k > 0 && op->kinds[k - 1] == BIB_K_RS,
+                          "%s: a COUNT follows the RS that starts its register range", op->name);
+        if (op->kinds[0] == BIB_K_IMMHI || op->kinds[1] == BIB_K_IMMHI ||
+            op->kinds[2] == BIB_K_IMMHI)
+            cr_expect(op->kinds[1] == BIB_K_IMMLO && op->kinds[2] == BIB_K_IMMHI, "%s", op->name);
+    }
+}
+
+Test(isa, scalar_rows_are_implemented) {
+    for (int i = 0; i < BIB_OP__COUNT; i++)
+        if (bib_isa_table[i].opclass == BIB_CLASS_SCALAR)
+            cr_expect(!(bib_isa_table[i].flags & BIB_F_RESERVED), "%s", bib_isa_table[i].name);
+}
+
+Test(isa, terminators) {
+    cr_expect(bib_isa_table[BIB_OP_JMP].flags & BIB_F_TERM);
+    cr_expect(bib_isa_table[BIB_OP_RET].flags & BIB_F_TERM);
+    cr_expect(bib_isa_table[BIB_OP_HALT].flags & BIB_F_TERM);
+    cr_expect(bib_isa_table[BIB_OP_TRAP].flags & BIB_F_TERM);
+    cr_expect(!(bib_isa_table[BIB_OP_JZ].flags & BIB_F_TERM));
+    cr_expect(!(bib_isa_table[BIB_OP_CALL].flags & BIB_F_TERM));
+}

@@ -1,0 +1,574 @@
+/* vm/api.c: the VM half of the public API (include/bib.h).
+ *
+ * Owns the VM object's life, loading (read + verify, bind imports to
+ * registered host functions, pre-decode, size linear memory), runs (fresh
+ * state each time), the host-function registry with the standard output
+ * functions, status names and the build line. The dispatch loop is in
+ * interp.c, decoding in decode.c, instruction text in trace.c; the builder
+ * and assembler (assembler/) and the container reader (vm/format.c) are
+ * other modules this one calls.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm.h"
+
+const char *bib_status_name(bib_status_t status) {
+    switch (status) {
+    case BIB_OK:
+        return "ok";
+    case BIB_E_USAGE:
+        return "usage";
+    case BIB_E_IO:
+        return "io";
+    case BIB_E_FORMAT:
+        return "format";
+    case BIB_E_VERIFY:
+        return "verify";
+    case BIB_E_ASM:
+        return "asm";
+    case BIB_E_LINK:
+        return "link";
+    case BIB_E_TRAP:
+        return "trap";
+    case BIB_E_NOMEM:
+        return "nomem";
+    case BIB_E_UNAVAILABLE:
+        return "unavailable";
+    case BIB_E_STATE:
+        return "state";
+    }
+    return "unknown";
+}
+
+void bib_free(void *ptr) {
+    free(ptr);
+}
+
+void bib_options_init(bib_options_t *options) {
+    if (options == NULL)
+        return;
+    memset(options, 0, sizeof *options);
+    options->max_memory = BIB_MEMORY_CAP_DEFAULT;
+    options->fuel = 0;
+    options->max_call_depth = BIB_CALL_DEPTH_DEFAULT;
+    options->trace_format = BIB_TRACE_OFF;
+    options->trace = NULL;
+    options->backend = NULL;
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+bib_status_t bib_vm_failv(bib_vm_t *vm, bib_status_t status, const char *format, va_list ap) {
+    va_list copy;
+    va_copy(copy, ap);
+    int need = vsnprintf(NULL, 0, format, copy);
+    va_end(copy);
+    if (need < 0)
+        need = 0;
+    if ((size_t)need + 1 > vm->error_cap) {
+        char *grown = realloc(vm->error, (size_t)need + 1);
+        if (grown == NULL) {
+            /* Keep what fits: the status still says what happened. */
+            if (vm->error_cap > 0)
+                vsnprintf(vm->error, vm->error_cap, format, ap);
+            return status;
+        }
+        vm->error = grown;
+        vm->error_cap = (size_t)need + 1;
+    }
+    vsnprintf(vm->error, vm->error_cap, format, ap);
+    return status;
+}
+
+bib_status_t bib_vm_fail(bib_vm_t *vm, bib_status_t status, const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    bib_vm_failv(vm, status, format, ap);
+    va_end(ap);
+    return status;
+}
+
+static void clear_error(bib_vm_t *vm) {
+    if (vm->error_cap > 0)
+        vm->error[0] = '\0';
+}
+
+const char *bib_vm_error(const bib_vm_t *vm) {
+    if (vm == NULL || vm->error == NULL)
+        return "";
+    return vm->error;
+}
+
+/* ---- create / destroy ----------------------------------------------------- */
+
+bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
+    if (out == NULL)
+        return BIB_E_USAGE;
+    *out = NULL;
+    bib_options_t opt;
+    if (options != NULL)
+        opt = *options;
+    else
+        bib_options_init(&opt);
+    if (opt.trace_format != BIB_TRACE_OFF && opt.trace_format != BIB_TRACE_TEXT &&
+        opt.trace_format != BIB_TRACE_JSON)
+        return BIB_E_USAGE;
+    if (opt.max_memory == 0)
+        opt.max_memory = BIB_MEMORY_CAP_DEFAULT;
+    if (opt.max_call_depth == 0)
+        opt.max_call_depth = BIB_CALL_DEPTH_DEFAULT;
+
+    bib_vm_t *vm = calloc(1, sizeof *vm);
+    if (vm == NULL)
+        return BIB_E_NOMEM;
+    vm->options = opt;
+    vm->trace = opt.trace != NULL ? opt.trace : stderr;
+    bib_blocks_init(&vm->blocks, BIB_BLOCK_SIZE_DEFAULT, opt.max_memory);
+    bib_arena_init(&vm->load_arena, &vm->blocks);
+    bib_arena_init(&vm->run_arena, &vm->blocks);
+    vm->error = calloc(1, 256);
+    vm->error_cap = vm->error != NULL ? 256 : 0;
+    *out = vm;
+    return BIB_OK;
+}
+
+static void release_memory(bib_vm_t *vm) {
+    bib_blocks_big_free(&vm->blocks, vm->memory, vm->memory_size);
+    vm->memory = NULL;
+    vm->memory_size = 0;
+    vm->memory_dirty = false;
+    vm->has_run = false;
+}
+
+static void unload(bib_vm_t *vm) {
+    bib_arena_reset(&vm->run_arena);
+    vm->regs = NULL;
+    vm->regs_cap = 0;
+    vm->frames = NULL;
+    vm->frames_cap = 0;
+    release_memory(vm);
+    bib_arena_reset(&vm->load_arena);
+    memset(&vm->program, 0, sizeof vm->program);
+    bib_module_free(vm->module);
+    vm->module = NULL;
+    free(vm->module_name);
+    vm->module_name = NULL;
+}
+
+void bib_vm_destroy(bib_vm_t *vm) {
+    if (vm == NULL)
+        return;
+    unload(vm);
+    bib_arena_destroy(&vm->run_arena);
+    bib_arena_destroy(&vm->load_arena);
+    bib_blocks_destroy(&vm->blocks);
+    for (uint32_t i = 0; i < vm->registry_count; i++)
+        free(vm->registry[i].name);
+    free(vm->registry);
+    free(vm->error);
+    free(vm);
+}
+
+/* ---- loading -------------------------------------------------------------- */
+
+static const bib_host_entry_t *find_host(const bib_vm_t *vm, const char *name) {
+    for (uint32_t i = 0; i < vm->registry_count; i++)
+        if (strcmp(vm->registry[i].name, name) == 0)
+            return &vm->registry[i];
+    return NULL;
+}
+
+static char *copy_string(const char *s) {
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c != NULL)
+        memcpy(c, s, n);
+    return c;
+}
+
+/* Binds, decodes and installs a verified module; takes ownership of m. */
+static bib_status_t install(bib_vm_t *vm, bib_module_t *m, const char *name) {
+    const char *label = name != NULL ? name : "module";
+    bib_host_t *hosts = NULL;
+    if (m->import_count > 0) {
+        hosts = calloc(m->import_count, sizeof *hosts);
+        if (hosts == NULL) {
+            bib_module_free(m);
+            return bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory binding imports", label);
+        }
+    }
+    for (uint32_t i = 0; i < m->import_count; i++) {
+        const bib_host_entry_t *e = find_host(vm, m->imports[i]);
+        if (e == NULL) {
+            bib_status_t st =
+                bib_vm_fail(vm, BIB_E_LINK, "%s: import '%s' names no registered host function",
+                            label, m->imports[i]);
+            free(hosts);
+            bib_module_free(m);
+            return st;
+        }
+        hosts[i].fn = e->fn;
+        hosts[i].user = e->user;
+        hosts[i].name = m->imports[i];
+    }
+
+    unload(vm);
+    bib_status_t st = bib_decode(m, hosts, &vm->load_arena, &vm->program);
+    free(hosts);
+    if (st != BIB_OK) {
+        st = bib_vm_fail(vm, st, "%s: decoding %u instructions: %s", label, m->code_count,
+                         vm->blocks.error);
+        bib_arena_reset(&vm->load_arena);
+        bib_module_free(m);
+        return st;
+    }
+    if (m->memory_size > 0) {
+        void *mem;
+        st = bib_blocks_big_alloc(&vm->blocks, m->memory_size, BIB_BLOCK_ALIGN, 1, &mem);
+        if (st != BIB_OK) {
+            st = bib_vm_fail(vm, st, "%s: linear memory of %" PRIu64 " bytes: %s", label,
+                             m->memory_size, vm->blocks.error);
+            bib_arena_reset(&vm->load_arena);
+            memset(&vm->program, 0, sizeof vm->program);
+            bib_module_free(m);
+            return st;
+        }
+        vm->memory = mem;
+        vm->memory_size = m->memory_size;
+        if (m->data_size > 0)
+            memcpy(vm->memory, m->data, m->data_size);
+    }
+    vm->module = m;
+    vm->module_name = copy_string(name);
+    clear_error(vm);
+    return BIB_OK;
+}
+
+bib_status_t bib_vm_load_module(bib_vm_t *vm, bib_module_t *m, const char *name) {
+    if (vm == NULL || m == NULL) {
+        bib_module_free(m);
+        return vm != NULL ? bib_vm_fail(vm, BIB_E_USAGE, "no module to load") : BIB_E_USAGE;
+    }
+    if (vm->running) {
+        bib_module_free(m);
+        return bib_vm_fail(vm, BIB_E_STATE, "cannot load a module while the VM is running");
+    }
+    bib_diag_t diag;
+    diag.msg[0] = '\0';
+    bib_status_t st = bib_module_verify(m, &diag);
+    if (st != BIB_OK) {
+        bib_module_free(m);
+        return bib_vm_fail(vm, st, "%s: %s", name != NULL ? name : "module", diag.msg);
+    }
+    return install(vm, m, name);
+}
+
+bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const char *name) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (bytes == NULL && size > 0)
+        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_load: bytes is NULL");
+    if (vm->running)
+        return bib_vm_fail(vm, BIB_E_STATE, "cannot load a module while the VM is running");
+    bib_diag_t diag;
+    diag.msg[0] = '\0';
+    bib_module_t *m = NULL;
+    bib_status_t st = bib_module_read(bytes, size, &m, &diag);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "%s: %s", name != NULL ? name : "module", diag.msg);
+    return install(vm, m, name);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (path == NULL)
+        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_load_file: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return bib_vm_fail(vm, BIB_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 1 << 16, size = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf != NULL) {
+        size += fread(buf + size, 1, cap - size, f);
+        if (size < cap)
+            break;
+        uint8_t *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (grown == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    bool bad = buf == NULL || ferror(f);
+    int err = errno;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return bib_vm_fail(vm, buf == NULL ? BIB_E_NOMEM : BIB_E_IO, "cannot read '%s': %s", path,
+                           buf == NULL ? "out of memory" : strerror(err));
+    }
+
+    /* The extension decides; any other name is sniffed for the magic. */
+    static const uint8_t magic[4] = {0x7F, 'B', 'I', 'B'};
+    bool is_text = ends_with(path, ".basm") ||
+                   (!ends_with(path, ".bib") && (size < 4 || memcmp(buf, magic, 4) != 0));
+    if (!is_text) {
+        bib_status_t st = bib_vm_load(vm, buf, size, path);
+        free(buf);
+        return st;
+    }
+    uint8_t *bytes = NULL;
+    size_t nbytes = 0;
+    char *diagnostics = NULL;
+    bib_status_t st = bib_assemble((const char *)buf, size, path, &bytes, &nbytes, &diagnostics);
+    free(buf);
+    if (st != BIB_OK) {
+        const char *d = diagnostics != NULL ? diagnostics : "";
+        size_t n = strlen(d);
+        while (n > 0 && d[n - 1] == '\n')
+            n--;
+        st = bib_vm_fail(vm, st, "%s: assembly failed:\n%.*s", path, (int)n, d);
+        bib_free(diagnostics);
+        bib_free(bytes);
+        return st;
+    }
+    bib_free(diagnostics);
+    st = bib_vm_load(vm, bytes, nbytes, path);
+    bib_free(bytes);
+    return st;
+}
+
+/* ---- running -------------------------------------------------------------- */
+
+/* Registers and frames for the entry function; both grow during the run. */
+#define REGS_INITIAL 128u
+#define FRAMES_INITIAL 64u
+
+bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (vm->running)
+        return bib_vm_fail(vm, BIB_E_STATE, "bib_vm_run called from inside a run");
+    if (vm->module == NULL)
+        return bib_vm_fail(vm, BIB_E_STATE, "no module loaded: call bib_vm_load first");
+    clear_error(vm);
+    memset(&vm->stats, 0, sizeof vm->stats);
+
+    /* Fresh state: nothing of the previous run survives. */
+    bib_arena_reset(&vm->run_arena);
+    vm->regs = NULL;
+    vm->frames = NULL;
+    if (vm->memory_dirty) {
+        const bib_module_t *m = vm->module;
+        if (m->data_size > 0)
+            memcpy(vm->memory, m->data, m->data_size);
+        memset(vm->memory + m->data_size, 0, (size_t)(vm->memory_size - m->data_size));
+        vm->memory_dirty = false;
+    }
+    bib_blocks_reset_peak(&vm->blocks);
+
+    uint32_t nregs = vm->program.entry->nregs;
+    vm->regs_cap = nregs > REGS_INITIAL ? nregs : REGS_INITIAL;
+    vm->frames_cap =
+        vm->options.max_call_depth < FRAMES_INITIAL ? vm->options.max_call_depth : FRAMES_INITIAL;
+    void *regs, *frames;
+    bib_status_t st = bib_arena_zalloc(&vm->run_arena, (size_t)vm->regs_cap * sizeof(uint64_t),
+                                       sizeof(uint64_t), &regs);
+    if (st == BIB_OK)
+        st = bib_arena_alloc(&vm->run_arena, (size_t)vm->frames_cap * sizeof(bib_frame_t),
+                             _Alignof(bib_frame_t), &frames);
+    if (st != BIB_OK) {
+        vm->stats.peak_memory = vm->blocks.peak;
+        return bib_vm_fail(vm, st, "starting the run: %s", vm->blocks.error);
+    }
+    vm->regs = regs;
+    vm->frames = frames;
+
+    vm->running = true;
+    vm->has_run = true;
+    vm->memory_dirty = vm->memory_size > 0;
+    st = bib_interp_run(vm, exit_value);
+    vm->running = false;
+    vm->stats.peak_memory = vm->blocks.peak;
+    if (vm->options.trace_format != BIB_TRACE_OFF)
+        fflush(vm->trace);
+    return st;
+}
+
+void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats) {
+    if (stats == NULL)
+        return;
+    if (vm == NULL) {
+        memset(stats, 0, sizeof *stats);
+        return;
+    }
+    *stats = vm->stats;
+}
+
+uint8_t *bib_vm_memory(bib_vm_t *vm, uint64_t *size) {
+    if (vm == NULL || !vm->has_run) {
+        if (size != NULL)
+            *size = 0;
+        return NULL;
+    }
+    if (size != NULL)
+        *size = vm->memory_size;
+    return vm->memory;
+}
+
+/* ---- host functions ------------------------------------------------------- */
+
+bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_host_fn fn, void *user) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (name == NULL || name[0] == '\0' || fn == NULL)
+        return bib_vm_fail(vm, BIB_E_USAGE,
+                           "bib_vm_register_host: a host function needs a name and a function");
+    for (uint32_t i = 0; i < vm->registry_count; i++) {
+        if (strcmp(vm->registry[i].name, name) == 0) {
+            vm->registry[i].fn = fn;
+            vm->registry[i].user = user;
+            return BIB_OK;
+        }
+    }
+    if (vm->registry_count == vm->registry_cap) {
+        uint32_t cap = vm->registry_cap == 0 ? 16 : vm->registry_cap * 2;
+        bib_host_entry_t *grown = realloc(vm->registry, cap * sizeof *grown);
+        if (grown == NULL)
+            return bib_vm_fail(vm, BIB_E_NOMEM, "host out of memory registering '%s'", name);
+        vm->registry = grown;
+        vm->registry_cap = cap;
+    }
+    char *copy = copy_string(name);
+    if (copy == NULL)
+        return bib_vm_fail(vm, BIB_E_NOMEM, "host out of memory registering '%s'", name);
+    vm->registry[vm->registry_count++] = (bib_host_entry_t){copy, fn, user};
+    return BIB_OK;
+}
+
+void bib_vm_trap(bib_vm_t *vm, const char *format, ...) {
+    if (vm == NULL)
+        return;
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(vm->host_trap, sizeof vm->host_trap, format, ap);
+    va_end(ap);
+    vm->host_trap_set = true;
+}
+
+static bib_status_t want_args(bib_vm_t *vm, const char *fn, uint32_t nargs, uint32_t want) {
+    if (nargs == want)
+        return BIB_OK;
+    bib_vm_trap(vm, "%s takes %u argument%s, got %u", fn, want, want == 1 ? "" : "s", nargs);
+    return BIB_E_TRAP;
+}
+
+static bib_status_t stdio_print_i64(bib_vm_t *vm, void *user, const bib_value_t *args,
+                                    uint32_t nargs, bib_value_t *result) {
+    if (want_args(vm, "print_i64", nargs, 1) != BIB_OK)
+        return BIB_E_TRAP;
+    fprintf((FILE *)user, "%" PRId64 "\n", args[0].i);
+    result->i = 0;
+    return BIB_OK;
+}
+
+static bib_status_t stdio_print_u64(bib_vm_t *vm, void *user, const bib_value_t *args,
+                                    uint32_t nargs, bib_value_t *result) {
+    if (want_args(vm, "print_u64", nargs, 1) != BIB_OK)
+        return BIB_E_TRAP;
+    fprintf((FILE *)user, "%" PRIu64 "\n", args[0].u);
+    result->i = 0;
+    return BIB_OK;
+}
+
+static bib_status_t stdio_print_f64(bib_vm_t *vm, void *user, const bib_value_t *args,
+                                    uint32_t nargs, bib_value_t *result) {
+    if (want_args(vm, "print_f64", nargs, 1) != BIB_OK)
+        return BIB_E_TRAP;
+    char text[40];
+    bib_format_f64(args[0].f, text, sizeof text);
+    fprintf((FILE *)user, "%s\n", text);
+    result->i = 0;
+    return BIB_OK;
+}
+
+static bib_status_t stdio_print_char(bib_vm_t *vm, void *user, const bib_value_t *args,
+                                     uint32_t nargs, bib_value_t *result) {
+    if (want_args(vm, "print_char", nargs, 1) != BIB_OK)
+        return BIB_E_TRAP;
+    fputc((int)(unsigned char)args[0].u, (FILE *)user);
+    result->i = 0;
+    return BIB_OK;
+}
+
+static bib_status_t stdio_print_str(bib_vm_t *vm, void *user, const bib_value_t *args,
+                                    uint32_t nargs, bib_value_t *result) {
+    if (want_args(vm, "print_str", nargs, 2) != BIB_OK)
+        return BIB_E_TRAP;
+    uint64_t size = 0;
+    const uint8_t *mem = bib_vm_memory(vm, &size);
+    uint64_t addr = args[0].u, len = args[1].u;
+    if (addr > size || len > size - addr) {
+        bib_vm_trap(vm,
+                    "print_str: %" PRIu64 " bytes at address %" PRIu64
+                    " are outside linear memory of %" PRIu64 " bytes",
+                    len, addr, size);
+        return BIB_E_TRAP;
+    }
+    if (len > 0)
+        fwrite(mem + addr, 1, (size_t)len, (FILE *)user);
+    result->i = 0;
+    return BIB_OK;
+}
+
+bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (out == NULL)
+        out = stdout;
+    static const struct {
+        const char *name;
+        bib_host_fn fn;
+    } table[] = {
+        {"print_i64", stdio_print_i64}, {"print_u64", stdio_print_u64},
+        {"print_f64", stdio_print_f64}, {"print_char", stdio_print_char},
+        {"print_str", stdio_print_str},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        bib_status_t st = bib_vm_register_host(vm, table[i].name, table[i].fn, out);
+        if (st != BIB_OK)
+            return st;
+    }
+    return BIB_OK;
+}
+
+/* ---- build ---------------------------------------------------------------- */
+
+const char *bib_build_info(void) {
+#define BIB_BUILD_LINE(simd) "bib " BIB_VERSION_STRING " (simd: " simd ", executors: cpu)"
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return BIB_BUILD_LINE("avx512f");
+    if (__builtin_cpu_supports("avx2"))
+        return BIB_BUILD_LINE("avx2");
+    if (__builtin_cpu_supports("sse2"))
+        return BIB_BUILD_LINE("sse2");
+#endif
+    return BIB_BUILD_LINE("none");
+#undef BIB_BUILD_LINE
+}

@@ -1,0 +1,131 @@
+/* vm/blocks.c: the VM's memory budget, fixed-size blocks and large buffers.
+ * See blocks.h for the accounting rules. */
+#include "blocks.h"
+
+#include <mimalloc.h>
+#include <stdio.h>
+#include <string.h>
+
+void bib_blocks_init(bib_blocks_t *b, size_t block_size, uint64_t cap) {
+    memset(b, 0, sizeof *b);
+    if (block_size == 0)
+        block_size = BIB_BLOCK_SIZE_DEFAULT;
+    block_size = (block_size + BIB_BLOCK_ALIGN - 1) & ~(size_t)(BIB_BLOCK_ALIGN - 1);
+    b->block_size = block_size;
+    b->cap = cap == 0 ? BIB_MEMORY_CAP_DEFAULT : cap;
+}
+
+void bib_blocks_destroy(bib_blocks_t *b) {
+    void *p = b->free_list;
+    while (p != NULL) {
+        void *next;
+        memcpy(&next, p, sizeof next);
+        mi_free(p);
+        p = next;
+    }
+    b->free_list = NULL;
+    b->free_count = 0;
+}
+
+static bib_status_t over_cap(bib_blocks_t *b, uint64_t size) {
+    snprintf(b->error, sizeof b->error,
+             "memory cap reached: asked for %llu bytes with %llu in use, cap %llu bytes "
+             "(max_memory)",
+             (unsigned long long)size, (unsigned long long)b->in_use, (unsigned long long)b->cap);
+    return BIB_E_NOMEM;
+}
+
+static bib_status_t host_oom(bib_blocks_t *b, uint64_t size) {
+    snprintf(b->error, sizeof b->error, "host out of memory allocating %llu bytes",
+             (unsigned long long)size);
+    return BIB_E_NOMEM;
+}
+
+/* Charges size bytes, first giving parked blocks back to mimalloc if holding
+   them as well would take the memory held past the cap. */
+static bib_status_t charge(bib_blocks_t *b, uint64_t size) {
+    if (size > b->cap || b->in_use > b->cap - size)
+        return over_cap(b, size);
+    while (b->free_list != NULL &&
+           b->in_use + size + b->free_count * (uint64_t)b->block_size > b->cap) {
+        void *p = b->free_list;
+        memcpy(&b->free_list, p, sizeof b->free_list);
+        b->free_count--;
+        mi_free(p);
+    }
+    b->in_use += size;
+    if (b->in_use > b->peak)
+        b->peak = b->in_use;
+    return BIB_OK;
+}
+
+bib_status_t bib_blocks_alloc(bib_blocks_t *b, void **out) {
+    *out = NULL;
+    if (b->free_list != NULL) {
+        /* Reuse does not change what is held, only what is in use. */
+        if (b->block_size > b->cap || b->in_use > b->cap - b->block_size)
+            return over_cap(b, b->block_size);
+        void *p = b->free_list;
+        memcpy(&b->free_list, p, sizeof b->free_list);
+        b->free_count--;
+        b->in_use += b->block_size;
+        if (b->in_use > b->peak)
+            b->peak = b->in_use;
+        *out = p;
+        return BIB_OK;
+    }
+    bib_status_t st = charge(b, b->block_size);
+    if (st != BIB_OK)
+        return st;
+    void *p = mi_malloc_aligned(b->block_size, BIB_BLOCK_ALIGN);
+    if (p == NULL) {
+        b->in_use -= b->block_size;
+        return host_oom(b, b->block_size);
+    }
+    *out = p;
+    return BIB_OK;
+}
+
+void bib_blocks_free(bib_blocks_t *b, void *block) {
+    if (block == NULL)
+        return;
+    memcpy(block, &b->free_list, sizeof b->free_list);
+    b->free_list = block;
+    b->free_count++;
+    b->in_use -= b->block_size;
+}
+
+bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, int zero,
+                                  void **out) {
+    *out = NULL;
+    if (align < BIB_BLOCK_ALIGN)
+        align = BIB_BLOCK_ALIGN;
+    if (size == 0)
+        size = 1;
+    if (size > SIZE_MAX)
+        return over_cap(b, size);
+    bib_status_t st = charge(b, size);
+    if (st != BIB_OK)
+        return st;
+    void *p =
+        zero ? mi_zalloc_aligned((size_t)size, align) : mi_malloc_aligned((size_t)size, align);
+    if (p == NULL) {
+        b->in_use -= size;
+        return host_oom(b, size);
+    }
+    *out = p;
+    return BIB_OK;
+}
+
+void bib_blocks_big_free(bib_blocks_t *b, void *ptr, uint64_t size) {
+    if (ptr == NULL)
+        return;
+    if (size == 0)
+        size = 1;
+    mi_free(ptr);
+    b->in_use -= size;
+}
+
+void bib_blocks_reset_peak(bib_blocks_t *b) {
+    b->peak = b->in_use;
+}

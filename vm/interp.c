@@ -1,0 +1,709 @@
+/* vm/interp.c: the dispatch loop.
+ *
+ * Runs a decoded program (decode.c) whose module passed the verifier, so no
+ * handler re-checks a register index, target, callee or argument range. What
+ * only the run can know is checked here: memory bounds, division by zero,
+ * call depth, fuel, host failures.
+ *
+ * One loop body, two instantiations: this file includes itself twice, with
+ * BIB_TRACE 0 (the loop every untraced run uses; tracing costs it nothing)
+ * and BIB_TRACE 1 (prints a line per instruction). The handlers are written
+ * once against the macros vmdispatch/vmcase/vmbreak (as in Lua's lvm.c and
+ * ljumptab.h): computed goto when the compiler is GNU C, a switch otherwise
+ * (or when built with -DBIB_NO_COMPUTED_GOTO). The jump table is generated
+ * from isa/opcodes.def: every OP row must have a handler here (a missing one
+ * is a compile error); TOP/GOP/VOP rows share a handler that traps, though
+ * the verifier never lets them through.
+ *
+ * Hot state stays in locals: ip, the register window R, the frame pointer,
+ * the memory base and size, and the fuel counter, which doubles as the
+ * instruction count (one decrement and one never-taken branch per
+ * instruction).
+ */
+#ifndef BIB_INTERP_INSTANCE
+
+#include <math.h>
+#include <string.h>
+
+#include "vm.h"
+
+#if defined(__GNUC__)
+#define BIB_LIKELY(x) __builtin_expect(!!(x), 1)
+#define BIB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define BIB_COLD __attribute__((noinline, cold))
+#else
+#define BIB_LIKELY(x) (x)
+#define BIB_UNLIKELY(x) (x)
+#define BIB_COLD
+#endif
+
+/* A new frame's registers are zeroed by a loop of a few iterations; GCC
+   would turn it into a call to memset, whose call sequence costs more than
+   the loop in the hottest path of CALL. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BIB_INTERP_ATTRS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define BIB_INTERP_ATTRS
+#endif
+
+#if defined(__GNUC__) && !defined(BIB_NO_COMPUTED_GOTO)
+#define BIB_USE_COMPUTED_GOTO 1
+#else
+#define BIB_USE_COMPUTED_GOTO 0
+#endif
+
+/* Bases at or below this cannot reach past memory by accident of wrapping:
+   base + a signed 32-bit offset then never leaves [-2^31, 2^63), so the
+   64-bit sum is exact or, when negative, far above any memory size. */
+#define BIB_ADDR_LIMIT ((uint64_t)1 << 62)
+
+static inline double bits_f64(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline uint64_t f64_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define BIB_LE16(x) __builtin_bswap16(x)
+#define BIB_LE32(x) __builtin_bswap32(x)
+#define BIB_LE64(x) __builtin_bswap64(x)
+#else
+#define BIB_LE16(x) (x)
+#define BIB_LE32(x) (x)
+#define BIB_LE64(x) (x)
+#endif
+
+static inline uint16_t mem_get16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return BIB_LE16(v);
+}
+static inline uint32_t mem_get32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return BIB_LE32(v);
+}
+static inline uint64_t mem_get64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return BIB_LE64(v);
+}
+static inline void mem_put16(uint8_t *p, uint16_t v) {
+    v = BIB_LE16(v);
+    memcpy(p, &v, sizeof v);
+}
+static inline void mem_put32(uint8_t *p, uint32_t v) {
+    v = BIB_LE32(v);
+    memcpy(p, &v, sizeof v);
+}
+static inline void mem_put64(uint8_t *p, uint64_t v) {
+    v = BIB_LE64(v);
+    memcpy(p, &v, sizeof v);
+}
+
+/* binary32 <-> f64 bits: widening is exact; narrowing rounds to nearest even. */
+static inline uint64_t f32_widen(uint32_t w) {
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f64_bits((double)f);
+}
+
+static inline uint32_t f32_narrow(uint64_t bits) {
+    float f = (float)bits_f64(bits);
+    uint32_t w;
+    memcpy(&w, &f, sizeof w);
+    return w;
+}
+
+static inline uint64_t sar64(uint64_t x, uint64_t s) {
+    s &= 63;
+    /* Right shift of a negative value is implementation-defined in C: build
+       the sign fill by hand. */
+    uint64_t fill = (uint64_t)0 - (x >> 63);
+    return s == 0 ? x : (x >> s) | (fill << (64 - s));
+}
+
+static inline uint64_t div_s(uint64_t x, uint64_t y) {
+    if (x == (uint64_t)INT64_MIN && y == UINT64_MAX)
+        return x;
+    return (uint64_t)((int64_t)x / (int64_t)y);
+}
+
+static inline uint64_t rem_s(uint64_t x, uint64_t y) {
+    if (y == UINT64_MAX)
+        return 0;
+    return (uint64_t)((int64_t)x % (int64_t)y);
+}
+
+/* NaN operands go through an addition so the result NaN is the one the
+   hardware's arithmetic gives, like FADD's. Equal values may differ only in
+   the sign of zero: OR of the bits picks -0 for min, AND picks +0 for max. */
+static inline uint64_t fmin_bits(uint64_t xb, uint64_t yb) {
+    double x = bits_f64(xb), y = bits_f64(yb);
+    if (x != x || y != y)
+        return f64_bits(x + y);
+    if (x < y)
+        return xb;
+    if (y < x)
+        return yb;
+    return xb | yb;
+}
+
+static inline uint64_t fmax_bits(uint64_t xb, uint64_t yb) {
+    double x = bits_f64(xb), y = bits_f64(yb);
+    if (x != x || y != y)
+        return f64_bits(x + y);
+    if (x > y)
+        return xb;
+    if (y > x)
+        return yb;
+    return xb & yb;
+}
+
+static inline uint64_t ftoi_bits(uint64_t xb) {
+    double x = bits_f64(xb);
+    if (x != x)
+        return 0;
+    if (x >= 9223372036854775808.0)
+        return (uint64_t)INT64_MAX;
+    if (x < -9223372036854775808.0)
+        return (uint64_t)INT64_MIN;
+    return (uint64_t)(int64_t)x;
+}
+
+static inline uint32_t insn_pc(const bib_vm_t *vm, const bib_dinsn_t *ip) {
+    return (uint32_t)(ip - vm->program.code);
+}
+
+/* ---- slow paths, out of the loop ---------------------------------------- */
+
+BIB_COLD static bib_status_t trap_oob(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
+                                      uint64_t msize, unsigned width) {
+    uint64_t base = R[ip->b];
+    int64_t off = ip->x.imm;
+    uint64_t ea = base + (uint64_t)off;
+    bool wrapped = off >= 0 ? ea < base : ea > base;
+    char addr[96];
+    if (wrapped)
+        snprintf(addr, sizeof addr, "r%u (%llu) %+lld, beyond 64 bits", ip->b,
+                 (unsigned long long)base, (long long)off);
+    else
+        snprintf(addr, sizeof addr, "%llu (r%u = %llu, offset %lld)", (unsigned long long)ea, ip->b,
+                 (unsigned long long)base, (long long)off);
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "out-of-bounds memory access: address %s, width %u, memory size %llu "
+                          "bytes",
+                          addr, width, (unsigned long long)msize);
+}
+
+BIB_COLD static bib_status_t trap_div_zero(bib_vm_t *vm, const bib_dinsn_t *ip) {
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "division by zero");
+}
+
+BIB_COLD static bib_status_t trap_fuel(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t fuel) {
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "fuel exhausted (%llu instructions)",
+                          (unsigned long long)fuel);
+}
+
+BIB_COLD static bib_status_t trap_user(bib_vm_t *vm, const bib_dinsn_t *ip) {
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "TRAP with code %lld",
+                          (long long)ip->x.imm);
+}
+
+BIB_COLD static bib_status_t trap_reserved(bib_vm_t *vm, const bib_dinsn_t *ip) {
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "opcode %s is not implemented in this build", bib_isa_table[ip->op].name);
+}
+
+BIB_COLD static bib_status_t trap_host(bib_vm_t *vm, const bib_dinsn_t *ip, bib_status_t hs) {
+    const bib_host_t *h = ip->x.host;
+    if (vm->host_trap_set)
+        return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "host function '%s' failed: %s",
+                              h->name, vm->host_trap);
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "host function '%s' failed with status '%s'", h->name,
+                          bib_status_name(hs));
+}
+
+/* Makes room for a frame after the depth-th one: grows the frame array up to
+   the call-depth limit, and traps at the limit. The caller re-derives its
+   frame pointer from vm->frames. */
+BIB_COLD static bib_status_t grow_frames(bib_vm_t *vm, const bib_dinsn_t *ip, size_t depth) {
+    uint32_t depth_max = vm->options.max_call_depth;
+    if (vm->frames_cap >= depth_max)
+        return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "call stack overflow (depth %u)",
+                              depth_max);
+    uint32_t cap = vm->frames_cap * 2 > depth_max ? depth_max : vm->frames_cap * 2;
+    void *p = vm->frames;
+    bib_status_t st = bib_arena_grow(&vm->run_arena, &p, depth * sizeof(bib_frame_t),
+                                     (size_t)cap * sizeof(bib_frame_t), _Alignof(bib_frame_t));
+    if (st != BIB_OK)
+        return bib_vm_trap_at(vm, st, insn_pc(vm, ip), "call frames of depth %u: %s", cap,
+                              vm->blocks.error);
+    vm->frames = p;
+    vm->frames_cap = cap;
+    return BIB_OK;
+}
+
+/* Makes the register stack hold need registers, moving it if it must, and
+   re-points every saved window (frames 1..depth-1) into the new one. used is
+   where the caller's window ends. The caller re-derives R from vm->regs. */
+BIB_COLD static bib_status_t grow_regs(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t need,
+                                       size_t used, size_t depth) {
+    uint64_t cap = vm->regs_cap;
+    while (cap < need)
+        cap *= 2;
+    uint64_t *old = vm->regs;
+    void *p = old;
+    bib_status_t st = BIB_E_NOMEM;
+    if (cap <= SIZE_MAX / sizeof(uint64_t))
+        st = bib_arena_grow(&vm->run_arena, &p, used * sizeof(uint64_t),
+                            (size_t)cap * sizeof(uint64_t), sizeof(uint64_t));
+    else
+        snprintf(vm->blocks.error, sizeof vm->blocks.error, "register stack too large");
+    if (st != BIB_OK)
+        return bib_vm_trap_at(vm, st, insn_pc(vm, ip), "register stack of %llu registers: %s",
+                              (unsigned long long)cap, vm->blocks.error);
+    uint64_t *fresh = p;
+    for (size_t i = 1; i < depth; i++)
+        vm->frames[i].regs = fresh + (vm->frames[i].regs - old);
+    vm->regs = fresh;
+    vm->regs_cap = cap;
+    return BIB_OK;
+}
+
+/* ---- the two instantiations ---------------------------------------------- */
+
+#define BIB_INTERP_INSTANCE
+#define BIB_TRACE 0
+#define BIB_INTERP_NAME interp_plain
+#include "interp.c"
+#undef BIB_TRACE
+#undef BIB_INTERP_NAME
+#define BIB_TRACE 1
+#define BIB_INTERP_NAME interp_traced
+#include "interp.c"
+#undef BIB_TRACE
+#undef BIB_INTERP_NAME
+#undef BIB_INTERP_INSTANCE
+
+bib_status_t bib_interp_run(bib_vm_t *vm, int64_t *exit_value) {
+    if (vm->options.trace_format != BIB_TRACE_OFF)
+        return interp_traced(vm, exit_value);
+    return interp_plain(vm, exit_value);
+}
+
+#else /* BIB_INTERP_INSTANCE: the loop, instantiated per BIB_TRACE */
+
+BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit_value) {
+    const bib_dinsn_t *ip = vm->program.entry->entry;
+    uint64_t *R = vm->regs;
+    bib_frame_t *fp = vm->frames;
+    bib_frame_t *fp_limit = vm->frames + vm->frames_cap - 1;
+    uint64_t *regs_end = vm->regs + vm->regs_cap;
+    uint8_t *const mem = vm->memory;
+    const uint64_t msize = vm->memory_size;
+    const uint64_t fuel_start = vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
+    uint64_t fuel = fuel_start;
+    bib_status_t st = BIB_OK;
+#if BIB_TRACE
+    const bib_dinsn_t *tip = NULL; /* executed, line not yet written */
+#endif
+
+    fp->ret = NULL;
+    fp->regs = NULL;
+    fp->dest = 0;
+
+#if BIB_TRACE
+/* The line of an instruction is written once it has run, when the next one
+   is fetched; CALL, RET and HALT write their own (the frame changes). */
+#define TRACE_PENDING()                                                                            \
+    do {                                                                                           \
+        if (tip != NULL)                                                                           \
+            bib_trace_step(vm, insn_pc(vm, tip), R, BIB_TRACE_WRITE_DEST, 0);                      \
+        tip = ip;                                                                                  \
+    } while (0)
+#define TRACE_NOW(kind, value)                                                                     \
+    do {                                                                                           \
+        bib_trace_step(vm, insn_pc(vm, ip), R, (kind), (value));                                   \
+        tip = NULL;                                                                                \
+    } while (0)
+#else
+#define TRACE_PENDING() ((void)0)
+#define TRACE_NOW(kind, value) ((void)0)
+#endif
+
+#define FETCH()                                                                                    \
+    do {                                                                                           \
+        TRACE_PENDING();                                                                           \
+        if (BIB_UNLIKELY(fuel == 0))                                                               \
+            goto out_of_fuel;                                                                      \
+        fuel--;                                                                                    \
+    } while (0)
+
+#if BIB_USE_COMPUTED_GOTO
+    static const void *const jump_table[BIB_OP__COUNT] = {
+#define OP(name, ...) &&L_##name,
+#define TOP(name, ...) &&L__reserved,
+#define GOP(name, ...) &&L__reserved,
+#define VOP(name, ...) &&L__reserved,
+#include "../isa/opcodes.def"
+#undef OP
+#undef TOP
+#undef GOP
+#undef VOP
+    };
+#define vmdispatch(o) goto *jump_table[o];
+#define vmcase(name) L_##name:
+#define vmreserved                                                                                 \
+    L__reserved:
+#define vmbreak                                                                                    \
+    do {                                                                                           \
+        FETCH();                                                                                   \
+        goto *jump_table[ip->op];                                                                  \
+    } while (0)
+#else
+#define vmdispatch(o) switch ((bib_opcode_t)(o))
+#define vmcase(name) case BIB_OP_##name:
+#define OP(...)
+#define TOP(name, ...) case BIB_OP_##name:
+#define GOP(name, ...) case BIB_OP_##name:
+#define VOP(name, ...) case BIB_OP_##name:
+#define vmreserved
+#define vmbreak continue
+#endif
+
+/* Operand access. */
+#define RA R[ip->a]
+#define RB R[ip->b]
+#define RC R[ip->c]
+
+#define INT_BINOP(name, expr)                                                                      \
+    vmcase(name) {                                                                                 \
+        const uint64_t x = RB, y = RC;                                                             \
+        RA = (expr);                                                                               \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define INT_UNOP(name, expr)                                                                       \
+    vmcase(name) {                                                                                 \
+        const uint64_t x = RB;                                                                     \
+        RA = (expr);                                                                               \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define INT_DIVOP(name, expr)                                                                      \
+    vmcase(name) {                                                                                 \
+        const uint64_t x = RB, y = RC;                                                             \
+        if (BIB_UNLIKELY(y == 0)) {                                                                \
+            st = trap_div_zero(vm, ip);                                                            \
+            goto fail;                                                                             \
+        }                                                                                          \
+        RA = (expr);                                                                               \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define F_BINOP(name, expr)                                                                        \
+    vmcase(name) {                                                                                 \
+        const double x = bits_f64(RB), y = bits_f64(RC);                                           \
+        RA = f64_bits(expr);                                                                       \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define F_CMP(name, expr)                                                                          \
+    vmcase(name) {                                                                                 \
+        const double x = bits_f64(RB), y = bits_f64(RC);                                           \
+        RA = (expr) ? 1u : 0u;                                                                     \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+/* Two dispatch sites per branch: taken and not taken predict separately. */
+#define BRANCH1(name, cond)                                                                        \
+    vmcase(name) {                                                                                 \
+        const uint64_t x = RA;                                                                     \
+        if (cond) {                                                                                \
+            ip = ip->x.target;                                                                     \
+            vmbreak;                                                                               \
+        }                                                                                          \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define BRANCH2(name, cond)                                                                        \
+    vmcase(name) {                                                                                 \
+        const uint64_t x = RA, y = RB;                                                             \
+        if (cond) {                                                                                \
+            ip = ip->x.target;                                                                     \
+            vmbreak;                                                                               \
+        }                                                                                          \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+/* ea = r[b] + sign-extended c, bounds-checked without any 64-bit overflow
+   (see BIB_ADDR_LIMIT). */
+#define MEM_ADDR(width)                                                                            \
+    const uint64_t base_ = RB;                                                                     \
+    const uint64_t ea = base_ + (uint64_t)ip->x.imm;                                               \
+    if (BIB_UNLIKELY(base_ > BIB_ADDR_LIMIT || ea > msize || msize - ea < (width))) {              \
+        st = trap_oob(vm, ip, R, msize, (width));                                                  \
+        goto fail;                                                                                 \
+    }
+#define LOAD_OP(name, width, expr)                                                                 \
+    vmcase(name) {                                                                                 \
+        MEM_ADDR(width);                                                                           \
+        const uint8_t *p = mem + ea;                                                               \
+        RA = (expr);                                                                               \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define STORE_OP(name, width, stmt)                                                                \
+    vmcase(name) {                                                                                 \
+        MEM_ADDR(width);                                                                           \
+        uint8_t *p = mem + ea;                                                                     \
+        const uint64_t v = RA;                                                                     \
+        stmt;                                                                                      \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+
+    for (;;) {
+        FETCH();
+        vmdispatch(ip->op) {
+            /* ---- control ---- */
+            vmcase(NOP) {
+                ip++;
+                vmbreak;
+            }
+            vmcase(JMP) {
+                ip = ip->x.target;
+                vmbreak;
+            }
+            BRANCH1(JZ, x == 0)
+            BRANCH1(JNZ, x != 0)
+            BRANCH2(JEQ, x == y)
+            BRANCH2(JNE, x != y)
+            BRANCH2(JLT, (int64_t)x < (int64_t)y)
+            BRANCH2(JLE, (int64_t)x <= (int64_t)y)
+            BRANCH2(JLTU, x < y)
+            BRANCH2(JLEU, x <= y)
+            vmcase(CALL) {
+                const bib_dfunc_t *f = ip->x.func;
+                if (BIB_UNLIKELY(fp == fp_limit)) {
+                    const size_t depth = (size_t)(fp - vm->frames) + 1;
+                    st = grow_frames(vm, ip, depth);
+                    if (st != BIB_OK)
+                        goto fail;
+                    fp = vm->frames + depth - 1;
+                    fp_limit = vm->frames + vm->frames_cap - 1;
+                }
+                uint64_t *nR = R + ip->b;
+                if (BIB_UNLIKELY((size_t)(regs_end - nR) < f->nregs)) {
+                    const size_t at = (size_t)(R - vm->regs);
+                    st = grow_regs(vm, ip, (uint64_t)(at + ip->b) + f->nregs, at + ip->b,
+                                   (size_t)(fp - vm->frames) + 1);
+                    if (st != BIB_OK)
+                        goto fail;
+                    R = vm->regs + at;
+                    regs_end = vm->regs + vm->regs_cap;
+                    nR = R + ip->b;
+                }
+                fp++;
+                fp->ret = ip + 1;
+                fp->regs = R;
+                fp->dest = ip->a;
+                const uint64_t *args = R + ip->c;
+                uint32_t i = 0;
+                for (const uint32_t n = ip->d; i < n; i++)
+                    nR[i] = args[i];
+                for (const uint32_t n = f->nregs; i < n; i++)
+                    nR[i] = 0;
+                TRACE_NOW(BIB_TRACE_WRITE_NONE, 0);
+                R = nR;
+                ip = f->entry;
+                vmbreak;
+            }
+            vmcase(RET) {
+                const uint64_t v = RA;
+                TRACE_NOW(BIB_TRACE_WRITE_RET, v);
+                if (BIB_UNLIKELY(fp->ret == NULL)) {
+                    if (exit_value != NULL)
+                        *exit_value = (int64_t)v;
+                    goto done;
+                }
+                ip = fp->ret;
+                R = fp->regs;
+                R[fp->dest] = v;
+                fp--;
+                vmbreak;
+            }
+            vmcase(HOSTCALL) {
+                const bib_host_t *h = ip->x.host;
+                bib_value_t args[BIB_MAX_HOST_ARGS];
+                const uint32_t n = ip->d;
+                for (uint32_t i = 0; i < n; i++)
+                    args[i].u = R[ip->c + i];
+                bib_value_t result;
+                result.u = 0;
+                vm->host_trap_set = false;
+                vm->stats.instructions = fuel_start - fuel;
+                const bib_status_t hs = h->fn(vm, h->user, args, n, &result);
+                if (BIB_UNLIKELY(hs != BIB_OK)) {
+                    st = trap_host(vm, ip, hs);
+                    goto fail;
+                }
+                RA = result.u;
+                ip++;
+                vmbreak;
+            }
+            vmcase(TRAP) {
+                st = trap_user(vm, ip);
+                goto fail;
+            }
+            vmcase(HALT) {
+                TRACE_NOW(BIB_TRACE_WRITE_NONE, 0);
+                if (exit_value != NULL)
+                    *exit_value = (int64_t)RA;
+                goto done;
+            }
+
+            /* ---- registers and memory ---- */
+            vmcase(MOV) {
+                RA = RB;
+                ip++;
+                vmbreak;
+            }
+            vmcase(LDI) {
+                RA = (uint64_t)ip->x.imm;
+                ip++;
+                vmbreak;
+            }
+            vmcase(LDI64) {
+                RA = ip->x.bits;
+                ip++;
+                vmbreak;
+            }
+            vmcase(LDK) {
+                RA = ip->x.bits;
+                ip++;
+                vmbreak;
+            }
+            LOAD_OP(LOAD, 8, mem_get64(p))
+            LOAD_OP(LOAD8U, 1, (uint64_t)p[0])
+            LOAD_OP(LOAD8S, 1, (uint64_t)(int64_t)(int8_t)p[0])
+            LOAD_OP(LOAD16U, 2, (uint64_t)mem_get16(p))
+            LOAD_OP(LOAD16S, 2, (uint64_t)(int64_t)(int16_t)mem_get16(p))
+            LOAD_OP(LOAD32U, 4, (uint64_t)mem_get32(p))
+            LOAD_OP(LOAD32S, 4, (uint64_t)(int64_t)(int32_t)mem_get32(p))
+            LOAD_OP(LOADF32, 4, f32_widen(mem_get32(p)))
+            STORE_OP(STORE, 8, mem_put64(p, v))
+            STORE_OP(STORE8, 1, p[0] = (uint8_t)v)
+            STORE_OP(STORE16, 2, mem_put16(p, (uint16_t)v))
+            STORE_OP(STORE32, 4, mem_put32(p, (uint32_t)v))
+            STORE_OP(STOREF32, 4, mem_put32(p, f32_narrow(v)))
+            vmcase(MEMSIZE) {
+                RA = msize;
+                ip++;
+                vmbreak;
+            }
+
+            /* ---- integer arithmetic: unsigned, so it wraps ---- */
+            INT_BINOP(ADD, x + y)
+            INT_BINOP(SUB, x - y)
+            INT_BINOP(MUL, x * y)
+            INT_DIVOP(DIV, div_s(x, y))
+            INT_DIVOP(REM, rem_s(x, y))
+            INT_DIVOP(DIVU, x / y)
+            INT_DIVOP(REMU, x % y)
+            INT_UNOP(NEG, (uint64_t)0 - x)
+            INT_BINOP(AND, x & y)
+            INT_BINOP(OR, x | y)
+            INT_BINOP(XOR, x ^ y)
+            INT_UNOP(NOT, ~x)
+            INT_BINOP(SHL, x << (y & 63))
+            INT_BINOP(SHR, x >> (y & 63))
+            INT_BINOP(SAR, sar64(x, y))
+            vmcase(ADDI) {
+                RA = RB + (uint64_t)ip->x.imm;
+                ip++;
+                vmbreak;
+            }
+            INT_BINOP(EQ, x == y)
+            INT_BINOP(NE, x != y)
+            INT_BINOP(LT, (int64_t)x < (int64_t)y)
+            INT_BINOP(LE, (int64_t)x <= (int64_t)y)
+            INT_BINOP(LTU, x < y)
+            INT_BINOP(LEU, x <= y)
+
+            /* ---- f64 arithmetic ---- */
+            F_BINOP(FADD, x + y)
+            F_BINOP(FSUB, x - y)
+            F_BINOP(FMUL, x * y)
+            F_BINOP(FDIV, x / y)
+            INT_UNOP(FNEG, x ^ ((uint64_t)1 << 63))
+            INT_UNOP(FABS, x & ~((uint64_t)1 << 63))
+            INT_UNOP(FSQRT, f64_bits(sqrt(bits_f64(x))))
+            INT_BINOP(FMIN, fmin_bits(x, y))
+            INT_BINOP(FMAX, fmax_bits(x, y))
+            F_CMP(FEQ, x == y)
+            F_CMP(FNE, x != y)
+            F_CMP(FLT, x < y)
+            F_CMP(FLE, x <= y)
+            INT_UNOP(ITOF, f64_bits((double)(int64_t)x))
+            INT_UNOP(FTOI, ftoi_bits(x))
+            INT_UNOP(UTOF, f64_bits((double)x))
+
+            vmreserved
+#if !BIB_USE_COMPUTED_GOTO
+#include "../isa/opcodes.def"
+                default :
+#endif
+            {
+                st = trap_reserved(vm, ip);
+                goto fail;
+            }
+        }
+    }
+
+out_of_fuel:
+    st = trap_fuel(vm, ip, fuel_start);
+    goto fail;
+done:
+    st = BIB_OK;
+fail:
+    vm->stats.instructions = fuel_start - fuel;
+    return st;
+
+#undef TRACE_PENDING
+#undef TRACE_NOW
+#undef FETCH
+#undef vmdispatch
+#undef vmcase
+#undef vmreserved
+#undef vmbreak
+#undef RA
+#undef RB
+#undef RC
+#undef INT_BINOP
+#undef INT_UNOP
+#undef INT_DIVOP
+#undef F_BINOP
+#undef F_CMP
+#undef BRANCH1
+#undef BRANCH2
+#undef MEM_ADDR
+#undef LOAD_OP
+#undef STORE_OP
+#if !BIB_USE_COMPUTED_GOTO
+#undef OP
+#undef TOP
+#undef GOP
+#undef VOP
+#endif
+}
+
+#endif /* BIB_INTERP_INSTANCE */

@@ -1,0 +1,40 @@
+/* vm/module.c: ownership of an in-memory module and the diagnostic helper.
+ *
+ * Every array a bib_module_t points to comes from malloc and is released here
+ * with free; whoever fills a module (reader, builder, assembler) must allocate
+ * with malloc. Reading, writing and verifying live in format.c and verify.c.
+ */
+#include "module.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+bib_status_t bib_diag_set(bib_diag_t *diag, bib_status_t status, const char *format, ...) {
+    if (diag == NULL)
+        return status;
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(diag->msg, sizeof diag->msg, format, ap);
+    va_end(ap);
+    return status;
+}
+
+void bib_module_free(bib_module_t *m) {
+    if (m == NULL)
+        return;
+    free(m->code);
+    free(m->consts);
+    free(m->data);
+    if (m->funcs != NULL)
+        for (uint32_t i = 0; i < m->func_count; i++)
+            free(m->funcs[i].name);
+    free(m->funcs);
+    if (m->imports != NULL)
+        for (uint32_t i = 0; i < m->import_count; i++)
+            free(m->imports[i]);
+    free(m->imports);
+    free(m->source_name);
+    free(m->lines);
+    free(m);
+}

@@ -1,0 +1,127 @@
+/* vm/module.h: a module in memory, and the functions that read, write and
+ * verify the .bib container (spec/bib-format.md).
+ *
+ * A bib_module_t owns every array it points to; bib_module_free releases them.
+ * The reader returns only modules that passed the verifier, so everything past
+ * the loader may trust every index and target in them.
+ */
+#ifndef BIB_MODULE_H
+#define BIB_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/bib.h"
+#include "../isa/isa.h"
+
+/* File format version this build writes, and the versions it reads. */
+#define BIB_FORMAT_MAJOR 1
+#define BIB_FORMAT_MINOR 0
+
+/* Section types (spec/bib-format.md). 16 and up are reserved for tensors,
+ * shaders and kernels. */
+typedef enum bib_section_type {
+    BIB_SEC_CODE = 1,
+    BIB_SEC_CONST = 2,
+    BIB_SEC_DATA = 3,
+    BIB_SEC_SYMBOLS = 4,
+    BIB_SEC_DEBUG = 5,
+    BIB_SEC_TENSORS = 16,
+    BIB_SEC_SHADERS = 17,
+    BIB_SEC_KERNELS = 18,
+} bib_section_type_t;
+
+/* Limits the verifier enforces, so sizes never overflow downstream. */
+#define BIB_MAX_CODE (1u << 24)       /* instructions */
+#define BIB_MAX_REGS 65536u           /* registers per frame */
+#define BIB_MAX_FUNCS (1u << 20)
+#define BIB_MAX_CONSTS (1u << 24)
+#define BIB_MAX_IMPORTS 65536u
+#define BIB_MAX_MEMORY (1ull << 40)   /* declared linear memory, bytes */
+#define BIB_MAX_NAME 255u             /* bytes in a symbol name */
+#define BIB_MAX_HOST_ARGS 16u         /* arguments a HOSTCALL may pass */
+
+/* Container layout constants (spec/bib-format.md). */
+#define BIB_MAGIC "\x7f" "BIB"        /* the first 4 bytes of every .bib file */
+#define BIB_MAGIC_BYTES 4u
+#define BIB_HEADER_BYTES 32u
+#define BIB_SECTION_ENTRY_BYTES 16u
+#define BIB_MAX_SECTIONS 64u          /* entries in the section table */
+/* Section flag: a reader that does not know the section's type must fail. */
+#define BIB_SECTION_REQUIRED 1u
+#define BIB_MAX_SOURCE_NAME 4095u     /* bytes in the debug source file name */
+
+typedef enum bib_const_type {
+    BIB_CONST_I64 = 1,
+    BIB_CONST_F64 = 2,
+} bib_const_type_t;
+
+typedef struct bib_const {
+    uint32_t type; /* bib_const_type_t */
+    uint64_t bits; /* the integer, or the f64 bit pattern */
+} bib_const_t;
+
+typedef struct bib_function {
+    char *name;     /* NUL-terminated, owned */
+    uint32_t entry; /* first instruction index */
+    uint32_t count; /* instructions in the body; bodies tile the code section in order */
+    uint32_t nargs;
+    uint32_t nregs; /* nargs <= nregs, 1 <= nregs <= BIB_MAX_REGS */
+} bib_function_t;
+
+typedef struct bib_module {
+    bib_insn_t *code;
+    uint32_t code_count;
+
+    bib_const_t *consts;
+    uint32_t const_count;
+
+    uint8_t *data;        /* initial bytes of linear memory, placed at offset 0 */
+    uint32_t data_size;
+    uint64_t memory_size; /* linear memory size in bytes, >= data_size */
+
+    bib_function_t *funcs;
+    uint32_t func_count;
+    uint32_t entry_func;
+
+    char **imports; /* host-function names, owned */
+    uint32_t import_count;
+
+    char *source_name; /* debug: may be NULL */
+    uint32_t *lines;   /* debug: source line per instruction (0 = unknown); NULL when absent */
+} bib_module_t;
+
+/* Where a diagnostic comes from, and its one-line message. */
+typedef struct bib_diag {
+    char msg[512];
+} bib_diag_t;
+
+/* printf into diag->msg (no-op when diag is NULL). Returns BIB_E_... given. */
+bib_status_t bib_diag_set(bib_diag_t *diag, bib_status_t status, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Parses and verifies .bib bytes. On success *out is a verified module the
+ * caller releases with bib_module_free. On failure returns BIB_E_FORMAT or
+ * BIB_E_VERIFY and diag says what and where (byte offset, or pc). Never reads
+ * outside bytes[0..size). */
+bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out, bib_diag_t *diag);
+
+/* Serialises a module (verified or not) to .bib bytes; *out is malloc'd. */
+bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size, bib_diag_t *diag);
+
+/* Verifies a module built in memory: every opcode known and implemented,
+ * every operand of the right kind and in range, every target inside its
+ * function, functions tiling the code, no fall-through off a function's end. */
+bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag);
+
+/* The function containing instruction pc (binary search); the module must be verified. */
+uint32_t bib_module_func_at(const bib_module_t *m, uint32_t pc);
+
+/* Releases m and every array it points to with free(): the struct and its
+ * arrays must come from malloc (as bib_module_read's do). NULL is a no-op. */
+void bib_module_free(bib_module_t *m);
+
+#endif

@@ -1,0 +1,189 @@
+/* vm/vm.h: the VM object and the interfaces between its parts (internal).
+ *
+ * Owns the layout of struct bib_vm, of the decoded program the interpreter
+ * runs, and the calls between api.c (public API, loading, host functions),
+ * decode.c (verified module -> decoded program), interp.c (dispatch loop)
+ * and trace.c (instruction text, trace lines, trap messages). Embedders use
+ * include/bib.h only.
+ */
+#ifndef BIB_VM_H
+#define BIB_VM_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../include/bib.h"
+#include "../isa/isa.h"
+#include "arena.h"
+#include "blocks.h"
+#include "module.h"
+
+#define BIB_CALL_DEPTH_DEFAULT 10000u
+
+/* A host function as bound for one loaded module (one entry per import). */
+typedef struct bib_host {
+    bib_host_fn fn;
+    void *user;
+    const char *name; /* the import name, owned by the module */
+} bib_host_t;
+
+struct bib_dinsn;
+
+/* A function of the decoded program. */
+typedef struct bib_dfunc {
+    const struct bib_dinsn *entry;
+    uint32_t nregs;
+    uint32_t nargs;
+} bib_dfunc_t;
+
+/* One decoded instruction. decoded[pc] corresponds to module code[pc], so the
+ * pc of a decoded instruction is its index. a..d are the raw operand words,
+ * except that an FN operand's word holds the caller's register count (where
+ * the callee's window starts). x holds the one operand that needs resolving,
+ * chosen by operand kind:
+ *   TGT          target: the decoded instruction jumped to
+ *   IMM          imm: the word sign-extended to 64 bits
+ *   IMMLO+IMMHI  bits: the 64-bit immediate
+ *   CONST        bits: the constant's value
+ *   FN           func: the callee
+ *   HOST         host: the bound host function */
+typedef struct bib_dinsn {
+    uint16_t op; /* bib_opcode_t */
+    uint16_t reserved;
+    uint32_t a, b, c, d;
+    union {
+        int64_t imm;
+        uint64_t bits;
+        const struct bib_dinsn *target;
+        const bib_dfunc_t *func;
+        const bib_host_t *host;
+    } x;
+} bib_dinsn_t;
+
+/* The decoded form of a loaded module; lives in the VM's load arena. */
+typedef struct bib_program {
+    bib_dinsn_t *code;
+    uint32_t code_count;
+    bib_dfunc_t *funcs;
+    uint32_t func_count;
+    bib_host_t *hosts;
+    uint32_t host_count;
+    const bib_dfunc_t *entry;
+} bib_program_t;
+
+/* A frame record: what RET restores in the caller. */
+typedef struct bib_frame {
+    const bib_dinsn_t *ret; /* NULL for the entry function */
+    uint64_t *regs;         /* the caller's register window */
+    uint32_t dest;          /* caller register that receives the result */
+} bib_frame_t;
+
+/* Registered host functions (the registry outlives loads). */
+typedef struct bib_host_entry {
+    char *name;
+    bib_host_fn fn;
+    void *user;
+} bib_host_entry_t;
+
+struct bib_vm {
+    bib_options_t options; /* defaults resolved: no zero means "default" left */
+    FILE *trace;           /* where trace lines go */
+
+    bib_blocks_t blocks;    /* the memory cap and the blocks */
+    bib_arena_t load_arena; /* decoded program: reset on every load */
+    bib_arena_t run_arena;  /* register stack, frames: reset on every run */
+
+    bib_host_entry_t *registry;
+    uint32_t registry_count, registry_cap;
+
+    bib_module_t *module; /* the loaded module, owned; NULL before a load */
+    char *module_name;    /* for messages; owned */
+    bib_program_t program;
+
+    uint8_t *memory; /* linear memory (a large buffer charged to blocks) */
+    uint64_t memory_size;
+    bool memory_dirty; /* a run has written it since it was initialised */
+    bool has_run;      /* bib_vm_memory returns NULL until a run */
+    bool running;      /* inside bib_vm_run: host functions may not re-enter */
+
+    /* Per-run stacks, owned by run_arena. */
+    uint64_t *regs;
+    uint64_t regs_cap; /* registers */
+    bib_frame_t *frames;
+    uint32_t frames_cap;
+
+    bib_run_stats_t stats;
+
+    char host_trap[256]; /* set by bib_vm_trap during a host call */
+    bool host_trap_set;
+
+    char *error; /* "" when none; heap, grows to fit */
+    size_t error_cap;
+};
+
+/* ---- api.c -------------------------------------------------------------- */
+
+/* Sets the VM's error text (printf-style) and returns status. */
+bib_status_t bib_vm_fail(bib_vm_t *vm, bib_status_t status, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+bib_status_t bib_vm_failv(bib_vm_t *vm, bib_status_t status, const char *format, va_list ap);
+
+/* Loads a module already in memory. Takes ownership of m whatever the
+ * outcome. Verifies it (bib_module_verify), binds its imports to registered
+ * host functions, pre-decodes it and sizes linear memory. name may be NULL. */
+bib_status_t bib_vm_load_module(bib_vm_t *vm, bib_module_t *m, const char *name);
+
+/* ---- decode.c ------------------------------------------------------------ */
+
+/* Pre-decodes a verified module into *out, allocating from arena. hosts has
+ * one binding per import, in import order; it is copied. Fails only with
+ * BIB_E_NOMEM (message in arena->blocks->error). */
+bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_arena_t *arena,
+                        bib_program_t *out);
+
+/* ---- interp.c ------------------------------------------------------------ */
+
+/* Runs the loaded program's entry function. The caller has reset the run
+ * arena and initialised linear memory. Fills vm->stats.instructions. */
+bib_status_t bib_interp_run(bib_vm_t *vm, int64_t *exit_value);
+
+/* ---- trace.c ------------------------------------------------------------- */
+
+#define BIB_OPERAND_TEXT 300
+
+/* The operands of the instruction at pc as assembly text, one string per
+ * operand written (registers rN, immediates in signed decimal, LDI64 as one
+ * value, targets L<pc>, functions and imports by name, constants kN).
+ * Returns how many. The one place instructions are turned into text for
+ * traces and trap messages. */
+int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAND_TEXT]);
+/* "MNEMONIC op, op, ..." of the instruction at pc. */
+void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap);
+
+/* Shortest decimal text that reads back to the same f64 (%.15g..%.17g). */
+void bib_format_f64(double value, char *buf, size_t cap);
+
+/* Sets the VM error to "trap at pc N (INSN) line L: <cause>" and returns
+ * status (BIB_E_TRAP, or BIB_E_NOMEM when a run ran out of memory). */
+bib_status_t bib_vm_trap_at(bib_vm_t *vm, bib_status_t status, uint32_t pc, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Trace lines, written to vm->trace in vm->options.trace_format. */
+typedef enum bib_trace_write {
+    BIB_TRACE_WRITE_DEST, /* the instruction wrote its RD operand: show it */
+    BIB_TRACE_WRITE_NONE, /* nothing to show (CALL: the callee's frame starts) */
+    BIB_TRACE_WRITE_RET,  /* RET: show the value returned */
+} bib_trace_write_t;
+void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_write_t kind,
+                    uint64_t value);
+
+#endif
