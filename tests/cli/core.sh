@@ -47,6 +47,9 @@ for ex in hello fib sieve loop; do
     fi
 done
 expect_out "run a .bib file" 2178309 $BIB run "$T/fib.bib"
+expect_out "embedding: a host program emits bytecode through the builder and runs it" \
+    "sum of squares 1..10 = 385
+host saw 385, exit value 385" ${EMBED:-build/embed}
 
 # Malformed modules: one error line, exit 65 (below 128, never a signal)
 size=$(wc -c <"$T/fib.bib")
