@@ -17,7 +17,7 @@ FPFLAGS  = -ffp-contract=off -fno-fast-math
 CFLAGS  += $(CSTD) $(OPT) $(WARN) $(FPFLAGS) -fPIC -MMD -MP -Iinclude -I.
 LDLIBS  += -lmimalloc -lz -lm -lpthread -ldl
 
-LIB_DIRS = isa vm assembler backends/cpu
+LIB_DIRS = isa vm assembler backends backends/cpu
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Executor fragments add their objects (and generated sources) to LIB_OBJ,
@@ -61,6 +61,10 @@ $(BUILD)/libbib.a: $(LIB_OBJ)
 $(BUILD)/libbib.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
+# The embedding example: a host program linked against libbib.
+$(BUILD)/embed: examples/embed.c $(BUILD)/libbib.a
+	$(CC) $(CSTD) $(OPT) $(WARN) -Iinclude -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+
 $(BUILD)/bib: $(CLI_OBJ) $(BUILD)/libbib.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libbib.a $(LDLIBS) -ledit
 
@@ -85,11 +89,15 @@ unit: $(UNIT_BIN)
 hex: all
 	$(BUILD)/bib test --coverage tests/hex
 
-test: all $(UNIT_BIN)
+test: all $(UNIT_BIN) $(BUILD)/embed
 	@BUILD=$(BUILD) sh tools/run-tests.sh
 
-bench: all
-	@sh bench/run.sh
+# Benchmark programs beside their peers (OpenBLAS for MATMUL).
+$(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -lopenblas $(LDLIBS)
+
+bench: all $(BUILD)/gemm_bench
+	@BUILD=$(BUILD) sh bench/run.sh
 
 demo: all
 	@sh tools/demo.sh

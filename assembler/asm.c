@@ -125,6 +125,31 @@ void bib_asm_text_f64(bib_asm_text_t *t, uint64_t bits) {
     bib_asm_text_printf(t, "bits(0x%016llX)", (unsigned long long)bits);
 }
 
+void bib_asm_text_f32(bib_asm_text_t *t, uint32_t bits) {
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    char buf[64];
+    /* Whole numbers read best as "10.0" rather than %g's "1e+01". */
+    if (v == v && fabsf(v) < 1e9f && v == truncf(v) && !(v == 0 && signbit(v))) {
+        bib_asm_text_printf(t, "%.1f", (double)v);
+        return;
+    }
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)v);
+        /* "-0" would read back as the integer 0, which is +0. */
+        if (strpbrk(buf, ".eEn") == NULL)
+            strcat(buf, ".0");
+        float back = strtof(buf, NULL);
+        uint32_t back_bits;
+        memcpy(&back_bits, &back, sizeof back_bits);
+        if (back_bits == bits) {
+            bib_asm_text_put(t, buf, strlen(buf));
+            return;
+        }
+    }
+    bib_asm_text_printf(t, "bits(0x%08X)", bits);
+}
+
 /* ---- symbols ------------------------------------------------------------ */
 
 /* Symbol kinds share one table; code labels also carry their function as
@@ -135,6 +160,8 @@ typedef enum sym_kind {
     SYM_CONST,
     SYM_IMPORT,
     SYM_CODE,
+    SYM_TENSOR, /* value: index in asm_state_t.tensors */
+    SYM_DIM,    /* value: symbolic dimension index */
 } sym_kind_t;
 
 typedef struct sym {
@@ -238,6 +265,8 @@ typedef struct stmt {
     uint32_t op_first, op_count;       /* in asm_t.spans */
     int bad;                           /* a syntax error was reported: skip it */
     uint32_t func;                     /* enclosing function, ASM_NONE at top level */
+    int continued;                     /* a '.tensor' value list goes on on the next line */
+    uint32_t owner; /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
 } stmt_t;
 
 typedef struct asm_func {
@@ -250,6 +279,15 @@ typedef struct asm_func {
     int last_op; /* opcode index of the last instruction, -1 when none */
     int ended;
 } asm_func_t;
+
+/* A .input, .output or .tensor declaration. */
+typedef struct asm_tensor {
+    char *name;
+    uint32_t stmt, reg, flags, dtype, rank;
+    int64_t dims[BIB_MAX_RANK];
+    uint32_t *values; /* .tensor: the elements' bit patterns, numel of them */
+    uint64_t numel;
+} asm_tensor_t;
 
 typedef struct data_fixup {
     uint32_t offset, width, stmt;
@@ -289,6 +327,17 @@ typedef struct asm_state {
     uint64_t memory_size;
     uint32_t memory_stmt; /* ASM_NONE when no .memory */
     uint32_t entry_stmt;  /* ASM_NONE when no .entry */
+
+    asm_tensor_t *tensors;
+    uint32_t tensor_count, tensor_cap;
+    char **dim_names;
+    uint32_t dim_count, dim_cap;
+    uint32_t tregs_used;   /* highest tensor register named + 1 */
+    uint32_t tregs_stmt;   /* where that highest register is named */
+    uint32_t tensors_stmt; /* ASM_NONE when no .tensors */
+    uint32_t tensors_given;
+    uint32_t *pc_stmt; /* the statement of each emitted instruction, by pc */
+    uint32_t pc_count, pc_cap;
     int nodebug;
     int source_set;
     char *source_name;
@@ -537,12 +586,11 @@ static int word_separated(span_t w) {
            (w.len == 6 && strncasecmp(w.p, ".const", 6) == 0);
 }
 
-/* Splits one line into labels, word and operands. */
-static void parse_line(asm_state_t *a, uint32_t si) {
+/* The end of the line's text before its comment (the first ';' outside
+   quotes) and trailing blanks; NULL after a diagnostic for an open quote. */
+static const char *strip_comment(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
     const char *p = s->text, *end = s->text + s->text_len;
-
-    /* The comment starts at the first ';' outside quotes. */
     for (const char *q = p; q < end;) {
         if (*q == '"' || *q == '\'') {
             const char *close = skip_quoted(q, end);
@@ -550,7 +598,7 @@ static void parse_line(asm_state_t *a, uint32_t si) {
                 diag_at(a, si, (uint32_t)(q - s->text) + 1, 1,
                         *q == '"' ? "unterminated string" : "unterminated character literal");
                 s->bad = 1;
-                return;
+                return NULL;
             }
             q = close;
         } else if (*q == ';') {
@@ -562,6 +610,125 @@ static void parse_line(asm_state_t *a, uint32_t si) {
     }
     while (end > p && is_space((unsigned char)end[-1]))
         end--;
+    return end;
+}
+
+static int is_tensor_decl(span_t w) {
+    return (w.len == 6 && strncasecmp(w.p, ".input", 6) == 0) ||
+           (w.len == 7 && strncasecmp(w.p, ".output", 7) == 0) ||
+           (w.len == 7 && strncasecmp(w.p, ".tensor", 7) == 0);
+}
+
+/* Splits a '.tensor' value list at commas into the statement's operands. A
+   list that ends with ',' or '\\' goes on on the next line. */
+static void split_values(asm_state_t *a, uint32_t si, const char *p, const char *end) {
+    stmt_t *s = &a->stmts[si];
+    while (p < end && is_space((unsigned char)*p))
+        p++;
+    if (end > p && end[-1] == '\\') {
+        s->continued = 1;
+        end--;
+        while (end > p && is_space((unsigned char)end[-1]))
+            end--;
+    }
+    while (p < end) {
+        const char *start = p;
+        while (p < end && *p != ',') {
+            const char *q = *p == '\'' ? skip_quoted(p, end) : NULL;
+            p = q != NULL ? q : p + 1;
+        }
+        const char *stop = p;
+        while (stop > start && is_space((unsigned char)stop[-1]))
+            stop--;
+        if (stop == start) {
+            diag_at(a, si, (uint32_t)(start - s->text) + 1, 1, "missing value");
+            s->bad = 1;
+            return;
+        }
+        if (!push_span(a, make_span(s, start, stop)))
+            return;
+        s->op_count++;
+        if (p >= end)
+            return;
+        p++;
+        while (p < end && is_space((unsigned char)*p))
+            p++;
+        if (p >= end)
+            s->continued = 1;
+    }
+}
+
+/* Operands of .input, .output and .tensor: blank- (or comma-) separated
+   words, where a type's brackets ("f32[n, 4]") keep their commas and blanks,
+   then for .tensor an "=" operand and the values. */
+static void parse_decl_operands(asm_state_t *a, uint32_t si, const char *p, const char *end) {
+    stmt_t *s = &a->stmts[si];
+    for (;;) {
+        while (p < end && (is_space((unsigned char)*p) || *p == ','))
+            p++;
+        if (p >= end)
+            return;
+        if (*p == '=') {
+            if (!push_span(a, make_span(s, p, p + 1)))
+                return;
+            s->op_count++;
+            if (p + 1 >= end)
+                s->continued = 1;
+            split_values(a, si, p + 1, end);
+            return;
+        }
+        const char *start = p;
+        int depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                p = skip_quoted(p, end); /* closed: checked by strip_comment */
+                continue;
+            }
+            if (*p == '[') {
+                depth++;
+            } else if (*p == ']' && depth > 0) {
+                depth--;
+            } else if (depth == 0 && (is_space((unsigned char)*p) || *p == ',' || *p == '=')) {
+                const char *q = p;
+                while (q < end && is_space((unsigned char)*q))
+                    q++;
+                if (q < end && *q == '[') {
+                    p = q;
+                    continue;
+                }
+                break;
+            }
+            p++;
+        }
+        if (!push_span(a, make_span(s, start, p)))
+            return;
+        s->op_count++;
+    }
+}
+
+/* A line that goes on with the value list of the '.tensor' before it. */
+static void parse_continuation(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    const char *end = strip_comment(a, si);
+    s->op_first = a->span_count;
+    if (end == NULL)
+        return;
+    const char *p = s->text;
+    while (p < end && is_space((unsigned char)*p))
+        p++;
+    if (p == end) {
+        s->continued = 1; /* a blank or comment line inside the list */
+        return;
+    }
+    split_values(a, si, p, end);
+}
+
+/* Splits one line into labels, word and operands. */
+static void parse_line(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    const char *p = s->text, *end = strip_comment(a, si);
+    if (end == NULL)
+        return;
 
     s->label_first = a->span_count;
     for (;;) {
@@ -598,6 +765,11 @@ static void parse_line(asm_state_t *a, uint32_t si) {
         return;
     }
     s->word = make_span(s, w, p);
+    if (is_tensor_decl(s->word)) {
+        s->op_first = a->span_count;
+        parse_decl_operands(a, si, p, end);
+        return;
+    }
 
     int words = word_separated(s->word);
     s->op_first = a->span_count;
@@ -1183,6 +1355,279 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
                 name, f->nargs, f->nregs);
 }
 
+/* ---- pass 1: tensor declarations ------------------------------------------ */
+
+static void note_treg(asm_state_t *a, uint32_t si, uint32_t reg) {
+    if (reg < BIB_MAX_TENSOR_REGS && reg + 1 > a->tregs_used) {
+        a->tregs_used = reg + 1;
+        a->tregs_stmt = si;
+    }
+}
+
+/* The index of symbolic dimension name, declared on first use; ASM_NONE when
+   out of memory. */
+static uint32_t dim_symbol(asm_state_t *a, uint32_t si, char *name) {
+    sym_t *sym = sym_find(&a->syms, name, SYM_DIM, 0);
+    if (sym != NULL) {
+        free(name);
+        return (uint32_t)sym->value;
+    }
+    if (!grow_array((void **)&a->dim_names, &a->dim_cap, a->dim_count + 1, sizeof *a->dim_names) ||
+        sym_add(&a->syms, name, SYM_DIM, 0, a->dim_count, si) == NULL) {
+        free(name);
+        out_of_memory(a);
+        return ASM_NONE;
+    }
+    a->dim_names[a->dim_count] = name;
+    return a->dim_count++;
+}
+
+static int parse_dtype(span_t sp, uint32_t *dtype) {
+    if (word_is(sp, "f32"))
+        *dtype = BIB_DTYPE_F32;
+    else if (word_is(sp, "i32"))
+        *dtype = BIB_DTYPE_I32;
+    else
+        return 0;
+    return 1;
+}
+
+/* One dimension: an integer size, '?' or a symbolic name. */
+static int parse_dim(asm_state_t *a, uint32_t si, span_t d, int fixed_only, int64_t *out) {
+    if (d.len == 1 && d.p[0] == '?') {
+        *out = BIB_DIM_ANY;
+    } else if ((d.p[0] >= '0' && d.p[0] <= '9') || d.p[0] == '-' || d.p[0] == '+') {
+        uint64_t n;
+        if (!parse_unsigned(a, si, d, BIB_MAX_TENSOR_DIM, &n, "a dimension size"))
+            return 0;
+        if (n == 0) {
+            diag_at(a, si, d.col, d.len, "a dimension size is 1..%d, found 0", BIB_MAX_TENSOR_DIM);
+            return 0;
+        }
+        *out = (int64_t)n;
+    } else {
+        char *name = parse_name(a, si, d, "dimension");
+        if (name == NULL)
+            return 0;
+        uint32_t index = dim_symbol(a, si, name);
+        if (index == ASM_NONE)
+            return 0;
+        *out = BIB_DIM_SYMBOL(index);
+    }
+    if (fixed_only && *out < 0) {
+        diag_span(a, si, d, "a constant tensor needs fixed dimension sizes, found '%s'", NULL);
+        return 0;
+    }
+    return 1;
+}
+
+/* A type with its shape: "f32[2, n, ?]", "i32[]" or "f32" (rank 0). */
+static int parse_tensor_type(asm_state_t *a, uint32_t si, span_t sp, int fixed_only,
+                             asm_tensor_t *t) {
+    const char *p = sp.p, *end = sp.p + sp.len;
+    const char *open = memchr(p, '[', sp.len);
+    const char *name_end = open != NULL ? open : end;
+    while (name_end > p && is_space((unsigned char)name_end[-1]))
+        name_end--;
+    span_t type = {p, (uint32_t)(name_end - p), sp.col};
+    if (!parse_dtype(type, &t->dtype)) {
+        diag_span(a, si, type.len ? type : sp,
+                  "unknown element type '%s' (expected f32 or i32, as in f32[2, 3])", NULL);
+        return 0;
+    }
+    t->rank = 0;
+    if (open == NULL)
+        return 1;
+    if (end[-1] != ']') {
+        diag_span(a, si, sp, "expected a shape in brackets such as f32[2, 3], found '%s'", NULL);
+        return 0;
+    }
+    const char *q = open + 1, *close = end - 1;
+    while (q < close && is_space((unsigned char)*q))
+        q++;
+    while (q < close) {
+        const char *start = q;
+        while (q < close && *q != ',') {
+            const char *after = *q == '"' ? skip_quoted(q, close) : NULL;
+            q = after != NULL ? after : q + 1;
+        }
+        const char *stop = q;
+        while (stop > start && is_space((unsigned char)stop[-1]))
+            stop--;
+        span_t d = {start, (uint32_t)(stop - start), sp.col + (uint32_t)(start - p)};
+        if (d.len == 0) {
+            diag_at(a, si, d.col, 1, "missing dimension");
+            return 0;
+        }
+        if (t->rank == BIB_MAX_RANK) {
+            diag_span(a, si, d, "a tensor has at most 4 dimensions; '%s' is a fifth", NULL);
+            return 0;
+        }
+        if (!parse_dim(a, si, d, fixed_only, &t->dims[t->rank]))
+            return 0;
+        t->rank++;
+        if (q < close)
+            q++;
+        while (q < close && is_space((unsigned char)*q))
+            q++;
+        if (q == close && stop < close && close[-1] == ',') {
+            diag_at(a, si, sp.col + (uint32_t)(close - p), 1, "missing dimension after ','");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One element of a .tensor value list, as its 32-bit pattern. */
+static int parse_element(asm_state_t *a, uint32_t si, span_t op, uint32_t dtype, uint32_t *out) {
+    if (dtype == BIB_DTYPE_F32) {
+        uint64_t bits;
+        parse_result_t r = parse_float(op, 32, &bits);
+        if (r != PARSE_OK) {
+            diag_span(a, si, op,
+                      r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
+                                       : "expected an f32 value, found '%s'",
+                      NULL);
+            return 0;
+        }
+        *out = (uint32_t)bits;
+        return 1;
+    }
+    asm_int_t v;
+    parse_result_t r = parse_int(op, &v);
+    if (r == PARSE_OK && int_fits(v, INT32_MIN, UINT32_MAX)) {
+        *out = (uint32_t)int_bits(v);
+        return 1;
+    }
+    diag_span(a, si, op,
+              r == PARSE_OK || r == PARSE_RANGE
+                  ? "value %s does not fit i32 (-2147483648 .. 4294967295)"
+                  : "expected an i32 value, found '%s'",
+              NULL);
+    return 0;
+}
+
+/* The values of a .tensor: the operands after "=" on its own line, then on
+   its continuation lines. */
+static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_tensor_t *t) {
+    stmt_t *s = &a->stmts[si];
+    /* The data must fit the 4 GiB container (with room for its headers). */
+    const uint64_t limit = (UINT32_MAX - 4096) / 4;
+    uint64_t numel = 1;
+    for (uint32_t k = 0; k < t->rank && numel <= limit; k++)
+        numel = numel > limit / (uint64_t)t->dims[k] ? limit + 1 : numel * (uint64_t)t->dims[k];
+    if (numel > limit) {
+        diag_at(a, si, s->word.col, s->word.len,
+                "tensor '%s' has more elements than a module can hold (4 GiB)", t->name);
+        return 0;
+    }
+    t->numel = numel;
+    t->values = malloc((size_t)numel * 4 + 4);
+    if (t->values == NULL) {
+        out_of_memory(a);
+        return 0;
+    }
+    uint64_t count = 0;
+    for (uint32_t j = si; j < a->stmt_count && (j == si || a->stmts[j].owner == si + 1); j++) {
+        const stmt_t *line = &a->stmts[j];
+        if (line->bad)
+            return 0; /* reported where it was split */
+        for (uint32_t i = j == si ? first : 0; i < line->op_count; i++, count++) {
+            span_t op = a->spans[line->op_first + i];
+            uint32_t bits;
+            if (!parse_element(a, j, op, t->dtype, &bits))
+                return 0;
+            if (count < numel)
+                t->values[count] = bits;
+        }
+    }
+    if (count != numel) {
+        diag_at(a, si, s->word.col, s->word.len,
+                "tensor '%s' has %llu element%s but %llu value%s given", t->name,
+                (unsigned long long)numel, numel == 1 ? "" : "s", (unsigned long long)count,
+                count == 1 ? " is" : "s are");
+        return 0;
+    }
+    return 1;
+}
+
+static void pass1_tensor(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    span_t w = s->word;
+    const span_t *ops = &a->spans[s->op_first];
+    uint32_t flags = word_is(w, ".input")    ? BIB_TENSOR_INPUT
+                     : word_is(w, ".output") ? BIB_TENSOR_OUTPUT
+                                             : BIB_TENSOR_CONST;
+    uint32_t header = 0;
+    while (header < s->op_count && !(ops[header].len == 1 && ops[header].p[0] == '='))
+        header++;
+    int has_values = header < s->op_count;
+    if (flags != BIB_TENSOR_CONST && has_values) {
+        diag_span(a, si, ops[header], "'%s' values belong to '.tensor' declarations only", NULL);
+        return;
+    }
+    if ((flags == BIB_TENSOR_INPUT && header != 3) ||
+        (flags == BIB_TENSOR_OUTPUT && header != 2 && header != 3) ||
+        (flags == BIB_TENSOR_CONST && (header != 3 || !has_values))) {
+        diag_at(a, si, w.col, w.len, "%s; found %u operand%s",
+                flags == BIB_TENSOR_INPUT ? "'.input' takes a name, a tensor register and a type "
+                                            "(.input x t0 f32[n, 4])"
+                : flags == BIB_TENSOR_OUTPUT
+                    ? "'.output' takes a name, a tensor register and optionally a type "
+                      "(.output y t1 f32[n, 4])"
+                    : "'.tensor' takes a name, a tensor register, a type, '=' and the values "
+                      "(.tensor w t2 f32[2] = 1.5, -2)",
+                header, header == 1 ? "" : "s");
+        return;
+    }
+    asm_tensor_t t;
+    memset(&t, 0, sizeof t);
+    t.stmt = si;
+    t.flags = flags;
+    if (!parse_reg(ops[1], 't', &t.reg) || t.reg >= BIB_MAX_TENSOR_REGS) {
+        diag_span(a, si, ops[1], "expected a tensor register (t0 .. t65535), found '%s'", NULL);
+        return;
+    }
+    if (header == 3 && !parse_tensor_type(a, si, ops[2], flags == BIB_TENSOR_CONST, &t))
+        return;
+    if ((t.name = parse_name(a, si, ops[0], "tensor")) == NULL)
+        return;
+    sym_t *prev = sym_find(&a->syms, t.name, SYM_TENSOR, 0);
+    if (prev != NULL) {
+        diag_at(a, si, ops[0].col, ops[0].len, "tensor '%s' is already declared on line %u", t.name,
+                a->stmts[prev->stmt].line);
+        free(t.name);
+        return;
+    }
+    for (uint32_t i = 0; i < a->tensor_count && flags != BIB_TENSOR_OUTPUT; i++) {
+        const asm_tensor_t *o = &a->tensors[i];
+        if (o->reg == t.reg && o->flags != BIB_TENSOR_OUTPUT) {
+            diag_at(a, si, ops[1].col, ops[1].len,
+                    "t%u already holds %s '%s' (line %u): a register carries at most one input "
+                    "or constant",
+                    t.reg, o->flags == BIB_TENSOR_INPUT ? "input" : "constant", o->name,
+                    a->stmts[o->stmt].line);
+            free(t.name);
+            return;
+        }
+    }
+    if (has_values && !parse_tensor_values(a, si, header + 1, &t)) {
+        free(t.name);
+        free(t.values);
+        return;
+    }
+    if (!grow_array((void **)&a->tensors, &a->tensor_cap, a->tensor_count + 1,
+                    sizeof *a->tensors) ||
+        sym_add(&a->syms, t.name, SYM_TENSOR, 0, a->tensor_count, si) == NULL) {
+        free(t.name);
+        free(t.values);
+        out_of_memory(a);
+        return;
+    }
+    a->tensors[a->tensor_count++] = t;
+    note_treg(a, si, t.reg);
+}
+
 /* Notes the registers an instruction names, for the default regs=. */
 static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib_opinfo_t *info) {
     const stmt_t *s = &a->stmts[si];
@@ -1194,6 +1639,12 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
             continue;
         span_t op = ops[text++];
         uint32_t reg;
+        if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) &&
+            parse_reg(op, 't', &reg)) {
+            note_treg(a, si, reg);
+            prev_reg = ASM_NONE;
+            continue;
+        }
         if ((kind == BIB_K_RD || kind == BIB_K_RS) && parse_reg(op, 'r', &reg)) {
             if (reg + 1 > f->regs_used && reg < BIB_MAX_REGS)
                 f->regs_used = reg + 1;
@@ -1394,6 +1845,32 @@ static void pass1(asm_state_t *a) {
                 continue;
             }
             pass1_data(a, si);
+        } else if (is_tensor_decl(w) || word_is(w, ".tensors") || word_is(w, ".dim")) {
+            if (current != ASM_NONE) {
+                diag_at(a, si, w.col, w.len,
+                        "'%.*s' inside function '%s' (declare tensors outside '.func' ... '.end')",
+                        (int)w.len, w.p, a->funcs[current].name);
+                continue;
+            }
+            if (is_tensor_decl(w)) {
+                pass1_tensor(a, si);
+            } else if (word_is(w, ".dim")) {
+                for (uint32_t i = 0; i < s->op_count; i++) {
+                    char *name = parse_name(a, si, a->spans[s->op_first + i], "dimension");
+                    if (name != NULL)
+                        dim_symbol(a, si, name);
+                }
+            } else if (expect_operands(a, si, 1, 1)) {
+                uint64_t n;
+                if (a->tensors_stmt != ASM_NONE)
+                    diag_at(a, si, w.col, w.len, "'.tensors' is already given on line %u",
+                            a->stmts[a->tensors_stmt].line);
+                else if (parse_unsigned(a, si, a->spans[s->op_first], BIB_MAX_TENSOR_REGS, &n,
+                                        "a tensor register count")) {
+                    a->tensors_stmt = si;
+                    a->tensors_given = (uint32_t)n;
+                }
+            }
         } else if (word_is(w, ".const")) {
             pass1_const(a, si);
         } else if (word_is(w, ".import")) {
@@ -1517,12 +1994,36 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         return 1;
     case BIB_K_TD:
     case BIB_K_TS:
-        if (!parse_reg(op, 't', &reg)) {
-            diag_span(a, si, op, "expected a tensor register (t0, t1, ...), found '%s'", NULL);
+    case BIB_K_TM: {
+        if (parse_reg(op, 't', &reg)) {
+            if (reg >= BIB_MAX_TENSOR_REGS) {
+                diag_at(a, si, op.col, op.len, "tensor register t%u is out of range (t0..t%u)", reg,
+                        BIB_MAX_TENSOR_REGS - 1);
+                return 0;
+            }
+            *word = reg;
+            return 1;
+        }
+        if (name_length(op.p, op.p + op.len) != op.len) {
+            diag_span(a, si, op, "expected a tensor register (t0, t1, ...) or name, found '%s'",
+                      NULL);
             return 0;
         }
-        *word = reg;
+        char *name = parse_name(a, si, op, "tensor");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = sym_find(&a->syms, name, SYM_TENSOR, 0);
+        free(name);
+        if (sym == NULL) {
+            diag_span(a, si, op,
+                      "unknown tensor '%s' (declare it with .input, .output or .tensor, or name "
+                      "a register t0, t1, ...)",
+                      NULL);
+            return 0;
+        }
+        *word = a->tensors[sym->value].reg;
         return 1;
+    }
     case BIB_K_IMM: {
         asm_int_t v;
         if (!parse_int_expr(a, si, op, &v, 0))
@@ -1582,13 +2083,12 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         *word = (uint32_t)n;
         return 1;
     }
-    case BIB_K_DTYPE: {
-        uint64_t n;
-        if (!parse_unsigned(a, si, op, UINT32_MAX, &n, "an element type number"))
+    case BIB_K_DTYPE:
+        if (!parse_dtype(op, word)) {
+            diag_span(a, si, op, "expected an element type (f32 or i32), found '%s'", NULL);
             return 0;
-        *word = (uint32_t)n;
+        }
         return 1;
-    }
     case BIB_K_CONST: {
         if (op.len > 1 && op.p[0] == '=') {
             span_t lit = {op.p + 1, op.len - 1, op.col + 1};
@@ -1740,6 +2240,10 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
     }
     bib_builder_line(p->b, p->line_set ? p->line : s->line);
     bib_builder_emit(p->b, info->code, words[0], words[1], words[2], words[3]);
+    if (!grow_array((void **)&a->pc_stmt, &a->pc_cap, a->pc_count + 1, sizeof *a->pc_stmt))
+        out_of_memory(a);
+    else
+        a->pc_stmt[a->pc_count++] = si;
 }
 
 static void terminator_list(char *out, size_t cap) {
@@ -1818,6 +2322,7 @@ static void pass2(pass2_t *p) {
 static void split_lines(asm_state_t *a, const char *src, size_t length) {
     const char *p = src, *end = src + length;
     uint32_t line = 1;
+    uint32_t open = ASM_NONE; /* the '.tensor' whose value list goes on */
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
@@ -1833,16 +2338,28 @@ static void split_lines(asm_state_t *a, const char *src, size_t length) {
         s->text = p;
         s->text_len = (uint32_t)(stop - p);
         s->func = ASM_NONE;
+        uint32_t si = a->stmt_count - 1;
         if ((size_t)(stop - p) > UINT32_MAX / 2) {
-            diag_at(a, a->stmt_count - 1, 1, 1, "line is too long");
+            diag_at(a, si, 1, 1, "line is too long");
             s->bad = 1;
+            open = ASM_NONE;
+        } else if (open != ASM_NONE) {
+            s->owner = open + 1;
+            parse_continuation(a, si);
+            if (!a->stmts[si].continued || a->stmts[si].bad)
+                open = ASM_NONE;
         } else {
-            parse_line(a, a->stmt_count - 1);
+            parse_line(a, si);
+            if (a->stmts[si].continued && !a->stmts[si].bad)
+                open = si;
         }
         if (a->stopped || a->oom)
             return;
         p = nl ? nl + 1 : end;
     }
+    if (open != ASM_NONE)
+        diag_at(a, open, a->stmts[open].word.col, a->stmts[open].word.len,
+                "the value list goes on past the end of the file (it ends with ',' or '\\')");
 }
 
 static void check_module(asm_state_t *a) {
@@ -1853,6 +2370,13 @@ static void check_module(asm_state_t *a) {
             if (f->nregs == 0)
                 f->nregs = 1;
         }
+    }
+    if (a->tensors_stmt != ASM_NONE && a->tensors_given < a->tregs_used) {
+        const stmt_t *s = &a->stmts[a->tensors_stmt];
+        diag_at(a, a->tensors_stmt, s->word.col, s->word.len,
+                "'.tensors %u' is smaller than the %u tensor registers used (t%u is named on line "
+                "%u)",
+                a->tensors_given, a->tregs_used, a->tregs_used - 1, a->stmts[a->tregs_stmt].line);
     }
     if (a->func_count == 0 && a->errors == 0)
         diag_at(a, ASM_NONE, 0, 0, "no functions: write one with '.func main' ... '.end'");
@@ -1901,6 +2425,15 @@ static void asm_free(asm_state_t *a) {
     free(a->data);
     free(a->fixups);
     free(a->source_name);
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        free(a->tensors[i].name);
+        free(a->tensors[i].values);
+    }
+    free(a->tensors);
+    for (uint32_t i = 0; i < a->dim_count; i++)
+        free(a->dim_names[i]);
+    free(a->dim_names);
+    free(a->pc_stmt);
 }
 
 static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, uint8_t **out,
@@ -1931,6 +2464,20 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
         bib_builder_import(b, a->imports[i]);
     for (uint32_t i = 0; i < a->const_count; i++)
         builder_const(b, a->consts[i]);
+    for (uint32_t i = 0; i < a->dim_count; i++)
+        bib_builder_tensor_dim(b, a->dim_names[i]);
+    for (uint32_t i = 0; i < a->tensor_count; i++) {
+        const asm_tensor_t *t = &a->tensors[i];
+        if (t->flags == BIB_TENSOR_INPUT)
+            bib_builder_tensor_input(b, t->name, t->reg, (bib_dtype_t)t->dtype, t->rank, t->dims);
+        else if (t->flags == BIB_TENSOR_OUTPUT)
+            bib_builder_tensor_output(b, t->name, t->reg, (bib_dtype_t)t->dtype, t->rank, t->dims);
+        else
+            bib_builder_tensor_const(b, t->name, t->reg, (bib_dtype_t)t->dtype, t->rank, t->dims,
+                                     t->values);
+    }
+    if (a->tensors_stmt != ASM_NONE)
+        bib_builder_tensor_regs(b, a->tensors_given);
     pass2_t p = {a, b, ASM_NONE, 0, 0, ASM_NONE, 0};
     pass2(&p);
     if (a->errors > 0 || a->oom) {
@@ -1946,8 +2493,14 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
     if (a->data_size > 0)
         bib_builder_data(b, 0, a->data, (size_t)a->data_size);
     bib_status_t st = bib_builder_finish(b, out, size);
-    if (st != BIB_OK)
+    unsigned pc;
+    if (st != BIB_OK && sscanf(bib_builder_error(b), "pc %u ", &pc) == 1 && pc < a->pc_count) {
+        /* A verifier verdict (tensor liveness, mostly): point at the line. */
+        const stmt_t *s = &a->stmts[a->pc_stmt[pc]];
+        diag_at(a, a->pc_stmt[pc], s->word.col, s->word.len, "%s", bib_builder_error(b));
+    } else if (st != BIB_OK) {
         diag_at(a, ASM_NONE, 0, 0, "%s", bib_builder_error(b));
+    }
     bib_builder_destroy(b);
     return st == BIB_OK ? BIB_OK : BIB_E_ASM;
 }
@@ -1968,6 +2521,7 @@ bib_status_t bib_assemble(const char *source, size_t length, const char *filenam
     a.default_source = filename;
     a.memory_stmt = ASM_NONE;
     a.entry_stmt = ASM_NONE;
+    a.tensors_stmt = ASM_NONE;
 
     /* Literals must read the same under any locale the embedder set. */
     locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);

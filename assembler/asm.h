@@ -31,6 +31,8 @@ void bib_builder_nodebug(bib_builder_t *b);
 bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, uint8_t **out,
                                        size_t *size);
 
+/* bib_builder_tensor_dim/_input/_output/_const/_regs are public: include/bib.h. */
+
 /* A growing NUL-terminated text buffer. On allocation failure it sets failed
    and stops growing; the text so far stays valid. */
 typedef struct bib_asm_text {
@@ -54,5 +56,9 @@ void bib_asm_text_name(bib_asm_text_t *t, const char *name);
    f64 with these bits: a decimal float, inf/nan, or bits(0x...) for NaN
    payloads. */
 void bib_asm_text_f64(bib_asm_text_t *t, uint64_t bits);
+
+/* The same for a binary32 value (read back by strtof): an element of a
+   .tensor f32 declaration. */
+void bib_asm_text_f32(bib_asm_text_t *t, uint32_t bits);
 
 #endif

@@ -62,6 +62,13 @@ struct bib_builder {
 
     uint32_t entry;
     int entry_set;
+
+    bib_tensor_decl_t *tensors; /* init holds little-endian bytes, as in a module */
+    uint32_t tensor_count, tensor_cap;
+    char **dim_names;
+    uint32_t dim_count, dim_cap;
+    uint32_t tensor_regs;
+    int tensor_regs_set;
 };
 
 static bib_status_t fail(bib_builder_t *b, bib_status_t status, const char *format, ...)
@@ -138,6 +145,14 @@ void bib_builder_destroy(bib_builder_t *b) {
     free(b->consts);
     free(b->data);
     free(b->source_name);
+    for (uint32_t i = 0; i < b->tensor_count; i++) {
+        free(b->tensors[i].name);
+        free(b->tensors[i].init);
+    }
+    free(b->tensors);
+    for (uint32_t i = 0; i < b->dim_count; i++)
+        free(b->dim_names[i]);
+    free(b->dim_names);
     free(b);
 }
 
@@ -361,6 +376,125 @@ bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *byt
     return BIB_OK;
 }
 
+int64_t bib_builder_tensor_dim(bib_builder_t *b, const char *name) {
+    if (name == NULL)
+        name = "";
+    for (uint32_t i = 0; i < b->dim_count; i++)
+        if (strcmp(b->dim_names[i], name) == 0)
+            return BIB_DIM_SYMBOL(i);
+    if (!grow((void **)&b->dim_names, &b->dim_cap, (uint64_t)b->dim_count + 1,
+              sizeof *b->dim_names) ||
+        (b->dim_names[b->dim_count] = copy_string(name)) == NULL) {
+        fail(b, BIB_E_NOMEM, "out of memory declaring dimension '%s'", name);
+        return 0;
+    }
+    return BIB_DIM_SYMBOL(b->dim_count++);
+}
+
+static bib_status_t add_tensor(bib_builder_t *b, const char *what, uint32_t flags, const char *name,
+                               uint32_t reg, bib_dtype_t dtype, uint32_t rank, const int64_t *dims,
+                               const void *data) {
+    if (name == NULL || rank > BIB_MAX_RANK || (rank > 0 && dims == NULL))
+        return fail(b, BIB_E_USAGE, "%s '%s': needs a name, and dims for its rank %u (at most %u)",
+                    what, name ? name : "", rank, BIB_MAX_RANK);
+    bib_tensor_decl_t t;
+    memset(&t, 0, sizeof t);
+    t.reg = reg;
+    t.flags = flags;
+    t.dtype = (uint32_t)dtype;
+    t.rank = rank;
+    for (uint32_t k = 0; k < rank; k++)
+        t.dims[k] = dims[k];
+    if (flags == BIB_TENSOR_CONST) {
+        /* Fixed dims are checked by the verifier; here only what sizes the copy. */
+        uint64_t numel = 1;
+        for (uint32_t k = 0; k < rank; k++) {
+            if (dims[k] < 1 || numel > (UINT32_MAX / 4) / (uint64_t)dims[k])
+                return fail(b, BIB_E_USAGE,
+                            "%s '%s': dimension %u is %lld; a constant needs fixed sizes whose "
+                            "data fits 4 GiB",
+                            what, name, k, (long long)dims[k]);
+            numel *= (uint64_t)dims[k];
+        }
+        if (data == NULL)
+            return fail(b, BIB_E_USAGE, "%s '%s': no data", what, name);
+        t.init_size = numel * 4;
+        if ((t.init = malloc((size_t)t.init_size)) == NULL)
+            return fail(b, BIB_E_NOMEM, "%s '%s': out of memory for %llu bytes", what, name,
+                        (unsigned long long)t.init_size);
+        for (uint64_t i = 0; i < numel; i++) {
+            uint32_t v;
+            memcpy(&v, (const uint8_t *)data + i * 4, 4);
+            bib_write_u32le(t.init + i * 4, v);
+        }
+    }
+    if (!grow((void **)&b->tensors, &b->tensor_cap, (uint64_t)b->tensor_count + 1,
+              sizeof *b->tensors) ||
+        (t.name = copy_string(name)) == NULL) {
+        free(t.init);
+        return fail(b, BIB_E_NOMEM, "%s '%s': out of memory", what, name);
+    }
+    b->tensors[b->tensor_count++] = t;
+    return BIB_OK;
+}
+
+bib_status_t bib_builder_tensor_input(bib_builder_t *b, const char *name, uint32_t reg,
+                                      bib_dtype_t dtype, uint32_t rank, const int64_t *dims) {
+    return add_tensor(b, "tensor input", BIB_TENSOR_INPUT, name, reg, dtype, rank, dims, NULL);
+}
+
+bib_status_t bib_builder_tensor_output(bib_builder_t *b, const char *name, uint32_t reg,
+                                       bib_dtype_t dtype, uint32_t rank, const int64_t *dims) {
+    return add_tensor(b, "tensor output", BIB_TENSOR_OUTPUT, name, reg, dtype, rank, dims, NULL);
+}
+
+bib_status_t bib_builder_tensor_const(bib_builder_t *b, const char *name, uint32_t reg,
+                                      bib_dtype_t dtype, uint32_t rank, const int64_t *dims,
+                                      const void *data) {
+    return add_tensor(b, "tensor constant", BIB_TENSOR_CONST, name, reg, dtype, rank, dims, data);
+}
+
+void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count) {
+    b->tensor_regs = count;
+    b->tensor_regs_set = 1;
+}
+
+/* Hands the tensor declarations to m (moved, not copied) and sizes the
+   register file. */
+static bib_status_t build_tensors(bib_builder_t *b, bib_module_t *m) {
+    uint64_t used = 0;
+    for (uint32_t pc = 0; pc < m->code_count; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        for (int k = 0; k < 4; k++) {
+            uint32_t kind = info->kinds[k];
+            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) && words[k] >= used)
+                used = (uint64_t)words[k] + 1;
+        }
+    }
+    for (uint32_t i = 0; i < b->tensor_count; i++)
+        if (b->tensors[i].reg >= used)
+            used = (uint64_t)b->tensors[i].reg + 1;
+    if (b->tensor_regs_set && b->tensor_regs < used)
+        return fail(b, BIB_E_USAGE,
+                    "finish: %u tensor registers set, but t%llu is used (need at least %llu)",
+                    b->tensor_regs, (unsigned long long)used - 1, (unsigned long long)used);
+    if (used > BIB_MAX_TENSOR_REGS)
+        return fail(b, BIB_E_USAGE, "finish: tensor register t%llu is past the limit of %u",
+                    (unsigned long long)used - 1, BIB_MAX_TENSOR_REGS);
+    m->tensor_regs = b->tensor_regs_set ? b->tensor_regs : (uint32_t)used;
+    m->tensors = b->tensors;
+    m->tensor_count = b->tensor_count;
+    m->dim_names = b->dim_names;
+    m->dim_name_count = b->dim_count;
+    b->tensors = NULL;
+    b->tensor_count = b->tensor_cap = 0;
+    b->dim_names = NULL;
+    b->dim_count = b->dim_cap = 0;
+    return BIB_OK;
+}
+
 static int compare_names(const void *x, const void *y) {
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
@@ -515,6 +649,8 @@ static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
     }
     if (debug && b->source_name != NULL && (m->source_name = copy_string(b->source_name)) == NULL)
         goto nomem;
+    if (build_tensors(b, m) != BIB_OK)
+        goto failed;
 
     *out = m;
     return BIB_OK;

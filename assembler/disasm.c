@@ -5,8 +5,9 @@
  * of the module is spelled out (.memory, the pool as .const kN in pool order,
  * .import in import order, args= and regs= on every .func, .line wherever the
  * recorded line changes, .entry when the default rule would pick another
- * function). Parsing and verifying the bytes belong to vm/format.c; this file
- * only prints a verified module. spec/assembly.md describes the layout.
+ * function, .tensors and .dim when the defaults would differ, every tensor
+ * declaration with its constant values). Parsing and verifying the bytes belong to vm/format.c;
+ * this file only prints a verified module. spec/assembly.md describes the layout.
  */
 #include "asm.h"
 
@@ -101,6 +102,7 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
             break;
         case BIB_K_TD:
         case BIB_K_TS:
+        case BIB_K_TM:
             bib_asm_text_printf(t, "t%u", v);
             break;
         case BIB_K_IMM:
@@ -114,8 +116,10 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
                 comment = "f64";
             break;
         case BIB_K_COUNT:
-        case BIB_K_DTYPE:
             bib_asm_text_printf(t, "%u", v);
+            break;
+        case BIB_K_DTYPE:
+            bib_asm_text_put(t, v == BIB_DTYPE_I32 ? "i32" : "f32", 3);
             break;
         case BIB_K_CONST:
             bib_asm_text_printf(t, "k%u", v);
@@ -138,6 +142,112 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
     if (comment != NULL) {
         bib_asm_text_put(t, "  ; f64 ", 8);
         bib_asm_text_f64(t, wide);
+    }
+}
+
+#define DISASM_VALUES_PER_ROW 8
+
+/* The register count the assembler gives by default: the highest tensor
+   register an instruction or declaration names + 1. */
+static uint64_t tensor_regs_named(const bib_module_t *m) {
+    uint64_t used = 0;
+    for (uint32_t pc = 0; pc < m->code_count; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        for (int k = 0; k < 4; k++) {
+            uint32_t kind = info->kinds[k];
+            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) && words[k] >= used)
+                used = (uint64_t)words[k] + 1;
+        }
+    }
+    for (uint32_t i = 0; i < m->tensor_count; i++)
+        if (m->tensors[i].reg >= used)
+            used = (uint64_t)m->tensors[i].reg + 1;
+    return used;
+}
+
+/* The assembler numbers symbolic dimensions by first use in the
+   declarations; a .dim line is needed only when the module's order differs
+   or some name is used by none. */
+static int dims_need_declaring(const bib_module_t *m) {
+    uint32_t next = 0;
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        for (uint32_t k = 0; k < m->tensors[i].rank; k++) {
+            int64_t d = m->tensors[i].dims[k];
+            if (d >= BIB_DIM_ANY)
+                continue;
+            uint32_t index = BIB_DIM_SYMBOL_INDEX(d);
+            if (index > next)
+                return 1;
+            if (index == next)
+                next++;
+        }
+    }
+    return next != m->dim_name_count;
+}
+
+static void print_type(bib_asm_text_t *t, const bib_module_t *m, const bib_tensor_decl_t *d) {
+    bib_asm_text_put(t, d->dtype == BIB_DTYPE_I32 ? " i32[" : " f32[", 5);
+    for (uint32_t k = 0; k < d->rank; k++) {
+        if (k > 0)
+            bib_asm_text_put(t, ", ", 2);
+        if (d->dims[k] >= 0)
+            bib_asm_text_printf(t, "%lld", (long long)d->dims[k]);
+        else if (d->dims[k] == BIB_DIM_ANY)
+            bib_asm_text_put(t, "?", 1);
+        else
+            bib_asm_text_name(t, m->dim_names[BIB_DIM_SYMBOL_INDEX(d->dims[k])]);
+    }
+    bib_asm_text_put(t, "]", 1);
+}
+
+static void print_tensors(bib_asm_text_t *t, const bib_module_t *m) {
+    if (m->tensor_regs == 0)
+        return;
+    bib_asm_text_put(t, "\n", 1);
+    if (m->tensor_regs != tensor_regs_named(m))
+        bib_asm_text_printf(t, ".tensors %u\n", m->tensor_regs);
+    if (m->dim_name_count > 0 && dims_need_declaring(m)) {
+        bib_asm_text_put(t, ".dim ", 5);
+        for (uint32_t i = 0; i < m->dim_name_count; i++) {
+            if (i > 0)
+                bib_asm_text_put(t, ", ", 2);
+            bib_asm_text_name(t, m->dim_names[i]);
+        }
+        bib_asm_text_put(t, "\n", 1);
+    }
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        const bib_tensor_decl_t *d = &m->tensors[i];
+        const char *word = d->flags == BIB_TENSOR_INPUT    ? ".input "
+                           : d->flags == BIB_TENSOR_OUTPUT ? ".output "
+                                                           : ".tensor ";
+        bib_asm_text_put(t, word, strlen(word));
+        bib_asm_text_name(t, d->name);
+        bib_asm_text_printf(t, " t%u", d->reg);
+        if (d->dtype != 0)
+            print_type(t, m, d);
+        if (d->flags != BIB_TENSOR_CONST) {
+            bib_asm_text_put(t, "\n", 1);
+            continue;
+        }
+        uint64_t numel = d->init_size / 4;
+        /* Long lists go on under the declaration, a row per line, each row
+           but the last ending with ',' (the assembler's continuation). */
+        int rows = numel > DISASM_VALUES_PER_ROW;
+        bib_asm_text_put(t, rows ? " =" : " = ", rows ? 2 : 3);
+        for (uint64_t e = 0; e < numel; e++) {
+            if (rows && e % DISASM_VALUES_PER_ROW == 0)
+                bib_asm_text_put(t, e == 0 ? "\n    " : ",\n    ", e == 0 ? 5 : 6);
+            else if (e > 0)
+                bib_asm_text_put(t, ", ", 2);
+            uint32_t bits = bib_read_u32le(d->init + e * 4);
+            if (d->dtype == BIB_DTYPE_I32)
+                bib_asm_text_printf(t, "%d", (int32_t)bits);
+            else
+                bib_asm_text_f32(t, bits);
+        }
+        bib_asm_text_put(t, "\n", 1);
     }
 }
 
@@ -214,6 +324,8 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
         bib_asm_text_name(t, m->imports[i]);
         bib_asm_text_put(t, "\n", 1);
     }
+
+    print_tensors(t, m);
 
     for (uint32_t fi = 0; fi < m->func_count; fi++) {
         const bib_function_t *f = &m->funcs[fi];

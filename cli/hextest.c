@@ -261,6 +261,23 @@ static bib_module_t *raw_module(const hex_case_t *tc, const bib_module_t *assemb
         m->imports = calloc(m->import_count + 1, sizeof *m->imports);
         for (uint32_t i = 0; i < m->import_count; i++)
             m->imports[i] = strdup(assembled->imports[i]);
+        m->tensor_regs = assembled->tensor_regs;
+        m->tensor_count = assembled->tensor_count;
+        m->tensors = calloc(m->tensor_count + 1, sizeof *m->tensors);
+        for (uint32_t i = 0; i < m->tensor_count; i++) {
+            m->tensors[i] = assembled->tensors[i];
+            m->tensors[i].name = strdup(assembled->tensors[i].name);
+            m->tensors[i].init = NULL;
+            if (assembled->tensors[i].init != NULL) {
+                m->tensors[i].init = malloc((size_t)m->tensors[i].init_size + 1);
+                memcpy(m->tensors[i].init, assembled->tensors[i].init,
+                       (size_t)m->tensors[i].init_size);
+            }
+        }
+        m->dim_name_count = assembled->dim_name_count;
+        m->dim_names = calloc(m->dim_name_count + 1, sizeof *m->dim_names);
+        for (uint32_t i = 0; i < m->dim_name_count; i++)
+            m->dim_names[i] = strdup(assembled->dim_names[i]);
     } else {
         m->func_count = 1;
         m->funcs = calloc(1, sizeof *m->funcs);

@@ -2,7 +2,7 @@
  *
  * Owns argument parsing, file I/O and exit codes. Everything that runs,
  * assembles or checks bytecode lives in the library; `bib test` lives in
- * cli/hextest.c.
+ * cli/hextest.c, .npy files in cli/npy.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +12,16 @@
 
 #include "bib.h"
 #include "cli.h"
+#include "npy.h"
+
+/* A --input or --output NAME=PATH pair (pointers into argv). */
+typedef struct tensor_file {
+    const char *spec; /* "NAME=PATH" as given */
+    char name[256];
+    const char *path;
+} tensor_file_t;
+
+#define MAX_TENSOR_FILES 64
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -28,6 +38,12 @@ static void usage(FILE *out) {
             "  --fuel N             stop with a trap after N instructions\n"
             "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
             "  --max-depth N        cap the call depth, default 10000\n"
+            "  --backend NAME       tensor executor: cpu (default), vulkan\n"
+            "  --device SEL         GPU device: an index or part of its name\n"
+            "  --threads N          CPU executor threads (default: one per core)\n"
+            "  --validation         GPU executors: enable validation layers\n"
+            "  --input NAME=PATH    (run) give input tensor NAME from a .npy file\n"
+            "  --output NAME=PATH   (run) write output tensor NAME to a .npy file\n"
             "  --coverage           (test) list implemented opcodes no case exercises\n"
             "  -v, --verbose        (test) print every case, not only failures\n"
             "  -o, --output FILE    (asm) where to write the module\n"
@@ -148,7 +164,60 @@ static int write_file(const char *path, const uint8_t *bytes, size_t size) {
     return 0;
 }
 
-static int cmd_run(const bib_options_t *options, const char *path) {
+/* Splits "NAME=PATH"; returns -1 with a message when there is no '='. */
+static int split_tensor_file(const char *option, const char *spec, tensor_file_t *out) {
+    const char *eq = strchr(spec, '=');
+    if (eq == NULL || eq == spec || eq[1] == '\0' || (size_t)(eq - spec) >= sizeof out->name) {
+        fprintf(stderr, "bib: %s takes NAME=PATH.npy, not '%s'\n", option, spec);
+        return -1;
+    }
+    out->spec = spec;
+    memcpy(out->name, spec, (size_t)(eq - spec));
+    out->name[eq - spec] = '\0';
+    out->path = eq + 1;
+    return 0;
+}
+
+static int set_inputs(bib_vm_t *vm, const tensor_file_t *inputs, int ninputs) {
+    for (int i = 0; i < ninputs; i++) {
+        bib_npy_t npy;
+        char msg[512];
+        bib_status_t st = bib_npy_read(inputs[i].path, &npy, msg, sizeof msg);
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: --input %s: %s\n", inputs[i].name, msg);
+            return st == BIB_E_IO ? BIB_EXIT_NOINPUT : bib_cli_exit_code(st);
+        }
+        st = bib_vm_set_input(vm, inputs[i].name, npy.dtype, npy.rank, npy.dims, npy.data);
+        bib_npy_free(&npy);
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: %s: %s\n", inputs[i].path, bib_vm_error(vm));
+            return bib_cli_exit_code(st);
+        }
+    }
+    return 0;
+}
+
+static int write_outputs(bib_vm_t *vm, const tensor_file_t *outputs, int noutputs) {
+    for (int i = 0; i < noutputs; i++) {
+        bib_dtype_t dtype;
+        uint32_t rank, dims[BIB_MAX_RANK];
+        const void *data;
+        bib_status_t st = bib_vm_get_output(vm, outputs[i].name, &dtype, &rank, dims, &data);
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: --output %s: %s\n", outputs[i].spec, bib_vm_error(vm));
+            return bib_cli_exit_code(st);
+        }
+        char msg[512];
+        if (bib_npy_write(outputs[i].path, dtype, rank, dims, data, msg, sizeof msg) != BIB_OK) {
+            fprintf(stderr, "bib: --output %s: %s\n", outputs[i].name, msg);
+            return BIB_EXIT_CANTCREATE;
+        }
+    }
+    return 0;
+}
+
+static int cmd_run(const bib_options_t *options, const char *path, const tensor_file_t *inputs,
+                   int ninputs, const tensor_file_t *outputs, int noutputs) {
     bib_vm_t *vm = NULL;
     bib_status_t st = bib_vm_create(options, &vm);
     if (st != BIB_OK) {
@@ -157,14 +226,27 @@ static int cmd_run(const bib_options_t *options, const char *path) {
     }
     bib_vm_register_stdio(vm, stdout);
     st = bib_vm_load_file(vm, path);
-    int64_t exit_value = 0;
-    if (st == BIB_OK)
-        st = bib_vm_run(vm, &exit_value);
-    fflush(stdout);
-    if (st != BIB_OK)
+    if (st != BIB_OK) {
         fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
+        bib_vm_destroy(vm);
+        return bib_cli_exit_code(st);
+    }
+    int rc = set_inputs(vm, inputs, ninputs);
+    if (rc != 0) {
+        bib_vm_destroy(vm);
+        return rc;
+    }
+    int64_t exit_value = 0;
+    st = bib_vm_run(vm, &exit_value);
+    fflush(stdout);
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
+        bib_vm_destroy(vm);
+        return bib_cli_exit_code(st);
+    }
+    rc = write_outputs(vm, outputs, noutputs);
     bib_vm_destroy(vm);
-    return st == BIB_OK ? (int)(exit_value & 0xFF) : bib_cli_exit_code(st);
+    return rc != 0 ? rc : (int)(exit_value & 0xFF);
 }
 
 static int cmd_asm(const char *path, const char *out_path) {
@@ -208,13 +290,29 @@ static int cmd_dis(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    enum { OPT_TRACE = 256, OPT_FUEL, OPT_MAXMEM, OPT_MAXDEPTH, OPT_COVERAGE };
+    enum {
+        OPT_TRACE = 256,
+        OPT_FUEL,
+        OPT_MAXMEM,
+        OPT_MAXDEPTH,
+        OPT_COVERAGE,
+        OPT_BACKEND,
+        OPT_DEVICE,
+        OPT_THREADS,
+        OPT_VALIDATION,
+        OPT_INPUT,
+    };
     static const struct option long_options[] = {
         {"trace", optional_argument, NULL, OPT_TRACE},
         {"fuel", required_argument, NULL, OPT_FUEL},
         {"max-memory", required_argument, NULL, OPT_MAXMEM},
         {"max-depth", required_argument, NULL, OPT_MAXDEPTH},
         {"coverage", no_argument, NULL, OPT_COVERAGE},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"validation", no_argument, NULL, OPT_VALIDATION},
+        {"input", required_argument, NULL, OPT_INPUT},
         {"verbose", no_argument, NULL, 'v'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -224,7 +322,12 @@ int main(int argc, char **argv) {
     bib_options_t options;
     bib_options_init(&options);
     bib_cli_test_flags_t test_flags = {0};
-    const char *out_path = NULL;
+    /* -o/--output is asm's module path, or run's NAME=PATH (repeatable):
+       which one is known once the command is. */
+    const char *out_args[MAX_TENSOR_FILES];
+    int nout = 0;
+    tensor_file_t inputs[MAX_TENSOR_FILES];
+    int ninputs = 0;
     int c;
     /* GNU getopt permutes, so options may come before or after the command and file. */
     while ((c = getopt_long(argc, argv, "o:hvV", long_options, NULL)) != -1) {
@@ -264,11 +367,41 @@ int main(int argc, char **argv) {
         case OPT_COVERAGE:
             test_flags.coverage = 1;
             break;
+        case OPT_BACKEND:
+            options.backend = optarg;
+            break;
+        case OPT_DEVICE:
+            options.device = optarg;
+            break;
+        case OPT_THREADS:
+            if (parse_u64(optarg, &v) || v == 0 || v > 4096) {
+                fprintf(stderr, "bib: --threads takes a thread count from 1 to 4096, not '%s'\n",
+                        optarg);
+                return BIB_EXIT_USAGE;
+            }
+            options.threads = (uint32_t)v;
+            break;
+        case OPT_VALIDATION:
+            options.validation = 1;
+            break;
+        case OPT_INPUT:
+            if (ninputs == MAX_TENSOR_FILES) {
+                fprintf(stderr, "bib: at most %d --input options\n", MAX_TENSOR_FILES);
+                return BIB_EXIT_USAGE;
+            }
+            if (split_tensor_file("--input", optarg, &inputs[ninputs]))
+                return BIB_EXIT_USAGE;
+            ninputs++;
+            break;
         case 'v':
             test_flags.verbose = 1;
             break;
         case 'o':
-            out_path = optarg;
+            if (nout == MAX_TENSOR_FILES) {
+                fprintf(stderr, "bib: at most %d --output options\n", MAX_TENSOR_FILES);
+                return BIB_EXIT_USAGE;
+            }
+            out_args[nout++] = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -294,14 +427,22 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bib: run takes one file\n");
             return BIB_EXIT_USAGE;
         }
-        return cmd_run(&options, files[0]);
+        tensor_file_t outputs[MAX_TENSOR_FILES];
+        for (int i = 0; i < nout; i++)
+            if (split_tensor_file("--output", out_args[i], &outputs[i]))
+                return BIB_EXIT_USAGE;
+        return cmd_run(&options, files[0], inputs, ninputs, outputs, nout);
+    }
+    if (ninputs > 0) {
+        fprintf(stderr, "bib: --input is an option of run\n");
+        return BIB_EXIT_USAGE;
     }
     if (strcmp(command, "asm") == 0) {
-        if (nfiles != 1 || !out_path) {
+        if (nfiles != 1 || nout != 1) {
             fprintf(stderr, "bib: asm takes one file and -o OUT\n");
             return BIB_EXIT_USAGE;
         }
-        return cmd_asm(files[0], out_path);
+        return cmd_asm(files[0], out_args[0]);
     }
     if (strcmp(command, "dis") == 0) {
         if (nfiles != 1) {

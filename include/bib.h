@@ -72,7 +72,10 @@ typedef struct bib_options {
     uint32_t max_call_depth; /* frames; 0 means the default, 10000 */
     bib_trace_format_t trace_format;
     FILE *trace; /* where the trace goes when trace_format is not OFF; NULL means stderr */
-    const char *backend; /* tensor executor: "cpu" (default when NULL) */
+    const char *backend; /* tensor executor: "cpu" (default when NULL), "vulkan", "cuda", "auto" */
+    const char *device;  /* GPU device selector (index or name substring); NULL: the best one */
+    uint32_t threads;    /* CPU executor threads; 0 means one per core */
+    int validation;      /* GPU executors: enable validation layers and extra checks */
 } bib_options_t;
 
 /* Fills *options with the defaults. */
@@ -118,6 +121,43 @@ void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats);
 /* The linear memory of the last (or current) run. *size receives its length.
  * Returns NULL before the first run. Valid until the next run, load or destroy. */
 uint8_t *bib_vm_memory(bib_vm_t *vm, uint64_t *size);
+
+/* ---- tensors ----------------------------------------------------------- */
+
+typedef enum bib_dtype {
+    BIB_DTYPE_F32 = 1,
+    BIB_DTYPE_I32 = 2,
+} bib_dtype_t;
+
+#define BIB_MAX_RANK 4
+
+/* A tensor the loaded module declares with .input, .output or .tensor. */
+typedef struct bib_tensor_info {
+    const char *name;
+    int is_input, is_output, is_const;
+    bib_dtype_t dtype; /* 0 for an output declared without a type */
+    uint32_t rank;
+    int64_t dims[BIB_MAX_RANK]; /* -1 for an open ('?') or symbolic dimension */
+} bib_tensor_info_t;
+
+/* The number of declared tensors, and each one's description (valid while the
+ * module stays loaded). */
+uint32_t bib_vm_tensor_count(const bib_vm_t *vm);
+bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index, bib_tensor_info_t *info);
+
+/* Gives the value of input `name` for the following runs; the data (rank
+ * dims, row-major, little-endian) is copied. A wrong dtype or a shape that does
+ * not fit the declaration (or the sizes other inputs gave its symbolic
+ * dimensions) is BIB_E_USAGE with a message naming the tensor, the expected
+ * and the given shape. */
+bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
+                              const uint32_t *dims, const void *data);
+
+/* After a run: the value of output `name`. *data points into the VM (valid
+ * until the next run, load or destroy); the tensor is brought to the host
+ * from whichever executor holds it. */
+bib_status_t bib_vm_get_output(bib_vm_t *vm, const char *name, bib_dtype_t *dtype, uint32_t *rank,
+                               uint32_t dims[BIB_MAX_RANK], const void **data);
 
 /* ---- host functions ---------------------------------------------------- */
 
@@ -200,6 +240,23 @@ bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uin
 /* Linear memory: its size in bytes, and initial contents at an offset. */
 bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size);
 bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes, size_t size);
+
+/* Tensors: declarations of named inputs and outputs and of constant tensors.
+ * dims[] entries are sizes, BIB_DIM_ANY for an open dimension, or a value
+ * from bib_builder_tensor_dim for a symbolic one (the same symbol must get the
+ * same size from every input that uses it). A constant's data is element
+ * count x 4-byte elements in host order. The tensor register file is as large
+ * as the highest register named, unless bib_builder_tensor_regs says more. */
+#define BIB_DIM_ANY (-1)
+int64_t bib_builder_tensor_dim(bib_builder_t *b, const char *name); /* 0 on failure */
+bib_status_t bib_builder_tensor_input(bib_builder_t *b, const char *name, uint32_t reg,
+                                      bib_dtype_t dtype, uint32_t rank, const int64_t *dims);
+bib_status_t bib_builder_tensor_output(bib_builder_t *b, const char *name, uint32_t reg,
+                                       bib_dtype_t dtype, uint32_t rank, const int64_t *dims);
+bib_status_t bib_builder_tensor_const(bib_builder_t *b, const char *name, uint32_t reg,
+                                      bib_dtype_t dtype, uint32_t rank, const int64_t *dims,
+                                      const void *data);
+void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count);
 
 /* Resolves labels, checks the module, and writes the .bib bytes to *out
  * (caller frees with bib_free). The builder can be destroyed afterwards. */

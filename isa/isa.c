@@ -40,7 +40,7 @@ const char *bib_isa_kind_name(bib_operand_kind_t kind) {
         [BIB_K_IMM] = "imm32",    [BIB_K_IMMLO] = "imm64.lo", [BIB_K_IMMHI] = "imm64.hi",
         [BIB_K_COUNT] = "count",  [BIB_K_CONST] = "const", [BIB_K_TGT] = "target",
         [BIB_K_FN] = "func",      [BIB_K_HOST] = "host",  [BIB_K_TD] = "td",
-        [BIB_K_TS] = "ts",        [BIB_K_DTYPE] = "dtype",
+        [BIB_K_TS] = "ts",  [BIB_K_TM] = "tm",        [BIB_K_DTYPE] = "dtype",
     };
     return (unsigned)kind < BIB_K__N ? names[kind] : "?";
 }

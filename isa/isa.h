@@ -27,7 +27,8 @@ typedef enum bib_operand_kind {
     BIB_K_FN,    /* function index */
     BIB_K_HOST,  /* host-function import index */
     BIB_K_TD,    /* tensor register written */
-    BIB_K_TS,    /* tensor register read */
+    BIB_K_TS,    /* tensor register read: must be live */
+    BIB_K_TM,    /* tensor register modified in place (or freed): must be live */
     BIB_K_DTYPE, /* tensor element type (bib_dtype_t) */
     BIB_K__N
 } bib_operand_kind_t;
@@ -38,6 +39,8 @@ enum {
     BIB_F_CALL = 1u << 2,     /* CALL or HOSTCALL */
     BIB_F_MEM = 1u << 3,      /* accesses linear memory (bounds-checked at run time) */
     BIB_F_RESERVED = 1u << 4, /* code reserved, not implemented in this build */
+    BIB_F_TALLOC = 1u << 5,   /* ALLOC: its TD operand must not be live */
+    BIB_F_TFREE = 1u << 6,    /* FREE: its TM operand is dead afterwards */
 };
 
 typedef enum bib_opclass {

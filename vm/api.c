@@ -105,6 +105,16 @@ const char *bib_vm_error(const bib_vm_t *vm) {
 
 /* ---- create / destroy ----------------------------------------------------- */
 
+static char *copy_string(const char *s) {
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c != NULL)
+        memcpy(c, s, n);
+    return c;
+}
+
 bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
     if (out == NULL)
         return BIB_E_USAGE;
@@ -126,6 +136,19 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
     if (vm == NULL)
         return BIB_E_NOMEM;
     vm->options = opt;
+    if (opt.backend != NULL || opt.device != NULL) {
+        vm->backend_name = copy_string(opt.backend);
+        vm->device_name = copy_string(opt.device);
+        if ((opt.backend != NULL && vm->backend_name == NULL) ||
+            (opt.device != NULL && vm->device_name == NULL)) {
+            free(vm->backend_name);
+            free(vm->device_name);
+            free(vm);
+            return BIB_E_NOMEM;
+        }
+        vm->options.backend = vm->backend_name;
+        vm->options.device = vm->device_name;
+    }
     vm->trace = opt.trace != NULL ? opt.trace : stderr;
     bib_blocks_init(&vm->blocks, BIB_BLOCK_SIZE_DEFAULT, opt.max_memory);
     bib_arena_init(&vm->load_arena, &vm->blocks);
@@ -145,6 +168,7 @@ static void release_memory(bib_vm_t *vm) {
 }
 
 static void unload(bib_vm_t *vm) {
+    bib_tensor_unload(vm);
     bib_arena_reset(&vm->run_arena);
     vm->regs = NULL;
     vm->regs_cap = 0;
@@ -163,6 +187,7 @@ void bib_vm_destroy(bib_vm_t *vm) {
     if (vm == NULL)
         return;
     unload(vm);
+    bib_tensor_destroy(vm);
     bib_arena_destroy(&vm->run_arena);
     bib_arena_destroy(&vm->load_arena);
     bib_blocks_destroy(&vm->blocks);
@@ -170,6 +195,8 @@ void bib_vm_destroy(bib_vm_t *vm) {
         free(vm->registry[i].name);
     free(vm->registry);
     free(vm->error);
+    free(vm->backend_name);
+    free(vm->device_name);
     free(vm);
 }
 
@@ -180,16 +207,6 @@ static const bib_host_entry_t *find_host(const bib_vm_t *vm, const char *name) {
         if (strcmp(vm->registry[i].name, name) == 0)
             return &vm->registry[i];
     return NULL;
-}
-
-static char *copy_string(const char *s) {
-    if (s == NULL)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *c = malloc(n);
-    if (c != NULL)
-        memcpy(c, s, n);
-    return c;
 }
 
 /* Binds, decodes and installs a verified module; takes ownership of m. */
@@ -246,6 +263,15 @@ static bib_status_t install(bib_vm_t *vm, bib_module_t *m, const char *name) {
     }
     vm->module = m;
     vm->module_name = copy_string(name);
+    st = bib_tensor_load(vm);
+    if (st != BIB_OK) {
+        bib_status_t keep = st;
+        char *msg = copy_string(vm->error);
+        unload(vm);
+        bib_vm_fail(vm, keep, "%s: %s", label, msg != NULL ? msg : "out of memory");
+        free(msg);
+        return keep;
+    }
     clear_error(vm);
     return BIB_OK;
 }
@@ -369,6 +395,7 @@ bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
     memset(&vm->stats, 0, sizeof vm->stats);
 
     /* Fresh state: nothing of the previous run survives. */
+    bib_tensor_release(vm);
     bib_arena_reset(&vm->run_arena);
     vm->regs = NULL;
     vm->frames = NULL;
@@ -397,6 +424,12 @@ bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
     }
     vm->regs = regs;
     vm->frames = frames;
+    vm->has_run = true;
+    st = bib_tensor_run_begin(vm);
+    if (st != BIB_OK) {
+        vm->stats.peak_memory = vm->blocks.peak;
+        return st;
+    }
 
     vm->running = true;
     vm->has_run = true;
@@ -559,7 +592,7 @@ bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out) {
 /* ---- build ---------------------------------------------------------------- */
 
 const char *bib_build_info(void) {
-#define BIB_BUILD_LINE(simd) "bib " BIB_VERSION_STRING " (simd: " simd ", executors: cpu)"
+#define BIB_BUILD_LINE(simd) "bib " BIB_VERSION_STRING " (simd: " simd ", executors: " BIB_EXECUTORS ")"
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))

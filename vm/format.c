@@ -42,6 +42,11 @@ enum {
 #define FUNC_FIXED_BYTES 16u /* entry, count, nargs, nregs; the name follows */
 #define NAME_LENGTH_BYTES 2u
 #define LINE_RUN_BYTES 8u
+#define TENSORS_HEADER_BYTES 16u
+#define TENSOR_FIXED_BYTES 16u /* reg, flags, dtype, rank; the name follows */
+#define TENSOR_DIM_BYTES 8u
+#define TENSOR_INIT_SIZE_BYTES 8u
+#define TENSOR_MAX_RANK 4u
 /* Sections start on 8-byte boundaries in files this writer produces. */
 #define SECTION_ALIGN 8u
 
@@ -80,6 +85,9 @@ static const char *section_name(uint32_t type) {
     }
 }
 
+#define TENSORS_SLOT 5
+#define KNOWN_SLOTS 6
+
 /* Sections this build parses; the slot index into reader_t.found. */
 static int known_slot(uint32_t type) {
     switch (type) {
@@ -89,11 +97,12 @@ static int known_slot(uint32_t type) {
     case BIB_SEC_SYMBOLS:
     case BIB_SEC_DEBUG:
         return (int)type - 1;
+    case BIB_SEC_TENSORS:
+        return TENSORS_SLOT;
     default:
         return -1;
     }
 }
-#define KNOWN_SLOTS 5
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -527,6 +536,125 @@ static bib_status_t read_debug(const uint8_t *b, const section_t *s, bib_module_
     return cursor_finish(&c);
 }
 
+static bib_status_t cursor_u64(cursor_t *c, const char *field, uint64_t *v) {
+    bib_status_t st = cursor_need(c, 8, field);
+    if (st != BIB_OK)
+        return st;
+    *v = bib_read_u64le(c->file + c->pos);
+    c->pos += 8;
+    return BIB_OK;
+}
+
+/* The tensors section. Only the layout is judged here (counts that fit,
+   ranks that size the dims array, init bytes that are present); what the
+   values mean (registers, dtypes, dims, element counts, unique names) is the
+   verifier's, so modules built in memory get the same checks. */
+static bib_status_t read_tensors(const uint8_t *b, const section_t *s, bib_module_t *m,
+                                 bib_diag_t *diag) {
+    cursor_t c = cursor_open(b, s, "tensors", diag);
+    uint32_t regs, names, count, reserved;
+    bib_status_t st = cursor_u32(&c, "the tensor register count", &regs);
+    if (st == BIB_OK)
+        st = cursor_u32(&c, "the dimension name count", &names);
+    if (st == BIB_OK)
+        st = cursor_u32(&c, "the tensor count", &count);
+    if (st == BIB_OK)
+        st = cursor_u32(&c, "the reserved word", &reserved);
+    if (st != BIB_OK)
+        return st;
+    if (regs == 0)
+        return bib_diag_set(diag, BIB_E_FORMAT,
+                            "byte %u: tensors section declares 0 tensor registers (a module "
+                            "without tensor registers has no tensors section)",
+                            s->offset);
+    if (reserved != 0)
+        return bib_diag_set(diag, BIB_E_FORMAT,
+                            "byte %u: tensors section reserved word is 0x%08X, must be 0",
+                            s->offset + 12, reserved);
+    /* Bounded by the smallest record each could take, before allocating. */
+    uint64_t min_name = NAME_LENGTH_BYTES + 1;
+    uint64_t min_tensor = TENSOR_FIXED_BYTES + min_name + TENSOR_INIT_SIZE_BYTES;
+    if (names > cursor_left(&c) / min_name)
+        return bib_diag_set(diag, BIB_E_FORMAT,
+                            "byte %u: dimension name count %u cannot fit in the %u bytes left in "
+                            "the tensors section",
+                            s->offset + 4, names, cursor_left(&c));
+    if (count > (cursor_left(&c) - names * min_name) / min_tensor)
+        return bib_diag_set(diag, BIB_E_FORMAT,
+                            "byte %u: tensor count %u cannot fit in the %u bytes left in the "
+                            "tensors section",
+                            s->offset + 8, count, cursor_left(&c));
+    m->tensor_regs = regs;
+    if (names > 0) {
+        m->dim_names = calloc(names, sizeof *m->dim_names);
+        if (m->dim_names == NULL)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u dimension names", names);
+        m->dim_name_count = names;
+    }
+    char field[64];
+    for (uint32_t i = 0; i < names; i++) {
+        snprintf(field, sizeof field, "dimension name %u", i);
+        st = cursor_name(&c, field, BIB_MAX_NAME, 0, &m->dim_names[i]);
+        if (st != BIB_OK)
+            return st;
+    }
+    if (count > 0) {
+        m->tensors = calloc(count, sizeof *m->tensors);
+        if (m->tensors == NULL)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u tensors", count);
+        m->tensor_count = count;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        bib_tensor_decl_t *t = &m->tensors[i];
+        snprintf(field, sizeof field, "tensor %u", i);
+        st = cursor_need(&c, TENSOR_FIXED_BYTES, field);
+        if (st != BIB_OK)
+            return st;
+        const uint8_t *p = b + c.pos;
+        t->reg = bib_read_u32le(p);
+        t->flags = bib_read_u32le(p + 4);
+        t->dtype = bib_read_u32le(p + 8);
+        t->rank = bib_read_u32le(p + 12);
+        if (t->rank > TENSOR_MAX_RANK)
+            return bib_diag_set(diag, BIB_E_FORMAT,
+                                "byte %u: tensor %u has rank %u, more than the limit %u",
+                                c.pos + 12, i, t->rank, TENSOR_MAX_RANK);
+        c.pos += TENSOR_FIXED_BYTES;
+        snprintf(field, sizeof field, "tensor %u name", i);
+        st = cursor_name(&c, field, BIB_MAX_NAME, 0, &t->name);
+        if (st != BIB_OK)
+            return st;
+        snprintf(field, sizeof field, "tensor %u dimensions", i);
+        st = cursor_need(&c, t->rank * TENSOR_DIM_BYTES, field);
+        if (st != BIB_OK)
+            return st;
+        for (uint32_t k = 0; k < t->rank; k++) {
+            t->dims[k] = (int64_t)bib_read_u64le(b + c.pos);
+            c.pos += TENSOR_DIM_BYTES;
+        }
+        uint32_t size_at = c.pos;
+        snprintf(field, sizeof field, "tensor %u data size", i);
+        st = cursor_u64(&c, field, &t->init_size);
+        if (st != BIB_OK)
+            return st;
+        if (t->init_size > cursor_left(&c))
+            return bib_diag_set(diag, BIB_E_FORMAT,
+                                "byte %u: tensor %u '%s' has %llu data bytes but only %u are left "
+                                "in the tensors section",
+                                size_at, i, t->name, (unsigned long long)t->init_size,
+                                cursor_left(&c));
+        if (t->init_size > 0) {
+            t->init = malloc((size_t)t->init_size);
+            if (t->init == NULL)
+                return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %llu bytes of tensor %u",
+                                    (unsigned long long)t->init_size, i);
+            memcpy(t->init, b + c.pos, (size_t)t->init_size);
+            c.pos += (uint32_t)t->init_size;
+        }
+    }
+    return cursor_finish(&c);
+}
+
 bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out,
                              bib_diag_t *diag) {
     if (out == NULL || (bytes == NULL && size > 0))
@@ -557,6 +685,8 @@ bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **o
         st = read_symbols(bytes, &found[BIB_SEC_SYMBOLS - 1], m, diag);
     if (st == BIB_OK && found[BIB_SEC_DEBUG - 1].entry_pos != 0)
         st = read_debug(bytes, &found[BIB_SEC_DEBUG - 1], m, diag);
+    if (st == BIB_OK && found[TENSORS_SLOT].entry_pos != 0)
+        st = read_tensors(bytes, &found[TENSORS_SLOT], m, diag);
     if (st == BIB_OK)
         st = bib_module_verify(m, diag);
     if (st != BIB_OK) {
@@ -638,6 +768,33 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
                             "cannot write module: source file name is %zu bytes, more than %u",
                             source_len, BIB_MAX_SOURCE_NAME);
     uint32_t runs = m->lines != NULL ? line_runs(m) : 0;
+    if ((m->tensor_count > 0 && m->tensors == NULL) ||
+        (m->dim_name_count > 0 && m->dim_names == NULL))
+        return bib_diag_set(diag, BIB_E_USAGE,
+                            "cannot write module: a count is nonzero but its array is NULL");
+    int has_tensors = m->tensor_regs > 0 || m->tensor_count > 0 || m->dim_name_count > 0;
+    uint64_t tensors_size = TENSORS_HEADER_BYTES;
+    for (uint32_t i = 0; i < m->dim_name_count; i++) {
+        bib_status_t st = check_name(m->dim_names[i], "dimension name", i, diag);
+        if (st != BIB_OK)
+            return st;
+        tensors_size += NAME_LENGTH_BYTES + strlen(m->dim_names[i]);
+    }
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        const bib_tensor_decl_t *t = &m->tensors[i];
+        bib_status_t st = check_name(t->name, "tensor", i, diag);
+        if (st != BIB_OK)
+            return st;
+        if (t->rank > TENSOR_MAX_RANK || (t->init_size > 0 && t->init == NULL) ||
+            t->init_size > UINT32_MAX)
+            return bib_diag_set(diag, BIB_E_USAGE,
+                                "cannot write module: tensor %u has rank %u (at most %u) or %llu "
+                                "data bytes it does not hold",
+                                i, t->rank, TENSOR_MAX_RANK, (unsigned long long)t->init_size);
+        tensors_size += TENSOR_FIXED_BYTES + NAME_LENGTH_BYTES + strlen(t->name) +
+                        (uint64_t)t->rank * TENSOR_DIM_BYTES + TENSOR_INIT_SIZE_BYTES +
+                        t->init_size;
+    }
 
     /* Sections in type order; empty const and data sections are left out. */
     out_section_t sec[KNOWN_SLOTS];
@@ -655,6 +812,8 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
         sec[n++] =
             (out_section_t){BIB_SEC_DEBUG, 0, 0,
                             NAME_LENGTH_BYTES + source_len + 4 + (uint64_t)runs * LINE_RUN_BYTES};
+    if (has_tensors)
+        sec[n++] = (out_section_t){BIB_SEC_TENSORS, BIB_SECTION_REQUIRED, 0, tensors_size};
     uint64_t total = BIB_HEADER_BYTES + (uint64_t)n * BIB_SECTION_ENTRY_BYTES;
     for (uint32_t i = 0; i < n; i++) {
         sec[i].offset = align_up(total);
@@ -727,6 +886,29 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
                 bib_write_u32le(p + 4, len);
                 p += LINE_RUN_BYTES;
                 k += len;
+            }
+            break;
+        case BIB_SEC_TENSORS:
+            bib_write_u32le(p, m->tensor_regs);
+            bib_write_u32le(p + 4, m->dim_name_count);
+            bib_write_u32le(p + 8, m->tensor_count);
+            p += TENSORS_HEADER_BYTES;
+            for (uint32_t k = 0; k < m->dim_name_count; k++)
+                p = put_name(p, m->dim_names[k]);
+            for (uint32_t k = 0; k < m->tensor_count; k++) {
+                const bib_tensor_decl_t *t = &m->tensors[k];
+                bib_write_u32le(p, t->reg);
+                bib_write_u32le(p + 4, t->flags);
+                bib_write_u32le(p + 8, t->dtype);
+                bib_write_u32le(p + 12, t->rank);
+                p = put_name(p + TENSOR_FIXED_BYTES, t->name);
+                for (uint32_t j = 0; j < t->rank; j++, p += TENSOR_DIM_BYTES)
+                    bib_write_u64le(p, (uint64_t)t->dims[j]);
+                bib_write_u64le(p, t->init_size);
+                p += TENSOR_INIT_SIZE_BYTES;
+                if (t->init_size > 0)
+                    memcpy(p, t->init, (size_t)t->init_size);
+                p += t->init_size;
             }
             break;
         }

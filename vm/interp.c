@@ -12,8 +12,10 @@
  * ljumptab.h): computed goto when the compiler is GNU C, a switch otherwise
  * (or when built with -DBIB_NO_COMPUTED_GOTO). The jump table is generated
  * from isa/opcodes.def: every OP row must have a handler here (a missing one
- * is a compile error); TOP/GOP/VOP rows share a handler that traps, though
- * the verifier never lets them through.
+ * is a compile error); TOP rows share one handler that calls
+ * bib_tensor_exec (vm/tensor.c), so the tensor opcodes cost the loop one
+ * jump-table entry each and no code; GOP/VOP rows share a handler that traps,
+ * though the verifier never lets them through.
  *
  * Hot state stays in locals: ip, the register window R, the frame pointer,
  * the memory base and size, and the fuel counter, which doubles as the
@@ -350,7 +352,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #if BIB_USE_COMPUTED_GOTO
     static const void *const jump_table[BIB_OP__COUNT] = {
 #define OP(name, ...) &&L_##name,
-#define TOP(name, ...) &&L__reserved,
+#define TOP(name, ...) &&L__tensor,
 #define GOP(name, ...) &&L__reserved,
 #define VOP(name, ...) &&L__reserved,
 #include "../isa/opcodes.def"
@@ -361,6 +363,8 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     };
 #define vmdispatch(o) goto *jump_table[o];
 #define vmcase(name) L_##name:
+#define vmtensor                                                                                   \
+    L__tensor:
 #define vmreserved                                                                                 \
     L__reserved:
 #define vmbreak                                                                                    \
@@ -372,9 +376,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define vmdispatch(o) switch ((bib_opcode_t)(o))
 #define vmcase(name) case BIB_OP_##name:
 #define OP(...)
-#define TOP(name, ...) case BIB_OP_##name:
-#define GOP(name, ...) case BIB_OP_##name:
-#define VOP(name, ...) case BIB_OP_##name:
+#define vmtensor
 #define vmreserved
 #define vmbreak continue
 #endif
@@ -657,8 +659,29 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             INT_UNOP(FTOI, ftoi_bits(x))
             INT_UNOP(UTOF, f64_bits((double)x))
 
+            /* ---- tensors: one entry point, out of the loop (tensor.c) ---- */
+#if !BIB_USE_COMPUTED_GOTO
+#define TOP(name, ...) case BIB_OP_##name:
+#define GOP(...)
+#define VOP(...)
+#include "../isa/opcodes.def"
+#undef TOP
+#undef GOP
+#undef VOP
+#endif
+            vmtensor {
+                st = bib_tensor_exec(vm, ip, R);
+                if (BIB_UNLIKELY(st != BIB_OK))
+                    goto fail;
+                ip++;
+                vmbreak;
+            }
+
             vmreserved
 #if !BIB_USE_COMPUTED_GOTO
+#define TOP(...)
+#define GOP(name, ...) case BIB_OP_##name:
+#define VOP(name, ...) case BIB_OP_##name:
 #include "../isa/opcodes.def"
                 default :
 #endif
@@ -683,6 +706,7 @@ fail:
 #undef FETCH
 #undef vmdispatch
 #undef vmcase
+#undef vmtensor
 #undef vmreserved
 #undef vmbreak
 #undef RA

@@ -36,5 +36,15 @@ void bib_module_free(bib_module_t *m) {
     free(m->imports);
     free(m->source_name);
     free(m->lines);
+    if (m->tensors != NULL)
+        for (uint32_t i = 0; i < m->tensor_count; i++) {
+            free(m->tensors[i].name);
+            free(m->tensors[i].init);
+        }
+    free(m->tensors);
+    if (m->dim_names != NULL)
+        for (uint32_t i = 0; i < m->dim_name_count; i++)
+            free(m->dim_names[i]);
+    free(m->dim_names);
     free(m);
 }

@@ -69,6 +69,33 @@ typedef struct bib_function {
     uint32_t nregs; /* nargs <= nregs, 1 <= nregs <= BIB_MAX_REGS */
 } bib_function_t;
 
+/* A named or constant tensor that the module declares (.input, .output,
+ * .tensor). Dimensions: >= 0 fixed; BIB_DIM_ANY ('?') matches any size;
+ * BIB_DIM_SYMBOL(i) is the symbolic size dim_names[i], which must be the same
+ * wherever it appears among the inputs. */
+/* BIB_DIM_ANY (-1) comes from include/bib.h. */
+#define BIB_DIM_SYMBOL(i) (-2 - (int64_t)(i))
+#define BIB_DIM_SYMBOL_INDEX(d) ((uint32_t)(-2 - (d)))
+#define BIB_MAX_TENSOR_REGS 65536u
+#define BIB_MAX_TENSOR_DIM 0x7FFFFFFF
+
+enum {
+    BIB_TENSOR_INPUT = 1u << 0,  /* set by the host before the run */
+    BIB_TENSOR_OUTPUT = 1u << 1, /* read by the host after the run */
+    BIB_TENSOR_CONST = 1u << 2,  /* initialised from init[] at the start of each run */
+};
+
+typedef struct bib_tensor_decl {
+    char *name;       /* owned; unique among the module's declarations */
+    uint32_t reg;     /* tensor register, < tensor_regs */
+    uint32_t flags;   /* BIB_TENSOR_*: INPUT and CONST exclude each other */
+    uint32_t dtype;   /* bib_dtype_t; 0 for an output that takes what the register holds */
+    uint32_t rank;    /* 0..4 (an output without a declared shape: rank 0, dtype 0) */
+    int64_t dims[4];  /* see above; CONST tensors have fixed dims only */
+    uint8_t *init;    /* CONST: numel * 4 bytes, little-endian elements; NULL otherwise */
+    uint64_t init_size;
+} bib_tensor_decl_t;
+
 typedef struct bib_module {
     bib_insn_t *code;
     uint32_t code_count;
@@ -89,6 +116,13 @@ typedef struct bib_module {
 
     char *source_name; /* debug: may be NULL */
     uint32_t *lines;   /* debug: source line per instruction (0 = unknown); NULL when absent */
+
+    /* Tensors (section BIB_SEC_TENSORS, present when tensor_regs > 0). */
+    uint32_t tensor_regs; /* size of the tensor register file; TD/TS/TM operands are below it */
+    bib_tensor_decl_t *tensors;
+    uint32_t tensor_count;
+    char **dim_names; /* symbolic dimension names, owned */
+    uint32_t dim_name_count;
 } bib_module_t;
 
 /* Where a diagnostic comes from, and its one-line message. */

@@ -3,7 +3,10 @@
  * Owns the one function that prints an instruction from the ISA table's
  * operand kinds (bib_insn_operands), the trace line formats (text and JSON
  * Lines) and the trap message format. Trace output is deterministic: pcs,
- * operands and values only, never addresses or times. Reads the loaded
+ * operands and values only, never addresses or times; a tensor opcode adds
+ * the shapes, the executor that ran it and its result's hash
+ * (bib_tensor_trace), so one program traced on two executors differs only in
+ * the executor names. Reads the loaded
  * module; never changes VM state except the error text.
  */
 #include <ctype.h>
@@ -71,6 +74,7 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
             break;
         case BIB_K_TD:
         case BIB_K_TS:
+        case BIB_K_TM:
             snprintf(o, BIB_OPERAND_TEXT, "t%" PRIu32, w);
             break;
         case BIB_K_IMM:
@@ -209,6 +213,10 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
 
     char ops[4][BIB_OPERAND_TEXT];
     int n = bib_insn_operands(m, pc, ops);
+    /* Tensor opcodes add operand shapes, the executor and the result's hash. */
+    char tensor[768] = "";
+    if (info->opclass == BIB_CLASS_TENSOR)
+        bib_tensor_trace(vm, pc, vm->options.trace_format == BIB_TRACE_JSON, tensor, sizeof tensor);
     if (vm->options.trace_format == BIB_TRACE_JSON) {
         fprintf(out, "{\"pc\":%" PRIu32 ",\"op\":\"%s\",\"args\":[", pc, info->name);
         for (int i = 0; i < n; i++) {
@@ -226,6 +234,8 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
             fprintf(out, ",\"f64\":{\"%s\":%s%s%s}", dest, finite ? "" : "\"", fl,
                     finite ? "" : "\"");
         }
+        if (tensor[0] != '\0')
+            fprintf(out, ",%s", tensor);
         fputs("}\n", out);
         return;
     }
@@ -235,9 +245,12 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
         used +=
             (size_t)snprintf(text + used, sizeof text - used, "%s%s", i == 0 ? " " : ", ", ops[i]);
     if (dest[0] == '\0') {
-        fprintf(out, "[%7" PRIu32 "] %s\n", pc, text);
+        if (tensor[0] != '\0')
+            fprintf(out, "[%7" PRIu32 "] %-25s %s\n", pc, text, tensor);
+        else
+            fprintf(out, "[%7" PRIu32 "] %s\n", pc, text);
         return;
     }
-    fprintf(out, "[%7" PRIu32 "] %-25s %s=%" PRId64 " (0x%" PRIx64 ")%s%s\n", pc, text, dest,
-            (int64_t)value, value, is_float ? " f64 " : "", fl);
+    fprintf(out, "[%7" PRIu32 "] %-25s %s=%" PRId64 " (0x%" PRIx64 ")%s%s%s%s\n", pc, text, dest,
+            (int64_t)value, value, is_float ? " f64 " : "", fl, tensor[0] ? " " : "", tensor);
 }

@@ -5,7 +5,10 @@
  * every jump inside its function, every call passing the callee's argument
  * count, functions tiling the code with no fall-through off their ends. It is
  * driven only by bib_isa_table (operand kinds and flags): no opcode is named
- * here. It does not parse bytes (format.c) and does not link imports (vm).
+ * here. It also checks the tensor declarations and, per function, that no
+ * tensor register is definitely allocated twice, freed twice or used while
+ * dead (the rest is left to the VM's traps). It does not parse bytes
+ * (format.c) and does not link imports (vm).
  */
 #include "module.h"
 
@@ -168,6 +171,196 @@ static bib_status_t verify_pools(const bib_module_t *m, bib_diag_t *diag) {
     return BIB_OK;
 }
 
+static const char *role_name(uint32_t flags) {
+    return flags == BIB_TENSOR_INPUT ? "input" : flags == BIB_TENSOR_CONST ? "constant" : "output";
+}
+
+/* Finds a repeated string among n names (sorted copy, so a hostile module
+   with many names cannot stall the loader). Returns 1 and the two indices of
+   the first repeat found; 0 when all differ; -1 when out of memory. */
+static int find_duplicate(const char *const *names, size_t stride, uint32_t n, uint32_t *first,
+                          uint32_t *second) {
+    if (n < 2)
+        return 0;
+    const char **sorted = malloc(n * sizeof *sorted);
+    if (sorted == NULL)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        sorted[i] = *(const char *const *)((const char *)names + (size_t)i * stride);
+    qsort(sorted, n, sizeof *sorted, compare_names);
+    const char *dup = NULL;
+    for (uint32_t i = 1; i < n && dup == NULL; i++)
+        if (strcmp(sorted[i - 1], sorted[i]) == 0)
+            dup = sorted[i];
+    free(sorted);
+    if (dup == NULL)
+        return 0;
+    int seen = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const char *name = *(const char *const *)((const char *)names + (size_t)j * stride);
+        if (strcmp(name, dup) == 0) {
+            if (seen++ == 0) {
+                *first = j;
+            } else {
+                *second = j;
+                break;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Element count of a constant's fixed dims; 0 when it overflows 64 bits. */
+static uint64_t fixed_numel(const bib_tensor_decl_t *t) {
+    uint64_t n = 1;
+    for (uint32_t k = 0; k < t->rank; k++) {
+        uint64_t d = (uint64_t)t->dims[k];
+        if (n > UINT64_MAX / 4 / d)
+            return 0;
+        n *= d;
+    }
+    return n;
+}
+
+static bib_status_t verify_tensor_decl(const bib_module_t *m, uint32_t i, bib_diag_t *diag) {
+    const bib_tensor_decl_t *t = &m->tensors[i];
+    if (!name_is_valid(t->name))
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "tensor %u: name is missing, empty, longer than %u bytes or holds "
+                            "control characters",
+                            i, BIB_MAX_NAME);
+    if (t->reg >= m->tensor_regs)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "tensor %u '%s': register t%u is outside the %u tensor registers "
+                            "(t0..t%u)",
+                            i, t->name, t->reg, m->tensor_regs, m->tensor_regs - 1);
+    if (t->flags != BIB_TENSOR_INPUT && t->flags != BIB_TENSOR_OUTPUT &&
+        t->flags != BIB_TENSOR_CONST)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "tensor %u '%s': flags 0x%X must be exactly one of input (1), output "
+                            "(2) or constant (4)",
+                            i, t->name, t->flags);
+    if (t->rank > BIB_MAX_RANK)
+        return bib_diag_set(diag, BIB_E_VERIFY, "tensor %u '%s': rank %u is more than the limit %u",
+                            i, t->name, t->rank, BIB_MAX_RANK);
+    if (t->dtype == 0) {
+        if (t->flags != BIB_TENSOR_OUTPUT || t->rank != 0)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "tensor %u '%s': dtype 0 (untyped) is allowed only for an output "
+                                "of rank 0",
+                                i, t->name);
+    } else if (t->dtype != BIB_DTYPE_F32 && t->dtype != BIB_DTYPE_I32) {
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "tensor %u '%s': dtype %u is not 1 (f32) or 2 (i32)", i, t->name,
+                            t->dtype);
+    }
+    int is_const = t->flags == BIB_TENSOR_CONST;
+    for (uint32_t k = 0; k < t->rank; k++) {
+        int64_t d = t->dims[k];
+        int fixed = d >= 1 && d <= BIB_MAX_TENSOR_DIM;
+        int symbol = d <= -2 && BIB_DIM_SYMBOL_INDEX(d) < m->dim_name_count;
+        if (!fixed && d != BIB_DIM_ANY && !symbol)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "tensor %u '%s': dimension %u is %lld; expected 1..%d, -1 (any) "
+                                "or a symbol -2-i for i < %u",
+                                i, t->name, k, (long long)d, BIB_MAX_TENSOR_DIM, m->dim_name_count);
+        if (is_const && !fixed)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "tensor %u '%s': dimension %u of a constant must be a fixed size, "
+                                "not %s",
+                                i, t->name, k, d == BIB_DIM_ANY ? "'?'" : "a symbol");
+    }
+    if (!is_const) {
+        if (t->init_size != 0 || t->init != NULL)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "tensor %u '%s': only constants carry data, but this %s has %llu "
+                                "bytes",
+                                i, t->name, role_name(t->flags), (unsigned long long)t->init_size);
+        return BIB_OK;
+    }
+    uint64_t numel = fixed_numel(t);
+    if (numel == 0)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "tensor %u '%s': the constant's element count overflows 64 bits", i,
+                            t->name);
+    if (t->init_size != numel * 4 || t->init == NULL)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "tensor %u '%s': the constant has %llu elements, so its data must be "
+                            "%llu bytes, not %llu",
+                            i, t->name, (unsigned long long)numel, (unsigned long long)numel * 4,
+                            (unsigned long long)(t->init != NULL ? t->init_size : 0));
+    return BIB_OK;
+}
+
+static bib_status_t verify_tensors(const bib_module_t *m, bib_diag_t *diag) {
+    if (m->tensor_regs > BIB_MAX_TENSOR_REGS)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "module has %u tensor registers, more than the limit %u",
+                            m->tensor_regs, BIB_MAX_TENSOR_REGS);
+    if ((m->tensor_count > 0 && m->tensors == NULL) ||
+        (m->dim_name_count > 0 && m->dim_names == NULL))
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "module has %u tensors and %u dimension names but not their tables",
+                            m->tensor_count, m->dim_name_count);
+    if (m->tensor_regs == 0 && (m->tensor_count > 0 || m->dim_name_count > 0))
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "module declares %u tensors and %u dimension names but no tensor "
+                            "registers",
+                            m->tensor_count, m->dim_name_count);
+    for (uint32_t i = 0; i < m->dim_name_count; i++)
+        if (!name_is_valid(m->dim_names[i]))
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "dimension name %u: name is missing, empty, longer than %u bytes "
+                                "or holds control characters",
+                                i, BIB_MAX_NAME);
+    uint32_t first = 0, second = 0;
+    int dup = find_duplicate((const char *const *)m->dim_names, sizeof *m->dim_names,
+                             m->dim_name_count, &first, &second);
+    if (dup < 0)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking dimension names");
+    if (dup > 0)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "dimension name %u: duplicate name '%s' (also dimension name %u)",
+                            second, m->dim_names[second], first);
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        bib_status_t st = verify_tensor_decl(m, i, diag);
+        if (st != BIB_OK)
+            return st;
+    }
+    dup = m->tensor_count < 2
+              ? 0
+              : find_duplicate((const char *const *)&m->tensors[0].name, sizeof *m->tensors,
+                               m->tensor_count, &first, &second);
+    if (dup < 0)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking tensor names");
+    if (dup > 0)
+        return bib_diag_set(diag, BIB_E_VERIFY, "tensor %u '%s': duplicate name (also tensor %u)",
+                            second, m->tensors[second].name, first);
+    if (m->tensor_count == 0)
+        return BIB_OK;
+    /* The declaration that sets each register at the start of a run. */
+    uint32_t *owner = malloc(m->tensor_regs * sizeof *owner);
+    if (owner == NULL)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking tensor registers");
+    memset(owner, 0xFF, m->tensor_regs * sizeof *owner);
+    bib_status_t st = BIB_OK;
+    for (uint32_t i = 0; i < m->tensor_count && st == BIB_OK; i++) {
+        const bib_tensor_decl_t *t = &m->tensors[i];
+        if (t->flags == BIB_TENSOR_OUTPUT)
+            continue;
+        uint32_t prev = owner[t->reg];
+        if (prev != UINT32_MAX)
+            st = bib_diag_set(diag, BIB_E_VERIFY,
+                              "tensor %u '%s': register t%u already holds %s tensor %u '%s' (a "
+                              "register carries at most one input or constant)",
+                              i, t->name, t->reg, role_name(m->tensors[prev].flags), prev,
+                              m->tensors[prev].name);
+        owner[t->reg] = i;
+    }
+    free(owner);
+    return st;
+}
+
 /* The mnemonics of implemented terminators, from the table, for the
    fall-through message ("JMP, RET, TRAP or HALT"). */
 static void terminator_names(char *out, size_t cap) {
@@ -242,6 +435,13 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                                 pc, info->name, v, m->const_count);
         return BIB_OK;
     case BIB_K_COUNT:
+        /* Outside calls a count is a number of tensor dimensions (ALLOC,
+           RESHAPE). */
+        if (!(info->flags & BIB_F_CALL) && v > BIB_MAX_RANK)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): operand %c gives %u dimensions, more than the limit "
+                                "%u",
+                                pc, info->name, slot, v, BIB_MAX_RANK);
         /* A count after a register operand sizes the register range that
            starts there (r[c..c+d) for CALL, HOSTCALL and ALLOC). */
         if (k > 0 && info->kinds[k - 1] == BIB_K_RS) {
@@ -275,13 +475,30 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
         return BIB_OK;
     case BIB_K_TD:
     case BIB_K_TS:
+    case BIB_K_TM:
+        if (v >= m->tensor_regs) {
+            if (m->tensor_regs == 0)
+                return bib_diag_set(diag, BIB_E_VERIFY,
+                                    "pc %u (%s): operand %c names tensor register t%u but the "
+                                    "module has no tensor registers",
+                                    pc, info->name, slot, v);
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): operand %c names tensor register t%u but the module "
+                                "has %u tensor registers (t0..t%u)",
+                                pc, info->name, slot, v, m->tensor_regs, m->tensor_regs - 1);
+        }
+        return BIB_OK;
     case BIB_K_DTYPE:
+        if (v != BIB_DTYPE_F32 && v != BIB_DTYPE_I32)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): operand %c is dtype %u; expected 1 (f32) or 2 (i32)",
+                                pc, info->name, slot, v);
+        return BIB_OK;
     case BIB_K__N:
         break;
     }
-    /* Tensor operand kinds only occur in reserved rows, rejected before their
-       operands are looked at; a row that drops BIB_F_RESERVED must bring its
-       operand checks here first, and until then it fails loudly. */
+    /* A kind added to the table must bring its check here first; until then
+       it fails loudly rather than passing unchecked. */
     return bib_diag_set(diag, BIB_E_VERIFY,
                         "pc %u (%s): operand %c has kind %s, which this verifier cannot check", pc,
                         info->name, slot, bib_isa_kind_name((bib_operand_kind_t)info->kinds[k]));
@@ -326,6 +543,277 @@ static bib_status_t verify_code(const bib_module_t *m, bib_diag_t *diag) {
     return BIB_OK;
 }
 
+/* ---- static tensor liveness ------------------------------------------------
+ *
+ * A forward dataflow per function over its basic blocks, with one state per
+ * tensor register the function names. Only definite errors are reported (a
+ * state that holds on every path reaching the instruction), so a program the
+ * VM would run without a liveness trap is never rejected; the VM traps on
+ * what is left unknown. Errors are judged only once the fixed point is
+ * reached: before it, a state may still widen to unknown. */
+
+enum {
+    LV_NEVER = 1, /* dead: not allocated on any path since the run began */
+    LV_FREED,     /* dead: freed on every path */
+    LV_DEAD,      /* dead: freed on some paths, never allocated on others */
+    LV_LIVE,
+    LV_UNKNOWN,
+};
+
+/* Memory for block states (blocks x registers) per function, and work for
+   the whole module, beyond which liveness gives up (everything unknown). */
+#define LV_MAX_STATE_BYTES (1u << 24)
+#define LV_MAX_WORK (1ull << 27)
+
+typedef struct liveness {
+    const bib_module_t *m;
+    bib_diag_t *diag;
+    uint64_t work;
+    uint32_t *local;     /* tensor register -> index among the function's registers */
+    uint32_t *regs;      /* index -> tensor register */
+    uint8_t *entry_live; /* per tensor register: set by the host or a constant at run start */
+    int entry_called;    /* some CALL enters the entry function again */
+    uint32_t *block_of;  /* per pc of the function: block index at a leader, else UINT32_MAX */
+    uint32_t *starts;    /* first pc of each block */
+} liveness_t;
+
+static uint8_t lv_join(uint8_t a, uint8_t b) {
+    if (a == b)
+        return a;
+    if (a <= LV_DEAD && b <= LV_DEAD)
+        return LV_DEAD;
+    return LV_UNKNOWN;
+}
+
+static bib_status_t lv_report(liveness_t *lv, uint32_t pc, const bib_opinfo_t *info, int k,
+                              uint32_t reg, uint8_t state) {
+    if (info->flags & BIB_F_TALLOC)
+        return bib_diag_set(lv->diag, BIB_E_VERIFY,
+                            "pc %u (%s): t%u is already allocated (allocated twice)", pc,
+                            info->name, reg);
+    if (info->flags & BIB_F_TFREE)
+        return bib_diag_set(lv->diag, BIB_E_VERIFY, "pc %u (%s): t%u %s", pc, info->name, reg,
+                            state == LV_FREED   ? "is already freed (freed twice)"
+                            : state == LV_NEVER ? "was never allocated (freed before allocation)"
+                                                : "is not allocated on any path here (freed twice "
+                                                  "or never allocated)");
+    const char *verb = info->kinds[k] == BIB_K_TM ? "modifies" : "reads";
+    return bib_diag_set(lv->diag, BIB_E_VERIFY, "pc %u (%s): operand %c %s t%u, which %s", pc,
+                        info->name, operand_letter[k], verb, reg,
+                        state == LV_FREED ? "is freed (used after free)"
+                        : state == LV_NEVER
+                            ? "was never allocated (used before allocation)"
+                            : "is not allocated on any path here (used after free or before "
+                              "allocation)");
+}
+
+/* Applies the instruction at pc to cur. With report set, a definite error is
+   returned as BIB_E_VERIFY; without, the state just moves on. */
+static bib_status_t lv_step(liveness_t *lv, uint8_t *cur, uint32_t nlocal, uint32_t pc,
+                            int report) {
+    const bib_insn_t *insn = &lv->m->code[pc];
+    const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+    if (info->opclass != BIB_CLASS_TENSOR) {
+        if (info->flags & BIB_F_CALL)
+            memset(cur, LV_UNKNOWN, nlocal);
+        return BIB_OK;
+    }
+    const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+    /* Reads happen before the write: "TADD t1, t1, t2" needs t1 live. */
+    for (int k = 0; k < 4; k++) {
+        uint32_t kind = info->kinds[k];
+        if (kind != BIB_K_TS && kind != BIB_K_TM &&
+            !(kind == BIB_K_TD && (info->flags & BIB_F_TALLOC)))
+            continue;
+        uint8_t st = cur[lv->local[words[k]]];
+        int bad = kind == BIB_K_TD ? st == LV_LIVE : st <= LV_DEAD;
+        if (bad && report)
+            return lv_report(lv, pc, info, k, words[k], st);
+    }
+    /* An instruction that did not trap leaves what it read live; FREE leaves
+       its register freed, and a write allocates when the register is empty. */
+    for (int k = 0; k < 4; k++) {
+        uint32_t kind = info->kinds[k];
+        if (kind == BIB_K_TS || kind == BIB_K_TM || kind == BIB_K_TD)
+            cur[lv->local[words[k]]] =
+                kind == BIB_K_TM && (info->flags & BIB_F_TFREE) ? LV_FREED : LV_LIVE;
+    }
+    return BIB_OK;
+}
+
+/* Control leaves the last instruction of a block for these blocks. */
+static uint32_t lv_successors(const liveness_t *lv, const bib_function_t *f, uint32_t last,
+                              uint32_t out[5]) {
+    const bib_insn_t *insn = &lv->m->code[last];
+    const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+    const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+    uint32_t n = 0;
+    if (info->flags & BIB_F_BRANCH)
+        for (int k = 0; k < 4; k++)
+            if (info->kinds[k] == BIB_K_TGT)
+                out[n++] = lv->block_of[words[k] - f->entry];
+    if (!(info->flags & BIB_F_TERM) && last + 1 < f->entry + f->count)
+        out[n++] = lv->block_of[last + 1 - f->entry];
+    return n;
+}
+
+static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
+    const bib_module_t *m = lv->m;
+    const bib_function_t *f = &m->funcs[fi];
+    uint32_t nlocal = 0;
+    for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        for (int k = 0; k < 4; k++) {
+            uint32_t kind = info->kinds[k];
+            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) &&
+                lv->local[words[k]] == UINT32_MAX) {
+                lv->local[words[k]] = nlocal;
+                lv->regs[nlocal++] = words[k];
+            }
+        }
+    }
+    bib_status_t st = BIB_OK;
+    if (nlocal == 0)
+        return BIB_OK;
+
+    /* Leaders: the entry, every jump target, and whatever follows a jump. */
+    memset(lv->block_of, 0, f->count * sizeof *lv->block_of);
+    lv->block_of[0] = 1;
+    for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        if (!(info->flags & (BIB_F_BRANCH | BIB_F_TERM)))
+            continue;
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        for (int k = 0; k < 4; k++)
+            if (info->kinds[k] == BIB_K_TGT)
+                lv->block_of[words[k] - f->entry] = 1;
+        if (pc + 1 < f->entry + f->count)
+            lv->block_of[pc + 1 - f->entry] = 1;
+    }
+    uint32_t nblocks = 0;
+    for (uint32_t i = 0; i < f->count; i++) {
+        if (lv->block_of[i]) {
+            lv->starts[nblocks] = f->entry + i;
+            lv->block_of[i] = nblocks++;
+        } else {
+            lv->block_of[i] = UINT32_MAX;
+        }
+    }
+    if ((uint64_t)nblocks * nlocal > LV_MAX_STATE_BYTES)
+        goto done; /* too big to track: everything stays unknown */
+    uint8_t *in = malloc((size_t)nblocks * nlocal + nlocal);
+    uint8_t *visited = calloc(nblocks, 1);
+    uint8_t *queued = calloc(nblocks, 1);
+    uint32_t *stack = malloc(nblocks * sizeof *stack);
+    if (in == NULL || visited == NULL || queued == NULL || stack == NULL) {
+        st = bib_diag_set(lv->diag, BIB_E_NOMEM, "out of memory checking tensor liveness");
+        goto release;
+    }
+    uint8_t *cur = in + (size_t)nblocks * nlocal;
+    int initial = fi == m->entry_func && !lv->entry_called;
+    for (uint32_t l = 0; l < nlocal; l++)
+        in[l] = !initial ? LV_UNKNOWN : lv->entry_live[lv->regs[l]] ? LV_LIVE : LV_NEVER;
+    visited[0] = queued[0] = 1;
+    uint32_t top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        uint32_t blk = stack[--top];
+        queued[blk] = 0;
+        uint32_t end = blk + 1 < nblocks ? lv->starts[blk + 1] : f->entry + f->count;
+        lv->work += (end - lv->starts[blk]) + nlocal;
+        if (lv->work > LV_MAX_WORK)
+            goto release; /* out of budget: no verdict, so no error */
+        memcpy(cur, in + (size_t)blk * nlocal, nlocal);
+        for (uint32_t pc = lv->starts[blk]; pc < end; pc++)
+            lv_step(lv, cur, nlocal, pc, 0);
+        uint32_t succ[5];
+        uint32_t n = lv_successors(lv, f, end - 1, succ);
+        for (uint32_t i = 0; i < n; i++) {
+            uint8_t *dst = in + (size_t)succ[i] * nlocal;
+            int changed = 0;
+            if (!visited[succ[i]]) {
+                visited[succ[i]] = 1;
+                memcpy(dst, cur, nlocal);
+                changed = 1;
+            } else {
+                for (uint32_t l = 0; l < nlocal; l++) {
+                    uint8_t j = lv_join(dst[l], cur[l]);
+                    changed |= j != dst[l];
+                    dst[l] = j;
+                }
+            }
+            if (changed && !queued[succ[i]]) {
+                queued[succ[i]] = 1;
+                stack[top++] = succ[i];
+            }
+        }
+    }
+    /* Fixed point: now every remaining dead state holds on all paths. */
+    for (uint32_t blk = 0; blk < nblocks && st == BIB_OK; blk++) {
+        if (!visited[blk])
+            continue; /* unreachable code cannot misuse anything */
+        uint32_t end = blk + 1 < nblocks ? lv->starts[blk + 1] : f->entry + f->count;
+        memcpy(cur, in + (size_t)blk * nlocal, nlocal);
+        for (uint32_t pc = lv->starts[blk]; pc < end && st == BIB_OK; pc++)
+            st = lv_step(lv, cur, nlocal, pc, 1);
+    }
+release:
+    free(in);
+    free(visited);
+    free(queued);
+    free(stack);
+done:
+    for (uint32_t l = 0; l < nlocal; l++)
+        lv->local[lv->regs[l]] = UINT32_MAX;
+    return st;
+}
+
+static bib_status_t verify_liveness(const bib_module_t *m, bib_diag_t *diag) {
+    liveness_t lv;
+    memset(&lv, 0, sizeof lv);
+    lv.m = m;
+    lv.diag = diag;
+    uint32_t biggest = 1;
+    for (uint32_t i = 0; i < m->func_count; i++)
+        if (m->funcs[i].count > biggest)
+            biggest = m->funcs[i].count;
+    lv.local = malloc(m->tensor_regs * sizeof *lv.local);
+    lv.regs = malloc(m->tensor_regs * sizeof *lv.regs);
+    lv.entry_live = calloc(m->tensor_regs, 1);
+    lv.block_of = malloc(biggest * sizeof *lv.block_of);
+    lv.starts = malloc(biggest * sizeof *lv.starts);
+    bib_status_t st = BIB_OK;
+    if (lv.local == NULL || lv.regs == NULL || lv.entry_live == NULL || lv.block_of == NULL ||
+        lv.starts == NULL) {
+        st = bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking tensor liveness");
+        goto out;
+    }
+    memset(lv.local, 0xFF, m->tensor_regs * sizeof *lv.local);
+    for (uint32_t i = 0; i < m->tensor_count; i++)
+        if (m->tensors[i].flags != BIB_TENSOR_OUTPUT)
+            lv.entry_live[m->tensors[i].reg] = 1;
+    for (uint32_t pc = 0; pc < m->code_count && !lv.entry_called; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        for (int k = 0; k < 4; k++)
+            if (info->kinds[k] == BIB_K_FN && words[k] == m->entry_func)
+                lv.entry_called = 1;
+    }
+    for (uint32_t fi = 0; fi < m->func_count && st == BIB_OK; fi++)
+        st = lv_function(&lv, fi);
+out:
+    free(lv.local);
+    free(lv.regs);
+    free(lv.entry_live);
+    free(lv.block_of);
+    free(lv.starts);
+    return st;
+}
+
 bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag) {
     if (m == NULL)
         return bib_diag_set(diag, BIB_E_USAGE, "no module to verify");
@@ -341,7 +829,11 @@ bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag) {
     if (st == BIB_OK)
         st = verify_functions(m, diag);
     if (st == BIB_OK)
+        st = verify_tensors(m, diag);
+    if (st == BIB_OK)
         st = verify_code(m, diag);
+    if (st == BIB_OK && m->tensor_regs > 0)
+        st = verify_liveness(m, diag);
     return st;
 }
 

@@ -20,6 +20,7 @@
 #include "arena.h"
 #include "blocks.h"
 #include "module.h"
+#include "tensor.h"
 
 #define BIB_CALL_DEPTH_DEFAULT 10000u
 
@@ -116,6 +117,10 @@ struct bib_vm {
     uint32_t frames_cap;
 
     bib_run_stats_t stats;
+
+    bib_tensor_state_t tensor; /* tensor registers, storage, executors (tensor.c) */
+    char *backend_name;        /* owned copies of options.backend and options.device */
+    char *device_name;
 
     char host_trap[256]; /* set by bib_vm_trap during a host call */
     bool host_trap_set;

@@ -357,9 +357,9 @@ Test(asm_errors, call_argument_count_must_match_the_callee) {
 }
 
 Test(asm_errors, reserved_opcodes_parse_but_are_rejected) {
-    char *d = assemble_fail(".func main\n  MATMUL t0, t1, t2\n  HALT r0\n.end\n");
-    cr_expect(strstr(d, "2:3: error: 'MATMUL' is reserved: not implemented in this build"), "%s",
-              d);
+    char *d = assemble_fail(".func main\n  GPU_MATMUL\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "2:3: error: 'GPU_MATMUL' is reserved: not implemented in this build"),
+              "%s", d);
     bib_free(d);
 }
 
@@ -581,4 +581,272 @@ Test(asm_errors, duplicate_function_and_unknown_directive) {
     cr_expect(strstr(d, "4:7: error: function 'main' is already defined on line 1"), "%s", d);
     cr_expect(strstr(d, "7:1: error: unknown directive '.bogus'"), "%s", d);
     bib_free(d);
+}
+
+/* ---- tensors ----------------------------------------------------------- */
+
+static const char tensor_program[] = ".input x t0 f32[n, 4]\n"
+                                     ".input idx t5 i32[?]\n"
+                                     ".output y t1 f32[n, 4]\n"
+                                     ".output any t2\n"
+                                     ".tensor w t3 f32[4, 2] = 1, -0.5, 0x1p-3,\n"
+                                     "    2.5, 3, \\\n"
+                                     "    4, 5, 6          ; comment inside the list\n"
+                                     ".tensor b t4 i32[] = -7\n"
+                                     ".func main\n"
+                                     "    LDI r0, 3\n"
+                                     "    ALLOC t2, i32, r0, 1\n"
+                                     "    FILL any, r0\n"
+                                     "    MATMUL y, x, w\n"
+                                     "    GATHER t6, x, idx\n"
+                                     "    FREE t6\n"
+                                     "    HALT r0\n"
+                                     ".end\n";
+
+static uint32_t f32_bits(float f) {
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+Test(asm_tensors, declarations_fill_the_module) {
+    bib_module_t *m = assemble_ok(tensor_program);
+    cr_expect_eq(m->tensor_regs, 7, "t6 is the highest named");
+    cr_assert_eq(m->dim_name_count, 1);
+    cr_expect_str_eq(m->dim_names[0], "n");
+    cr_assert_eq(m->tensor_count, 6);
+    const bib_tensor_decl_t *t = m->tensors;
+    cr_expect_str_eq(t[0].name, "x");
+    cr_expect_eq(t[0].flags, BIB_TENSOR_INPUT);
+    cr_expect_eq(t[0].dtype, BIB_DTYPE_F32);
+    cr_expect_eq(t[0].rank, 2);
+    cr_expect_eq(t[0].dims[0], BIB_DIM_SYMBOL(0));
+    cr_expect_eq(t[0].dims[1], 4);
+    cr_expect_eq(t[1].dtype, BIB_DTYPE_I32);
+    cr_expect_eq(t[1].dims[0], BIB_DIM_ANY);
+    cr_expect_eq(t[2].flags, BIB_TENSOR_OUTPUT);
+    cr_expect_eq(t[2].dims[0], BIB_DIM_SYMBOL(0), "symbols are shared");
+    cr_expect_eq(t[3].dtype, 0, "an output without a type");
+    cr_expect_eq(t[3].rank, 0);
+    cr_expect_eq(t[4].flags, BIB_TENSOR_CONST);
+    cr_assert_eq(t[4].init_size, 32);
+    const float want[8] = {1, -0.5f, 0.125f, 2.5f, 3, 4, 5, 6};
+    for (int i = 0; i < 8; i++)
+        cr_expect_eq(bib_read_u32le(t[4].init + 4 * i), f32_bits(want[i]), "element %d", i);
+    cr_expect_eq(t[5].rank, 0);
+    cr_expect_eq(t[5].init_size, 4);
+    cr_expect_eq((int32_t)bib_read_u32le(t[5].init), -7);
+    bib_module_free(m);
+}
+
+Test(asm_tensors, operands_by_register_or_name_and_dtype_names) {
+    bib_module_t *m = assemble_ok(tensor_program);
+    /* LDI, ALLOC t2 i32 r0 1, FILL t2 r0, MATMUL t1 t0 t3, GATHER t6 t0 t5 */
+    cr_expect_eq(m->code[1].op, BIB_CODE_ALLOC);
+    cr_expect_eq(m->code[1].a, 2);
+    cr_expect_eq(m->code[1].b, BIB_DTYPE_I32);
+    cr_expect_eq(m->code[1].d, 1);
+    cr_expect_eq(m->code[2].a, 2);
+    cr_expect_eq(m->code[3].a, 1);
+    cr_expect_eq(m->code[3].b, 0);
+    cr_expect_eq(m->code[3].c, 3);
+    cr_expect_eq(m->code[4].c, 5);
+    bib_module_free(m);
+}
+
+Test(asm_tensors, tensors_directive_sets_the_register_count) {
+    bib_module_t *m =
+        assemble_ok(".tensors 16\n.func main\n  ALLOC t1, f32, r0, 0\n  HALT r0\n.end\n");
+    cr_expect_eq(m->tensor_regs, 16);
+    bib_module_free(m);
+    m = assemble_ok(".func main\n  HALT r0\n.end\n");
+    cr_expect_eq(m->tensor_regs, 0);
+    cr_expect_null(m->tensors);
+    bib_module_free(m);
+}
+
+Test(asm_tensors, value_list_over_lines_and_special_floats) {
+    bib_module_t *m = assemble_ok(".tensor k t0 f32[6] =\n"
+                                  "   inf, -inf,\n"
+                                  "\n"
+                                  "   ; a comment line inside the list\n"
+                                  "   bits(0x7FC00001), -0.0, \\\n"
+                                  "   1e-45, 16777217\n"
+                                  ".func main\n  HALT r0\n.end\n");
+    cr_assert_eq(m->tensors[0].init_size, 24);
+    const uint32_t want[6] = {0x7F800000, 0xFF800000, 0x7FC00001,
+                              0x80000000, 0x00000001, 0x4B800000};
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(bib_read_u32le(m->tensors[0].init + 4 * i), want[i], "element %d", i);
+    bib_module_free(m);
+}
+
+Test(asm_tensors, declaration_errors_with_places) {
+    char *d = assemble_fail(".input x t0 f32[n, 4, n, 2, 3]\n"   /* 1 */
+                            ".input z t1 f32[n, 0]\n"            /* 2 */
+                            ".input q t2 g32[n]\n"               /* 3 */
+                            ".tensor w t3 f32[?, 4] = 1\n"       /* 4 */
+                            ".tensor v t4 f32[2] = 1, 2, 3\n"    /* 5 */
+                            ".tensor u t5 f32[2] = 1, zz\n"      /* 6 */
+                            ".output o t6 f32[2] = 1\n"          /* 7 */
+                            ".input x2 r7 f32[2]\n"              /* 8 */
+                            ".input dup t8 f32\n"                /* 9 */
+                            ".input dup t9 f32\n"                /* 10 */
+                            ".tensor c t8 i32[1] = 5000000000\n" /* 11 */
+                            ".input\n"                           /* 12 */
+                            ".func main\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:1:29: error: a tensor has at most 4 dimensions; '3' is a fifth"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:2:20: error: a dimension size is 1..2147483647, found 0"), "%s", d);
+    cr_expect(strstr(d, "t.basm:3:13: error: unknown element type 'g32' (expected f32 or i32, "
+                        "as in f32[2, 3])"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:4:18: error: a constant tensor needs fixed dimension sizes, "
+                        "found '?'"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:5:1: error: tensor 'v' has 2 elements but 3 values are given"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:6:26: error: expected an f32 value, found 'zz'"), "%s", d);
+    cr_expect(strstr(d, "t.basm:7:21: error: '=' values belong to '.tensor' declarations only"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:8:11: error: expected a tensor register (t0 .. t65535), found "
+                        "'r7'"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:10:8: error: tensor 'dup' is already declared on line 9"), "%s", d);
+    cr_expect(strstr(d, "t.basm:11:11: error: t8 already holds input 'dup' (line 9): a register "
+                        "carries at most one input or constant"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:12:1: error: '.input' takes a name, a tensor register and a type "
+                        "(.input x t0 f32[n, 4]); found 0 operands"),
+              "%s", d);
+    cr_expect_eq(count_of(d, ": error: "), 11, "%s", d);
+    bib_free(d);
+}
+
+Test(asm_tensors, value_errors_point_at_their_continuation_line) {
+    char *d = assemble_fail(".tensor c t0 i32[3] = 1,\n  2,\n  3.5\n"
+                            ".tensor e t1 f32[2] = 1,\n  ,2\n"
+                            ".func main\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:3:3: error: expected an i32 value, found '3.5'"), "%s", d);
+    cr_expect(strstr(d, "t.basm:5:3: error: missing value"), "%s", d);
+    bib_free(d);
+    d = assemble_fail(".func main\n  HALT r0\n.end\n.tensor c t0 i32[2] = 1,");
+    cr_expect(strstr(d, "t.basm:4:1: error: the value list goes on past the end of the file"), "%s",
+              d);
+    bib_free(d);
+}
+
+Test(asm_tensors, operand_and_directive_errors) {
+    char *d = assemble_fail(".tensors 2\n"             /* 1 */
+                            ".tensors 3\n"             /* 2 */
+                            ".func main\n"             /* 3 */
+                            "  MATMUL t2, nope, t0\n"  /* 4 */
+                            "  ALLOC t1, f64, r0, 0\n" /* 5 */
+                            "  COPY t70000, t0\n"      /* 6 */
+                            "  COPY 5, t0\n"           /* 7 */
+                            "  .input x t0 f32\n"      /* 8 */
+                            "  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:1:1: error: '.tensors 2' is smaller than the 3 tensor registers "
+                        "used (t2 is named on line 4)"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:2:1: error: '.tensors' is already given on line 1"), "%s", d);
+    cr_expect(strstr(d, "t.basm:4:14: error: unknown tensor 'nope' (declare it with .input, "
+                        ".output or .tensor, or name a register t0, t1, ...)"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:5:13: error: expected an element type (f32 or i32), found 'f64'"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:6:8: error: tensor register t70000 is out of range (t0..t65535)"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:7:8: error: expected a tensor register (t0, t1, ...) or name, "
+                        "found '5'"),
+              "%s", d);
+    cr_expect(strstr(d, "t.basm:8:3: error: '.input' inside function 'main' (declare tensors "
+                        "outside '.func' ... '.end')"),
+              "%s", d);
+    bib_free(d);
+}
+
+Test(asm_tensors, liveness_errors_point_at_the_instruction) {
+    char *d = assemble_fail(".func main\n  ALLOC t0, f32, r0, 0\n  FREE t0\n  FREE t0\n"
+                            "  HALT r0\n.end\n");
+    cr_expect_str_eq(d, "t.basm:4:3: error: pc 2 (FREE): t0 is already freed (freed twice)\n"
+                        "  FREE t0\n"
+                        "  ^~~~\n");
+    bib_free(d);
+}
+
+Test(asm_round_trip, tensor_programs) {
+    assert_source_round_trips(tensor_program);
+    assert_source_round_trips(".tensors 9\n.dim unused, b, a\n"
+                              ".input x t0 f32[a, b, ?, 7]\n.output \"out put\" t0 f32[a]\n"
+                              ".tensor k t1 f32[3, 3] = 0.1, -0.0, bits(0x7FC00001), nan, -inf,\n"
+                              "  1e-45, 3.4028235e38, 16777216, 1e10\n"
+                              ".tensor i t2 i32[2] = -2147483648, 4294967295\n"
+                              ".func main\n  RESHAPE t3, t0, r0, 1\n  THASH r0, t3\n"
+                              "  DIM r0, t3, -1\n  TSET t3, r0, r0\n  RNG t1, r0, 7\n"
+                              "  HALT r0\n.end\n");
+}
+
+Test(builder, tensor_declarations_and_register_count) {
+    bib_builder_t *b = bib_builder_create();
+    int64_t n = bib_builder_tensor_dim(b, "n");
+    cr_expect_eq(bib_builder_tensor_dim(b, "n"), n, "one symbol per name");
+    const int64_t xd[2] = {n, 3};
+    cr_expect_eq(bib_builder_tensor_input(b, "x", 0, BIB_DTYPE_F32, 2, xd), BIB_OK);
+    cr_expect_eq(bib_builder_tensor_output(b, "y", 1, 0, 0, NULL), BIB_OK);
+    const float w[3] = {1.5f, -2, 0.25f};
+    const int64_t wd[1] = {3};
+    cr_expect_eq(bib_builder_tensor_const(b, "w", 2, BIB_DTYPE_F32, 1, wd, w), BIB_OK);
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    bib_builder_emit(b, BIB_CODE_TMUL, 1, 0, 2, 0);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    bib_module_t *m = NULL;
+    cr_assert_eq(bib_builder_finish_module(b, &m, NULL, NULL), BIB_OK, "%s", bib_builder_error(b));
+    cr_expect_eq(m->tensor_regs, 3);
+    cr_assert_eq(m->tensor_count, 3);
+    cr_expect_eq(m->tensors[0].dims[0], BIB_DIM_SYMBOL(0));
+    cr_expect_eq(bib_read_u32le(m->tensors[2].init + 4), f32_bits(-2));
+    bib_module_free(m);
+    bib_builder_destroy(b);
+}
+
+Test(builder, tensor_register_count_smaller_than_used_is_an_error) {
+    bib_builder_t *b = bib_builder_create();
+    bib_builder_tensor_regs(b, 2);
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    bib_builder_emit(b, BIB_CODE_COPY, 2, 0, 0, 0);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t size;
+    cr_expect_eq(bib_builder_finish(b, &bytes, &size), BIB_E_USAGE);
+    cr_expect_str_eq(bib_builder_error(b),
+                     "finish: 2 tensor registers set, but t2 is used (need at least 3)");
+    bib_builder_destroy(b);
+}
+
+Test(asm_round_trip, builder_tensor_module_with_unusual_symbol_order) {
+    bib_builder_t *b = bib_builder_create();
+    int64_t late = bib_builder_tensor_dim(b, "late");
+    int64_t early = bib_builder_tensor_dim(b, "early");
+    bib_builder_tensor_dim(b, "never used");
+    const int64_t d[2] = {early, late};
+    bib_builder_tensor_input(b, "x", 4, BIB_DTYPE_I32, 2, d);
+    bib_builder_tensor_regs(b, 40);
+    bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+    char *text = NULL;
+    cr_assert_eq(bib_disassemble(bytes, size, &text, NULL), BIB_OK);
+    cr_expect(strstr(text, ".tensors 40\n.dim late, early, \"never used\"\n"
+                           ".input x t4 i32[early, late]\n"),
+              "%s", text);
+    bib_free(text);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
 }

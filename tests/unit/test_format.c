@@ -566,12 +566,12 @@ Test(format, unknown_required_section) {
     size_t size;
     uint8_t *b = small_bytes(&size);
     uint32_t e = entry_of(b, BIB_SEC_DEBUG);
-    bib_write_u32le(b + e, BIB_SEC_TENSORS);
+    bib_write_u32le(b + e, BIB_SEC_SHADERS);
     bib_write_u32le(b + e + 4, BIB_SECTION_REQUIRED);
     fix_checksum(b, size);
     char want[200];
     snprintf(want, sizeof want,
-             "byte %u: section 4 has type 16 (tensors), which this build does not support, and "
+             "byte %u: section 4 has type 17 (shaders), which this build does not support, and "
              "is marked required",
              e);
     expect_format_error(b, size, want);
@@ -953,6 +953,279 @@ Test(robust, random_byte_mutations_past_checksum) {
                                          : interesting[(state >> 40) % sizeof interesting];
         }
         fix_header(copy, size);
+        read_must_not_crash(copy, size);
+    }
+    free(copy);
+    free(b);
+}
+
+/* ---- tensors section --------------------------------------------------- */
+
+/* tiny_module plus tensors: x (input, f32[n, ?]) and y (output, untyped) on
+   t0, w (constant i32[2] = 7, -1) on t3, 4 tensor registers. */
+static bib_module_t *tensor_module(void) {
+    bib_module_t *m = tiny_module();
+    m->tensor_regs = 4;
+    m->dim_name_count = 1;
+    m->dim_names = malloc(sizeof *m->dim_names);
+    m->dim_names[0] = dup_str("n");
+    m->tensor_count = 3;
+    m->tensors = calloc(3, sizeof *m->tensors);
+    m->tensors[0] = (bib_tensor_decl_t){dup_str("x"),  0, BIB_TENSOR_INPUT,
+                                        BIB_DTYPE_F32, 2, {BIB_DIM_SYMBOL(0), BIB_DIM_ANY, 0, 0},
+                                        NULL,          0};
+    m->tensors[1] = (bib_tensor_decl_t){dup_str("y"), 0, BIB_TENSOR_OUTPUT, 0, 0, {0}, NULL, 0};
+    uint8_t *init = malloc(8);
+    bib_write_u32le(init, 7);
+    bib_write_u32le(init + 4, 0xFFFFFFFF);
+    m->tensors[2] =
+        (bib_tensor_decl_t){dup_str("w"), 3, BIB_TENSOR_CONST, BIB_DTYPE_I32, 1, {2}, init, 8};
+    return m;
+}
+
+static uint8_t *tensor_bytes(size_t *size) {
+    bib_module_t *m = tensor_module();
+    uint8_t *bytes = write_module(m, size);
+    bib_module_free(m);
+    return bytes;
+}
+
+/* Offsets inside the tensors section of tensor_module's bytes (see
+   spec/bib-format.md): header 16, dimension name "n" 3, then records. */
+enum {
+    TS_REGS = 0,
+    TS_NAMES = 4,
+    TS_COUNT = 8,
+    TS_RESERVED = 12,
+    TS_DIM0 = 16,
+    TS_X = 19,             /* x: 16 fixed, name 3, dims 16, init size 8 */
+    TS_Y = TS_X + 43,      /* y: 16 fixed, name 3, init size 8 */
+    TS_W = TS_Y + 27,      /* w: 16 fixed, name 3, dims 8, init size 8, init 8 */
+    TS_W_SIZE = TS_W + 27, /* w's init size */
+    TS_END = TS_W + 43,
+};
+
+Test(tensors, round_trip_preserves_every_field) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    bib_module_t *m = NULL;
+    cr_assert_eq(bib_module_read(b, size, &m, &diag), BIB_OK, "%s", diag.msg);
+    cr_expect_eq(m->tensor_regs, 4);
+    cr_assert_eq(m->dim_name_count, 1);
+    cr_expect_str_eq(m->dim_names[0], "n");
+    cr_assert_eq(m->tensor_count, 3);
+    const bib_tensor_decl_t *x = &m->tensors[0], *y = &m->tensors[1], *w = &m->tensors[2];
+    cr_expect_str_eq(x->name, "x");
+    cr_expect_eq(x->flags, BIB_TENSOR_INPUT);
+    cr_expect_eq(x->dtype, BIB_DTYPE_F32);
+    cr_expect_eq(x->rank, 2);
+    cr_expect_eq(x->dims[0], BIB_DIM_SYMBOL(0));
+    cr_expect_eq(x->dims[1], BIB_DIM_ANY);
+    cr_expect_null(x->init);
+    cr_expect_str_eq(y->name, "y");
+    cr_expect_eq(y->flags, BIB_TENSOR_OUTPUT);
+    cr_expect_eq(y->dtype, 0);
+    cr_expect_eq(y->rank, 0);
+    cr_expect_eq(w->reg, 3);
+    cr_expect_eq(w->init_size, 8);
+    cr_expect_eq(bib_read_u32le(w->init + 4), 0xFFFFFFFF);
+    size_t again_size;
+    uint8_t *again = write_module(m, &again_size);
+    cr_expect_eq(again_size, size);
+    cr_expect(memcmp(again, b, size) == 0, "write(read(bytes)) differs");
+    free(again);
+    bib_module_free(m);
+    free(b);
+}
+
+Test(tensors, section_is_type_16_required_and_laid_out_as_the_spec_says) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    uint32_t e = entry_of(b, BIB_SEC_TENSORS);
+    cr_expect_eq(bib_read_u32le(b + e + 4), BIB_SECTION_REQUIRED);
+    cr_expect_eq(bib_read_u32le(b + e + 12), TS_END);
+    uint32_t o = section_offset(b, BIB_SEC_TENSORS);
+    cr_expect_eq(bib_read_u32le(b + o + TS_REGS), 4);
+    cr_expect_eq(bib_read_u32le(b + o + TS_NAMES), 1);
+    cr_expect_eq(bib_read_u32le(b + o + TS_COUNT), 3);
+    cr_expect_eq(b[o + TS_DIM0], 1);
+    cr_expect_eq(b[o + TS_DIM0 + 2], 'n');
+    cr_expect_eq(bib_read_u32le(b + o + TS_X + 12), 2, "x's rank");
+    cr_expect_eq(bib_read_u64le(b + o + TS_X + 19), (uint64_t)BIB_DIM_SYMBOL(0));
+    cr_expect_eq(bib_read_u32le(b + o + TS_W), 3, "w's register");
+    cr_expect_eq(bib_read_u64le(b + o + TS_W_SIZE), 8);
+    cr_expect_eq(bib_read_u32le(b + o + TS_W_SIZE + 8), 7);
+    free(b);
+}
+
+Test(tensors, no_section_without_tensor_registers) {
+    size_t size;
+    uint8_t *b = small_bytes(&size);
+    uint32_t count = bib_read_u32le(b + 12);
+    for (uint32_t i = 0; i < count; i++)
+        cr_expect_neq(bib_read_u32le(b + 32 + 16 * i), BIB_SEC_TENSORS);
+    free(b);
+}
+
+Test(tensors, registers_without_declarations_round_trip) {
+    bib_module_t *m = tiny_module();
+    m->tensor_regs = 9;
+    size_t size;
+    uint8_t *b = write_module(m, &size);
+    bib_module_free(m);
+    cr_assert_eq(bib_module_read(b, size, &m, &diag), BIB_OK, "%s", diag.msg);
+    cr_expect_eq(m->tensor_regs, 9);
+    cr_expect_eq(m->tensor_count, 0);
+    bib_module_free(m);
+    free(b);
+}
+
+/* Patches a u32 (or u64 when wide) of the tensors section and expects msg,
+   where %u in msg is the absolute byte offset of the field at fault
+   (section offset + at_fault). */
+static void expect_tensor_error(uint32_t at, uint64_t value, int wide, uint32_t at_fault,
+                                const char *msg) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    uint32_t o = section_offset(b, BIB_SEC_TENSORS);
+    if (wide)
+        bib_write_u64le(b + o + at, value);
+    else
+        bib_write_u32le(b + o + at, (uint32_t)value);
+    fix_checksum(b, size);
+    char want[300];
+    snprintf(want, sizeof want, msg, o + at_fault);
+    expect_format_error(b, size, want);
+    free(b);
+}
+
+Test(tensors, zero_registers_is_an_error) {
+    expect_tensor_error(TS_REGS, 0, 0, TS_REGS,
+                        "byte %u: tensors section declares 0 tensor registers (a module without "
+                        "tensor registers has no tensors section)");
+}
+
+Test(tensors, reserved_word_must_be_zero) {
+    expect_tensor_error(TS_RESERVED, 5, 0, TS_RESERVED,
+                        "byte %u: tensors section reserved word is 0x00000005, must be 0");
+}
+
+Test(tensors, hostile_dimension_name_count) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "byte %%u: dimension name count 4294967295 cannot fit in the %u bytes left in the "
+             "tensors section",
+             TS_END - 16);
+    expect_tensor_error(TS_NAMES, 0xFFFFFFFF, 0, TS_NAMES, msg);
+}
+
+Test(tensors, hostile_tensor_count) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "byte %%u: tensor count 4294967295 cannot fit in the %u bytes left in the tensors "
+             "section",
+             TS_END - 16);
+    expect_tensor_error(TS_COUNT, 0xFFFFFFFF, 0, TS_COUNT, msg);
+}
+
+Test(tensors, rank_over_four_is_rejected_before_reading_dims) {
+    expect_tensor_error(TS_X + 12, 5, 0, TS_X + 12,
+                        "byte %u: tensor 0 has rank 5, more than the limit 4");
+}
+
+Test(tensors, data_size_past_the_section) {
+    expect_tensor_error(TS_W_SIZE, 9, 1, TS_W_SIZE,
+                        "byte %u: tensor 2 'w' has 9 data bytes but only 8 are left in the "
+                        "tensors section");
+    expect_tensor_error(TS_W_SIZE, UINT64_MAX, 1, TS_W_SIZE,
+                        "byte %u: tensor 2 'w' has 18446744073709551615 data bytes but only 8 are "
+                        "left in the tensors section");
+}
+
+Test(tensors, fewer_data_bytes_leave_trailing_bytes) {
+    expect_tensor_error(TS_W_SIZE, 4, 1, TS_W_SIZE + 12,
+                        "byte %u: tensors section has 4 unexpected bytes after its last field");
+}
+
+Test(tensors, empty_tensor_name) {
+    expect_tensor_error(TS_X + 16, 0, 0, TS_X + 16, "byte %u: tensor 0 name is empty");
+}
+
+Test(tensors, dimension_name_with_control_byte) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    uint32_t o = section_offset(b, BIB_SEC_TENSORS);
+    b[o + TS_DIM0 + 2] = '\n';
+    fix_checksum(b, size);
+    char want[200];
+    snprintf(want, sizeof want,
+             "byte %u: dimension name 0 holds byte 0x0A (names may not contain NUL or control "
+             "characters)",
+             o + TS_DIM0 + 2);
+    expect_format_error(b, size, want);
+    free(b);
+}
+
+Test(tensors, meaning_is_left_to_the_verifier) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    uint32_t o = section_offset(b, BIB_SEC_TENSORS);
+    bib_write_u32le(b + o + TS_W, 4); /* w on t4 of 4 registers */
+    fix_checksum(b, size);
+    bib_module_t *m = NULL;
+    cr_expect_eq(bib_module_read(b, size, &m, &diag), BIB_E_VERIFY);
+    cr_expect_str_eq(diag.msg, "tensor 2 'w': register t4 is outside the 4 tensor registers "
+                               "(t0..t3)");
+    free(b);
+}
+
+Test(tensors, write_rejects_rank_over_four) {
+    bib_module_t *m = tensor_module();
+    m->tensors[0].rank = 5;
+    uint8_t *bytes = NULL;
+    size_t size;
+    cr_expect_eq(bib_module_write(m, &bytes, &size, &diag), BIB_E_USAGE);
+    cr_expect_null(bytes);
+    bib_module_free(m);
+}
+
+Test(robust, tensor_module_every_truncation_and_bit_flip) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    uint8_t *copy = malloc(size);
+    for (size_t n = 32; n < size; n++) {
+        memcpy(copy, b, n);
+        fix_header(copy, n);
+        read_must_not_crash(copy, n);
+    }
+    for (size_t bit = 0; bit < size * 8; bit++) {
+        if (bit / 8 >= 24 && bit / 8 < 28)
+            continue;
+        memcpy(copy, b, size);
+        copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        fix_checksum(copy, size);
+        read_must_not_crash(copy, size);
+    }
+    free(copy);
+    free(b);
+}
+
+Test(robust, tensor_module_random_mutations) {
+    size_t size;
+    uint8_t *b = tensor_bytes(&size);
+    uint32_t o = section_offset(b, BIB_SEC_TENSORS);
+    uint8_t *copy = malloc(size);
+    uint64_t state = 0x2545F4914F6CDD1Dull;
+    for (int round = 0; round < 20000; round++) {
+        memcpy(copy, b, size);
+        for (int k = 0; k < 1 + round % 3; k++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = o + (size_t)(state >> 33) % TS_END; /* inside the tensors section */
+            static const uint8_t interesting[] = {0x00, 0xFF, 0x7F, 0x80, 0x01, 0x02, 0x04, 0xFE};
+            copy[at] = (state >> 20) & 1 ? (uint8_t)(state >> 24)
+                                         : interesting[(state >> 40) % sizeof interesting];
+        }
+        fix_checksum(copy, size);
         read_must_not_crash(copy, size);
     }
     free(copy);

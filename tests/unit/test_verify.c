@@ -74,8 +74,9 @@ Test(verify, unknown_opcode) {
 
 Test(verify, reserved_opcode) {
     bib_module_t *m = small_module();
-    m->code[3] = insn(BIB_CODE_MATMUL, 0, 0, 0, 0);
-    expect_error(m, "pc 3: opcode MATMUL (0x00030000) is reserved: not implemented in this build");
+    m->code[3] = insn(BIB_CODE_GPU_MATMUL, 0, 0, 0, 0);
+    expect_error(m,
+                 "pc 3: opcode GPU_MATMUL (0xC0DA0020) is reserved: not implemented in this build");
 }
 
 Test(verify, every_reserved_row_is_rejected) {
@@ -383,4 +384,448 @@ Test(verify, too_many_imports) {
     cr_expect_str_eq(diag.msg, "module has 65537 imports, more than the limit 65536");
     m->import_count = 1;
     bib_module_free(m);
+}
+
+/* ---- tensors ------------------------------------------------------------- */
+
+/* One function main(nregs 4) with the given code, 4 tensor registers and
+   the declarations: x input f32[n, 4] on t0, y output on t1, w constant
+   f32[2] on t2, symbolic dimension "n". */
+static bib_module_t *tensor_module(const bib_insn_t *code, uint32_t count) {
+    bib_module_t *m = calloc(1, sizeof *m);
+    m->code_count = count;
+    m->code = malloc(count * sizeof *m->code);
+    memcpy(m->code, code, count * sizeof *code);
+    m->func_count = 1;
+    m->funcs = calloc(1, sizeof *m->funcs);
+    m->funcs[0] = (bib_function_t){dup_str("main"), 0, count, 0, 4};
+    m->tensor_regs = 4;
+    m->dim_name_count = 1;
+    m->dim_names = malloc(sizeof *m->dim_names);
+    m->dim_names[0] = dup_str("n");
+    m->tensor_count = 3;
+    m->tensors = calloc(3, sizeof *m->tensors);
+    m->tensors[0] = (bib_tensor_decl_t){
+        dup_str("x"), 0, BIB_TENSOR_INPUT, BIB_DTYPE_F32, 2, {BIB_DIM_SYMBOL(0), 4, 0, 0}, NULL, 0};
+    m->tensors[1] = (bib_tensor_decl_t){dup_str("y"), 1, BIB_TENSOR_OUTPUT, 0, 0, {0}, NULL, 0};
+    m->tensors[2] = (bib_tensor_decl_t){
+        dup_str("w"), 2, BIB_TENSOR_CONST, BIB_DTYPE_F32, 1, {2, 0, 0, 0}, calloc(1, 8), 8};
+    return m;
+}
+
+static const bib_insn_t halt_only[] = {{BIB_CODE_HALT, 0, 0, 0, 0}};
+
+static bib_module_t *decl_module(void) {
+    return tensor_module(halt_only, 1);
+}
+
+static void expect_ok(bib_module_t *m) {
+    diag.msg[0] = '\0';
+    cr_expect_eq(bib_module_verify(m, &diag), BIB_OK, "%s", diag.msg);
+    bib_module_free(m);
+}
+
+/* A code array literal and its length, for tensor_module. */
+#define CODE(...)                                                                                  \
+    (const bib_insn_t[]){__VA_ARGS__},                                                             \
+        sizeof((const bib_insn_t[]){__VA_ARGS__}) / sizeof(bib_insn_t)
+
+Test(verify_tensors, accepts_declarations) {
+    expect_ok(decl_module());
+}
+
+Test(verify_tensors, register_outside_the_file) {
+    bib_module_t *m = decl_module();
+    m->tensors[2].reg = 4;
+    expect_error(m, "tensor 2 'w': register t4 is outside the 4 tensor registers (t0..t3)");
+}
+
+Test(verify_tensors, flags_must_be_one_role) {
+    bib_module_t *m = decl_module();
+    m->tensors[0].flags = BIB_TENSOR_INPUT | BIB_TENSOR_CONST;
+    expect_error(m, "tensor 0 'x': flags 0x5 must be exactly one of input (1), output (2) or "
+                    "constant (4)");
+    m = decl_module();
+    m->tensors[1].flags = 8;
+    expect_error(m, "tensor 1 'y': flags 0x8 must be exactly one of input (1), output (2) or "
+                    "constant (4)");
+}
+
+Test(verify_tensors, dtype_must_be_f32_or_i32) {
+    bib_module_t *m = decl_module();
+    m->tensors[0].dtype = 3;
+    expect_error(m, "tensor 0 'x': dtype 3 is not 1 (f32) or 2 (i32)");
+}
+
+Test(verify_tensors, untyped_only_for_rank_zero_outputs) {
+    bib_module_t *m = decl_module();
+    m->tensors[0].dtype = 0;
+    expect_error(m, "tensor 0 'x': dtype 0 (untyped) is allowed only for an output of rank 0");
+    m = decl_module();
+    m->tensors[1].rank = 1;
+    m->tensors[1].dims[0] = 3;
+    expect_error(m, "tensor 1 'y': dtype 0 (untyped) is allowed only for an output of rank 0");
+}
+
+Test(verify_tensors, rank_over_four) {
+    bib_module_t *m = decl_module();
+    m->tensors[0].rank = 5;
+    expect_error(m, "tensor 0 'x': rank 5 is more than the limit 4");
+}
+
+Test(verify_tensors, bad_dimensions) {
+    bib_module_t *m = decl_module();
+    m->tensors[0].dims[1] = 0;
+    expect_error(m, "tensor 0 'x': dimension 1 is 0; expected 1..2147483647, -1 (any) or a "
+                    "symbol -2-i for i < 1");
+    m = decl_module();
+    m->tensors[0].dims[0] = BIB_DIM_SYMBOL(1);
+    expect_error(m, "tensor 0 'x': dimension 0 is -3; expected 1..2147483647, -1 (any) or a "
+                    "symbol -2-i for i < 1");
+    m = decl_module();
+    m->tensors[0].dims[1] = 0x80000000ll;
+    expect_error(m, "tensor 0 'x': dimension 1 is 2147483648; expected 1..2147483647, -1 (any) "
+                    "or a symbol -2-i for i < 1");
+}
+
+Test(verify_tensors, constants_have_fixed_dimensions) {
+    bib_module_t *m = decl_module();
+    m->tensors[2].dims[0] = BIB_DIM_ANY;
+    expect_error(m, "tensor 2 'w': dimension 0 of a constant must be a fixed size, not '?'");
+    m = decl_module();
+    m->tensors[2].dims[0] = BIB_DIM_SYMBOL(0);
+    expect_error(m, "tensor 2 'w': dimension 0 of a constant must be a fixed size, not a symbol");
+}
+
+Test(verify_tensors, constant_data_size_is_numel_times_four) {
+    bib_module_t *m = decl_module();
+    m->tensors[2].init_size = 4;
+    expect_error(m, "tensor 2 'w': the constant has 2 elements, so its data must be 8 bytes, "
+                    "not 4");
+    m = decl_module();
+    free(m->tensors[2].init);
+    m->tensors[2].init = NULL;
+    m->tensors[2].init_size = 0;
+    expect_error(m, "tensor 2 'w': the constant has 2 elements, so its data must be 8 bytes, "
+                    "not 0");
+}
+
+Test(verify_tensors, constant_element_count_overflow) {
+    bib_module_t *m = decl_module();
+    m->tensors[2].rank = 4;
+    for (int k = 0; k < 4; k++)
+        m->tensors[2].dims[k] = BIB_MAX_TENSOR_DIM;
+    expect_error(m, "tensor 2 'w': the constant's element count overflows 64 bits");
+}
+
+Test(verify_tensors, only_constants_carry_data) {
+    bib_module_t *m = decl_module();
+    m->tensors[0].init = calloc(1, 4);
+    m->tensors[0].init_size = 4;
+    expect_error(m, "tensor 0 'x': only constants carry data, but this input has 4 bytes");
+}
+
+Test(verify_tensors, names_unique_and_valid) {
+    bib_module_t *m = decl_module();
+    free(m->tensors[2].name);
+    m->tensors[2].name = dup_str("x");
+    expect_error(m, "tensor 2 'x': duplicate name (also tensor 0)");
+    m = decl_module();
+    m->tensors[1].name[0] = '\t';
+    expect_error(m, "tensor 1: name is missing, empty, longer than 255 bytes or holds control "
+                    "characters");
+}
+
+Test(verify_tensors, dimension_names_unique_and_valid) {
+    bib_module_t *m = decl_module();
+    m->dim_names = realloc(m->dim_names, 2 * sizeof *m->dim_names);
+    m->dim_names[1] = dup_str("n");
+    m->dim_name_count = 2;
+    expect_error(m, "dimension name 1: duplicate name 'n' (also dimension name 0)");
+    m = decl_module();
+    m->dim_names[0][0] = '\0';
+    expect_error(m, "dimension name 0: name is missing, empty, longer than 255 bytes or holds "
+                    "control characters");
+}
+
+Test(verify_tensors, one_input_or_constant_per_register) {
+    bib_module_t *m = decl_module();
+    m->tensors[2].reg = 0;
+    expect_error(m, "tensor 2 'w': register t0 already holds input tensor 0 'x' (a register "
+                    "carries at most one input or constant)");
+}
+
+Test(verify_tensors, output_may_share_an_input_register) {
+    bib_module_t *m = decl_module();
+    m->tensors[1].reg = 0;
+    expect_ok(m);
+}
+
+Test(verify_tensors, register_file_limits) {
+    bib_module_t *m = decl_module();
+    m->tensor_regs = BIB_MAX_TENSOR_REGS + 1;
+    expect_error(m, "module has 65537 tensor registers, more than the limit 65536");
+    m = decl_module();
+    m->tensor_regs = 0;
+    expect_error(m, "module declares 3 tensors and 1 dimension names but no tensor registers");
+}
+
+Test(verify_tensors, operand_register_outside_the_file) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_COPY, 4, 0, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (COPY): operand a names tensor register t4 but the module has 4 tensor "
+                    "registers (t0..t3)");
+    m = small_module();
+    m->code[5] = insn(BIB_CODE_TGET, 0, 0, 0, 0);
+    expect_error(m, "pc 5 (TGET): operand b names tensor register t0 but the module has no tensor "
+                    "registers");
+}
+
+Test(verify_tensors, dtype_operand) {
+    bib_module_t *m =
+        tensor_module(CODE({BIB_CODE_ALLOC, 3, 7, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (ALLOC): operand b is dtype 7; expected 1 (f32) or 2 (i32)");
+}
+
+Test(verify_tensors, dimension_counts_at_most_four) {
+    bib_module_t *m =
+        tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 5}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (ALLOC): operand d gives 5 dimensions, more than the limit 4");
+    m = tensor_module(CODE({BIB_CODE_RESHAPE, 3, 0, 0, 5}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (RESHAPE): operand d gives 5 dimensions, more than the limit 4");
+    m = tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 1, 4}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (ALLOC): register range r1..r4 (c=1, d=4) is outside function 'main' "
+                    "frame of 4 registers");
+    expect_ok(tensor_module(CODE({BIB_CODE_ALLOC, 3, 2, 0, 4}, {BIB_CODE_HALT, 0, 0, 0, 0})));
+}
+
+Test(verify_tensors, every_tensor_row_with_in_range_operands_verifies) {
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        const bib_opinfo_t *info = &bib_isa_table[i];
+        if (info->opclass != BIB_CLASS_TENSOR)
+            continue;
+        /* Reads of t0 (an input, live) and writes to t3 (never allocated),
+           so liveness has nothing to say. */
+        uint32_t w[4] = {0, 0, 0, 0};
+        for (int k = 0; k < 4; k++) {
+            switch (info->kinds[k]) {
+            case BIB_K_TD:
+                w[k] = 3;
+                break;
+            case BIB_K_TM:
+                w[k] = info->flags & BIB_F_TFREE ? 3 : 0;
+                break;
+            case BIB_K_DTYPE:
+                w[k] = BIB_DTYPE_F32;
+                break;
+            case BIB_K_COUNT:
+                w[k] = 2;
+                break;
+            default:
+                break;
+            }
+        }
+        bib_insn_t code[3] = {{BIB_CODE_COPY, 3, 0, 0, 0},
+                              {info->code, w[0], w[1], w[2], w[3]},
+                              {BIB_CODE_HALT, 0, 0, 0, 0}};
+        if (info->flags & BIB_F_TALLOC)
+            code[0] = (bib_insn_t){BIB_CODE_NOP, 0, 0, 0, 0};
+        bib_module_t *m = tensor_module(code, 3);
+        diag.msg[0] = '\0';
+        cr_expect_eq(bib_module_verify(m, &diag), BIB_OK, "%s: %s", info->name, diag.msg);
+        bib_module_free(m);
+    }
+}
+
+/* ---- tensor liveness ------------------------------------------------------ */
+
+Test(liveness, allocated_twice) {
+    bib_module_t *m =
+        tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_NOP, 0, 0, 0, 0},
+                           {BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 2 (ALLOC): t3 is already allocated (allocated twice)");
+}
+
+Test(liveness, alloc_of_an_input_or_constant) {
+    bib_module_t *m =
+        tensor_module(CODE({BIB_CODE_ALLOC, 2, 1, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (ALLOC): t2 is already allocated (allocated twice)");
+}
+
+Test(liveness, freed_twice) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_FREE, 0, 0, 0, 0}, {BIB_CODE_FREE, 0, 0, 0, 0},
+                                         {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 1 (FREE): t0 is already freed (freed twice)");
+}
+
+Test(liveness, freed_before_allocation) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_FREE, 1, 0, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (FREE): t1 was never allocated (freed before allocation)");
+}
+
+Test(liveness, used_after_free) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_FREE, 2, 0, 0, 0}, {BIB_CODE_TADD, 3, 0, 2, 0},
+                                         {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 1 (TADD): operand c reads t2, which is freed (used after free)");
+}
+
+Test(liveness, modified_after_free) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_FREE, 0, 0, 0, 0}, {BIB_CODE_FILL, 0, 1, 0, 0},
+                                         {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 1 (FILL): operand a modifies t0, which is freed (used after free)");
+}
+
+Test(liveness, used_before_allocation) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_TGET, 0, 3, 1, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (TGET): operand b reads t3, which was never allocated (used before "
+                    "allocation)");
+}
+
+Test(liveness, reads_come_before_the_write_of_one_instruction) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_TADD, 3, 3, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (TADD): operand b reads t3, which was never allocated (used before "
+                    "allocation)");
+}
+
+Test(liveness, dead_on_every_path_in_two_ways) {
+    /* Paths 0-3-4 and 0-1-2-4 both reach pc 4 with t1 never allocated. */
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_JZ, 0, 3, 0, 0}, {BIB_CODE_FREE, 0, 0, 0, 0},
+                                         {BIB_CODE_JMP, 4, 0, 0, 0}, {BIB_CODE_NOP, 0, 0, 0, 0},
+                                         {BIB_CODE_COPY, 3, 1, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    /* t1 is never allocated on either path: still definite */
+    expect_error(m, "pc 4 (COPY): operand b reads t1, which was never allocated (used before "
+                    "allocation)");
+    m = tensor_module(CODE({BIB_CODE_JZ, 0, 3, 0, 0}, {BIB_CODE_COPY, 1, 0, 0, 0},
+                           {BIB_CODE_FREE, 1, 0, 0, 0}, {BIB_CODE_COPY, 3, 1, 0, 0},
+                           {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 3 (COPY): operand b reads t1, which is not allocated on any path here "
+                    "(used after free or before allocation)");
+}
+
+Test(liveness, allocated_on_one_path_only_is_not_an_error) {
+    expect_ok(tensor_module(CODE({BIB_CODE_JZ, 0, 2, 0, 0}, {BIB_CODE_ALLOC, 3, 1, 0, 0},
+                                 {BIB_CODE_FREE, 3, 0, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0})));
+}
+
+Test(liveness, loop_that_allocates_and_frees_each_iteration) {
+    /* 0: ALLOC t3; 1: RELU t1, t3; 2: FREE t3; 3: FREE t1; 4: JNZ r0 -> 0; 5: HALT */
+    expect_ok(tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_RELU, 1, 3, 0, 0},
+                                 {BIB_CODE_FREE, 3, 0, 0, 0}, {BIB_CODE_FREE, 1, 0, 0, 0},
+                                 {BIB_CODE_JNZ, 0, 0, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0})));
+}
+
+Test(liveness, loop_that_allocates_without_freeing_is_caught) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_JNZ, 0, 0, 0, 0},
+                                         {BIB_CODE_HALT, 0, 0, 0, 0}));
+    /* The second iteration meets t3 live on the back edge but never-allocated
+       on entry: not definite, so no error. */
+    expect_ok(m);
+    m = tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_NOP, 0, 0, 0, 0},
+                           {BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_JNZ, 0, 1, 0, 0},
+                           {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 2 (ALLOC): t3 is already allocated (allocated twice)");
+}
+
+Test(liveness, writes_allocate_empty_registers) {
+    /* MATMUL into the output, reuse it, free it, write it again. */
+    expect_ok(tensor_module(CODE({BIB_CODE_MATMUL, 1, 0, 0, 0}, {BIB_CODE_TADD, 1, 1, 2, 0},
+                                 {BIB_CODE_FREE, 1, 0, 0, 0}, {BIB_CODE_COPY, 1, 0, 0, 0},
+                                 {BIB_CODE_HALT, 0, 0, 0, 0})));
+}
+
+Test(liveness, a_call_makes_everything_unknown) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_FREE, 0, 0, 0, 0}, {BIB_CODE_CALL, 0, 1, 0, 0},
+                                         {BIB_CODE_COPY, 3, 0, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0},
+                                         {BIB_CODE_COPY, 0, 2, 0, 0}, {BIB_CODE_RET, 0, 0, 0, 0}));
+    m->funcs = realloc(m->funcs, 2 * sizeof *m->funcs);
+    m->funcs[0].count = 4;
+    m->funcs[1] = (bib_function_t){dup_str("remake"), 4, 2, 0, 1};
+    m->func_count = 2;
+    expect_ok(m);
+}
+
+Test(liveness, other_functions_start_unknown) {
+    bib_module_t *m = tensor_module(
+        CODE({BIB_CODE_HALT, 0, 0, 0, 0}, {BIB_CODE_FREE, 3, 0, 0, 0}, {BIB_CODE_RET, 0, 0, 0, 0}));
+    m->funcs = realloc(m->funcs, 2 * sizeof *m->funcs);
+    m->funcs[0].count = 1;
+    m->funcs[1] = (bib_function_t){dup_str("release"), 1, 2, 0, 1};
+    m->func_count = 2;
+    expect_ok(m);
+}
+
+Test(liveness, an_entry_function_that_is_called_starts_unknown) {
+    /* main frees the input then calls itself: the second entry must not
+       assume the input is live, nor report the FREE. */
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_FREE, 0, 0, 0, 0}, {BIB_CODE_JZ, 0, 3, 0, 0},
+                                         {BIB_CODE_CALL, 0, 0, 0, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_ok(m);
+}
+
+Test(liveness, errors_inside_a_non_entry_function_after_its_own_free) {
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_HALT, 0, 0, 0, 0}, {BIB_CODE_FREE, 3, 0, 0, 0},
+                                         {BIB_CODE_FREE, 3, 0, 0, 0}, {BIB_CODE_RET, 0, 0, 0, 0}));
+    m->funcs = realloc(m->funcs, 2 * sizeof *m->funcs);
+    m->funcs[0].count = 1;
+    m->funcs[1] = (bib_function_t){dup_str("release"), 1, 3, 0, 1};
+    m->func_count = 2;
+    expect_error(m, "pc 2 (FREE): t3 is already freed (freed twice)");
+}
+
+Test(liveness, unreachable_code_is_not_judged) {
+    expect_ok(tensor_module(CODE({BIB_CODE_HALT, 0, 0, 0, 0}, {BIB_CODE_FREE, 3, 0, 0, 0},
+                                 {BIB_CODE_HALT, 0, 0, 0, 0})));
+}
+
+Test(liveness, a_use_proves_the_register_live_afterwards) {
+    /* The ALLOC after a successful read of an unknown register is definite. */
+    bib_module_t *m = tensor_module(CODE({BIB_CODE_HALT, 0, 0, 0, 0}, {BIB_CODE_THASH, 0, 3, 0, 0},
+                                         {BIB_CODE_ALLOC, 3, 1, 0, 0}, {BIB_CODE_RET, 0, 0, 0, 0}));
+    m->funcs = realloc(m->funcs, 2 * sizeof *m->funcs);
+    m->funcs[0].count = 1;
+    m->funcs[1] = (bib_function_t){dup_str("f"), 1, 3, 0, 1};
+    m->func_count = 2;
+    expect_error(m, "pc 2 (ALLOC): t3 is already allocated (allocated twice)");
+}
+
+Test(liveness, large_function_stays_fast_and_quiet) {
+    /* 200000 instructions, a block every few, 4 registers: must finish
+       quickly and find the one error at the end. */
+    uint32_t n = 200000;
+    bib_insn_t *code = malloc(n * sizeof *code);
+    for (uint32_t pc = 0; pc + 3 < n; pc += 3) {
+        code[pc] = (bib_insn_t){BIB_CODE_ALLOC, 3, 1, 0, 0};
+        code[pc + 1] = (bib_insn_t){BIB_CODE_JZ, 0, pc + 2, 0, 0};
+        code[pc + 2] = (bib_insn_t){BIB_CODE_FREE, 3, 0, 0, 0};
+    }
+    uint32_t last = n - 3 - (n - 3) % 3 + 3;
+    for (uint32_t pc = last; pc < n - 1; pc++)
+        code[pc] = (bib_insn_t){BIB_CODE_FREE, 3, 0, 0, 0};
+    code[n - 1] = (bib_insn_t){BIB_CODE_HALT, 0, 0, 0, 0};
+    bib_module_t *m = tensor_module(code, n);
+    free(code);
+    char want[128];
+    snprintf(want, sizeof want, "pc %u (FREE): t3 is already freed (freed twice)", last);
+    expect_error(m, want);
+}
+
+Test(liveness, too_many_blocks_times_registers_falls_back_to_unknown) {
+    /* 4096 blocks x 8192 registers is over the state budget: the definite
+       double FREE at the end goes unreported (the VM traps on it), and the
+       verifier does not run out of memory or time. */
+    uint32_t regs = 8192, n = regs + 2 * 4096 + 2;
+    bib_insn_t *code = calloc(n, sizeof *code);
+    uint32_t pc = 0;
+    for (uint32_t r = 0; r < regs; r++)
+        code[pc++] = (bib_insn_t){BIB_CODE_COPY, r, 0, 0, 0};
+    for (uint32_t k = 0; k < 4096; k++, pc += 2) {
+        code[pc] = (bib_insn_t){BIB_CODE_JZ, 0, pc + 1, 0, 0};
+        code[pc + 1] = (bib_insn_t){BIB_CODE_NOP, 0, 0, 0, 0};
+    }
+    code[pc++] = (bib_insn_t){BIB_CODE_FREE, 1, 0, 0, 0};
+    code[pc++] = (bib_insn_t){BIB_CODE_HALT, 0, 0, 0, 0};
+    code[regs + 2 * 4096 - 2] = (bib_insn_t){BIB_CODE_FREE, 1, 0, 0, 0};
+    bib_module_t *m = tensor_module(code, n);
+    free(code);
+    m->tensor_regs = regs;
+    expect_ok(m);
 }

@@ -1,0 +1,127 @@
+/* backends/backend.h: the executor interface.
+ *
+ * Every executor (cpu, vulkan, cuda) fills one bib_executor_ops_t. The VM
+ * dispatches tensor opcodes through it and knows no Vulkan or CUDA type. All
+ * executors obey spec/numerics.md, so every kernel gives the same bits on
+ * every executor; the CPU executor's scalar reference defines those bits.
+ *
+ * Buffers are opaque handles owned by the executor that made them. Tensors
+ * are passed to kernels as views (buffer + element offset + shape), always
+ * contiguous and row-major. The VM, not the executor, decides where a
+ * tensor's valid copy lives and moves it with upload/download.
+ */
+#ifndef BIB_BACKEND_H
+#define BIB_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/bib.h"
+
+/* bib_dtype_t and BIB_MAX_RANK come from include/bib.h. */
+
+/* A tensor as a kernel sees it. */
+typedef struct bib_view {
+    void *buf;       /* executor buffer handle (the CPU executor: the host pointer) */
+    size_t offset;   /* in elements, from the start of buf */
+    uint32_t dtype;  /* bib_dtype_t */
+    uint32_t rank;   /* 0..BIB_MAX_RANK; rank 0 is a scalar */
+    uint32_t dims[BIB_MAX_RANK];
+} bib_view_t;
+
+/* Executor operations. One kernel may serve several opcodes (TADD and TSUB
+ * are BIB_KERNEL_BINARY with a different sub-operation). */
+typedef enum bib_kernel {
+    BIB_KERNEL_MATMUL,    /* out[M,N] = in0[M,K] . in1[K,N] (+ in2[N] bias) then act; sub = bib_act_t */
+    BIB_KERNEL_TRANSPOSE, /* out = in0 with its last two axes swapped */
+    BIB_KERNEL_SOFTMAX,   /* along the last axis */
+    BIB_KERNEL_UNARY,     /* sub = bib_unary_t, elementwise */
+    BIB_KERNEL_BINARY,    /* sub = bib_binary_t; in1 has in0's shape, or is a row [N] for in0's last axis, or one element */
+    BIB_KERNEL_SCALE,     /* out = in0 * f[0] */
+    BIB_KERNEL_REDUCE,    /* sub = bib_reduce_t, along the last axis; out drops that axis */
+    BIB_KERNEL_LAYERNORM, /* in1 = gamma[N], in2 = beta[N]; eps = f[0] */
+    BIB_KERNEL_RMSNORM,   /* in1 = gamma[N]; eps = f[0] */
+    BIB_KERNEL_ATTENTION, /* in0 = q[S,H,D], in1 = k[T,H,D], in2 = v[T,H,D]; out[S,H,D]; f[0] = scale; sub = causal */
+    BIB_KERNEL_GATHER,    /* out[N,D] = in0[V,D] rows at in1 (i32 [N]); an index out of range is an error */
+    BIB_KERNEL_ARGMAX,    /* out (i32) = index of the first maximum along the last axis */
+    BIB_KERNEL_FILL,      /* out[*] = f[0] */
+    BIB_KERNEL_RNG,       /* out[*] = uniform [0,1) from Philox4x32-10; seed = i[0], stream = i[1] */
+    BIB_KERNEL_COPY,      /* out = in0, same element count */
+    BIB_KERNEL__COUNT
+} bib_kernel_t;
+
+typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU } bib_act_t;
+typedef enum bib_unary {
+    BIB_UNARY_RELU,
+    BIB_UNARY_SIGMOID,
+    BIB_UNARY_TANH,
+    BIB_UNARY_GELU,
+    BIB_UNARY_EXP,
+} bib_unary_t;
+typedef enum bib_binary { BIB_BINARY_ADD, BIB_BINARY_SUB, BIB_BINARY_MUL, BIB_BINARY_DIV } bib_binary_t;
+typedef enum bib_reduce { BIB_REDUCE_SUM, BIB_REDUCE_MAX, BIB_REDUCE_MEAN } bib_reduce_t;
+
+/* One kernel invocation. Shapes have been checked by the VM before the call. */
+typedef struct bib_call {
+    bib_kernel_t kernel;
+    uint32_t sub;     /* bib_act_t, bib_unary_t, bib_binary_t, bib_reduce_t, or the causal flag */
+    bib_view_t out;
+    bib_view_t in[3]; /* unused inputs have buf == NULL */
+    float f[2];
+    int64_t i[2];
+} bib_call_t;
+
+typedef struct bib_executor bib_executor_t; /* each executor's own state */
+
+typedef struct bib_executor_config {
+    uint32_t threads;   /* CPU worker threads; 0 means one per core */
+    const char *device; /* device selector for GPU executors; NULL means the best one */
+    bool validation;    /* GPU executors: enable validation layers / extra checks */
+} bib_executor_config_t;
+
+typedef struct bib_executor_ops {
+    const char *name; /* "cpu", "vulkan", "cuda" */
+
+    /* Probes and starts the executor. When it cannot run here it returns
+     * BIB_E_UNAVAILABLE and writes why ("no Vulkan loader", "no device") to
+     * why[0..why_len). The caller owns *out and ends it with shutdown. */
+    bib_status_t (*init)(const bib_executor_config_t *config, bib_executor_t **out, char *why,
+                         size_t why_len);
+    void (*shutdown)(bib_executor_t *ex);
+
+    /* The last error's one-line message. */
+    const char *(*error)(const bib_executor_t *ex);
+
+    bib_status_t (*buffer_alloc)(bib_executor_t *ex, size_t bytes, void **buf);
+    void (*buffer_free)(bib_executor_t *ex, void *buf);
+    bib_status_t (*upload)(bib_executor_t *ex, void *buf, size_t offset_bytes, const void *src,
+                           size_t bytes);
+    bib_status_t (*download)(bib_executor_t *ex, void *buf, size_t offset_bytes, void *dst,
+                             size_t bytes);
+
+    /* Waits until every recorded kernel has finished. */
+    bib_status_t (*synchronize)(bib_executor_t *ex);
+    bib_status_t (*memory)(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total_bytes);
+
+    /* Whether this executor runs the call (kernel, shapes, dtypes) at all. */
+    bool (*supports)(bib_executor_t *ex, const bib_call_t *call);
+    /* One entry per tensor operation: runs (or records) the call. NULL where
+     * the executor lacks the kernel. */
+    bib_status_t (*kernels[BIB_KERNEL__COUNT])(bib_executor_t *ex, const bib_call_t *call);
+
+    /* Optional (may be NULL): a line describing the device and its numerics
+     * paths, for `bib info`. */
+    const char *(*describe)(bib_executor_t *ex);
+} bib_executor_ops_t;
+
+extern const bib_executor_ops_t bib_cpu_executor;
+
+/* The executors compiled into this build (backends/executors.c): the CPU
+ * executor first, then GPU executors in order of preference (CUDA, Vulkan). */
+uint32_t bib_executor_count(void);
+const bib_executor_ops_t *bib_executor_at(uint32_t index);
+/* The executor called name, or NULL when this build has none. */
+const bib_executor_ops_t *bib_executor_find(const char *name);
+
+#endif

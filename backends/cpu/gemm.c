@@ -1,0 +1,262 @@
+/* backends/cpu/gemm.c: the fp32 GEMM driver: reference, scalar level,
+ * packing, cache blocking and the split over threads.
+ *
+ * Blocking (per thread, BLIS order): columns in blocks of nc, k in blocks of
+ * kc, rows in blocks of mc; B's kc x nc block and A's mc x kc block are packed
+ * into panels the micro-kernel streams. Only M and N are ever divided between
+ * threads or tiles; a K block leaves its exact fp32 accumulators in C and the
+ * next K block reloads them, so every output is one unbroken fma chain over k
+ * ascending, as the reference computes it. Micro-kernels live in
+ * gemm_<level>.c. */
+#include "gemm.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include <mimalloc.h>
+
+#define ALIGN 64
+
+static float canonical_nan(void) {
+    uint32_t bits = BIB_GEMM_CANONICAL_NAN_BITS;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline float b_at(const bib_gemm_t *g, size_t p, size_t j) {
+    return g->b_transposed ? g->b[j * g->ldb + p] : g->b[p * g->ldb + j];
+}
+
+/* Rows [m0, m1) of the contract, literally. */
+static void reference_rows(const bib_gemm_t *g, size_t m0, size_t m1) {
+    const float nan = canonical_nan();
+    for (size_t i = m0; i < m1; i++) {
+        const float *a = g->a + i * g->lda;
+        float *c = g->c + i * g->ldc;
+        for (size_t j = 0; j < g->n; j++) {
+            float acc = 0.0f;
+            for (size_t p = 0; p < g->k; p++)
+                acc = fmaf(a[p], b_at(g, p, j), acc);
+            if (g->bias != NULL)
+                acc = acc + g->bias[j];
+            if (isnan(acc))
+                acc = nan;
+            c[j] = acc;
+        }
+        if (g->post != NULL && g->n > 0)
+            g->post(c, g->n, g->post_ctx);
+    }
+}
+
+void bib_gemm_f32_reference(const bib_gemm_t *g) {
+    reference_rows(g, 0, g->m);
+}
+
+/* ---- packing ------------------------------------------------------------ */
+
+/* A[i0 .. i0+mc)[p0 .. p0+kc) into ceil(mc/mr) panels of [kc][mr], rows past
+ * mc zero (their outputs are computed and dropped). */
+static void pack_a(const bib_gemm_t *g, size_t i0, size_t mc, size_t p0, size_t kc, uint32_t mr,
+                   float *restrict out) {
+    for (size_t ir = 0; ir < mc; ir += mr) {
+        size_t rows = mc - ir < mr ? mc - ir : mr;
+        for (size_t r = 0; r < rows; r++) {
+            const float *restrict src = g->a + (i0 + ir + r) * g->lda + p0;
+            for (size_t p = 0; p < kc; p++)
+                out[p * mr + r] = src[p];
+        }
+        for (size_t r = rows; r < mr; r++)
+            for (size_t p = 0; p < kc; p++)
+                out[p * mr + r] = 0.0f;
+        out += kc * mr;
+    }
+}
+
+/* B[p0 .. p0+kc)[j0 .. j0+nc) into ceil(nc/nr) panels of [kc][nr], columns
+ * past nc zero. */
+static void pack_b(const bib_gemm_t *g, size_t p0, size_t kc, size_t j0, size_t nc, uint32_t nr,
+                   float *restrict out) {
+    size_t panels = (nc + nr - 1) / nr;
+    if (!g->b_transposed) {
+        for (size_t p = 0; p < kc; p++) {
+            const float *restrict src = g->b + (p0 + p) * g->ldb + j0;
+            for (size_t q = 0; q < panels; q++) {
+                float *restrict dst = out + q * kc * nr + p * nr;
+                size_t cols = nc - q * nr < nr ? nc - q * nr : nr;
+                memcpy(dst, src + q * nr, cols * sizeof(float));
+                for (size_t j = cols; j < nr; j++)
+                    dst[j] = 0.0f;
+            }
+        }
+        return;
+    }
+    for (size_t q = 0; q < panels; q++) {
+        float *restrict dst = out + q * kc * nr;
+        size_t cols = nc - q * nr < nr ? nc - q * nr : nr;
+        for (size_t j = 0; j < cols; j++) {
+            const float *restrict src = g->b + (j0 + q * nr + j) * g->ldb + p0;
+            for (size_t p = 0; p < kc; p++)
+                dst[p * nr + j] = src[p];
+        }
+        for (size_t j = cols; j < nr; j++)
+            for (size_t p = 0; p < kc; p++)
+                dst[p * nr + j] = 0.0f;
+    }
+}
+
+/* ---- blocked driver ------------------------------------------------------ */
+
+typedef struct scratch {
+    float *a;    /* mc x kc packed A */
+    float *b;    /* kc x nc packed B (nc rounded up to nr) */
+    float *tile; /* mr x nr edge tile */
+    float *bias; /* nr padded bias for edge tiles */
+} scratch_t;
+
+static float *scratch_alloc(const bib_gemm_kernel_t *kd, scratch_t *s) {
+    size_t kc = kd->kc, mc = (kd->mc + kd->mr - 1) / kd->mr * kd->mr;
+    size_t nc = (kd->nc + kd->nr - 1) / kd->nr * kd->nr;
+    size_t total = mc * kc + kc * nc + (size_t)kd->mr * kd->nr + kd->nr;
+    float *base = mi_malloc_aligned(total * sizeof(float), ALIGN);
+    if (base == NULL)
+        return NULL;
+    s->a = base;
+    s->b = s->a + mc * kc;
+    s->tile = s->b + kc * nc;
+    s->bias = s->tile + (size_t)kd->mr * kd->nr;
+    return base;
+}
+
+/* An mr x nr tile that sticks out of C: run the kernel on a private tile and
+ * copy the part that exists. Same chain per output, so the same bits. */
+static void edge_tile(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t *s, size_t kc,
+                      const float *ap, const float *bp, size_t ldbp, float *c, size_t rows,
+                      size_t cols, unsigned flags, const float *bias) {
+    uint32_t nr = kd->nr;
+    if (flags & BIB_GEMM_KERNEL_ACCUMULATE)
+        for (size_t r = 0; r < rows; r++)
+            memcpy(s->tile + r * nr, c + r * g->ldc, cols * sizeof(float));
+    const float *tile_bias = NULL;
+    if (bias != NULL) {
+        memcpy(s->bias, bias, cols * sizeof(float));
+        memset(s->bias + cols, 0, (nr - cols) * sizeof(float));
+        tile_bias = s->bias;
+    }
+    kd->kernel(kc, ap, bp, ldbp, s->tile, nr, flags, tile_bias);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(c + r * g->ldc, s->tile + r * nr, cols * sizeof(float));
+}
+
+/* C[m0, m1) x [n0, n1) on the calling thread. */
+static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t *s, size_t m0,
+                    size_t m1, size_t n0, size_t n1) {
+    const uint32_t mr = kd->mr, nr = kd->nr;
+    /* With few rows, each B panel serves few tiles: read B in place rather
+     * than pay a full copy of it (full panels only; the edge is packed). */
+    const bool direct_b = !g->b_transposed && m1 - m0 <= 4 * (size_t)mr;
+    for (size_t jc = n0; jc < n1; jc += kd->nc) {
+        size_t nc = n1 - jc < kd->nc ? n1 - jc : kd->nc;
+        size_t p0 = 0;
+        do {
+            size_t kc = g->k - p0 < kd->kc ? g->k - p0 : kd->kc;
+            unsigned flags = (p0 > 0 ? BIB_GEMM_KERNEL_ACCUMULATE : 0) |
+                             (p0 + kc == g->k ? BIB_GEMM_KERNEL_FINISH : 0);
+            if (!direct_b)
+                pack_b(g, p0, kc, jc, nc, nr, s->b);
+            else if (nc % nr != 0)
+                pack_b(g, p0, kc, jc + nc / nr * nr, nc % nr, nr, s->b + nc / nr * nr * kc);
+            for (size_t ic = m0; ic < m1; ic += kd->mc) {
+                size_t mc = m1 - ic < kd->mc ? m1 - ic : kd->mc;
+                pack_a(g, ic, mc, p0, kc, mr, s->a);
+                for (size_t jr = 0; jr < nc; jr += nr) {
+                    size_t cols = nc - jr < nr ? nc - jr : nr;
+                    const float *bp = s->b + jr * kc;
+                    size_t ldbp = nr;
+                    if (direct_b && cols == nr) {
+                        bp = g->b + p0 * g->ldb + jc + jr;
+                        ldbp = g->ldb;
+                    }
+                    const float *bias = (flags & BIB_GEMM_KERNEL_FINISH) && g->bias != NULL
+                                            ? g->bias + jc + jr
+                                            : NULL;
+                    for (size_t ir = 0; ir < mc; ir += mr) {
+                        size_t rows = mc - ir < mr ? mc - ir : mr;
+                        const float *ap = s->a + ir * kc;
+                        float *c = g->c + (ic + ir) * g->ldc + jc + jr;
+                        if (rows == mr && cols == nr)
+                            kd->kernel(kc, ap, bp, ldbp, c, g->ldc, flags, bias);
+                        else
+                            edge_tile(g, kd, s, kc, ap, bp, ldbp, c, rows, cols, flags, bias);
+                    }
+                }
+                if ((flags & BIB_GEMM_KERNEL_FINISH) && g->post != NULL)
+                    for (size_t i = ic; i < ic + mc; i++)
+                        g->post(g->c + i * g->ldc + jc, nc, g->post_ctx);
+            }
+            p0 += kc;
+        } while (p0 < g->k);
+    }
+}
+
+typedef struct job {
+    const bib_gemm_t *g;
+    const bib_gemm_kernel_t *kd; /* NULL: scalar level */
+    bool split_n;                /* chunks are column panels, else row panels */
+    atomic_bool out_of_memory;
+} job_t;
+
+static void run_chunk(void *ctx, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    job_t *job = ctx;
+    const bib_gemm_t *g = job->g;
+    if (job->kd == NULL) {
+        reference_rows(g, begin, end);
+        return;
+    }
+    size_t m0 = 0, m1 = g->m, n0 = 0, n1 = g->n;
+    if (job->split_n) {
+        n0 = begin * job->kd->nr;
+        n1 = end * job->kd->nr < g->n ? end * job->kd->nr : g->n;
+    } else {
+        m0 = begin * job->kd->mr;
+        m1 = end * job->kd->mr < g->m ? end * job->kd->mr : g->m;
+    }
+    scratch_t s;
+    float *base = scratch_alloc(job->kd, &s);
+    if (base == NULL) {
+        atomic_store(&job->out_of_memory, true);
+        return;
+    }
+    blocked(g, job->kd, &s, m0, m1, n0, n1);
+    mi_free(base);
+}
+
+/* Below this many multiply-adds a second thread costs more than it saves. */
+#define PARALLEL_MIN_FMAS (64u * 64u * 64u)
+
+bib_status_t bib_gemm_f32(bib_threadpool_t *pool, bib_cpu_level_t level, const bib_gemm_t *g) {
+    if (g->m == 0 || g->n == 0)
+        return BIB_OK;
+    job_t job = {.g = g, .kd = NULL, .split_n = false};
+    atomic_init(&job.out_of_memory, false);
+    if ((double)g->m * (double)g->n * (double)(g->k > 0 ? g->k : 1) < PARALLEL_MIN_FMAS)
+        pool = NULL;
+    switch (level) {
+    case BIB_CPU_LEVEL_AVX512:
+        job.kd = &bib_gemm_kernel_avx512;
+        break;
+    case BIB_CPU_LEVEL_AVX2:
+        job.kd = &bib_gemm_kernel_avx2;
+        break;
+    case BIB_CPU_LEVEL_SCALAR:
+        bib_threadpool_parallel_for(pool, g->m, 1, run_chunk, &job);
+        return BIB_OK;
+    }
+    size_t panels_m = (g->m + job.kd->mr - 1) / job.kd->mr;
+    size_t panels_n = (g->n + job.kd->nr - 1) / job.kd->nr;
+    job.split_n = panels_n >= panels_m;
+    bib_threadpool_parallel_for(pool, job.split_n ? panels_n : panels_m, 1, run_chunk, &job);
+    return atomic_load(&job.out_of_memory) ? BIB_E_NOMEM : BIB_OK;
+}

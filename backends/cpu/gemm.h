@@ -1,0 +1,93 @@
+/* backends/cpu/gemm.h: the CPU executor's fp32 matrix multiply.
+ *
+ * Owns the bit contract of MATMUL on the CPU (spec/numerics.md states it for
+ * every executor): each output is
+ *
+ *     acc = +0.0f; for p = 0 .. k-1 ascending: acc = fmaf(A[i][p], B[p][j], acc);
+ *     if (bias) acc = acc + bias[j];          (one IEEE add)
+ *     if (isnan(acc)) acc = BIB_GEMM_CANONICAL_NAN;
+ *     then the caller's post-op, if any, on the finished value.
+ *
+ * Every SIMD level and every thread count gives exactly these bits: lanes run
+ * across j (one lane, one chain), tiles cut M and N only, and a K block hands
+ * its exact fp32 accumulator to the next through C. k == 0 gives +0.0f (+bias).
+ *
+ * Does not own the activations (relu, gelu): the executor passes them as a
+ * post-op so their -0/NaN rules live with the other elementwise kernels.
+ */
+#ifndef BIB_CPU_GEMM_H
+#define BIB_CPU_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../include/bib.h"
+#include "cpufeatures.h"
+#include "threadpool.h"
+
+/* The one NaN a GEMM writes (quiet, positive, zero payload); NaN payloads
+ * differ between fma implementations, so every executor writes this one. */
+#define BIB_GEMM_CANONICAL_NAN_BITS 0x7FC00000u
+
+/* Runs on finished outputs C[row][col .. col+count) in place, after the bias
+ * and NaN canonicalisation. Called once per (row, column block) with
+ * count <= n, possibly from several threads at once on disjoint ranges; it
+ * must compute each element from that element alone. */
+typedef void (*bib_gemm_post_fn)(float *c, size_t count, void *ctx);
+
+/* C[m,n] = A[m,k] . B[k,n] (+ bias[n]), then post.
+ * Row-major with explicit leading dimensions (in elements), so a view into a
+ * bigger tensor (one attention head of q[S,H,D]: a = q + h*D, lda = H*D) needs
+ * no copy. C must not overlap A, B or bias. */
+typedef struct bib_gemm {
+    size_t m, n, k;
+    const float *a; /* A[i][p] = a[i*lda + p] */
+    size_t lda;
+    const float *b; /* B[p][j] = b[p*ldb + j]; with b_transposed, B[p][j] = b[j*ldb + p] */
+    size_t ldb;
+    bool b_transposed; /* b is stored [n][k]: Q . K^T passes K as-is */
+    float *c;          /* C[i][j] = c[i*ldc + j]; fully overwritten (no beta) */
+    size_t ldc;
+    const float *bias;     /* nullable; [n] */
+    bib_gemm_post_fn post; /* nullable */
+    void *post_ctx;
+} bib_gemm_t;
+
+/* Computes *g at `level` (one that bib_cpu_level_select returned on this CPU)
+ * on up to bib_threadpool_size(pool) threads; pool may be NULL (calling thread
+ * only), which is also how to call it from inside a parallel_for chunk.
+ * Returns BIB_E_NOMEM when packing buffers cannot be allocated (C is then
+ * partly written), BIB_OK otherwise. */
+bib_status_t bib_gemm_f32(bib_threadpool_t *pool, bib_cpu_level_t level, const bib_gemm_t *g);
+
+/* The reference: the contract's loop, literally, on the calling thread with
+ * libm fmaf. Slow; it defines the bits the other paths are tested against. */
+void bib_gemm_f32_reference(const bib_gemm_t *g);
+
+/* ---- internal: the per-level micro-kernels (gemm_avx2.c, gemm_avx512.c) ----
+ * A kernel computes one full mr x nr tile of C from packed panels:
+ *   ap: [kc][mr] (A rows of the tile, k-major), bp: [kc] rows of nr floats,
+ *   row p at bp + p*ldbp (ldbp == nr for a packed panel).
+ * flags: BIB_GEMM_KERNEL_ACCUMULATE starts from the tile's current C values
+ * (the previous K block's exact accumulators) instead of +0; BIB_GEMM_KERNEL_FINISH
+ * adds bias[0..nr) (when non-NULL) and canonicalises NaN before storing. */
+enum {
+    BIB_GEMM_KERNEL_ACCUMULATE = 1u << 0,
+    BIB_GEMM_KERNEL_FINISH = 1u << 1,
+};
+
+typedef void (*bib_gemm_kernel_fn)(size_t kc, const float *ap, const float *bp, size_t ldbp,
+                                   float *c, size_t ldc, unsigned flags, const float *bias);
+
+typedef struct bib_gemm_kernel {
+    const char *name;
+    uint32_t mr, nr;     /* register tile */
+    uint32_t kc, mc, nc; /* cache blocks: kc for L1, mc rows of packed A, nc columns of packed B */
+    bib_gemm_kernel_fn kernel;
+} bib_gemm_kernel_t;
+
+extern const bib_gemm_kernel_t bib_gemm_kernel_avx2;
+extern const bib_gemm_kernel_t bib_gemm_kernel_avx512;
+
+#endif

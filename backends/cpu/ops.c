@@ -1,0 +1,603 @@
+/* backends/cpu/ops.c: the CPU executor's tensor kernels.
+ *
+ * Owns the scalar reference of every bib_kernel_t (the bits every executor
+ * must reproduce, spec/numerics.md), the reference GEMM chain used when no
+ * GEMM engine is attached, and the driver that splits a call into fixed
+ * chunks of rows and hands each row to the row functions of the selected
+ * SIMD level. It does not own the optimized GEMM (gemm*.c), the thread pool
+ * (threadpool.c) or level detection (cpufeatures.c).
+ */
+#include "backends/cpu/ops.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/bmath.h"
+#include "backends/cpu/gemm.h"
+
+/* ---- scalar row functions: the reference ----------------------------- */
+
+static float scalar_unary1(bib_unary_t op, float x) {
+    switch (op) {
+    case BIB_UNARY_RELU:
+        return bib_relu(x);
+    case BIB_UNARY_SIGMOID:
+        return bib_sigmoid(x);
+    case BIB_UNARY_TANH:
+        return bib_tanh(x);
+    case BIB_UNARY_GELU:
+        return bib_gelu(x);
+    case BIB_UNARY_EXP:
+        return bib_exp(x);
+    }
+    return bib_f32_canonical_nan();
+}
+
+static void scalar_unary(bib_unary_t op, const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = scalar_unary1(op, x[i]);
+}
+
+static float scalar_binary1(bib_binary_t op, float a, float b) {
+    switch (op) {
+    case BIB_BINARY_ADD:
+        return bib_f32_canon(a + b);
+    case BIB_BINARY_SUB:
+        return bib_f32_canon(a - b);
+    case BIB_BINARY_MUL:
+        return bib_f32_canon(a * b);
+    case BIB_BINARY_DIV:
+        return bib_f32_canon(a / b);
+    }
+    return bib_f32_canonical_nan();
+}
+
+static void scalar_binary(bib_binary_t op, const float *a, const float *b, size_t b_step, float *y,
+                          size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = scalar_binary1(op, a[i], b[i * b_step]);
+}
+
+static void scalar_scale(const float *x, float s, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canon(x[i] * s);
+}
+
+static void scalar_softmax(const float *x, float *y, size_t n) {
+    float m = bib_max(x, n);
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_exp(x[i] - m);
+    float s = bib_tree_sum(y, n);
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canon(y[i] / s);
+}
+
+static void scalar_layernorm(const float *x, const float *gamma, const float *beta, float eps,
+                             float *y, size_t n) {
+    float nf = (float)n;
+    float mean = bib_tree_sum(x, n) / nf;
+    float var = bib_tree_sum_sqdev(x, mean, n) / nf;
+    float den = sqrtf(var + eps);
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canon(((x[i] - mean) / den) * gamma[i] + beta[i]);
+}
+
+static void scalar_rmsnorm(const float *x, const float *gamma, float eps, float *y, size_t n) {
+    float ms = bib_tree_sum_sq(x, n) / (float)n;
+    float den = sqrtf(ms + eps);
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canon((x[i] / den) * gamma[i]);
+}
+
+static float scalar_sum(const float *x, size_t n) {
+    return bib_tree_sum(x, n);
+}
+
+static float scalar_max(const float *x, size_t n) {
+    return bib_max(x, n);
+}
+
+static void scalar_axpy(float a, const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = fmaf(a, x[i], y[i]);
+}
+
+const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
+    .name = "scalar",
+    .unary = scalar_unary,
+    .binary = scalar_binary,
+    .scale = scalar_scale,
+    .softmax = scalar_softmax,
+    .layernorm = scalar_layernorm,
+    .rmsnorm = scalar_rmsnorm,
+    .sum = scalar_sum,
+    .max = scalar_max,
+    .axpy = scalar_axpy,
+};
+
+const bib_cpu_rowops_t *bib_cpu_rowops_for(bib_cpu_level_t level) {
+    switch (level) {
+    case BIB_CPU_LEVEL_SCALAR:
+        return &bib_cpu_rowops_scalar;
+    case BIB_CPU_LEVEL_AVX2:
+        return &bib_cpu_rowops_avx2;
+    case BIB_CPU_LEVEL_AVX512:
+        return &bib_cpu_rowops_avx512;
+    }
+    return NULL;
+}
+
+/* ---- Philox4x32-10 ---------------------------------------------------- */
+
+void bib_cpu_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n1 = (uint32_t)p1;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        uint32_t n3 = (uint32_t)p0;
+        c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
+}
+
+/* ---- the driver --------------------------------------------------------- */
+
+static size_t view_count(const bib_view_t *v) {
+    size_t n = 1;
+    for (uint32_t i = 0; i < v->rank; i++)
+        n *= v->dims[i];
+    return n;
+}
+
+static size_t view_last(const bib_view_t *v) {
+    return v->rank ? v->dims[v->rank - 1] : 1;
+}
+
+static float *view_f32(const bib_view_t *v) {
+    return (float *)v->buf + v->offset;
+}
+
+static int32_t *view_i32(const bib_view_t *v) {
+    return (int32_t *)v->buf + v->offset;
+}
+
+/* Chunk sizes: fixed, so the split is the same on every run; they only
+ * decide which thread computes a row, never how. */
+#define ELEMENT_GRAIN ((size_t)1 << 15)
+
+static size_t row_grain(size_t row_len) {
+    size_t g = ELEMENT_GRAIN / (row_len ? row_len : 1);
+    return g ? g : 1;
+}
+
+static void run_parallel(const bib_cpu_ctx_t *ctx, size_t n, size_t grain, bib_parallel_fn fn,
+                         void *arg) {
+    if (n == 0)
+        return;
+    bib_threadpool_parallel_for(ctx->pool, n, grain, fn, arg);
+}
+
+typedef struct task {
+    const bib_cpu_ctx_t *ctx;
+    const bib_call_t *call;
+    size_t row_len;
+} task_t;
+
+static void task_unary(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    t->ctx->rowops->unary((bib_unary_t)t->call->sub, view_f32(&t->call->in[0]) + begin,
+                          view_f32(&t->call->out) + begin, end - begin);
+}
+
+static void task_scale(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    t->ctx->rowops->scale(view_f32(&t->call->in[0]) + begin, t->call->f[0],
+                          view_f32(&t->call->out) + begin, end - begin);
+}
+
+static void task_binary_flat(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const float *b = view_f32(&t->call->in[1]);
+    size_t b_step = t->row_len; /* 1: same shape; 0: one element */
+    t->ctx->rowops->binary((bib_binary_t)t->call->sub, view_f32(&t->call->in[0]) + begin,
+                           b + begin * b_step, b_step, view_f32(&t->call->out) + begin,
+                           end - begin);
+}
+
+static void task_binary_rows(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    size_t n = t->row_len;
+    const float *a = view_f32(&t->call->in[0]);
+    const float *b = view_f32(&t->call->in[1]);
+    float *y = view_f32(&t->call->out);
+    for (size_t r = begin; r < end; r++)
+        t->ctx->rowops->binary((bib_binary_t)t->call->sub, a + r * n, b, 1, y + r * n, n);
+}
+
+static void task_softmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    size_t n = t->row_len;
+    const float *x = view_f32(&t->call->in[0]);
+    float *y = view_f32(&t->call->out);
+    for (size_t r = begin; r < end; r++)
+        t->ctx->rowops->softmax(x + r * n, y + r * n, n);
+}
+
+static void task_layernorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    size_t n = t->row_len;
+    const float *x = view_f32(&c->in[0]);
+    float *y = view_f32(&c->out);
+    for (size_t r = begin; r < end; r++)
+        t->ctx->rowops->layernorm(x + r * n, view_f32(&c->in[1]), view_f32(&c->in[2]), c->f[0],
+                                  y + r * n, n);
+}
+
+static void task_rmsnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    size_t n = t->row_len;
+    const float *x = view_f32(&c->in[0]);
+    float *y = view_f32(&c->out);
+    for (size_t r = begin; r < end; r++)
+        t->ctx->rowops->rmsnorm(x + r * n, view_f32(&c->in[1]), c->f[0], y + r * n, n);
+}
+
+static void task_reduce(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    size_t n = t->row_len;
+    const float *x = view_f32(&c->in[0]);
+    float *y = view_f32(&c->out);
+    for (size_t r = begin; r < end; r++) {
+        if (c->sub == BIB_REDUCE_MAX) {
+            y[r] = t->ctx->rowops->max(x + r * n, n);
+        } else {
+            float s = t->ctx->rowops->sum(x + r * n, n);
+            y[r] = bib_f32_canon(c->sub == BIB_REDUCE_MEAN ? s / (float)n : s);
+        }
+    }
+}
+
+static void task_argmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    size_t n = t->row_len;
+    const float *x = view_f32(&t->call->in[0]);
+    int32_t *y = view_i32(&t->call->out);
+    for (size_t r = begin; r < end; r++) {
+        const float *row = x + r * n;
+        size_t best = 0;
+        int32_t best_key = n ? bib_f32_order_key(row[0]) : 0;
+        for (size_t i = 0; i < n; i++) {
+            if (row[i] != row[i]) {
+                best = i;
+                break;
+            }
+            int32_t k = bib_f32_order_key(row[i]);
+            if (k > best_key) {
+                best_key = k;
+                best = i;
+            }
+        }
+        y[r] = (int32_t)best;
+    }
+}
+
+typedef struct act_post {
+    const bib_cpu_rowops_t *rowops;
+    bib_unary_t op;
+} act_post_t;
+
+static void matmul_act(float *c, size_t count, void *arg) {
+    const act_post_t *post = arg;
+    post->rowops->unary(post->op, c, c, count);
+}
+
+static bib_status_t run_matmul(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+    size_t m = c->in[0].dims[0], k = c->in[0].dims[1], n = c->in[1].dims[1];
+    act_post_t post = {ctx->rowops, c->sub == BIB_ACT_GELU ? BIB_UNARY_GELU : BIB_UNARY_RELU};
+    bib_gemm_t g = {
+        .m = m,
+        .n = n,
+        .k = k,
+        .a = view_f32(&c->in[0]),
+        .lda = k,
+        .b = view_f32(&c->in[1]),
+        .ldb = n,
+        .c = view_f32(&c->out),
+        .ldc = n,
+        .bias = c->in[2].buf ? view_f32(&c->in[2]) : NULL,
+        .post = c->sub == BIB_ACT_NONE ? NULL : matmul_act,
+        .post_ctx = &post,
+    };
+    bib_status_t st = bib_gemm_f32(ctx->pool, ctx->level, &g);
+    if (st != BIB_OK)
+        snprintf(ctx->error, ctx->error_len, "matmul: out of memory for packing buffers (%zux%zux%zu)",
+                 m, n, k);
+    return st;
+}
+
+static void task_transpose(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    /* Rows here are output rows: batch * cols of the input. */
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const bib_view_t *in = &c->in[0];
+    size_t rows = in->dims[in->rank - 2], cols = in->dims[in->rank - 1];
+    const uint32_t *x = (const uint32_t *)in->buf + in->offset;
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    for (size_t r0 = 0; r0 < rows; r0 += 64) {
+        size_t r1 = r0 + 64 < rows ? r0 + 64 : rows;
+        for (size_t o = begin; o < end; o++) {
+            size_t batch = o / cols, col = o % cols;
+            const uint32_t *src = x + batch * rows * cols + col;
+            uint32_t *dst = y + o * rows;
+            for (size_t r = r0; r < r1; r++)
+                dst[r] = src[r * cols];
+        }
+    }
+}
+
+static void task_rng(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    float *y = view_f32(&c->out);
+    uint64_t seed = (uint64_t)c->i[0], stream = (uint64_t)c->i[1];
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    for (size_t e = begin; e < end;) {
+        uint64_t block = e / 4;
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)stream,
+                           (uint32_t)(stream >> 32)};
+        uint32_t words[4];
+        bib_cpu_philox4x32_10(ctr, key, words);
+        for (size_t w = e % 4; w < 4 && e < end; w++, e++)
+            y[e] = (float)(words[w] >> 8) * 0x1p-24f;
+    }
+}
+
+/* ATTENTION: a task unit is one head and a block of ATTN_BLOCK queries. The
+ * scores of the block come from the GEMM (its chains are the contract's q.k
+ * chains); the output chains run over the valid keys only, so a masked key
+ * is never exp'd and never touches the sum or the output. */
+#define ATTN_BLOCK 16
+
+typedef struct attn_task {
+    const bib_cpu_ctx_t *ctx;
+    const bib_call_t *call;
+    float *scratch; /* ATTN_BLOCK * T floats per chunk */
+    atomic_int failed;
+} attn_task_t;
+
+static size_t attn_valid(const bib_call_t *c, size_t i) {
+    size_t s_len = c->in[0].dims[0], t_len = c->in[1].dims[0];
+    if (!c->sub)
+        return t_len;
+    /* Causal: query i sees keys j <= i + (T - S), queries aligned with the
+     * last S keys. */
+    int64_t limit = (int64_t)i + (int64_t)t_len - (int64_t)s_len + 1;
+    return limit <= 0 ? 0 : (size_t)limit < t_len ? (size_t)limit : t_len;
+}
+
+static void task_attention(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    attn_task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const bib_cpu_rowops_t *ro = t->ctx->rowops;
+    size_t s_len = c->in[0].dims[0], heads = c->in[0].dims[1], d_len = c->in[0].dims[2];
+    size_t t_len = c->in[1].dims[0], stride = heads * d_len;
+    size_t blocks = (s_len + ATTN_BLOCK - 1) / ATTN_BLOCK;
+    const float *q = view_f32(&c->in[0]), *k = view_f32(&c->in[1]), *v = view_f32(&c->in[2]);
+    float *o = view_f32(&c->out);
+    float *scores = t->scratch + (size_t)chunk * ATTN_BLOCK * t_len;
+    for (size_t unit = begin; unit < end; unit++) {
+        size_t h = unit / blocks, i0 = (unit % blocks) * ATTN_BLOCK;
+        size_t rows = s_len - i0 < ATTN_BLOCK ? s_len - i0 : ATTN_BLOCK;
+        size_t cols = attn_valid(c, i0 + rows - 1);
+        if (cols) {
+            bib_gemm_t g = {.m = rows, .n = cols, .k = d_len, .a = q + i0 * stride + h * d_len,
+                            .lda = stride, .b = k + h * d_len, .ldb = stride,
+                            .b_transposed = true, .c = scores, .ldc = t_len};
+            if (bib_gemm_f32(NULL, t->ctx->level, &g) != BIB_OK) {
+                atomic_store(&t->failed, 1);
+                return;
+            }
+        }
+        for (size_t r = 0; r < rows; r++) {
+            size_t n_valid = attn_valid(c, i0 + r);
+            float *p = scores + r * t_len;
+            float *oi = o + (i0 + r) * stride + h * d_len;
+            ro->scale(p, c->f[0], p, n_valid);
+            ro->softmax(p, p, n_valid);
+            memset(oi, 0, d_len * sizeof *oi);
+            for (size_t j = 0; j < n_valid; j++)
+                ro->axpy(p[j], v + j * stride + h * d_len, oi, d_len);
+            for (size_t d = 0; d < d_len; d++)
+                oi[d] = bib_f32_canon(oi[d]);
+        }
+    }
+}
+
+static bib_status_t run_attention(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+    size_t s_len = c->in[0].dims[0], heads = c->in[0].dims[1], d_len = c->in[0].dims[2];
+    size_t t_len = c->in[1].dims[0];
+    size_t units = heads * ((s_len + ATTN_BLOCK - 1) / ATTN_BLOCK);
+    size_t chunks = bib_threadpool_size(ctx->pool);
+    attn_task_t t = {.ctx = ctx, .call = c};
+    atomic_init(&t.failed, 0);
+    t.scratch = malloc(chunks * ATTN_BLOCK * (t_len ? t_len : 1) * sizeof(float));
+    if (!t.scratch) {
+        snprintf(ctx->error, ctx->error_len, "attention: out of memory for %zu x %zu scores",
+                 (size_t)ATTN_BLOCK, t_len);
+        return BIB_E_NOMEM;
+    }
+    size_t work = ATTN_BLOCK * t_len * (d_len ? d_len : 1) * 2;
+    run_parallel(ctx, units, row_grain(work), task_attention, &t);
+    free(t.scratch);
+    if (atomic_load(&t.failed)) {
+        snprintf(ctx->error, ctx->error_len, "attention: out of memory in the q.k matrix multiply");
+        return BIB_E_NOMEM;
+    }
+    return BIB_OK;
+}
+
+static bib_status_t run_gather(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+    size_t rows = c->in[0].dims[0];
+    size_t width = view_count(&c->in[0]) / (rows ? rows : 1);
+    size_t n = view_count(&c->in[1]);
+    const int32_t *idx = view_i32(&c->in[1]);
+    for (size_t r = 0; r < n; r++) {
+        if (idx[r] < 0 || (size_t)idx[r] >= rows) {
+            snprintf(ctx->error, ctx->error_len,
+                     "gather: index %d at position %zu is outside the table's %zu rows",
+                     (int)idx[r], r, rows);
+            return BIB_E_TRAP;
+        }
+    }
+    const uint32_t *x = (const uint32_t *)c->in[0].buf + c->in[0].offset;
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    for (size_t r = 0; r < n; r++)
+        memcpy(y + r * width, x + (size_t)idx[r] * width, width * sizeof *y);
+    return BIB_OK;
+}
+
+static bool all_f32(const bib_call_t *c, int inputs) {
+    if (c->out.dtype != BIB_DTYPE_F32)
+        return false;
+    for (int i = 0; i < inputs; i++)
+        if (c->in[i].buf && c->in[i].dtype != BIB_DTYPE_F32)
+            return false;
+    return true;
+}
+
+bool bib_cpu_ops_supports(const bib_call_t *c) {
+    switch (c->kernel) {
+    case BIB_KERNEL_MATMUL:
+        return all_f32(c, 3) && c->in[0].rank == 2 && c->in[1].rank == 2 &&
+               c->sub <= BIB_ACT_GELU;
+    case BIB_KERNEL_TRANSPOSE:
+        return c->in[0].rank >= 2 && c->in[0].dtype == c->out.dtype;
+    case BIB_KERNEL_SOFTMAX:
+    case BIB_KERNEL_SCALE:
+    case BIB_KERNEL_LAYERNORM:
+    case BIB_KERNEL_RMSNORM:
+        return all_f32(c, 3);
+    case BIB_KERNEL_UNARY:
+        return all_f32(c, 1) && c->sub <= BIB_UNARY_EXP;
+    case BIB_KERNEL_BINARY:
+        return all_f32(c, 2) && c->sub <= BIB_BINARY_DIV;
+    case BIB_KERNEL_REDUCE:
+        return all_f32(c, 1) && c->sub <= BIB_REDUCE_MEAN;
+    case BIB_KERNEL_ATTENTION:
+        return all_f32(c, 3) && c->in[0].rank == 3 && c->in[1].rank == 3 && c->in[2].rank == 3;
+    case BIB_KERNEL_GATHER:
+        return c->in[1].dtype == BIB_DTYPE_I32 && c->in[0].dtype == c->out.dtype &&
+               c->in[0].rank >= 1;
+    case BIB_KERNEL_ARGMAX:
+        return c->in[0].dtype == BIB_DTYPE_F32 && c->out.dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_FILL:
+    case BIB_KERNEL_COPY:
+        return true;
+    case BIB_KERNEL_RNG:
+        return c->out.dtype == BIB_DTYPE_F32;
+    case BIB_KERNEL__COUNT:
+        break;
+    }
+    return false;
+}
+
+bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+    task_t t = {.ctx = ctx, .call = c};
+    size_t count = view_count(&c->out);
+    size_t last = view_last(&c->in[0]);
+    size_t rows = last ? view_count(&c->in[0]) / last : 0;
+    switch (c->kernel) {
+    case BIB_KERNEL_MATMUL:
+        return run_matmul(ctx, c);
+    case BIB_KERNEL_TRANSPOSE: {
+        size_t cols = c->in[0].dims[c->in[0].rank - 1];
+        size_t in_rows = c->in[0].dims[c->in[0].rank - 2];
+        size_t out_rows = in_rows ? count / in_rows : 0;
+        (void)cols;
+        run_parallel(ctx, out_rows, row_grain(in_rows), task_transpose, &t);
+        return BIB_OK;
+    }
+    case BIB_KERNEL_SOFTMAX:
+        t.row_len = last;
+        run_parallel(ctx, rows, row_grain(last), task_softmax, &t);
+        return BIB_OK;
+    case BIB_KERNEL_UNARY:
+        run_parallel(ctx, count, ELEMENT_GRAIN, task_unary, &t);
+        return BIB_OK;
+    case BIB_KERNEL_BINARY: {
+        size_t nb = view_count(&c->in[1]);
+        if (nb == count || nb == 1) {
+            t.row_len = nb == count ? 1 : 0;
+            run_parallel(ctx, count, ELEMENT_GRAIN, task_binary_flat, &t);
+        } else {
+            t.row_len = last;
+            run_parallel(ctx, rows, row_grain(last), task_binary_rows, &t);
+        }
+        return BIB_OK;
+    }
+    case BIB_KERNEL_SCALE:
+        run_parallel(ctx, count, ELEMENT_GRAIN, task_scale, &t);
+        return BIB_OK;
+    case BIB_KERNEL_REDUCE:
+        t.row_len = last;
+        run_parallel(ctx, rows, row_grain(last), task_reduce, &t);
+        return BIB_OK;
+    case BIB_KERNEL_LAYERNORM:
+        t.row_len = last;
+        run_parallel(ctx, rows, row_grain(last), task_layernorm, &t);
+        return BIB_OK;
+    case BIB_KERNEL_RMSNORM:
+        t.row_len = last;
+        run_parallel(ctx, rows, row_grain(last), task_rmsnorm, &t);
+        return BIB_OK;
+    case BIB_KERNEL_ATTENTION:
+        return run_attention(ctx, c);
+    case BIB_KERNEL_GATHER:
+        return run_gather(ctx, c);
+    case BIB_KERNEL_ARGMAX:
+        t.row_len = last;
+        run_parallel(ctx, rows, row_grain(last), task_argmax, &t);
+        return BIB_OK;
+    case BIB_KERNEL_FILL: {
+        uint32_t word = c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0]
+                                                      : bib_f32_bits(c->f[0]);
+        uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+        for (size_t e = 0; e < count; e++)
+            y[e] = word;
+        return BIB_OK;
+    }
+    case BIB_KERNEL_RNG:
+        run_parallel(ctx, count, ELEMENT_GRAIN, task_rng, &t);
+        return BIB_OK;
+    case BIB_KERNEL_COPY:
+        memmove((uint32_t *)c->out.buf + c->out.offset, (uint32_t *)c->in[0].buf + c->in[0].offset,
+                count * sizeof(uint32_t));
+        return BIB_OK;
+    case BIB_KERNEL__COUNT:
+        break;
+    }
+    snprintf(ctx->error, ctx->error_len, "cpu: kernel %d is not a tensor kernel", (int)c->kernel);
+    return BIB_E_USAGE;
+}

@@ -1,0 +1,68 @@
+/* backends/cpu/ops.h: the CPU executor's tensor kernels (internal header).
+ *
+ * ops.c holds the scalar reference of every kernel except the GEMM core and
+ * runs each call row by row through a bib_cpu_rowops_t, the per-SIMD-level
+ * table of row functions (scalar in ops.c, AVX2 in ops_avx2.c, AVX-512 in
+ * ops_avx512.c). Every level gives the scalar reference's bits: each row
+ * function is the sequence spec/numerics.md writes down, lane by lane.
+ *
+ * Work is split into fixed chunks of whole rows (or elements), and every row
+ * is computed the same way whatever chunk or thread it lands in, so the bits
+ * never depend on the thread count.
+ */
+#ifndef BIB_CPU_OPS_H
+#define BIB_CPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpufeatures.h"
+#include "backends/cpu/threadpool.h"
+
+/* Row functions of one SIMD level. n is the row length; rows never alias
+ * unless y == x (in place is allowed for every function). */
+typedef struct bib_cpu_rowops {
+    const char *name;
+    void (*unary)(bib_unary_t op, const float *x, float *y, size_t n);
+    /* b_step 1: b has n elements; b_step 0: b is one element broadcast. */
+    void (*binary)(bib_binary_t op, const float *a, const float *b, size_t b_step, float *y,
+                   size_t n);
+    void (*scale)(const float *x, float s, float *y, size_t n);
+    void (*softmax)(const float *x, float *y, size_t n);
+    void (*layernorm)(const float *x, const float *gamma, const float *beta, float eps, float *y,
+                      size_t n);
+    void (*rmsnorm)(const float *x, const float *gamma, float eps, float *y, size_t n);
+    float (*sum)(const float *x, size_t n); /* THE tree */
+    float (*max)(const float *x, size_t n); /* NaN -> canonical NaN; -0 < +0 */
+    /* y[i] = fma(a, x[i], y[i]): one step of ATTENTION's output chains. */
+    void (*axpy)(float a, const float *x, float *y, size_t n);
+} bib_cpu_rowops_t;
+
+extern const bib_cpu_rowops_t bib_cpu_rowops_scalar;
+extern const bib_cpu_rowops_t bib_cpu_rowops_avx2;
+extern const bib_cpu_rowops_t bib_cpu_rowops_avx512;
+
+/* What a kernel needs from the executor. */
+typedef struct bib_cpu_ctx {
+    bib_cpu_level_t level;
+    const bib_cpu_rowops_t *rowops; /* bib_cpu_rowops_for(level) */
+    bib_threadpool_t *pool;         /* NULL: the calling thread only */
+    char *error;                    /* one-line message on failure */
+    size_t error_len;
+} bib_cpu_ctx_t;
+
+/* The row functions for a level; NULL when the level is not compiled in. */
+const bib_cpu_rowops_t *bib_cpu_rowops_for(bib_cpu_level_t level);
+
+/* Runs one call. Shapes have been checked by the VM; a data-dependent error
+ * (GATHER's index out of range) returns BIB_E_TRAP with ctx->error set. */
+bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *call);
+
+/* Whether bib_cpu_ops_run handles the call's kernel, dtypes and shapes. */
+bool bib_cpu_ops_supports(const bib_call_t *call);
+
+/* Philox4x32-10 on one counter (spec/numerics.md "RNG"). */
+void bib_cpu_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+#endif

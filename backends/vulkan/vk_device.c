@@ -1,0 +1,1056 @@
+/* backends/vulkan/vk_device.c: the Vulkan executor's device side.
+ *
+ * Owns the instance (with the validation layer and a counting debug
+ * messenger on request), device selection, the start-up probes that choose
+ * the numerics paths, the shader modules (with float-controls execution
+ * modes inserted into the SPIR-V), the lazily built pipeline cache (persisted
+ * under $XDG_CACHE_HOME/bib), and command recording: kernels are recorded
+ * into one command buffer with the barriers their hazards need and submitted
+ * only when the host must wait. Memory lives in vk_memory.c, kernels in
+ * vk_kernels.c. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/vulkan/vk_internal.h"
+#include "backends/vulkan/vk_shaders.h"
+
+#define BIB_VK_SETS_PER_POOL 1024
+
+/* SPIR-V numbers for the float-controls additions (SPIR-V spec, 3.x). */
+enum {
+    SPV_OP_EXTENSION = 10,
+    SPV_OP_ENTRY_POINT = 15,
+    SPV_OP_EXECUTION_MODE = 16,
+    SPV_OP_CAPABILITY = 17,
+    SPV_CAP_FLOAT64 = 10,
+    SPV_CAP_DENORM_PRESERVE = 4464,
+    SPV_CAP_SIGNED_ZERO_INF_NAN_PRESERVE = 4466,
+    SPV_CAP_ROUNDING_MODE_RTE = 4467,
+    SPV_MODE_DENORM_PRESERVE = 4459,
+    SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE = 4461,
+    SPV_MODE_ROUNDING_MODE_RTE = 4462,
+};
+
+bib_status_t bib_vk_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ex->error, sizeof ex->error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+bib_status_t bib_vk_check(bib_executor_t *ex, VkResult r, const char *what) {
+    if (r == VK_SUCCESS)
+        return BIB_OK;
+    bib_status_t st = (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+                          ? BIB_E_NOMEM
+                          : BIB_E_UNAVAILABLE;
+    return bib_vk_fail(ex, st, "vulkan: %s failed (VkResult %d)", what, (int)r);
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL bib_vk_debug_cb(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+    (void)types;
+    bib_executor_t *ex = user;
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        ex->validation_messages++;
+        fprintf(stderr, "vulkan validation: %s\n", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static bool bib_vk_has_layer(const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkLayerProperties *l = calloc(n, sizeof *l);
+    bool found = false;
+    if (l && vkEnumerateInstanceLayerProperties(&n, l) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(l[i].layerName, name) == 0;
+    free(l);
+    return found;
+}
+
+static bool bib_vk_has_instance_ext(const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkExtensionProperties *e = calloc(n, sizeof *e);
+    bool found = false;
+    if (e && vkEnumerateInstanceExtensionProperties(NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+static bool bib_vk_has_device_ext(VkPhysicalDevice pd, const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkExtensionProperties *e = calloc(n, sizeof *e);
+    bool found = false;
+    if (e && vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
+static const char *bib_vk_type_name(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+        return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+        return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+        return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+        return "CPU";
+    default:
+        return "other";
+    }
+}
+
+static int bib_vk_type_rank(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+        return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+        return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+        return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static bool bib_vk_contains_nocase(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return true;
+    }
+    return n == 0;
+}
+
+static bool bib_vk_compute_family(VkPhysicalDevice pd, uint32_t *family) {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties *q = calloc(n ? n : 1, sizeof *q);
+    if (!q)
+        return false;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
+    /* Prefer a compute queue without graphics (a dedicated compute engine). */
+    int best = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT))
+            continue;
+        if (best < 0 || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            best = (int)i;
+    }
+    free(q);
+    if (best < 0)
+        return false;
+    *family = (uint32_t)best;
+    return true;
+}
+
+/* Picks the physical device: the selector (index or name substring) when
+ * given, else the best type (discrete, integrated, virtual, CPU). */
+static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector, char *why,
+                                       size_t why_len) {
+    uint32_t n = 0;
+    VkResult r = vkEnumeratePhysicalDevices(ex->instance, &n, NULL);
+    if (r != VK_SUCCESS || n == 0) {
+        snprintf(why, why_len, "no Vulkan device (vkEnumeratePhysicalDevices: %d devices, %d)",
+                 (int)n, (int)r);
+        return BIB_E_UNAVAILABLE;
+    }
+    VkPhysicalDevice *pds = calloc(n, sizeof *pds);
+    if (!pds)
+        return BIB_E_NOMEM;
+    vkEnumeratePhysicalDevices(ex->instance, &n, pds);
+    int chosen = -1, best_rank = -1;
+    bool numeric = selector && *selector;
+    for (const char *p = selector; numeric && *p; p++)
+        numeric = isdigit((unsigned char)*p) != 0;
+    for (uint32_t i = 0; i < n; i++) {
+        VkPhysicalDeviceProperties pr;
+        vkGetPhysicalDeviceProperties(pds[i], &pr);
+        uint32_t fam;
+        if (!bib_vk_compute_family(pds[i], &fam))
+            continue;
+        if (selector && *selector) {
+            bool match = numeric ? (uint32_t)atoi(selector) == i
+                                 : bib_vk_contains_nocase(pr.deviceName, selector);
+            if (match && chosen < 0)
+                chosen = (int)i;
+            continue;
+        }
+        int rank = bib_vk_type_rank(pr.deviceType);
+        if (rank > best_rank) {
+            best_rank = rank;
+            chosen = (int)i;
+        }
+    }
+    if (chosen < 0) {
+        free(pds);
+        if (selector && *selector)
+            snprintf(why, why_len, "no Vulkan device matches '%s' (%u devices)", selector, n);
+        else
+            snprintf(why, why_len, "no Vulkan device with a compute queue");
+        return BIB_E_UNAVAILABLE;
+    }
+    ex->physical = pds[chosen];
+    free(pds);
+    bib_vk_compute_family(ex->physical, &ex->queue_family);
+    vkGetPhysicalDeviceProperties(ex->physical, &ex->props);
+    vkGetPhysicalDeviceMemoryProperties(ex->physical, &ex->memprops);
+    return BIB_OK;
+}
+
+static bib_status_t bib_vk_create_device(bib_executor_t *ex, char *why, size_t why_len) {
+    VkPhysicalDeviceFeatures feats;
+    vkGetPhysicalDeviceFeatures(ex->physical, &feats);
+    ex->has_f64 = feats.shaderFloat64 == VK_TRUE;
+
+    bool api12 = VK_API_VERSION_MINOR(ex->props.apiVersion) >= 2 ||
+                 VK_API_VERSION_MAJOR(ex->props.apiVersion) > 1;
+    bool fc_ext = bib_vk_has_device_ext(ex->physical, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+    ex->float_controls = api12 || fc_ext;
+    if (ex->float_controls) {
+        VkPhysicalDeviceFloatControlsPropertiesKHR fc = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &fc};
+        vkGetPhysicalDeviceProperties2(ex->physical, &p2);
+        ex->rte32 = fc.shaderRoundingModeRTEFloat32;
+        ex->rte64 = fc.shaderRoundingModeRTEFloat64 && ex->has_f64;
+        ex->denorm32 = fc.shaderDenormPreserveFloat32;
+        ex->denorm64 = fc.shaderDenormPreserveFloat64 && ex->has_f64;
+        ex->szinp32 = fc.shaderSignedZeroInfNanPreserveFloat32;
+        ex->szinp64 = fc.shaderSignedZeroInfNanPreserveFloat64 && ex->has_f64;
+    }
+
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                   .queueFamilyIndex = ex->queue_family,
+                                   .queueCount = 1,
+                                   .pQueuePriorities = &prio};
+    VkPhysicalDeviceFeatures enable = {0};
+    enable.shaderFloat64 = ex->has_f64 ? VK_TRUE : VK_FALSE;
+    const char *exts[1];
+    uint32_t next = 0;
+    if (!api12 && fc_ext)
+        exts[next++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &qci,
+                              .enabledExtensionCount = next,
+                              .ppEnabledExtensionNames = exts,
+                              .pEnabledFeatures = &enable};
+    VkResult r = vkCreateDevice(ex->physical, &dci, NULL, &ex->device);
+    if (r != VK_SUCCESS) {
+        snprintf(why, why_len, "vkCreateDevice failed on '%s' (VkResult %d)", ex->props.deviceName,
+                 (int)r);
+        return BIB_E_UNAVAILABLE;
+    }
+    vkGetDeviceQueue(ex->device, ex->queue_family, 0, &ex->queue);
+    return BIB_OK;
+}
+
+/* ---- pipeline cache file ------------------------------------------------- */
+
+static void bib_vk_cache_path(bib_executor_t *ex) {
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    char dir[900];
+    if (xdg && *xdg)
+        snprintf(dir, sizeof dir, "%s/bib", xdg);
+    else if (home && *home)
+        snprintf(dir, sizeof dir, "%s/.cache/bib", home);
+    else {
+        ex->cache_path[0] = 0;
+        return;
+    }
+    snprintf(ex->cache_path, sizeof ex->cache_path, "%s/vulkan-%08x-%08x.pcache", dir,
+             ex->props.vendorID, ex->props.deviceID);
+}
+
+/* Whether data starts with a pipeline cache header written for this device
+ * (Vulkan spec: header length, version, vendor, device, UUID). A cache from
+ * another device or a corrupt file is ignored, never fatal. */
+static bool bib_vk_cache_valid(const bib_executor_t *ex, const uint8_t *data, size_t size) {
+    if (size < 16 + VK_UUID_SIZE)
+        return false;
+    uint32_t w[4];
+    memcpy(w, data, sizeof w);
+    return w[0] >= 16 + VK_UUID_SIZE && w[0] <= size &&
+           w[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && w[2] == ex->props.vendorID &&
+           w[3] == ex->props.deviceID &&
+           memcmp(data + 16, ex->props.pipelineCacheUUID, VK_UUID_SIZE) == 0;
+}
+
+static void bib_vk_cache_load(bib_executor_t *ex) {
+    bib_vk_cache_path(ex);
+    uint8_t *data = NULL;
+    size_t size = 0;
+    FILE *f = ex->cache_path[0] ? fopen(ex->cache_path, "rb") : NULL;
+    if (f) {
+        if (fseek(f, 0, SEEK_END) == 0) {
+            long len = ftell(f);
+            if (len > 0 && len < (64l << 20) && fseek(f, 0, SEEK_SET) == 0) {
+                data = malloc((size_t)len);
+                if (data && fread(data, 1, (size_t)len, f) == (size_t)len)
+                    size = (size_t)len;
+            }
+        }
+        fclose(f);
+    }
+    bool valid = data && bib_vk_cache_valid(ex, data, size);
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                    .initialDataSize = valid ? size : 0,
+                                    .pInitialData = valid ? data : NULL};
+    if (vkCreatePipelineCache(ex->device, &ci, NULL, &ex->pipeline_cache) != VK_SUCCESS) {
+        ci.initialDataSize = 0;
+        ci.pInitialData = NULL;
+        if (vkCreatePipelineCache(ex->device, &ci, NULL, &ex->pipeline_cache) != VK_SUCCESS)
+            ex->pipeline_cache = VK_NULL_HANDLE;
+    }
+    free(data);
+}
+
+static void bib_vk_mkdirs(const char *path) {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    char *slash = strrchr(tmp, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(tmp, 0755);
+}
+
+/* Best effort: a cache that cannot be written costs only start-up time. */
+static void bib_vk_cache_save(bib_executor_t *ex) {
+    if (!ex->pipeline_cache || !ex->cache_path[0] || ex->pipeline_count == 0)
+        return;
+    size_t size = 0;
+    if (vkGetPipelineCacheData(ex->device, ex->pipeline_cache, &size, NULL) != VK_SUCCESS ||
+        size == 0)
+        return;
+    void *data = malloc(size);
+    if (!data)
+        return;
+    if (vkGetPipelineCacheData(ex->device, ex->pipeline_cache, &size, data) == VK_SUCCESS) {
+        bib_vk_mkdirs(ex->cache_path);
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", ex->cache_path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            bool ok = fwrite(data, 1, size, f) == size;
+            ok = fclose(f) == 0 && ok;
+            if (!ok || rename(tmp, ex->cache_path) != 0)
+                remove(tmp);
+        }
+    }
+    free(data);
+}
+
+/* ---- shader modules with float controls -------------------------------- */
+
+/* Returns a copy of the SPIR-V with the float-controls capabilities,
+ * extension and execution modes the device supports: RTE rounding,
+ * denormal preservation, signed zero / Inf / NaN preservation. The caller
+ * frees it. */
+static uint32_t *bib_vk_patch_spirv(const bib_executor_t *ex, const uint32_t *code, size_t words,
+                                    size_t *out_words) {
+    bool uses64 = false;
+    uint32_t entry = 0;
+    for (size_t i = 5; i < words;) {
+        uint32_t op = code[i] & 0xffff, len = code[i] >> 16;
+        if (len == 0)
+            break;
+        if (op == SPV_OP_CAPABILITY && code[i + 1] == SPV_CAP_FLOAT64)
+            uses64 = true;
+        if (op == SPV_OP_ENTRY_POINT)
+            entry = code[i + 2];
+        i += len;
+    }
+    uint32_t caps[3], ncaps = 0, modes[6][2], nmodes = 0;
+    bool rte = ex->rte32 || (uses64 && ex->rte64);
+    bool den = ex->denorm32 || (uses64 && ex->denorm64);
+    bool sz = ex->szinp32 || (uses64 && ex->szinp64);
+    if (ex->float_controls) {
+        if (rte)
+            caps[ncaps++] = SPV_CAP_ROUNDING_MODE_RTE;
+        if (den)
+            caps[ncaps++] = SPV_CAP_DENORM_PRESERVE;
+        if (sz)
+            caps[ncaps++] = SPV_CAP_SIGNED_ZERO_INF_NAN_PRESERVE;
+        const uint32_t widths[2] = {32, 64};
+        for (int w = 0; w < (uses64 ? 2 : 1); w++) {
+            bool r = w ? ex->rte64 : ex->rte32, d = w ? ex->denorm64 : ex->denorm32,
+                 s = w ? ex->szinp64 : ex->szinp32;
+            if (r)
+                modes[nmodes][0] = SPV_MODE_ROUNDING_MODE_RTE, modes[nmodes++][1] = widths[w];
+            if (d)
+                modes[nmodes][0] = SPV_MODE_DENORM_PRESERVE, modes[nmodes++][1] = widths[w];
+            if (s)
+                modes[nmodes][0] = SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE,
+                modes[nmodes++][1] = widths[w];
+        }
+    }
+    static const char ext_name[] = "SPV_KHR_float_controls"; /* 23 bytes with NUL: 6 words */
+    size_t ext_words = 1 + (sizeof ext_name + 3) / 4;
+    size_t extra = ncaps ? ncaps * 2 + ext_words + nmodes * 4 : 0;
+    uint32_t *out = malloc((words + extra) * sizeof *out);
+    if (!out)
+        return NULL;
+    if (!ncaps) {
+        memcpy(out, code, words * sizeof *out);
+        *out_words = words;
+        return out;
+    }
+    size_t o = 0;
+    memcpy(out, code, 5 * sizeof *out);
+    o = 5;
+    for (uint32_t c = 0; c < ncaps; c++) {
+        out[o++] = (2u << 16) | SPV_OP_CAPABILITY;
+        out[o++] = caps[c];
+    }
+    bool ext_done = false;
+    for (size_t i = 5; i < words;) {
+        uint32_t op = code[i] & 0xffff, len = code[i] >> 16;
+        if (!ext_done && op != SPV_OP_CAPABILITY) {
+            /* SPIR-V 1.3 (Vulkan 1.1) needs the extension for float controls. */
+            out[o++] = ((uint32_t)ext_words << 16) | SPV_OP_EXTENSION;
+            uint32_t packed[6] = {0};
+            memcpy(packed, ext_name, sizeof ext_name);
+            memcpy(out + o, packed, (ext_words - 1) * sizeof *out);
+            o += ext_words - 1;
+            ext_done = true;
+        }
+        memcpy(out + o, code + i, len * sizeof *out);
+        o += len;
+        if (op == SPV_OP_ENTRY_POINT) {
+            for (uint32_t m = 0; m < nmodes; m++) {
+                out[o++] = (4u << 16) | SPV_OP_EXECUTION_MODE;
+                out[o++] = entry;
+                out[o++] = modes[m][0];
+                out[o++] = modes[m][1];
+            }
+        }
+        i += len;
+    }
+    *out_words = o;
+    return out;
+}
+
+static int bib_vk_shader_index(const char *name) {
+    for (int i = 0; bib_vk_shaders[i].name; i++)
+        if (strcmp(bib_vk_shaders[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static bib_status_t bib_vk_module(bib_executor_t *ex, uint32_t index, VkShaderModule *out) {
+    if (!ex->modules) {
+        uint32_t n = 0;
+        while (bib_vk_shaders[n].name)
+            n++;
+        ex->modules = calloc(n, sizeof *ex->modules);
+        if (!ex->modules)
+            return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for shader modules");
+        ex->module_count = n;
+    }
+    if (ex->modules[index]) {
+        *out = ex->modules[index];
+        return BIB_OK;
+    }
+    const bib_vk_shader_t *s = &bib_vk_shaders[index];
+    const uint32_t *code = ex->has_f64 ? s->spv_f64 : s->spv_f32;
+    size_t bytes = ex->has_f64 ? s->spv_f64_bytes : s->spv_f32_bytes;
+    size_t words = 0;
+    uint32_t *patched = bib_vk_patch_spirv(ex, code, bytes / 4, &words);
+    if (!patched)
+        return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory patching %s", s->name);
+    VkShaderModuleCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = words * 4,
+                                   .pCode = patched};
+    VkResult r = vkCreateShaderModule(ex->device, &ci, NULL, &ex->modules[index]);
+    free(patched);
+    if (r != VK_SUCCESS)
+        return bib_vk_fail(ex, BIB_E_UNAVAILABLE,
+                           "vulkan: vkCreateShaderModule(%s) failed (VkResult %d)", s->name,
+                           (int)r);
+    *out = ex->modules[index];
+    return BIB_OK;
+}
+
+static bib_status_t bib_vk_pipeline(bib_executor_t *ex, const char *name, const uint32_t *spec,
+                                    VkPipeline *out) {
+    int index = bib_vk_shader_index(name);
+    if (index < 0)
+        return bib_vk_fail(ex, BIB_E_UNAVAILABLE, "vulkan: no embedded shader '%s'", name);
+    for (uint32_t i = 0; i < ex->pipeline_count; i++) {
+        bib_vk_pipeline_t *p = &ex->pipelines[i];
+        if (p->shader == (uint32_t)index && memcmp(p->spec, spec, sizeof p->spec) == 0) {
+            *out = p->pipeline;
+            return BIB_OK;
+        }
+    }
+    VkShaderModule module = VK_NULL_HANDLE;
+    bib_status_t st = bib_vk_module(ex, (uint32_t)index, &module);
+    if (st != BIB_OK)
+        return st;
+    VkSpecializationMapEntry map[BIB_VK_SPEC_MAX];
+    for (uint32_t i = 0; i < BIB_VK_SPEC_MAX; i++)
+        map[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo si = {BIB_VK_SPEC_MAX, map, sizeof(uint32_t) * BIB_VK_SPEC_MAX, spec};
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = module,
+                  .pName = "main",
+                  .pSpecializationInfo = &si},
+        .layout = ex->pipeline_layout};
+    if (ex->pipeline_count == ex->pipeline_cap) {
+        uint32_t cap = ex->pipeline_cap ? ex->pipeline_cap * 2 : 16;
+        bib_vk_pipeline_t *np = realloc(ex->pipelines, cap * sizeof *np);
+        if (!np)
+            return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for pipelines");
+        ex->pipelines = np;
+        ex->pipeline_cap = cap;
+    }
+    bib_vk_pipeline_t *p = &ex->pipelines[ex->pipeline_count];
+    VkResult r =
+        vkCreateComputePipelines(ex->device, ex->pipeline_cache, 1, &ci, NULL, &p->pipeline);
+    if (r != VK_SUCCESS)
+        return bib_vk_fail(ex, BIB_E_UNAVAILABLE,
+                           "vulkan: vkCreateComputePipelines(%s) failed (VkResult %d)", name,
+                           (int)r);
+    p->shader = (uint32_t)index;
+    memcpy(p->spec, spec, sizeof p->spec);
+    ex->pipeline_count++;
+    *out = p->pipeline;
+    return BIB_OK;
+}
+
+/* ---- recording ----------------------------------------------------------- */
+
+bib_status_t bib_vk_begin(bib_executor_t *ex) {
+    if (ex->recording)
+        return BIB_OK;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    bib_status_t st = bib_vk_check(ex, vkBeginCommandBuffer(ex->cmd, &bi), "vkBeginCommandBuffer");
+    if (st == BIB_OK)
+        ex->recording = true;
+    return st;
+}
+
+bib_status_t bib_vk_flush(bib_executor_t *ex) {
+    if (!ex->recording)
+        return BIB_OK;
+    ex->recording = false;
+    ex->pending_count = 0;
+    bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
+    if (st == BIB_OK) {
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                           .commandBufferCount = 1,
+                           .pCommandBuffers = &ex->cmd};
+        st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
+        if (st == BIB_OK) {
+            ex->submits++;
+            st = bib_vk_check(ex, vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, UINT64_MAX),
+                              "vkWaitForFences");
+            vkResetFences(ex->device, 1, &ex->fence);
+        }
+    }
+    vkResetCommandPool(ex->device, ex->command_pool, 0);
+    vkResetDescriptorPool(ex->device, ex->descriptor_pool, 0);
+    ex->sets_used = 0;
+    ex->staging_used = 0;
+    return st;
+}
+
+void bib_vk_hazard(bib_executor_t *ex, const bib_vk_access_t *acc, uint32_t count) {
+    bool need = ex->pending_count + count > BIB_VK_PENDING_MAX;
+    for (uint32_t i = 0; i < count && !need; i++)
+        for (uint32_t j = 0; j < ex->pending_count && !need; j++) {
+            const bib_vk_access_t *a = &acc[i], *p = &ex->pending[j];
+            need = (a->write || p->write) && a->block == p->block && a->lo < p->hi && p->lo < a->hi;
+        }
+    if (need) {
+        VkMemoryBarrier mb = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+        VkPipelineStageFlags stages =
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+        vkCmdPipelineBarrier(ex->cmd, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
+        ex->pending_count = 0;
+    }
+    for (uint32_t i = 0; i < count && ex->pending_count < BIB_VK_PENDING_MAX; i++)
+        ex->pending[ex->pending_count++] = acc[i];
+}
+
+bib_status_t bib_vk_dispatch(bib_executor_t *ex, const char *name, const uint32_t *spec,
+                             uint32_t spec_count, bib_vk_buffer_t *const *bufs,
+                             const bib_vk_push_t *push, uint32_t gx, uint32_t gy, uint32_t gz) {
+    if (gx == 0 || gy == 0 || gz == 0)
+        return BIB_OK;
+    uint32_t all[BIB_VK_SPEC_MAX] = {(uint32_t)ex->fma_path};
+    for (uint32_t i = 0; i < spec_count && i + 1 < BIB_VK_SPEC_MAX; i++)
+        all[i + 1] = spec[i];
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    bib_status_t st = bib_vk_pipeline(ex, name, all, &pipeline);
+    if (st != BIB_OK)
+        return st;
+    if (ex->sets_used == BIB_VK_SETS_PER_POOL && (st = bib_vk_flush(ex)) != BIB_OK)
+        return st;
+    if ((st = bib_vk_begin(ex)) != BIB_OK)
+        return st;
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                      .descriptorPool = ex->descriptor_pool,
+                                      .descriptorSetCount = 1,
+                                      .pSetLayouts = &ex->set_layout};
+    VkDescriptorSet set;
+    st = bib_vk_check(ex, vkAllocateDescriptorSets(ex->device, &ai, &set),
+                      "vkAllocateDescriptorSets");
+    if (st != BIB_OK)
+        return st;
+    ex->sets_used++;
+    VkDescriptorBufferInfo info[BIB_VK_BINDINGS];
+    VkWriteDescriptorSet writes[BIB_VK_BINDINGS];
+    bib_vk_access_t acc[BIB_VK_BINDINGS];
+    uint32_t nacc = 0;
+    for (uint32_t b = 0; b < BIB_VK_BINDINGS; b++) {
+        /* Unused bindings alias the output so every declared binding is valid. */
+        const bib_vk_buffer_t *buf = bufs[b] ? bufs[b] : bufs[0];
+        info[b] = (VkDescriptorBufferInfo){bib_vk_block_buffer(ex, buf), 0, VK_WHOLE_SIZE};
+        writes[b] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                           .dstSet = set,
+                                           .dstBinding = b,
+                                           .descriptorCount = 1,
+                                           .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                           .pBufferInfo = &info[b]};
+        if (bufs[b])
+            acc[nacc++] = (bib_vk_access_t){bufs[b]->block, bufs[b]->offset,
+                                            bufs[b]->offset + bufs[b]->size, b == 0 || b == 4};
+    }
+    vkUpdateDescriptorSets(ex->device, BIB_VK_BINDINGS, writes, 0, NULL);
+    bib_vk_hazard(ex, acc, nacc);
+    vkCmdBindPipeline(ex->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    vkCmdBindDescriptorSets(ex->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ex->pipeline_layout, 0, 1,
+                            &set, 0, NULL);
+    vkCmdPushConstants(ex->cmd, ex->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *push,
+                       push);
+    vkCmdDispatch(ex->cmd, gx, gy, gz);
+    return BIB_OK;
+}
+
+/* ---- probes -------------------------------------------------------------- */
+
+typedef struct bib_vk_case {
+    float x, y, z;
+} bib_vk_case_t;
+
+static uint32_t bib_vk_rand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 33);
+}
+
+static float bib_vk_f(uint32_t bits) {
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static uint32_t bib_vk_bits(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+#define BIB_VK_FMA_CASES 64
+#define BIB_VK_DEN_CASES 12
+#define BIB_VK_RTE_CASES 68
+
+/* Cases where fused and unfused fma differ, then denormal cases, then
+ * rounding cases (ties, both signs, random). */
+static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
+    uint64_t s = 0x5eedb1bull;
+    uint32_t n = 0;
+    while (n < BIB_VK_FMA_CASES) {
+        float x = bib_vk_f(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
+        float y = bib_vk_f(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
+        if (n & 1)
+            x = -x;
+        volatile float p = x * y;
+        float z = (n & 2) ? -p : bib_vk_f(bib_vk_bits(-p) ^ 1u);
+        volatile float unfused = p + z;
+        if (fmaf(x, y, z) != unfused)
+            c[n++] = (bib_vk_case_t){x, y, z};
+    }
+    const float t70 = ldexpf(1.0f, -70), d149 = ldexpf(1.0f, -149);
+    bib_vk_case_t den[BIB_VK_DEN_CASES] = {
+        {t70, t70, 0.0f},                    /* mul: normal * normal -> denormal */
+        {3 * d149, d149, 0.0f},              /* add: denormal + denormal */
+        {ldexpf(1.5f, -140), 0x1p20f, 0.0f}, /* mul: denormal input -> normal */
+        {-ldexpf(1.0f, -130), 0.5f, d149},   /* mul -> denormal; fma with denormal */
+        {ldexpf(1.0f, -75), ldexpf(1.0f, -75), d149},
+        {ldexpf(1.0f, -126), -ldexpf(1.0f, -127), 0.0f}, /* add -> denormal */
+        {ldexpf(1.0f, -100), ldexpf(1.0f, -30), -ldexpf(1.0f, -131)},
+        {-d149, -d149, d149},
+        {ldexpf(1.75f, -127), 1.5f, -ldexpf(1.0f, -127)},
+        {0x1p-20f, 0x1p-110f, ldexpf(1.0f, -148)},
+        {ldexpf(1.0f, -149), 0.5f, ldexpf(1.0f, -149)}, /* mul: tie at the bottom */
+        {ldexpf(3.0f, -149), 0.5f, 0.0f},
+    };
+    memcpy(c + n, den, sizeof den);
+    n += BIB_VK_DEN_CASES;
+    bib_vk_case_t ties[4] = {
+        {1.0f, 0x1p-24f, 0.0f},
+        {1.0f + 0x1p-23f, 0x1p-24f, 0.0f},
+        {-1.0f, -0x1p-24f, 0.0f},
+        {1.0f + 0x1p-12f, 1.0f + 0x1p-11f, 0.0f},
+    };
+    memcpy(c + n, ties, sizeof ties);
+    n += 4;
+    for (uint32_t i = 0; i < BIB_VK_RTE_CASES - 4; i++) {
+        float x = bib_vk_f(bib_vk_rand(&s) & 0xbfffffffu);
+        float y = bib_vk_f((bib_vk_rand(&s) & 0x807fffffu) | (bib_vk_bits(x) & 0x7f800000u));
+        c[n++] = (bib_vk_case_t){x, y, 0.0f};
+    }
+    return n;
+}
+
+/* Runs the probes and chooses the fma path. Returns BIB_E_UNAVAILABLE (with
+ * why) for a device on which no exact path exists. */
+static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) {
+    enum { N = BIB_VK_FMA_CASES + BIB_VK_DEN_CASES + BIB_VK_RTE_CASES };
+    bib_vk_case_t cases[N];
+    float res[3 * N];
+    uint32_t n = bib_vk_probe_cases(cases);
+    bib_status_t st = bib_vk_run_probe(ex, BIB_VK_FMA_NATIVE, &cases[0].x, res, n);
+    if (st != BIB_OK) {
+        snprintf(why, why_len, "probe failed: %s", ex->error);
+        return st;
+    }
+    ex->probe_fused = true;
+    ex->probe_denormals = true;
+    ex->probe_rte = true;
+    for (uint32_t i = 0; i < n; i++) {
+        volatile float p = cases[i].x * cases[i].y, s = cases[i].x + cases[i].y;
+        bool den = i >= BIB_VK_FMA_CASES && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES;
+        bool ok_f =
+            bib_vk_bits(res[3 * i]) == bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
+        bool ok_ps = bib_vk_bits(res[3 * i + 1]) == bib_vk_bits(p) &&
+                     bib_vk_bits(res[3 * i + 2]) == bib_vk_bits(s);
+        if (i < BIB_VK_FMA_CASES && !ok_f)
+            ex->probe_fused = false;
+        if (den && !ok_ps)
+            ex->probe_denormals = false;
+        if (i >= BIB_VK_FMA_CASES + BIB_VK_DEN_CASES && !ok_ps)
+            ex->probe_rte = false;
+    }
+    ex->fma_path = BIB_VK_FMA_NATIVE;
+    if (!ex->probe_rte) {
+        snprintf(why, why_len, "'%s' does not round float add/mul to nearest-even",
+                 ex->props.deviceName);
+        return BIB_E_UNAVAILABLE;
+    }
+    if (!ex->probe_denormals) {
+        snprintf(why, why_len, "'%s' flushes float denormals (no DenormPreserve)",
+                 ex->props.deviceName);
+        return BIB_E_UNAVAILABLE;
+    }
+    /* The fused path must also handle the denormal cases exactly. */
+    bool native_ok = ex->probe_fused;
+    for (uint32_t i = BIB_VK_FMA_CASES; native_ok && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
+        native_ok =
+            bib_vk_bits(res[3 * i]) == bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
+    if (native_ok)
+        return BIB_OK;
+    if (!ex->has_f64) {
+        snprintf(why, why_len,
+                 "'%s' has no fused fma() and no shaderFloat64 for its exact emulation",
+                 ex->props.deviceName);
+        return BIB_E_UNAVAILABLE;
+    }
+    st = bib_vk_run_probe(ex, BIB_VK_FMA_EMULATED, &cases[0].x, res, n);
+    if (st != BIB_OK) {
+        snprintf(why, why_len, "probe failed: %s", ex->error);
+        return st;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (bib_vk_bits(res[3 * i]) != bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
+            snprintf(why, why_len, "'%s': the fp64 fma emulation failed its probe (case %u)",
+                     ex->props.deviceName, i);
+            return BIB_E_UNAVAILABLE;
+        }
+    }
+    ex->fma_path = BIB_VK_FMA_EMULATED;
+    return BIB_OK;
+}
+
+/* ---- init and shutdown --------------------------------------------------- */
+
+void bib_vk_shutdown(bib_executor_t *ex) {
+    if (!ex)
+        return;
+    if (ex->device) {
+        bib_vk_flush(ex);
+        vkDeviceWaitIdle(ex->device);
+        bib_vk_cache_save(ex);
+        for (uint32_t i = 0; i < ex->pipeline_count; i++)
+            vkDestroyPipeline(ex->device, ex->pipelines[i].pipeline, NULL);
+        for (uint32_t i = 0; i < ex->module_count; i++)
+            if (ex->modules[i])
+                vkDestroyShaderModule(ex->device, ex->modules[i], NULL);
+        if (ex->pipeline_cache)
+            vkDestroyPipelineCache(ex->device, ex->pipeline_cache, NULL);
+        bib_vk_memory_shutdown(ex);
+        if (ex->descriptor_pool)
+            vkDestroyDescriptorPool(ex->device, ex->descriptor_pool, NULL);
+        if (ex->pipeline_layout)
+            vkDestroyPipelineLayout(ex->device, ex->pipeline_layout, NULL);
+        if (ex->set_layout)
+            vkDestroyDescriptorSetLayout(ex->device, ex->set_layout, NULL);
+        if (ex->fence)
+            vkDestroyFence(ex->device, ex->fence, NULL);
+        if (ex->command_pool)
+            vkDestroyCommandPool(ex->device, ex->command_pool, NULL);
+        vkDestroyDevice(ex->device, NULL);
+    }
+    if (ex->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+                ex->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy)
+            destroy(ex->instance, ex->messenger, NULL);
+    }
+    if (ex->instance)
+        vkDestroyInstance(ex->instance, NULL);
+    free(ex->pipelines);
+    free(ex->modules);
+    free(ex);
+}
+
+static bib_status_t bib_vk_create_instance(bib_executor_t *ex, bool validation, char *why,
+                                           size_t why_len) {
+    uint32_t version = VK_API_VERSION_1_0;
+    PFN_vkEnumerateInstanceVersion enum_version =
+        (PFN_vkEnumerateInstanceVersion)vkGetInstanceProcAddr(NULL, "vkEnumerateInstanceVersion");
+    if (enum_version)
+        enum_version(&version);
+    if (version < VK_API_VERSION_1_1) {
+        snprintf(why, why_len, "the Vulkan loader supports only Vulkan 1.0 (need 1.1)");
+        return BIB_E_UNAVAILABLE;
+    }
+    uint32_t api = version < VK_API_VERSION_1_3 ? version : VK_API_VERSION_1_3;
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "bib",
+                             .pEngineName = "bib",
+                             .apiVersion = api};
+    const char *layers[1], *exts[2];
+    uint32_t nlayers = 0, nexts = 0;
+    ex->validation = validation && bib_vk_has_layer("VK_LAYER_KHRONOS_validation") &&
+                     bib_vk_has_instance_ext(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (ex->validation) {
+        layers[nlayers++] = "VK_LAYER_KHRONOS_validation";
+        exts[nexts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    }
+    VkInstanceCreateFlags flags = 0;
+    if (bib_vk_has_instance_ext(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        exts[nexts++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    VkDebugUtilsMessengerCreateInfoEXT mci = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = bib_vk_debug_cb,
+        .pUserData = ex};
+    /* Synchronization validation checks the barriers of bib_vk_hazard. */
+    VkValidationFeatureEnableEXT enables[] = {
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT vf = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                                  .pNext = &mci,
+                                  .enabledValidationFeatureCount = 1,
+                                  .pEnabledValidationFeatures = enables};
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .pNext = ex->validation ? &vf : NULL,
+                               .flags = flags,
+                               .pApplicationInfo = &app,
+                               .enabledLayerCount = nlayers,
+                               .ppEnabledLayerNames = layers,
+                               .enabledExtensionCount = nexts,
+                               .ppEnabledExtensionNames = exts};
+    VkResult r = vkCreateInstance(&ci, NULL, &ex->instance);
+    if (r != VK_SUCCESS) {
+        ex->instance = VK_NULL_HANDLE;
+        snprintf(why, why_len, "no Vulkan instance (vkCreateInstance: VkResult %d%s)", (int)r,
+                 r == VK_ERROR_INCOMPATIBLE_DRIVER ? ", no Vulkan driver installed" : "");
+        return BIB_E_UNAVAILABLE;
+    }
+    if (ex->validation) {
+        PFN_vkCreateDebugUtilsMessengerEXT create =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+                ex->instance, "vkCreateDebugUtilsMessengerEXT");
+        if (create)
+            create(ex->instance, &mci, NULL, &ex->messenger);
+    }
+    return BIB_OK;
+}
+
+static bib_status_t bib_vk_create_objects(bib_executor_t *ex) {
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                   .queueFamilyIndex = ex->queue_family};
+    bib_status_t st = bib_vk_check(
+        ex, vkCreateCommandPool(ex->device, &pci, NULL, &ex->command_pool), "vkCreateCommandPool");
+    if (st != BIB_OK)
+        return st;
+    VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                       .commandPool = ex->command_pool,
+                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                       .commandBufferCount = 1};
+    if ((st = bib_vk_check(ex, vkAllocateCommandBuffers(ex->device, &cai, &ex->cmd),
+                           "vkAllocateCommandBuffers")) != BIB_OK)
+        return st;
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((st = bib_vk_check(ex, vkCreateFence(ex->device, &fci, NULL, &ex->fence),
+                           "vkCreateFence")) != BIB_OK)
+        return st;
+    VkDescriptorSetLayoutBinding b[BIB_VK_BINDINGS];
+    for (uint32_t i = 0; i < BIB_VK_BINDINGS; i++)
+        b[i] = (VkDescriptorSetLayoutBinding){i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                                              VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+    VkDescriptorSetLayoutCreateInfo lci = {.sType =
+                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                           .bindingCount = BIB_VK_BINDINGS,
+                                           .pBindings = b};
+    if ((st = bib_vk_check(ex, vkCreateDescriptorSetLayout(ex->device, &lci, NULL, &ex->set_layout),
+                           "vkCreateDescriptorSetLayout")) != BIB_OK)
+        return st;
+    VkPushConstantRange pr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(bib_vk_push_t)};
+    VkPipelineLayoutCreateInfo plci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                       .setLayoutCount = 1,
+                                       .pSetLayouts = &ex->set_layout,
+                                       .pushConstantRangeCount = 1,
+                                       .pPushConstantRanges = &pr};
+    if ((st =
+             bib_vk_check(ex, vkCreatePipelineLayout(ex->device, &plci, NULL, &ex->pipeline_layout),
+                          "vkCreatePipelineLayout")) != BIB_OK)
+        return st;
+    VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                               BIB_VK_BINDINGS * BIB_VK_SETS_PER_POOL};
+    VkDescriptorPoolCreateInfo dpci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                       .maxSets = BIB_VK_SETS_PER_POOL,
+                                       .poolSizeCount = 1,
+                                       .pPoolSizes = &ps};
+    return bib_vk_check(ex, vkCreateDescriptorPool(ex->device, &dpci, NULL, &ex->descriptor_pool),
+                        "vkCreateDescriptorPool");
+}
+
+bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **out, char *why,
+                         size_t why_len) {
+    *out = NULL;
+    if (why_len)
+        why[0] = 0;
+    bib_executor_t *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        snprintf(why, why_len, "out of host memory");
+        return BIB_E_NOMEM;
+    }
+    const char *selector = getenv("BIB_VK_DEVICE");
+    /* Lets tests run the GPU tile configuration on any device. */
+    const char *tiles = getenv("BIB_VK_MATMUL_TILES");
+    ex->matmul_tiles = tiles && (atoi(tiles) == 64 || atoi(tiles) == 128) ? atoi(tiles) : 0;
+    if (config && config->device && *config->device)
+        selector = config->device;
+    bib_status_t st = bib_vk_create_instance(ex, config && config->validation, why, why_len);
+    if (st == BIB_OK)
+        st = bib_vk_pick_device(ex, selector, why, why_len);
+    if (st == BIB_OK)
+        st = bib_vk_create_device(ex, why, why_len);
+    if (st == BIB_OK && (st = bib_vk_create_objects(ex)) != BIB_OK)
+        snprintf(why, why_len, "%s", ex->error);
+    if (st == BIB_OK) {
+        bib_vk_cache_load(ex);
+        if ((st = bib_vk_memory_init(ex)) != BIB_OK)
+            snprintf(why, why_len, "%s", ex->error);
+    }
+    if (st == BIB_OK)
+        st = bib_vk_probe(ex, why, why_len);
+    if (st != BIB_OK) {
+        bib_vk_shutdown(ex);
+        return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
+    }
+    snprintf(ex->describe, sizeof ex->describe,
+             "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s%s; rounding: %s%s; fp64: %s",
+             ex->props.deviceName, bib_vk_type_name(ex->props.deviceType),
+             VK_API_VERSION_MAJOR(ex->props.apiVersion), VK_API_VERSION_MINOR(ex->props.apiVersion),
+             ex->fma_path == BIB_VK_FMA_NATIVE ? "native (fused, probed)"
+                                               : "emulated (fp64 round-to-odd; fma() not fused)",
+             ex->probe_denormals ? "preserved (probed)" : "flushed",
+             ex->denorm32 ? ", DenormPreserve declared" : "",
+             ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
+             ex->rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
+    *out = ex;
+    return BIB_OK;
+}
+
+const char *bib_vk_error(const bib_executor_t *ex) {
+    return ex ? ex->error : "";
+}
+
+const char *bib_vk_describe(bib_executor_t *ex) {
+    return ex->describe;
+}
+
+bib_status_t bib_vk_synchronize(bib_executor_t *ex) {
+    return bib_vk_flush(ex);
+}
+
+uint32_t bib_vulkan_validation_messages(const bib_executor_t *ex) {
+    return ex->validation_messages;
+}
+
+int bib_vulkan_validation_active(const bib_executor_t *ex) {
+    return ex->validation && ex->messenger != VK_NULL_HANDLE;
+}
+
+uint64_t bib_vulkan_submits(const bib_executor_t *ex) {
+    return ex->submits;
+}

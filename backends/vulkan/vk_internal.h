@@ -1,0 +1,178 @@
+/* backends/vulkan/vk_internal.h: the Vulkan executor's private state.
+ *
+ * Shared by vk_device.c (instance, device, probes, pipelines, command
+ * recording), vk_memory.c (pooled device memory, staging, transfers) and
+ * vk_kernels.c (one recording function per kernel). Nothing here is visible
+ * to the VM: it sees only bib_vulkan_executor. */
+#ifndef BIB_VK_INTERNAL_H
+#define BIB_VK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <vulkan/vulkan.h>
+
+#include "backends/backend.h"
+#include "backends/vulkan/vulkan.h"
+
+#define BIB_VK_SPEC_MAX 8     /* specialization constants per pipeline */
+#define BIB_VK_PENDING_MAX 64 /* buffer ranges tracked between barriers */
+
+/* The fma path chosen by the start-up probe (specialization constant 0). */
+typedef enum bib_vk_fma_path {
+    BIB_VK_FMA_NATIVE = 0,   /* GLSL fma() is fused on this device */
+    BIB_VK_FMA_EMULATED = 1, /* exact emulation through fp64 round-to-odd */
+} bib_vk_fma_path_t;
+
+/* A free range inside a block. */
+typedef struct bib_vk_range {
+    VkDeviceSize offset, size;
+} bib_vk_range_t;
+
+/* One big device-local allocation with one VkBuffer over all of it. Buffers
+ * handed to the VM are sub-ranges of blocks. */
+typedef struct bib_vk_block {
+    VkDeviceMemory memory;
+    VkBuffer buffer;
+    VkDeviceSize size;
+    bib_vk_range_t *free; /* sorted by offset, coalesced */
+    uint32_t free_count, free_cap;
+} bib_vk_block_t;
+
+/* The handle behind a bib_view_t's buf. */
+typedef struct bib_vk_buffer {
+    uint32_t block;
+    VkDeviceSize offset; /* bytes from the start of the block */
+    VkDeviceSize size;
+} bib_vk_buffer_t;
+
+typedef struct bib_vk_pipeline {
+    uint32_t shader; /* index into bib_vk_shaders */
+    uint32_t spec[BIB_VK_SPEC_MAX];
+    VkPipeline pipeline;
+} bib_vk_pipeline_t;
+
+/* A byte range of a block touched by recorded work since the last barrier. */
+typedef struct bib_vk_access {
+    uint32_t block;
+    VkDeviceSize lo, hi;
+    bool write;
+} bib_vk_access_t;
+
+/* Push constants, mirroring `Push` in shaders/vulkan/common.glsl. */
+typedef struct bib_vk_push {
+    uint32_t off_out, off_in0, off_in1, off_in2;
+    uint32_t n[6];
+    uint32_t u[4];
+    uint32_t off_scratch;
+} bib_vk_push_t;
+
+#define BIB_VK_BINDINGS 5 /* out, in0, in1, in2, scratch */
+
+struct bib_executor {
+    char error[512];
+    char describe[512];
+
+    /* instance and device */
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    uint32_t validation_messages;
+    bool validation;
+    VkPhysicalDevice physical;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties memprops;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+
+    /* numerics: what the device supports and what the probes chose */
+    bool has_f64;
+    bool rte32, rte64, denorm32, denorm64, szinp32, szinp64;
+    bool float_controls; /* VK_KHR_shader_float_controls or Vulkan 1.2 */
+    bool probe_fused, probe_denormals, probe_rte;
+    bib_vk_fma_path_t fma_path;
+    int matmul_tiles; /* 0: by device and size; 64 or 128: forced (BIB_VK_MATMUL_TILES) */
+
+    /* pipelines */
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipeline_layout;
+    VkPipelineCache pipeline_cache;
+    char cache_path[1024];
+    bib_vk_pipeline_t *pipelines;
+    uint32_t pipeline_count, pipeline_cap;
+    VkShaderModule *modules; /* per shader index, created on first use */
+    uint32_t module_count;
+
+    /* recording */
+    VkCommandPool command_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkDescriptorPool descriptor_pool;
+    uint32_t sets_used;
+    bool recording;
+    bib_vk_access_t pending[BIB_VK_PENDING_MAX];
+    uint32_t pending_count;
+    uint64_t submits; /* for tests and benchmarks: queue submissions so far */
+
+    /* memory */
+    uint32_t device_type_index;  /* memory type of device-local blocks */
+    uint32_t staging_type_index; /* host-visible, coherent */
+    VkDeviceSize block_size;     /* growth cap for shared blocks */
+    VkDeviceSize max_buffer;     /* largest buffer: maxStorageBufferRange (one binding) */
+    bib_vk_block_t *blocks;
+    uint32_t block_count, block_cap;
+    VkDeviceSize allocated; /* bytes of VM buffers handed out */
+    VkDeviceMemory staging_memory;
+    VkBuffer staging_buffer;
+    VkDeviceSize staging_size;
+    VkDeviceSize staging_used; /* bytes of staging reserved by recorded copies */
+    uint8_t *staging_map;
+};
+
+/* vk_device.c: the executor's lifecycle entries of bib_vulkan_executor */
+bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **out, char *why,
+                         size_t why_len);
+void bib_vk_shutdown(bib_executor_t *ex);
+const char *bib_vk_error(const bib_executor_t *ex);
+const char *bib_vk_describe(bib_executor_t *ex);
+bib_status_t bib_vk_synchronize(bib_executor_t *ex);
+bib_status_t bib_vk_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+bib_status_t bib_vk_check(bib_executor_t *ex, VkResult r, const char *what);
+/* Starts the command buffer if it is not recording yet. */
+bib_status_t bib_vk_begin(bib_executor_t *ex);
+/* Submits what is recorded and waits for it. */
+bib_status_t bib_vk_flush(bib_executor_t *ex);
+/* Records a barrier first if an access overlaps a pending one, then notes
+ * the accesses. */
+void bib_vk_hazard(bib_executor_t *ex, const bib_vk_access_t *acc, uint32_t count);
+/* Records one dispatch of shader `name` with spec[0..spec_count) as
+ * specialization constants 1..spec_count (constant 0, the fma path, is filled
+ * in here) over buffers bound at 0..4 (bufs[0] and bufs[4], the scratch,
+ * are written, the others read; NULL: unused), with the barrier the hazards
+ * need. */
+bib_status_t bib_vk_dispatch(bib_executor_t *ex, const char *name, const uint32_t *spec,
+                             uint32_t spec_count, bib_vk_buffer_t *const *bufs,
+                             const bib_vk_push_t *push, uint32_t gx, uint32_t gy, uint32_t gz);
+
+/* vk_memory.c */
+bib_status_t bib_vk_memory_init(bib_executor_t *ex);
+void bib_vk_memory_shutdown(bib_executor_t *ex);
+bib_status_t bib_vk_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf);
+void bib_vk_buffer_free(bib_executor_t *ex, void *buf);
+bib_status_t bib_vk_upload(bib_executor_t *ex, void *buf, size_t offset, const void *src,
+                           size_t bytes);
+bib_status_t bib_vk_download(bib_executor_t *ex, void *buf, size_t offset, void *dst, size_t bytes);
+bib_status_t bib_vk_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total);
+VkBuffer bib_vk_block_buffer(bib_executor_t *ex, const bib_vk_buffer_t *b);
+
+/* vk_kernels.c */
+bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *call);
+/* Runs the probe shader on (x, y, z) triples: out gets fma, mul, add. */
+bib_status_t bib_vk_run_probe(bib_executor_t *ex, bib_vk_fma_path_t path, const float *xyz,
+                              float *res, uint32_t count);
+
+#endif

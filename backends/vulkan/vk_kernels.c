@@ -1,0 +1,506 @@
+/* backends/vulkan/vk_kernels.c: the Vulkan executor's kernels and its ops
+ * table.
+ *
+ * Each kernel checks its views against their buffers, fills the push
+ * constants and records one dispatch (or one transfer command) through
+ * vk_device.c; nothing here waits. The arithmetic lives in the shaders
+ * (shaders/vulkan), which follow spec/numerics.md operation for operation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/vulkan/vk_internal.h"
+
+#define BIB_VK_MAX_GROUPS 65535u
+
+static uint64_t bib_vk_count(const bib_view_t *v) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < v->rank; i++)
+        n *= v->dims[i];
+    return n;
+}
+
+/* The view's first element inside its bound block, checking that the view
+ * lies inside its buffer. */
+static bib_status_t bib_vk_elem(bib_executor_t *ex, const bib_view_t *v, const char *what,
+                                uint32_t *elem) {
+    const bib_vk_buffer_t *b = v->buf;
+    uint64_t n = bib_vk_count(v);
+    if (!b)
+        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: %s has no buffer", what);
+    if ((v->offset + n) * 4 > b->size)
+        return bib_vk_fail(ex, BIB_E_USAGE,
+                           "vulkan: %s (offset %zu, %llu elements) overruns its buffer of %llu "
+                           "bytes",
+                           what, v->offset, (unsigned long long)n, (unsigned long long)b->size);
+    uint64_t e = b->offset / 4 + v->offset;
+    if (e + n > UINT32_MAX)
+        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: %s lies beyond 16 GiB of a block", what);
+    *elem = (uint32_t)e;
+    return BIB_OK;
+}
+
+static uint32_t bib_vk_groups(uint64_t n, uint32_t per_group) {
+    uint64_t g = (n + per_group - 1) / per_group;
+    return g > BIB_VK_MAX_GROUPS ? BIB_VK_MAX_GROUPS : (uint32_t)(g ? g : 1);
+}
+
+static uint32_t bib_vk_fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static bool bib_vk_is_f32(const bib_view_t *v) {
+    return v->buf && v->dtype == BIB_DTYPE_F32;
+}
+
+/* ---- MATMUL -------------------------------------------------------------- */
+
+static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *a = &c->in[0], *b = &c->in[1], *bias = &c->in[2];
+    uint32_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "matmul output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, a, "matmul input a", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, b, "matmul input b", &p.off_in1)) != BIB_OK)
+        return st;
+    if (bias->buf && (st = bib_vk_elem(ex, bias, "matmul bias", &p.off_in2)) != BIB_OK)
+        return st;
+    p.n[0] = M;
+    p.n[1] = N;
+    p.n[2] = K;
+    p.u[0] = c->sub;
+    p.u[1] = bias->buf != NULL;
+    /* Big outputs on a GPU: 128x128 tiles, 8x8 per thread (256 threads);
+     * otherwise 64x64 tiles, 4x4 per thread, so small problems still fill
+     * the device. Tile sizes change speed only, never bits. */
+    bool gpu = ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
+               ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+    bool big = ex->matmul_tiles ? ex->matmul_tiles == 128
+                                : gpu && (uint64_t)M * N >= (uint64_t)1024 * 1024;
+    uint32_t bm = big ? 128 : 64, bn = big ? 128 : 64, bk = big ? 8 : 16, tm = big ? 8 : 4,
+             tn = big ? 8 : 4;
+    uint32_t spec[7] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub};
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, a->buf, b->buf, bias->buf, NULL};
+    return bib_vk_dispatch(ex, "matmul", spec, 7, bufs, &p, (N + bn - 1) / bn, (M + bm - 1) / bm,
+                           1);
+}
+
+/* ---- TRANSPOSE ----------------------------------------------------------- */
+
+static bib_status_t bib_vk_transpose(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0];
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "transpose output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, x, "transpose input", &p.off_in0)) != BIB_OK)
+        return st;
+    uint32_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1], batch = 1;
+    for (uint32_t i = 0; i + 2 < x->rank; i++)
+        batch *= x->dims[i];
+    p.n[0] = batch;
+    p.n[1] = rows;
+    p.n[2] = cols;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, x->buf, NULL, NULL, NULL};
+    return bib_vk_dispatch(ex, "transpose", NULL, 0, bufs, &p, (cols + 31) / 32, (rows + 31) / 32,
+                           batch);
+}
+
+/* ---- elementwise --------------------------------------------------------- */
+
+static bib_status_t bib_vk_unary_op(bib_executor_t *ex, const bib_call_t *c, uint32_t op,
+                                    uint32_t param) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "input", &p.off_in0)) != BIB_OK)
+        return st;
+    uint64_t n = bib_vk_count(&c->out);
+    p.n[0] = (uint32_t)n;
+    p.u[1] = param;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, NULL, NULL, NULL};
+    return bib_vk_dispatch(ex, "unary", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+static bib_status_t bib_vk_unary(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_unary_op(ex, c, c->sub, 0);
+}
+
+static bib_status_t bib_vk_scale(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_unary_op(ex, c, 100, bib_vk_fbits(c->f[0]));
+}
+
+/* ---- row kernels: one workgroup of 64 per row (THE tree) ----------------- */
+
+static uint64_t bib_vk_rows(const bib_view_t *v, uint32_t *last) {
+    *last = v->rank ? v->dims[v->rank - 1] : 1;
+    return *last ? bib_vk_count(v) / *last : 0;
+}
+
+static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
+                                   uint32_t op, uint32_t param, int inputs) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    uint32_t *offs[3] = {&p.off_in0, &p.off_in1, &p.off_in2};
+    static const char *names[3] = {"input", "gamma", "beta"};
+    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK)
+        return st;
+    for (int i = 0; i < inputs; i++)
+        if ((st = bib_vk_elem(ex, &c->in[i], names[i], offs[i])) != BIB_OK)
+            return st;
+    uint32_t n;
+    uint64_t rows = bib_vk_rows(&c->in[0], &n);
+    p.n[0] = (uint32_t)rows;
+    p.n[1] = n;
+    p.u[1] = param;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf,
+                                              inputs > 1 ? c->in[1].buf : NULL,
+                                              inputs > 2 ? c->in[2].buf : NULL, NULL};
+    if (rows == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, shader, &op, 1, bufs, &p, bib_vk_groups(rows, 1), 1, 1);
+}
+
+static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_rowwise(ex, c, "softmax", 0, 0, 1);
+}
+
+static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
+    static const uint32_t ops[3] = {
+        [BIB_REDUCE_SUM] = 0, [BIB_REDUCE_MAX] = 1, [BIB_REDUCE_MEAN] = 2};
+    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1);
+}
+
+static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_rowwise(ex, c, "reduce", 3, 0, 1);
+}
+
+static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3);
+}
+
+static bib_status_t bib_vk_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_rowwise(ex, c, "norm", 1, bib_vk_fbits(c->f[0]), 2);
+}
+
+/* ---- ATTENTION ----------------------------------------------------------- */
+
+static bib_status_t bib_vk_attention(bib_executor_t *ex, const bib_call_t *c) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "attention output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "attention q", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[1], "attention k", &p.off_in1)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[2], "attention v", &p.off_in2)) != BIB_OK)
+        return st;
+    uint32_t S = c->in[0].dims[0], H = c->in[0].dims[1], D = c->in[0].dims[2];
+    uint32_t T = c->in[1].dims[0];
+    if (S == 0 || H == 0 || D == 0)
+        return BIB_OK;
+    /* The probabilities of every (head, query) row live in a scratch range
+     * that is freed at once: recorded work keeps it (see buffer_free). */
+    void *scratch = NULL;
+    if ((st = bib_vk_buffer_alloc(ex, (size_t)S * H * (T ? T : 1) * 4, &scratch)) != BIB_OK)
+        return st;
+    p.off_scratch = (uint32_t)(((bib_vk_buffer_t *)scratch)->offset / 4);
+    p.n[0] = S;
+    p.n[1] = H;
+    p.n[2] = D;
+    p.n[3] = T;
+    p.u[0] = c->sub != 0;
+    p.u[1] = bib_vk_fbits(c->f[0]);
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, c->in[2].buf,
+                                              scratch};
+    st = bib_vk_dispatch(ex, "attention", NULL, 0, bufs, &p, bib_vk_groups(S, 1), H, 1);
+    bib_vk_buffer_free(ex, scratch);
+    return st;
+}
+
+/* ---- GATHER and RNG ------------------------------------------------------ */
+
+static bib_status_t bib_vk_gather(bib_executor_t *ex, const bib_call_t *c) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "gather output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "gather table", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[1], "gather indices", &p.off_in1)) != BIB_OK)
+        return st;
+    uint32_t rows = c->in[0].dims[0];
+    uint64_t width = rows ? bib_vk_count(&c->in[0]) / rows : 0;
+    uint64_t n = bib_vk_count(&c->in[1]);
+    if (n == 0 || width == 0)
+        return BIB_OK;
+    /* An index out of range is an error the caller must see at this call, so
+     * the indices are read back (one wait) and checked on the host. */
+    int32_t *idx = malloc(n * sizeof *idx);
+    if (!idx)
+        return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for gather indices");
+    st = bib_vk_download(ex, c->in[1].buf, c->in[1].offset * 4, idx, n * 4);
+    for (uint64_t r = 0; st == BIB_OK && r < n; r++)
+        if (idx[r] < 0 || (uint32_t)idx[r] >= rows)
+            st = bib_vk_fail(ex, BIB_E_TRAP,
+                             "gather: index %d at position %llu is outside the table's %u rows",
+                             (int)idx[r], (unsigned long long)r, rows);
+    free(idx);
+    if (st != BIB_OK)
+        return st;
+    p.n[0] = (uint32_t)n;
+    p.n[1] = (uint32_t)width;
+    p.n[2] = rows;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
+    return bib_vk_dispatch(ex, "gather", NULL, 0, bufs, &p, bib_vk_groups(n * width, 256), 1, 1);
+}
+
+static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
+    bib_vk_push_t p = {0};
+    bib_status_t st = bib_vk_elem(ex, &c->out, "rng output", &p.off_out);
+    if (st != BIB_OK)
+        return st;
+    uint64_t n = bib_vk_count(&c->out);
+    uint64_t seed = (uint64_t)c->i[0], stream = (uint64_t)c->i[1];
+    p.n[0] = (uint32_t)n;
+    p.u[0] = (uint32_t)seed;
+    p.u[1] = (uint32_t)(seed >> 32);
+    p.u[2] = (uint32_t)stream;
+    p.u[3] = (uint32_t)(stream >> 32);
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, NULL, NULL, NULL, NULL};
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, "rng", NULL, 0, bufs, &p, bib_vk_groups((n + 3) / 4, 256), 1, 1);
+}
+
+/* in1's broadcast form: 0 same shape, 1 a row over in0's last axis, 2 one
+ * element; -1 none of those. */
+static int bib_vk_broadcast(const bib_call_t *c) {
+    uint64_t n0 = bib_vk_count(&c->in[0]), n1 = bib_vk_count(&c->in[1]);
+    if (n1 == n0)
+        return 0;
+    if (n1 == 1)
+        return 2;
+    if (c->in[0].rank > 0 && n1 == c->in[0].dims[c->in[0].rank - 1])
+        return 1;
+    return -1;
+}
+
+static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "input 0", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[1], "input 1", &p.off_in1)) != BIB_OK)
+        return st;
+    int mode = bib_vk_broadcast(c);
+    if (mode < 0)
+        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: binary operand shapes do not broadcast");
+    uint64_t n = bib_vk_count(&c->out);
+    p.n[0] = (uint32_t)n;
+    p.n[1] = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
+    uint32_t spec[2] = {c->sub, (uint32_t)mode};
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
+    return bib_vk_dispatch(ex, "binary", spec, 2, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+/* ---- transfers ----------------------------------------------------------- */
+
+static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t e;
+    bib_status_t st = bib_vk_elem(ex, &c->out, "fill output", &e);
+    uint64_t n = bib_vk_count(&c->out);
+    if (st != BIB_OK || n == 0)
+        return st;
+    if ((st = bib_vk_begin(ex)) != BIB_OK)
+        return st;
+    const bib_vk_buffer_t *b = c->out.buf;
+    bib_vk_access_t acc = {b->block, (VkDeviceSize)e * 4, ((VkDeviceSize)e + n) * 4, true};
+    bib_vk_hazard(ex, &acc, 1);
+    uint32_t word =
+        c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_vk_fbits(c->f[0]);
+    vkCmdFillBuffer(ex->cmd, bib_vk_block_buffer(ex, b), (VkDeviceSize)e * 4, n * 4, word);
+    return BIB_OK;
+}
+
+static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t eo, ei;
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "copy output", &eo)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "copy input", &ei)) != BIB_OK)
+        return st;
+    uint64_t n = bib_vk_count(&c->out);
+    const bib_vk_buffer_t *bo = c->out.buf, *bi = c->in[0].buf;
+    if (n == 0 || (bo->block == bi->block && eo == ei))
+        return BIB_OK;
+    if (bo->block == bi->block && eo < ei + n && ei < eo + n)
+        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: copy between overlapping ranges");
+    if ((st = bib_vk_begin(ex)) != BIB_OK)
+        return st;
+    bib_vk_access_t acc[2] = {{bo->block, (VkDeviceSize)eo * 4, ((VkDeviceSize)eo + n) * 4, true},
+                              {bi->block, (VkDeviceSize)ei * 4, ((VkDeviceSize)ei + n) * 4, false}};
+    bib_vk_hazard(ex, acc, 2);
+    VkBufferCopy region = {(VkDeviceSize)ei * 4, (VkDeviceSize)eo * 4, n * 4};
+    vkCmdCopyBuffer(ex->cmd, bib_vk_block_buffer(ex, bi), bib_vk_block_buffer(ex, bo), 1, &region);
+    return BIB_OK;
+}
+
+/* ---- support ------------------------------------------------------------- */
+
+/* Matrices in a tensor of rank >= 2 (the product of the leading axes). */
+static uint64_t bib_vk_batch(const bib_view_t *v) {
+    uint64_t b = 1;
+    for (uint32_t i = 0; i + 2 < v->rank; i++)
+        b *= v->dims[i];
+    return b;
+}
+
+static bool bib_vk_all_f32(const bib_call_t *c, int inputs) {
+    if (!bib_vk_is_f32(&c->out))
+        return false;
+    for (int i = 0; i < inputs; i++)
+        if (!bib_vk_is_f32(&c->in[i]))
+            return false;
+    return true;
+}
+
+bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *o = &c->out, *x = &c->in[0], *y = &c->in[1];
+    uint32_t last = x->rank ? x->dims[x->rank - 1] : 1;
+    /* Element indices are 32-bit in the shaders; tensors live in one block. */
+    uint64_t limit = ex->max_buffer / 4;
+    for (int i = -1; i < 3; i++) {
+        const bib_view_t *v = i < 0 ? o : &c->in[i];
+        if (v->buf && bib_vk_count(v) > limit)
+            return false;
+    }
+    switch (c->kernel) {
+    case BIB_KERNEL_MATMUL:
+        return bib_vk_all_f32(c, 2) && x->rank == 2 && y->rank == 2 && o->rank == 2 &&
+               x->dims[1] == y->dims[0] && o->dims[0] == x->dims[0] && o->dims[1] == y->dims[1] &&
+               (!c->in[2].buf ||
+                (bib_vk_is_f32(&c->in[2]) && bib_vk_count(&c->in[2]) == y->dims[1])) &&
+               c->sub <= BIB_ACT_GELU;
+    case BIB_KERNEL_TRANSPOSE:
+        return x->buf && o->buf && x->rank >= 2 && bib_vk_count(x) == bib_vk_count(o) &&
+               x->dims[x->rank - 2] <= 65535u * 32u && last <= 65535u * 32u &&
+               bib_vk_batch(x) <= 65535u;
+    case BIB_KERNEL_UNARY:
+        return bib_vk_all_f32(c, 1) && c->sub <= BIB_UNARY_EXP;
+    case BIB_KERNEL_SCALE:
+    case BIB_KERNEL_SOFTMAX:
+        return bib_vk_all_f32(c, 1);
+    case BIB_KERNEL_BINARY:
+        return bib_vk_all_f32(c, 2) && bib_vk_broadcast(c) >= 0 && c->sub <= BIB_BINARY_DIV;
+    case BIB_KERNEL_REDUCE:
+        return bib_vk_all_f32(c, 1) && c->sub <= BIB_REDUCE_MEAN;
+    case BIB_KERNEL_ARGMAX:
+        return bib_vk_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_LAYERNORM:
+        return bib_vk_all_f32(c, 3) && bib_vk_count(&c->in[1]) == last &&
+               bib_vk_count(&c->in[2]) == last;
+    case BIB_KERNEL_RMSNORM:
+        return bib_vk_all_f32(c, 2) && bib_vk_count(&c->in[1]) == last;
+    case BIB_KERNEL_ATTENTION:
+        return bib_vk_all_f32(c, 3) && x->rank == 3 && y->rank == 3 && c->in[2].rank == 3 &&
+               x->dims[1] <= 65535u &&
+               (uint64_t)x->dims[0] * x->dims[1] * (y->dims[0] ? y->dims[0] : 1) <= limit;
+    case BIB_KERNEL_GATHER:
+        return x->buf && y->buf && o->buf && y->dtype == BIB_DTYPE_I32 && x->dtype == o->dtype &&
+               x->rank >= 1;
+    case BIB_KERNEL_RNG:
+        return bib_vk_is_f32(o);
+    case BIB_KERNEL_FILL:
+        return o->buf != NULL;
+    case BIB_KERNEL_COPY:
+        return o->buf && x->buf && bib_vk_count(o) == bib_vk_count(x);
+    default:
+        return false;
+    }
+}
+
+/* ---- probes and test hooks ---------------------------------------------- */
+
+static bib_status_t bib_vk_run_arrays(bib_executor_t *ex, const char *shader, const float *in0,
+                                      size_t n0, const float *in1, size_t n1, float *out,
+                                      size_t nout, uint32_t count) {
+    void *b0 = NULL, *b1 = NULL, *bo = NULL;
+    bib_status_t st = bib_vk_buffer_alloc(ex, n0 * 4, &b0);
+    if (st == BIB_OK && in1)
+        st = bib_vk_buffer_alloc(ex, n1 * 4, &b1);
+    if (st == BIB_OK)
+        st = bib_vk_buffer_alloc(ex, nout * 4, &bo);
+    if (st == BIB_OK)
+        st = bib_vk_upload(ex, b0, 0, in0, n0 * 4);
+    if (st == BIB_OK && in1)
+        st = bib_vk_upload(ex, b1, 0, in1, n1 * 4);
+    if (st == BIB_OK) {
+        bib_vk_push_t p = {0};
+        p.off_out = (uint32_t)(((bib_vk_buffer_t *)bo)->offset / 4);
+        p.off_in0 = (uint32_t)(((bib_vk_buffer_t *)b0)->offset / 4);
+        p.off_in1 = b1 ? (uint32_t)(((bib_vk_buffer_t *)b1)->offset / 4) : 0;
+        p.n[0] = count;
+        bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {bo, b0, b1, NULL, NULL};
+        st = bib_vk_dispatch(ex, shader, NULL, 0, bufs, &p, bib_vk_groups(count, 64), 1, 1);
+    }
+    if (st == BIB_OK)
+        st = bib_vk_download(ex, bo, 0, out, nout * 4);
+    bib_vk_buffer_free(ex, b0);
+    bib_vk_buffer_free(ex, b1);
+    bib_vk_buffer_free(ex, bo);
+    return st;
+}
+
+bib_status_t bib_vk_run_probe(bib_executor_t *ex, bib_vk_fma_path_t path, const float *xyz,
+                              float *res, uint32_t count) {
+    bib_vk_fma_path_t saved = ex->fma_path;
+    ex->fma_path = path;
+    bib_status_t st = bib_vk_run_arrays(ex, "probe", xyz, 3 * (size_t)count, NULL, 0, res,
+                                        3 * (size_t)count, count);
+    ex->fma_path = saved;
+    return st;
+}
+
+bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float *b, float *q,
+                                float *r, uint32_t n) {
+    float *out = malloc(2 * (size_t)n * sizeof *out);
+    if (!out)
+        return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory");
+    bib_status_t st = bib_vk_run_arrays(ex, "divsqrt", a, n, b, n, out, 2 * (size_t)n, n);
+    for (uint32_t i = 0; st == BIB_OK && i < n; i++) {
+        q[i] = out[2 * i];
+        r[i] = out[2 * i + 1];
+    }
+    free(out);
+    return st;
+}
+
+const bib_executor_ops_t bib_vulkan_executor = {
+    .name = "vulkan",
+    .init = bib_vk_init,
+    .shutdown = bib_vk_shutdown,
+    .error = bib_vk_error,
+    .buffer_alloc = bib_vk_buffer_alloc,
+    .buffer_free = bib_vk_buffer_free,
+    .upload = bib_vk_upload,
+    .download = bib_vk_download,
+    .synchronize = bib_vk_synchronize,
+    .memory = bib_vk_memory_query,
+    .supports = bib_vk_supports,
+    .kernels =
+        {
+            [BIB_KERNEL_MATMUL] = bib_vk_matmul,
+            [BIB_KERNEL_TRANSPOSE] = bib_vk_transpose,
+            [BIB_KERNEL_UNARY] = bib_vk_unary,
+            [BIB_KERNEL_BINARY] = bib_vk_binary,
+            [BIB_KERNEL_SCALE] = bib_vk_scale,
+            [BIB_KERNEL_FILL] = bib_vk_fill,
+            [BIB_KERNEL_COPY] = bib_vk_copy,
+            [BIB_KERNEL_SOFTMAX] = bib_vk_softmax,
+            [BIB_KERNEL_REDUCE] = bib_vk_reduce,
+            [BIB_KERNEL_ARGMAX] = bib_vk_argmax,
+            [BIB_KERNEL_LAYERNORM] = bib_vk_layernorm,
+            [BIB_KERNEL_RMSNORM] = bib_vk_rmsnorm,
+            [BIB_KERNEL_ATTENTION] = bib_vk_attention,
+            [BIB_KERNEL_GATHER] = bib_vk_gather,
+            [BIB_KERNEL_RNG] = bib_vk_rng,
+        },
+    .describe = bib_vk_describe,
+};

@@ -1,0 +1,248 @@
+/* cli/npy.c: reading and writing NumPy .npy files (see cli/npy.h).
+ *
+ * The header is a Python dict literal; only the three keys numpy writes are
+ * read ('descr', 'fortran_order', 'shape'), with a small scanner rather than
+ * a Python parser: numpy's own writer is the format's reference.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npy.h"
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+
+static bib_status_t bad(char *msg, size_t cap, const char *path, const char *why) {
+    snprintf(msg, cap, "%s: not a usable .npy file: %s", path, why);
+    return BIB_E_FORMAT;
+}
+
+/* Finds 'key': in the header and returns what follows (spaces skipped). */
+static const char *find_key(const char *header, const char *key) {
+    char quoted[32];
+    for (int q = 0; q < 2; q++) {
+        snprintf(quoted, sizeof quoted, q ? "\"%s\"" : "'%s'", key);
+        const char *p = strstr(header, quoted);
+        if (p == NULL)
+            continue;
+        p += strlen(quoted);
+        while (*p == ' ')
+            p++;
+        if (*p != ':')
+            return NULL;
+        p++;
+        while (*p == ' ')
+            p++;
+        return p;
+    }
+    return NULL;
+}
+
+bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, bib_npy_t *out,
+                           char *msg, size_t cap) {
+    memset(out, 0, sizeof *out);
+    if (size < 10 || memcmp(bytes, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
+        return bad(msg, cap, path, "it does not start with the .npy magic \\x93NUMPY");
+    uint8_t major = bytes[6], minor = bytes[7];
+    size_t header_len, start;
+    if (major == 1) {
+        header_len = (size_t)bytes[8] | (size_t)bytes[9] << 8;
+        start = 10;
+    } else if (major == 2 || major == 3) {
+        if (size < 12)
+            return bad(msg, cap, path, "the header is truncated");
+        header_len = (size_t)bytes[8] | (size_t)bytes[9] << 8 | (size_t)bytes[10] << 16 |
+                     (size_t)bytes[11] << 24;
+        start = 12;
+    } else {
+        char why[96];
+        snprintf(why, sizeof why, "format version %u.%u (this reader knows 1.0, 2.0 and 3.0)",
+                 major, minor);
+        return bad(msg, cap, path, why);
+    }
+    if (header_len > size - start)
+        return bad(msg, cap, path, "the header is truncated");
+    char *header = malloc(header_len + 1);
+    if (header == NULL) {
+        snprintf(msg, cap, "%s: out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    memcpy(header, bytes + start, header_len);
+    header[header_len] = '\0';
+
+    bib_status_t st = BIB_OK;
+    const char *descr = find_key(header, "descr");
+    const char *fortran = find_key(header, "fortran_order");
+    const char *shape = find_key(header, "shape");
+    if (descr == NULL || fortran == NULL || shape == NULL) {
+        st = bad(msg, cap, path, "the header lacks 'descr', 'fortran_order' or 'shape'");
+        goto done;
+    }
+    char quote = *descr;
+    const char *end = (quote == '\'' || quote == '"') ? strchr(descr + 1, quote) : NULL;
+    if (end == NULL) {
+        st = bad(msg, cap, path, "'descr' is not a string");
+        goto done;
+    }
+    size_t dlen = (size_t)(end - descr - 1);
+    if (dlen == 3 && memcmp(descr + 1, "<f4", 3) == 0) {
+        out->dtype = BIB_DTYPE_F32;
+    } else if (dlen == 3 && memcmp(descr + 1, "<i4", 3) == 0) {
+        out->dtype = BIB_DTYPE_I32;
+    } else {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "dtype '%.*s' is not supported (use float32 '<f4' or int32 '<i4')",
+                 (int)(dlen < 40 ? dlen : 40), descr + 1);
+        st = bad(msg, cap, path, why);
+        goto done;
+    }
+    if (strncmp(fortran, "True", 4) == 0) {
+        st = bad(msg, cap, path, "fortran_order True is not supported; save a C-order array");
+        goto done;
+    }
+    if (strncmp(fortran, "False", 5) != 0) {
+        st = bad(msg, cap, path, "'fortran_order' is neither True nor False");
+        goto done;
+    }
+    if (*shape != '(') {
+        st = bad(msg, cap, path, "'shape' is not a tuple");
+        goto done;
+    }
+    const char *p = shape + 1;
+    uint64_t count = 1;
+    for (;;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == ')')
+            break;
+        char *num_end;
+        errno = 0;
+        unsigned long long v = strtoull(p, &num_end, 10);
+        if (num_end == p || errno != 0 || *p == '-') {
+            st = bad(msg, cap, path, "'shape' holds something other than sizes");
+            goto done;
+        }
+        if (out->rank == BIB_MAX_RANK) {
+            st = bad(msg, cap, path, "the array has more than 4 dimensions");
+            goto done;
+        }
+        if (v > 0x7FFFFFFFull || (v > 0 && count > (UINT64_MAX / 8) / v)) {
+            st = bad(msg, cap, path, "the array is too large");
+            goto done;
+        }
+        out->dims[out->rank++] = (uint32_t)v;
+        count *= v;
+        p = num_end;
+        if (*p == 'L')
+            p++;
+    }
+    size_t data_at = start + header_len;
+    uint64_t need = count * 4;
+    if (need > size - data_at) {
+        char why[160];
+        snprintf(why, sizeof why, "the data is truncated: %llu bytes for the shape, %zu present",
+                 (unsigned long long)need, size - data_at);
+        st = bad(msg, cap, path, why);
+        goto done;
+    }
+    out->bytes = (size_t)need;
+    out->data = malloc(need ? (size_t)need : 1);
+    if (out->data == NULL) {
+        snprintf(msg, cap, "%s: out of memory for %llu bytes", path, (unsigned long long)need);
+        st = BIB_E_NOMEM;
+        goto done;
+    }
+    if (need > 0)
+        memcpy(out->data, bytes + data_at, (size_t)need);
+done:
+    free(header);
+    return st;
+}
+
+bib_status_t bib_npy_read(const char *path, bib_npy_t *out, char *msg, size_t cap) {
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(msg, cap, "cannot open '%s': %s", path, strerror(errno));
+        return BIB_E_IO;
+    }
+    size_t alloc = 1 << 16, size = 0;
+    uint8_t *buf = malloc(alloc);
+    while (buf != NULL) {
+        size += fread(buf + size, 1, alloc - size, f);
+        if (size < alloc)
+            break;
+        uint8_t *grown = realloc(buf, alloc * 2);
+        if (grown == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        alloc *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (buf == NULL || err) {
+        snprintf(msg, cap, "cannot read '%s': %s", path,
+                 buf == NULL ? "out of memory" : "read error");
+        free(buf);
+        return buf == NULL ? BIB_E_NOMEM : BIB_E_IO;
+    }
+    bib_status_t st = bib_npy_parse(buf, size, path, out, msg, cap);
+    free(buf);
+    return st;
+}
+
+bib_status_t bib_npy_write(const char *path, bib_dtype_t dtype, uint32_t rank, const uint32_t *dims,
+                           const void *data, char *msg, size_t cap) {
+    char shape[128];
+    size_t n = (size_t)snprintf(shape, sizeof shape, "(");
+    uint64_t count = 1;
+    for (uint32_t i = 0; i < rank; i++) {
+        n += (size_t)snprintf(shape + n, sizeof shape - n, "%u%s", dims[i],
+                              rank == 1      ? ","
+                              : i + 1 < rank ? ", "
+                                             : "");
+        count *= dims[i];
+    }
+    snprintf(shape + n, sizeof shape - n, ")");
+    char header[256];
+    int len =
+        snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                 dtype == BIB_DTYPE_I32 ? "<i4" : "<f4", shape);
+    /* numpy pads with spaces so the data starts on a 64-byte boundary. */
+    size_t total = 10 + (size_t)len + 1;
+    size_t padded = (total + 63) / 64 * 64;
+    uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+    size_t header_len = padded - 10;
+    prefix[8] = (uint8_t)header_len;
+    prefix[9] = (uint8_t)(header_len >> 8);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        snprintf(msg, cap, "cannot create '%s': %s", path, strerror(errno));
+        return BIB_E_IO;
+    }
+    fwrite(prefix, 1, sizeof prefix, f);
+    fwrite(header, 1, (size_t)len, f);
+    for (size_t i = total - 1; i < padded - 1; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    if (count > 0)
+        fwrite(data, 4, (size_t)count, f);
+    if (ferror(f) | (fclose(f) != 0)) {
+        snprintf(msg, cap, "cannot write '%s'", path);
+        return BIB_E_IO;
+    }
+    return BIB_OK;
+}
+
+void bib_npy_free(bib_npy_t *npy) {
+    if (npy == NULL)
+        return;
+    free(npy->data);
+    npy->data = NULL;
+}

@@ -1,0 +1,375 @@
+// common.glsl: what every BIB compute shader shares (included, never compiled alone).
+//
+// Owns the binding layout (four storage buffers bound as whole pool blocks,
+// addressed through element offsets in push constants), the push-constant
+// block, and the exact arithmetic primitives of spec/numerics.md that the
+// device may not provide natively: fma (fused or emulated, chosen by the
+// start-up probe through specialization constant 0), and correctly rounded
+// division and square root built from integer operations only.
+//
+// Every float temporary is `precise` so that no driver contracts or
+// reassociates. Rounding mode and denormal modes are not declared here: the
+// host inserts RoundingModeRTE / DenormPreserve / SignedZeroInfNanPreserve
+// into the SPIR-V when the device supports them.
+
+#extension GL_EXT_control_flow_attributes : enable
+
+// 0: GLSL fma() is fused on this device (probed); 1: exact emulation.
+layout(constant_id = 0) const int BIB_FMA_MODE = 0;
+
+layout(std430, binding = 0) buffer Out { float out_f[]; };
+layout(std430, binding = 1) buffer In0 { float in0_f[]; };
+layout(std430, binding = 2) buffer In1 { float in1_f[]; };
+layout(std430, binding = 3) buffer In2 { float in2_f[]; };
+// Raw 32-bit views of the same bindings, for kernels that move bits (i32
+// data, indices) without passing them through float registers.
+layout(std430, binding = 0) buffer OutU { uint out_u[]; };
+layout(std430, binding = 1) buffer In0U { uint in0_u[]; };
+layout(std430, binding = 2) buffer In1U { uint in1_u[]; };
+// Binding 4: kernel scratch (attention's probabilities), written and read
+// back by other invocations of the same workgroup.
+layout(std430, binding = 4) coherent buffer Scratch { float scratch_f[]; };
+
+// One layout for every kernel; each kernel documents which words it reads.
+layout(push_constant) uniform Push {
+    uint off_out; // element offsets of the views inside their bound blocks
+    uint off_in0;
+    uint off_in1;
+    uint off_in2;
+    uint n0; // kernel-specific sizes
+    uint n1;
+    uint n2;
+    uint n3;
+    uint n4;
+    uint n5;
+    uint u0; // kernel-specific words (float parameters travel as bits)
+    uint u1;
+    uint u2;
+    uint u3;
+    uint off_scratch;
+} pc;
+
+#if BIB_HAVE_F64
+// Exact fp32 fma from fp64 (Boldo and Melquiond): the product of two floats is
+// exact in double; the sum is rounded to odd in double (53 >= 24 + 2 bits), so
+// the final rounding to float is the one correctly rounded result.
+float bib_fma_emulated(float a, float b, float c) {
+    precise double p = double(a) * double(b);
+    precise double dc = double(c);
+    precise double s = p + dc;
+    // TwoSum: s + e == p + dc exactly.
+    precise double bb = s - p;
+    precise double e = (p - (s - bb)) + (dc - bb);
+    uvec2 w = unpackDouble2x32(s);
+    bool finite = (w.y & 0x7ff00000u) != 0x7ff00000u;
+    if (finite && e != 0.0LF && (w.x & 1u) == 0u) {
+        // Round to odd: move one ulp toward the exact value, which lies
+        // strictly between s and that neighbour.
+        if ((e > 0.0LF) == (s > 0.0LF)) {
+            w.x += 1u; // even -> odd never carries
+        } else {
+            if (w.x == 0u)
+                w.y -= 1u;
+            w.x -= 1u;
+        }
+        s = packDouble2x32(w);
+    }
+    return float(s);
+}
+#endif
+
+float bib_fma(float a, float b, float c) {
+    if (BIB_FMA_MODE == 0) {
+        precise float r = fma(a, b, c);
+        return r;
+    }
+#if BIB_HAVE_F64
+    return bib_fma_emulated(a, b, c);
+#else
+    // This variant is only chosen for devices whose probe found fma() fused;
+    // without fp64 the host refuses devices that need the emulation.
+    precise float r = fma(a, b, c);
+    return r;
+#endif
+}
+
+// ---- correctly rounded division and sqrt from integer operations ----------
+// SPIR-V's OpFDiv is 2.5 ulp and sqrt is derived from inversesqrt, so both are
+// computed as soft-float: the significands are divided (or rooted) bit by bit
+// with a remainder, then rounded to nearest-even with the remainder as
+// sticky bit. The result equals IEEE '/' and sqrtf bit for bit, denormals and
+// specials included.
+
+const uint BIB_QNAN = 0x7fc00000u;
+
+// Rounds (sign, biased exponent e of the leading bit, 27-bit significand m
+// with the leading one at bit 26 and guard bits 2..0, sticky) to float bits.
+// e may be <= 0: the value is then shifted into the subnormal range first.
+uint bib_round_pack(uint sign, int e, uint m, bool sticky) {
+    if (e <= 0) {
+        int sh = 1 - e;
+        if (sh >= 32) {
+            sticky = sticky || m != 0u;
+            m = 0u;
+        } else {
+            uint lost = m & ((1u << uint(sh)) - 1u);
+            sticky = sticky || lost != 0u;
+            m >>= uint(sh);
+        }
+        e = 0;
+    }
+    // m: bits 26..3 significand (incl. hidden), 2..0 round bits.
+    uint rb = m & 7u;
+    uint q = m >> 3;
+    bool st = sticky || (rb & 3u) != 0u;
+    bool halfway = (rb & 4u) != 0u;
+    if (halfway && (st || (q & 1u) != 0u))
+        q += 1u;
+    // q may now carry into bit 24 (next binade) or, for subnormals, into the
+    // normal range; both are handled by adding q to the exponent field.
+    if (e == 0) {
+        return sign | q; // subnormal (or rounded up to the smallest normal)
+    }
+    uint bits = (uint(e - 1) << 23) + q; // hidden bit adds one to the exponent
+    if (bits >= 0x7f800000u)
+        return sign | 0x7f800000u;
+    return sign | bits;
+}
+
+// Splits a finite nonzero float into its significand (leading one at bit 23)
+// and unbiased-style exponent such that value = m * 2^(e - 150).
+void bib_unpack(uint x, out uint m, out int e) {
+    uint ex = (x >> 23) & 0xffu;
+    m = x & 0x7fffffu;
+    if (ex == 0u) {
+        int lz = 23 - findMSB(m);
+        m <<= uint(lz);
+        e = 1 - lz;
+    } else {
+        m |= 0x800000u;
+        e = int(ex);
+    }
+}
+
+float bib_div(float fa, float fb) {
+    uint a = floatBitsToUint(fa), b = floatBitsToUint(fb);
+    uint sign = (a ^ b) & 0x80000000u;
+    uint aa = a & 0x7fffffffu, ab = b & 0x7fffffffu;
+    if (aa > 0x7f800000u || ab > 0x7f800000u)
+        return uintBitsToFloat(BIB_QNAN);
+    if (aa == 0x7f800000u)
+        return uintBitsToFloat(ab == 0x7f800000u ? BIB_QNAN : (sign | 0x7f800000u));
+    if (ab == 0x7f800000u)
+        return uintBitsToFloat(sign);
+    if (ab == 0u)
+        return uintBitsToFloat(aa == 0u ? BIB_QNAN : (sign | 0x7f800000u));
+    if (aa == 0u)
+        return uintBitsToFloat(sign);
+    uint ma, mb;
+    int ea, eb;
+    bib_unpack(aa, ma, ea);
+    bib_unpack(ab, mb, eb);
+    // Quotient of significands in [0.5, 2): make it [1, 2) by pre-shifting.
+    int e = ea - eb + 127;
+    if (ma < mb) {
+        ma <<= 1;
+        e -= 1;
+    }
+    // Long division: 27 quotient bits (leading one, 23 fraction, 3 round).
+    uint r = ma, q = 0u;
+    for (int i = 0; i < 27; ++i) {
+        q <<= 1;
+        if (r >= mb) {
+            r -= mb;
+            q |= 1u;
+        }
+        r <<= 1;
+    }
+    return uintBitsToFloat(bib_round_pack(sign, e, q, r != 0u));
+}
+
+float bib_sqrt(float fx) {
+    uint x = floatBitsToUint(fx);
+    if (x == 0u || x == 0x80000000u)
+        return fx; // sqrt(+-0) = +-0
+    if (x > 0x7f800000u || (x & 0x80000000u) != 0u)
+        return uintBitsToFloat(BIB_QNAN); // NaN, negative
+    if (x == 0x7f800000u)
+        return fx;
+    uint m;
+    int e;
+    bib_unpack(x, m, e);
+    // value = m * 2^(e-150); make the exponent even so it halves exactly.
+    int ue = e - 127; // value = (m / 2^23) * 2^ue, m in [2^23, 2^24)
+    uint hi = 0u, lo = m;
+    if ((ue & 1) != 0) {
+        ue -= 1;
+        lo <<= 1;
+    }
+    // Digit-by-digit root of the 64-bit radicand (lo << 29), giving 27 bits.
+    // radicand = m' * 2^29 with m' < 2^25, i.e. < 2^54: held in (hi, lo).
+    hi = lo >> 3;
+    lo = lo << 29;
+    uint root = 0u, remh = 0u, reml = 0u;
+    // Process two radicand bits per step, top bits first (54 bits -> 27 steps).
+    for (int i = 0; i < 27; ++i) {
+        int sh = 52 - 2 * i; // position of the next bit pair
+        uint pair = sh >= 32 ? (hi >> uint(sh - 32)) & 3u : (lo >> uint(sh)) & 3u;
+        // rem = rem * 4 + pair (rem fits in 64 bits: < 2^29)
+        remh = (remh << 2) | (reml >> 30);
+        reml = (reml << 2) | pair;
+        uint t = (root << 2) | 1u; // trial = 4*root + 1 (< 2^29)
+        root <<= 1;
+        if (remh != 0u || reml >= t) {
+            uint borrow = reml < t ? 1u : 0u;
+            reml -= t;
+            remh -= borrow;
+            root |= 1u;
+        }
+    }
+    // root has 27 bits with leading one at bit 26; exponent ue/2.
+    return uintBitsToFloat(bib_round_pack(0u, (ue >> 1) + 127, root, (remh | reml) != 0u));
+}
+
+// ---- BIB's own functions (backends/cpu/bmath.h, spec/numerics.md) ---------
+// Each is the reference's sequence of correctly rounded operations, one for
+// one: fma through bib_fma, '/' through bib_div, sqrt through bib_sqrt.
+
+#define BIB_EXP_LOG2E uintBitsToFloat(0x3fb8aa3bu)
+#define BIB_EXP_SHIFT uintBitsToFloat(0x4b400000u)
+#define BIB_EXP_LN2_HI uintBitsToFloat(0x3f317000u)
+#define BIB_EXP_LN2_LO uintBitsToFloat(0x3805fdf4u)
+#define BIB_EXP_C6 uintBitsToFloat(0x3ab5121bu)
+#define BIB_EXP_C5 uintBitsToFloat(0x3c091cefu)
+#define BIB_EXP_C4 uintBitsToFloat(0x3d2aac79u)
+#define BIB_EXP_C3 uintBitsToFloat(0x3e2aaa49u)
+#define BIB_EXP_C2 uintBitsToFloat(0x3efffffeu)
+#define BIB_EXP_HI uintBitsToFloat(0x42b20000u)
+#define BIB_EXP_LO uintBitsToFloat(0xc2d00000u)
+#define BIB_TANH_SMALL uintBitsToFloat(0x3f200000u)
+#define BIB_TANH_Q0 uintBitsToFloat(0xbeaaaa99u)
+#define BIB_TANH_Q1 uintBitsToFloat(0x3e088393u)
+#define BIB_TANH_Q2 uintBitsToFloat(0xbd5c1e2au)
+#define BIB_TANH_Q3 uintBitsToFloat(0x3ca9133fu)
+#define BIB_TANH_Q4 uintBitsToFloat(0xbbbaf0a8u)
+#define BIB_GELU_K uintBitsToFloat(0x3fcc422au)
+#define BIB_GELU_C1 uintBitsToFloat(0x3d372713u)
+
+bool bib_isnan(float x) {
+    return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Every arithmetic kernel stores through this: NaN bits differ between
+// devices, so outputs carry the one canonical quiet NaN.
+float bib_canon(float x) {
+    return bib_isnan(x) ? uintBitsToFloat(BIB_QNAN) : x;
+}
+
+// Maps a float to an int whose order is -Inf < ... < -0 < +0 < ... < +Inf.
+int bib_order_key(float x) {
+    int i = floatBitsToInt(x);
+    return i ^ int(uint(i >> 31) & 0x7fffffffu);
+}
+
+float bib_from_order_key(int k) {
+    return intBitsToFloat(k ^ int(uint(k >> 31) & 0x7fffffffu));
+}
+
+float bib_pow2i(int e) {
+    return uintBitsToFloat(uint(e + 127) << 23);
+}
+
+float bib_exp(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    if (x > BIB_EXP_HI)
+        return uintBitsToFloat(0x7f800000u);
+    if (x < BIB_EXP_LO)
+        return 0.0;
+    precise float j = bib_fma(x, BIB_EXP_LOG2E, BIB_EXP_SHIFT);
+    precise float kf = j - BIB_EXP_SHIFT;
+    precise float nk = -kf;
+    precise float r = bib_fma(nk, BIB_EXP_LN2_HI, x);
+    r = bib_fma(nk, BIB_EXP_LN2_LO, r);
+    precise float p = BIB_EXP_C6;
+    p = bib_fma(p, r, BIB_EXP_C5);
+    p = bib_fma(p, r, BIB_EXP_C4);
+    p = bib_fma(p, r, BIB_EXP_C3);
+    p = bib_fma(p, r, BIB_EXP_C2);
+    p = bib_fma(p, r, 1.0);
+    p = bib_fma(p, r, 1.0);
+    int k = int(kf);
+    int k1 = k >> 1; // floor(k / 2)
+    int k2 = k - k1;
+    precise float y = p * bib_pow2i(k1);
+    precise float z = y * bib_pow2i(k2);
+    return z;
+}
+
+float bib_tanh(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    uint sign = floatBitsToUint(x) & 0x80000000u;
+    precise float a = uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu);
+    precise float y;
+    if (a < BIB_TANH_SMALL) {
+        precise float s = a * a;
+        precise float q = BIB_TANH_Q4;
+        q = bib_fma(q, s, BIB_TANH_Q3);
+        q = bib_fma(q, s, BIB_TANH_Q2);
+        q = bib_fma(q, s, BIB_TANH_Q1);
+        q = bib_fma(q, s, BIB_TANH_Q0);
+        precise float t = a * s;
+        y = bib_fma(t, q, a);
+    } else {
+        precise float aa = a + a;
+        precise float e = bib_exp(aa);
+        precise float e1 = e + 1.0;
+        precise float d = bib_div(2.0, e1);
+        y = 1.0 - d;
+    }
+    return uintBitsToFloat(floatBitsToUint(y) | sign);
+}
+
+float bib_sigmoid(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    precise float na = uintBitsToFloat(floatBitsToUint(x) | 0x80000000u); // -|x|
+    precise float e = bib_exp(na);
+    precise float num = x >= 0.0 ? 1.0 : e;
+    precise float den = 1.0 + e;
+    return bib_div(num, den);
+}
+
+float bib_gelu(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    if (floatBitsToUint(x) == 0xff800000u)
+        return uintBitsToFloat(0x80000000u); // gelu(-Inf) = -0
+    precise float x2 = x * x;
+    precise float x3 = x2 * x;
+    precise float w = bib_fma(BIB_GELU_C1, x3, x);
+    precise float z = BIB_GELU_K * w;
+    precise float s = bib_sigmoid(z);
+    precise float g = x * s;
+    return g;
+}
+
+float bib_relu(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    return x > 0.0 ? x : 0.0;
+}
+
+// bib_unary_t order: relu, sigmoid, tanh, gelu, exp.
+float bib_unary(uint op, float x) {
+    if (op == 0u)
+        return bib_relu(x);
+    if (op == 1u)
+        return bib_sigmoid(x);
+    if (op == 2u)
+        return bib_tanh(x);
+    if (op == 3u)
+        return bib_gelu(x);
+    return bib_exp(x);
+}

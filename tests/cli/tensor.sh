@@ -1,0 +1,130 @@
+#!/bin/sh
+# CLI tests for tensors: --input/--output .npy files, --backend, and the
+# error messages for wrong, missing or malformed inputs. examples/mlp.basm
+# must write byte-identical outputs on the CPU and Vulkan executors (a SKIP
+# line with the reason when there is no Vulkan device).
+# Prints one line per check and "N passed, N failed" at the end.
+set -u
+BIB=${BIB:-build/bib}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# expect_fail NAME CODE PATTERN CMD...: exits with CODE and stderr matches PATTERN
+expect_fail() {
+    name=$1 code=$2 pattern=$3
+    shift 3
+    "$@" >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -eq "$code" ] && grep -q -- "$pattern" "$T/err"; then ok "$name"; else
+        bad "$name: exit $rc (want $code), stderr: $(cat "$T/err")"
+    fi
+}
+
+$PY tools/make-npy.py "$T/in" --n 7 --d 33 --h 20 --o 5 >/dev/null || bad "make-npy.py"
+MLP_IN="--input x=$T/in/x.npy --input W1=$T/in/W1.npy --input b1=$T/in/b1.npy --input W2=$T/in/W2.npy --input=b2=$T/in/b2.npy"
+
+# shellcheck disable=SC2086
+if $BIB run examples/mlp.basm --backend=cpu $MLP_IN --output "y=$T/y.cpu.npy" 2>"$T/err"; then
+    ok "mlp runs on the cpu executor"
+else
+    bad "mlp on cpu: $(cat "$T/err")"
+fi
+if $PY -c "
+import numpy as np, sys
+y = np.load('$T/y.cpu.npy')
+assert y.dtype == np.float32 and y.shape == (7, 5), (y.dtype, y.shape)
+assert abs(y.sum(axis=1) - 1).max() < 1e-5
+" 2>"$T/err"; then ok "mlp output is f32[7,5] with rows summing to 1"; else bad "mlp output: $(cat "$T/err")"; fi
+
+# shellcheck disable=SC2086
+$BIB run examples/mlp.basm --backend=vulkan $MLP_IN --output "y=$T/y.vk.npy" 2>"$T/err"
+rc=$?
+if [ $rc -eq 69 ]; then
+    echo "SKIP: mlp on vulkan: $(cat "$T/err")"
+elif [ $rc -ne 0 ]; then
+    bad "mlp on vulkan: exit $rc: $(cat "$T/err")"
+elif cmp -s "$T/y.cpu.npy" "$T/y.vk.npy"; then
+    ok "mlp --output is byte-identical with --backend=cpu and --backend=vulkan"
+else
+    bad "mlp outputs differ between cpu and vulkan"
+fi
+
+# Inputs that do not fit the declarations.
+$PY -c "
+import numpy as np
+np.save('$T/x_wide.npy', np.zeros((7, 34), '<f4'))
+np.save('$T/x_i32.npy', np.zeros((7, 33), '<i4'))
+np.save('$T/x_f64.npy', np.zeros((7, 33), '<f8'))
+np.save('$T/x_fortran.npy', np.asfortranarray(np.zeros((7, 33), '<f4')))
+np.save('$T/x_rank3.npy', np.zeros((7, 33, 1), '<f4'))
+"
+printf 'not a numpy file' >"$T/garbage.npy"
+head -c 200 "$T/in/x.npy" >"$T/truncated.npy"
+IN_NO_X="--input W1=$T/in/W1.npy --input b1=$T/in/b1.npy --input W2=$T/in/W2.npy --input b2=$T/in/b2.npy"
+# shellcheck disable=SC2086
+expect_fail "a wrong shape names the tensor and both shapes" 64 \
+    "input 'x': expected f32\[n,d\] where d = 33, given f32\[7,34\]" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/x_wide.npy"
+# shellcheck disable=SC2086
+expect_fail "a wrong dtype names the tensor and both types" 64 "input 'x': expected f32\[n,d\].*given i32\[7,33\]" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/x_i32.npy"
+# shellcheck disable=SC2086
+expect_fail "a wrong rank is refused" 64 "given f32\[7,33,1\]" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/x_rank3.npy"
+# shellcheck disable=SC2086
+expect_fail "a missing input is named" 64 "input 'x' was not given" \
+    $BIB run examples/mlp.basm $IN_NO_X
+# shellcheck disable=SC2086
+expect_fail "an unknown input name lists the inputs" 64 "no input 'z' (its inputs: x, W1, b1, W2, b2)" \
+    $BIB run examples/mlp.basm $MLP_IN --input "z=$T/in/x.npy"
+# shellcheck disable=SC2086
+expect_fail "an unknown output name lists the outputs" 64 "no output 'q' (its outputs: y)" \
+    $BIB run examples/mlp.basm $MLP_IN --output "q=$T/q.npy"
+# shellcheck disable=SC2086
+expect_fail "a float64 .npy names the file and the dtype" 65 "x_f64.npy: not a usable .npy file: dtype '<f8' is not supported" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/x_f64.npy"
+# shellcheck disable=SC2086
+expect_fail "a Fortran-order .npy is refused" 65 "x_fortran.npy: not a usable .npy file: fortran_order True" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/x_fortran.npy"
+# shellcheck disable=SC2086
+expect_fail "a file that is not .npy is refused" 65 "garbage.npy: not a usable .npy file" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/garbage.npy"
+# shellcheck disable=SC2086
+expect_fail "a truncated .npy is refused" 65 "truncated.npy: not a usable .npy file: the data is truncated" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/truncated.npy"
+# shellcheck disable=SC2086
+expect_fail "a missing .npy file is unreadable input" 66 "cannot open '$T/nope.npy'" \
+    $BIB run examples/mlp.basm $IN_NO_X --input "x=$T/nope.npy"
+expect_fail "--input needs NAME=PATH" 64 "takes NAME=PATH.npy" $BIB run examples/mlp.basm --input x
+expect_fail "an unknown backend is a usage error" 64 "unknown executor 'tpu'" \
+    $BIB run examples/matmul.basm --backend=tpu
+expect_fail "cuda is not available yet" 69 "executor 'cuda' is not available" \
+    $BIB run examples/matmul.basm --backend=cuda --input "A=$T/in/x.npy" --input "B=$T/in/W1.npy"
+expect_fail "a shape mismatch between inputs names both" 64 "input 'B': expected f32\[K,N\] where K = 33, given f32\[20,5\]" \
+    $BIB run examples/matmul.basm --input "A=$T/in/x.npy" --input "B=$T/in/W2.npy"
+
+# matmul with --threads and i32-free round trip: C = A . B matches numpy.
+if $BIB run examples/matmul.basm --threads=2 --input "A=$T/in/x.npy" --input "B=$T/in/W1.npy" \
+    --output "C=$T/c.npy" 2>"$T/err" && $PY -c "
+import numpy as np
+a, b, c = (np.load('$T/' + p) for p in ('in/x.npy', 'in/W1.npy', 'c.npy'))
+ref = a.astype(np.float64) @ b.astype(np.float64)
+assert c.shape == (7, 20)
+assert (abs(c - ref) <= 33 * 2.0**-24 * (abs(a).astype(np.float64) @ abs(b))).all()
+"; then ok "matmul --threads=2 writes C = A.B"; else bad "matmul: $(cat "$T/err")"; fi
+
+# A trace of a tensor program names shapes, the executor and the hash.
+$BIB run examples/matmul.basm --trace --input "A=$T/in/x.npy" --input "B=$T/in/W1.npy" 2>"$T/trace" >/dev/null
+if grep -q "MATMUL t2, t0, t1 *t2=f32\[7,20\] t0=f32\[7,33\] t1=f32\[33,20\] on cpu hash=" "$T/trace"; then
+    ok "trace lines show shapes, executor and hash"
+else
+    bad "trace: $(cat "$T/trace")"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

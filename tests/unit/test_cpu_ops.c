@@ -1,0 +1,474 @@
+/* tests/unit/test_cpu_ops.c: the CPU executor's tensor kernels.
+ *
+ * Bit identity of every kernel between the scalar reference on one thread
+ * and every SIMD level this CPU has on 1 and 3 threads, over awkward shapes
+ * and special values; plus the contract's pinned cases (exp limits, signed
+ * zeros, canonical NaN, Philox known answers, gather's error). Accuracy
+ * against float64 lives in tests/oracle.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/bmath.h"
+#include "backends/cpu/cpufeatures.h"
+#include "backends/cpu/ops.h"
+#include "backends/cpu/threadpool.h"
+
+typedef struct env {
+    bib_cpu_ctx_t ctx;
+    char error[256];
+} env_t;
+
+static bib_cpu_level_t best_level(void) {
+    bib_cpu_features_t f;
+    bib_cpu_detect(&f);
+    return bib_cpu_best_level(&f);
+}
+
+static void env_open(env_t *e, bib_cpu_level_t level, uint32_t threads) {
+    memset(e, 0, sizeof *e);
+    e->ctx.level = level;
+    e->ctx.rowops = bib_cpu_rowops_for(level);
+    e->ctx.error = e->error;
+    e->ctx.error_len = sizeof e->error;
+    char why[128];
+    cr_assert_eq(bib_threadpool_create(threads, &e->ctx.pool, why, sizeof why), BIB_OK, "%s", why);
+}
+
+static void env_close(env_t *e) {
+    bib_threadpool_destroy(e->ctx.pool);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t next_u32(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+/* Values in [-range, range] with specials sprinkled in when `specials`. */
+static float *random_f32(size_t n, float range, bool specials) {
+    static const uint32_t special_bits[] = {
+        0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x7FC00123u, 0xFFC00000u,
+        0x00000001u, 0x807FFFFFu, 0x42C80000u /* 100 */, 0xC2C80000u /* -100 */,
+        0x43480000u /* 200 */, 0xC3480000u /* -200 */, 0x42B17218u, 0xC2CE0000u,
+    };
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = ((float)(next_u32() >> 8) * 0x1p-24f * 2.0f - 1.0f) * range;
+        if (specials && next_u32() % 16 == 0)
+            x[i] = bib_f32_from_bits(special_bits[next_u32() % (sizeof special_bits / 4)]);
+    }
+    return x;
+}
+
+static bib_view_t view2(void *buf, uint32_t dtype, uint32_t rows, uint32_t cols) {
+    bib_view_t v = {.buf = buf, .dtype = dtype, .rank = 2, .dims = {rows, cols}};
+    return v;
+}
+
+static bib_view_t view1(void *buf, uint32_t dtype, uint32_t n) {
+    bib_view_t v = {.buf = buf, .dtype = dtype, .rank = 1, .dims = {n}};
+    return v;
+}
+
+/* Runs `call` (whose out.buf is replaced) at the scalar level on one thread
+ * and at every level on 1 and 3 threads; asserts identical output bytes. */
+static void check_identity(const char *what, bib_call_t call, size_t out_bytes) {
+    env_t e;
+    env_open(&e, BIB_CPU_LEVEL_SCALAR, 1);
+    uint8_t *ref = calloc(out_bytes + 64, 1);
+    call.out.buf = ref;
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK, "%s: %s", what, e.error);
+    env_close(&e);
+    uint8_t *got = malloc(out_bytes + 64);
+    for (int level = 0; level <= (int)best_level(); level++) {
+        for (uint32_t threads = 1; threads <= 3; threads += 2) {
+            memset(got, 0xA5, out_bytes + 64);
+            env_open(&e, (bib_cpu_level_t)level, threads);
+            call.out.buf = got;
+            cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK, "%s: %s", what, e.error);
+            env_close(&e);
+            for (size_t b = 0; b < out_bytes; b += 4) {
+                uint32_t r, g;
+                memcpy(&r, ref + b, 4);
+                memcpy(&g, got + b, 4);
+                cr_assert_eq(r, g, "%s: %s x%u element %zu: 0x%08x, reference 0x%08x", what,
+                             bib_cpu_level_name((bib_cpu_level_t)level), threads, b / 4, g, r);
+            }
+            for (size_t b = out_bytes; b < out_bytes + 64; b++)
+                cr_assert_eq(got[b], 0xA5, "%s: wrote past the output (guard byte %zu)", what,
+                             b - out_bytes);
+        }
+    }
+    free(ref);
+    free(got);
+}
+
+static const uint32_t shapes[][2] = {{1, 1},  {1, 7},    {3, 33},  {2, 1023}, {5, 64},
+                                     {4, 130}, {64, 257}, {9, 16},  {300, 200}, {2, 70000}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+Test(cpu_ops_identity, unary_every_op_every_level) {
+    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++)
+        for (size_t s = 0; s < NSHAPES; s++) {
+            uint32_t r = shapes[s][0], c = shapes[s][1];
+            float *x = random_f32((size_t)r * c, op == BIB_UNARY_EXP ? 120.0f : 12.0f, true);
+            bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op,
+                               .out = view2(NULL, BIB_DTYPE_F32, r, c),
+                               .in = {view2(x, BIB_DTYPE_F32, r, c)}};
+            char what[64];
+            snprintf(what, sizeof what, "unary %u [%u,%u]", op, r, c);
+            check_identity(what, call, (size_t)r * c * 4);
+            free(x);
+        }
+}
+
+Test(cpu_ops_identity, binary_same_row_and_scalar_broadcast) {
+    for (uint32_t op = BIB_BINARY_ADD; op <= BIB_BINARY_DIV; op++)
+        for (size_t s = 0; s < NSHAPES; s++) {
+            uint32_t r = shapes[s][0], c = shapes[s][1];
+            float *a = random_f32((size_t)r * c, 1e3f, true);
+            float *b = random_f32((size_t)r * c, 1e3f, true);
+            bib_view_t bviews[3] = {view2(b, BIB_DTYPE_F32, r, c), view1(b, BIB_DTYPE_F32, c),
+                                    view1(b, BIB_DTYPE_F32, 1)};
+            for (int m = 0; m < 3; m++) {
+                bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op,
+                                   .out = view2(NULL, BIB_DTYPE_F32, r, c),
+                                   .in = {view2(a, BIB_DTYPE_F32, r, c), bviews[m]}};
+                char what[64];
+                snprintf(what, sizeof what, "binary %u mode %d [%u,%u]", op, m, r, c);
+                check_identity(what, call, (size_t)r * c * 4);
+            }
+            free(a);
+            free(b);
+        }
+}
+
+static void row_kernel_identity(bib_kernel_t kernel, uint32_t sub, float range, float f0) {
+    for (size_t s = 0; s < NSHAPES; s++) {
+        uint32_t r = shapes[s][0], c = shapes[s][1];
+        float *x = random_f32((size_t)r * c, range, true);
+        float *g = random_f32(c, 2.0f, false), *b = random_f32(c, 2.0f, false);
+        bool reduces = kernel == BIB_KERNEL_REDUCE || kernel == BIB_KERNEL_ARGMAX;
+        bib_call_t call = {.kernel = kernel, .sub = sub,
+                           .out = reduces ? view1(NULL, BIB_DTYPE_F32, r)
+                                          : view2(NULL, BIB_DTYPE_F32, r, c),
+                           .in = {view2(x, BIB_DTYPE_F32, r, c), view1(g, BIB_DTYPE_F32, c),
+                                  view1(b, BIB_DTYPE_F32, c)},
+                           .f = {f0}};
+        if (kernel == BIB_KERNEL_ARGMAX)
+            call.out.dtype = BIB_DTYPE_I32;
+        char what[64];
+        snprintf(what, sizeof what, "kernel %d sub %u [%u,%u]", kernel, sub, r, c);
+        check_identity(what, call, (reduces ? (size_t)r : (size_t)r * c) * 4);
+        /* and once more without special values, where results are finite */
+        free(x);
+        x = random_f32((size_t)r * c, range, false);
+        call.in[0].buf = x;
+        check_identity(what, call, (reduces ? (size_t)r : (size_t)r * c) * 4);
+        free(x);
+        free(g);
+        free(b);
+    }
+}
+
+Test(cpu_ops_identity, softmax) {
+    row_kernel_identity(BIB_KERNEL_SOFTMAX, 0, 150.0f, 0);
+}
+Test(cpu_ops_identity, layernorm) {
+    row_kernel_identity(BIB_KERNEL_LAYERNORM, 0, 10.0f, 1e-5f);
+}
+Test(cpu_ops_identity, rmsnorm) {
+    row_kernel_identity(BIB_KERNEL_RMSNORM, 0, 10.0f, 1e-6f);
+}
+Test(cpu_ops_identity, reduce_sum_max_mean) {
+    for (uint32_t op = BIB_REDUCE_SUM; op <= BIB_REDUCE_MEAN; op++)
+        row_kernel_identity(BIB_KERNEL_REDUCE, op, 1e4f, 0);
+}
+Test(cpu_ops_identity, argmax) {
+    row_kernel_identity(BIB_KERNEL_ARGMAX, 0, 5.0f, 0);
+}
+Test(cpu_ops_identity, scale) {
+    row_kernel_identity(BIB_KERNEL_SCALE, 0, 1e3f, -0.37f);
+}
+
+Test(cpu_ops_identity, matmul_bias_and_activations) {
+    static const uint32_t mnk[][3] = {{1, 1, 1}, {7, 33, 5}, {33, 7, 1023}, {64, 130, 17}};
+    for (size_t s = 0; s < 4; s++)
+        for (uint32_t act = BIB_ACT_NONE; act <= BIB_ACT_GELU; act++) {
+            uint32_t m = mnk[s][0], n = mnk[s][1], k = mnk[s][2];
+            float *a = random_f32((size_t)m * k, 3.0f, false);
+            float *b = random_f32((size_t)k * n, 3.0f, false);
+            float *bias = random_f32(n, 3.0f, false);
+            bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = act,
+                               .out = view2(NULL, BIB_DTYPE_F32, m, n),
+                               .in = {view2(a, BIB_DTYPE_F32, m, k), view2(b, BIB_DTYPE_F32, k, n),
+                                      view1(bias, BIB_DTYPE_F32, n)}};
+            check_identity("matmul", call, (size_t)m * n * 4);
+            /* the contract: one fma chain, then one add, then the activation */
+            env_t e;
+            env_open(&e, best_level(), 2);
+            float *y = malloc((size_t)m * n * 4);
+            call.out.buf = y;
+            cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+            env_close(&e);
+            for (uint32_t i = 0; i < m; i++)
+                for (uint32_t j = 0; j < n; j++) {
+                    float acc = 0.0f;
+                    for (uint32_t p = 0; p < k; p++)
+                        acc = fmaf(a[i * k + p], b[p * n + j], acc);
+                    acc = acc + bias[j];
+                    acc = act == BIB_ACT_RELU ? bib_relu(acc)
+                          : act == BIB_ACT_GELU ? bib_gelu(acc)
+                                                : acc;
+                    cr_assert_eq(bib_f32_bits(y[i * n + j]), bib_f32_bits(acc),
+                                 "matmul [%u,%u,%u] act %u at (%u,%u)", m, n, k, act, i, j);
+                }
+            free(y);
+            free(a);
+            free(b);
+            free(bias);
+        }
+}
+
+/* The contract's attention, written out plainly. */
+static void attention_contract(const float *q, const float *k, const float *v, float *o,
+                               uint32_t s_len, uint32_t t_len, uint32_t heads, uint32_t d_len,
+                               float scale, bool causal) {
+    size_t stride = (size_t)heads * d_len;
+    float *p = malloc((t_len + 1) * sizeof *p);
+    for (uint32_t i = 0; i < s_len; i++)
+        for (uint32_t h = 0; h < heads; h++) {
+            int64_t lim = causal ? (int64_t)i + t_len - s_len + 1 : t_len;
+            uint32_t nv = lim < 0 ? 0 : lim > t_len ? t_len : (uint32_t)lim;
+            for (uint32_t j = 0; j < nv; j++) {
+                float acc = 0.0f;
+                for (uint32_t d = 0; d < d_len; d++)
+                    acc = fmaf(q[i * stride + h * d_len + d], k[j * stride + h * d_len + d], acc);
+                p[j] = acc * scale;
+            }
+            float m = bib_max(p, nv);
+            for (uint32_t j = 0; j < nv; j++)
+                p[j] = bib_exp(p[j] - m);
+            float sum = bib_tree_sum(p, nv);
+            for (uint32_t j = 0; j < nv; j++)
+                p[j] = p[j] / sum;
+            for (uint32_t d = 0; d < d_len; d++) {
+                float acc = 0.0f;
+                for (uint32_t j = 0; j < nv; j++)
+                    acc = fmaf(p[j], v[j * stride + h * d_len + d], acc);
+                o[i * stride + h * d_len + d] = bib_f32_canon(acc);
+            }
+        }
+    free(p);
+}
+
+Test(cpu_ops_identity, attention_matches_contract_causal_and_not) {
+    static const uint32_t shp[][4] = {{1, 1, 1, 1}, {7, 7, 2, 33}, {33, 40, 3, 16}, {20, 20, 1, 64},
+                                      {40, 33, 2, 8}};
+    for (size_t s = 0; s < 5; s++)
+        for (uint32_t causal = 0; causal <= 1; causal++) {
+            uint32_t S = shp[s][0], T = shp[s][1], H = shp[s][2], D = shp[s][3];
+            float *q = random_f32((size_t)S * H * D, 2.0f, false);
+            float *k = random_f32((size_t)T * H * D, 2.0f, false);
+            float *v = random_f32((size_t)T * H * D, 2.0f, false);
+            float scale = (float)(1.0 / sqrt((double)D));
+            bib_view_t qv = {.buf = q, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {S, H, D}};
+            bib_view_t kv = {.buf = k, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {T, H, D}};
+            bib_view_t vv = {.buf = v, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {T, H, D}};
+            bib_call_t call = {.kernel = BIB_KERNEL_ATTENTION, .sub = causal, .out = qv,
+                               .in = {qv, kv, vv}, .f = {scale}};
+            check_identity("attention", call, (size_t)S * H * D * 4);
+            float *want = malloc((size_t)S * H * D * 4), *got = malloc((size_t)S * H * D * 4);
+            attention_contract(q, k, v, want, S, T, H, D, scale, causal);
+            env_t e;
+            env_open(&e, best_level(), 2);
+            call.out.buf = got;
+            cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+            env_close(&e);
+            for (size_t i = 0; i < (size_t)S * H * D; i++)
+                cr_assert_eq(bib_f32_bits(got[i]), bib_f32_bits(want[i]),
+                             "attention S%u T%u H%u D%u causal %u element %zu", S, T, H, D,
+                             causal, i);
+            free(q), free(k), free(v), free(want), free(got);
+        }
+}
+
+Test(cpu_ops_identity, transpose_rng_fill_copy) {
+    for (size_t s = 0; s < NSHAPES; s++) {
+        uint32_t r = shapes[s][0], c = shapes[s][1];
+        float *x = random_f32((size_t)r * c, 1.0f, true);
+        bib_call_t t = {.kernel = BIB_KERNEL_TRANSPOSE, .out = view2(NULL, BIB_DTYPE_F32, c, r),
+                        .in = {view2(x, BIB_DTYPE_F32, r, c)}};
+        check_identity("transpose", t, (size_t)r * c * 4);
+        bib_call_t g = {.kernel = BIB_KERNEL_RNG, .out = view2(NULL, BIB_DTYPE_F32, r, c),
+                        .i = {0x123456789abcdefll, 7}};
+        check_identity("rng", g, (size_t)r * c * 4);
+        free(x);
+    }
+}
+
+Test(cpu_ops, transpose_swaps_the_last_two_axes) {
+    float x[2 * 3 * 5], y[2 * 5 * 3];
+    for (int i = 0; i < 30; i++)
+        x[i] = (float)i;
+    bib_view_t in = {.buf = x, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {2, 3, 5}};
+    bib_view_t out = {.buf = y, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {2, 5, 3}};
+    bib_call_t call = {.kernel = BIB_KERNEL_TRANSPOSE, .out = out, .in = {in}};
+    env_t e;
+    env_open(&e, best_level(), 2);
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    env_close(&e);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 5; j++)
+                cr_assert_eq(y[b * 15 + j * 3 + i], x[b * 15 + i * 5 + j]);
+}
+
+Test(cpu_ops, exp_special_values) {
+    cr_assert_eq(bib_f32_bits(bib_exp(0.0f)), bib_f32_bits(1.0f));
+    cr_assert_eq(bib_f32_bits(bib_exp(-0.0f)), bib_f32_bits(1.0f));
+    cr_assert_eq(bib_exp(INFINITY), INFINITY);
+    cr_assert_eq(bib_f32_bits(bib_exp(-INFINITY)), 0u);
+    cr_assert_eq(bib_exp(89.0f), INFINITY);
+    cr_assert_eq(bib_exp(100.0f), INFINITY);
+    cr_assert_eq(bib_f32_bits(bib_exp(-104.5f)), 0u);
+    cr_assert_eq(bib_f32_bits(bib_exp(bib_f32_from_bits(0xFFC00001u))), 0x7FC00000u);
+    float big = bib_exp(88.7f);
+    cr_assert(isfinite(big) && big > 3.2e38f);
+    float tiny = bib_exp(-100.0f); /* 3.72e-44: a denormal, kept */
+    cr_assert(tiny > 0.0f && tiny < 1.2e-38f);
+    cr_assert(fabs((double)tiny - exp(-100.0)) <= 0x1p-149, "exp(-100) = %a", (double)tiny);
+}
+
+Test(cpu_ops, signed_zero_rules) {
+    cr_assert_eq(bib_f32_bits(bib_relu(-0.0f)), 0u, "relu(-0) is +0");
+    cr_assert_eq(bib_f32_bits(bib_tanh(-0.0f)), 0x80000000u, "tanh(-0) is -0");
+    cr_assert_eq(bib_f32_bits(bib_gelu(-INFINITY)), 0x80000000u, "gelu(-Inf) is -0");
+    cr_assert_eq(bib_f32_bits(bib_sigmoid(-0.0f)), bib_f32_bits(0.5f));
+    float z[2] = {-0.0f, 0.0f}, zr[2] = {0.0f, -0.0f}, nz[2] = {-0.0f, -0.0f};
+    cr_assert_eq(bib_f32_bits(bib_max(z, 2)), 0u, "max(-0,+0) is +0");
+    cr_assert_eq(bib_f32_bits(bib_max(zr, 2)), 0u, "max(+0,-0) is +0");
+    cr_assert_eq(bib_f32_bits(bib_max(nz, 2)), 0x80000000u, "max(-0,-0) is -0");
+    cr_assert_eq(bib_f32_bits(bib_tree_sum(nz, 2)), 0u, "the tree starts from +0");
+}
+
+Test(cpu_ops, nan_outputs_are_canonical) {
+    float x[5] = {1.0f, bib_f32_from_bits(0xFFC00000u), 3.0f, bib_f32_from_bits(0x7FC00042u), 2.0f};
+    float y[5];
+    env_t e;
+    env_open(&e, best_level(), 1);
+    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
+        e.ctx.rowops->unary(op, x, y, 5);
+        cr_assert_eq(bib_f32_bits(y[1]), 0x7FC00000u, "unary %u", op);
+        cr_assert_eq(bib_f32_bits(y[3]), 0x7FC00000u, "unary %u", op);
+    }
+    e.ctx.rowops->softmax(x, y, 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(bib_f32_bits(y[i]), 0x7FC00000u, "softmax of a row with NaN is NaN");
+    cr_assert_eq(bib_f32_bits(e.ctx.rowops->max(x, 5)), 0x7FC00000u);
+    float zero = 0.0f, q;
+    e.ctx.rowops->binary(BIB_BINARY_DIV, &zero, &zero, 1, &q, 1);
+    cr_assert_eq(bib_f32_bits(q), 0x7FC00000u, "0/0 is the canonical NaN, not x86's 0xFFC00000");
+    int32_t idx;
+    bib_call_t call = {.kernel = BIB_KERNEL_ARGMAX, .out = view1(&idx, BIB_DTYPE_I32, 1),
+                       .in = {view2(x, BIB_DTYPE_F32, 1, 5)}};
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    cr_assert_eq(idx, 1, "argmax is the first NaN's index");
+    env_close(&e);
+}
+
+Test(cpu_ops, softmax_of_extreme_inputs_is_finite) {
+    float x[4] = {-1000.0f, 1000.0f, 999.0f, -INFINITY}, y[4];
+    bib_cpu_rowops_scalar.softmax(x, y, 4);
+    cr_assert_eq(y[0], 0.0f);
+    cr_assert_eq(y[3], 0.0f);
+    cr_assert(fabsf(y[1] - 0.7310586f) < 1e-6f && fabsf(y[2] - 0.2689414f) < 1e-6f);
+}
+
+Test(cpu_ops, argmax_takes_the_first_maximum) {
+    float x[6] = {1.0f, 5.0f, -2.0f, 5.0f, 5.0f, 0.0f};
+    int32_t idx;
+    bib_call_t call = {.kernel = BIB_KERNEL_ARGMAX, .out = view1(&idx, BIB_DTYPE_I32, 1),
+                       .in = {view2(x, BIB_DTYPE_F32, 1, 6)}};
+    env_t e;
+    env_open(&e, BIB_CPU_LEVEL_SCALAR, 1);
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    env_close(&e);
+    cr_assert_eq(idx, 1);
+}
+
+Test(cpu_ops, philox_known_answers) {
+    /* Random123's kat_vectors for philox4x32_10. */
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
+        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu,
+         0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u,
+         0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u},
+    };
+    for (int t = 0; t < 3; t++) {
+        uint32_t out[4];
+        bib_cpu_philox4x32_10(kat[t], kat[t] + 4, out);
+        for (int w = 0; w < 4; w++)
+            cr_assert_eq(out[w], kat[t][6 + w], "vector %d word %d: 0x%08x", t, w, out[w]);
+    }
+}
+
+Test(cpu_ops, rng_maps_words_to_24_bit_uniforms) {
+    float y[9];
+    bib_call_t call = {.kernel = BIB_KERNEL_RNG, .out = view1(y, BIB_DTYPE_F32, 9),
+                       .i = {0x0000000500000003ll, 2}};
+    env_t e;
+    env_open(&e, BIB_CPU_LEVEL_SCALAR, 1);
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    env_close(&e);
+    uint32_t key[2] = {3, 5}, ctr[4] = {2, 0, 2, 0}, w[4];
+    bib_cpu_philox4x32_10(ctr, key, w);
+    cr_assert_eq(y[8], (float)(w[0] >> 8) * 0x1p-24f, "element 8 is word 0 of counter (2,0,2,0)");
+    for (int i = 0; i < 9; i++)
+        cr_assert(y[i] >= 0.0f && y[i] < 1.0f);
+}
+
+Test(cpu_ops, gather_copies_rows_and_rejects_bad_indices) {
+    float table[4 * 3];
+    for (int i = 0; i < 12; i++)
+        table[i] = (float)i;
+    int32_t idx[3] = {3, 0, 3};
+    float out[9];
+    bib_call_t call = {.kernel = BIB_KERNEL_GATHER, .out = view2(out, BIB_DTYPE_F32, 3, 3),
+                       .in = {view2(table, BIB_DTYPE_F32, 4, 3), view1(idx, BIB_DTYPE_I32, 3)}};
+    env_t e;
+    env_open(&e, best_level(), 1);
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    cr_assert_eq(out[0], 9.0f);
+    cr_assert_eq(out[4], 1.0f);
+    idx[1] = 4;
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_E_TRAP);
+    cr_assert(strstr(e.error, "index 4") && strstr(e.error, "position 1") &&
+                  strstr(e.error, "4 rows"),
+              "message: %s", e.error);
+    idx[1] = -1;
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_E_TRAP);
+    env_close(&e);
+}
+
+Test(cpu_ops, fill_and_copy_move_bits) {
+    uint32_t y[5], z[5];
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = view1(y, BIB_DTYPE_F32, 5),
+                       .f = {-0.0f}};
+    env_t e;
+    env_open(&e, best_level(), 1);
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &fill), BIB_OK);
+    bib_call_t copy = {.kernel = BIB_KERNEL_COPY, .out = view1(z, BIB_DTYPE_F32, 5),
+                       .in = {view1(y, BIB_DTYPE_F32, 5)}};
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &copy), BIB_OK);
+    env_close(&e);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(z[i], 0x80000000u);
+}
