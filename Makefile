@@ -16,6 +16,13 @@ OPT     ?= -O2
 FPFLAGS  = -ffp-contract=off -fno-fast-math
 CFLAGS  += $(CSTD) $(OPT) $(WARN) $(FPFLAGS) -fPIC -MMD -MP -Iinclude -I.
 LDLIBS  += -lmimalloc -lz -lm -lpthread -ldl
+# libshaderc compiles the GLSL of .shader lines (assembler/devcode.c). Debian's
+# libshaderc.so is built against another glslang than its static archives, so
+# the static shaderc is linked with them (the shared one crashes in GlslangToSpv).
+SHADERC_LIBS ?= -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndependent -lGenericCodeGen \
+                -lOSDependent -lOGLCompiler -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools \
+                -lglslang-default-resource-limits -Wl,--end-group -lstdc++
+LDLIBS  += $(SHADERC_LIBS)
 
 LIB_DIRS = isa vm assembler backends backends/cpu
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
@@ -89,7 +96,11 @@ unit: $(UNIT_BIN)
 hex: all
 	$(BUILD)/bib test --coverage tests/hex
 
-test: all $(UNIT_BIN) $(BUILD)/embed
+# The numpy oracle's driver: runs one kernel on .npy inputs (tests/oracle/check.py).
+$(BUILD)/oracle_driver: tests/oracle/oracle_driver.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+
+test: all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/oracle_driver
 	@BUILD=$(BUILD) sh tools/run-tests.sh
 
 # Benchmark programs beside their peers (OpenBLAS for MATMUL).

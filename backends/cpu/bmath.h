@@ -35,8 +35,8 @@
 #define BIB_EXP_C4 0x1.5558f2p-5f
 #define BIB_EXP_C3 0x1.555492p-3f
 #define BIB_EXP_C2 0x1.fffffcp-2f
-#define BIB_EXP_HI 0x1.64p+6f   /* 89: above it exp is +Inf */
-#define BIB_EXP_LO -0x1.ap+6f   /* -104: below it exp is +0 */
+#define BIB_EXP_HI 0x1.64p+6f /* 89: above it exp is +Inf */
+#define BIB_EXP_LO -0x1.ap+6f /* -104: below it exp is +0 */
 
 /* tanh: |x| < 0.625 uses an odd polynomial (no cancellation near 0);
  * otherwise 1 - 2 / (exp(2|x|) + 1). The sign is copied from x last, so

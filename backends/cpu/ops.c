@@ -330,8 +330,8 @@ static bib_status_t run_matmul(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     };
     bib_status_t st = bib_gemm_f32(ctx->pool, ctx->level, &g);
     if (st != BIB_OK)
-        snprintf(ctx->error, ctx->error_len, "matmul: out of memory for packing buffers (%zux%zux%zu)",
-                 m, n, k);
+        snprintf(ctx->error, ctx->error_len,
+                 "matmul: out of memory for packing buffers (%zux%zux%zu)", m, n, k);
     return st;
 }
 
@@ -412,9 +412,16 @@ static void task_attention(void *arg, size_t begin, size_t end, uint32_t chunk) 
         size_t rows = s_len - i0 < ATTN_BLOCK ? s_len - i0 : ATTN_BLOCK;
         size_t cols = attn_valid(c, i0 + rows - 1);
         if (cols) {
-            bib_gemm_t g = {.m = rows, .n = cols, .k = d_len, .a = q + i0 * stride + h * d_len,
-                            .lda = stride, .b = k + h * d_len, .ldb = stride,
-                            .b_transposed = true, .c = scores, .ldc = t_len};
+            bib_gemm_t g = {.m = rows,
+                            .n = cols,
+                            .k = d_len,
+                            .a = q + i0 * stride + h * d_len,
+                            .lda = stride,
+                            .b = k + h * d_len,
+                            .ldb = stride,
+                            .b_transposed = true,
+                            .c = scores,
+                            .ldc = t_len};
             if (bib_gemm_f32(NULL, t->ctx->level, &g) != BIB_OK) {
                 atomic_store(&t->failed, 1);
                 return;
@@ -490,8 +497,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
 bool bib_cpu_ops_supports(const bib_call_t *c) {
     switch (c->kernel) {
     case BIB_KERNEL_MATMUL:
-        return all_f32(c, 3) && c->in[0].rank == 2 && c->in[1].rank == 2 &&
-               c->sub <= BIB_ACT_GELU;
+        return all_f32(c, 3) && c->in[0].rank == 2 && c->in[1].rank == 2 && c->sub <= BIB_ACT_GELU;
     case BIB_KERNEL_TRANSPOSE:
         return c->in[0].rank >= 2 && c->in[0].dtype == c->out.dtype;
     case BIB_KERNEL_SOFTMAX:
@@ -581,8 +587,8 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, rows, row_grain(last), task_argmax, &t);
         return BIB_OK;
     case BIB_KERNEL_FILL: {
-        uint32_t word = c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0]
-                                                      : bib_f32_bits(c->f[0]);
+        uint32_t word =
+            c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_f32_bits(c->f[0]);
         uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
         for (size_t e = 0; e < count; e++)
             y[e] = word;

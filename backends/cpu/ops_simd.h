@@ -110,10 +110,10 @@ static inline VF V_FN(v_relu)(VF x) {
         }                                                                                          \
         if (i_ < (n)) {                                                                            \
             float t_[V_WIDTH] = {0};                                                               \
-            memcpy(t_, (x) + i_, ((n) - i_) * sizeof(float));                                      \
+            memcpy(t_, (x) + i_, ((n)-i_) * sizeof(float));                                        \
             VF v_ = V_LOAD(t_);                                                                    \
             V_STORE(t_, BODY(v_));                                                                 \
-            memcpy((y) + i_, t_, ((n) - i_) * sizeof(float));                                      \
+            memcpy((y) + i_, t_, ((n)-i_) * sizeof(float));                                        \
         }                                                                                          \
     } while (0)
 
@@ -191,7 +191,7 @@ static void V_FN(row_scale)(const float *x, float s, float *y, size_t n) {
                 acc_[a_] = V_ADD(acc_[a_], TERM(v_));                                              \
             }                                                                                      \
         for (int a_ = 0; a_ < V_NACC && i_ < (n); a_++, i_ += V_WIDTH) {                           \
-            size_t r_ = (n) - i_ < V_WIDTH ? (n) - i_ : V_WIDTH;                                   \
+            size_t r_ = (n)-i_ < V_WIDTH ? (n)-i_ : V_WIDTH;                                       \
             float t_[V_WIDTH] = {0};                                                               \
             memcpy(t_, (x) + i_, r_ * sizeof(float));                                              \
             VF v_ = V_LOAD(t_);                                                                    \

@@ -53,9 +53,13 @@ static uint32_t next_u32(void) {
 /* Values in [-range, range] with specials sprinkled in when `specials`. */
 static float *random_f32(size_t n, float range, bool specials) {
     static const uint32_t special_bits[] = {
-        0x80000000u, 0x00000000u, 0x7F800000u, 0xFF800000u, 0x7FC00123u, 0xFFC00000u,
-        0x00000001u, 0x807FFFFFu, 0x42C80000u /* 100 */, 0xC2C80000u /* -100 */,
-        0x43480000u /* 200 */, 0xC3480000u /* -200 */, 0x42B17218u, 0xC2CE0000u,
+        0x80000000u,           0x00000000u,
+        0x7F800000u,           0xFF800000u,
+        0x7FC00123u,           0xFFC00000u,
+        0x00000001u,           0x807FFFFFu,
+        0x42C80000u /* 100 */, 0xC2C80000u /* -100 */,
+        0x43480000u /* 200 */, 0xC3480000u /* -200 */,
+        0x42B17218u,           0xC2CE0000u,
     };
     float *x = malloc((n ? n : 1) * sizeof *x);
     for (size_t i = 0; i < n; i++) {
@@ -109,8 +113,8 @@ static void check_identity(const char *what, bib_call_t call, size_t out_bytes) 
     free(got);
 }
 
-static const uint32_t shapes[][2] = {{1, 1},  {1, 7},    {3, 33},  {2, 1023}, {5, 64},
-                                     {4, 130}, {64, 257}, {9, 16},  {300, 200}, {2, 70000}};
+static const uint32_t shapes[][2] = {{1, 1},   {1, 7},    {3, 33}, {2, 1023},  {5, 64},
+                                     {4, 130}, {64, 257}, {9, 16}, {300, 200}, {2, 70000}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 Test(cpu_ops_identity, unary_every_op_every_level) {
@@ -118,7 +122,8 @@ Test(cpu_ops_identity, unary_every_op_every_level) {
         for (size_t s = 0; s < NSHAPES; s++) {
             uint32_t r = shapes[s][0], c = shapes[s][1];
             float *x = random_f32((size_t)r * c, op == BIB_UNARY_EXP ? 120.0f : 12.0f, true);
-            bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op,
+            bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                               .sub = op,
                                .out = view2(NULL, BIB_DTYPE_F32, r, c),
                                .in = {view2(x, BIB_DTYPE_F32, r, c)}};
             char what[64];
@@ -137,7 +142,8 @@ Test(cpu_ops_identity, binary_same_row_and_scalar_broadcast) {
             bib_view_t bviews[3] = {view2(b, BIB_DTYPE_F32, r, c), view1(b, BIB_DTYPE_F32, c),
                                     view1(b, BIB_DTYPE_F32, 1)};
             for (int m = 0; m < 3; m++) {
-                bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op,
+                bib_call_t call = {.kernel = BIB_KERNEL_BINARY,
+                                   .sub = op,
                                    .out = view2(NULL, BIB_DTYPE_F32, r, c),
                                    .in = {view2(a, BIB_DTYPE_F32, r, c), bviews[m]}};
                 char what[64];
@@ -155,7 +161,8 @@ static void row_kernel_identity(bib_kernel_t kernel, uint32_t sub, float range, 
         float *x = random_f32((size_t)r * c, range, true);
         float *g = random_f32(c, 2.0f, false), *b = random_f32(c, 2.0f, false);
         bool reduces = kernel == BIB_KERNEL_REDUCE || kernel == BIB_KERNEL_ARGMAX;
-        bib_call_t call = {.kernel = kernel, .sub = sub,
+        bib_call_t call = {.kernel = kernel,
+                           .sub = sub,
                            .out = reduces ? view1(NULL, BIB_DTYPE_F32, r)
                                           : view2(NULL, BIB_DTYPE_F32, r, c),
                            .in = {view2(x, BIB_DTYPE_F32, r, c), view1(g, BIB_DTYPE_F32, c),
@@ -205,7 +212,8 @@ Test(cpu_ops_identity, matmul_bias_and_activations) {
             float *a = random_f32((size_t)m * k, 3.0f, false);
             float *b = random_f32((size_t)k * n, 3.0f, false);
             float *bias = random_f32(n, 3.0f, false);
-            bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = act,
+            bib_call_t call = {.kernel = BIB_KERNEL_MATMUL,
+                               .sub = act,
                                .out = view2(NULL, BIB_DTYPE_F32, m, n),
                                .in = {view2(a, BIB_DTYPE_F32, m, k), view2(b, BIB_DTYPE_F32, k, n),
                                       view1(bias, BIB_DTYPE_F32, n)}};
@@ -223,7 +231,7 @@ Test(cpu_ops_identity, matmul_bias_and_activations) {
                     for (uint32_t p = 0; p < k; p++)
                         acc = fmaf(a[i * k + p], b[p * n + j], acc);
                     acc = acc + bias[j];
-                    acc = act == BIB_ACT_RELU ? bib_relu(acc)
+                    acc = act == BIB_ACT_RELU   ? bib_relu(acc)
                           : act == BIB_ACT_GELU ? bib_gelu(acc)
                                                 : acc;
                     cr_assert_eq(bib_f32_bits(y[i * n + j]), bib_f32_bits(acc),
@@ -269,8 +277,8 @@ static void attention_contract(const float *q, const float *k, const float *v, f
 }
 
 Test(cpu_ops_identity, attention_matches_contract_causal_and_not) {
-    static const uint32_t shp[][4] = {{1, 1, 1, 1}, {7, 7, 2, 33}, {33, 40, 3, 16}, {20, 20, 1, 64},
-                                      {40, 33, 2, 8}};
+    static const uint32_t shp[][4] = {
+        {1, 1, 1, 1}, {7, 7, 2, 33}, {33, 40, 3, 16}, {20, 20, 1, 64}, {40, 33, 2, 8}};
     for (size_t s = 0; s < 5; s++)
         for (uint32_t causal = 0; causal <= 1; causal++) {
             uint32_t S = shp[s][0], T = shp[s][1], H = shp[s][2], D = shp[s][3];
@@ -281,8 +289,11 @@ Test(cpu_ops_identity, attention_matches_contract_causal_and_not) {
             bib_view_t qv = {.buf = q, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {S, H, D}};
             bib_view_t kv = {.buf = k, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {T, H, D}};
             bib_view_t vv = {.buf = v, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {T, H, D}};
-            bib_call_t call = {.kernel = BIB_KERNEL_ATTENTION, .sub = causal, .out = qv,
-                               .in = {qv, kv, vv}, .f = {scale}};
+            bib_call_t call = {.kernel = BIB_KERNEL_ATTENTION,
+                               .sub = causal,
+                               .out = qv,
+                               .in = {qv, kv, vv},
+                               .f = {scale}};
             check_identity("attention", call, (size_t)S * H * D * 4);
             float *want = malloc((size_t)S * H * D * 4), *got = malloc((size_t)S * H * D * 4);
             attention_contract(q, k, v, want, S, T, H, D, scale, causal);
@@ -293,8 +304,8 @@ Test(cpu_ops_identity, attention_matches_contract_causal_and_not) {
             env_close(&e);
             for (size_t i = 0; i < (size_t)S * H * D; i++)
                 cr_assert_eq(bib_f32_bits(got[i]), bib_f32_bits(want[i]),
-                             "attention S%u T%u H%u D%u causal %u element %zu", S, T, H, D,
-                             causal, i);
+                             "attention S%u T%u H%u D%u causal %u element %zu", S, T, H, D, causal,
+                             i);
             free(q), free(k), free(v), free(want), free(got);
         }
 }
@@ -303,10 +314,12 @@ Test(cpu_ops_identity, transpose_rng_fill_copy) {
     for (size_t s = 0; s < NSHAPES; s++) {
         uint32_t r = shapes[s][0], c = shapes[s][1];
         float *x = random_f32((size_t)r * c, 1.0f, true);
-        bib_call_t t = {.kernel = BIB_KERNEL_TRANSPOSE, .out = view2(NULL, BIB_DTYPE_F32, c, r),
+        bib_call_t t = {.kernel = BIB_KERNEL_TRANSPOSE,
+                        .out = view2(NULL, BIB_DTYPE_F32, c, r),
                         .in = {view2(x, BIB_DTYPE_F32, r, c)}};
         check_identity("transpose", t, (size_t)r * c * 4);
-        bib_call_t g = {.kernel = BIB_KERNEL_RNG, .out = view2(NULL, BIB_DTYPE_F32, r, c),
+        bib_call_t g = {.kernel = BIB_KERNEL_RNG,
+                        .out = view2(NULL, BIB_DTYPE_F32, r, c),
                         .i = {0x123456789abcdefll, 7}};
         check_identity("rng", g, (size_t)r * c * 4);
         free(x);
@@ -376,7 +389,8 @@ Test(cpu_ops, nan_outputs_are_canonical) {
     e.ctx.rowops->binary(BIB_BINARY_DIV, &zero, &zero, 1, &q, 1);
     cr_assert_eq(bib_f32_bits(q), 0x7FC00000u, "0/0 is the canonical NaN, not x86's 0xFFC00000");
     int32_t idx;
-    bib_call_t call = {.kernel = BIB_KERNEL_ARGMAX, .out = view1(&idx, BIB_DTYPE_I32, 1),
+    bib_call_t call = {.kernel = BIB_KERNEL_ARGMAX,
+                       .out = view1(&idx, BIB_DTYPE_I32, 1),
                        .in = {view2(x, BIB_DTYPE_F32, 1, 5)}};
     cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
     cr_assert_eq(idx, 1, "argmax is the first NaN's index");
@@ -394,7 +408,8 @@ Test(cpu_ops, softmax_of_extreme_inputs_is_finite) {
 Test(cpu_ops, argmax_takes_the_first_maximum) {
     float x[6] = {1.0f, 5.0f, -2.0f, 5.0f, 5.0f, 0.0f};
     int32_t idx;
-    bib_call_t call = {.kernel = BIB_KERNEL_ARGMAX, .out = view1(&idx, BIB_DTYPE_I32, 1),
+    bib_call_t call = {.kernel = BIB_KERNEL_ARGMAX,
+                       .out = view1(&idx, BIB_DTYPE_I32, 1),
                        .in = {view2(x, BIB_DTYPE_F32, 1, 6)}};
     env_t e;
     env_open(&e, BIB_CPU_LEVEL_SCALAR, 1);
@@ -407,10 +422,10 @@ Test(cpu_ops, philox_known_answers) {
     /* Random123's kat_vectors for philox4x32_10. */
     static const uint32_t kat[3][10] = {
         {0, 0, 0, 0, 0, 0, 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
-        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu,
-         0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
-        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u,
-         0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u},
+        {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0x408f276du,
+         0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+        {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u, 0xd16cfe09u,
+         0x94fdccebu, 0x5001e420u, 0x24126ea1u},
     };
     for (int t = 0; t < 3; t++) {
         uint32_t out[4];
@@ -422,7 +437,8 @@ Test(cpu_ops, philox_known_answers) {
 
 Test(cpu_ops, rng_maps_words_to_24_bit_uniforms) {
     float y[9];
-    bib_call_t call = {.kernel = BIB_KERNEL_RNG, .out = view1(y, BIB_DTYPE_F32, 9),
+    bib_call_t call = {.kernel = BIB_KERNEL_RNG,
+                       .out = view1(y, BIB_DTYPE_F32, 9),
                        .i = {0x0000000500000003ll, 2}};
     env_t e;
     env_open(&e, BIB_CPU_LEVEL_SCALAR, 1);
@@ -441,7 +457,8 @@ Test(cpu_ops, gather_copies_rows_and_rejects_bad_indices) {
         table[i] = (float)i;
     int32_t idx[3] = {3, 0, 3};
     float out[9];
-    bib_call_t call = {.kernel = BIB_KERNEL_GATHER, .out = view2(out, BIB_DTYPE_F32, 3, 3),
+    bib_call_t call = {.kernel = BIB_KERNEL_GATHER,
+                       .out = view2(out, BIB_DTYPE_F32, 3, 3),
                        .in = {view2(table, BIB_DTYPE_F32, 4, 3), view1(idx, BIB_DTYPE_I32, 3)}};
     env_t e;
     env_open(&e, best_level(), 1);
@@ -460,12 +477,12 @@ Test(cpu_ops, gather_copies_rows_and_rejects_bad_indices) {
 
 Test(cpu_ops, fill_and_copy_move_bits) {
     uint32_t y[5], z[5];
-    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = view1(y, BIB_DTYPE_F32, 5),
-                       .f = {-0.0f}};
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = view1(y, BIB_DTYPE_F32, 5), .f = {-0.0f}};
     env_t e;
     env_open(&e, best_level(), 1);
     cr_assert_eq(bib_cpu_ops_run(&e.ctx, &fill), BIB_OK);
-    bib_call_t copy = {.kernel = BIB_KERNEL_COPY, .out = view1(z, BIB_DTYPE_F32, 5),
+    bib_call_t copy = {.kernel = BIB_KERNEL_COPY,
+                       .out = view1(z, BIB_DTYPE_F32, 5),
                        .in = {view1(y, BIB_DTYPE_F32, 5)}};
     cr_assert_eq(bib_cpu_ops_run(&e.ctx, &copy), BIB_OK);
     env_close(&e);
