@@ -1,0 +1,313 @@
+/* backends/cuda/cu_device.c: the CUDA executor's device side.
+ *
+ * Owns the life cycle (driver load, cuInit, device choice, the device's
+ * primary context, one non-blocking stream), the kernel modules (one
+ * embedded fatbin per .cu file of shaders/cuda, loaded with cuModuleLoadData, every
+ * kernel handle looked up once here), error messages that name the failing
+ * driver call and its CUDA_ERROR_* name, and launching. Kernels are queued
+ * on the stream without waiting; only synchronize and download wait. Memory
+ * lives in cu_memory.c, the kernels' launch code in cu_kernels.c. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cu_internal.h"
+
+const char *const bib_cu_fn_names[BIB_CU_FN__COUNT] = {
+#define BIB_CU_FN_NAME(id, module, symbol) symbol,
+    BIB_CU_FUNCTIONS(BIB_CU_FN_NAME)
+#undef BIB_CU_FN_NAME
+};
+
+static const char *const bib_cu_fn_modules[BIB_CU_FN__COUNT] = {
+#define BIB_CU_FN_MODULE(id, module, symbol) module,
+    BIB_CU_FUNCTIONS(BIB_CU_FN_MODULE)
+#undef BIB_CU_FN_MODULE
+};
+
+bib_status_t bib_cu_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ex->error, sizeof ex->error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+bib_status_t bib_cu_check(bib_executor_t *ex, CUresult r, const char *call_fmt, ...) {
+    if (r == CUDA_SUCCESS)
+        return BIB_OK;
+    char call[256], buf[32];
+    va_list ap;
+    va_start(ap, call_fmt);
+    vsnprintf(call, sizeof call, call_fmt, ap);
+    va_end(ap);
+    snprintf(ex->error, sizeof ex->error, "%s: %s", call,
+             bib_cu_error_name(&ex->api, r, buf, sizeof buf));
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? BIB_E_NOMEM : BIB_E_UNAVAILABLE;
+}
+
+bib_status_t bib_cu_enter(bib_executor_t *ex) {
+    CUcontext cur = NULL;
+    if (ex->api.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ex->ctx)
+        return BIB_OK;
+    return bib_cu_check(ex, ex->api.CtxSetCurrent(ex->ctx), "cuCtxSetCurrent");
+}
+
+bib_status_t bib_cu_wait(bib_executor_t *ex) {
+    bib_status_t st =
+        bib_cu_check(ex, ex->api.StreamSynchronize(ex->stream), "cuStreamSynchronize");
+    ex->waits++;
+    /* Even after an error nothing queued can still read the staging memory. */
+    ex->staging_used = 0;
+    return st;
+}
+
+bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint32_t gy,
+                           uint32_t gz, uint32_t bx, uint32_t by, uint32_t shared,
+                           const bib_cu_args_t *args) {
+    void *params[1] = {(void *)args};
+    CUresult r =
+        ex->api.LaunchKernel(ex->fn[fn], gx, gy, gz, bx, by, 1, shared, ex->stream, params, NULL);
+    ex->launches++;
+    return bib_cu_check(ex, r, "cuLaunchKernel(%s, grid %ux%ux%u, block %ux%u, %u shared bytes)",
+                        bib_cu_fn_names[fn], gx, gy, gz, bx, by, shared);
+}
+
+/* ---- device choice ---------------------------------------------------------- */
+
+static bool bib_cu_contains_nocase(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return true;
+    }
+    return n == 0;
+}
+
+/* The selector is a device index or a substring of the device's name; no
+ * selector: device 0, the driver's (and CUDA_VISIBLE_DEVICES') first. */
+static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector, char *why,
+                                       size_t why_len) {
+    char buf[32];
+    int count = 0;
+    CUresult r = ex->api.DeviceGetCount(&count);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuDeviceGetCount failed: %s",
+                 bib_cu_error_name(&ex->api, r, buf, sizeof buf));
+        return BIB_E_UNAVAILABLE;
+    }
+    if (count == 0) {
+        snprintf(why, why_len, "no CUDA device (cuDeviceGetCount: 0)");
+        return BIB_E_UNAVAILABLE;
+    }
+    bool numeric = selector && *selector;
+    for (const char *p = selector; numeric && *p; p++)
+        numeric = isdigit((unsigned char)*p) != 0;
+    int chosen = -1;
+    for (int i = 0; i < count && chosen < 0; i++) {
+        CUdevice dev;
+        char name[256] = "";
+        if (ex->api.DeviceGet(&dev, i) != CUDA_SUCCESS ||
+            ex->api.DeviceGetName(name, (int)sizeof name, dev) != CUDA_SUCCESS)
+            continue;
+        if (!selector || !*selector ||
+            (numeric ? atoi(selector) == i : bib_cu_contains_nocase(name, selector))) {
+            chosen = i;
+            ex->device = dev;
+            snprintf(ex->name, sizeof ex->name, "%s", name);
+        }
+    }
+    if (chosen < 0) {
+        snprintf(why, why_len, "no CUDA device matches '%s' (%d devices)", selector, count);
+        return BIB_E_UNAVAILABLE;
+    }
+    ex->ordinal = chosen;
+    return BIB_OK;
+}
+
+static bib_status_t bib_cu_query(bib_executor_t *ex, char *why, size_t why_len) {
+    char buf[32];
+    struct {
+        int *out;
+        CUdevice_attribute attr;
+        const char *what;
+    } q[] = {
+        {&ex->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability"},
+        {&ex->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability"},
+        {&ex->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count"},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        CUresult r = ex->api.DeviceGetAttribute(q[i].out, q[i].attr, ex->device);
+        if (r != CUDA_SUCCESS) {
+            snprintf(why, why_len, "cuDeviceGetAttribute(%s) failed: %s", q[i].what,
+                     bib_cu_error_name(&ex->api, r, buf, sizeof buf));
+            return BIB_E_UNAVAILABLE;
+        }
+    }
+    CUresult r = ex->api.DeviceTotalMem(&ex->total_memory, ex->device);
+    if (r == CUDA_SUCCESS)
+        r = ex->api.DriverGetVersion(&ex->driver_version);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuDeviceTotalMem_v2/cuDriverGetVersion failed: %s",
+                 bib_cu_error_name(&ex->api, r, buf, sizeof buf));
+        return BIB_E_UNAVAILABLE;
+    }
+    /* The fatbin holds SASS from sm_75 up and compute_90 PTX. */
+    if (ex->cc_major * 10 + ex->cc_minor < 75) {
+        snprintf(why, why_len,
+                 "'%s' has compute capability %d.%d; BIB's CUDA kernels need 7.5 or newer",
+                 ex->name, ex->cc_major, ex->cc_minor);
+        return BIB_E_UNAVAILABLE;
+    }
+    return BIB_OK;
+}
+
+static bib_status_t bib_cu_load_modules(bib_executor_t *ex) {
+    bib_status_t st;
+    for (const bib_cu_fatbin_t *f = bib_cu_fatbins; f->name; f++) {
+        if (ex->module_count == BIB_CU_MAX_MODULES)
+            return bib_cu_fail(ex, BIB_E_UNAVAILABLE, "cuda: more than %d kernel modules",
+                               BIB_CU_MAX_MODULES);
+        CUmodule m = NULL;
+        if ((st = bib_cu_check(ex, ex->api.ModuleLoadData(&m, f->image),
+                               "cuModuleLoadData(%s, %zu bytes)", f->name, f->bytes)) != BIB_OK)
+            return st;
+        ex->modules[ex->module_count++] = m;
+    }
+    for (int i = 0; i < BIB_CU_FN__COUNT; i++) {
+        uint32_t m = 0;
+        while (m < ex->module_count && strcmp(bib_cu_fatbins[m].name, bib_cu_fn_modules[i]) != 0)
+            m++;
+        if (m == ex->module_count)
+            return bib_cu_fail(ex, BIB_E_UNAVAILABLE, "cuda: no embedded module '%s' for %s",
+                               bib_cu_fn_modules[i], bib_cu_fn_names[i]);
+        if ((st = bib_cu_check(
+                 ex, ex->api.ModuleGetFunction(&ex->fn[i], ex->modules[m], bib_cu_fn_names[i]),
+                 "cuModuleGetFunction(%s)", bib_cu_fn_names[i])) != BIB_OK)
+            return st;
+    }
+    return bib_cu_check(ex,
+                        ex->api.FuncGetAttribute(&ex->binary_version,
+                                                 CU_FUNC_ATTRIBUTE_BINARY_VERSION,
+                                                 ex->fn[BIB_CU_FN_MATMUL_BIG_VEC_NONE]),
+                        "cuFuncGetAttribute(BINARY_VERSION)");
+}
+
+/* ---- init and shutdown ------------------------------------------------------ */
+
+void bib_cu_shutdown(bib_executor_t *ex) {
+    if (!ex)
+        return;
+    if (ex->ctx) {
+        if (bib_cu_enter(ex) == BIB_OK) {
+            if (ex->stream)
+                ex->api.StreamSynchronize(ex->stream);
+            bib_cu_memory_shutdown(ex);
+            for (uint32_t i = 0; i < ex->module_count; i++)
+                ex->api.ModuleUnload(ex->modules[i]);
+            if (ex->stream)
+                ex->api.StreamDestroy(ex->stream);
+        }
+        ex->api.DevicePrimaryCtxRelease(ex->device);
+    }
+    bib_cu_api_unload(&ex->api);
+    free(ex);
+}
+
+bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **out, char *why,
+                         size_t why_len) {
+    *out = NULL;
+    if (why_len)
+        why[0] = 0;
+    bib_executor_t *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        snprintf(why, why_len, "out of host memory");
+        return BIB_E_NOMEM;
+    }
+    char buf[32];
+    bib_status_t st = bib_cu_api_load(&ex->api, why, why_len);
+    if (st == BIB_OK) {
+        CUresult r = ex->api.Init(0);
+        if (r != CUDA_SUCCESS) {
+            snprintf(why, why_len, "cuInit failed: %s",
+                     bib_cu_error_name(&ex->api, r, buf, sizeof buf));
+            st = BIB_E_UNAVAILABLE;
+        }
+    }
+    /* Lets tests run either tile configuration of MATMUL at any size. */
+    const char *tiles = getenv("BIB_CUDA_MATMUL_TILES");
+    ex->matmul_tiles = tiles && (atoi(tiles) == 64 || atoi(tiles) == 128) ? atoi(tiles) : 0;
+    const char *selector = getenv("BIB_CUDA_DEVICE");
+    if (config && config->device && *config->device)
+        selector = config->device;
+    if (st == BIB_OK)
+        st = bib_cu_pick_device(ex, selector, why, why_len);
+    if (st == BIB_OK)
+        st = bib_cu_query(ex, why, why_len);
+    if (st == BIB_OK) {
+        CUresult r = ex->api.DevicePrimaryCtxRetain(&ex->ctx, ex->device);
+        if (r != CUDA_SUCCESS) {
+            ex->ctx = NULL;
+            snprintf(why, why_len, "cuDevicePrimaryCtxRetain failed on '%s': %s", ex->name,
+                     bib_cu_error_name(&ex->api, r, buf, sizeof buf));
+            st = r == CUDA_ERROR_OUT_OF_MEMORY ? BIB_E_NOMEM : BIB_E_UNAVAILABLE;
+        }
+    }
+    if (st == BIB_OK && (st = bib_cu_enter(ex)) == BIB_OK)
+        st = bib_cu_check(ex, ex->api.StreamCreate(&ex->stream, CU_STREAM_NON_BLOCKING),
+                          "cuStreamCreate");
+    if (st == BIB_OK)
+        st = bib_cu_load_modules(ex);
+    if (st == BIB_OK)
+        st = bib_cu_memory_init(ex);
+    if (st != BIB_OK) {
+        if (why_len && !why[0])
+            snprintf(why, why_len, "%s", ex->error);
+        bib_cu_shutdown(ex);
+        return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
+    }
+    snprintf(ex->describe, sizeof ex->describe,
+             "cuda: %s (device %d, compute capability %d.%d, %d SMs, %.1f GiB), driver %d.%d; "
+             "kernels: sm_%d code from the embedded fatbin; fp32 exact: fma fused (__fmaf_rn), "
+             "no contraction (--fmad=false), denormals preserved (-ftz=false), IEEE div/sqrt",
+             ex->name, ex->ordinal, ex->cc_major, ex->cc_minor, ex->sm_count,
+             (double)ex->total_memory / (double)(1ull << 30), ex->driver_version / 1000,
+             ex->driver_version % 1000 / 10, ex->binary_version);
+    *out = ex;
+    return BIB_OK;
+}
+
+const char *bib_cu_error(const bib_executor_t *ex) {
+    return ex ? ex->error : "";
+}
+
+const char *bib_cu_describe(bib_executor_t *ex) {
+    return ex->describe;
+}
+
+bib_status_t bib_cu_synchronize(bib_executor_t *ex) {
+    bib_status_t st = bib_cu_enter(ex);
+    return st == BIB_OK ? bib_cu_wait(ex) : st;
+}
+
+uint64_t bib_cuda_waits(const bib_executor_t *ex) {
+    return ex->waits;
+}
+
+uint64_t bib_cuda_launches(const bib_executor_t *ex) {
+    return ex->launches;
+}
+
+void bib_cuda_pool_stats(const bib_executor_t *ex, uint32_t *blocks, uint64_t *in_use) {
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < ex->block_count; i++)
+        live += ex->blocks[i].base != 0;
+    *blocks = live;
+    *in_use = ex->in_use;
+}

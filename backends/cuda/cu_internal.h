@@ -1,0 +1,252 @@
+/* backends/cuda/cu_internal.h: the CUDA executor's private state.
+ *
+ * Shared by cu_driver.c (libcuda.so.1 loaded at run time and its entry
+ * points), cu_device.c (context, stream, modules, kernel handles, life
+ * cycle), cu_memory.c (pooled device memory, pinned staging, transfers) and
+ * cu_kernels.c (one launch function per kernel, the ops table). cuda.h is
+ * used for its types and constants only: nothing links against libcuda.
+ * Nothing here is visible to the VM: it sees only bib_cuda_executor. */
+#ifndef BIB_CU_INTERNAL_H
+#define BIB_CU_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "backends/backend.h"
+#include "backends/cuda/cu_args.h"
+#include "backends/cuda/cuda.h"
+
+/* ---- the driver entry points -------------------------------------------
+ * X(field, symbol, parameters): resolved with dlsym by the exported symbol
+ * name, which carries the _v2 suffix where the driver has one, so the
+ * signature is the one cuda.h declares for that version. */
+#define BIB_CU_API(X)                                                                              \
+    X(GetErrorName, "cuGetErrorName", (CUresult error, const char **str))                          \
+    X(Init, "cuInit", (unsigned int flags))                                                        \
+    X(DriverGetVersion, "cuDriverGetVersion", (int *version))                                      \
+    X(DeviceGetCount, "cuDeviceGetCount", (int *count))                                            \
+    X(DeviceGet, "cuDeviceGet", (CUdevice * device, int ordinal))                                  \
+    X(DeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice dev))                       \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute",                                                  \
+      (int *value, CUdevice_attribute attrib, CUdevice dev))                                       \
+    X(DeviceTotalMem, "cuDeviceTotalMem_v2", (size_t * bytes, CUdevice dev))                       \
+    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext * ctx, CUdevice dev))         \
+    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))                     \
+    X(CtxGetCurrent, "cuCtxGetCurrent", (CUcontext * ctx))                                         \
+    X(CtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                                           \
+    X(StreamCreate, "cuStreamCreate", (CUstream * stream, unsigned int flags))                     \
+    X(StreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                                      \
+    X(StreamSynchronize, "cuStreamSynchronize", (CUstream stream))                                 \
+    X(ModuleLoadData, "cuModuleLoadData", (CUmodule * module, const void *image))                  \
+    X(ModuleUnload, "cuModuleUnload", (CUmodule module))                                           \
+    X(ModuleGetFunction, "cuModuleGetFunction",                                                    \
+      (CUfunction * function, CUmodule module, const char *name))                                  \
+    X(FuncGetAttribute, "cuFuncGetAttribute",                                                      \
+      (int *value, CUfunction_attribute attrib, CUfunction function))                              \
+    X(LaunchKernel, "cuLaunchKernel",                                                              \
+      (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
+       unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params,      \
+       void **extra))                                                                              \
+    X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr * ptr, size_t bytes))                                \
+    X(MemFree, "cuMemFree_v2", (CUdeviceptr ptr))                                                  \
+    X(MemGetInfo, "cuMemGetInfo_v2", (size_t * free_bytes, size_t * total_bytes))                  \
+    X(MemHostAlloc, "cuMemHostAlloc", (void **ptr, size_t bytes, unsigned int flags))              \
+    X(MemFreeHost, "cuMemFreeHost", (void *ptr))                                                   \
+    X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                                     \
+      (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream))                           \
+    X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                                     \
+      (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))                                 \
+    X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2",                                                     \
+      (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                           \
+    X(MemsetD32Async, "cuMemsetD32Async",                                                          \
+      (CUdeviceptr dst, unsigned int value, size_t count, CUstream stream))
+
+typedef struct bib_cu_api {
+    void *library; /* dlopen handle */
+#define BIB_CU_API_FIELD(field, symbol, params) CUresult(CUDAAPI *field) params;
+    BIB_CU_API(BIB_CU_API_FIELD)
+#undef BIB_CU_API_FIELD
+} bib_cu_api_t;
+
+/* ---- kernels -------------------------------------------------------------
+ * X(id, module, symbol): every kernel of shaders/cuda, looked up once at
+ * init. The module is the .cu file's name (one embedded fatbin each). */
+#define BIB_CU_FUNCTIONS(X)                                                                        \
+    X(MATMUL_BIG_VEC_NONE, "matmul", "bib_matmul_big_vec_none")                                    \
+    X(MATMUL_BIG_VEC_RELU, "matmul", "bib_matmul_big_vec_relu")                                    \
+    X(MATMUL_BIG_VEC_GELU, "matmul", "bib_matmul_big_vec_gelu")                                    \
+    X(MATMUL_BIG_ANY_NONE, "matmul", "bib_matmul_big_any_none")                                    \
+    X(MATMUL_BIG_ANY_RELU, "matmul", "bib_matmul_big_any_relu")                                    \
+    X(MATMUL_BIG_ANY_GELU, "matmul", "bib_matmul_big_any_gelu")                                    \
+    X(MATMUL_SMALL_VEC_NONE, "matmul", "bib_matmul_small_vec_none")                                \
+    X(MATMUL_SMALL_VEC_RELU, "matmul", "bib_matmul_small_vec_relu")                                \
+    X(MATMUL_SMALL_VEC_GELU, "matmul", "bib_matmul_small_vec_gelu")                                \
+    X(MATMUL_SMALL_ANY_NONE, "matmul", "bib_matmul_small_any_none")                                \
+    X(MATMUL_SMALL_ANY_RELU, "matmul", "bib_matmul_small_any_relu")                                \
+    X(MATMUL_SMALL_ANY_GELU, "matmul", "bib_matmul_small_any_gelu")                                \
+    X(UNARY_RELU, "elementwise", "bib_unary_relu")                                                 \
+    X(UNARY_SIGMOID, "elementwise", "bib_unary_sigmoid")                                           \
+    X(UNARY_TANH, "elementwise", "bib_unary_tanh")                                                 \
+    X(UNARY_GELU, "elementwise", "bib_unary_gelu")                                                 \
+    X(UNARY_EXP, "elementwise", "bib_unary_exp")                                                   \
+    X(SCALE, "elementwise", "bib_scale")                                                           \
+    X(BINARY_ADD_SAME, "elementwise", "bib_binary_add_same")                                       \
+    X(BINARY_ADD_ROW, "elementwise", "bib_binary_add_row")                                         \
+    X(BINARY_ADD_ONE, "elementwise", "bib_binary_add_one")                                         \
+    X(BINARY_SUB_SAME, "elementwise", "bib_binary_sub_same")                                       \
+    X(BINARY_SUB_ROW, "elementwise", "bib_binary_sub_row")                                         \
+    X(BINARY_SUB_ONE, "elementwise", "bib_binary_sub_one")                                         \
+    X(BINARY_MUL_SAME, "elementwise", "bib_binary_mul_same")                                       \
+    X(BINARY_MUL_ROW, "elementwise", "bib_binary_mul_row")                                         \
+    X(BINARY_MUL_ONE, "elementwise", "bib_binary_mul_one")                                         \
+    X(BINARY_DIV_SAME, "elementwise", "bib_binary_div_same")                                       \
+    X(BINARY_DIV_ROW, "elementwise", "bib_binary_div_row")                                         \
+    X(BINARY_DIV_ONE, "elementwise", "bib_binary_div_one")                                         \
+    X(TRANSPOSE, "elementwise", "bib_transpose")                                                   \
+    X(GATHER, "elementwise", "bib_gather")                                                         \
+    X(RNG, "elementwise", "bib_rng")                                                               \
+    X(SOFTMAX_S, "rows", "bib_softmax_s")                                                          \
+    X(SOFTMAX_R1, "rows", "bib_softmax_r1")                                                        \
+    X(SOFTMAX_R2, "rows", "bib_softmax_r2")                                                        \
+    X(SOFTMAX_R4, "rows", "bib_softmax_r4")                                                        \
+    X(SOFTMAX_R8, "rows", "bib_softmax_r8")                                                        \
+    X(SOFTMAX_R16, "rows", "bib_softmax_r16")                                                      \
+    X(SOFTMAX_R32, "rows", "bib_softmax_r32")                                                      \
+    X(SOFTMAX_R64, "rows", "bib_softmax_r64")                                                      \
+    X(REDUCE_SUM, "rows", "bib_reduce_sum")                                                        \
+    X(REDUCE_MAX, "rows", "bib_reduce_max")                                                        \
+    X(REDUCE_MEAN, "rows", "bib_reduce_mean")                                                      \
+    X(ARGMAX, "rows", "bib_argmax")                                                                \
+    X(LAYERNORM, "rows", "bib_layernorm")                                                          \
+    X(RMSNORM, "rows", "bib_rmsnorm")                                                              \
+    X(ATTENTION, "attention", "bib_attention")
+
+typedef enum bib_cu_fn {
+#define BIB_CU_FN_ENUM(id, module, symbol) BIB_CU_FN_##id,
+    BIB_CU_FUNCTIONS(BIB_CU_FN_ENUM)
+#undef BIB_CU_FN_ENUM
+        BIB_CU_FN__COUNT
+} bib_cu_fn_t;
+
+/* The embedded fatbins (generated by cuda.mk from the .cu files in shaders/cuda). */
+typedef struct bib_cu_fatbin {
+    const char *name;      /* the .cu file's name without .cu */
+    const uint64_t *image; /* 8-byte aligned, as cuModuleLoadData wants */
+    size_t bytes;
+} bib_cu_fatbin_t;
+
+/* Terminated by an entry whose name is NULL. */
+extern const bib_cu_fatbin_t bib_cu_fatbins[];
+
+#define BIB_CU_MAX_MODULES 8
+
+/* ---- memory --------------------------------------------------------------- */
+
+typedef struct bib_cu_range {
+    size_t offset, size;
+} bib_cu_range_t;
+
+/* One cuMemAlloc; VM buffers are sub-ranges of blocks. */
+typedef struct bib_cu_block {
+    CUdeviceptr base;
+    size_t size;
+    bib_cu_range_t *free; /* sorted by offset, coalesced */
+    uint32_t free_count, free_cap;
+} bib_cu_block_t;
+
+/* The handle behind a bib_view_t's buf. */
+typedef struct bib_cu_buffer {
+    uint32_t block;
+    size_t offset; /* bytes from the start of the block */
+    size_t size;   /* rounded up to the pool's alignment */
+    CUdeviceptr ptr;
+} bib_cu_buffer_t;
+
+struct bib_executor {
+    char error[512];
+    char describe[512];
+    bib_cu_api_t api;
+
+    /* device */
+    CUdevice device;
+    int ordinal;
+    CUcontext ctx; /* the device's primary context, retained */
+    CUstream stream;
+    char name[256];
+    int cc_major, cc_minor, sm_count, driver_version;
+    size_t total_memory;
+
+    /* kernels */
+    CUmodule modules[BIB_CU_MAX_MODULES];
+    uint32_t module_count;
+    CUfunction fn[BIB_CU_FN__COUNT];
+    int binary_version; /* what the driver loaded: SASS arch, or PTX JIT target */
+    int matmul_tiles;   /* 0: by problem size; 64 or 128: forced (BIB_CUDA_MATMUL_TILES) */
+
+    /* memory */
+    bib_cu_block_t *blocks;
+    uint32_t block_count, block_cap;
+    size_t in_use; /* bytes of VM buffers handed out */
+    void *staging; /* pinned host memory (cuMemHostAlloc) */
+    size_t staging_size;
+    size_t staging_used; /* bytes claimed by copies queued since the last wait */
+    uint64_t launches;   /* kernels and transfer commands queued so far */
+    uint64_t waits;      /* stream synchronizations so far */
+};
+
+/* cu_driver.c */
+/* Loads the driver library (BIB_CUDA_LIBRARY or libcuda.so.1) and resolves
+ * every entry point. On failure writes why and returns BIB_E_UNAVAILABLE;
+ * api is then unloaded. */
+bib_status_t bib_cu_api_load(bib_cu_api_t *api, char *why, size_t why_len);
+void bib_cu_api_unload(bib_cu_api_t *api);
+/* "CUDA_ERROR_OUT_OF_MEMORY", or "CUresult 2" when the driver cannot name it. */
+const char *bib_cu_error_name(const bib_cu_api_t *api, CUresult r, char *buf, size_t len);
+
+/* cu_device.c */
+bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **out, char *why,
+                         size_t why_len);
+void bib_cu_shutdown(bib_executor_t *ex);
+const char *bib_cu_error(const bib_executor_t *ex);
+const char *bib_cu_describe(bib_executor_t *ex);
+bib_status_t bib_cu_synchronize(bib_executor_t *ex);
+bib_status_t bib_cu_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* BIB_OK for CUDA_SUCCESS; otherwise writes "<call>: <CUDA_ERROR_NAME>" and
+ * returns BIB_E_NOMEM for out-of-memory errors, BIB_E_UNAVAILABLE for the
+ * rest. call is a printf format for the call's text. */
+bib_status_t bib_cu_check(bib_executor_t *ex, CUresult r, const char *call_fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Makes the executor's context current on the calling thread. */
+bib_status_t bib_cu_enter(bib_executor_t *ex);
+/* Waits for everything queued on the stream; the staging memory is free again. */
+bib_status_t bib_cu_wait(bib_executor_t *ex);
+/* Queues fn over grid x block threads with dynamic shared bytes and args. */
+bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint32_t gy,
+                           uint32_t gz, uint32_t bx, uint32_t by, uint32_t shared,
+                           const bib_cu_args_t *args);
+extern const char *const bib_cu_fn_names[BIB_CU_FN__COUNT];
+
+/* cu_memory.c */
+bib_status_t bib_cu_memory_init(bib_executor_t *ex);
+void bib_cu_memory_shutdown(bib_executor_t *ex);
+bib_status_t bib_cu_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf);
+void bib_cu_buffer_free(bib_executor_t *ex, void *buf);
+bib_status_t bib_cu_upload(bib_executor_t *ex, void *buf, size_t offset, const void *src,
+                           size_t bytes);
+bib_status_t bib_cu_download(bib_executor_t *ex, void *buf, size_t offset, void *dst, size_t bytes);
+bib_status_t bib_cu_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total);
+
+/* cu_kernels.c */
+bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *call);
+
+#endif

@@ -1,0 +1,493 @@
+/* backends/cuda/cu_kernels.c: the CUDA executor's kernels and its ops table.
+ *
+ * Each kernel checks its views against their buffers, fills one
+ * bib_cu_args_t on the stack and queues one launch (or one driver memset or
+ * copy) on the executor's stream; nothing here waits, except GATHER, whose
+ * out-of-range index must be reported by the call itself. The arithmetic
+ * lives in shaders/cuda, which follows spec/numerics.md operation for
+ * operation. Launch shapes (tile sizes, grid sizes) change speed only: every
+ * kernel computes each output the same way wherever it runs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cu_internal.h"
+
+#define BIB_CU_MAX_GRID_X 0x7fffffffu
+#define BIB_CU_MAX_GRID_YZ 65535u
+#define BIB_CU_EW_THREADS 256u
+/* Attention's global scratch stays below this unless one row needs more. */
+#define BIB_CU_ATTN_SCRATCH ((uint64_t)256 << 20)
+
+static uint64_t bib_cu_count(const bib_view_t *v) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < v->rank; i++)
+        n *= v->dims[i];
+    return n;
+}
+
+/* The device address of the view's first element, checking that the view
+ * lies inside its buffer. Every dtype is 4 bytes wide. */
+static bib_status_t bib_cu_addr(bib_executor_t *ex, const bib_view_t *v, const char *what,
+                                uint64_t *addr) {
+    const bib_cu_buffer_t *b = v->buf;
+    if (!b)
+        return bib_cu_fail(ex, BIB_E_USAGE, "cuda: %s has no buffer", what);
+    uint64_t n = bib_cu_count(v);
+    if (v->offset > b->size / 4 || n > b->size / 4 - v->offset)
+        return bib_cu_fail(ex, BIB_E_USAGE,
+                           "cuda: %s (offset %zu, %llu elements) overruns its buffer of %zu bytes",
+                           what, v->offset, (unsigned long long)n, b->size);
+    *addr = (uint64_t)b->ptr + (uint64_t)v->offset * 4;
+    return BIB_OK;
+}
+
+static uint32_t bib_cu_fbits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static bool bib_cu_is_f32(const bib_view_t *v) {
+    return v->buf && v->dtype == BIB_DTYPE_F32;
+}
+
+/* Blocks for a grid-stride loop over n items: enough to fill the device,
+ * never more than the items need. */
+static uint32_t bib_cu_ew_blocks(const bib_executor_t *ex, uint64_t n) {
+    uint64_t want = (n + BIB_CU_EW_THREADS - 1) / BIB_CU_EW_THREADS;
+    uint64_t cap = (uint64_t)(ex->sm_count > 0 ? ex->sm_count : 1) * 8;
+    return (uint32_t)(want < cap ? (want ? want : 1) : cap);
+}
+
+static uint32_t bib_cu_rows_grid(uint64_t rows) {
+    return (uint32_t)(rows < BIB_CU_MAX_GRID_X ? rows : BIB_CU_MAX_GRID_X);
+}
+
+/* ---- MATMUL -------------------------------------------------------------- */
+
+static bib_status_t bib_cu_matmul(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *a = &c->in[0], *b = &c->in[1], *bias = &c->in[2];
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "matmul output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, a, "matmul input a", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, b, "matmul input b", &p.in1)) != BIB_OK)
+        return st;
+    if (bias->buf && (st = bib_cu_addr(ex, bias, "matmul bias", &p.in2)) != BIB_OK)
+        return st;
+    uint64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
+    if (M == 0 || N == 0)
+        return BIB_OK;
+    p.n[0] = M;
+    p.n[1] = N;
+    p.n[2] = K;
+    p.u[0] = bias->buf != NULL;
+    /* 128 x 128 tiles once they fill every SM; 64 x 64 below that.
+     * BIB_CUDA_MATMUL_TILES forces one (tests run both). */
+    uint64_t big_tiles = ((M + 127) / 128) * ((N + 127) / 128);
+    bool big = ex->matmul_tiles ? ex->matmul_tiles == 128 : big_tiles >= (uint64_t)ex->sm_count;
+    uint32_t tile = big ? 128 : 64;
+    bool vec = K % 4 == 0 && N % 4 == 0 && (p.in0 | p.in1 | p.out) % 16 == 0;
+    bib_cu_fn_t base =
+        big ? (vec ? BIB_CU_FN_MATMUL_BIG_VEC_NONE : BIB_CU_FN_MATMUL_BIG_ANY_NONE)
+            : (vec ? BIB_CU_FN_MATMUL_SMALL_VEC_NONE : BIB_CU_FN_MATMUL_SMALL_ANY_NONE);
+    /* The X-macro lists each family as NONE, RELU, GELU: bib_act_t's order. */
+    bib_cu_fn_t fn = (bib_cu_fn_t)(base + c->sub);
+    return bib_cu_launch(ex, fn, (uint32_t)((N + tile - 1) / tile),
+                         (uint32_t)((M + tile - 1) / tile), 1, 256, 1, 0, &p);
+}
+
+/* ---- TRANSPOSE ----------------------------------------------------------- */
+
+static bib_status_t bib_cu_transpose(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0];
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "transpose output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, x, "transpose input", &p.in0)) != BIB_OK)
+        return st;
+    uint64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1], batch = 1;
+    for (uint32_t i = 0; i + 2 < x->rank; i++)
+        batch *= x->dims[i];
+    if (rows == 0 || cols == 0 || batch == 0)
+        return BIB_OK;
+    p.n[0] = batch;
+    p.n[1] = rows;
+    p.n[2] = cols;
+    uint32_t gz = (uint32_t)(batch < BIB_CU_MAX_GRID_YZ ? batch : BIB_CU_MAX_GRID_YZ);
+    return bib_cu_launch(ex, BIB_CU_FN_TRANSPOSE, (uint32_t)((cols + 31) / 32),
+                         (uint32_t)((rows + 31) / 32), gz, 32, 8, 0, &p);
+}
+
+/* ---- elementwise --------------------------------------------------------- */
+
+static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                       uint32_t param) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "input", &p.in0)) != BIB_OK)
+        return st;
+    uint64_t n = bib_cu_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    p.n[0] = n;
+    p.u[0] = param;
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
+static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_elementwise(ex, c, (bib_cu_fn_t)(BIB_CU_FN_UNARY_RELU + c->sub), 0);
+}
+
+static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_elementwise(ex, c, BIB_CU_FN_SCALE, bib_cu_fbits(c->f[0]));
+}
+
+/* in1's broadcast form: 0 same shape, 1 a row over in0's last axis, 2 one
+ * element; -1 none of those. The order matches the kernels' FORM_*. */
+static int bib_cu_broadcast(const bib_call_t *c) {
+    uint64_t n0 = bib_cu_count(&c->in[0]), n1 = bib_cu_count(&c->in[1]);
+    if (n1 == n0)
+        return 0;
+    if (n1 == 1)
+        return 2;
+    if (c->in[0].rank > 0 && n1 == c->in[0].dims[c->in[0].rank - 1])
+        return 1;
+    return -1;
+}
+
+static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "input 0", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "input 1", &p.in1)) != BIB_OK)
+        return st;
+    int form = bib_cu_broadcast(c);
+    if (form < 0)
+        return bib_cu_fail(ex, BIB_E_USAGE, "cuda: binary operand shapes do not broadcast");
+    uint64_t n = bib_cu_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    p.n[0] = n;
+    p.n[1] = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
+    /* BIB_CU_FUNCTIONS lists BINARY_<op>_{SAME,ROW,ONE} in bib_binary_t order. */
+    bib_cu_fn_t fn = (bib_cu_fn_t)(BIB_CU_FN_BINARY_ADD_SAME + 3 * c->sub + (uint32_t)form);
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
+/* ---- row kernels: one block of 64 per row (THE tree) --------------------- */
+
+static uint64_t bib_cu_rows(const bib_view_t *v, uint32_t *last) {
+    *last = v->rank ? v->dims[v->rank - 1] : 1;
+    return *last ? bib_cu_count(v) / *last : 0;
+}
+
+static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                   uint32_t param, int inputs) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    uint64_t *addrs[3] = {&p.in0, &p.in1, &p.in2};
+    static const char *names[3] = {"input", "gamma", "beta"};
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK)
+        return st;
+    for (int i = 0; i < inputs; i++)
+        if ((st = bib_cu_addr(ex, &c->in[i], names[i], addrs[i])) != BIB_OK)
+            return st;
+    uint32_t n;
+    uint64_t rows = bib_cu_rows(&c->in[0], &n);
+    if (rows == 0)
+        return BIB_OK;
+    p.n[0] = rows;
+    p.n[1] = n;
+    p.u[0] = param;
+    return bib_cu_launch(ex, fn, bib_cu_rows_grid(rows), 1, 1, BIB_CU_ROW_THREADS, 1, 0, &p);
+}
+
+static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t n;
+    bib_cu_rows(&c->in[0], &n);
+    /* Rows of up to 64 * 2^k elements keep them in registers; longer ones
+     * stream. Same operations, same bits. */
+    bib_cu_fn_t fn = BIB_CU_FN_SOFTMAX_S;
+    static const bib_cu_fn_t cached[] = {
+        BIB_CU_FN_SOFTMAX_R1,  BIB_CU_FN_SOFTMAX_R2,  BIB_CU_FN_SOFTMAX_R4, BIB_CU_FN_SOFTMAX_R8,
+        BIB_CU_FN_SOFTMAX_R16, BIB_CU_FN_SOFTMAX_R32, BIB_CU_FN_SOFTMAX_R64};
+    for (size_t i = 0; i < sizeof cached / sizeof cached[0]; i++)
+        if ((uint64_t)n <= (uint64_t)BIB_CU_ROW_THREADS << i) {
+            fn = cached[i];
+            break;
+        }
+    return bib_cu_rowwise(ex, c, fn, 0, 1);
+}
+
+static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
+    static const bib_cu_fn_t fns[3] = {[BIB_REDUCE_SUM] = BIB_CU_FN_REDUCE_SUM,
+                                       [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
+                                       [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN};
+    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1);
+}
+
+static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, 0, 1);
+}
+
+static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3);
+}
+
+static bib_status_t bib_cu_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_cu_fbits(c->f[0]), 2);
+}
+
+/* ---- ATTENTION ----------------------------------------------------------- */
+
+static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "attention output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "attention q", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "attention k", &p.in1)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[2], "attention v", &p.in2)) != BIB_OK)
+        return st;
+    uint64_t S = c->in[0].dims[0], H = c->in[0].dims[1], D = c->in[0].dims[2];
+    uint64_t T = c->in[1].dims[0];
+    if (S == 0 || H == 0 || D == 0)
+        return BIB_OK;
+    p.n[0] = S;
+    p.n[1] = H;
+    p.n[2] = D;
+    p.n[3] = T;
+    p.u[0] = c->sub != 0;
+    p.u[1] = bib_cu_fbits(c->f[0]);
+    p.u[2] = T <= BIB_CU_ATTN_SMEM_KEYS;
+    uint32_t shared = p.u[2] ? (uint32_t)(T * 4) : 0;
+    uint32_t gx = bib_cu_rows_grid(S);
+    void *scratch = NULL;
+    if (!p.u[2]) {
+        /* Long rows: each block keeps its row of probabilities in global
+         * scratch, reused for every query it walks to, so the scratch is
+         * gx * H * T floats with gx just big enough to fill the device.
+         * Freed at once: the launch is queued before any later use of the
+         * range (one stream), so the pool may hand it out again. */
+        uint64_t fill = ((uint64_t)ex->sm_count * 16 + H - 1) / H;
+        uint64_t cap = BIB_CU_ATTN_SCRATCH / (H * T * 4); /* rows of scratch that fit */
+        if (fill > cap)
+            fill = cap;
+        gx = (uint32_t)(S < fill ? S : fill ? fill : 1);
+        if ((st = bib_cu_buffer_alloc(ex, (size_t)((uint64_t)gx * H * T * 4), &scratch)) != BIB_OK)
+            return st;
+        p.scratch = ((bib_cu_buffer_t *)scratch)->ptr;
+    }
+    st = bib_cu_launch(ex, BIB_CU_FN_ATTENTION, gx, (uint32_t)H, 1, BIB_CU_ROW_THREADS, 1, shared,
+                       &p);
+    bib_cu_buffer_free(ex, scratch);
+    return st;
+}
+
+/* ---- GATHER and RNG ------------------------------------------------------ */
+
+static bib_status_t bib_cu_gather(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "gather output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "gather table", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "gather indices", &p.in1)) != BIB_OK)
+        return st;
+    uint64_t rows = c->in[0].dims[0];
+    uint64_t width = rows ? bib_cu_count(&c->in[0]) / rows : 0;
+    uint64_t n = bib_cu_count(&c->in[1]);
+    if (n == 0)
+        return BIB_OK;
+    /* An index out of range is an error this call must return, so the
+     * indices come back to the host (one wait) and are checked there, with
+     * the CPU executor's message. */
+    int32_t *idx = malloc(n * sizeof *idx);
+    if (!idx)
+        return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory for gather indices");
+    st = bib_cu_download(ex, c->in[1].buf, c->in[1].offset * 4, idx, n * 4);
+    for (uint64_t r = 0; st == BIB_OK && r < n; r++)
+        if (idx[r] < 0 || (uint64_t)idx[r] >= rows)
+            st = bib_cu_fail(ex, BIB_E_TRAP,
+                             "gather: index %d at position %llu is outside the table's %llu rows",
+                             (int)idx[r], (unsigned long long)r, (unsigned long long)rows);
+    free(idx);
+    if (st != BIB_OK || width == 0)
+        return st;
+    p.n[0] = n;
+    p.n[1] = width;
+    return bib_cu_launch(ex, BIB_CU_FN_GATHER, bib_cu_ew_blocks(ex, n * width), 1, 1,
+                         BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
+static bib_status_t bib_cu_rng(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "rng output", &p.out)) != BIB_OK)
+        return st;
+    uint64_t n = bib_cu_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    uint64_t seed = (uint64_t)c->i[0], stream = (uint64_t)c->i[1];
+    p.n[0] = n;
+    p.u[0] = (uint32_t)seed;
+    p.u[1] = (uint32_t)(seed >> 32);
+    p.u[2] = (uint32_t)stream;
+    p.u[3] = (uint32_t)(stream >> 32);
+    return bib_cu_launch(ex, BIB_CU_FN_RNG, bib_cu_ew_blocks(ex, (n + 3) / 4), 1, 1,
+                         BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
+/* ---- FILL and COPY: driver commands that move bits ---------------------- */
+
+static bib_status_t bib_cu_fill(bib_executor_t *ex, const bib_call_t *c) {
+    uint64_t dst;
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "fill output", &dst)) != BIB_OK)
+        return st;
+    uint64_t n = bib_cu_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    uint32_t word =
+        c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_cu_fbits(c->f[0]);
+    ex->launches++;
+    return bib_cu_check(ex, ex->api.MemsetD32Async((CUdeviceptr)dst, word, n, ex->stream),
+                        "cuMemsetD32Async(%llu words)", (unsigned long long)n);
+}
+
+static bib_status_t bib_cu_copy(bib_executor_t *ex, const bib_call_t *c) {
+    uint64_t dst, src;
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "copy output", &dst)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "copy input", &src)) != BIB_OK)
+        return st;
+    uint64_t bytes = bib_cu_count(&c->out) * 4;
+    if (bytes == 0 || dst == src)
+        return BIB_OK;
+    if (dst < src + bytes && src < dst + bytes) {
+        /* Overlapping ranges (the CPU's memmove): through a temporary. */
+        void *tmp = NULL;
+        if ((st = bib_cu_buffer_alloc(ex, bytes, &tmp)) != BIB_OK)
+            return st;
+        CUdeviceptr t = ((bib_cu_buffer_t *)tmp)->ptr;
+        ex->launches += 2;
+        st = bib_cu_check(ex, ex->api.MemcpyDtoDAsync(t, (CUdeviceptr)src, bytes, ex->stream),
+                          "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
+        if (st == BIB_OK)
+            st = bib_cu_check(ex, ex->api.MemcpyDtoDAsync((CUdeviceptr)dst, t, bytes, ex->stream),
+                              "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
+        bib_cu_buffer_free(ex, tmp);
+        return st;
+    }
+    ex->launches++;
+    return bib_cu_check(
+        ex, ex->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, ex->stream),
+        "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
+}
+
+/* ---- support ------------------------------------------------------------- */
+
+static bool bib_cu_all_f32(const bib_call_t *c, int inputs) {
+    if (!bib_cu_is_f32(&c->out))
+        return false;
+    for (int i = 0; i < inputs; i++)
+        if (!bib_cu_is_f32(&c->in[i]))
+            return false;
+    return true;
+}
+
+bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
+    (void)ex;
+    const bib_view_t *o = &c->out, *x = &c->in[0], *y = &c->in[1];
+    uint32_t last = x->rank ? x->dims[x->rank - 1] : 1;
+    switch (c->kernel) {
+    case BIB_KERNEL_MATMUL:
+        /* Grid y counts 64-row tiles at worst; the kernel's tile indices
+         * are 32-bit and run up to a tile past N and K. */
+        return bib_cu_all_f32(c, 2) && x->rank == 2 && y->rank == 2 && o->rank == 2 &&
+               x->dims[1] == y->dims[0] && o->dims[0] == x->dims[0] && o->dims[1] == y->dims[1] &&
+               ((uint64_t)x->dims[0] + 63) / 64 <= BIB_CU_MAX_GRID_YZ && x->dims[1] < (1u << 31) &&
+               y->dims[1] < (1u << 31) &&
+               (!c->in[2].buf ||
+                (bib_cu_is_f32(&c->in[2]) && bib_cu_count(&c->in[2]) == y->dims[1])) &&
+               c->sub <= BIB_ACT_GELU;
+    case BIB_KERNEL_TRANSPOSE:
+        return x->buf && o->buf && x->rank >= 2 && x->dtype == o->dtype &&
+               bib_cu_count(x) == bib_cu_count(o) &&
+               ((uint64_t)x->dims[x->rank - 2] + 31) / 32 <= BIB_CU_MAX_GRID_YZ;
+    case BIB_KERNEL_UNARY:
+        return bib_cu_all_f32(c, 1) && c->sub <= BIB_UNARY_EXP;
+    case BIB_KERNEL_SCALE:
+    case BIB_KERNEL_SOFTMAX:
+        return bib_cu_all_f32(c, 1);
+    case BIB_KERNEL_BINARY:
+        return bib_cu_all_f32(c, 2) && bib_cu_broadcast(c) >= 0 && c->sub <= BIB_BINARY_DIV;
+    case BIB_KERNEL_REDUCE:
+        return bib_cu_all_f32(c, 1) && c->sub <= BIB_REDUCE_MEAN;
+    case BIB_KERNEL_ARGMAX:
+        return bib_cu_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_LAYERNORM:
+        return bib_cu_all_f32(c, 3) && bib_cu_count(&c->in[1]) == last &&
+               bib_cu_count(&c->in[2]) == last;
+    case BIB_KERNEL_RMSNORM:
+        return bib_cu_all_f32(c, 2) && bib_cu_count(&c->in[1]) == last;
+    case BIB_KERNEL_ATTENTION:
+        return bib_cu_all_f32(c, 3) && x->rank == 3 && y->rank == 3 && c->in[2].rank == 3 &&
+               x->dims[1] <= BIB_CU_MAX_GRID_YZ;
+    case BIB_KERNEL_GATHER:
+        return x->buf && y->buf && o->buf && y->dtype == BIB_DTYPE_I32 && x->dtype == o->dtype &&
+               x->rank >= 1;
+    case BIB_KERNEL_RNG:
+        return bib_cu_is_f32(o);
+    case BIB_KERNEL_FILL:
+        return o->buf != NULL;
+    case BIB_KERNEL_COPY:
+        return o->buf && x->buf && bib_cu_count(o) == bib_cu_count(x);
+    default:
+        return false;
+    }
+}
+
+const bib_executor_ops_t bib_cuda_executor = {
+    .name = "cuda",
+    .init = bib_cu_init,
+    .shutdown = bib_cu_shutdown,
+    .error = bib_cu_error,
+    .buffer_alloc = bib_cu_buffer_alloc,
+    .buffer_free = bib_cu_buffer_free,
+    .upload = bib_cu_upload,
+    .download = bib_cu_download,
+    .synchronize = bib_cu_synchronize,
+    .memory = bib_cu_memory_query,
+    .supports = bib_cu_supports,
+    .kernels =
+        {
+            [BIB_KERNEL_MATMUL] = bib_cu_matmul,
+            [BIB_KERNEL_TRANSPOSE] = bib_cu_transpose,
+            [BIB_KERNEL_SOFTMAX] = bib_cu_softmax,
+            [BIB_KERNEL_UNARY] = bib_cu_unary,
+            [BIB_KERNEL_BINARY] = bib_cu_binary,
+            [BIB_KERNEL_SCALE] = bib_cu_scale,
+            [BIB_KERNEL_REDUCE] = bib_cu_reduce,
+            [BIB_KERNEL_LAYERNORM] = bib_cu_layernorm,
+            [BIB_KERNEL_RMSNORM] = bib_cu_rmsnorm,
+            [BIB_KERNEL_ATTENTION] = bib_cu_attention,
+            [BIB_KERNEL_GATHER] = bib_cu_gather,
+            [BIB_KERNEL_ARGMAX] = bib_cu_argmax,
+            [BIB_KERNEL_FILL] = bib_cu_fill,
+            [BIB_KERNEL_RNG] = bib_cu_rng,
+            [BIB_KERNEL_COPY] = bib_cu_copy,
+        },
+    .describe = bib_cu_describe,
+};
