@@ -14,7 +14,7 @@ say "$BIB dis build/sieve.bib | head -20"
 $BIB dis build/sieve.bib | head -20
 say "$BIB run --trace examples/hello.basm 2>&1 >/dev/null | head -8"
 $BIB run --trace examples/hello.basm 2>&1 >/dev/null | head -8
-if [ -f examples/mlp.basm ] && [ -x tools/make-npy.py ]; then
+if [ -f examples/mlp.basm ] && [ -f tools/make-npy.py ]; then
     run /usr/bin/python3 tools/make-npy.py build/demo
     run $BIB run examples/mlp.basm --input x=build/demo/x.npy --input W1=build/demo/W1.npy \
         --input b1=build/demo/b1.npy --input W2=build/demo/W2.npy --input b2=build/demo/b2.npy \
