@@ -12,12 +12,16 @@
  */
 #include "asm.h"
 
+#include <limits.h>
+
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "devcode.h"
 
 #define ASM_MAX_ERRORS 50
 #define ASM_NONE UINT32_MAX
@@ -162,6 +166,8 @@ typedef enum sym_kind {
     SYM_CODE,
     SYM_TENSOR, /* value: index in asm_state_t.tensors */
     SYM_DIM,    /* value: symbolic dimension index */
+    SYM_SHADER, /* value: index in asm_state_t.shaders */
+    SYM_KERNEL, /* value: index in asm_state_t.kernels */
 } sym_kind_t;
 
 typedef struct sym {
@@ -266,7 +272,8 @@ typedef struct stmt {
     int bad;                           /* a syntax error was reported: skip it */
     uint32_t func;                     /* enclosing function, ASM_NONE at top level */
     int continued;                     /* a '.tensor' value list goes on on the next line */
-    uint32_t owner; /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
+    uint32_t owner;   /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
+    uint32_t body_of; /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
 } stmt_t;
 
 typedef struct asm_func {
@@ -288,6 +295,17 @@ typedef struct asm_tensor {
     uint32_t *values; /* .tensor: the elements' bit patterns, numel of them */
     uint64_t numel;
 } asm_tensor_t;
+
+/* A .shader or .kernel declaration, compiled in pass 1. */
+typedef struct asm_devcode {
+    char *name, *entry, *params; /* params: kernels only */
+    uint32_t stmt;
+    uint32_t bindings, push_bytes; /* shaders only */
+    uint32_t *words;               /* shader SPIR-V */
+    uint32_t word_count;
+    char *ptx; /* kernel PTX, NUL-terminated */
+    uint32_t ptx_bytes;
+} asm_devcode_t;
 
 typedef struct data_fixup {
     uint32_t offset, width, stmt;
@@ -336,6 +354,8 @@ typedef struct asm_state {
     uint32_t tregs_stmt;   /* where that highest register is named */
     uint32_t tensors_stmt; /* ASM_NONE when no .tensors */
     uint32_t tensors_given;
+    asm_devcode_t *shaders, *kernels;
+    uint32_t shader_count, shader_cap, kernel_count, kernel_cap;
     uint32_t *pc_stmt; /* the statement of each emitted instruction, by pc */
     uint32_t pc_count, pc_cap;
     int nodebug;
@@ -583,7 +603,9 @@ static uint32_t name_length(const char *p, const char *end) {
    rest separate operands with commas. */
 static int word_separated(span_t w) {
     return (w.len == 5 && strncasecmp(w.p, ".func", 5) == 0) ||
-           (w.len == 6 && strncasecmp(w.p, ".const", 6) == 0);
+           (w.len == 6 && strncasecmp(w.p, ".const", 6) == 0) ||
+           (w.len == 7 && strncasecmp(w.p, ".shader", 7) == 0) ||
+           (w.len == 7 && strncasecmp(w.p, ".kernel", 7) == 0);
 }
 
 /* The end of the line's text before its comment (the first ';' outside
@@ -1633,6 +1655,7 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
     const stmt_t *s = &a->stmts[si];
     const span_t *ops = &a->spans[s->op_first];
     uint32_t text = 0, prev_reg = ASM_NONE;
+    uint32_t program_geometry = 0, program_extra = 0;
     for (int k = 0; k < 4 && text < s->op_count; k++) {
         uint32_t kind = info->kinds[k];
         if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
@@ -1648,14 +1671,34 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
         if ((kind == BIB_K_RD || kind == BIB_K_RS) && parse_reg(op, 'r', &reg)) {
             if (reg + 1 > f->regs_used && reg < BIB_MAX_REGS)
                 f->regs_used = reg + 1;
+            if (program_geometry > 0 && kind == BIB_K_RS && reg < BIB_MAX_REGS &&
+                reg + program_geometry > f->regs_used)
+                f->regs_used = reg + program_geometry;
+            program_geometry = 0;
             prev_reg = kind == BIB_K_RS ? reg : ASM_NONE;
+            continue;
+        }
+        if (kind == BIB_K_SHADER || kind == BIB_K_KERNEL) {
+            /* Device code declared above sizes the frame: the launch size
+               registers and a shader's pushed words. */
+            char *name = name_length(op.p, op.p + op.len) == op.len && op.p[0] != '"'
+                             ? strndup(op.p, op.len)
+                             : NULL;
+            sym_t *sym =
+                name ? sym_find(&a->syms, name, kind == BIB_K_SHADER ? SYM_SHADER : SYM_KERNEL, 0)
+                     : NULL;
+            free(name);
+            program_geometry = kind == BIB_K_SHADER ? 3 : 6;
+            program_extra =
+                sym != NULL && kind == BIB_K_SHADER ? a->shaders[sym->value].push_bytes / 4 : 0;
+            prev_reg = ASM_NONE;
             continue;
         }
         uint64_t count;
         asm_int_t v;
         if (kind == BIB_K_COUNT && prev_reg != ASM_NONE && parse_int(op, &v) == PARSE_OK &&
             !v.neg && v.mag <= BIB_MAX_REGS) {
-            count = v.mag;
+            count = v.mag + program_extra;
             if (prev_reg + count > f->regs_used && prev_reg + count <= BIB_MAX_REGS)
                 f->regs_used = (uint32_t)(prev_reg + count);
         }
@@ -1761,6 +1804,338 @@ static int expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi
         diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u to %u operands, found %u",
                 (int)s->word.len, s->word.p, lo, hi, s->op_count);
     return 0;
+}
+
+/* ---- device code: .shader and .kernel (spec/device-code.md) ------------ */
+
+static const char *block_end(const asm_state_t *a, const stmt_t *s);
+static int span_is(span_t sp, const char *text);
+
+/* A path operand, relative to the directory of the file being assembled. */
+static char *devcode_path(asm_state_t *a, uint32_t si, span_t op) {
+    if (op.len == 0 || op.p[0] != '"') {
+        diag_span(a, si, op, "expected a quoted file name, found '%s'", NULL);
+        return NULL;
+    }
+    char *name = parse_name(a, si, op, "source file");
+    if (name == NULL)
+        return NULL;
+    const char *slash = a->default_source != NULL ? strrchr(a->default_source, '/') : NULL;
+    if (name[0] == '/' || slash == NULL)
+        return name;
+    size_t dir = (size_t)(slash - a->default_source) + 1;
+    char *full = malloc(dir + strlen(name) + 1);
+    if (full == NULL) {
+        free(name);
+        out_of_memory(a);
+        return NULL;
+    }
+    memcpy(full, a->default_source, dir);
+    strcpy(full + dir, name);
+    free(name);
+    return full;
+}
+
+/* The raw lines of a block, each followed by '\n'. */
+static char *devcode_body(asm_state_t *a, uint32_t si, uint32_t *len) {
+    bib_asm_text_t t = {0};
+    bib_asm_text_put(&t, "", 0);
+    for (uint32_t j = si + 1; j < a->stmt_count && a->stmts[j].body_of == si + 1; j++) {
+        bib_asm_text_put(&t, a->stmts[j].text, a->stmts[j].text_len);
+        bib_asm_text_put(&t, "\n", 1);
+    }
+    if (t.failed) {
+        free(t.p);
+        out_of_memory(a);
+        return NULL;
+    }
+    *len = (uint32_t)t.len;
+    return t.p;
+}
+
+/* Hex numbers of a spirv-words or ptx-bytes block, separated by commas or
+   blanks, each at most max. */
+static uint32_t *devcode_numbers(asm_state_t *a, uint32_t si, uint64_t max, uint32_t *count) {
+    uint32_t n = 0, cap = 0;
+    uint32_t *out = NULL;
+    for (uint32_t j = si + 1; j < a->stmt_count && a->stmts[j].body_of == si + 1; j++) {
+        const stmt_t *s = &a->stmts[j];
+        const char *p = s->text, *end = s->text + s->text_len;
+        while (p < end) {
+            while (p < end && (is_space((unsigned char)*p) || *p == ','))
+                p++;
+            if (p >= end || *p == ';')
+                break;
+            const char *q = p;
+            while (q < end && !is_space((unsigned char)*q) && *q != ',')
+                q++;
+            span_t sp = make_span(s, p, q);
+            asm_int_t v;
+            if (parse_int(sp, &v) != PARSE_OK || v.neg || v.mag > max) {
+                diag_span(a, j, sp,
+                          max == 0xFF ? "expected a byte (0x00..0xFF), found '%s'"
+                                      : "expected a 32-bit word, found '%s'",
+                          NULL);
+                free(out);
+                return NULL;
+            }
+            if (!grow_array((void **)&out, &cap, n + 1, sizeof *out)) {
+                free(out);
+                out_of_memory(a);
+                return NULL;
+            }
+            out[n++] = (uint32_t)v.mag;
+            p = q;
+        }
+    }
+    *count = n;
+    if (out == NULL && (out = malloc(4)) == NULL)
+        out_of_memory(a);
+    return out;
+}
+
+/* Reports a GLSL compiler's messages ("NAME:LINE: error: TEXT") at the
+   .basm lines they come from: the block's line LINE, or the .shader line
+   for a file. */
+static void devcode_glsl_errors(asm_state_t *a, uint32_t si, const char *name, const char *path,
+                                const char *errors) {
+    int reported = 0;
+    const char *p = errors;
+    size_t nlen = strlen(name);
+    while (*p != '\0') {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        unsigned line = 0;
+        int at = 0;
+        if (len > nlen + 1 && strncmp(p, name, nlen) == 0 && p[nlen] == ':' &&
+            sscanf(p + nlen + 1, "%u:%n", &line, &at) == 1 && at > 0) {
+            const char *msg = p + nlen + 1 + at;
+            while (*msg == ' ')
+                msg++;
+            if (strncmp(msg, "error: ", 7) == 0)
+                msg += 7;
+            int mlen = (int)(len - (size_t)(msg - p));
+            uint32_t target = si + line;
+            if (path == NULL && line >= 1 && target < a->stmt_count &&
+                a->stmts[target].body_of == si + 1)
+                diag_at(a, target, 1, a->stmts[target].text_len ? a->stmts[target].text_len : 1,
+                        "shader '%s' line %u: %.*s", name, line, mlen, msg);
+            else
+                diag_at(a, si, a->stmts[si].word.col, a->stmts[si].word.len,
+                        "shader '%s' (%s:%u): %.*s", name, path ? path : "glsl", line, mlen, msg);
+            reported = 1;
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    if (!reported)
+        diag_at(a, si, a->stmts[si].word.col, a->stmts[si].word.len,
+                "shader '%s' does not compile: %s", name, errors);
+}
+
+static void pass1_devcode(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    int kernel = word_is(s->word, ".kernel");
+    const char *what = kernel ? "kernel" : "shader";
+    if (s->op_count < 2) {
+        diag_at(a, si, s->word.col, s->word.len,
+                kernel ? "'.kernel' needs a name and a form (ptx, cu, ptx-text or ptx-bytes)"
+                       : "'.shader' needs a name and a form (file, glsl, spirv or spirv-words)");
+        return;
+    }
+    const span_t *ops = &a->spans[s->op_first];
+    span_t form = ops[1];
+    int has_path = kernel ? span_is(form, "ptx") || span_is(form, "cu")
+                          : span_is(form, "file") || span_is(form, "spirv");
+    int block = block_end(a, s) != NULL;
+    if (!has_path && !block) {
+        diag_span(a, si, form,
+                  kernel ? "unknown kernel form '%s' (expected ptx, cu, ptx-text or ptx-bytes)"
+                         : "unknown shader form '%s' (expected file, glsl, spirv or spirv-words)",
+                  NULL);
+        return;
+    }
+    asm_devcode_t d;
+    memset(&d, 0, sizeof d);
+    d.stmt = si;
+    int bindings_given = 0, push_given = 0;
+    uint64_t bindings = 0, push = 0;
+    char *path = NULL;
+    uint32_t first_opt = has_path ? 3 : 2;
+    if (has_path && (s->op_count < 3 || (path = devcode_path(a, si, ops[2])) == NULL)) {
+        if (s->op_count < 3)
+            diag_span(a, si, form, "form '%s' needs a quoted file name after it", NULL);
+        return;
+    }
+    d.name = parse_name(a, si, ops[0], what);
+    int ok = d.name != NULL;
+    for (uint32_t i = first_opt; i < s->op_count && ok; i++) {
+        span_t op = ops[i];
+        const char *eq = memchr(op.p, '=', op.len);
+        span_t key = {op.p, eq ? (uint32_t)(eq - op.p) : op.len, op.col};
+        span_t val = eq ? make_span(s, eq + 1, op.p + op.len) : key;
+        if (eq != NULL && span_is(key, "entry")) {
+            free(d.entry);
+            ok = (d.entry = parse_name(a, si, val, "entry point")) != NULL;
+        } else if (eq != NULL && !kernel && span_is(key, "bindings")) {
+            ok = parse_unsigned(a, si, val, BIB_MAX_SHADER_BINDINGS, &bindings, "a binding count");
+            bindings_given = 1;
+        } else if (eq != NULL && !kernel && span_is(key, "push")) {
+            ok = parse_unsigned(a, si, val, BIB_MAX_PUSH_BYTES, &push, "a push-constant size");
+            push_given = 1;
+        } else if (eq != NULL && kernel && span_is(key, "params")) {
+            free(d.params);
+            d.params = malloc(val.len + 1);
+            if (d.params == NULL) {
+                out_of_memory(a);
+                ok = 0;
+                break;
+            }
+            memcpy(d.params, val.p, val.len);
+            d.params[val.len] = '\0';
+            if (strspn(d.params, "tilfd") != val.len || val.len > BIB_MAX_KERNEL_PARAMS) {
+                diag_span(a, si, val,
+                          "a parameter signature is up to 32 of the letters t (tensor), i, l "
+                          "(32/64-bit integer), f, d (32/64-bit float), found '%s'",
+                          NULL);
+                ok = 0;
+            }
+        } else {
+            diag_span(a, si, op,
+                      kernel ? "unknown kernel option '%s' (expected entry=NAME or params=LETTERS)"
+                             : "unknown shader option '%s' (expected entry=NAME, bindings=N or "
+                               "push=BYTES)",
+                      NULL);
+            ok = 0;
+        }
+    }
+    if (ok && d.entry == NULL && (d.entry = strdup(kernel ? d.name : "main")) == NULL) {
+        out_of_memory(a);
+        ok = 0;
+    }
+    char why[1024];
+    if (ok && !kernel) {
+        char *errors = NULL;
+        if (span_is(form, "spirv-words")) {
+            ok = (d.words = devcode_numbers(a, si, UINT32_MAX, &d.word_count)) != NULL;
+            /* Declared sizes are taken as given: the disassembler prints
+               them, and any module the verifier accepts must rebuild. */
+            if (ok && (!bindings_given || !push_given)) {
+                diag_at(a, si, s->word.col, s->word.len,
+                        "a spirv-words shader declares bindings=N and push=BYTES");
+                ok = 0;
+            }
+        } else if (span_is(form, "spirv")) {
+            char *bytes = NULL;
+            size_t size = 0;
+            ok = bib_devcode_read_file(path, &bytes, &size, why, sizeof why);
+            if (!ok)
+                diag_span(a, si, ops[2], "%s", why);
+            else if (size % 4 != 0 || size / 4 > BIB_MAX_SPIRV_WORDS) {
+                diag_at(a, si, ops[2].col, ops[2].len,
+                        "'%s' is %zu bytes: SPIR-V is whole 32-bit words (at most %u)", path, size,
+                        BIB_MAX_SPIRV_WORDS);
+                ok = 0;
+            } else {
+                d.words = (uint32_t *)bytes;
+                d.word_count = (uint32_t)(size / 4);
+                bytes = NULL;
+            }
+            free(bytes);
+        } else {
+            char *src = NULL;
+            size_t len = 0;
+            uint32_t blen = 0;
+            if (span_is(form, "glsl")) {
+                src = devcode_body(a, si, &blen);
+                len = blen;
+                ok = src != NULL;
+            } else {
+                ok = bib_devcode_read_file(path, &src, &len, why, sizeof why);
+                if (!ok)
+                    diag_span(a, si, ops[2], "%s", why);
+            }
+            if (ok &&
+                !bib_devcode_glsl(src, len, d.name, d.entry, &d.words, &d.word_count, &errors)) {
+                devcode_glsl_errors(a, si, d.name, path, errors ? errors : "out of memory");
+                ok = 0;
+            }
+            free(src);
+            free(errors);
+        }
+        if (ok && !span_is(form, "spirv-words")) {
+            uint32_t rb, rp;
+            if (!bib_devcode_reflect(d.words, d.word_count, &rb, &rp, why, sizeof why)) {
+                diag_at(a, si, s->word.col, s->word.len, "shader '%s': %s", d.name, why);
+                ok = 0;
+            } else if ((bindings_given && bindings != rb) || (push_given && push != rp)) {
+                diag_at(a, si, s->word.col, s->word.len,
+                        "shader '%s' binds %u buffers and pushes %u bytes, but this line says "
+                        "bindings=%llu push=%llu",
+                        d.name, rb, rp, (unsigned long long)(bindings_given ? bindings : rb),
+                        (unsigned long long)(push_given ? push : rp));
+                ok = 0;
+            } else {
+                bindings = rb;
+                push = rp;
+            }
+        }
+        d.bindings = (uint32_t)bindings;
+        d.push_bytes = (uint32_t)push;
+    } else if (ok) {
+        if (d.params == NULL) {
+            diag_at(a, si, s->word.col, s->word.len,
+                    "kernel '%s' needs params=LETTERS (its parameter types, one letter each)",
+                    d.name);
+            ok = 0;
+        } else if (span_is(form, "ptx-bytes")) {
+            uint32_t *bytes = devcode_numbers(a, si, 0xFF, &d.ptx_bytes);
+            ok = bytes != NULL && (d.ptx = malloc((size_t)d.ptx_bytes + 1)) != NULL;
+            for (uint32_t i = 0; ok && i < d.ptx_bytes; i++)
+                d.ptx[i] = (char)bytes[i];
+            if (ok)
+                d.ptx[d.ptx_bytes] = '\0';
+            else if (bytes != NULL)
+                out_of_memory(a);
+            free(bytes);
+        } else if (span_is(form, "ptx-text")) {
+            ok = (d.ptx = devcode_body(a, si, &d.ptx_bytes)) != NULL;
+        } else {
+            size_t size = 0;
+            ok = span_is(form, "ptx") ? bib_devcode_read_file(path, &d.ptx, &size, why, sizeof why)
+                                      : bib_devcode_nvcc(path, &d.ptx, &size, why, sizeof why);
+            if (!ok)
+                diag_span(a, si, ops[2], "%s", why);
+            else if (size > BIB_MAX_PTX_BYTES || strlen(d.ptx) != size) {
+                diag_span(a, si, ops[2], "the PTX of '%s' holds a NUL byte or is too large", NULL);
+                ok = 0;
+            }
+            d.ptx_bytes = (uint32_t)size;
+        }
+    }
+    free(path);
+    asm_devcode_t **list = kernel ? &a->kernels : &a->shaders;
+    uint32_t *count = kernel ? &a->kernel_count : &a->shader_count;
+    uint32_t *cap = kernel ? &a->kernel_cap : &a->shader_cap;
+    uint32_t kind = kernel ? SYM_KERNEL : SYM_SHADER;
+    sym_t *prev = ok ? sym_find(&a->syms, d.name, kind, 0) : NULL;
+    if (prev != NULL) {
+        diag_span(a, si, ops[0], "'%s' is already defined", NULL);
+        ok = 0;
+    }
+    if (ok && (!grow_array((void **)list, cap, *count + 1, sizeof **list) ||
+               sym_add(&a->syms, d.name, kind, 0, *count, si) == NULL)) {
+        out_of_memory(a);
+        ok = 0;
+    }
+    if (!ok) {
+        free(d.name);
+        free(d.entry);
+        free(d.params);
+        free(d.words);
+        free(d.ptx);
+        return;
+    }
+    (*list)[(*count)++] = d;
 }
 
 static void pass1(asm_state_t *a) {
@@ -1871,6 +2246,22 @@ static void pass1(asm_state_t *a) {
                     a->tensors_given = (uint32_t)n;
                 }
             }
+        } else if (word_is(w, ".shader") || word_is(w, ".kernel")) {
+            if (current != ASM_NONE) {
+                diag_at(a, si, w.col, w.len,
+                        "'%.*s' inside function '%s' (declare device code outside '.func' ... "
+                        "'.end')",
+                        (int)w.len, w.p, a->funcs[current].name);
+                continue;
+            }
+            pass1_devcode(a, si);
+        } else if (word_is(w, ".endshader") || word_is(w, ".endkernel")) {
+            if (!expect_operands(a, si, 0, 0))
+                continue;
+            if (si == 0 ||
+                (a->stmts[si - 1].body_of == 0 && block_end(a, &a->stmts[si - 1]) == NULL))
+                diag_at(a, si, w.col, w.len, "'%.*s' without a '%s' block", (int)w.len, w.p,
+                        word_is(w, ".endshader") ? ".shader" : ".kernel");
         } else if (word_is(w, ".const")) {
             pass1_const(a, si);
         } else if (word_is(w, ".import")) {
@@ -1951,8 +2342,9 @@ typedef struct pass2 {
     uint32_t func; /* current function */
     uint32_t line; /* .line value, when line_set */
     int line_set;
-    uint32_t callee;    /* FN operand of the instruction being parsed */
-    uint32_t host_call; /* the instruction has a HOST operand */
+    uint32_t callee;              /* FN operand of the instruction being parsed */
+    uint32_t host_call;           /* the instruction has a HOST operand */
+    const asm_devcode_t *program; /* SHADER or KERNEL operand of the instruction, or NULL */
 } pass2_t;
 
 static void builder_const(bib_builder_t *b, bib_const_t k) {
@@ -2075,6 +2467,25 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
                     a->funcs[p->callee].nargs == 1 ? "" : "s", (unsigned long long)n);
             return 0;
         }
+        if (p->program != NULL) {
+            int shader = p->program->params == NULL;
+            uint32_t want = shader ? p->program->bindings : (uint32_t)strlen(p->program->params);
+            uint32_t extra = shader ? p->program->push_bytes / 4 : 0;
+            if (n != want) {
+                diag_at(a, si, op.col, op.len, "%s '%s' takes %u %s, this passes %llu",
+                        shader ? "shader" : "kernel", p->program->name, want,
+                        shader ? "bindings" : "arguments", (unsigned long long)n);
+                return 0;
+            }
+            if (prev_rs != ASM_NONE && prev_rs + n + extra > f->nregs) {
+                diag_at(a, si, op.col, op.len,
+                        "registers r%u..r%llu (%llu arguments and %u pushed words) are out of "
+                        "range: function '%s' has regs=%u",
+                        prev_rs, (unsigned long long)(prev_rs + n + extra - 1),
+                        (unsigned long long)n, extra, f->name, f->nregs);
+                return 0;
+            }
+        }
         if (p->host_call && n > BIB_MAX_HOST_ARGS) {
             diag_at(a, si, op.col, op.len, "a host call passes at most %u arguments, found %llu",
                     BIB_MAX_HOST_ARGS, (unsigned long long)n);
@@ -2171,6 +2582,25 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         *word = (uint32_t)sym->value;
         return 1;
     }
+    case BIB_K_SHADER:
+    case BIB_K_KERNEL: {
+        int shader = kind == BIB_K_SHADER;
+        char *name = parse_name(a, si, op, shader ? "shader" : "kernel");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = sym_find(&a->syms, name, shader ? SYM_SHADER : SYM_KERNEL, 0);
+        free(name);
+        if (sym == NULL) {
+            diag_span(a, si, op,
+                      shader ? "unknown shader '%s' (declare it with '.shader')"
+                             : "unknown kernel '%s' (declare it with '.kernel')",
+                      NULL);
+            return 0;
+        }
+        p->program = shader ? &a->shaders[sym->value] : &a->kernels[sym->value];
+        *word = (uint32_t)sym->value;
+        return 1;
+    }
     case BIB_K_NONE:
     case BIB_K_IMMHI:
     case BIB_K__N:
@@ -2220,6 +2650,7 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
     uint32_t text = 0, prev_rs = ASM_NONE;
     p->callee = ASM_NONE;
     p->host_call = 0;
+    p->program = NULL;
     for (int k = 0; k < 4; k++) {
         uint32_t kind = info->kinds[k];
         if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
@@ -2231,6 +2662,18 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
             return;
         if (kind == BIB_K_IMMLO && k < 3)
             words[k + 1] = hi;
+        /* The launch size registers follow a device program operand. */
+        uint32_t geometry = p->program == NULL ? 0 : p->program->params == NULL ? 3 : 6;
+        if (kind == BIB_K_RS && k > 0 && geometry > 0 &&
+            (info->kinds[k - 1] == BIB_K_SHADER || info->kinds[k - 1] == BIB_K_KERNEL) &&
+            words[k] + geometry > a->funcs[p->func].nregs) {
+            diag_at(a, si, op.col, op.len,
+                    "registers r%u..r%u (the launch size) are out of range: function '%s' has "
+                    "regs=%u",
+                    words[k], words[k] + geometry - 1, a->funcs[p->func].name,
+                    a->funcs[p->func].nregs);
+            return;
+        }
         prev_rs = kind == BIB_K_RS ? words[k] : ASM_NONE;
     }
     if (info->flags & BIB_F_RESERVED) {
@@ -2319,10 +2762,44 @@ static void pass2(pass2_t *p) {
 
 /* ---- driver ----------------------------------------------------------- */
 
+static int span_is(span_t sp, const char *text) {
+    return sp.len == strlen(text) && strncasecmp(sp.p, text, sp.len) == 0;
+}
+
+/* The directive that closes the raw block a '.shader' or '.kernel' line
+   opens (".endshader", ".endkernel"), or NULL when its form names a file. */
+static const char *block_end(const asm_state_t *a, const stmt_t *s) {
+    if (s->bad || s->op_count < 2)
+        return NULL;
+    span_t form = a->spans[s->op_first + 1];
+    if (word_is(s->word, ".shader") && (span_is(form, "glsl") || span_is(form, "spirv-words")))
+        return ".endshader";
+    if (word_is(s->word, ".kernel") &&
+        (span_is(form, "ptx-text") || span_is(form, "ptx-bytes") || span_is(form, "cu-text")))
+        return ".endkernel";
+    return NULL;
+}
+
+/* Whether the line's text, blanks and comment aside, is the directive. */
+static int line_is(const char *text, uint32_t len, const char *directive) {
+    const char *p = text, *end = text + len;
+    while (p < end && is_space((unsigned char)*p))
+        p++;
+    size_t n = strlen(directive);
+    if ((size_t)(end - p) < n || strncasecmp(p, directive, n) != 0)
+        return 0;
+    p += n;
+    while (p < end && is_space((unsigned char)*p))
+        p++;
+    return p == end || *p == ';';
+}
+
 static void split_lines(asm_state_t *a, const char *src, size_t length) {
     const char *p = src, *end = src + length;
     uint32_t line = 1;
-    uint32_t open = ASM_NONE; /* the '.tensor' whose value list goes on */
+    uint32_t open = ASM_NONE;  /* the '.tensor' whose value list goes on */
+    uint32_t block = ASM_NONE; /* the '.shader' or '.kernel' whose raw lines go on */
+    const char *block_close = NULL;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
@@ -2343,6 +2820,11 @@ static void split_lines(asm_state_t *a, const char *src, size_t length) {
             diag_at(a, si, 1, 1, "line is too long");
             s->bad = 1;
             open = ASM_NONE;
+        } else if (block != ASM_NONE && !line_is(s->text, s->text_len, block_close)) {
+            s->body_of = block + 1; /* device source: kept verbatim, not parsed */
+        } else if (block != ASM_NONE) {
+            parse_line(a, si);
+            block = ASM_NONE;
         } else if (open != ASM_NONE) {
             s->owner = open + 1;
             parse_continuation(a, si);
@@ -2352,6 +2834,8 @@ static void split_lines(asm_state_t *a, const char *src, size_t length) {
             parse_line(a, si);
             if (a->stmts[si].continued && !a->stmts[si].bad)
                 open = si;
+            else if ((block_close = block_end(a, &a->stmts[si])) != NULL)
+                block = si;
         }
         if (a->stopped || a->oom)
             return;
@@ -2360,6 +2844,11 @@ static void split_lines(asm_state_t *a, const char *src, size_t length) {
     if (open != ASM_NONE)
         diag_at(a, open, a->stmts[open].word.col, a->stmts[open].word.len,
                 "the value list goes on past the end of the file (it ends with ',' or '\\')");
+    if (block != ASM_NONE) {
+        diag_at(a, block, a->stmts[block].word.col, a->stmts[block].word.len,
+                "this block has no '%s' line before the end of the file", block_close);
+        a->stmts[block].bad = 1;
+    }
 }
 
 static void check_module(asm_state_t *a) {
@@ -2433,6 +2922,16 @@ static void asm_free(asm_state_t *a) {
     for (uint32_t i = 0; i < a->dim_count; i++)
         free(a->dim_names[i]);
     free(a->dim_names);
+    for (uint32_t i = 0; i < a->shader_count + a->kernel_count; i++) {
+        asm_devcode_t *d = i < a->shader_count ? &a->shaders[i] : &a->kernels[i - a->shader_count];
+        free(d->name);
+        free(d->entry);
+        free(d->params);
+        free(d->words);
+        free(d->ptx);
+    }
+    free(a->shaders);
+    free(a->kernels);
     free(a->pc_stmt);
 }
 
@@ -2478,7 +2977,16 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
     }
     if (a->tensors_stmt != ASM_NONE)
         bib_builder_tensor_regs(b, a->tensors_given);
-    pass2_t p = {a, b, ASM_NONE, 0, 0, ASM_NONE, 0};
+    for (uint32_t i = 0; i < a->shader_count; i++) {
+        const asm_devcode_t *d = &a->shaders[i];
+        bib_builder_shader(b, d->name, d->entry, d->bindings, d->push_bytes, d->words,
+                           d->word_count);
+    }
+    for (uint32_t i = 0; i < a->kernel_count; i++) {
+        const asm_devcode_t *d = &a->kernels[i];
+        bib_builder_kernel(b, d->name, d->entry, d->params, d->ptx, d->ptx_bytes);
+    }
+    pass2_t p = {a, b, ASM_NONE, 0, 0, ASM_NONE, 0, NULL};
     pass2(&p);
     if (a->errors > 0 || a->oom) {
         bib_builder_destroy(b);

@@ -33,6 +33,16 @@ bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, 
 
 /* bib_builder_tensor_dim/_input/_output/_const/_regs are public: include/bib.h. */
 
+/* User device code (spec/device-code.md). Each returns the new entry's index
+   (in declaration order), or UINT32_MAX after a failure the builder keeps
+   for finish. The module's verifier judges the contents (SPIR-V header,
+   binding and push sizes, the signature letters). */
+uint32_t bib_builder_shader(bib_builder_t *b, const char *name, const char *entry,
+                            uint32_t bindings, uint32_t push_bytes, const uint32_t *words,
+                            uint32_t count);
+uint32_t bib_builder_kernel(bib_builder_t *b, const char *name, const char *entry,
+                            const char *params, const char *ptx, uint32_t bytes);
+
 /* A growing NUL-terminated text buffer. On allocation failure it sets failed
    and stops growing; the text so far stays valid. */
 typedef struct bib_asm_text {

@@ -69,6 +69,11 @@ struct bib_builder {
     uint32_t dim_count, dim_cap;
     uint32_t tensor_regs;
     int tensor_regs_set;
+
+    bib_shader_decl_t *shaders; /* user device code, moved into the module by finish */
+    uint32_t shader_count, shader_cap;
+    bib_kernel_decl_t *kernels;
+    uint32_t kernel_count, kernel_cap;
 };
 
 static bib_status_t fail(bib_builder_t *b, bib_status_t status, const char *format, ...)
@@ -153,7 +158,79 @@ void bib_builder_destroy(bib_builder_t *b) {
     for (uint32_t i = 0; i < b->dim_count; i++)
         free(b->dim_names[i]);
     free(b->dim_names);
+    for (uint32_t i = 0; i < b->shader_count; i++) {
+        free(b->shaders[i].name);
+        free(b->shaders[i].entry);
+        free(b->shaders[i].spirv);
+    }
+    free(b->shaders);
+    for (uint32_t i = 0; i < b->kernel_count; i++) {
+        free(b->kernels[i].name);
+        free(b->kernels[i].entry);
+        free(b->kernels[i].params);
+        free(b->kernels[i].ptx);
+    }
+    free(b->kernels);
     free(b);
+}
+
+uint32_t bib_builder_shader(bib_builder_t *b, const char *name, const char *entry,
+                            uint32_t bindings, uint32_t push_bytes, const uint32_t *words,
+                            uint32_t count) {
+    if (b->failed != BIB_OK)
+        return UINT32_MAX;
+    if (!grow((void **)&b->shaders, &b->shader_cap, (uint64_t)b->shader_count + 1,
+              sizeof *b->shaders)) {
+        fail(b, BIB_E_NOMEM, "shader '%s': out of memory", name);
+        return UINT32_MAX;
+    }
+    bib_shader_decl_t *sh = &b->shaders[b->shader_count];
+    memset(sh, 0, sizeof *sh);
+    sh->name = copy_string(name);
+    sh->entry = copy_string(entry);
+    sh->spirv = malloc(count > 0 ? (size_t)count * 4 : 1);
+    if (sh->name == NULL || sh->entry == NULL || sh->spirv == NULL) {
+        free(sh->name);
+        free(sh->entry);
+        free(sh->spirv);
+        fail(b, BIB_E_NOMEM, "shader '%s': out of memory", name);
+        return UINT32_MAX;
+    }
+    if (count > 0)
+        memcpy(sh->spirv, words, (size_t)count * 4);
+    sh->words = count;
+    sh->bindings = bindings;
+    sh->push_bytes = push_bytes;
+    return b->shader_count++;
+}
+
+uint32_t bib_builder_kernel(bib_builder_t *b, const char *name, const char *entry,
+                            const char *params, const char *ptx, uint32_t bytes) {
+    if (b->failed != BIB_OK)
+        return UINT32_MAX;
+    if (!grow((void **)&b->kernels, &b->kernel_cap, (uint64_t)b->kernel_count + 1,
+              sizeof *b->kernels)) {
+        fail(b, BIB_E_NOMEM, "kernel '%s': out of memory", name);
+        return UINT32_MAX;
+    }
+    bib_kernel_decl_t *k = &b->kernels[b->kernel_count];
+    memset(k, 0, sizeof *k);
+    k->name = copy_string(name);
+    k->entry = copy_string(entry);
+    k->params = copy_string(params != NULL ? params : "");
+    k->ptx = malloc((size_t)bytes + 1);
+    if (k->name == NULL || k->entry == NULL || k->params == NULL || k->ptx == NULL) {
+        free(k->name);
+        free(k->entry);
+        free(k->params);
+        free(k->ptx);
+        fail(b, BIB_E_NOMEM, "kernel '%s': out of memory", name);
+        return UINT32_MAX;
+    }
+    memcpy(k->ptx, ptx, bytes);
+    k->ptx[bytes] = '\0';
+    k->ptx_bytes = bytes;
+    return b->kernel_count++;
 }
 
 const char *bib_builder_error(const bib_builder_t *b) {
@@ -651,6 +728,14 @@ static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
         goto nomem;
     if (build_tensors(b, m) != BIB_OK)
         goto failed;
+    /* Device code moves into the module: a builder finishes once. */
+    m->shaders = b->shaders;
+    m->shader_count = b->shader_count;
+    m->kernels = b->kernels;
+    m->kernel_count = b->kernel_count;
+    b->shaders = NULL;
+    b->kernels = NULL;
+    b->shader_count = b->shader_cap = b->kernel_count = b->kernel_cap = 0;
 
     *out = m;
     return BIB_OK;

@@ -14,6 +14,7 @@
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Data shorter than these stays in .byte rows: a 3-byte ".ascii" or ".zero"
    would only make the listing longer. */
@@ -133,6 +134,12 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
         case BIB_K_HOST:
             bib_asm_text_name(t, m->imports[v]);
             break;
+        case BIB_K_SHADER:
+            bib_asm_text_name(t, m->shaders[v].name);
+            break;
+        case BIB_K_KERNEL:
+            bib_asm_text_name(t, m->kernels[v].name);
+            break;
         case BIB_K_NONE:
         case BIB_K_IMMHI:
         case BIB_K__N:
@@ -200,6 +207,64 @@ static void print_type(bib_asm_text_t *t, const bib_module_t *m, const bib_tenso
             bib_asm_text_name(t, m->dim_names[BIB_DIM_SYMBOL_INDEX(d->dims[k])]);
     }
     bib_asm_text_put(t, "]", 1);
+}
+
+/* Whether PTX can be printed as its own lines (ptx-text) and read back
+   byte for byte: lines of printable text and tabs, each ending in '\n',
+   none of them the closing directive. */
+static int ptx_is_plain(const char *ptx, uint32_t n) {
+    if (n == 0 || ptx[n - 1] != '\n')
+        return 0;
+    const char *line = ptx;
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)ptx[i];
+        if (c == '\n') {
+            const char *p = line;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (strncasecmp(p, ".endkernel", 10) == 0)
+                return 0;
+            line = ptx + i + 1;
+        } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Device code (spec/device-code.md), as forms that keep every byte:
+   SPIR-V words, and PTX as its lines or, when that cannot hold it, bytes. */
+static void print_devcode(bib_asm_text_t *t, const bib_module_t *m) {
+    for (uint32_t i = 0; i < m->shader_count; i++) {
+        const bib_shader_decl_t *sh = &m->shaders[i];
+        bib_asm_text_put(t, "\n.shader ", 9);
+        bib_asm_text_name(t, sh->name);
+        bib_asm_text_printf(t, " spirv-words bindings=%u push=%u entry=", sh->bindings,
+                            sh->push_bytes);
+        bib_asm_text_name(t, sh->entry);
+        bib_asm_text_printf(t, "    ; %u words\n", sh->words);
+        for (uint32_t w = 0; w < sh->words; w++)
+            bib_asm_text_printf(t, "%s0x%08X%s", w % 8 == 0 ? "    " : " ", sh->spirv[w],
+                                w % 8 == 7 || w + 1 == sh->words ? "\n" : ",");
+        bib_asm_text_put(t, ".endshader\n", 11);
+    }
+    for (uint32_t i = 0; i < m->kernel_count; i++) {
+        const bib_kernel_decl_t *k = &m->kernels[i];
+        int plain = ptx_is_plain(k->ptx, k->ptx_bytes);
+        bib_asm_text_put(t, "\n.kernel ", 9);
+        bib_asm_text_name(t, k->name);
+        bib_asm_text_printf(t, " %s entry=", plain ? "ptx-text" : "ptx-bytes");
+        bib_asm_text_name(t, k->entry);
+        bib_asm_text_printf(t, " params=%s\n", k->params);
+        if (plain)
+            bib_asm_text_put(t, k->ptx, k->ptx_bytes);
+        else
+            for (uint32_t b = 0; b < k->ptx_bytes; b++)
+                bib_asm_text_printf(t, "%s0x%02X%s", b % 16 == 0 ? "    " : " ",
+                                    (unsigned char)k->ptx[b],
+                                    b % 16 == 15 || b + 1 == k->ptx_bytes ? "\n" : "");
+        bib_asm_text_put(t, ".endkernel\n", 11);
+    }
 }
 
 static void print_tensors(bib_asm_text_t *t, const bib_module_t *m) {
@@ -326,6 +391,7 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
     }
 
     print_tensors(t, m);
+    print_devcode(t, m);
 
     for (uint32_t fi = 0; fi < m->func_count; fi++) {
         const bib_function_t *f = &m->funcs[fi];

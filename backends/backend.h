@@ -23,31 +23,35 @@
 
 /* A tensor as a kernel sees it. */
 typedef struct bib_view {
-    void *buf;       /* executor buffer handle (the CPU executor: the host pointer) */
-    size_t offset;   /* in elements, from the start of buf */
-    uint32_t dtype;  /* bib_dtype_t */
-    uint32_t rank;   /* 0..BIB_MAX_RANK; rank 0 is a scalar */
+    void *buf;      /* executor buffer handle (the CPU executor: the host pointer) */
+    size_t offset;  /* in elements, from the start of buf */
+    uint32_t dtype; /* bib_dtype_t */
+    uint32_t rank;  /* 0..BIB_MAX_RANK; rank 0 is a scalar */
     uint32_t dims[BIB_MAX_RANK];
 } bib_view_t;
 
 /* Executor operations. One kernel may serve several opcodes (TADD and TSUB
  * are BIB_KERNEL_BINARY with a different sub-operation). */
 typedef enum bib_kernel {
-    BIB_KERNEL_MATMUL,    /* out[M,N] = in0[M,K] . in1[K,N] (+ in2[N] bias) then act; sub = bib_act_t */
+    BIB_KERNEL_MATMUL, /* out[M,N] = in0[M,K] . in1[K,N] (+ in2[N] bias) then act; sub = bib_act_t
+                        */
     BIB_KERNEL_TRANSPOSE, /* out = in0 with its last two axes swapped */
     BIB_KERNEL_SOFTMAX,   /* along the last axis */
     BIB_KERNEL_UNARY,     /* sub = bib_unary_t, elementwise */
-    BIB_KERNEL_BINARY,    /* sub = bib_binary_t; in1 has in0's shape, or is a row [N] for in0's last axis, or one element */
+    BIB_KERNEL_BINARY,    /* sub = bib_binary_t; in1 has in0's shape, or is a row [N] for in0's last
+                             axis, or one element */
     BIB_KERNEL_SCALE,     /* out = in0 * f[0] */
     BIB_KERNEL_REDUCE,    /* sub = bib_reduce_t, along the last axis; out drops that axis */
     BIB_KERNEL_LAYERNORM, /* in1 = gamma[N], in2 = beta[N]; eps = f[0] */
     BIB_KERNEL_RMSNORM,   /* in1 = gamma[N]; eps = f[0] */
-    BIB_KERNEL_ATTENTION, /* in0 = q[S,H,D], in1 = k[T,H,D], in2 = v[T,H,D]; out[S,H,D]; f[0] = scale; sub = causal */
-    BIB_KERNEL_GATHER,    /* out[N,D] = in0[V,D] rows at in1 (i32 [N]); an index out of range is an error */
+    BIB_KERNEL_ATTENTION, /* in0 = q[S,H,D], in1 = k[T,H,D], in2 = v[T,H,D]; out[S,H,D]; f[0] =
+                             scale; sub = causal */
+    BIB_KERNEL_GATHER,    /* out[N,D] = in0[V,D] rows at in1 (i32 [N]); an index out of range is an
+                             error */
     BIB_KERNEL_ARGMAX,    /* out (i32) = index of the first maximum along the last axis */
     BIB_KERNEL_FILL,      /* out[*] = f[0] */
-    BIB_KERNEL_RNG,       /* out[*] = uniform [0,1) from Philox4x32-10; seed = i[0], stream = i[1] */
-    BIB_KERNEL_COPY,      /* out = in0, same element count */
+    BIB_KERNEL_RNG,  /* out[*] = uniform [0,1) from Philox4x32-10; seed = i[0], stream = i[1] */
+    BIB_KERNEL_COPY, /* out = in0, same element count */
     BIB_KERNEL__COUNT
 } bib_kernel_t;
 
@@ -59,13 +63,18 @@ typedef enum bib_unary {
     BIB_UNARY_GELU,
     BIB_UNARY_EXP,
 } bib_unary_t;
-typedef enum bib_binary { BIB_BINARY_ADD, BIB_BINARY_SUB, BIB_BINARY_MUL, BIB_BINARY_DIV } bib_binary_t;
+typedef enum bib_binary {
+    BIB_BINARY_ADD,
+    BIB_BINARY_SUB,
+    BIB_BINARY_MUL,
+    BIB_BINARY_DIV
+} bib_binary_t;
 typedef enum bib_reduce { BIB_REDUCE_SUM, BIB_REDUCE_MAX, BIB_REDUCE_MEAN } bib_reduce_t;
 
 /* One kernel invocation. Shapes have been checked by the VM before the call. */
 typedef struct bib_call {
     bib_kernel_t kernel;
-    uint32_t sub;     /* bib_act_t, bib_unary_t, bib_binary_t, bib_reduce_t, or the causal flag */
+    uint32_t sub; /* bib_act_t, bib_unary_t, bib_binary_t, bib_reduce_t, or the causal flag */
     bib_view_t out;
     bib_view_t in[3]; /* unused inputs have buf == NULL */
     float f[2];
@@ -73,6 +82,12 @@ typedef struct bib_call {
 } bib_call_t;
 
 typedef struct bib_executor bib_executor_t; /* each executor's own state */
+
+/* The code a user device program is written in (program_create). */
+typedef enum bib_program_kind {
+    BIB_PROGRAM_SPIRV = 1, /* a Vulkan compute shader */
+    BIB_PROGRAM_PTX = 2,   /* a CUDA kernel */
+} bib_program_kind_t;
 
 typedef struct bib_executor_config {
     uint32_t threads;   /* CPU worker threads; 0 means one per core */
@@ -113,6 +128,31 @@ typedef struct bib_executor_ops {
     /* Optional (may be NULL): a line describing the device and its numerics
      * paths, for `bib info`. */
     const char *(*describe)(bib_executor_t *ex);
+
+    /* Optional (NULL when unsupported): user device programs carried in the
+     * module (spec/device-code.md), run by VK_COMPUTE and GPU_LAUNCH.
+     * program_create compiles code (SPIR-V words for BIB_PROGRAM_SPIRV, PTX
+     * text with its NUL for BIB_PROGRAM_PTX) once; *prog belongs to the
+     * executor until program_destroy. bindings is the shader's storage-buffer
+     * count and push_bytes its push-constant size (SPIR-V); signature is the
+     * kernel's parameter letters (PTX; NULL for SPIR-V). */
+    bib_status_t (*program_create)(bib_executor_t *ex, bib_program_kind_t kind, const void *code,
+                                   size_t size, const char *entry, uint32_t bindings,
+                                   uint32_t push_bytes, const char *signature, void **prog);
+    /* Records (or launches) one run of prog. buffers are this executor's
+     * buffers: a shader's bindings 0..nbuffers-1, a kernel's t parameters in
+     * order; sizes[i] is the bytes of buffers[i] the program may use. push holds a shader's push
+     * constants (push_bytes), or a kernel's other parameters as one 8-byte little-endian slot each,
+     * in order. groups: workgroups (SPIR-V) or the grid (PTX); block: the CUDA block (NULL for
+     * SPIR-V). Ordered after earlier work on this executor. */
+    bib_status_t (*program_dispatch)(bib_executor_t *ex, void *prog, void *const *buffers,
+                                     const uint64_t *sizes, uint32_t nbuffers, const void *push,
+                                     uint32_t push_bytes, const uint32_t groups[3],
+                                     const uint32_t block[3]);
+    void (*program_destroy)(bib_executor_t *ex, void *prog);
+    /* Optional: starts the recorded work without waiting for it
+     * (synchronize waits). */
+    bib_status_t (*submit)(bib_executor_t *ex);
 } bib_executor_ops_t;
 
 extern const bib_executor_ops_t bib_cpu_executor;

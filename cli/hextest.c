@@ -278,6 +278,29 @@ static bib_module_t *raw_module(const hex_case_t *tc, const bib_module_t *assemb
         m->dim_names = calloc(m->dim_name_count + 1, sizeof *m->dim_names);
         for (uint32_t i = 0; i < m->dim_name_count; i++)
             m->dim_names[i] = strdup(assembled->dim_names[i]);
+        /* Device code too, so a raw case can use VK_COMPUTE and GPU_LAUNCH. */
+        m->shader_count = assembled->shader_count;
+        m->shaders = calloc(m->shader_count + 1, sizeof *m->shaders);
+        for (uint32_t i = 0; i < m->shader_count; i++) {
+            const bib_shader_decl_t *s = &assembled->shaders[i];
+            m->shaders[i] = *s;
+            m->shaders[i].name = strdup(s->name);
+            m->shaders[i].entry = strdup(s->entry);
+            m->shaders[i].spirv = malloc((size_t)s->words * 4 + 4);
+            memcpy(m->shaders[i].spirv, s->spirv, (size_t)s->words * 4);
+        }
+        m->kernel_count = assembled->kernel_count;
+        m->kernels = calloc(m->kernel_count + 1, sizeof *m->kernels);
+        for (uint32_t i = 0; i < m->kernel_count; i++) {
+            const bib_kernel_decl_t *k = &assembled->kernels[i];
+            m->kernels[i] = *k;
+            m->kernels[i].name = strdup(k->name);
+            m->kernels[i].entry = strdup(k->entry);
+            m->kernels[i].params = strdup(k->params);
+            m->kernels[i].ptx = malloc((size_t)k->ptx_bytes + 1);
+            memcpy(m->kernels[i].ptx, k->ptx, (size_t)k->ptx_bytes);
+            m->kernels[i].ptx[k->ptx_bytes] = '\0';
+        }
     } else {
         m->func_count = 1;
         m->funcs = calloc(1, sizeof *m->funcs);

@@ -13,6 +13,7 @@
 #include "bib.h"
 #include "cli.h"
 #include "npy.h"
+#include "repl.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */
 typedef struct tensor_file {
@@ -32,13 +33,19 @@ static void usage(FILE *out) {
             "  asm FILE -o OUT   assemble .basm source into a .bib module\n"
             "  dis FILE          disassemble a .bib module to .basm text on stdout\n"
             "  test PATH...      run hex-program test cases (files or directories of *.hex)\n"
+            "  repl [FILE]       interactive session: type instructions, step, inspect\n"
+            "  info [--json]     describe the CPU, GPU devices, and what --backend=auto picks\n"
+            "  bench [--quick] [-o DIR]  time tensor workloads on every executor (default\n"
+            "                    DIR build/bench: results.csv, chart.png)\n"
             "\n"
             "options:\n"
             "  --trace[=text|json]  print one line per executed instruction (to stderr)\n"
+            "  --profile[=json]     (run, repl) per-opcode times to stderr at exit\n"
             "  --fuel N             stop with a trap after N instructions\n"
             "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
             "  --max-depth N        cap the call depth, default 10000\n"
-            "  --backend NAME       tensor executor: cpu (default), vulkan\n"
+            "  --backend NAME       tensor executor: cpu (default), vulkan, cuda, auto\n"
+            "  --strict-device      GPU_* opcodes fail without a CUDA device (default: CPU)\n"
             "  --device SEL         GPU device: an index or part of its name\n"
             "  --threads N          CPU executor threads (default: one per core)\n"
             "  --validation         GPU executors: enable validation layers\n"
@@ -217,7 +224,7 @@ static int write_outputs(bib_vm_t *vm, const tensor_file_t *outputs, int noutput
 }
 
 static int cmd_run(const bib_options_t *options, const char *path, const tensor_file_t *inputs,
-                   int ninputs, const tensor_file_t *outputs, int noutputs) {
+                   int ninputs, const tensor_file_t *outputs, int noutputs, int profile) {
     bib_vm_t *vm = NULL;
     bib_status_t st = bib_vm_create(options, &vm);
     if (st != BIB_OK) {
@@ -225,6 +232,8 @@ static int cmd_run(const bib_options_t *options, const char *path, const tensor_
         return bib_cli_exit_code(st);
     }
     bib_vm_register_stdio(vm, stdout);
+    if (profile)
+        bib_vm_profile(vm, 1);
     st = bib_vm_load_file(vm, path);
     if (st != BIB_OK) {
         fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
@@ -239,6 +248,8 @@ static int cmd_run(const bib_options_t *options, const char *path, const tensor_
     int64_t exit_value = 0;
     st = bib_vm_run(vm, &exit_value);
     fflush(stdout);
+    if (profile)
+        bib_vm_profile_write(vm, stderr, profile == 2);
     if (st != BIB_OK) {
         fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
         bib_vm_destroy(vm);
@@ -301,6 +312,10 @@ int main(int argc, char **argv) {
         OPT_THREADS,
         OPT_VALIDATION,
         OPT_INPUT,
+        OPT_PROFILE,
+        OPT_STRICT_DEVICE,
+        OPT_JSON,
+        OPT_QUICK,
     };
     static const struct option long_options[] = {
         {"trace", optional_argument, NULL, OPT_TRACE},
@@ -313,6 +328,10 @@ int main(int argc, char **argv) {
         {"threads", required_argument, NULL, OPT_THREADS},
         {"validation", no_argument, NULL, OPT_VALIDATION},
         {"input", required_argument, NULL, OPT_INPUT},
+        {"profile", optional_argument, NULL, OPT_PROFILE},
+        {"strict-device", no_argument, NULL, OPT_STRICT_DEVICE},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"quick", no_argument, NULL, OPT_QUICK},
         {"verbose", no_argument, NULL, 'v'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -322,6 +341,8 @@ int main(int argc, char **argv) {
     bib_options_t options;
     bib_options_init(&options);
     bib_cli_test_flags_t test_flags = {0};
+    int profile = 0; /* --profile: 1 table, 2 JSON */
+    int json = 0, quick = 0;
     /* -o/--output is asm's module path, or run's NAME=PATH (repeatable):
        which one is known once the command is. */
     const char *out_args[MAX_TENSOR_FILES];
@@ -384,6 +405,25 @@ int main(int argc, char **argv) {
         case OPT_VALIDATION:
             options.validation = 1;
             break;
+        case OPT_STRICT_DEVICE:
+            options.strict_device = 1;
+            break;
+        case OPT_JSON:
+            json = 1;
+            break;
+        case OPT_QUICK:
+            quick = 1;
+            break;
+        case OPT_PROFILE:
+            if (!optarg || strcmp(optarg, "text") == 0)
+                profile = 1;
+            else if (strcmp(optarg, "json") == 0)
+                profile = 2;
+            else {
+                fprintf(stderr, "bib: --profile takes 'text' or 'json', not '%s'\n", optarg);
+                return BIB_EXIT_USAGE;
+            }
+            break;
         case OPT_INPUT:
             if (ninputs == MAX_TENSOR_FILES) {
                 fprintf(stderr, "bib: at most %d --input options\n", MAX_TENSOR_FILES);
@@ -431,7 +471,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nout; i++)
             if (split_tensor_file("--output", out_args[i], &outputs[i]))
                 return BIB_EXIT_USAGE;
-        return cmd_run(&options, files[0], inputs, ninputs, outputs, nout);
+        return cmd_run(&options, files[0], inputs, ninputs, outputs, nout, profile);
     }
     if (ninputs > 0) {
         fprintf(stderr, "bib: --input is an option of run\n");
@@ -450,6 +490,27 @@ int main(int argc, char **argv) {
             return BIB_EXIT_USAGE;
         }
         return cmd_dis(files[0]);
+    }
+    if (strcmp(command, "info") == 0) {
+        if (nfiles != 0 || nout != 0) {
+            fprintf(stderr, "bib: info takes no file\n");
+            return BIB_EXIT_USAGE;
+        }
+        return bib_cli_info(&options, json);
+    }
+    if (strcmp(command, "bench") == 0) {
+        if (nfiles != 0 || nout > 1) {
+            fprintf(stderr, "bib: bench takes no file, and at most one -o DIR\n");
+            return BIB_EXIT_USAGE;
+        }
+        return bib_cli_bench(&options, nout ? out_args[0] : "build/bench", quick);
+    }
+    if (strcmp(command, "repl") == 0) {
+        if (nfiles > 1 || nout != 0) {
+            fprintf(stderr, "bib: repl takes at most one file\n");
+            return BIB_EXIT_USAGE;
+        }
+        return bib_cli_repl(&options, nfiles == 1 ? files[0] : NULL, profile);
     }
     if (strcmp(command, "test") == 0) {
         if (nfiles < 1) {

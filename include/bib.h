@@ -76,6 +76,8 @@ typedef struct bib_options {
     const char *device;  /* GPU device selector (index or name substring); NULL: the best one */
     uint32_t threads;    /* CPU executor threads; 0 means one per core */
     int validation;      /* GPU executors: enable validation layers and extra checks */
+    int strict_device;   /* GPU_* opcodes without a CUDA device: fail (BIB_E_UNAVAILABLE)
+                            instead of running them on the CPU executor with a warning */
 } bib_options_t;
 
 /* Fills *options with the defaults. */
@@ -276,10 +278,158 @@ bib_status_t bib_assemble(const char *source, size_t length, const char *filenam
  * On failure *diagnostics holds the reason. */
 bib_status_t bib_disassemble(const void *bytes, size_t size, char **text, char **diagnostics);
 
+/* ==== debugging and profiling (vm/debug.c, vm/profile.c) ================ */
+/* Everything from here to the matching end marker belongs to the stepping,
+ * inspection and profiling API that `bib repl` and `--profile` are built on. */
+
+/* Why a stepped run returned control. */
+typedef enum bib_stop {
+    BIB_STOP_NONE = 0,   /* no stepped run (never started, or ended by a load or bib_vm_run) */
+    BIB_STOP_PAUSED,     /* paused: just started, or the step count was reached */
+    BIB_STOP_BREAKPOINT, /* paused before an instruction that has a breakpoint */
+    BIB_STOP_HALTED,     /* finished: HALT, or RET from the entry function */
+    BIB_STOP_TRAPPED,    /* finished with a trap; bib_vm_error says why */
+} bib_stop_t;
+
+/* Stepped runs. bib_vm_start begins a run from a fresh state, as bib_vm_run
+ * does, and executes nothing. bib_vm_step and bib_vm_continue execute it
+ * piecewise; between calls the run is paused and the functions below read
+ * its state. Breakpoints only stop stepped runs. A load, bib_vm_run or a new
+ * bib_vm_start ends a stepped run. Trace and profile options apply. */
+bib_status_t bib_vm_start(bib_vm_t *vm);
+/* Executes at most count instructions. Returns BIB_OK when the run paused or
+ * halted and the trap's status (BIB_E_TRAP, BIB_E_NOMEM) when it trapped;
+ * *stop (may be NULL) says which. On a finished run: BIB_E_STATE. */
+bib_status_t bib_vm_step(bib_vm_t *vm, uint64_t count, bib_stop_t *stop);
+/* Runs until a breakpoint, the end or a trap. The instruction the run is
+ * paused at executes even when it has a breakpoint, so continuing moves on. */
+bib_status_t bib_vm_continue(bib_vm_t *vm, bib_stop_t *stop);
+
+/* Sets (on != 0) or clears the breakpoint at pc of the loaded module. A load
+ * clears every breakpoint. */
+bib_status_t bib_vm_break(bib_vm_t *vm, uint32_t pc, int on);
+/* Writes up to cap breakpoint pcs, ascending, to pcs; returns how many there are. */
+uint32_t bib_vm_breakpoints(const bib_vm_t *vm, uint32_t *pcs, uint32_t cap);
+
+/* Where a stepped run is. */
+typedef struct bib_position {
+    bib_stop_t stop;
+    uint32_t pc;    /* paused: the next instruction; finished: the last one executed */
+    uint32_t depth; /* call frames: 1 in the entry function */
+    uint32_t func;  /* the function containing pc */
+    const char *func_name;
+    uint32_t line;         /* source line of pc; 0 when unknown */
+    uint64_t instructions; /* executed since bib_vm_start */
+    int64_t exit_value;    /* BIB_STOP_HALTED: the value given to HALT or returned */
+} bib_position_t;
+/* BIB_E_STATE when there is no stepped run. */
+bib_status_t bib_vm_position(const bib_vm_t *vm, bib_position_t *pos);
+
+/* One call frame of a stepped run: level 0 is the innermost, depth - 1 the
+ * entry function's. regs points into the VM and is valid until the run
+ * moves on or ends. */
+typedef struct bib_frame_info {
+    uint32_t pc; /* the innermost frame: as bib_position_t; callers: their CALL */
+    uint32_t func;
+    const char *func_name;
+    uint32_t line;
+    uint32_t nregs;
+    const bib_value_t *regs;
+} bib_frame_info_t;
+bib_status_t bib_vm_frame(const bib_vm_t *vm, uint32_t level, bib_frame_info_t *info);
+
+/* The loaded module's functions, lines and instruction text. */
+typedef struct bib_function_info {
+    const char *name;
+    uint32_t entry, count; /* first pc and instruction count */
+    uint32_t nargs, nregs;
+} bib_function_info_t;
+uint32_t bib_vm_function_count(const bib_vm_t *vm);
+bib_status_t bib_vm_function_info(const bib_vm_t *vm, uint32_t index, bib_function_info_t *info);
+/* The index of the function called name, or -1. */
+int64_t bib_vm_function_find(const bib_vm_t *vm, const char *name);
+uint32_t bib_vm_code_count(const bib_vm_t *vm);
+/* The source line recorded for pc (0 when unknown). */
+uint32_t bib_vm_pc_line(const bib_vm_t *vm, uint32_t pc);
+/* The first pc recorded at line, or failing that at the nearest later line
+ * of the same function; BIB_E_USAGE when no instruction has such a line. */
+bib_status_t bib_vm_line_pc(const bib_vm_t *vm, uint32_t line, uint32_t *pc);
+/* "MNEMONIC op, op" of the instruction at pc, as traces print it. */
+bib_status_t bib_vm_insn_text(const bib_vm_t *vm, uint32_t pc, char *buf, size_t cap);
+
+/* A tensor register of the current (or last) run. */
+typedef struct bib_tensor_reg_info {
+    int live; /* the rest is meaningful only when live */
+    bib_dtype_t dtype;
+    uint32_t rank;
+    uint32_t dims[BIB_MAX_RANK];
+    uint64_t count;       /* elements */
+    const char *name;     /* the declaration naming the register, or NULL */
+    char executors[64];   /* executors holding a valid copy, e.g. "cpu" or "cpu,vulkan" */
+    uint64_t hash;        /* what THASH gives for it */
+} bib_tensor_reg_info_t;
+/* The size of the tensor register file (0 before a run). */
+uint32_t bib_vm_tensor_regs(const bib_vm_t *vm);
+/* Describes t[reg]. Hashing reads the value on the host: a tensor valid only
+ * on a device is copied back once (as TGET would); nothing else changes. */
+bib_status_t bib_vm_tensor_reg(bib_vm_t *vm, uint32_t reg, bib_tensor_reg_info_t *info);
+/* Copies count elements (4 bytes each, little-endian) of t[reg] from element
+ * first into dst; BIB_E_USAGE when the range is outside the tensor. */
+bib_status_t bib_vm_tensor_read(bib_vm_t *vm, uint32_t reg, uint64_t first, uint64_t count,
+                                void *dst);
+
+/* For interactive sessions (bib repl): replaces the loaded module with the
+ * .bib bytes while keeping a stepped run's state (the entry frame's
+ * registers, linear memory, tensor registers, given inputs) and leaves the
+ * run paused at instruction `offset` of the new entry function (0 is its
+ * first; offsets stay put when code is added after them). The run must
+ * be paused, halted or trapped; a run paused inside a call (depth > 1) is
+ * BIB_E_STATE, a finished one is unwound to its entry frame. New registers
+ * start at zero; linear memory takes the new size; data bytes that differ
+ * from the old module's are written into it. Breakpoints are cleared. On
+ * failure nothing changes. */
+bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const char *name,
+                           uint32_t offset);
+
+/* Changes the trace format of the following runs and steps; out (NULL:
+ * keep the current stream) is where the lines go. */
+bib_status_t bib_vm_set_trace(bib_vm_t *vm, bib_trace_format_t format, FILE *out);
+
+/* Profiling: with on != 0, every following run (bib_vm_run or stepped)
+ * counts, per opcode and per executor, executions and host time (monotonic
+ * clock), and the copies between host and devices. Each run starts from
+ * zero. Off (the default) costs nothing. */
+bib_status_t bib_vm_profile(bib_vm_t *vm, int on);
+typedef struct bib_profile_row {
+    const char *op;       /* mnemonic, or "upload" / "download" */
+    const char *executor; /* "vm" for scalar opcodes, else the executor ("cpu", "vulkan", "host") */
+    uint64_t count;
+    double seconds; /* total host time */
+    uint64_t flops; /* MATMUL, LINEAR*, ATTENTION*: floating-point operations; else 0 */
+    uint64_t bytes; /* tensor kernels and copies: bytes read and written; else 0 */
+} bib_profile_row_t;
+/* Rows of the last run, by total time, longest first. */
+uint32_t bib_vm_profile_rows(const bib_vm_t *vm);
+bib_status_t bib_vm_profile_row(const bib_vm_t *vm, uint32_t index, bib_profile_row_t *row);
+/* Writes the profile of the last run as a table (json == 0) or one JSON
+ * object (spec/cli.md gives both formats). */
+bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json);
+
+/* ==== end of debugging and profiling ===================================== */
+
 /* ---- build features ---------------------------------------------------- */
 
 /* One line describing the build: version, SIMD level, executors compiled in. */
 const char *bib_build_info(void);
+
+/* What this machine offers BIB, for `bib info`: the CPU (model, cores, memory,
+ * SIMD features and the kernel level chosen), every Vulkan device and CUDA
+ * device with the numerics paths each gets (or why there is none), and what
+ * --backend=auto picks for small and large work with its measured threshold
+ * (calibrating once if no cached measurement exists). options selects
+ * threads and device (may be NULL). json: one JSON object instead of text.
+ * *report is the caller's to bib_free. */
+bib_status_t bib_info_report(const bib_options_t *options, int json, char **report);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
  * Owns the VM object's life, loading (read + verify, bind imports to
  * registered host functions, pre-decode, size linear memory), runs (fresh
  * state each time), the host-function registry with the standard output
- * functions, status names and the build line. The dispatch loop is in
+ * functions, status names and the build line, and the run control of
+ * stepped runs (start, step, continue, reload; inspection is in debug.c,
+ * profiling in profile.c). The dispatch loop is in
  * interp.c, decoding in decode.c, instruction text in trace.c; the builder
  * and assembler (assembler/) and the container reader (vm/format.c) are
  * other modules this one calls.
@@ -168,6 +170,8 @@ static void release_memory(bib_vm_t *vm) {
 }
 
 static void unload(bib_vm_t *vm) {
+    bib_debug_unload(vm);
+    bib_devprog_unload(vm);
     bib_tensor_unload(vm);
     bib_arena_reset(&vm->run_arena);
     vm->regs = NULL;
@@ -187,6 +191,7 @@ void bib_vm_destroy(bib_vm_t *vm) {
     if (vm == NULL)
         return;
     unload(vm);
+    bib_profile_destroy(vm->profile);
     bib_tensor_destroy(vm);
     bib_arena_destroy(&vm->run_arena);
     bib_arena_destroy(&vm->load_arena);
@@ -384,15 +389,18 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
 #define REGS_INITIAL 128u
 #define FRAMES_INITIAL 64u
 
-bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
-    if (vm == NULL)
-        return BIB_E_USAGE;
+/* Fresh state for a run (bib_vm_run, bib_vm_start): registers, frames,
+   linear memory, tensors. Ends any stepped run. */
+static bib_status_t prepare_run(bib_vm_t *vm, const char *caller) {
     if (vm->running)
-        return bib_vm_fail(vm, BIB_E_STATE, "bib_vm_run called from inside a run");
+        return bib_vm_fail(vm, BIB_E_STATE, "%s called from inside a run", caller);
     if (vm->module == NULL)
         return bib_vm_fail(vm, BIB_E_STATE, "no module loaded: call bib_vm_load first");
     clear_error(vm);
     memset(&vm->stats, 0, sizeof vm->stats);
+    vm->cursor.stop = BIB_STOP_NONE;
+    if (vm->profile != NULL)
+        bib_profile_reset(vm->profile);
 
     /* Fresh state: nothing of the previous run survives. */
     bib_tensor_release(vm);
@@ -430,7 +438,15 @@ bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
         vm->stats.peak_memory = vm->blocks.peak;
         return st;
     }
+    return BIB_OK;
+}
 
+bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    bib_status_t st = prepare_run(vm, "bib_vm_run");
+    if (st != BIB_OK)
+        return st;
     vm->running = true;
     vm->has_run = true;
     vm->memory_dirty = vm->memory_size > 0;
@@ -440,6 +456,247 @@ bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
     if (vm->options.trace_format != BIB_TRACE_OFF)
         fflush(vm->trace);
     return st;
+}
+
+/* ---- stepped runs ---------------------------------------------------------- */
+
+bib_status_t bib_vm_start(bib_vm_t *vm) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    bib_status_t st = prepare_run(vm, "bib_vm_start");
+    if (st != BIB_OK)
+        return st;
+    vm->memory_dirty = vm->memory_size > 0;
+    bib_interp_begin(vm);
+    return BIB_OK;
+}
+
+static bib_status_t resume(bib_vm_t *vm, uint64_t budget, bib_stop_t *stop, const char *caller) {
+    if (stop != NULL)
+        *stop = vm != NULL ? vm->cursor.stop : BIB_STOP_NONE;
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (vm->running)
+        return bib_vm_fail(vm, BIB_E_STATE, "%s called from inside a run", caller);
+    bib_stop_t was = vm->cursor.stop;
+    if (was != BIB_STOP_PAUSED && was != BIB_STOP_BREAKPOINT)
+        return bib_vm_fail(vm, BIB_E_STATE, "%s: %s", caller,
+                           was == BIB_STOP_NONE ? "no stepped run: call bib_vm_start first"
+                                                : "the run has finished: call bib_vm_start");
+    clear_error(vm);
+    vm->running = true;
+    bib_status_t st = bib_interp_resume(vm, budget);
+    vm->running = false;
+    vm->stats.peak_memory = vm->blocks.peak;
+    if (vm->options.trace_format != BIB_TRACE_OFF)
+        fflush(vm->trace);
+    if (stop != NULL)
+        *stop = vm->cursor.stop;
+    return st;
+}
+
+bib_status_t bib_vm_step(bib_vm_t *vm, uint64_t count, bib_stop_t *stop) {
+    return resume(vm, count, stop, "bib_vm_step");
+}
+
+bib_status_t bib_vm_continue(bib_vm_t *vm, bib_stop_t *stop) {
+    return resume(vm, UINT64_MAX, stop, "bib_vm_continue");
+}
+
+/* Makes the entry frame's window hold nregs registers: the register stack of
+   the run grows (zeroed) when it is smaller. */
+static bib_status_t entry_regs(bib_vm_t *vm, uint32_t nregs) {
+    if (nregs <= vm->regs_cap)
+        return BIB_OK;
+    void *p = vm->regs;
+    bib_status_t st = bib_arena_grow(&vm->run_arena, &p, (size_t)vm->regs_cap * sizeof(uint64_t),
+                                     (size_t)nregs * sizeof(uint64_t), sizeof(uint64_t));
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "reload: register stack of %u registers: %s", nregs,
+                           vm->blocks.error);
+    memset((uint64_t *)p + vm->regs_cap, 0, (size_t)(nregs - vm->regs_cap) * sizeof(uint64_t));
+    vm->regs = p;
+    vm->regs_cap = nregs;
+    return BIB_OK;
+}
+
+/* Moves what was kept for the old module's tensor declarations (given inputs)
+   and run (register file, symbolic sizes) over to the new module, matching by
+   name. The new register file is at least as large as the old one. */
+static bib_status_t carry_tensors(bib_vm_t *vm, const bib_module_t *old, const bib_module_t *m) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    bib_input_t *inputs = NULL;
+    if (m->tensor_count > 0) {
+        inputs = calloc(m->tensor_count, sizeof *inputs);
+        if (inputs == NULL)
+            return bib_vm_fail(vm, BIB_E_NOMEM, "reload: host out of memory");
+    }
+    uint32_t nregs = m->tensor_regs > ts->reg_count ? m->tensor_regs : ts->reg_count;
+    bib_tensor_t *regs = ts->regs;
+    int64_t *symbols = ts->symbols;
+    bib_status_t st = BIB_OK;
+    if (nregs > ts->reg_count) {
+        void *p;
+        st = bib_arena_zalloc(&vm->run_arena, (size_t)nregs * sizeof(bib_tensor_t),
+                              _Alignof(bib_tensor_t), &p);
+        if (st == BIB_OK) {
+            regs = p;
+            if (ts->reg_count > 0)
+                memcpy(regs, ts->regs, (size_t)ts->reg_count * sizeof(bib_tensor_t));
+        }
+    }
+    if (st == BIB_OK && m->dim_name_count > 0) {
+        void *p;
+        st = bib_arena_alloc(&vm->run_arena, (size_t)m->dim_name_count * sizeof(int64_t),
+                             _Alignof(int64_t), &p);
+        if (st == BIB_OK) {
+            symbols = p;
+            for (uint32_t i = 0; i < m->dim_name_count; i++) {
+                symbols[i] = -1;
+                for (uint32_t j = 0; ts->symbols != NULL && j < old->dim_name_count; j++)
+                    if (strcmp(old->dim_names[j], m->dim_names[i]) == 0)
+                        symbols[i] = ts->symbols[j];
+            }
+        }
+    }
+    if (st != BIB_OK) {
+        free(inputs);
+        return bib_vm_fail(vm, st, "reload: tensor registers: %s", vm->blocks.error);
+    }
+    for (uint32_t i = 0; i < m->tensor_count && ts->inputs != NULL; i++)
+        for (uint32_t j = 0; j < old->tensor_count; j++)
+            if (ts->inputs[j].set && strcmp(old->tensors[j].name, m->tensors[i].name) == 0) {
+                inputs[i] = ts->inputs[j];
+                ts->inputs[j].set = false;
+                ts->inputs[j].data = NULL;
+            }
+    for (uint32_t j = 0; ts->inputs != NULL && j < old->tensor_count; j++)
+        free(ts->inputs[j].data);
+    free(ts->inputs);
+    ts->inputs = inputs;
+    ts->regs = regs;
+    ts->reg_count = nregs;
+    ts->symbols = symbols;
+    return BIB_OK;
+}
+
+bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const char *name,
+                           uint32_t offset) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (vm->running)
+        return bib_vm_fail(vm, BIB_E_STATE, "bib_vm_reload called from inside a run");
+    bib_cursor_t *cur = &vm->cursor;
+    if (cur->stop == BIB_STOP_NONE)
+        return bib_vm_fail(vm, BIB_E_STATE, "bib_vm_reload: no stepped run to keep");
+    bool finished = cur->stop == BIB_STOP_HALTED || cur->stop == BIB_STOP_TRAPPED;
+    if (!finished && cur->fp != vm->frames)
+        return bib_vm_fail(vm, BIB_E_STATE,
+                           "bib_vm_reload: the run is paused inside a call (depth %u)",
+                           (unsigned)(cur->fp - vm->frames) + 1);
+    const char *label = name != NULL ? name : "module";
+    bib_diag_t diag;
+    diag.msg[0] = '\0';
+    bib_module_t *m = NULL;
+    bib_status_t st = bib_module_read(bytes, size, &m, &diag);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "%s: %s", label, diag.msg);
+    const bib_function_t *entry = &m->funcs[m->entry_func];
+    if (offset >= entry->count) {
+        bib_module_free(m);
+        return bib_vm_fail(vm, BIB_E_USAGE,
+                           "%s: offset %u is past the entry function '%s' (%u instructions)", label,
+                           offset, entry->name, entry->count);
+    }
+    const uint32_t pc = entry->entry + offset;
+    bib_host_t *hosts = NULL;
+    if (m->import_count > 0 && (hosts = calloc(m->import_count, sizeof *hosts)) == NULL) {
+        bib_module_free(m);
+        return bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory binding imports", label);
+    }
+    for (uint32_t i = 0; i < m->import_count; i++) {
+        const bib_host_entry_t *e = find_host(vm, m->imports[i]);
+        if (e == NULL) {
+            st = bib_vm_fail(vm, BIB_E_LINK, "%s: import '%s' names no registered host function",
+                             label, m->imports[i]);
+            free(hosts);
+            bib_module_free(m);
+            return st;
+        }
+        hosts[i] = (bib_host_t){e->fn, e->user, m->imports[i]};
+    }
+    /* Everything that can fail and leave the old module in place comes first. */
+    const uint32_t entry_nregs = entry->nregs;
+    st = entry_regs(vm, entry_nregs);
+    uint8_t *mem = vm->memory;
+    if (st == BIB_OK && m->memory_size != vm->memory_size) {
+        void *p = NULL;
+        if (m->memory_size > 0)
+            st = bib_blocks_big_alloc(&vm->blocks, m->memory_size, BIB_BLOCK_ALIGN, 1, &p);
+        if (st != BIB_OK)
+            st = bib_vm_fail(vm, st, "%s: linear memory of %" PRIu64 " bytes: %s", label,
+                             m->memory_size, vm->blocks.error);
+        mem = p;
+    }
+    char *label_copy = st == BIB_OK ? copy_string(name) : NULL;
+    if (st == BIB_OK && name != NULL && label_copy == NULL)
+        st = bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory", label);
+    if (st == BIB_OK)
+        st = carry_tensors(vm, vm->module, m);
+    if (st != BIB_OK) {
+        if (mem != vm->memory)
+            bib_blocks_big_free(&vm->blocks, mem, m->memory_size);
+        free(label_copy);
+        free(hosts);
+        bib_module_free(m);
+        return st;
+    }
+    /* The decoded program lives in the load arena; the run's state in the run
+       arena and the blocks, which stay. */
+    bib_arena_reset(&vm->load_arena);
+    memset(&vm->program, 0, sizeof vm->program);
+    st = bib_decode(m, hosts, &vm->load_arena, &vm->program);
+    free(hosts);
+    if (st != BIB_OK) {
+        /* Only the host running out of memory gets here; the run cannot go on. */
+        st = bib_vm_fail(vm, st, "%s: decoding %u instructions: %s", label, m->code_count,
+                         vm->blocks.error);
+        if (mem != vm->memory)
+            bib_blocks_big_free(&vm->blocks, mem, m->memory_size);
+        free(label_copy);
+        /* The inputs were moved over to m's declarations: unload with m. */
+        bib_module_free(vm->module);
+        vm->module = m;
+        unload(vm);
+        return st;
+    }
+    const bib_module_t *old = vm->module;
+    if (mem != vm->memory) {
+        uint64_t keep = m->memory_size < vm->memory_size ? m->memory_size : vm->memory_size;
+        if (keep > 0)
+            memcpy(mem, vm->memory, (size_t)keep);
+        bib_blocks_big_free(&vm->blocks, vm->memory, vm->memory_size);
+        vm->memory = mem;
+        vm->memory_size = m->memory_size;
+    }
+    for (uint32_t i = 0; i < m->data_size; i++)
+        if (i >= old->data_size || old->data[i] != m->data[i])
+            vm->memory[i] = m->data[i];
+    vm->memory_dirty = vm->memory_size > 0;
+    bib_module_free(vm->module);
+    vm->module = m;
+    free(vm->module_name);
+    vm->module_name = label_copy;
+    free(vm->breaks);
+    vm->breaks = NULL;
+    /* Unwind to the entry frame and go on at pc. */
+    cur->fp = vm->frames;
+    cur->R = vm->regs;
+    cur->ip = vm->program.code + pc;
+    cur->stop = BIB_STOP_PAUSED;
+    vm->has_run = true;
+    clear_error(vm);
+    return BIB_OK;
 }
 
 void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats) {
@@ -592,7 +849,8 @@ bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out) {
 /* ---- build ---------------------------------------------------------------- */
 
 const char *bib_build_info(void) {
-#define BIB_BUILD_LINE(simd) "bib " BIB_VERSION_STRING " (simd: " simd ", executors: " BIB_EXECUTORS ")"
+#define BIB_BUILD_LINE(simd)                                                                       \
+    "bib " BIB_VERSION_STRING " (simd: " simd ", executors: " BIB_EXECUTORS ")"
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))

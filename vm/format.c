@@ -47,6 +47,9 @@ enum {
 #define TENSOR_DIM_BYTES 8u
 #define TENSOR_INIT_SIZE_BYTES 8u
 #define TENSOR_MAX_RANK 4u
+#define DEVCODE_HEADER_BYTES 8u /* count, reserved: shaders and kernels sections */
+#define SHADER_FIXED_BYTES 12u  /* bindings, push bytes, word count (after the names) */
+#define KERNEL_SIZE_BYTES 4u    /* PTX byte count (after the names) */
 /* Sections start on 8-byte boundaries in files this writer produces. */
 #define SECTION_ALIGN 8u
 
@@ -86,7 +89,9 @@ static const char *section_name(uint32_t type) {
 }
 
 #define TENSORS_SLOT 5
-#define KNOWN_SLOTS 6
+#define SHADERS_SLOT 6
+#define KERNELS_SLOT 7
+#define KNOWN_SLOTS 8
 
 /* Sections this build parses; the slot index into reader_t.found. */
 static int known_slot(uint32_t type) {
@@ -99,6 +104,10 @@ static int known_slot(uint32_t type) {
         return (int)type - 1;
     case BIB_SEC_TENSORS:
         return TENSORS_SLOT;
+    case BIB_SEC_SHADERS:
+        return SHADERS_SLOT;
+    case BIB_SEC_KERNELS:
+        return KERNELS_SLOT;
     default:
         return -1;
     }
@@ -655,6 +664,139 @@ static bib_status_t read_tensors(const uint8_t *b, const section_t *s, bib_modul
     return cursor_finish(&c);
 }
 
+static bib_status_t cursor_header(cursor_t *c, const char *what, uint32_t *count) {
+    uint32_t reserved;
+    bib_status_t st = cursor_u32(c, "the entry count", count);
+    uint32_t reserved_at = c->pos;
+    if (st == BIB_OK)
+        st = cursor_u32(c, "the reserved word", &reserved);
+    if (st == BIB_OK && reserved != 0)
+        st = bib_diag_set(c->diag, BIB_E_FORMAT,
+                          "byte %u: %s section reserved word is 0x%08X, must be 0", reserved_at,
+                          what, reserved);
+    return st;
+}
+
+/* The shaders section. Layout only (counts and sizes that fit the bytes
+   present); the SPIR-V header, binding and push limits and unique names are
+   the verifier's. */
+static bib_status_t read_shaders(const uint8_t *b, const section_t *s, bib_module_t *m,
+                                 bib_diag_t *diag) {
+    cursor_t c = cursor_open(b, s, "shaders", diag);
+    uint32_t count;
+    bib_status_t st = cursor_header(&c, "shaders", &count);
+    if (st != BIB_OK)
+        return st;
+    uint64_t min_shader = 2 * (NAME_LENGTH_BYTES + 1) + SHADER_FIXED_BYTES;
+    if (count > BIB_MAX_SHADERS || count > cursor_left(&c) / min_shader)
+        return bib_diag_set(diag, BIB_E_FORMAT,
+                            "byte %u: shader count %u cannot fit in the %u bytes left in the "
+                            "shaders section (limit %u)",
+                            s->offset, count, cursor_left(&c), BIB_MAX_SHADERS);
+    if (count > 0) {
+        m->shaders = calloc(count, sizeof *m->shaders);
+        if (m->shaders == NULL)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u shaders", count);
+        m->shader_count = count;
+    }
+    char field[64];
+    for (uint32_t i = 0; i < count; i++) {
+        bib_shader_decl_t *sh = &m->shaders[i];
+        snprintf(field, sizeof field, "shader %u name", i);
+        st = cursor_name(&c, field, BIB_MAX_NAME, 0, &sh->name);
+        if (st == BIB_OK) {
+            snprintf(field, sizeof field, "shader %u entry point", i);
+            st = cursor_name(&c, field, BIB_MAX_NAME, 0, &sh->entry);
+        }
+        if (st == BIB_OK) {
+            snprintf(field, sizeof field, "shader %u sizes", i);
+            st = cursor_need(&c, SHADER_FIXED_BYTES, field);
+        }
+        if (st != BIB_OK)
+            return st;
+        sh->bindings = bib_read_u32le(b + c.pos);
+        sh->push_bytes = bib_read_u32le(b + c.pos + 4);
+        uint32_t words_at = c.pos + 8;
+        uint32_t words = bib_read_u32le(b + words_at);
+        c.pos += SHADER_FIXED_BYTES;
+        if (words > BIB_MAX_SPIRV_WORDS || words > cursor_left(&c) / 4)
+            return bib_diag_set(diag, BIB_E_FORMAT,
+                                "byte %u: shader %u '%s' has %u SPIR-V words but only %u bytes are "
+                                "left in the shaders section (limit %u words)",
+                                words_at, i, sh->name, words, cursor_left(&c), BIB_MAX_SPIRV_WORDS);
+        if (words > 0) {
+            sh->spirv = malloc((size_t)words * 4);
+            if (sh->spirv == NULL)
+                return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for shader %u (%u words)", i,
+                                    words);
+            for (uint32_t k = 0; k < words; k++)
+                sh->spirv[k] = bib_read_u32le(b + c.pos + 4 * k);
+            c.pos += 4 * words;
+        }
+        sh->words = words;
+    }
+    return cursor_finish(&c);
+}
+
+/* The kernels section: layout only, as for shaders. */
+static bib_status_t read_kernels(const uint8_t *b, const section_t *s, bib_module_t *m,
+                                 bib_diag_t *diag) {
+    cursor_t c = cursor_open(b, s, "kernels", diag);
+    uint32_t count;
+    bib_status_t st = cursor_header(&c, "kernels", &count);
+    if (st != BIB_OK)
+        return st;
+    uint64_t min_kernel = 3 * NAME_LENGTH_BYTES + 2 + KERNEL_SIZE_BYTES;
+    if (count > BIB_MAX_KERNELS || count > cursor_left(&c) / min_kernel)
+        return bib_diag_set(diag, BIB_E_FORMAT,
+                            "byte %u: kernel count %u cannot fit in the %u bytes left in the "
+                            "kernels section (limit %u)",
+                            s->offset, count, cursor_left(&c), BIB_MAX_KERNELS);
+    if (count > 0) {
+        m->kernels = calloc(count, sizeof *m->kernels);
+        if (m->kernels == NULL)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u kernels", count);
+        m->kernel_count = count;
+    }
+    char field[64];
+    for (uint32_t i = 0; i < count; i++) {
+        bib_kernel_decl_t *k = &m->kernels[i];
+        snprintf(field, sizeof field, "kernel %u name", i);
+        st = cursor_name(&c, field, BIB_MAX_NAME, 0, &k->name);
+        if (st == BIB_OK) {
+            snprintf(field, sizeof field, "kernel %u entry", i);
+            st = cursor_name(&c, field, BIB_MAX_NAME, 0, &k->entry);
+        }
+        if (st == BIB_OK) {
+            snprintf(field, sizeof field, "kernel %u parameter signature", i);
+            st = cursor_name(&c, field, BIB_MAX_KERNEL_PARAMS, 1, &k->params);
+        }
+        if (st == BIB_OK && k->params == NULL && (k->params = calloc(1, 1)) == NULL)
+            st = bib_diag_set(diag, BIB_E_NOMEM, "out of memory reading kernel %u", i);
+        uint32_t size_at = c.pos, size = 0;
+        if (st == BIB_OK) {
+            snprintf(field, sizeof field, "kernel %u PTX size", i);
+            st = cursor_u32(&c, field, &size);
+        }
+        if (st != BIB_OK)
+            return st;
+        if (size > BIB_MAX_PTX_BYTES || size > cursor_left(&c))
+            return bib_diag_set(diag, BIB_E_FORMAT,
+                                "byte %u: kernel %u '%s' has %u PTX bytes but only %u are left in "
+                                "the kernels section (limit %u)",
+                                size_at, i, k->name, size, cursor_left(&c), BIB_MAX_PTX_BYTES);
+        k->ptx = malloc((size_t)size + 1);
+        if (k->ptx == NULL)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for kernel %u (%u bytes)", i,
+                                size);
+        memcpy(k->ptx, b + c.pos, size);
+        k->ptx[size] = '\0';
+        k->ptx_bytes = size;
+        c.pos += size;
+    }
+    return cursor_finish(&c);
+}
+
 bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out,
                              bib_diag_t *diag) {
     if (out == NULL || (bytes == NULL && size > 0))
@@ -687,6 +829,10 @@ bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **o
         st = read_debug(bytes, &found[BIB_SEC_DEBUG - 1], m, diag);
     if (st == BIB_OK && found[TENSORS_SLOT].entry_pos != 0)
         st = read_tensors(bytes, &found[TENSORS_SLOT], m, diag);
+    if (st == BIB_OK && found[SHADERS_SLOT].entry_pos != 0)
+        st = read_shaders(bytes, &found[SHADERS_SLOT], m, diag);
+    if (st == BIB_OK && found[KERNELS_SLOT].entry_pos != 0)
+        st = read_kernels(bytes, &found[KERNELS_SLOT], m, diag);
     if (st == BIB_OK)
         st = bib_module_verify(m, diag);
     if (st != BIB_OK) {
@@ -796,6 +942,43 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
                         t->init_size;
     }
 
+    if ((m->shader_count > 0 && m->shaders == NULL) || (m->kernel_count > 0 && m->kernels == NULL))
+        return bib_diag_set(diag, BIB_E_USAGE,
+                            "cannot write module: a count is nonzero but its array is NULL");
+    uint64_t shaders_size = DEVCODE_HEADER_BYTES;
+    for (uint32_t i = 0; i < m->shader_count; i++) {
+        const bib_shader_decl_t *sh = &m->shaders[i];
+        bib_status_t st = check_name(sh->name, "shader", i, diag);
+        if (st == BIB_OK)
+            st = check_name(sh->entry, "shader entry point", i, diag);
+        if (st != BIB_OK)
+            return st;
+        if (sh->words > 0 && sh->spirv == NULL)
+            return bib_diag_set(diag, BIB_E_USAGE,
+                                "cannot write module: shader %u has %u words it does not hold", i,
+                                sh->words);
+        shaders_size += 2 * NAME_LENGTH_BYTES + strlen(sh->name) + strlen(sh->entry) +
+                        SHADER_FIXED_BYTES + (uint64_t)sh->words * 4;
+    }
+    uint64_t kernels_size = DEVCODE_HEADER_BYTES;
+    for (uint32_t i = 0; i < m->kernel_count; i++) {
+        const bib_kernel_decl_t *k = &m->kernels[i];
+        bib_status_t st = check_name(k->name, "kernel", i, diag);
+        if (st == BIB_OK)
+            st = check_name(k->entry, "kernel entry", i, diag);
+        if (st != BIB_OK)
+            return st;
+        if ((k->ptx_bytes > 0 && k->ptx == NULL) ||
+            (k->params != NULL && strlen(k->params) > 0xFFFF))
+            return bib_diag_set(diag, BIB_E_USAGE,
+                                "cannot write module: kernel %u has %u PTX bytes it does not hold "
+                                "or an oversized signature",
+                                i, k->ptx_bytes);
+        kernels_size += 3 * NAME_LENGTH_BYTES + strlen(k->name) + strlen(k->entry) +
+                        (k->params != NULL ? strlen(k->params) : 0) + KERNEL_SIZE_BYTES +
+                        k->ptx_bytes;
+    }
+
     /* Sections in type order; empty const and data sections are left out. */
     out_section_t sec[KNOWN_SLOTS];
     uint32_t n = 0;
@@ -814,6 +997,10 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
                             NAME_LENGTH_BYTES + source_len + 4 + (uint64_t)runs * LINE_RUN_BYTES};
     if (has_tensors)
         sec[n++] = (out_section_t){BIB_SEC_TENSORS, BIB_SECTION_REQUIRED, 0, tensors_size};
+    if (m->shader_count > 0)
+        sec[n++] = (out_section_t){BIB_SEC_SHADERS, BIB_SECTION_REQUIRED, 0, shaders_size};
+    if (m->kernel_count > 0)
+        sec[n++] = (out_section_t){BIB_SEC_KERNELS, BIB_SECTION_REQUIRED, 0, kernels_size};
     uint64_t total = BIB_HEADER_BYTES + (uint64_t)n * BIB_SECTION_ENTRY_BYTES;
     for (uint32_t i = 0; i < n; i++) {
         sec[i].offset = align_up(total);
@@ -909,6 +1096,36 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
                 if (t->init_size > 0)
                     memcpy(p, t->init, (size_t)t->init_size);
                 p += t->init_size;
+            }
+            break;
+        case BIB_SEC_SHADERS:
+            bib_write_u32le(p, m->shader_count);
+            p += DEVCODE_HEADER_BYTES;
+            for (uint32_t k = 0; k < m->shader_count; k++) {
+                const bib_shader_decl_t *sh = &m->shaders[k];
+                p = put_name(p, sh->name);
+                p = put_name(p, sh->entry);
+                bib_write_u32le(p, sh->bindings);
+                bib_write_u32le(p + 4, sh->push_bytes);
+                bib_write_u32le(p + 8, sh->words);
+                p += SHADER_FIXED_BYTES;
+                for (uint32_t w = 0; w < sh->words; w++, p += 4)
+                    bib_write_u32le(p, sh->spirv[w]);
+            }
+            break;
+        case BIB_SEC_KERNELS:
+            bib_write_u32le(p, m->kernel_count);
+            p += DEVCODE_HEADER_BYTES;
+            for (uint32_t k = 0; k < m->kernel_count; k++) {
+                const bib_kernel_decl_t *kd = &m->kernels[k];
+                p = put_name(p, kd->name);
+                p = put_name(p, kd->entry);
+                p = put_name(p, kd->params);
+                bib_write_u32le(p, kd->ptx_bytes);
+                p += KERNEL_SIZE_BYTES;
+                if (kd->ptx_bytes > 0)
+                    memcpy(p, kd->ptx, kd->ptx_bytes);
+                p += kd->ptx_bytes;
             }
             break;
         }

@@ -6,16 +6,21 @@
  * call depth, fuel, host failures.
  *
  * One loop body, two instantiations: this file includes itself twice, with
- * BIB_TRACE 0 (the loop every untraced run uses; tracing costs it nothing)
- * and BIB_TRACE 1 (prints a line per instruction). The handlers are written
+ * BIB_INSTRUMENTED 0 (the loop every plain bib_vm_run uses; nothing below
+ * costs it anything) and BIB_INSTRUMENTED 1, the loop of traced, profiled and
+ * stepped runs: it writes trace lines, brackets every instruction for the
+ * profiler (vm/profile.c), and starts from and saves back vm->cursor, stopping
+ * when a step budget runs out or before a breakpoint. The handlers are written
  * once against the macros vmdispatch/vmcase/vmbreak (as in Lua's lvm.c and
  * ljumptab.h): computed goto when the compiler is GNU C, a switch otherwise
  * (or when built with -DBIB_NO_COMPUTED_GOTO). The jump table is generated
  * from isa/opcodes.def: every OP row must have a handler here (a missing one
  * is a compile error); TOP rows share one handler that calls
  * bib_tensor_exec (vm/tensor.c), so the tensor opcodes cost the loop one
- * jump-table entry each and no code; GOP/VOP rows share a handler that traps,
- * though the verifier never lets them through.
+ * jump-table entry each and no code; GOP and VOP rows share one more,
+ * device_exec: user device programs (VK_*, GPU_LAUNCH) go to vm/devprog.c,
+ * the other GPU_* opcodes (the CUDA executor driven directly) to
+ * bib_tensor_exec.
  *
  * Hot state stays in locals: ip, the register window R, the frame pointer,
  * the memory base and size, and the fuel counter, which doubles as the
@@ -223,6 +228,16 @@ BIB_COLD static bib_status_t trap_reserved(bib_vm_t *vm, const bib_dinsn_t *ip) 
                           "opcode %s is not implemented in this build", bib_isa_table[ip->op].name);
 }
 
+/* CUDA and Vulkan family rows; the verifier lets through only those this
+   build implements. */
+BIB_COLD static bib_status_t device_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
+    if (bib_isa_table[ip->op].flags & BIB_F_RESERVED)
+        return trap_reserved(vm, ip);
+    if (bib_isa_table[ip->op].opclass == BIB_CLASS_VULKAN || ip->op == BIB_OP_GPU_LAUNCH)
+        return bib_devprog_exec(vm, ip, R);
+    return bib_tensor_exec(vm, ip, R);
+}
+
 BIB_COLD static bib_status_t trap_host(bib_vm_t *vm, const bib_dinsn_t *ip, bib_status_t hs) {
     const bib_host_t *h = ip->x.host;
     if (vm->host_trap_set)
@@ -283,78 +298,138 @@ BIB_COLD static bib_status_t grow_regs(bib_vm_t *vm, const bib_dinsn_t *ip, uint
 /* ---- the two instantiations ---------------------------------------------- */
 
 #define BIB_INTERP_INSTANCE
-#define BIB_TRACE 0
+#define BIB_INSTRUMENTED 0
 #define BIB_INTERP_NAME interp_plain
 #include "interp.c"
-#undef BIB_TRACE
+#undef BIB_INSTRUMENTED
 #undef BIB_INTERP_NAME
-#define BIB_TRACE 1
-#define BIB_INTERP_NAME interp_traced
+#define BIB_INSTRUMENTED 1
+#define BIB_INTERP_NAME interp_instrumented
 #include "interp.c"
-#undef BIB_TRACE
+#undef BIB_INSTRUMENTED
 #undef BIB_INTERP_NAME
 #undef BIB_INTERP_INSTANCE
 
-bib_status_t bib_interp_run(bib_vm_t *vm, int64_t *exit_value) {
-    if (vm->options.trace_format != BIB_TRACE_OFF)
-        return interp_traced(vm, exit_value);
-    return interp_plain(vm, exit_value);
+void bib_interp_begin(bib_vm_t *vm) {
+    bib_cursor_t *cur = &vm->cursor;
+    bib_frame_t *fp = vm->frames;
+    fp->ret = NULL;
+    fp->regs = NULL;
+    fp->dest = 0;
+    cur->stop = BIB_STOP_PAUSED;
+    cur->ip = vm->program.entry->entry;
+    cur->R = vm->regs;
+    cur->fp = fp;
+    cur->fuel_start = vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
+    cur->fuel = cur->fuel_start;
+    cur->exit_value = 0;
 }
 
-#else /* BIB_INTERP_INSTANCE: the loop, instantiated per BIB_TRACE */
+bib_status_t bib_interp_resume(bib_vm_t *vm, uint64_t budget) {
+    return interp_instrumented(vm, budget);
+}
 
+bib_status_t bib_interp_run(bib_vm_t *vm, int64_t *exit_value) {
+    if (vm->options.trace_format == BIB_TRACE_OFF && vm->profile == NULL)
+        return interp_plain(vm, exit_value);
+    /* A whole run through the instrumented loop: no budget, no breakpoints. */
+    uint8_t *breaks = vm->breaks;
+    vm->breaks = NULL;
+    bib_interp_begin(vm);
+    bib_status_t st = interp_instrumented(vm, UINT64_MAX);
+    vm->breaks = breaks;
+    if (st == BIB_OK && exit_value != NULL)
+        *exit_value = vm->cursor.exit_value;
+    vm->cursor.stop = BIB_STOP_NONE;
+    return st;
+}
+
+#else /* BIB_INTERP_INSTANCE: the loop, instantiated per BIB_INSTRUMENTED */
+
+#if BIB_INSTRUMENTED
+BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, uint64_t budget) {
+    bib_cursor_t *const cur = &vm->cursor;
+    const bib_dinsn_t *ip = cur->ip;
+    uint64_t *R = cur->R;
+    bib_frame_t *fp = cur->fp;
+    const uint64_t fuel_start = cur->fuel_start;
+    uint64_t fuel = cur->fuel;
+    int64_t *const exit_value = &cur->exit_value;
+    const bool tracing = vm->options.trace_format != BIB_TRACE_OFF;
+    const bool profiling = vm->profile != NULL;
+    const uint8_t *const brk = vm->breaks;
+    const bib_dinsn_t *const code = vm->program.code;
+    const bib_dinsn_t *skip = ip;  /* the first instruction runs despite a breakpoint */
+    const bib_dinsn_t *tip = NULL; /* executed, trace line not yet written */
+    if (profiling)
+        bib_profile_resume(vm);
+#else
 BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit_value) {
     const bib_dinsn_t *ip = vm->program.entry->entry;
     uint64_t *R = vm->regs;
     bib_frame_t *fp = vm->frames;
+    const uint64_t fuel_start = vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
+    uint64_t fuel = fuel_start;
+    fp->ret = NULL;
+    fp->regs = NULL;
+    fp->dest = 0;
+#endif
     bib_frame_t *fp_limit = vm->frames + vm->frames_cap - 1;
     uint64_t *regs_end = vm->regs + vm->regs_cap;
     uint8_t *const mem = vm->memory;
     const uint64_t msize = vm->memory_size;
-    const uint64_t fuel_start = vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
-    uint64_t fuel = fuel_start;
     bib_status_t st = BIB_OK;
-#if BIB_TRACE
-    const bib_dinsn_t *tip = NULL; /* executed, line not yet written */
-#endif
 
-    fp->ret = NULL;
-    fp->regs = NULL;
-    fp->dest = 0;
-
-#if BIB_TRACE
-/* The line of an instruction is written once it has run, when the next one
-   is fetched; CALL, RET and HALT write their own (the frame changes). */
-#define TRACE_PENDING()                                                                            \
-    do {                                                                                           \
-        if (tip != NULL)                                                                           \
-            bib_trace_step(vm, insn_pc(vm, tip), R, BIB_TRACE_WRITE_DEST, 0);                      \
-        tip = ip;                                                                                  \
-    } while (0)
+#if BIB_INSTRUMENTED
+/* The trace line of an instruction is written once it has run, when the next
+   one is fetched; CALL, RET and HALT write their own (the frame changes). The
+   profiler's bracket closes at the same point. A pause comes after both, so
+   a paused run has written and timed exactly what it executed. */
 #define TRACE_NOW(kind, value)                                                                     \
     do {                                                                                           \
-        bib_trace_step(vm, insn_pc(vm, ip), R, (kind), (value));                                   \
-        tip = NULL;                                                                                \
+        if (tracing) {                                                                             \
+            bib_trace_step(vm, insn_pc(vm, ip), R, (kind), (value));                               \
+            tip = NULL;                                                                            \
+        }                                                                                          \
     } while (0)
-#else
-#define TRACE_PENDING() ((void)0)
-#define TRACE_NOW(kind, value) ((void)0)
-#endif
-
 #define FETCH()                                                                                    \
     do {                                                                                           \
-        TRACE_PENDING();                                                                           \
+        if (tip != NULL) {                                                                         \
+            bib_trace_step(vm, insn_pc(vm, tip), R, BIB_TRACE_WRITE_DEST, 0);                      \
+            tip = NULL;                                                                            \
+        }                                                                                          \
+        if (profiling)                                                                             \
+            bib_profile_close(vm);                                                                 \
+        if (BIB_UNLIKELY(budget == 0))                                                             \
+            goto paused;                                                                           \
+        if (brk != NULL && brk[ip - code] != 0 && ip != skip)                                      \
+            goto at_breakpoint;                                                                    \
+        skip = NULL;                                                                               \
+        if (BIB_UNLIKELY(fuel == 0))                                                               \
+            goto out_of_fuel;                                                                      \
+        fuel--;                                                                                    \
+        budget--;                                                                                  \
+        if (tracing)                                                                               \
+            tip = ip;                                                                              \
+        if (profiling)                                                                             \
+            bib_profile_open(vm, ip);                                                              \
+    } while (0)
+#else
+#define TRACE_NOW(kind, value) ((void)0)
+#define FETCH()                                                                                    \
+    do {                                                                                           \
         if (BIB_UNLIKELY(fuel == 0))                                                               \
             goto out_of_fuel;                                                                      \
         fuel--;                                                                                    \
     } while (0)
+#endif
 
 #if BIB_USE_COMPUTED_GOTO
     static const void *const jump_table[BIB_OP__COUNT] = {
 #define OP(name, ...) &&L_##name,
 #define TOP(name, ...) &&L__tensor,
-#define GOP(name, ...) &&L__reserved,
-#define VOP(name, ...) &&L__reserved,
+#define GOP(name, ...) &&L__device,
+#define VOP(name, ...) &&L__device,
 #include "../isa/opcodes.def"
 #undef OP
 #undef TOP
@@ -365,8 +440,8 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define vmcase(name) L_##name:
 #define vmtensor                                                                                   \
     L__tensor:
-#define vmreserved                                                                                 \
-    L__reserved:
+#define vmdevice                                                                                   \
+    L__device:
 #define vmbreak                                                                                    \
     do {                                                                                           \
         FETCH();                                                                                   \
@@ -377,7 +452,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define vmcase(name) case BIB_OP_##name:
 #define OP(...)
 #define vmtensor
-#define vmreserved
+#define vmdevice
 #define vmbreak continue
 #endif
 
@@ -677,7 +752,8 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 vmbreak;
             }
 
-            vmreserved
+            /* ---- CUDA and Vulkan families, out of the loop ---- */
+            vmdevice
 #if !BIB_USE_COMPUTED_GOTO
 #define TOP(...)
 #define GOP(name, ...) case BIB_OP_##name:
@@ -686,8 +762,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 default :
 #endif
             {
-                st = trap_reserved(vm, ip);
-                goto fail;
+                st = device_exec(vm, ip, R);
+                if (BIB_UNLIKELY(st != BIB_OK))
+                    goto fail;
+                ip++;
+                vmbreak;
             }
         }
     }
@@ -699,15 +778,32 @@ done:
     st = BIB_OK;
 fail:
     vm->stats.instructions = fuel_start - fuel;
+#if BIB_INSTRUMENTED
+    if (profiling)
+        bib_profile_close(vm);
+    cur->stop = st == BIB_OK ? BIB_STOP_HALTED : BIB_STOP_TRAPPED;
+    goto save;
+paused:
+    cur->stop = BIB_STOP_PAUSED;
+    goto save_paused;
+at_breakpoint:
+    cur->stop = BIB_STOP_BREAKPOINT;
+save_paused:
+    vm->stats.instructions = fuel_start - fuel;
+save:
+    cur->ip = ip;
+    cur->R = R;
+    cur->fp = fp;
+    cur->fuel = fuel;
+#endif
     return st;
 
-#undef TRACE_PENDING
 #undef TRACE_NOW
 #undef FETCH
 #undef vmdispatch
 #undef vmcase
 #undef vmtensor
-#undef vmreserved
+#undef vmdevice
 #undef vmbreak
 #undef RA
 #undef RB

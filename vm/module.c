@@ -46,5 +46,20 @@ void bib_module_free(bib_module_t *m) {
         for (uint32_t i = 0; i < m->dim_name_count; i++)
             free(m->dim_names[i]);
     free(m->dim_names);
+    if (m->shaders != NULL)
+        for (uint32_t i = 0; i < m->shader_count; i++) {
+            free(m->shaders[i].name);
+            free(m->shaders[i].entry);
+            free(m->shaders[i].spirv);
+        }
+    free(m->shaders);
+    if (m->kernels != NULL)
+        for (uint32_t i = 0; i < m->kernel_count; i++) {
+            free(m->kernels[i].name);
+            free(m->kernels[i].entry);
+            free(m->kernels[i].params);
+            free(m->kernels[i].ptx);
+        }
+    free(m->kernels);
     free(m);
 }

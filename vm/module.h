@@ -18,8 +18,7 @@
 #define BIB_FORMAT_MAJOR 1
 #define BIB_FORMAT_MINOR 0
 
-/* Section types (spec/bib-format.md). 16 and up are reserved for tensors,
- * shaders and kernels. */
+/* Section types (spec/bib-format.md). */
 typedef enum bib_section_type {
     BIB_SEC_CODE = 1,
     BIB_SEC_CONST = 2,
@@ -32,24 +31,26 @@ typedef enum bib_section_type {
 } bib_section_type_t;
 
 /* Limits the verifier enforces, so sizes never overflow downstream. */
-#define BIB_MAX_CODE (1u << 24)       /* instructions */
-#define BIB_MAX_REGS 65536u           /* registers per frame */
+#define BIB_MAX_CODE (1u << 24) /* instructions */
+#define BIB_MAX_REGS 65536u     /* registers per frame */
 #define BIB_MAX_FUNCS (1u << 20)
 #define BIB_MAX_CONSTS (1u << 24)
 #define BIB_MAX_IMPORTS 65536u
-#define BIB_MAX_MEMORY (1ull << 40)   /* declared linear memory, bytes */
-#define BIB_MAX_NAME 255u             /* bytes in a symbol name */
-#define BIB_MAX_HOST_ARGS 16u         /* arguments a HOSTCALL may pass */
+#define BIB_MAX_MEMORY (1ull << 40) /* declared linear memory, bytes */
+#define BIB_MAX_NAME 255u           /* bytes in a symbol name */
+#define BIB_MAX_HOST_ARGS 16u       /* arguments a HOSTCALL may pass */
 
 /* Container layout constants (spec/bib-format.md). */
-#define BIB_MAGIC "\x7f" "BIB"        /* the first 4 bytes of every .bib file */
+#define BIB_MAGIC                                                                                  \
+    "\x7f"                                                                                         \
+    "BIB" /* the first 4 bytes of every .bib file */
 #define BIB_MAGIC_BYTES 4u
 #define BIB_HEADER_BYTES 32u
 #define BIB_SECTION_ENTRY_BYTES 16u
-#define BIB_MAX_SECTIONS 64u          /* entries in the section table */
+#define BIB_MAX_SECTIONS 64u /* entries in the section table */
 /* Section flag: a reader that does not know the section's type must fail. */
 #define BIB_SECTION_REQUIRED 1u
-#define BIB_MAX_SOURCE_NAME 4095u     /* bytes in the debug source file name */
+#define BIB_MAX_SOURCE_NAME 4095u /* bytes in the debug source file name */
 
 typedef enum bib_const_type {
     BIB_CONST_I64 = 1,
@@ -86,15 +87,50 @@ enum {
 };
 
 typedef struct bib_tensor_decl {
-    char *name;       /* owned; unique among the module's declarations */
-    uint32_t reg;     /* tensor register, < tensor_regs */
-    uint32_t flags;   /* BIB_TENSOR_*: INPUT and CONST exclude each other */
-    uint32_t dtype;   /* bib_dtype_t; 0 for an output that takes what the register holds */
-    uint32_t rank;    /* 0..4 (an output without a declared shape: rank 0, dtype 0) */
-    int64_t dims[4];  /* see above; CONST tensors have fixed dims only */
-    uint8_t *init;    /* CONST: numel * 4 bytes, little-endian elements; NULL otherwise */
+    char *name;      /* owned; unique among the module's declarations */
+    uint32_t reg;    /* tensor register, < tensor_regs */
+    uint32_t flags;  /* BIB_TENSOR_*: INPUT and CONST exclude each other */
+    uint32_t dtype;  /* bib_dtype_t; 0 for an output that takes what the register holds */
+    uint32_t rank;   /* 0..4 (an output without a declared shape: rank 0, dtype 0) */
+    int64_t dims[4]; /* see above; CONST tensors have fixed dims only */
+    uint8_t *init;   /* CONST: numel * 4 bytes, little-endian elements; NULL otherwise */
     uint64_t init_size;
 } bib_tensor_decl_t;
+
+/* User device code (spec/device-code.md). A compute shader for VK_COMPUTE:
+ * SPIR-V words, the storage-buffer bindings 0..bindings-1 it declares in
+ * descriptor set 0, and its push-constant block size. */
+#define BIB_MAX_SHADERS 4096u
+#define BIB_MAX_SHADER_BINDINGS 16u /* storage buffers per shader */
+#define BIB_MAX_PUSH_BYTES 128u     /* the push-constant size every Vulkan device offers */
+#define BIB_MAX_SPIRV_WORDS (1u << 24)
+#define BIB_SPIRV_MAGIC 0x07230203u
+#define BIB_SPIRV_HEADER_WORDS 5u
+
+typedef struct bib_shader_decl {
+    char *name;          /* owned; unique among the module's shaders */
+    char *entry;         /* owned: the entry point, usually "main" */
+    uint32_t bindings;   /* 1..BIB_MAX_SHADER_BINDINGS */
+    uint32_t push_bytes; /* 0..BIB_MAX_PUSH_BYTES, a multiple of 4 */
+    uint32_t *spirv;     /* owned, words host-endian */
+    uint32_t words;
+} bib_shader_decl_t;
+
+/* A CUDA kernel for GPU_LAUNCH: PTX text, its entry (the .entry name), and
+ * the parameter signature, one letter per kernel parameter in order:
+ * t (tensor: device pointer), i (32-bit integer), l (64-bit integer),
+ * f (binary32), d (binary64). */
+#define BIB_MAX_KERNELS 4096u
+#define BIB_MAX_KERNEL_PARAMS 32u
+#define BIB_MAX_PTX_BYTES (1u << 26)
+
+typedef struct bib_kernel_decl {
+    char *name;         /* owned; unique among the module's kernels */
+    char *entry;        /* owned */
+    char *params;       /* owned signature, "" when the kernel takes none */
+    char *ptx;          /* owned, NUL-terminated, no NUL inside */
+    uint32_t ptx_bytes; /* without the terminating NUL */
+} bib_kernel_decl_t;
 
 typedef struct bib_module {
     bib_insn_t *code;
@@ -103,7 +139,7 @@ typedef struct bib_module {
     bib_const_t *consts;
     uint32_t const_count;
 
-    uint8_t *data;        /* initial bytes of linear memory, placed at offset 0 */
+    uint8_t *data; /* initial bytes of linear memory, placed at offset 0 */
     uint32_t data_size;
     uint64_t memory_size; /* linear memory size in bytes, >= data_size */
 
@@ -123,6 +159,12 @@ typedef struct bib_module {
     uint32_t tensor_count;
     char **dim_names; /* symbolic dimension names, owned */
     uint32_t dim_name_count;
+
+    /* User device code (sections BIB_SEC_SHADERS and BIB_SEC_KERNELS). */
+    bib_shader_decl_t *shaders;
+    uint32_t shader_count;
+    bib_kernel_decl_t *kernels;
+    uint32_t kernel_count;
 } bib_module_t;
 
 /* Where a diagnostic comes from, and its one-line message. */
@@ -141,7 +183,8 @@ bib_status_t bib_diag_set(bib_diag_t *diag, bib_status_t status, const char *for
  * caller releases with bib_module_free. On failure returns BIB_E_FORMAT or
  * BIB_E_VERIFY and diag says what and where (byte offset, or pc). Never reads
  * outside bytes[0..size). */
-bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out, bib_diag_t *diag);
+bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out,
+                             bib_diag_t *diag);
 
 /* Serialises a module (verified or not) to .bib bytes; *out is malloc'd. */
 bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size, bib_diag_t *diag);

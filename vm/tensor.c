@@ -6,6 +6,9 @@
  * inference and checks, output allocation, the choice of executor, the
  * copies that choice needs, and the trap messages. Kernels are the
  * executors' (backends/); this file only builds bib_call_t and dispatches.
+ * Also the GPU_* opcodes (the CUDA executor driven by the program, or the CPU
+ * executor when there is none), --backend=auto's per-call choice (with the
+ * models of vm/placement.c), and bib_tensor_buffer_on for device programs.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -13,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "placement.h"
 #include "tensor.h"
 #include "vm.h"
-
 
 #define BIB_SHAPE_TEXT 64
 #define BIB_TENSOR_MAX_BYTES ((uint64_t)1 << 62)
@@ -143,52 +146,155 @@ static bib_executor_config_t executor_config(const bib_vm_t *vm) {
     return c;
 }
 
-/* Starts the executor of place if it is not running yet. */
-static bib_status_t start_place(bib_vm_t *vm, int place, char *why, size_t why_len) {
+/* The place of the executor called name, or -1 when this build has none. */
+static int place_of(const char *name) {
+    for (uint32_t i = 0; i < bib_executor_count() && i < BIB_MAX_PLACES; i++)
+        if (strcmp(bib_executor_at(i)->name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static const char *place_name(int place) {
+    return bib_executor_at((uint32_t)place)->name;
+}
+
+/* Starts the executor of place if it is not running yet. A place that failed
+ * once is not tried again in this VM; ts->why[place] keeps the reason. */
+static bib_status_t start_place(bib_vm_t *vm, int place) {
     bib_tensor_state_t *ts = &vm->tensor;
     if (ts->ex[place] != NULL)
         return BIB_OK;
-    if (place == BIB_PLACE_HOST)
-        ts->ops[place] = &bib_cpu_executor;
+    if (ts->tried[place])
+        return BIB_E_UNAVAILABLE;
+    ts->tried[place] = true;
+    ts->ops[place] = bib_executor_at((uint32_t)place);
     bib_executor_config_t config = executor_config(vm);
+    char *why = ts->why[place];
     why[0] = '\0';
-    bib_status_t st = ts->ops[place]->init(&config, &ts->ex[place], why, why_len);
+    bib_status_t st = ts->ops[place]->init(&config, &ts->ex[place], why, sizeof ts->why[place]);
     if (st != BIB_OK) {
         ts->ex[place] = NULL;
+        if (why[0] == '\0')
+            snprintf(why, sizeof ts->why[place], "it failed to start");
         return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
     }
     return BIB_OK;
 }
 
-/* Checks options.backend and starts the selected GPU executor. */
+/* --backend=auto: starts every GPU executor this machine has and measures
+ * each (vm/placement.c) with the CPU executor. A GPU executor that runs on
+ * the CPU (lavapipe) is shut down again: it is never the fast choice. Having
+ * no GPU at all is not an error: everything then runs on the CPU. */
+static bib_status_t auto_start(bib_vm_t *vm) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    bool any = false;
+    char why[256];
+    for (int p = 1; p < BIB_MAX_PLACES && p < (int)bib_executor_count(); p++) {
+        if (start_place(vm, p) != BIB_OK)
+            continue;
+        if (bib_placement_cpu_device(ts->ops[p], ts->ex[p])) {
+            snprintf(ts->why[p], sizeof ts->why[p],
+                     "its device is the CPU (%.120s): auto never picks it for speed",
+                     ts->ops[p]->describe ? ts->ops[p]->describe(ts->ex[p]) : "");
+            ts->ops[p]->shutdown(ts->ex[p]);
+            ts->ex[p] = NULL;
+            continue;
+        }
+        bib_status_t st =
+            bib_placement_model(ts->ops[p], ts->ex[p], &ts->models[p], NULL, why, sizeof why);
+        if (st != BIB_OK) {
+            snprintf(ts->why[p], sizeof ts->why[p], "measuring it failed: %.160s", why);
+            ts->ops[p]->shutdown(ts->ex[p]);
+            ts->ex[p] = NULL;
+            continue;
+        }
+        any = true;
+    }
+    if (!any)
+        return BIB_OK;
+    bib_status_t st = start_place(vm, BIB_PLACE_HOST);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "executor 'cpu' is not available: %s", ts->why[BIB_PLACE_HOST]);
+    st = bib_placement_model(ts->ops[BIB_PLACE_HOST], ts->ex[BIB_PLACE_HOST],
+                             &ts->models[BIB_PLACE_HOST], NULL, why, sizeof why);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "--backend=auto: measuring the cpu executor failed: %s", why);
+    return BIB_OK;
+}
+
+/* Seconds to make a storage valid at place under the models (0 when it is). */
+static double move_cost(const bib_tensor_state_t *ts, const bib_storage_t *s, int place) {
+    if (s->valid == 0 || (s->valid & (1u << place)))
+        return 0;
+    double cost = 0;
+    if (!(s->valid & (1u << BIB_PLACE_HOST))) {
+        int from = 1;
+        while (from < BIB_MAX_PLACES && !(s->valid & (1u << from)))
+            from++;
+        if (from < BIB_MAX_PLACES && ts->models[from].measured)
+            cost += bib_placement_copy_cost(&ts->models[from], s->bytes);
+        if (place == BIB_PLACE_HOST)
+            return cost;
+    }
+    return cost + bib_placement_copy_cost(&ts->models[place], s->bytes);
+}
+
+/* --backend=auto: the place with the least estimated time for the call,
+ * its copies included. The host runs everything, so it is the default. */
+static int auto_choose(bib_vm_t *vm, const bib_call_t *call, const bib_storage_t *const *in,
+                       int nin) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    if (!ts->models[BIB_PLACE_HOST].measured)
+        return BIB_PLACE_HOST;
+    double flops = bib_placement_flops(call);
+    int best = BIB_PLACE_HOST;
+    double best_cost = INFINITY;
+    for (int p = 0; p < BIB_MAX_PLACES; p++) {
+        if (!ts->models[p].measured || ts->ex[p] == NULL ||
+            (p != BIB_PLACE_HOST && !bib_tensor_place_runs(vm, p, call)))
+            continue;
+        double cost = bib_placement_run_cost(&ts->models[p], flops);
+        for (int i = 0; i < nin; i++)
+            cost += move_cost(ts, in[i], p);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = p;
+        }
+    }
+    return best;
+}
+
+/* Checks options.backend and starts what it selects: one executor, or for
+ * auto every GPU executor that is faster than the CPU somewhere (measured). */
 static bib_status_t resolve_backend(bib_vm_t *vm, bool needed) {
     bib_tensor_state_t *ts = &vm->tensor;
     const char *name = backend_name(vm);
-    if (strcmp(name, "cpu") == 0)
-        return BIB_OK;
-    if (strcmp(name, "vulkan") != 0 && strcmp(name, "cuda") != 0 && strcmp(name, "auto") != 0)
+    if (strcmp(name, "cpu") != 0 && strcmp(name, "vulkan") != 0 && strcmp(name, "cuda") != 0 &&
+        strcmp(name, "auto") != 0)
         return bib_vm_fail(vm, BIB_E_USAGE,
                            "unknown executor '%s' (choose cpu, vulkan, cuda or auto)", name);
-    if (!needed || ts->ex[BIB_PLACE_DEVICE] != NULL)
+    if (!needed || ts->resolved)
         return BIB_OK;
-    if (strcmp(name, "auto") == 0)
-        return bib_vm_fail(vm, BIB_E_UNAVAILABLE,
-                           "executor 'auto' is not available: automatic selection is not "
-                           "implemented in this build; choose cpu or vulkan");
-    const bib_executor_ops_t *ops = bib_executor_find(name);
-    if (ops == NULL)
+    if (strcmp(name, "auto") == 0) {
+        bib_status_t st = auto_start(vm);
+        if (st != BIB_OK)
+            return st;
+        ts->automatic = true;
+        ts->selected = -1;
+        ts->resolved = true;
+        return BIB_OK;
+    }
+    int place = place_of(name);
+    if (place < 0)
         return bib_vm_fail(vm, BIB_E_UNAVAILABLE,
                            "executor '%s' is not available: this build has no %s executor "
                            "(it has: %s)",
                            name, name, BIB_EXECUTORS);
-    ts->ops[BIB_PLACE_DEVICE] = ops;
-    char why[256];
-    bib_status_t st = start_place(vm, BIB_PLACE_DEVICE, why, sizeof why);
-    if (st != BIB_OK) {
-        ts->ops[BIB_PLACE_DEVICE] = NULL;
-        return bib_vm_fail(vm, st, "executor '%s' is not available: %s", name,
-                           why[0] ? why : "it failed to start");
-    }
+    bib_status_t st = start_place(vm, place);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "executor '%s' is not available: %s", name, ts->why[place]);
+    ts->selected = place;
+    ts->resolved = true;
     return BIB_OK;
 }
 
@@ -204,8 +310,9 @@ static void storage_unref(bib_vm_t *vm, bib_storage_t *s) {
     if (s == NULL || --s->refs > 0)
         return;
     bib_tensor_state_t *ts = &vm->tensor;
-    if (s->device != NULL && ts->ex[BIB_PLACE_DEVICE] != NULL)
-        ts->ops[BIB_PLACE_DEVICE]->buffer_free(ts->ex[BIB_PLACE_DEVICE], s->device);
+    for (int p = 1; p < BIB_MAX_PLACES; p++)
+        if (s->buf[p] != NULL && ts->ex[p] != NULL)
+            ts->ops[p]->buffer_free(ts->ex[p], s->buf[p]);
     bib_blocks_big_free(&vm->blocks, s->host, s->bytes);
     free(s);
 }
@@ -234,50 +341,93 @@ static bib_status_t storage_new(bib_vm_t *vm, uint64_t bytes, bool zero, bib_sto
     return BIB_OK;
 }
 
-/* Makes s's copy at place valid, moving the data from where it is valid.
- * On failure why holds the executor's message. */
-static bib_status_t storage_make_valid(bib_vm_t *vm, bib_storage_t *s, int place, char *why,
-                                       size_t why_len) {
+/* The buffer of s at place (the host pointer for the host), allocated on
+ * first need. On failure why holds the executor's message. */
+static bib_status_t storage_buffer(bib_vm_t *vm, bib_storage_t *s, int place, void **buf, char *why,
+                                   size_t why_len) {
     bib_tensor_state_t *ts = &vm->tensor;
-    const uint32_t bit = 1u << place;
-    if (s->valid & bit)
+    if (place == BIB_PLACE_HOST) {
+        *buf = s->host;
         return BIB_OK;
-    const bib_executor_ops_t *dev = ts->ops[BIB_PLACE_DEVICE];
-    bib_executor_t *dex = ts->ex[BIB_PLACE_DEVICE];
-    bib_status_t st = BIB_OK;
-    if (place == BIB_PLACE_DEVICE && s->device == NULL) {
-        st = dev->buffer_alloc(dex, (size_t)s->bytes, &s->device);
+    }
+    if (s->buf[place] == NULL) {
+        bib_status_t st =
+            ts->ops[place]->buffer_alloc(ts->ex[place], (size_t)s->bytes, &s->buf[place]);
         if (st != BIB_OK) {
-            s->device = NULL;
-            snprintf(why, why_len, "%s", executor_error(vm, BIB_PLACE_DEVICE));
+            s->buf[place] = NULL;
+            snprintf(why, why_len, "%s", executor_error(vm, place));
             return st;
         }
     }
+    *buf = s->buf[place];
+    return BIB_OK;
+}
+
+/* One copy between the host and device place `dev`, in the direction down
+ * (device to host) or up. */
+static bib_status_t storage_copy(bib_vm_t *vm, bib_storage_t *s, int dev, bool down, char *why,
+                                 size_t why_len) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    bib_status_t st;
+    const uint64_t t0 = bib_profile_clock(vm); /* --profile: copies get rows of their own */
+    if (down) {
+        st = ts->ops[dev]->download(ts->ex[dev], s->buf[dev], 0, s->host, (size_t)s->bytes);
+        ts->stats.downloads++;
+        ts->stats.download_bytes += s->bytes;
+    } else {
+        st = ts->ops[dev]->upload(ts->ex[dev], s->buf[dev], 0, s->host, (size_t)s->bytes);
+        ts->stats.uploads++;
+        ts->stats.upload_bytes += s->bytes;
+    }
+    bib_profile_copy(vm, dev, down, s->bytes, t0);
+    if (st != BIB_OK) {
+        snprintf(why, why_len, "%s", executor_error(vm, dev));
+        return st;
+    }
+    s->valid |= 1u << (down ? BIB_PLACE_HOST : dev);
+    return BIB_OK;
+}
+
+/* Makes s's copy at place valid, moving the data from where it is valid: one
+ * copy from or to the host, or, between two devices, a download then an
+ * upload (the host stays valid too). The executor of place is running. On
+ * failure why holds the executor's message. */
+static bib_status_t storage_make_valid(bib_vm_t *vm, bib_storage_t *s, int place, char *why,
+                                       size_t why_len) {
+    const uint32_t bit = 1u << place;
+    if (s->valid & bit)
+        return BIB_OK;
+    void *buf;
+    bib_status_t st = storage_buffer(vm, s, place, &buf, why, why_len);
+    if (st != BIB_OK)
+        return st;
     if (s->valid == 0 || s->bytes == 0) {
         /* Nothing written yet (a fresh output): there is nothing to move. */
         s->valid |= bit;
         return BIB_OK;
     }
-    if (place == BIB_PLACE_HOST) {
-        st = dev->download(dex, s->device, 0, s->host, (size_t)s->bytes);
-        ts->stats.downloads++;
-        ts->stats.download_bytes += s->bytes;
-    } else {
-        st = dev->upload(dex, s->device, 0, s->host, (size_t)s->bytes);
-        ts->stats.uploads++;
-        ts->stats.upload_bytes += s->bytes;
+    if (!(s->valid & (1u << BIB_PLACE_HOST))) {
+        int from = 1;
+        while (from < BIB_MAX_PLACES && !(s->valid & (1u << from)))
+            from++;
+        st = storage_copy(vm, s, from, true, why, why_len);
+        if (st != BIB_OK || place == BIB_PLACE_HOST)
+            return st;
     }
-    if (st != BIB_OK) {
-        snprintf(why, why_len, "%s", executor_error(vm, BIB_PLACE_DEVICE));
-        return st;
-    }
-    s->valid |= bit;
-    return BIB_OK;
+    return storage_copy(vm, s, place, false, why, why_len);
 }
 
 /* Brings tensor t to the host for reading. */
 static bib_status_t host_read(bib_vm_t *vm, const bib_tensor_t *t, char *why, size_t why_len) {
     return storage_make_valid(vm, t->storage, BIB_PLACE_HOST, why, why_len);
+}
+
+/* The executor a tensor is read back from, for messages. */
+static const char *holder_name(const bib_tensor_t *t) {
+    for (int p = 1; p < BIB_MAX_PLACES; p++)
+        if (t->storage != NULL && (t->storage->valid & (1u << p)))
+            return place_name(p);
+    return "cpu";
 }
 
 static void tensor_clear(bib_vm_t *vm, bib_tensor_t *t) {
@@ -325,12 +475,14 @@ bib_status_t bib_tensor_load(bib_vm_t *vm) {
 void bib_tensor_destroy(bib_vm_t *vm) {
     bib_tensor_state_t *ts = &vm->tensor;
     bib_tensor_unload(vm);
-    for (int p = BIB_PLACES - 1; p >= 0; p--) {
+    for (int p = BIB_MAX_PLACES - 1; p >= 0; p--) {
         if (ts->ex[p] != NULL)
             ts->ops[p]->shutdown(ts->ex[p]);
         ts->ex[p] = NULL;
         ts->ops[p] = NULL;
+        ts->tried[p] = false;
     }
+    ts->resolved = false;
 }
 
 /* ---- declarations: named inputs and outputs ---------------------------------- */
@@ -554,7 +706,7 @@ bib_status_t bib_vm_get_output(bib_vm_t *vm, const char *name, bib_dtype_t *dtyp
     bib_status_t st = host_read(vm, t, why, sizeof why);
     if (st != BIB_OK)
         return bib_vm_fail(vm, st, "output '%s': reading it from the %s executor: %s", name,
-                           ts->ops[BIB_PLACE_DEVICE]->name, why);
+                           holder_name(t), why);
     if (dtype != NULL)
         *dtype = (bib_dtype_t)t->dtype;
     if (rank != NULL)
@@ -656,6 +808,8 @@ typedef struct kspec {
     int64_t i0, i1;
     bool elementwise;  /* out may alias an input without a temporary */
     bool attention_2d; /* rank-2 q/k/v: run as [S,1,D] */
+    bool forced;       /* run on place, whatever the backend (GPU_* opcodes) */
+    int place;
 } kspec_t;
 
 static bib_view_t view_of(const bib_tensor_t *t, bool as_heads) {
@@ -725,15 +879,27 @@ static bib_status_t need_rank1(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg
             return st_;                                                                            \
     } while (0)
 
-/* Chooses the place for a call: the device when its executor runs it. */
-static int choose_place(bib_vm_t *vm, const bib_call_t *shape_call) {
+bool bib_tensor_place_runs(bib_vm_t *vm, int place, const bib_call_t *call) {
     bib_tensor_state_t *ts = &vm->tensor;
-    const bib_executor_ops_t *dev = ts->ops[BIB_PLACE_DEVICE];
-    if (dev == NULL || ts->ex[BIB_PLACE_DEVICE] == NULL)
+    return ts->ex[place] != NULL && ts->ops[place]->kernels[call->kernel] != NULL &&
+           ts->ops[place]->supports(ts->ex[place], call);
+}
+
+/* Chooses the place for a call: the selected executor when it runs the call,
+ * else the host; under auto, the cheapest place by the measured models. */
+static int choose_place(bib_vm_t *vm, const bib_call_t *call, const bib_tensor_t *const *in,
+                        int nin) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    if (ts->automatic) {
+        const bib_storage_t *st[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < nin; i++)
+            st[i] = in[i]->storage;
+        return auto_choose(vm, call, st, nin);
+    }
+    if (ts->selected <= BIB_PLACE_HOST)
         return BIB_PLACE_HOST;
-    if (dev->kernels[shape_call->kernel] != NULL &&
-        dev->supports(ts->ex[BIB_PLACE_DEVICE], shape_call))
-        return BIB_PLACE_DEVICE;
+    if (bib_tensor_place_runs(vm, ts->selected, call))
+        return ts->selected;
     ts->stats.fallbacks++;
     return BIB_PLACE_HOST;
 }
@@ -793,20 +959,21 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
         call.in[i] = view_of(in[i], k->attention_2d);
         call.in[i].buf = (void *)&placeholder;
     }
-    int place = choose_place(vm, &call);
-    bib_status_t st = start_place(vm, place, why, sizeof why);
+    int place = k->forced ? k->place : choose_place(vm, &call, in, k->nin);
+    bib_status_t st = start_place(vm, place);
     if (st != BIB_OK) {
         if (fresh)
             tensor_clear(vm, out);
-        return trap(vm, ip, BIB_E_UNAVAILABLE, "executor 'cpu' is not available: %s", why);
+        return trap(vm, ip, BIB_E_UNAVAILABLE, "executor '%s' is not available: %s",
+                    place_name(place), ts->why[place]);
     }
     const bib_executor_ops_t *ops = ts->ops[place];
     bib_executor_t *ex = ts->ex[place];
-    if (place == BIB_PLACE_HOST && !ops->supports(ex, &call)) {
+    if ((place == BIB_PLACE_HOST || k->forced) && !bib_tensor_place_runs(vm, place, &call)) {
         if (fresh)
             tensor_clear(vm, out);
-        return trap(vm, ip, BIB_E_TRAP, "no executor runs %s on these shapes",
-                    bib_isa_table[ip->op].name);
+        return trap(vm, ip, BIB_E_TRAP, "the %s executor does not run %s on these shapes",
+                    ops->name, bib_isa_table[ip->op].name);
     }
 
     bool alias = false;
@@ -820,7 +987,7 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
                         reg_text(vm, rt, sizeof rt, k->in_regs[i]), ops->name, why);
         }
         call.in[i].buf =
-            place == BIB_PLACE_HOST ? (void *)in[i]->storage->host : in[i]->storage->device;
+            place == BIB_PLACE_HOST ? (void *)in[i]->storage->host : in[i]->storage->buf[place];
         if (in[i]->storage == out->storage && !k->elementwise)
             alias = true;
     }
@@ -848,23 +1015,18 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
     } else if (place == BIB_PLACE_HOST) {
         call.out.buf = os->host;
     } else {
-        if (os->device == NULL) {
-            st = ops->buffer_alloc(ex, (size_t)os->bytes, &os->device);
-            if (st != BIB_OK) {
-                os->device = NULL;
-                snprintf(why, sizeof why, "%s", executor_error(vm, place));
-                if (fresh)
-                    tensor_clear(vm, out);
-                return trap(vm, ip, BIB_E_NOMEM,
-                            "out of device memory for %s (%" PRIu64 " bytes): %s",
-                            reg_text(vm, rt, sizeof rt, out_reg), os->bytes, why);
-            }
+        st = storage_buffer(vm, os, place, &call.out.buf, why, sizeof why);
+        if (st != BIB_OK) {
+            if (fresh)
+                tensor_clear(vm, out);
+            return trap(vm, ip, BIB_E_NOMEM, "out of %s memory for %s (%" PRIu64 " bytes): %s",
+                        ops->name, reg_text(vm, rt, sizeof rt, out_reg), os->bytes, why);
         }
-        call.out.buf = os->device;
     }
 
     st = ops->kernels[k->kernel](ex, &call);
-    ts->stats.kernels[place]++;
+    ts->stats.kernels[place == BIB_PLACE_HOST ? BIB_STAT_HOST : BIB_STAT_DEVICE]++;
+    ts->stats.place_kernels[place]++;
     ts->last_place = ops->name;
     if (st != BIB_OK) {
         snprintf(why, sizeof why, "%s", executor_error(vm, place));
@@ -883,8 +1045,8 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
             bib_blocks_big_free(&vm->blocks, os->host, os->bytes);
             os->host = temp;
         } else {
-            ops->buffer_free(ex, os->device);
-            os->device = temp;
+            ops->buffer_free(ex, os->buf[place]);
+            os->buf[place] = temp;
         }
     }
     os->valid = 1u << place;
@@ -983,11 +1145,12 @@ static bib_status_t element_index(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t 
 static bib_status_t to_host(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                             const bib_tensor_t *t) {
     char why[300], rt[300];
+    const char *from = holder_name(t);
     bib_status_t st = host_read(vm, t, why, sizeof why);
     if (st != BIB_OK)
         return trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
                     "reading %s back from the %s executor: %s", reg_text(vm, rt, sizeof rt, reg),
-                    vm->tensor.ops[BIB_PLACE_DEVICE]->name, why);
+                    from, why);
     vm->tensor.last_place = "host";
     return BIB_OK;
 }
@@ -1004,14 +1167,118 @@ static uint64_t d2u(double d) {
     return u;
 }
 
-/* Shape checks and the call for the kernels of family 0x0003. */
-static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R) {
+/* ---- GPU_* opcodes: the CUDA executor, driven by the program --------------------- */
+
+static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
+                              int forced_place);
+
+/* The place GPU_* opcodes run on: CUDA's, started on first use; without a
+ * CUDA device the host (the CPU executor gives the same bits), with one
+ * warning per VM, or a BIB_E_UNAVAILABLE trap under options.strict_device. */
+static bib_status_t gpu_place(bib_vm_t *vm, const bib_dinsn_t *ip, int *out) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    if (!ts->gpu_resolved) {
+        int p = place_of("cuda");
+        if (p >= 0 && start_place(vm, p) == BIB_OK) {
+            ts->gpu_place = p;
+        } else {
+            const char *why = p < 0 ? "this build has no CUDA executor" : ts->why[p];
+            if (vm->options.strict_device)
+                return trap(vm, ip, BIB_E_UNAVAILABLE,
+                            "no CUDA device (%s); --strict-device forbids running GPU_* "
+                            "opcodes on the CPU",
+                            why);
+            if (!ts->gpu_warned)
+                fprintf(stderr, "bib: no CUDA device (%s); GPU_* opcodes run on the CPU\n", why);
+            ts->gpu_warned = true;
+            ts->gpu_place = BIB_PLACE_HOST;
+        }
+        ts->gpu_resolved = true;
+    }
+    *out = ts->gpu_place;
+    return BIB_OK;
+}
+
+static bib_status_t op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    int place = BIB_PLACE_HOST;
+    CHECK(gpu_place(vm, ip, &place));
+    char why[300], rt[300];
+    switch ((bib_opcode_t)ip->op) {
+    case BIB_OP_GPU_INIT:
+        ts->last_place = place_name(place);
+        return BIB_OK;
+    case BIB_OP_GPU_ALLOC: {
+        CHECK(op_alloc(vm, ip, R));
+        ts->last_place = place_name(place);
+        if (place == BIB_PLACE_HOST)
+            return BIB_OK;
+        /* Zeroes written on the device: no copy of the host's zeroes. */
+        bib_tensor_t *t = &ts->regs[ip->a];
+        kspec_t k;
+        memset(&k, 0, sizeof k);
+        k.kernel = BIB_KERNEL_FILL;
+        k.elementwise = true;
+        k.forced = true;
+        k.place = place;
+        uint32_t dims[BIB_MAX_RANK];
+        memcpy(dims, t->dims, sizeof dims);
+        return run_kernel(vm, ip, ip->a, t->dtype, t->rank, dims, &k);
+    }
+    case BIB_OP_GPU_UPLOAD: {
+        LIVE(t, ip->a);
+        ts->last_place = place_name(place);
+        bib_status_t st = start_place(vm, place);
+        if (st == BIB_OK)
+            st = storage_make_valid(vm, t->storage, place, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "%s", ts->why[place]);
+        if (st != BIB_OK)
+            return trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
+                        "moving %s to the %s executor: %s", reg_text(vm, rt, sizeof rt, ip->a),
+                        place_name(place), why);
+        return BIB_OK;
+    }
+    case BIB_OP_GPU_DOWNLOAD: {
+        LIVE(t, ip->a);
+        return to_host(vm, ip, ip->a, t);
+    }
+    case BIB_OP_GPU_SYNC: {
+        ts->last_place = place_name(place);
+        if (place == BIB_PLACE_HOST || ts->ex[place] == NULL)
+            return BIB_OK;
+        if (ts->ops[place]->synchronize(ts->ex[place]) != BIB_OK)
+            return trap(vm, ip, BIB_E_TRAP, "waiting for the %s executor: %s", place_name(place),
+                        executor_error(vm, place));
+        return BIB_OK;
+    }
+    case BIB_OP_GPU_MATMUL:
+    case BIB_OP_GPU_ATTENTION:
+    case BIB_OP_GPU_ATTENTION_CAUSAL:
+        return op_kernel(vm, ip, R, place);
+    default:
+        return trap(vm, ip, BIB_E_TRAP, "opcode %s is not implemented in this build",
+                    bib_isa_table[ip->op].name);
+    }
+}
+
+/* Shape checks and the call for the kernels of family 0x0003, and for the
+ * GPU_* kernels (forced_place >= 0: run there whatever the backend). */
+static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
+                              int forced_place) {
     kspec_t k;
     memset(&k, 0, sizeof k);
     uint32_t dims[BIB_MAX_RANK] = {0};
     uint32_t rank = 0, dtype = BIB_DTYPE_F32;
     char rt[300], rt2[300], rt3[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], sh3[BIB_SHAPE_TEXT];
-    const bib_opcode_t op = (bib_opcode_t)ip->op;
+    const bib_opcode_t op = ip->op == BIB_OP_GPU_MATMUL             ? BIB_OP_MATMUL
+                            : ip->op == BIB_OP_GPU_ATTENTION        ? BIB_OP_ATTENTION
+                            : ip->op == BIB_OP_GPU_ATTENTION_CAUSAL ? BIB_OP_ATTENTION_CAUSAL
+                                                                    : (bib_opcode_t)ip->op;
+    if (forced_place >= 0) {
+        k.forced = true;
+        k.place = forced_place;
+    }
 
     switch (op) {
     case BIB_OP_MATMUL:
@@ -1345,7 +1612,9 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
         return run_kernel(vm, ip, ip->a, t->dtype, t->rank, dims, &k);
     }
     default:
-        return op_kernel(vm, ip, R);
+        if (bib_isa_table[ip->op].opclass == BIB_CLASS_CUDA)
+            return op_gpu(vm, ip, R);
+        return op_kernel(vm, ip, R, -1);
     }
 }
 
@@ -1406,4 +1675,36 @@ void bib_tensor_trace(bib_vm_t *vm, uint32_t pc, bool json, char *buf, size_t ca
     } else if (!json && n < cap) {
         snprintf(buf + n, cap - n, " on %s", place);
     }
+}
+
+/* ---- device programs ------------------------------------------------------------ */
+
+bib_status_t bib_tensor_buffer_on(bib_vm_t *vm, uint32_t reg, const char *executor,
+                                  bib_executor_t **ex, void **buf, bool write) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    *ex = NULL;
+    *buf = NULL;
+    int place = executor != NULL ? place_of(executor) : -1;
+    if (place < 0)
+        return bib_vm_fail(vm, BIB_E_UNAVAILABLE,
+                           "executor '%s' is not available: this build has no such executor "
+                           "(it has: %s)",
+                           executor != NULL ? executor : "(null)", BIB_EXECUTORS);
+    if (ts->regs == NULL || reg >= ts->reg_count || ts->regs[reg].storage == NULL)
+        return bib_vm_fail(vm, BIB_E_TRAP, "t%" PRIu32 " is not live", reg);
+    bib_status_t st = start_place(vm, place);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "executor '%s' is not available: %s", executor, ts->why[place]);
+    bib_storage_t *s = ts->regs[reg].storage;
+    char why[300], rt[300];
+    st = storage_make_valid(vm, s, place, why, sizeof why);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
+                           "moving %s to the %s executor: %s", reg_text(vm, rt, sizeof rt, reg),
+                           executor, why);
+    if (write)
+        s->valid = 1u << place;
+    *ex = ts->ex[place];
+    *buf = place == BIB_PLACE_HOST ? (void *)s->host : s->buf[place];
+    return BIB_OK;
 }

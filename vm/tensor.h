@@ -9,13 +9,22 @@
  *
  * Residency. A tensor register holds a view: dtype, shape and a reference to
  * a storage. Storage is reference-counted (RESHAPE views share it; FREE drops
- * one reference) and records, per place, whether that place's copy is valid.
- * There are two places: the host, which is also the CPU executor's memory
- * (its buffers are host pointers), and the device of the selected GPU
- * executor. A kernel that runs on a place first makes its inputs valid there
- * (one upload or download each, only if they are not valid yet) and leaves its
- * output valid there only. Host reads (TGET, THASH, outputs, traces) download
- * once and mark the host valid; nothing moves when nothing changed.
+ * one reference) and records, per place, whether that place's copy is valid
+ * and that place's buffer. Place p is executor bib_executor_at(p): place 0 is
+ * the CPU executor, whose memory is the host; every GPU executor in use (CUDA
+ * and Vulkan may both be) is a place of its own. A kernel runs on one place:
+ * it first makes its inputs valid there (at most one copy each, only when
+ * they are not valid there yet; a copy between two devices goes through the
+ * host, which then stays valid too) and leaves its output valid there only.
+ * Host reads (TGET, THASH, outputs, traces) download once and mark the host
+ * valid; nothing moves when nothing changed.
+ *
+ * Which place runs a kernel: --backend=cpu the host; vulkan or cuda that
+ * executor (the host for a call it declines); auto a cost model per call
+ * (vm/placement.c): each candidate's measured time for the work plus the
+ * transfers its inputs would need, so a tensor already on a GPU stays there.
+ * GPU_* opcodes always run on the CUDA place, or on the host when there is no
+ * CUDA device (a warning, or an error under options.strict_device).
  *
  * The host copy of every storage is allocated when the storage is made, from
  * the VM's block allocator, so every tensor counts against the memory cap
@@ -35,19 +44,17 @@
 struct bib_vm;
 struct bib_dinsn;
 
-/* Places a storage's copy can live. */
-enum {
-    BIB_PLACE_HOST = 0,   /* host memory; the CPU executor's buffers are host pointers */
-    BIB_PLACE_DEVICE = 1, /* the selected GPU executor's buffers */
-    BIB_PLACES = 2,
-};
+/* Places: place p is executor bib_executor_at(p); place 0 (the CPU
+ * executor) is the host. */
+#define BIB_MAX_PLACES 4
+enum { BIB_PLACE_HOST = 0 };
 
 typedef struct bib_storage {
-    uint32_t refs;  /* tensor registers viewing it */
-    uint32_t valid; /* bit per place whose copy holds the current value */
-    uint64_t bytes; /* element count * 4 */
-    uint8_t *host;  /* always allocated (charged to the VM's blocks) */
-    void *device;   /* the device executor's buffer; NULL until first needed there */
+    uint32_t refs;             /* tensor registers viewing it */
+    uint32_t valid;            /* bit per place whose copy holds the current value */
+    uint64_t bytes;            /* element count * 4 */
+    uint8_t *host;             /* always allocated (charged to the VM's blocks) */
+    void *buf[BIB_MAX_PLACES]; /* each GPU place's buffer; NULL until first needed there */
 } bib_storage_t;
 
 typedef struct bib_tensor {
@@ -59,13 +66,31 @@ typedef struct bib_tensor {
     uint32_t freed_at; /* pc + 1 of the FREE that emptied it; 0 when never freed */
 } bib_tensor_t;
 
-/* Counters that prove copies are lazy (tests read them). */
+/* Counters that prove copies are lazy (tests read them). kernels[] counts by
+ * kind of place: [BIB_STAT_HOST] the CPU executor, [BIB_STAT_DEVICE] any GPU
+ * executor; place_kernels[] by place. */
+enum { BIB_STAT_HOST = 0, BIB_STAT_DEVICE = 1 };
+#define BIB_PLACE_DEVICE BIB_STAT_DEVICE /* the name the counters had with one device */
 typedef struct bib_tensor_stats {
     uint64_t uploads, downloads;           /* host -> device, device -> host */
     uint64_t upload_bytes, download_bytes; /* their sizes */
-    uint64_t kernels[BIB_PLACES];          /* kernel calls per place */
-    uint64_t fallbacks;                    /* calls the device executor declined, run on the CPU */
+    uint64_t kernels[2];                   /* kernel calls on the host, on any device */
+    uint64_t place_kernels[BIB_MAX_PLACES];
+    uint64_t fallbacks; /* calls the selected GPU executor declined, run on the CPU */
 } bib_tensor_stats_t;
+
+/* A measured cost model of one place (vm/placement.c): a kernel of w flops
+ * takes overhead_s + w / flops_per_s; moving b bytes to or from the host takes
+ * transfer_s + b / bytes_per_s (0 for the host itself). */
+typedef struct bib_place_model {
+    bool measured;
+    bool cpu_device;    /* a GPU executor that runs on the CPU (lavapipe): never chosen by auto */
+    double overhead_s;  /* per kernel call */
+    double flops_per_s; /* sustained MATMUL rate */
+    double transfer_s;  /* per copy */
+    double bytes_per_s; /* copy bandwidth */
+    char key[192];      /* executor + device, the cache key */
+} bib_place_model_t;
 
 /* A value given with bib_vm_set_input, kept for the following runs. */
 typedef struct bib_input {
@@ -77,12 +102,19 @@ typedef struct bib_input {
 } bib_input_t;
 
 typedef struct bib_tensor_state {
-    /* Executors: places[BIB_PLACE_HOST] is the CPU executor, started when
-     * first needed; places[BIB_PLACE_DEVICE] the selected GPU executor (ops
-     * NULL when the CPU is selected). */
-    const bib_executor_ops_t *ops[BIB_PLACES];
-    bib_executor_t *ex[BIB_PLACES];
-    bool resolved; /* options.backend has been looked at and started */
+    /* Executors by place (ops[p] == bib_executor_at(p)); ex[p] is started on
+     * first use. why[p] says why place p could not start (tried[p] set). */
+    const bib_executor_ops_t *ops[BIB_MAX_PLACES];
+    bib_executor_t *ex[BIB_MAX_PLACES];
+    bool tried[BIB_MAX_PLACES];
+    char why[BIB_MAX_PLACES][200];
+    bool resolved;  /* options.backend has been looked at and started */
+    int selected;   /* the place --backend names (host for cpu); -1 for auto */
+    bool automatic; /* --backend=auto */
+    bib_place_model_t models[BIB_MAX_PLACES]; /* auto: per started place */
+    bool gpu_resolved;                        /* gpu_place is known */
+    int gpu_place;   /* GPU_* opcodes' place: CUDA's, or the host when there is no CUDA device */
+    bool gpu_warned; /* the no-CUDA warning was printed (once per VM) */
 
     bib_tensor_t *regs; /* the register file of the current or last run (run arena) */
     uint32_t reg_count;
@@ -118,6 +150,19 @@ bib_status_t bib_tensor_exec(struct bib_vm *vm, const struct bib_dinsn *ip, uint
  * the result. json selects "\"executor\":...,\"shape\":...,\"hash\":..." members
  * instead of text. */
 void bib_tensor_trace(struct bib_vm *vm, uint32_t pc, bool json, char *buf, size_t cap);
+
+/* For device programs (vm/devprog.c): starts the executor called executor
+ * ("cuda", "vulkan", "cpu") if it is not running, makes t[reg] valid on it
+ * (one copy at most) and returns the executor and t[reg]'s buffer there (the
+ * host pointer for "cpu"). With write set, the other places' copies become
+ * invalid: the caller is about to change the buffer. t[reg] must be live.
+ * Fails with the VM error set: BIB_E_UNAVAILABLE (no such executor, or it
+ * cannot start here), BIB_E_TRAP (t[reg] not live), BIB_E_NOMEM. */
+bib_status_t bib_tensor_buffer_on(struct bib_vm *vm, uint32_t reg, const char *executor,
+                                  bib_executor_t **ex, void **buf, bool write);
+
+/* Whether place's executor is running and runs call (vm/placement.c asks). */
+bool bib_tensor_place_runs(struct bib_vm *vm, int place, const bib_call_t *call);
 
 /* FNV-1a 64 of dtype, rank and dims (u32 little-endian each), then the
  * element bytes. */

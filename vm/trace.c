@@ -104,6 +104,18 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
             else
                 snprintf(o, BIB_OPERAND_TEXT, "f%" PRIu32, w);
             break;
+        case BIB_K_SHADER:
+            if (w < m->shader_count && m->shaders[w].name != NULL)
+                format_name(m->shaders[w].name, o, BIB_OPERAND_TEXT);
+            else
+                snprintf(o, BIB_OPERAND_TEXT, "s%" PRIu32, w);
+            break;
+        case BIB_K_KERNEL:
+            if (w < m->kernel_count && m->kernels[w].name != NULL)
+                format_name(m->kernels[w].name, o, BIB_OPERAND_TEXT);
+            else
+                snprintf(o, BIB_OPERAND_TEXT, "k%" PRIu32, w);
+            break;
         case BIB_K_HOST:
             if (w < m->import_count)
                 format_name(m->imports[w], o, BIB_OPERAND_TEXT);

@@ -361,6 +361,140 @@ static bib_status_t verify_tensors(const bib_module_t *m, bib_diag_t *diag) {
     return st;
 }
 
+/* ---- user device code (spec/device-code.md) ---------------------------- */
+
+/* A SPIR-V module header: magic, a version 1.0..1.6 (0x00MMmm00), an id
+   bound above 0 and a zero schema word. */
+static bib_status_t verify_spirv_header(const bib_shader_decl_t *sh, uint32_t i, bib_diag_t *diag) {
+    if (sh->words < BIB_SPIRV_HEADER_WORDS || sh->spirv == NULL)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "shader %u '%s': %u SPIR-V words is shorter than the %u-word header", i,
+                            sh->name, sh->words, BIB_SPIRV_HEADER_WORDS);
+    if (sh->spirv[0] != BIB_SPIRV_MAGIC)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "shader %u '%s': SPIR-V word 0 is 0x%08X, not the magic 0x%08X", i,
+                            sh->name, sh->spirv[0], BIB_SPIRV_MAGIC);
+    uint32_t v = sh->spirv[1];
+    uint32_t major = v >> 16 & 0xFF, minor = v >> 8 & 0xFF;
+    if ((v & 0xFF0000FFu) != 0 || major != 1 || minor > 6)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "shader %u '%s': SPIR-V version word 0x%08X is not 1.0..1.6", i,
+                            sh->name, v);
+    if (sh->spirv[3] == 0 || sh->spirv[3] > BIB_MAX_SPIRV_WORDS)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "shader %u '%s': SPIR-V id bound %u is outside 1..%u", i, sh->name,
+                            sh->spirv[3], BIB_MAX_SPIRV_WORDS);
+    if (sh->spirv[4] != 0)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "shader %u '%s': SPIR-V schema word is %u, must be 0", i, sh->name,
+                            sh->spirv[4]);
+    return BIB_OK;
+}
+
+static bib_status_t verify_devcode(const bib_module_t *m, bib_diag_t *diag) {
+    if (m->shader_count > BIB_MAX_SHADERS || m->kernel_count > BIB_MAX_KERNELS)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "module has %u shaders and %u kernels (limits %u and %u)",
+                            m->shader_count, m->kernel_count, BIB_MAX_SHADERS, BIB_MAX_KERNELS);
+    if ((m->shader_count > 0 && m->shaders == NULL) || (m->kernel_count > 0 && m->kernels == NULL))
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "module has %u shaders and %u kernels but not their tables",
+                            m->shader_count, m->kernel_count);
+    for (uint32_t i = 0; i < m->shader_count; i++) {
+        const bib_shader_decl_t *sh = &m->shaders[i];
+        if (!name_is_valid(sh->name) || !name_is_valid(sh->entry))
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "shader %u: name or entry point is missing, empty, longer than %u "
+                                "bytes or holds control characters",
+                                i, BIB_MAX_NAME);
+        if (sh->bindings == 0 || sh->bindings > BIB_MAX_SHADER_BINDINGS)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "shader %u '%s': binding count %u is outside 1..%u (a shader "
+                                "returns its results through the tensors it binds)",
+                                i, sh->name, sh->bindings, BIB_MAX_SHADER_BINDINGS);
+        if (sh->push_bytes % 4 != 0 || sh->push_bytes > BIB_MAX_PUSH_BYTES)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "shader %u '%s': push-constant size %u bytes is not a multiple of "
+                                "4 up to %u",
+                                i, sh->name, sh->push_bytes, BIB_MAX_PUSH_BYTES);
+        bib_status_t st = verify_spirv_header(sh, i, diag);
+        if (st != BIB_OK)
+            return st;
+    }
+    for (uint32_t i = 0; i < m->kernel_count; i++) {
+        const bib_kernel_decl_t *k = &m->kernels[i];
+        if (!name_is_valid(k->name) || !name_is_valid(k->entry))
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "kernel %u: name or entry is missing, empty, longer than %u bytes "
+                                "or holds control characters",
+                                i, BIB_MAX_NAME);
+        if (k->params == NULL || strlen(k->params) > BIB_MAX_KERNEL_PARAMS ||
+            strspn(k->params, "tilfd") != strlen(k->params))
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "kernel %u '%s': parameter signature '%s' must be at most %u of "
+                                "the letters t, i, l, f, d",
+                                i, k->name, k->params != NULL ? k->params : "",
+                                BIB_MAX_KERNEL_PARAMS);
+        if (strchr(k->params, 't') == NULL)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "kernel %u '%s': parameter signature '%s' has no tensor (t): a "
+                                "kernel returns its results through the tensors it is given",
+                                i, k->name, k->params);
+        if (k->ptx == NULL || k->ptx_bytes == 0 || k->ptx_bytes > BIB_MAX_PTX_BYTES ||
+            memchr(k->ptx, '\0', k->ptx_bytes) != NULL || k->ptx[k->ptx_bytes] != '\0')
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "kernel %u '%s': PTX text is empty, longer than %u bytes or holds "
+                                "a NUL byte",
+                                i, k->name, BIB_MAX_PTX_BYTES);
+    }
+    uint32_t first = 0, second = 0;
+    int dup = m->shader_count < 2
+                  ? 0
+                  : find_duplicate((const char *const *)&m->shaders[0].name, sizeof *m->shaders,
+                                   m->shader_count, &first, &second);
+    if (dup < 0)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking shader names");
+    if (dup > 0)
+        return bib_diag_set(diag, BIB_E_VERIFY, "shader %u '%s': duplicate name (also shader %u)",
+                            second, m->shaders[second].name, first);
+    dup = m->kernel_count < 2
+              ? 0
+              : find_duplicate((const char *const *)&m->kernels[0].name, sizeof *m->kernels,
+                               m->kernel_count, &first, &second);
+    if (dup < 0)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking kernel names");
+    if (dup > 0)
+        return bib_diag_set(diag, BIB_E_VERIFY, "kernel %u '%s': duplicate name (also kernel %u)",
+                            second, m->kernels[second].name, first);
+    return BIB_OK;
+}
+
+/* The device program an instruction names (its SHADER or KERNEL operand),
+   with the number of arguments its COUNT operand must give, the registers of
+   launch geometry its first RS operand starts and the registers of pushed
+   words that follow the arguments. Returns 0 when it names none; the operand
+   itself was range-checked first (it precedes the count). */
+static int device_program(const bib_module_t *m, const bib_opinfo_t *info, const uint32_t words[4],
+                          const char **name, uint32_t *args, uint32_t *geometry, uint32_t *extra) {
+    for (int j = 0; j < 4; j++) {
+        if (info->kinds[j] == BIB_K_SHADER && words[j] < m->shader_count) {
+            *name = m->shaders[words[j]].name;
+            *args = m->shaders[words[j]].bindings;
+            *geometry = 3;
+            *extra = m->shaders[words[j]].push_bytes / 4;
+            return 1;
+        }
+        if (info->kinds[j] == BIB_K_KERNEL && words[j] < m->kernel_count) {
+            *name = m->kernels[words[j]].name;
+            *args = (uint32_t)strlen(m->kernels[words[j]].params);
+            *geometry = 6;
+            *extra = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The mnemonics of implemented terminators, from the table, for the
    fall-through message ("JMP, RET, TRAP or HALT"). */
 static void terminator_names(char *out, size_t cap) {
@@ -434,7 +568,34 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                                 "constants)",
                                 pc, info->name, v, m->const_count);
         return BIB_OK;
-    case BIB_K_COUNT:
+    case BIB_K_COUNT: {
+        /* Beside a device program, a count is its argument count: the
+           shader's bindings or the kernel's parameters, exactly. */
+        const char *prog = NULL;
+        uint32_t args = 0, geometry = 0, extra = 0;
+        if (device_program(m, info, words, &prog, &args, &geometry, &extra)) {
+            if (v != args)
+                return bib_diag_set(diag, BIB_E_VERIFY,
+                                    "pc %u (%s): operand %c gives %u %s but '%s' declares %u", pc,
+                                    info->name, slot, v,
+                                    geometry == 3 ? "bindings" : "kernel arguments", prog, args);
+            uint64_t end = (uint64_t)words[k - 1] + v + extra;
+            uint32_t first_rs = 4;
+            for (int j = 0; j < 4 && first_rs == 4; j++)
+                if (info->kinds[j] == BIB_K_RS)
+                    first_rs = (uint32_t)j;
+            uint64_t gend = first_rs < 4 ? (uint64_t)words[first_rs] + geometry : 0;
+            if (end > f->nregs || gend > f->nregs)
+                return bib_diag_set(diag, BIB_E_VERIFY,
+                                    "pc %u (%s): '%s' needs registers r%u..r%llu (launch size) and "
+                                    "r%u..r%llu (%u arguments, %u pushed words), outside function "
+                                    "'%s' frame of %u registers",
+                                    pc, info->name, prog, first_rs < 4 ? words[first_rs] : 0,
+                                    (unsigned long long)gend - 1, words[k - 1],
+                                    (unsigned long long)(end > words[k - 1] ? end - 1 : end), v,
+                                    extra, f->name, f->nregs);
+            return BIB_OK;
+        }
         /* Outside calls a count is a number of tensor dimensions (ALLOC,
            RESHAPE). */
         if (!(info->flags & BIB_F_CALL) && v > BIB_MAX_RANK)
@@ -472,6 +633,19 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                 }
             }
         }
+        return BIB_OK;
+    }
+    case BIB_K_SHADER:
+        if (v >= m->shader_count)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): shader index %u out of range (module has %u shaders)",
+                                pc, info->name, v, m->shader_count);
+        return BIB_OK;
+    case BIB_K_KERNEL:
+        if (v >= m->kernel_count)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): kernel index %u out of range (module has %u kernels)",
+                                pc, info->name, v, m->kernel_count);
         return BIB_OK;
     case BIB_K_TD:
     case BIB_K_TS:
@@ -613,7 +787,7 @@ static bib_status_t lv_step(liveness_t *lv, uint8_t *cur, uint32_t nlocal, uint3
                             int report) {
     const bib_insn_t *insn = &lv->m->code[pc];
     const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
-    if (info->opclass != BIB_CLASS_TENSOR) {
+    if (info->opclass != BIB_CLASS_TENSOR && info->opclass != BIB_CLASS_CUDA) {
         if (info->flags & BIB_F_CALL)
             memset(cur, LV_UNKNOWN, nlocal);
         return BIB_OK;
@@ -830,6 +1004,8 @@ bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag) {
         st = verify_functions(m, diag);
     if (st == BIB_OK)
         st = verify_tensors(m, diag);
+    if (st == BIB_OK)
+        st = verify_devcode(m, diag);
     if (st == BIB_OK)
         st = verify_code(m, diag);
     if (st == BIB_OK && m->tensor_regs > 0)

@@ -19,6 +19,7 @@
 #include "../isa/isa.h"
 #include "arena.h"
 #include "blocks.h"
+#include "devprog.h"
 #include "module.h"
 #include "tensor.h"
 
@@ -82,6 +83,18 @@ typedef struct bib_frame {
     uint32_t dest;          /* caller register that receives the result */
 } bib_frame_t;
 
+/* Where a stepped run stands between calls; what the instrumented loop
+ * starts from and saves back (interp.c). */
+typedef struct bib_cursor {
+    bib_stop_t stop;       /* BIB_STOP_NONE: no stepped run */
+    const bib_dinsn_t *ip; /* paused: the next instruction; finished: the last one */
+    uint64_t *R;           /* the current register window */
+    bib_frame_t *fp;       /* the current frame record (vm->frames[depth - 1]) */
+    uint64_t fuel;         /* instructions left */
+    uint64_t fuel_start;   /* fuel at bib_vm_start: fuel_start - fuel were executed */
+    int64_t exit_value;    /* BIB_STOP_HALTED */
+} bib_cursor_t;
+
 /* Registered host functions (the registry outlives loads). */
 typedef struct bib_host_entry {
     char *name;
@@ -118,9 +131,14 @@ struct bib_vm {
 
     bib_run_stats_t stats;
 
-    bib_tensor_state_t tensor; /* tensor registers, storage, executors (tensor.c) */
-    char *backend_name;        /* owned copies of options.backend and options.device */
+    bib_tensor_state_t tensor;   /* tensor registers, storage, executors (tensor.c) */
+    bib_devprog_state_t devprog; /* user shaders and kernels made on executors (devprog.c) */
+    char *backend_name;          /* owned copies of options.backend and options.device */
     char *device_name;
+
+    bib_cursor_t cursor;         /* a stepped run between calls (bib_vm_start .. step) */
+    uint8_t *breaks;             /* per pc: nonzero where a breakpoint is; NULL when none */
+    struct bib_profile *profile; /* NULL: profiling off (vm/profile.c) */
 
     char host_trap[256]; /* set by bib_vm_trap during a host call */
     bool host_trap_set;
@@ -158,6 +176,15 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
  * arena and initialised linear memory. Fills vm->stats.instructions. */
 bib_status_t bib_interp_run(bib_vm_t *vm, int64_t *exit_value);
 
+/* Points vm->cursor at the entry function's first instruction (registers and
+ * frames as bib_vm_run prepared them). */
+void bib_interp_begin(bib_vm_t *vm);
+/* Runs the stepped run in vm->cursor through the instrumented loop: at most
+ * budget instructions, stopping before a breakpoint (vm->breaks) unless it is
+ * the first instruction. Saves the position back into vm->cursor. Returns
+ * BIB_OK when paused or halted, the trap status otherwise. */
+bib_status_t bib_interp_resume(bib_vm_t *vm, uint64_t budget);
+
 /* ---- trace.c ------------------------------------------------------------- */
 
 #define BIB_OPERAND_TEXT 300
@@ -190,5 +217,31 @@ typedef enum bib_trace_write {
 } bib_trace_write_t;
 void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_write_t kind,
                     uint64_t value);
+
+/* ---- profile.c ----------------------------------------------------------- */
+
+/* Monotonic host clock in nanoseconds. */
+uint64_t bib_profile_now(void);
+/* Starts a run's profile from zero. */
+void bib_profile_reset(struct bib_profile *p);
+/* The instrumented loop brackets every instruction: open before it runs,
+   close once it has (then the executor of a tensor opcode is known). */
+void bib_profile_open(bib_vm_t *vm, const bib_dinsn_t *ip);
+/* The loop (re)starts: the time since the last close is not an instruction's. */
+void bib_profile_resume(bib_vm_t *vm);
+void bib_profile_close(bib_vm_t *vm);
+/* Tensor code calls this around a copy between the host and place dev
+   (down: to the host) that started at bib_profile_clock's t0; its time is
+   taken out of the instruction that caused it. */
+void bib_profile_copy(bib_vm_t *vm, int dev, bool down, uint64_t bytes, uint64_t t0);
+static inline uint64_t bib_profile_clock(const bib_vm_t *vm) {
+    return vm->profile != NULL ? bib_profile_now() : 0;
+}
+void bib_profile_destroy(struct bib_profile *p);
+
+/* ---- debug.c ------------------------------------------------------------- */
+
+/* A load or a fresh run ends any stepped run and (load) drops breakpoints. */
+void bib_debug_unload(bib_vm_t *vm);
 
 #endif

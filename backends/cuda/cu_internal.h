@@ -2,8 +2,9 @@
  *
  * Shared by cu_driver.c (libcuda.so.1 loaded at run time and its entry
  * points), cu_device.c (context, stream, modules, kernel handles, life
- * cycle), cu_memory.c (pooled device memory, pinned staging, transfers) and
- * cu_kernels.c (one launch function per kernel, the ops table). cuda.h is
+ * cycle), cu_memory.c (pooled device memory, pinned staging, transfers),
+ * cu_kernels.c (one launch function per kernel, the ops table) and
+ * cu_programs.c (user kernels from the module's PTX, for GPU_LAUNCH). cuda.h is
  * used for its types and constants only: nothing links against libcuda.
  * Nothing here is visible to the VM: it sees only bib_cuda_executor. */
 #ifndef BIB_CU_INTERNAL_H
@@ -40,7 +41,11 @@
     X(StreamCreate, "cuStreamCreate", (CUstream * stream, unsigned int flags))                     \
     X(StreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                                      \
     X(StreamSynchronize, "cuStreamSynchronize", (CUstream stream))                                 \
+    X(StreamQuery, "cuStreamQuery", (CUstream stream))                                             \
     X(ModuleLoadData, "cuModuleLoadData", (CUmodule * module, const void *image))                  \
+    X(ModuleLoadDataEx, "cuModuleLoadDataEx",                                                      \
+      (CUmodule * module, const void *image, unsigned int count, CUjit_option *options,            \
+       void **values))                                                                             \
     X(ModuleUnload, "cuModuleUnload", (CUmodule module))                                           \
     X(ModuleGetFunction, "cuModuleGetFunction",                                                    \
       (CUfunction * function, CUmodule module, const char *name))                                  \
@@ -248,5 +253,16 @@ bib_status_t bib_cu_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint6
 
 /* cu_kernels.c */
 bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *call);
+
+/* cu_programs.c: user kernels (GPU_LAUNCH, spec/device-code.md). */
+bib_status_t bib_cu_program_create(bib_executor_t *ex, bib_program_kind_t kind, const void *code,
+                                   size_t size, const char *entry, uint32_t bindings,
+                                   uint32_t push_bytes, const char *signature, void **prog);
+bib_status_t bib_cu_program_dispatch(bib_executor_t *ex, void *prog, void *const *buffers,
+                                     const uint64_t *sizes, uint32_t nbuffers, const void *push,
+                                     uint32_t push_bytes, const uint32_t groups[3],
+                                     const uint32_t block[3]);
+void bib_cu_program_destroy(bib_executor_t *ex, void *prog);
+bib_status_t bib_cu_submit(bib_executor_t *ex);
 
 #endif

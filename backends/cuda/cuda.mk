@@ -66,6 +66,15 @@ $(CU_GEN)/fatbins.c: $(CU_FATBINS) backends/cuda/cuda.mk
 $(CU_GEN)/fatbins.o: $(CU_GEN)/fatbins.c backends/cuda/cu_internal.h
 	$(CC) $(CFLAGS) -isystem $(CUDA_INC) -c $< -o $@
 
+# A mock libcuda.so.1 (backends/cuda/testing) for the driver-free tests of
+# test_cuda and tests/cli/gpu_custom.sh; never linked into anything.
+$(BUILD)/tests/libcuda_mock.so: backends/cuda/testing/cu_mock_driver.c \
+                                backends/cuda/testing/cu_mock_driver.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $<
+
+$(BUILD)/tests/test_cuda: $(BUILD)/tests/libcuda_mock.so
+
 $(BUILD)/cuda_bench: bench/cuda_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 

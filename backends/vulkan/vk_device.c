@@ -255,6 +255,9 @@ static bib_status_t bib_vk_create_device(bib_executor_t *ex, char *why, size_t w
                                    .pQueuePriorities = &prio};
     VkPhysicalDeviceFeatures enable = {0};
     enable.shaderFloat64 = ex->has_f64 ? VK_TRUE : VK_FALSE;
+    /* User shaders (VK_COMPUTE) come from untrusted modules: accesses
+       outside a bound range must stay inside it (every device offers it). */
+    enable.robustBufferAccess = feats.robustBufferAccess;
     const char *exts[1];
     uint32_t next = 0;
     if (!api12 && fc_ext)
@@ -562,9 +565,47 @@ static bib_status_t bib_vk_pipeline(bib_executor_t *ex, const char *name, const 
 
 /* ---- recording ----------------------------------------------------------- */
 
+/* Waits for work started by bib_vk_submit, then frees what it held (the
+ * command buffer and descriptor sets), so recording can start again. */
+static bib_status_t bib_vk_settle(bib_executor_t *ex) {
+    if (!ex->inflight)
+        return BIB_OK;
+    ex->inflight = false;
+    bib_status_t st = bib_vk_check(
+        ex, vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    vkResetFences(ex->device, 1, &ex->fence);
+    vkResetCommandPool(ex->device, ex->command_pool, 0);
+    vkResetDescriptorPool(ex->device, ex->descriptor_pool, 0);
+    ex->sets_used = 0;
+    bib_vk_programs_reset(ex);
+    return st;
+}
+
+bib_status_t bib_vk_submit(bib_executor_t *ex) {
+    if (!ex->recording)
+        return BIB_OK;
+    ex->recording = false;
+    ex->pending_count = 0;
+    bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
+    if (st != BIB_OK)
+        return st;
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &ex->cmd};
+    st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
+    if (st == BIB_OK) {
+        ex->submits++;
+        ex->inflight = true;
+    }
+    return st;
+}
+
 bib_status_t bib_vk_begin(bib_executor_t *ex) {
     if (ex->recording)
         return BIB_OK;
+    bib_status_t settled = bib_vk_settle(ex);
+    if (settled != BIB_OK)
+        return settled;
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     bib_status_t st = bib_vk_check(ex, vkBeginCommandBuffer(ex->cmd, &bi), "vkBeginCommandBuffer");
@@ -575,7 +616,7 @@ bib_status_t bib_vk_begin(bib_executor_t *ex) {
 
 bib_status_t bib_vk_flush(bib_executor_t *ex) {
     if (!ex->recording)
-        return BIB_OK;
+        return bib_vk_settle(ex);
     ex->recording = false;
     ex->pending_count = 0;
     bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
@@ -594,6 +635,7 @@ bib_status_t bib_vk_flush(bib_executor_t *ex) {
     vkResetCommandPool(ex->device, ex->command_pool, 0);
     vkResetDescriptorPool(ex->device, ex->descriptor_pool, 0);
     ex->sets_used = 0;
+    bib_vk_programs_reset(ex);
     ex->staging_used = 0;
     return st;
 }
@@ -837,6 +879,8 @@ void bib_vk_shutdown(bib_executor_t *ex) {
         if (ex->pipeline_cache)
             vkDestroyPipelineCache(ex->device, ex->pipeline_cache, NULL);
         bib_vk_memory_shutdown(ex);
+        if (ex->program_pool)
+            vkDestroyDescriptorPool(ex->device, ex->program_pool, NULL);
         if (ex->descriptor_pool)
             vkDestroyDescriptorPool(ex->device, ex->descriptor_pool, NULL);
         if (ex->pipeline_layout)

@@ -113,6 +113,12 @@ struct bib_executor {
     bib_vk_access_t pending[BIB_VK_PENDING_MAX];
     uint32_t pending_count;
     uint64_t submits; /* for tests and benchmarks: queue submissions so far */
+    bool inflight;    /* bib_vk_submit started cmd; the fence is not waited for yet */
+
+    /* user programs (vk_programs.c): descriptor sets of VK_COMPUTE dispatches
+     * come from their own pool, reset with the command buffer */
+    VkDescriptorPool program_pool;
+    uint32_t program_sets_used;
 
     /* memory */
     uint32_t device_type_index;  /* memory type of device-local blocks */
@@ -144,8 +150,10 @@ bib_status_t bib_vk_fail(bib_executor_t *ex, bib_status_t status, const char *fm
 bib_status_t bib_vk_check(bib_executor_t *ex, VkResult r, const char *what);
 /* Starts the command buffer if it is not recording yet. */
 bib_status_t bib_vk_begin(bib_executor_t *ex);
-/* Submits what is recorded and waits for it. */
+/* Submits what is recorded and waits for it (and for earlier submits). */
 bib_status_t bib_vk_flush(bib_executor_t *ex);
+/* Submits what is recorded without waiting; the next begin or flush waits. */
+bib_status_t bib_vk_submit(bib_executor_t *ex);
 /* Records a barrier first if an access overlaps a pending one, then notes
  * the accesses. */
 void bib_vk_hazard(bib_executor_t *ex, const bib_vk_access_t *acc, uint32_t count);
@@ -168,6 +176,18 @@ bib_status_t bib_vk_upload(bib_executor_t *ex, void *buf, size_t offset, const v
 bib_status_t bib_vk_download(bib_executor_t *ex, void *buf, size_t offset, void *dst, size_t bytes);
 bib_status_t bib_vk_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total);
 VkBuffer bib_vk_block_buffer(bib_executor_t *ex, const bib_vk_buffer_t *b);
+
+/* vk_programs.c: user programs (VK_COMPUTE) */
+bib_status_t bib_vk_program_create(bib_executor_t *ex, bib_program_kind_t kind, const void *code,
+                                   size_t size, const char *entry, uint32_t bindings,
+                                   uint32_t push_bytes, const char *signature, void **prog);
+bib_status_t bib_vk_program_dispatch(bib_executor_t *ex, void *prog, void *const *buffers,
+                                     const uint64_t *sizes, uint32_t nbuffers, const void *push,
+                                     uint32_t push_bytes, const uint32_t groups[3],
+                                     const uint32_t block[3]);
+void bib_vk_program_destroy(bib_executor_t *ex, void *prog);
+/* The command buffer's work has finished: its program descriptor sets are free. */
+void bib_vk_programs_reset(bib_executor_t *ex);
 
 /* vk_kernels.c */
 bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *call);

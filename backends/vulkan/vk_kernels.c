@@ -503,4 +503,8 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_RNG] = bib_vk_rng,
         },
     .describe = bib_vk_describe,
+    .program_create = bib_vk_program_create,
+    .program_dispatch = bib_vk_program_dispatch,
+    .program_destroy = bib_vk_program_destroy,
+    .submit = bib_vk_submit,
 };

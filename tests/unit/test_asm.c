@@ -356,13 +356,6 @@ Test(asm_errors, call_argument_count_must_match_the_callee) {
     bib_free(d);
 }
 
-Test(asm_errors, reserved_opcodes_parse_but_are_rejected) {
-    char *d = assemble_fail(".func main\n  GPU_MATMUL\n  HALT r0\n.end\n");
-    cr_expect(strstr(d, "2:3: error: 'GPU_MATMUL' is reserved: not implemented in this build"),
-              "%s", d);
-    bib_free(d);
-}
-
 /* ---- builder ------------------------------------------------------------- */
 
 Test(builder, builds_a_module_with_labels_calls_imports_and_constants) {

@@ -72,27 +72,6 @@ Test(verify, unknown_opcode) {
     expect_error(m, "pc 3: unknown opcode 0x00991234");
 }
 
-Test(verify, reserved_opcode) {
-    bib_module_t *m = small_module();
-    m->code[3] = insn(BIB_CODE_GPU_MATMUL, 0, 0, 0, 0);
-    expect_error(m,
-                 "pc 3: opcode GPU_MATMUL (0xC0DA0020) is reserved: not implemented in this build");
-}
-
-Test(verify, every_reserved_row_is_rejected) {
-    for (int i = 0; i < BIB_OP__COUNT; i++) {
-        if (!(bib_isa_table[i].flags & BIB_F_RESERVED))
-            continue;
-        bib_module_t *m = small_module();
-        m->code[5] = insn(bib_isa_table[i].code, 0, 0, 0, 0);
-        char want[200];
-        snprintf(want, sizeof want,
-                 "pc 5: opcode %s (0x%08X) is reserved: not implemented in this build",
-                 bib_isa_table[i].name, bib_isa_table[i].code);
-        expect_error(m, want);
-    }
-}
-
 Test(verify, unused_operand_nonzero) {
     bib_module_t *m = small_module();
     m->code[5].c = 7;

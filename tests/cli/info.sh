@@ -1,0 +1,79 @@
+#!/bin/sh
+# CLI tests for `bib info`: the text names the CPU, its features and kernel
+# level, every executor's devices or why there are none, and what
+# --backend=auto picks for small and large work with its threshold; --json
+# is one valid JSON object with the same facts.
+# Prints one line per check and "N passed, N failed" at the end.
+set -u
+BIB=${BIB:-build/bib}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export XDG_CACHE_HOME="$T/cache"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# check NAME PATTERN: the text report matches the (grep basic) pattern
+check() {
+    if grep -q -- "$2" "$T/info"; then ok "$1"; else bad "$1: no line matches '$2'"; fi
+}
+
+if $BIB info >"$T/info" 2>"$T/err"; then ok "bib info exits 0"; else bad "bib info: $(cat "$T/err")"; fi
+check "names the CPU model" "^  model:    ."
+check "counts the cores" "^  cores:    [0-9]\+ online, [0-9]\+ usable"
+check "gives the memory" "^  memory:   [0-9.]\+ GiB total"
+check "lists SIMD features from CPUID" "^  features: sse2"
+check "names the kernel level chosen" "^  kernels:  \(scalar\|avx2\|avx512\)"
+check "describes the cpu executor" "^  executor: cpu: "
+check "has a CUDA section" "^CUDA$"
+check "has a Vulkan section" "^Vulkan$"
+check "each GPU section lists devices or says why none" "^  \(device [0-9]\+: \|absent: .\)"
+check "says what auto picks for small work" "^  small work (MATMUL 16^3, operands on the host): \(cpu\|cuda\|vulkan\)$"
+check "says what auto picks for large work" "^  large work (MATMUL 4096^3, operands on the host): \(cpu\|cuda\|vulkan\)$"
+check "gives auto's threshold" "^  threshold: "
+check "gives the cpu's measured model" "^  cpu:      [0-9.]\+ us per call, [0-9.]\+ GFLOP/s"
+if grep -q "^CUDA$" "$T/info"; then
+    sed -n '/^CUDA$/,/^$/p' "$T/info" >"$T/cuda"
+    if grep -q "absent: .*\(driver\|device\|CUDA\)" "$T/cuda" || grep -q "device 0: cuda: .*driver [0-9]" "$T/cuda"; then
+        ok "CUDA: the driver version and devices, or why absent: $(sed -n 2p "$T/cuda")"
+    else
+        bad "CUDA section: $(cat "$T/cuda")"
+    fi
+fi
+if grep -q "llvmpipe" "$T/info"; then
+    check "lavapipe is never a candidate for speed" "vulkan .*not a candidate: its device is the CPU"
+    check "the Vulkan device line carries the numerics probe results" "device 0: vulkan: .*fma: .*denormals: .*rounding: "
+fi
+
+if $BIB info --json >"$T/json" 2>"$T/err"; then ok "bib info --json exits 0"; else bad "bib info --json: $(cat "$T/err")"; fi
+if /usr/bin/python3 -c 'import json,sys; json.load(sys.stdin)' <"$T/json" 2>"$T/err"; then
+    ok "--json is valid JSON"
+else
+    bad "--json does not parse: $(cat "$T/err")"
+fi
+if $PY -c "
+import json, sys
+r = json.load(open('$T/json'))
+c = r['cpu']
+assert c['model'] and c['cores_online'] >= 1 and c['memory_total_bytes'] > 0, c
+assert c['kernel_level'] in ('scalar', 'avx2', 'avx512'), c['kernel_level']
+assert 'sse2' in c['features'] or c['kernel_level'] == 'scalar'
+names = [g['name'] for g in r['gpu_executors']]
+for g in r['gpu_executors']:
+    assert g['devices'] or g['absent'], g
+a = r['auto']
+assert a['small']['executor'] in ['cpu'] + names and a['large']['executor'] in ['cpu'] + names, a
+assert a['models'][0]['executor'] == 'cpu' and a['models'][0]['flops_per_s'] > 0
+for m in a['models']:
+    if 'llvmpipe' in json.dumps(r) and m['executor'] == 'vulkan':
+        assert m['candidate'] is False
+assert a['threshold'] is None or a['threshold']['flops_from_host'] >= 0
+" 2>"$T/err"; then ok "--json carries the cpu, devices and auto's choice"; else bad "--json content: $(cat "$T/err")"; fi
+
+$BIB info extra >/dev/null 2>"$T/err"
+if [ $? -eq 64 ]; then ok "bib info with a file is a usage error"; else bad "bib info extra: $(cat "$T/err")"; fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,155 @@
+#!/bin/sh
+# CLI tests for --profile, --profile=json and trace completeness: the table
+# has one row per opcode and executor with the documented columns (counts are
+# exact, times are not compared), the JSON parses and agrees with the table,
+# and the traces of examples/mlp.basm on --backend=cpu and --backend=vulkan
+# differ only in the executor names (a SKIP line with the reason when there
+# is no Vulkan device).
+# Prints one line per check and "N passed, N failed" at the end.
+set -u
+BIB=${BIB:-build/bib}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# row FILE OP EXECUTOR COUNT: the table in FILE has that row with that count
+row() {
+    awk -v op="$2" -v ex="$3" -v n="$4" '$1 == op && $2 == ex && $3 == n { found = 1 } END { exit !found }' "$1"
+}
+
+# ---- fib: scalar opcodes only ----
+if "$BIB" run examples/fib.basm --profile >"$T/fib.out" 2>"$T/fib.prof" && [ "$(cat "$T/fib.out")" = 2178309 ]; then
+    ok "fib runs with --profile and prints its result on stdout"
+else
+    bad "fib --profile: $(cat "$T/fib.prof")"
+fi
+if grep -q '^profile: 38770354 instructions, [0-9.]* s (host monotonic clock)$' "$T/fib.prof"; then
+    ok "the profile's first line counts every instruction"
+else
+    bad "profile summary line: $(head -1 "$T/fib.prof")"
+fi
+if sed -n 2p "$T/fib.prof" | grep -q '^op  *executor  *count  *total_ms  *mean_us  *GFLOP/s  *GB/s$'; then
+    ok "the table has the columns op executor count total_ms mean_us GFLOP/s GB/s"
+else
+    bad "table header: $(sed -n 2p "$T/fib.prof")"
+fi
+rows_ok=1
+for r in "CALL vm 7049155" "RET vm 7049155" "JLT vm 7049155" "ADDI vm 7049154" "LDI vm 7049156" \
+    "ADD vm 3524577" "HOSTCALL vm 1" "HALT vm 1"; do
+    # shellcheck disable=SC2086
+    row "$T/fib.prof" $r || { rows_ok=0; bad "fib row '$r' missing"; }
+done
+[ "$(wc -l <"$T/fib.prof")" -eq 10 ] || { rows_ok=0; bad "fib table has $(wc -l <"$T/fib.prof") lines, want 10"; }
+[ $rows_ok -eq 1 ] && ok "fib: one row per opcode with exact counts, executor vm"
+if awk 'NR > 2 && ($6 != "-" || $7 != "-") { bad = 1 } NR > 2 && $4 !~ /^[0-9]+\.[0-9]+$/ { bad = 1 } END { exit bad }' "$T/fib.prof"; then
+    ok "scalar rows have times and no GFLOP/s or GB/s"
+else
+    bad "scalar row columns: $(cat "$T/fib.prof")"
+fi
+
+# ---- JSON ----
+"$BIB" run examples/fib.basm --profile=json >/dev/null 2>"$T/fib.json"
+if $PY -c "
+import json, sys
+p = json.loads(open('$T/fib.json').read())
+rows = {(r['op'], r['executor']): r for r in p['rows']}
+assert p['instructions'] == 38770354, p['instructions']
+assert sum(r['count'] for r in p['rows']) == p['instructions']
+assert rows[('CALL', 'vm')]['count'] == 7049155
+for r in p['rows']:
+    assert set(r) == {'op', 'executor', 'count', 'seconds', 'mean_seconds', 'flops', 'bytes', 'gflops', 'gbps'}, r
+    assert r['seconds'] >= 0 and r['gflops'] is None and r['gbps'] is None
+" 2>"$T/err"; then ok "--profile=json parses and agrees with the counts"; else bad "--profile=json: $(cat "$T/err")"; fi
+expect_usage() {
+    "$BIB" run examples/fib.basm --profile=xml >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -eq 64 ] && grep -q "profile takes 'text' or 'json'" "$T/err"; then ok "--profile=xml is a usage error"; else
+        bad "--profile=xml: exit $rc: $(cat "$T/err")"
+    fi
+}
+expect_usage
+
+# ---- mlp: tensor opcodes, flops and bytes ----
+$PY tools/make-npy.py "$T/in" --n 64 --d 128 --h 256 --o 10 >/dev/null || bad "make-npy.py"
+MLP_IN="--input x=$T/in/x.npy --input W1=$T/in/W1.npy --input b1=$T/in/b1.npy --input W2=$T/in/W2.npy --input b2=$T/in/b2.npy"
+# shellcheck disable=SC2086
+"$BIB" run examples/mlp.basm --backend=cpu $MLP_IN --profile >/dev/null 2>"$T/mlp.prof"
+rows_ok=1
+for r in "LINEAR_RELU cpu 1" "LINEAR cpu 1" "SOFTMAX cpu 1" "FREE host 2" "LDI vm 1" "HALT vm 1"; do
+    # shellcheck disable=SC2086
+    row "$T/mlp.prof" $r || { rows_ok=0; bad "mlp row '$r' missing: $(cat "$T/mlp.prof")"; }
+done
+[ $rows_ok -eq 1 ] && ok "mlp on cpu: rows per opcode and executor"
+if awk '$1 ~ /^LINEAR/ && !($6 ~ /^[0-9.]+$/ && $7 ~ /^[0-9.]+$/) { bad = 1 }
+        $1 == "SOFTMAX" && !($6 == "-" && $7 ~ /^[0-9.]+$/) { bad = 1 }
+        $1 == "FREE" && !($6 == "-" && $7 == "-") { bad = 1 } END { exit bad }' "$T/mlp.prof"; then
+    ok "LINEAR* rows show GFLOP/s, SOFTMAX GB/s only, FREE neither"
+else
+    bad "mlp rate columns: $(cat "$T/mlp.prof")"
+fi
+# shellcheck disable=SC2086
+"$BIB" run examples/mlp.basm --backend=cpu $MLP_IN --profile=json >/dev/null 2>"$T/mlp.json"
+if $PY -c "
+import json
+p = json.loads(open('$T/mlp.json').read())
+rows = {(r['op'], r['executor']): r for r in p['rows']}
+lr = rows[('LINEAR_RELU', 'cpu')]
+assert lr['flops'] == 2 * 64 * 256 * 128, lr          # 2*M*N*K
+assert lr['bytes'] == 4 * (64*256 + 64*128 + 128*256 + 256), lr
+assert rows[('LINEAR', 'cpu')]['flops'] == 2 * 64 * 10 * 256
+assert rows[('SOFTMAX', 'cpu')]['flops'] == 0 and rows[('SOFTMAX', 'cpu')]['bytes'] == 4 * 2 * 64 * 10
+" 2>"$T/err"; then ok "mlp JSON: flops 2*M*N*K and bytes read+written"; else bad "mlp JSON: $(cat "$T/err")"; fi
+
+# shellcheck disable=SC2086
+"$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --profile >/dev/null 2>"$T/mlp.vk.prof"
+rc=$?
+if [ $rc -eq 69 ]; then
+    echo "SKIP: mlp --profile on vulkan: $(cat "$T/mlp.vk.prof")"
+elif row "$T/mlp.vk.prof" LINEAR_RELU vulkan 1 && row "$T/mlp.vk.prof" upload vulkan 5 &&
+    awk '$1 == "upload" && $7 ~ /^[0-9.]+$/ { f = 1 } END { exit !f }' "$T/mlp.vk.prof"; then
+    ok "mlp on vulkan: kernel rows on vulkan, uploads as their own row with GB/s"
+else
+    bad "mlp --profile on vulkan (exit $rc): $(cat "$T/mlp.vk.prof")"
+fi
+
+# ---- traces: cpu and vulkan differ only in executor names ----
+# shellcheck disable=SC2086
+"$BIB" run examples/mlp.basm --backend=cpu $MLP_IN --trace 2>"$T/trace.cpu" >/dev/null
+# shellcheck disable=SC2086
+"$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --trace 2>"$T/trace.vk" >/dev/null
+rc=$?
+if grep -q "LINEAR_RELU.* on cpu hash=" "$T/trace.cpu"; then ok "the cpu trace names the executor and the hash"; else
+    bad "cpu trace: $(cat "$T/trace.cpu")"
+fi
+if [ $rc -eq 69 ]; then
+    echo "SKIP: trace on vulkan: $(cat "$T/trace.vk")"
+else
+    sed 's/ on cpu / on EXECUTOR /; s/ on vulkan / on EXECUTOR /' "$T/trace.cpu" >"$T/a"
+    sed 's/ on cpu / on EXECUTOR /; s/ on vulkan / on EXECUTOR /' "$T/trace.vk" >"$T/b"
+    if [ $rc -eq 0 ] && grep -q " on vulkan " "$T/trace.vk" && diff "$T/a" "$T/b" >"$T/d"; then
+        ok "mlp traces on cpu and vulkan differ only in the executor names"
+    else
+        bad "mlp traces differ beyond executor names (exit $rc): $(head -20 "$T/d")"
+    fi
+    # shellcheck disable=SC2086
+    "$BIB" run examples/mlp.basm --backend=cpu $MLP_IN --trace=json 2>"$T/tj.cpu" >/dev/null
+    # shellcheck disable=SC2086
+    "$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --trace=json 2>"$T/tj.vk" >/dev/null
+    sed 's/"executor":"[a-z]*"/"executor":"E"/' "$T/tj.cpu" >"$T/a"
+    sed 's/"executor":"[a-z]*"/"executor":"E"/' "$T/tj.vk" >"$T/b"
+    if diff "$T/a" "$T/b" >"$T/d" && $PY -c "
+import json
+for line in open('$T/tj.vk'): json.loads(line)
+" 2>>"$T/d"; then
+        ok "JSON traces on cpu and vulkan differ only in executor and parse"
+    else
+        bad "JSON traces: $(head -20 "$T/d")"
+    fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

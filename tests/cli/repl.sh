@@ -1,0 +1,266 @@
+#!/bin/sh
+# CLI tests for `bib repl`: sessions driven through stdin (not a terminal, so
+# no prompt, banner or line-editing escapes) and compared byte for byte with
+# the expected transcripts (stdout and stderr together). Covers instructions
+# run at once against preserved state, labels and functions carried over,
+# assembly errors with repl:LINE:COL (the session goes on), traps (the state
+# stays), data directives, :load with breakpoints by label, function and
+# pc, stepping, frames, registers, memory and tensors.
+# Prints one line per check and "N passed, N failed" at the end.
+set -u
+BIB=${BIB:-build/bib}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# transcript NAME: runs $T/NAME.in through the repl and compares with $T/NAME.want
+transcript() {
+    name=$1
+    shift
+    "$BIB" repl "$@" <"$T/$name.in" >"$T/$name.got" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && cmp -s "$T/$name.want" "$T/$name.got"; then ok "$name"; else
+        bad "$name (exit $rc):"
+        diff -u "$T/$name.want" "$T/$name.got" | head -40
+    fi
+}
+
+cat >"$T/interactive-session.in" <<'IN'
+; a comment line does nothing
+LDI r1, 5
+LDI r2, 7
+ADD r3, r1, r2
+ADDD r4, r1
+ADD r4, r1, nowhere
+HOSTCALL r0, print_i64, r3, 1
+loop:
+    ADDI r1, r1, 1
+    LDI r5, 10
+    JLT r1, r5, loop
+.func sq args=1
+    MUL r0, r0, r0
+    RET r0
+.end
+CALL r6, sq, r3, 1
+DIV r7, r1, r0
+LDI r7, 1
+msg: .asciz "hi"
+.memory 16
+LDI r8, msg
+LOAD8U r9, r8, 1
+:mem 0 4
+:regs
+:where
+:list
+:bogus
+:reset
+:regs
+:quit
+LDI r1, 1
+IN
+cat >"$T/interactive-session.want" <<'WANT'
+r1 = 5 (0x5)
+r2 = 7 (0x7)
+r3 = 12 (0xc)
+repl:5:1: error: unknown mnemonic 'ADDD'
+ADDD r4, r1
+^~~~
+repl:6:13: error: expected a register (r0, r1, ...), found 'nowhere'
+ADD r4, r1, nowhere
+            ^~~~~~~
+12
+r1 = 6 (0x6)
+r5 = 10 (0xa)
+r1 = 10 (0xa)
+r6 = 144 (0x90)
+bib: trap at pc 10 (DIV r7, r1, r0) line 17: division by zero
+r7 = 1 (0x1)
+r9 = 105 (0x69)
+00000000: 68 69 00 00                                      |hi..|
+main (pc 14):
+r0 = 0 (0x0)
+r1 = 10 (0xa)
+r2 = 7 (0x7)
+r3 = 12 (0xc)
+r4 = 0 (0x0)
+r5 = 10 (0xa)
+r6 = 144 (0x90)
+r7 = 1 (0x1)
+r8 = 0 (0x0)
+r9 = 105 (0x69)
+halted at pc 14 in main: HALT r0
+msg: .asciz "hi"
+.memory 16
+.func sq args=1
+    MUL r0, r0, r0
+    RET r0
+.end
+.func main
+LDI r1, 5
+LDI r2, 7
+ADD r3, r1, r2
+HOSTCALL r0, print_i64, r3, 1
+loop:
+    ADDI r1, r1, 1
+    LDI r5, 10
+    JLT r1, r5, loop
+CALL r6, sq, r3, 1
+DIV r7, r1, r0
+LDI r7, 1
+LDI r8, msg
+LOAD8U r9, r8, 1
+    HALT r0
+.end
+bib: unknown command ':bogus' (:help lists them)
+session reset
+bib: nothing to run: type instructions, or :load FILE
+WANT
+transcript interactive-session
+
+cat >"$T/file-session-with-breakpoints.in" <<'IN'
+:load examples/fib.basm
+:break small
+:break fib
+:break
+:continue
+:bt
+:regs
+:delete fib
+:continue
+:step 2
+:where
+:delete
+:continue
+:step
+LDI r0, 1
+:run
+:break 99
+:break nosuch
+:quit
+IN
+cat >"$T/file-session-with-breakpoints.want" <<'WANT'
+loaded at pc 0 in main line 3: LDI r0, 32
+breakpoint at pc 11: RET r0
+breakpoint at pc 4: LDI r1, 2
+breakpoint at pc 4: LDI r1, 2
+breakpoint at pc 11: RET r0
+breakpoint at pc 4 in fib line 11 depth 2: LDI r1, 2
+#0 pc 4 in fib line 11: LDI r1, 2
+#1 pc 1 in main line 4: CALL r1, fib, r0, 1
+fib (pc 4):
+r0 = 32 (0x20)
+r1 = 0 (0x0)
+r2 = 0 (0x0)
+r3 = 0 (0x0)
+cleared breakpoint at pc 4: LDI r1, 2
+breakpoint at pc 11 in fib line 19 depth 33: RET r0
+paused at pc 9 in fib line 16 depth 32: CALL r3, fib, r1, 1
+paused at pc 9 in fib line 16 depth 32: CALL r3, fib, r1, 1
+no breakpoints
+2178309
+halted: exit value 0
+bib: the program has finished: :run starts it again
+bib: a file is loaded: instructions typed at the prompt need an interactive session (:reset)
+2178309
+halted: exit value 0
+bib: no pc, function or label '99'
+bib: no pc, function or label 'nosuch'
+WANT
+transcript file-session-with-breakpoints
+
+cat >"$T/tensors-and-calls.in" <<'IN'
+LDI r1, 3
+LDI r2, 4
+ALLOC t0, f32, r1, 2
+FILL t0, r1
+:tensors
+:tensor t0
+CALL r3, f, r1, 1
+.func f args=1
+    LDI r1, 2
+    MUL r0, r0, r1
+    RET r0
+.end
+:break f
+CALL r3, f, r1, 1
+LDI r4, 9
+:bt
+:continue
+LDI r4, 9
+:tensor t1
+IN
+cat >"$T/tensors-and-calls.want" <<'WANT'
+r1 = 3 (0x3)
+r2 = 4 (0x4)
+t0 f32[3,4] on cpu hash=2fa64c4f2cafd1e1
+t0 f32[3,4] on cpu hash=2fa64c4f2cafd1e1
+[0, 0, 0, 0, 0, 0, 0, 0, ...]
+repl:7:10: error: unknown function 'f'
+CALL r3, f, r1, 1
+         ^
+breakpoint at pc 0: LDI r1, 2
+breakpoint at pc 0 in f line 9 depth 2: LDI r1, 2
+bib: the program is paused in f (depth 2): :continue, :step or :run first
+#0 pc 0 in f line 9: LDI r1, 2
+#1 pc 7 in main line 14: CALL r3, f, r1, 1
+r4 = 9 (0x9)
+bib: no tensor register 't1' (the file has 1)
+WANT
+transcript tensors-and-calls
+
+# Piped input never sees a prompt or an escape sequence.
+printf 'LDI r0, 1
+' | "$BIB" repl >"$T/plain" 2>&1
+if [ "$(cat "$T/plain")" = "r0 = 1 (0x1)" ]; then ok "piped input prints no prompt"; else
+    bad "piped input prints no prompt: $(od -c "$T/plain" | head -3)"
+fi
+
+# An input file given on the command line is loaded as by :load.
+printf ':continue
+' | "$BIB" repl examples/fib.basm >"$T/arg" 2>&1
+if grep -q "^loaded at pc 0 in main" "$T/arg" && grep -q "^2178309$" "$T/arg"; then
+    ok "bib repl FILE loads the file"
+else
+    bad "bib repl FILE loads the file: $(cat "$T/arg")"
+fi
+
+# The session ends at end of input inside a .func block with a message.
+printf '.func f
+  RET r0
+' | "$BIB" repl >"$T/eof" 2>&1
+if grep -q "input ended inside a .func block" "$T/eof"; then ok "end of input inside .func is reported"; else
+    bad "end of input inside .func: $(cat "$T/eof")"
+fi
+
+# Tensors survive a switch of executor only through :run; Vulkan when present.
+PY=${PYTHON:-/usr/bin/python3}
+$PY tools/make-npy.py "$T/in" --n 3 --d 4 --h 5 --o 2 >/dev/null || bad "make-npy.py"
+cat >"$T/mlp.in" <<IN
+:load examples/mlp.basm
+:input x=$T/in/x.npy
+:input W1=$T/in/W1.npy
+:input b1=$T/in/b1.npy
+:input W2=$T/in/W2.npy
+:input b2=$T/in/b2.npy
+:run
+:tensor y
+IN
+"$BIB" repl --backend=cpu <"$T/mlp.in" >"$T/mlp.cpu" 2>&1
+if grep -q "^t5 (y) f32\[3,2\] on cpu hash=" "$T/mlp.cpu"; then ok "mlp in the repl on cpu"; else
+    bad "mlp in the repl on cpu: $(cat "$T/mlp.cpu")"
+fi
+"$BIB" repl --backend=vulkan <"$T/mlp.in" >"$T/mlp.vk" 2>&1
+if grep -q "not available" "$T/mlp.vk"; then
+    echo "SKIP: mlp in the repl on vulkan: $(grep "not available" "$T/mlp.vk")"
+elif grep -q "^t5 (y) f32\[3,2\] on vulkan hash=" "$T/mlp.vk" &&
+    [ "$(grep hash= "$T/mlp.vk" | sed 's/ on [a-z,]*//')" = "$(grep hash= "$T/mlp.cpu" | sed 's/ on [a-z,]*//')" ]; then
+    ok "mlp in the repl on vulkan: same hash and elements, held by vulkan"
+else
+    bad "mlp in the repl on vulkan: $(cat "$T/mlp.vk")"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

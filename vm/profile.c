@@ -1,0 +1,347 @@
+/* vm/profile.c: per-opcode, per-executor profiles of a run (--profile).
+ *
+ * Owns the counters, the clock, the work model (flops and bytes of a tensor
+ * opcode) and the two output formats (spec/cli.md). The instrumented loop in
+ * interp.c brackets every instruction with bib_profile_open/close; tensor
+ * code reports copies between host and devices with bib_profile_copy, whose
+ * time is taken out of the instruction that caused them and shown in rows of
+ * their own. Device work is timed on the host: when an instruction that ran
+ * a tensor opcode closes, the started GPU executors are synchronized first,
+ * so a kernel's time lands on its own instruction. A VM that does not
+ * profile has vm->profile == NULL and never calls anything here.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vm.h"
+
+/* Executor columns: "vm", "host", "view" and the executors of a build. */
+#define PROFILE_EXECUTORS 8
+
+typedef struct profile_cell {
+    uint64_t count, ns, flops, bytes;
+} profile_cell_t;
+
+typedef struct profile_row {
+    const char *op, *executor;
+    profile_cell_t cell;
+} profile_row_t;
+
+struct bib_profile {
+    const char *executors[PROFILE_EXECUTORS];
+    uint32_t executor_count;
+    profile_cell_t cells[BIB_OP__COUNT][PROFILE_EXECUTORS];
+    profile_cell_t copies[2][PROFILE_EXECUTORS]; /* [0] uploads, [1] downloads, by executor */
+
+    const bib_dinsn_t *open; /* the instruction running, or NULL */
+    uint64_t open_ns;        /* when it started */
+    uint64_t copy_ns;        /* copies made while it ran */
+    uint64_t closed_ns;      /* when the last instruction closed; 0 after a pause */
+
+    profile_row_t *rows; /* sorted rows of the last run; built on first read */
+    uint32_t row_count;
+    bool rows_valid;
+};
+
+uint64_t bib_profile_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void bib_profile_reset(struct bib_profile *p) {
+    free(p->rows);
+    memset(p, 0, sizeof *p);
+}
+
+void bib_profile_destroy(struct bib_profile *p) {
+    if (p == NULL)
+        return;
+    free(p->rows);
+    free(p);
+}
+
+bib_status_t bib_vm_profile(bib_vm_t *vm, int on) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (vm->running)
+        return bib_vm_fail(vm, BIB_E_STATE, "cannot switch profiling while the VM is running");
+    if (!on) {
+        bib_profile_destroy(vm->profile);
+        vm->profile = NULL;
+        return BIB_OK;
+    }
+    if (vm->profile == NULL) {
+        vm->profile = calloc(1, sizeof *vm->profile);
+        if (vm->profile == NULL)
+            return bib_vm_fail(vm, BIB_E_NOMEM, "host out of memory for the profile");
+    }
+    return BIB_OK;
+}
+
+static uint32_t executor_slot(struct bib_profile *p, const char *name) {
+    for (uint32_t i = 0; i < p->executor_count; i++)
+        if (p->executors[i] == name || strcmp(p->executors[i], name) == 0)
+            return i;
+    if (p->executor_count == PROFILE_EXECUTORS)
+        return PROFILE_EXECUTORS - 1; /* more names than any build has: share the last */
+    p->executors[p->executor_count] = name;
+    return p->executor_count++;
+}
+
+void bib_profile_resume(bib_vm_t *vm) {
+    vm->profile->closed_ns = 0;
+}
+
+void bib_profile_open(bib_vm_t *vm, const bib_dinsn_t *ip) {
+    struct bib_profile *p = vm->profile;
+    p->open = ip;
+    p->copy_ns = 0;
+    /* One clock read per instruction: the previous one closed just now. */
+    p->open_ns = p->closed_ns != 0 ? p->closed_ns : bib_profile_now();
+}
+
+static uint64_t bytes_of(const bib_vm_t *vm, uint32_t reg) {
+    const bib_tensor_state_t *ts = &vm->tensor;
+    if (reg >= ts->reg_count || ts->regs[reg].storage == NULL)
+        return 0;
+    return ts->regs[reg].count * 4;
+}
+
+static const bib_tensor_t *tensor_at(const bib_vm_t *vm, uint32_t reg) {
+    const bib_tensor_state_t *ts = &vm->tensor;
+    if (reg >= ts->reg_count || ts->regs[reg].storage == NULL)
+        return NULL;
+    return &ts->regs[reg];
+}
+
+/* The work of a tensor opcode that has just run, from its operands' shapes:
+   flops for the opcodes bound by arithmetic (2·M·N·K for a product; the
+   bias and activation of LINEAR* are not counted; attention is its two
+   products, 4·S·T·H·D, causal or not), bytes read and written for every
+   kernel. Register moves, views and element access count nothing. */
+static void tensor_work(const bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *flops,
+                        uint64_t *bytes) {
+    *flops = 0;
+    *bytes = 0;
+    const bib_opinfo_t *info = &bib_isa_table[ip->op];
+    switch ((bib_opcode_t)ip->op) {
+    case BIB_OP_ALLOC:
+    case BIB_OP_FREE:
+    case BIB_OP_RESHAPE:
+    case BIB_OP_TGET:
+    case BIB_OP_TSET:
+    case BIB_OP_DIM:
+        return;
+    default:
+        break;
+    }
+    const uint32_t words[4] = {ip->a, ip->b, ip->c, ip->d};
+    for (int k = 0; k < 4; k++)
+        if (info->kinds[k] == BIB_K_TD || info->kinds[k] == BIB_K_TS || info->kinds[k] == BIB_K_TM)
+            *bytes += bytes_of(vm, words[k]);
+    switch ((bib_opcode_t)ip->op) {
+    case BIB_OP_MATMUL:
+    case BIB_OP_LINEAR:
+    case BIB_OP_LINEAR_RELU:
+    case BIB_OP_LINEAR_GELU: {
+        const bib_tensor_t *out = tensor_at(vm, ip->a), *x = tensor_at(vm, ip->b);
+        if (out != NULL && x != NULL && x->rank > 0)
+            *flops = 2 * out->count * x->dims[x->rank - 1];
+        break;
+    }
+    case BIB_OP_ATTENTION:
+    case BIB_OP_ATTENTION_CAUSAL: {
+        const bib_tensor_t *q = tensor_at(vm, ip->b), *k = tensor_at(vm, ip->c);
+        if (q != NULL && k != NULL && k->rank >= 2)
+            *flops = 4 * q->count * k->dims[0]; /* q->count = S·H·D, T = k's first axis */
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void bib_profile_close(bib_vm_t *vm) {
+    struct bib_profile *p = vm->profile;
+    const bib_dinsn_t *ip = p->open;
+    if (ip == NULL)
+        return;
+    p->open = NULL;
+    const bib_opinfo_t *info = &bib_isa_table[ip->op];
+    const char *executor = "vm";
+    uint64_t flops = 0, bytes = 0;
+    if (info->opclass != BIB_CLASS_SCALAR) {
+        /* Device kernels may only have been recorded: wait for them, so their
+           time is this instruction's. */
+        const bib_tensor_state_t *ts = &vm->tensor;
+        for (int place = 1; place < BIB_MAX_PLACES; place++)
+            if (ts->ex[place] != NULL && ts->ops[place] != NULL &&
+                ts->ops[place]->synchronize != NULL)
+                ts->ops[place]->synchronize(ts->ex[place]);
+        executor = ts->last_place != NULL ? ts->last_place : "host";
+        tensor_work(vm, ip, &flops, &bytes);
+    }
+    const uint64_t now = bib_profile_now();
+    p->closed_ns = now;
+    uint64_t ns = now - p->open_ns;
+    ns = ns > p->copy_ns ? ns - p->copy_ns : 0;
+    profile_cell_t *c = &p->cells[ip->op][executor_slot(p, executor)];
+    c->count++;
+    c->ns += ns;
+    c->flops += flops;
+    c->bytes += bytes;
+    p->rows_valid = false;
+}
+
+void bib_profile_copy(bib_vm_t *vm, int dev, bool down, uint64_t bytes, uint64_t t0) {
+    struct bib_profile *p = vm->profile;
+    if (p == NULL)
+        return;
+    const bib_tensor_state_t *ts = &vm->tensor;
+    const char *name =
+        dev >= 0 && dev < BIB_MAX_PLACES && ts->ops[dev] != NULL ? ts->ops[dev]->name : "device";
+    const uint64_t ns = bib_profile_now() - t0;
+    profile_cell_t *c = &p->copies[down ? 1 : 0][executor_slot(p, name)];
+    c->count++;
+    c->ns += ns;
+    c->bytes += bytes;
+    p->copy_ns += ns;
+    p->rows_valid = false;
+}
+
+/* ---- rows and output ----------------------------------------------------------- */
+
+static int row_order(const void *a, const void *b) {
+    const profile_row_t *x = a, *y = b;
+    if (x->cell.ns != y->cell.ns)
+        return x->cell.ns > y->cell.ns ? -1 : 1;
+    int c = strcmp(x->op, y->op);
+    return c != 0 ? c : strcmp(x->executor, y->executor);
+}
+
+static bool build_rows(struct bib_profile *p) {
+    if (p->rows_valid)
+        return true;
+    uint32_t n = 0;
+    for (int op = 0; op < BIB_OP__COUNT; op++)
+        for (uint32_t e = 0; e < p->executor_count; e++)
+            n += p->cells[op][e].count > 0;
+    for (int d = 0; d < 2; d++)
+        for (uint32_t e = 0; e < p->executor_count; e++)
+            n += p->copies[d][e].count > 0;
+    profile_row_t *rows = n > 0 ? malloc(n * sizeof *rows) : NULL;
+    if (n > 0 && rows == NULL)
+        return false;
+    uint32_t i = 0;
+    for (int op = 0; op < BIB_OP__COUNT; op++)
+        for (uint32_t e = 0; e < p->executor_count; e++)
+            if (p->cells[op][e].count > 0)
+                rows[i++] =
+                    (profile_row_t){bib_isa_table[op].name, p->executors[e], p->cells[op][e]};
+    for (int d = 0; d < 2; d++)
+        for (uint32_t e = 0; e < p->executor_count; e++)
+            if (p->copies[d][e].count > 0)
+                rows[i++] = (profile_row_t){d == 0 ? "upload" : "download", p->executors[e],
+                                            p->copies[d][e]};
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, row_order);
+    free(p->rows);
+    p->rows = rows;
+    p->row_count = n;
+    p->rows_valid = true;
+    return true;
+}
+
+uint32_t bib_vm_profile_rows(const bib_vm_t *vm) {
+    if (vm == NULL || vm->profile == NULL || !build_rows(vm->profile))
+        return 0;
+    return vm->profile->row_count;
+}
+
+bib_status_t bib_vm_profile_row(const bib_vm_t *vm, uint32_t index, bib_profile_row_t *row) {
+    if (vm == NULL || row == NULL || vm->profile == NULL)
+        return BIB_E_USAGE;
+    if (!build_rows(vm->profile))
+        return BIB_E_NOMEM;
+    if (index >= vm->profile->row_count)
+        return BIB_E_USAGE;
+    const profile_row_t *r = &vm->profile->rows[index];
+    row->op = r->op;
+    row->executor = r->executor;
+    row->count = r->cell.count;
+    row->seconds = (double)r->cell.ns * 1e-9;
+    row->flops = r->cell.flops;
+    row->bytes = r->cell.bytes;
+    return BIB_OK;
+}
+
+/* A rate column: GFLOP/s where flops are counted, else GB/s where bytes are. */
+static bool rate(const bib_profile_row_t *r, bool flops, double *out) {
+    const uint64_t work = flops ? r->flops : r->bytes;
+    if (work == 0 || r->seconds <= 0)
+        return false;
+    *out = (double)work / r->seconds * 1e-9;
+    return true;
+}
+
+bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
+    if (vm == NULL || out == NULL)
+        return BIB_E_USAGE;
+    if (vm->profile == NULL)
+        return bib_vm_fail((bib_vm_t *)vm, BIB_E_STATE, "profiling is off: call bib_vm_profile");
+    const uint32_t n = bib_vm_profile_rows(vm);
+    double total = 0;
+    uint64_t executed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bib_profile_row_t r;
+        bib_vm_profile_row(vm, i, &r);
+        total += r.seconds;
+        if (strcmp(r.op, "upload") != 0 && strcmp(r.op, "download") != 0)
+            executed += r.count;
+    }
+    if (json) {
+        fprintf(out, "{\"instructions\":%" PRIu64 ",\"seconds\":%.9f,\"rows\":[", executed, total);
+        for (uint32_t i = 0; i < n; i++) {
+            bib_profile_row_t r;
+            bib_vm_profile_row(vm, i, &r);
+            double g;
+            fprintf(out,
+                    "%s{\"op\":\"%s\",\"executor\":\"%s\",\"count\":%" PRIu64
+                    ",\"seconds\":%.9f,\"mean_seconds\":%.9g,\"flops\":%" PRIu64
+                    ",\"bytes\":%" PRIu64,
+                    i > 0 ? "," : "", r.op, r.executor, r.count, r.seconds,
+                    r.seconds / (double)r.count, r.flops, r.bytes);
+            if (rate(&r, true, &g))
+                fprintf(out, ",\"gflops\":%.6g", g);
+            else
+                fprintf(out, ",\"gflops\":null");
+            if (rate(&r, false, &g))
+                fprintf(out, ",\"gbps\":%.6g", g);
+            else
+                fprintf(out, ",\"gbps\":null");
+            fputc('}', out);
+        }
+        fputs("]}\n", out);
+        return BIB_OK;
+    }
+    fprintf(out, "profile: %" PRIu64 " instructions, %.6f s (host monotonic clock)\n", executed,
+            total);
+    fprintf(out, "%-18s %-8s %12s %12s %12s %10s %10s\n", "op", "executor", "count", "total_ms",
+            "mean_us", "GFLOP/s", "GB/s");
+    for (uint32_t i = 0; i < n; i++) {
+        bib_profile_row_t r;
+        bib_vm_profile_row(vm, i, &r);
+        char gf[32] = "-", gb[32] = "-";
+        double g;
+        if (rate(&r, true, &g))
+            snprintf(gf, sizeof gf, "%.3f", g);
+        if (rate(&r, false, &g))
+            snprintf(gb, sizeof gb, "%.3f", g);
+        fprintf(out, "%-18s %-8s %12" PRIu64 " %12.3f %12.3f %10s %10s\n", r.op, r.executor,
+                r.count, r.seconds * 1e3, r.seconds * 1e6 / (double)r.count, gf, gb);
+    }
+    return BIB_OK;
+}
