@@ -107,7 +107,10 @@ test: all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/oracle_driver
 $(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -lopenblas $(LDLIBS)
 
-bench: all $(BUILD)/gemm_bench
+$(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+
+bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
 	@BUILD=$(BUILD) sh bench/run.sh
 
 demo: all

@@ -10,9 +10,20 @@
  * kernel; running out of device memory is a clean BIB_E_NOMEM. Without a
  * GPU (or in a build without nvcc) each of its tests prints "SKIP: <reason>"
  * and is skipped, never passed.
+ *
+ * User kernels (GPU_LAUNCH's program_create / program_dispatch /
+ * program_destroy / submit, spec/device-code.md) are tested three ways:
+ * cuda_init checks that they refuse a missing executor cleanly; cuda_mock
+ * runs them against the mock driver (backends/cuda/testing, built next to
+ * this binary as libcuda_mock.so), which records what cuLaunchKernel was
+ * given, so the parameter marshalling, the JIT-log and entry messages and
+ * the module life cycle are checked without a GPU; suite cuda runs PTX on
+ * the real device (a kernel that writes back its scalar arguments, saxpy
+ * against the CPU, bad PTX, a wrong entry, an invalid launch).
  */
 #include <criterion/criterion.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +33,7 @@
 #include "backends/backend.h"
 #ifdef BIB_HAVE_CUDA
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/testing/cu_mock_driver.h"
 #endif
 
 #ifndef BIB_HAVE_CUDA
@@ -133,6 +145,293 @@ Test(cuda_init, ops_table_is_complete) {
         cr_assert_not_null(bib_cuda_executor.kernels[k], "kernel %d has no entry", k);
     bib_cuda_executor.shutdown(NULL);
     cr_assert_str_eq(bib_cuda_executor.error(NULL), "");
+}
+
+Test(cuda_init, program_members_are_present) {
+    cr_assert(bib_cuda_executor.program_create && bib_cuda_executor.program_dispatch &&
+              bib_cuda_executor.program_destroy && bib_cuda_executor.submit);
+}
+
+Test(cuda_init, program_members_refuse_a_missing_executor) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = (void *)1;
+    cr_assert_eq(
+        ops->program_create(NULL, BIB_PROGRAM_PTX, ".version 7.0", 13, "k", 0, 0, "t", &prog),
+        BIB_E_UNAVAILABLE);
+    cr_assert_null(prog);
+    uint32_t one[3] = {1, 1, 1};
+    cr_assert_eq(ops->program_dispatch(NULL, NULL, NULL, NULL, 0, NULL, 0, one, one),
+                 BIB_E_UNAVAILABLE);
+    cr_assert_eq(ops->submit(NULL), BIB_E_UNAVAILABLE);
+    ops->program_destroy(NULL, NULL);
+}
+
+/* ---- PTX used by the program tests ---------------------------------------- */
+
+/* probe(i, out, l, f, d) writes its scalar arguments into out's bytes:
+   i at 0, l at 8, f's bits at 16, d's bits at 24. */
+static const char probe_ptx[] =
+    ".version 7.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    ".visible .entry probe(.param .u32 pi, .param .u64 pout, .param .u64 pl, .param .f32 pf, "
+    ".param .f64 pd)\n"
+    "{\n"
+    "    .reg .b32 %r<3>;\n"
+    "    .reg .b64 %rd<4>;\n"
+    "    ld.param.u32 %r1, [pi];\n"
+    "    ld.param.u64 %rd1, [pout];\n"
+    "    ld.param.u64 %rd2, [pl];\n"
+    "    ld.param.b32 %r2, [pf];\n"
+    "    ld.param.b64 %rd3, [pd];\n"
+    "    cvta.to.global.u64 %rd1, %rd1;\n"
+    "    st.global.u32 [%rd1], %r1;\n"
+    "    st.global.u64 [%rd1+8], %rd2;\n"
+    "    st.global.u32 [%rd1+16], %r2;\n"
+    "    st.global.u64 [%rd1+24], %rd3;\n"
+    "    ret;\n"
+    "}\n";
+
+/* saxpy(x, y, a, n): y[i] = a*x[i] + y[i], rounded after each operation. */
+static const char saxpy_ptx[] = ".version 7.0\n"
+                                ".target sm_75\n"
+                                ".address_size 64\n"
+                                ".visible .entry saxpy(.param .u64 px, .param .u64 py, "
+                                ".param .f32 pa, .param .u32 pn)\n"
+                                "{\n"
+                                "    .reg .pred %p<2>;\n"
+                                "    .reg .f32 %f<5>;\n"
+                                "    .reg .b32 %r<6>;\n"
+                                "    .reg .b64 %rd<6>;\n"
+                                "    ld.param.u64 %rd1, [px];\n"
+                                "    ld.param.u64 %rd2, [py];\n"
+                                "    ld.param.f32 %f1, [pa];\n"
+                                "    ld.param.u32 %r1, [pn];\n"
+                                "    mov.u32 %r2, %ctaid.x;\n"
+                                "    mov.u32 %r3, %ntid.x;\n"
+                                "    mov.u32 %r4, %tid.x;\n"
+                                "    mad.lo.s32 %r5, %r2, %r3, %r4;\n"
+                                "    setp.ge.u32 %p1, %r5, %r1;\n"
+                                "    @%p1 bra DONE;\n"
+                                "    cvta.to.global.u64 %rd1, %rd1;\n"
+                                "    cvta.to.global.u64 %rd2, %rd2;\n"
+                                "    mul.wide.u32 %rd3, %r5, 4;\n"
+                                "    add.s64 %rd4, %rd1, %rd3;\n"
+                                "    add.s64 %rd5, %rd2, %rd3;\n"
+                                "    ld.global.f32 %f2, [%rd4];\n"
+                                "    ld.global.f32 %f3, [%rd5];\n"
+                                "    mul.rn.f32 %f4, %f1, %f2;\n"
+                                "    add.rn.f32 %f4, %f4, %f3;\n"
+                                "    st.global.f32 [%rd5], %f4;\n"
+                                "DONE:\n"
+                                "    ret;\n"
+                                "}\n";
+
+/* Line 6 is an instruction no PTX has. */
+static const char bad_ptx[] = ".version 7.0\n"
+                              ".target sm_75\n"
+                              ".address_size 64\n"
+                              ".visible .entry k(.param .u64 p)\n"
+                              "{\n"
+                              "    bogus.u32 %r1;\n"
+                              "    ret;\n"
+                              "}\n";
+
+/* The probe's scalar slots: i (high bytes must be ignored), l, f, d. */
+typedef struct probe_args {
+    uint8_t slots[4 * 8];
+    uint32_t i, f_bits;
+    uint64_t l, d_bits;
+} probe_args_t;
+
+static probe_args_t probe_args(void) {
+    probe_args_t a;
+    a.i = 0x11223344u;
+    a.l = 0x0102030405060708ull;
+    float f = -3.25f;
+    double d = 1.0 / 3.0;
+    memcpy(&a.f_bits, &f, 4);
+    memcpy(&a.d_bits, &d, 8);
+    uint64_t slot[4] = {0xAABBCCDD00000000ull | a.i, a.l, 0x5555555500000000ull | a.f_bits,
+                        a.d_bits};
+    memcpy(a.slots, slot, sizeof slot);
+    return a;
+}
+
+/* ---- user kernels against the mock driver (runs everywhere) ---------------- */
+
+static bib_executor_t *mock_ex;
+static bib_mock_cuda_t *mock;
+
+static void mock_init(void) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+    cr_assert_gt(n, 0);
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    strcpy(slash ? slash + 1 : exe, "libcuda_mock.so");
+    if (access(exe, R_OK) != 0) {
+        printf("SKIP: no mock driver at %s (make builds it with test_cuda)\n", exe);
+        cr_skip_test("no mock driver at %s", exe);
+    }
+    char why[256] = "";
+    cr_assert_eq(init_with_library(exe, &mock_ex, why, sizeof why), BIB_OK, "%s", why);
+    void *h = dlopen(exe, RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h, "the executor has not loaded %s", exe);
+    mock = dlsym(h, "bib_mock_cuda");
+    cr_assert_not_null(mock);
+    dlclose(h);
+}
+
+static void mock_fini(void) {
+    if (mock_ex)
+        bib_cuda_executor.shutdown(mock_ex);
+    mock_ex = NULL;
+    mock = NULL;
+}
+
+TestSuite(cuda_mock, .init = mock_init, .fini = mock_fini);
+
+static bib_status_t create(bib_executor_t *ex, const char *ptx, const char *entry,
+                           const char *signature, void **prog) {
+    return bib_cuda_executor.program_create(ex, BIB_PROGRAM_PTX, ptx, strlen(ptx) + 1, entry, 0, 0,
+                                            signature, prog);
+}
+
+Test(cuda_mock, program_create_loads_ptx_and_destroy_unloads_it_after_the_stream) {
+    int live = mock->modules_live;
+    void *prog = NULL;
+    cr_assert_eq(create(mock_ex, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s",
+                 bib_cuda_executor.error(mock_ex));
+    cr_assert_not_null(prog);
+    cr_assert_eq(mock->modules_live, live + 1);
+    int syncs = mock->stream_syncs;
+    bib_cuda_executor.program_destroy(mock_ex, prog);
+    cr_assert_eq(mock->modules_live, live);
+    cr_assert_gt(mock->stream_syncs, syncs, "the module was unloaded without waiting");
+}
+
+Test(cuda_mock, dispatch_passes_each_parameter_as_its_signature_says) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = NULL, *buf = NULL;
+    cr_assert_eq(create(mock_ex, probe_ptx, "probe", "itlfd", &prog), BIB_OK, "%s",
+                 ops->error(mock_ex));
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 32, &buf), BIB_OK);
+    uint32_t marker[8] = {0xFEEDF00Du, 1, 2, 3, 4, 5, 6, 7};
+    cr_assert_eq(ops->upload(mock_ex, buf, 0, marker, sizeof marker), BIB_OK);
+    probe_args_t a = probe_args();
+    uint64_t size = 32;
+    uint32_t grid[3] = {3, 2, 1}, block[3] = {32, 4, 1};
+    int launches = mock->launches, syncs = mock->stream_syncs;
+    cr_assert_eq(
+        ops->program_dispatch(mock_ex, prog, &buf, &size, 1, a.slots, sizeof a.slots, grid, block),
+        BIB_OK, "%s", ops->error(mock_ex));
+    cr_assert_eq(mock->launches, launches + 1);
+    cr_assert_eq(mock->stream_syncs, syncs, "a launch must not wait");
+    cr_assert_str_eq(mock->last_entry, "probe");
+    cr_assert(mock->grid[0] == 3 && mock->grid[1] == 2 && mock->grid[2] == 1);
+    cr_assert(mock->block[0] == 32 && mock->block[1] == 4 && mock->block[2] == 1);
+    cr_assert_eq(mock->shared, 0u);
+    cr_assert_not_null(mock->stream, "launched on the executor's stream, not the default one");
+    cr_assert_eq(mock->nparams, 5u);
+    uint32_t i, f;
+    uint64_t out, l, d;
+    memcpy(&i, mock->param[0], 4);
+    memcpy(&out, mock->param[1], 8);
+    memcpy(&l, mock->param[2], 8);
+    memcpy(&f, mock->param[3], 4);
+    memcpy(&d, mock->param[4], 8);
+    cr_expect_eq(i, a.i, "i: %08x", i);
+    cr_expect_eq(l, a.l);
+    cr_expect_eq(f, a.f_bits, "f: %08x", f);
+    cr_expect_eq(d, a.d_bits);
+    /* The mock's device memory is host memory: the pointer leads to the tensor. */
+    cr_assert_neq(out, 0);
+    cr_expect_eq(memcmp((const void *)(uintptr_t)out, marker, sizeof marker), 0,
+                 "the t parameter is not the buffer's device address");
+    ops->buffer_free(mock_ex, buf);
+    ops->program_destroy(mock_ex, prog);
+}
+
+Test(cuda_mock, bad_ptx_reports_the_jit_log_on_one_line) {
+    void *prog = (void *)1;
+    int live = mock->modules_live;
+    cr_assert_eq(create(mock_ex, bad_ptx, "k", "t", &prog), BIB_E_UNAVAILABLE);
+    cr_assert_null(prog);
+    cr_assert_eq(mock->modules_live, live);
+    cr_assert_str_eq(bib_cuda_executor.error(mock_ex),
+                     "the driver rejected its PTX (cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX): "
+                     "ptxas application ptx input, line 6; error : Unknown instruction 'bogus'; "
+                     "ptxas fatal : Ptx assembly aborted due to errors");
+}
+
+Test(cuda_mock, missing_entry_is_named_and_unloads_the_module) {
+    void *prog = (void *)1;
+    int live = mock->modules_live;
+    cr_assert_eq(create(mock_ex, saxpy_ptx, "nope", "ttfi", &prog), BIB_E_UNAVAILABLE);
+    cr_assert_null(prog);
+    cr_assert_eq(mock->modules_live, live);
+    cr_assert_str_eq(bib_cuda_executor.error(mock_ex),
+                     "no entry 'nope' in its PTX (cuModuleGetFunction: CUDA_ERROR_NOT_FOUND)");
+}
+
+Test(cuda_mock, create_refuses_spirv_ptx_without_its_nul_and_bad_signatures) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = (void *)1;
+    uint32_t words[5] = {0x07230203u, 0x00010000u, 0, 1, 0};
+    cr_assert_eq(ops->program_create(mock_ex, BIB_PROGRAM_SPIRV, words, sizeof words, "main", 1, 0,
+                                     NULL, &prog),
+                 BIB_E_UNAVAILABLE);
+    cr_assert_null(prog);
+    cr_assert(strstr(ops->error(mock_ex), "PTX kernels only"), "%s", ops->error(mock_ex));
+    cr_assert_eq(ops->program_create(mock_ex, BIB_PROGRAM_PTX, saxpy_ptx, strlen(saxpy_ptx),
+                                     "saxpy", 0, 0, "ttfi", &prog),
+                 BIB_E_USAGE);
+    cr_assert(strstr(ops->error(mock_ex), "ending in its one NUL"), "%s", ops->error(mock_ex));
+    cr_assert_eq(create(mock_ex, saxpy_ptx, "saxpy", "ttfx", &prog), BIB_E_USAGE);
+    cr_assert(strstr(ops->error(mock_ex), "parameter 3 has type 'x'"), "%s", ops->error(mock_ex));
+}
+
+Test(cuda_mock, dispatch_with_the_wrong_argument_counts_is_refused) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = NULL, *buf = NULL;
+    cr_assert_eq(create(mock_ex, probe_ptx, "probe", "itlfd", &prog), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 32, &buf), BIB_OK);
+    probe_args_t a = probe_args();
+    uint64_t size = 32;
+    uint32_t one[3] = {1, 1, 1};
+    int launches = mock->launches;
+    cr_assert_eq(ops->program_dispatch(mock_ex, prog, &buf, &size, 1, a.slots, 24, one, one),
+                 BIB_E_USAGE);
+    cr_assert(strstr(ops->error(mock_ex), "takes 1 tensors and 4 other parameters"), "%s",
+              ops->error(mock_ex));
+    cr_assert_eq(mock->launches, launches);
+    ops->buffer_free(mock_ex, buf);
+    ops->program_destroy(mock_ex, prog);
+}
+
+Test(cuda_mock, launch_error_names_the_kernel_grid_block_and_cuda_error) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = NULL, *buf = NULL;
+    cr_assert_eq(create(mock_ex, probe_ptx, "probe", "itlfd", &prog), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 32, &buf), BIB_OK);
+    probe_args_t a = probe_args();
+    uint64_t size = 32;
+    uint32_t grid[3] = {4, 1, 1}, block[3] = {2048, 1, 1};
+    cr_assert_eq(
+        ops->program_dispatch(mock_ex, prog, &buf, &size, 1, a.slots, sizeof a.slots, grid, block),
+        BIB_E_UNAVAILABLE);
+    cr_assert_str_eq(ops->error(mock_ex), "cuLaunchKernel(kernel 'probe', grid 4x1x1, block "
+                                          "2048x1x1): CUDA_ERROR_INVALID_VALUE");
+    ops->buffer_free(mock_ex, buf);
+    ops->program_destroy(mock_ex, prog);
+}
+
+Test(cuda_mock, submit_asks_the_stream_without_waiting) {
+    int syncs = mock->stream_syncs, queries = mock->stream_queries;
+    cr_assert_eq(bib_cuda_executor.submit(mock_ex), BIB_OK, "%s", bib_cuda_executor.error(mock_ex));
+    cr_assert_eq(mock->stream_queries, queries + 1);
+    cr_assert_eq(mock->stream_syncs, syncs);
 }
 
 /* ---- the suite that needs a GPU ------------------------------------------- */
@@ -847,6 +1146,116 @@ Test(cuda, view_past_its_buffer_is_refused) {
     cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](cu, &call), BIB_E_USAGE);
     cr_assert(strstr(ops->error(cu), "overruns its buffer"), "%s", ops->error(cu));
     ops->buffer_free(cu, b);
+}
+
+/* ---- user kernels on the device ---------------------------------------------- */
+
+Test(cuda, user_kernel_receives_each_parameter_as_its_signature_says) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = NULL, *buf = NULL;
+    cr_assert_eq(create(cu, probe_ptx, "probe", "itlfd", &prog), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(ops->buffer_alloc(cu, 32, &buf), BIB_OK);
+    probe_args_t a = probe_args();
+    uint64_t size = 32;
+    uint32_t one[3] = {1, 1, 1};
+    cr_assert_eq(ops->program_dispatch(cu, prog, &buf, &size, 1, a.slots, sizeof a.slots, one, one),
+                 BIB_OK, "%s", ops->error(cu));
+    uint8_t out[32];
+    cr_assert_eq(ops->download(cu, buf, 0, out, sizeof out), BIB_OK, "%s", ops->error(cu));
+    uint32_t i, f;
+    uint64_t l, d;
+    memcpy(&i, out, 4);
+    memcpy(&l, out + 8, 8);
+    memcpy(&f, out + 16, 4);
+    memcpy(&d, out + 24, 8);
+    cr_expect_eq(i, a.i, "i: %08x", i);
+    cr_expect_eq(l, a.l, "l: %016llx", (unsigned long long)l);
+    cr_expect_eq(f, a.f_bits, "f: %08x", f);
+    cr_expect_eq(d, a.d_bits, "d: %016llx", (unsigned long long)d);
+    ops->buffer_free(cu, buf);
+    ops->program_destroy(cu, prog);
+}
+
+Test(cuda, user_saxpy_matches_the_cpu_and_runs_in_order_with_built_in_kernels) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    enum { N = 1000 };
+    float x[N], y[N], want[N], got[N];
+    fill_data(x, N, -4, 4, false);
+    fill_data(y, N, -4, 4, false);
+    float a = 1.7f;
+    for (int i = 0; i < N; i++) {
+        float p = a * x[i];
+        float s = p + y[i];
+        want[i] = s > 0 ? s : 0; /* then RELU, the built-in kernel */
+    }
+    void *prog = NULL, *bx = NULL, *by = NULL;
+    cr_assert_eq(create(cu, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(ops->buffer_alloc(cu, sizeof x, &bx), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(cu, sizeof y, &by), BIB_OK);
+    cr_assert_eq(ops->upload(cu, bx, 0, x, sizeof x), BIB_OK);
+    cr_assert_eq(ops->upload(cu, by, 0, y, sizeof y), BIB_OK);
+    void *bufs[2] = {bx, by};
+    uint64_t sizes[2] = {sizeof x, sizeof y};
+    uint64_t slots[2] = {0, N};
+    uint32_t abits;
+    memcpy(&abits, &a, 4);
+    slots[0] = abits;
+    uint32_t grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
+    cr_assert_eq(ops->program_dispatch(cu, prog, bufs, sizes, 2, slots, sizeof slots, grid, block),
+                 BIB_OK, "%s", ops->error(cu));
+    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_RELU};
+    call.out = (bib_view_t){by, 0, BIB_DTYPE_F32, 1, {N}};
+    call.in[0] = (bib_view_t){by, 0, BIB_DTYPE_F32, 1, {N}};
+    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](cu, &call), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(ops->submit(cu), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(ops->download(cu, by, 0, got, sizeof got), BIB_OK, "%s", ops->error(cu));
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(f_bits_of(got[i]), f_bits_of(want[i]), "y[%d]: %a, the CPU says %a", i,
+                     (double)got[i], (double)want[i]);
+    ops->buffer_free(cu, bx);
+    ops->buffer_free(cu, by);
+    ops->program_destroy(cu, prog);
+}
+
+Test(cuda, user_kernel_with_bad_ptx_reports_the_jit_log) {
+    void *prog = (void *)1;
+    cr_assert_eq(create(cu, bad_ptx, "k", "t", &prog), BIB_E_UNAVAILABLE);
+    cr_assert_null(prog);
+    const char *e = bib_cuda_executor.error(cu);
+    printf("%s\n", e);
+    cr_assert(strstr(e, "the driver rejected its PTX (cuModuleLoadDataEx: CUDA_ERROR_"), "%s", e);
+    cr_assert(strstr(e, "line 6") && strstr(e, "bogus"), "no JIT log in: %s", e);
+    cr_assert_null(strchr(e, '\n'), "not one line: %s", e);
+}
+
+Test(cuda, user_kernel_with_a_missing_entry_is_named) {
+    void *prog = (void *)1;
+    cr_assert_eq(create(cu, saxpy_ptx, "nope", "ttfi", &prog), BIB_E_UNAVAILABLE);
+    cr_assert_null(prog);
+    cr_assert_str_eq(bib_cuda_executor.error(cu),
+                     "no entry 'nope' in its PTX (cuModuleGetFunction: CUDA_ERROR_NOT_FOUND)");
+}
+
+Test(cuda, user_kernel_launch_too_large_is_a_driver_error_and_the_executor_goes_on) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *prog = NULL, *buf = NULL;
+    cr_assert_eq(create(cu, probe_ptx, "probe", "itlfd", &prog), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(ops->buffer_alloc(cu, 32, &buf), BIB_OK);
+    probe_args_t a = probe_args();
+    uint64_t size = 32;
+    uint32_t grid[3] = {4, 1, 1}, block[3] = {2048, 1, 1}, one[3] = {1, 1, 1};
+    cr_assert_eq(
+        ops->program_dispatch(cu, prog, &buf, &size, 1, a.slots, sizeof a.slots, grid, block),
+        BIB_E_UNAVAILABLE);
+    cr_assert_str_eq(ops->error(cu), "cuLaunchKernel(kernel 'probe', grid 4x1x1, block "
+                                     "2048x1x1): CUDA_ERROR_INVALID_VALUE");
+    cr_assert_eq(ops->program_dispatch(cu, prog, &buf, &size, 1, a.slots, sizeof a.slots, one, one),
+                 BIB_OK, "%s", ops->error(cu));
+    uint32_t i = 0;
+    cr_assert_eq(ops->download(cu, buf, 0, &i, 4), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(i, a.i);
+    ops->buffer_free(cu, buf);
+    ops->program_destroy(cu, prog);
 }
 
 #endif
