@@ -266,11 +266,15 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
     for (int e = 0; e < nex; e++)
         fprintf(f, " %s", names[e]);
     fprintf(f, "\n");
+    double top = 1.0;
     for (int i = 0; i < nw; i++) {
         fprintf(f, "%s", w[i].name);
-        for (int e = 0; e < nex; e++)
-            fprintf(f, " %.4f",
-                    res[i][e].status == 0 ? w[i].flops / (res[i][e].best_ms * 1e-3) * 1e-9 : 0.0);
+        for (int e = 0; e < nex; e++) {
+            double gflops =
+                res[i][e].status == 0 ? w[i].flops / (res[i][e].best_ms * 1e-3) * 1e-9 : 0.0;
+            top = gflops > top ? gflops : top;
+            fprintf(f, " %.4f", gflops);
+        }
         fprintf(f, "\n");
     }
     fclose(f);
@@ -280,10 +284,10 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
             "set title 'bib bench: GFLOP/s per workload (higher is better)'\n"
             "set style data histogram\nset style histogram clustered gap 1\n"
             "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-            "set ylabel 'GFLOP/s'\nset grid ytics\nset key top left\n"
-            "set xtics rotate by -20\nset yrange [0:*]\n"
+            "set ylabel 'GFLOP/s'\nset grid ytics\nset key outside top center horizontal\n"
+            "set xtics rotate by -20\nset yrange [0:%.1f]\n"
             "plot for [c=2:%d] '%s' using c:xtic(1) title columnheader(c)\n",
-            png, nex + 1, dat);
+            png, top * 1.12, nex + 1, dat);
     fclose(g);
     snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", plt);
     int rc = system(cmd);

@@ -64,11 +64,11 @@ static bib_status_t bib_cu_program_check(bib_executor_t *ex, bib_program_kind_t 
     if (kind != BIB_PROGRAM_PTX)
         return bib_cu_fail(ex, BIB_E_UNAVAILABLE,
                            "cuda: runs PTX kernels only, not program kind %d", (int)kind);
+    if (!entry || !*entry)
+        return bib_cu_fail(ex, BIB_E_USAGE, "cuda: a kernel needs an entry name");
     if (!code || size == 0 || code[size - 1] != 0 || memchr(code, 0, size - 1))
         return bib_cu_fail(ex, BIB_E_USAGE,
                            "cuda: kernel '%s': the PTX must be text ending in its one NUL", entry);
-    if (!entry || !*entry)
-        return bib_cu_fail(ex, BIB_E_USAGE, "cuda: a kernel needs an entry name");
     size_t n = signature ? strlen(signature) : 0;
     if (n > BIB_CU_PROGRAM_PARAMS)
         return bib_cu_fail(ex, BIB_E_USAGE, "cuda: kernel '%s' has %zu parameters; at most %u",
