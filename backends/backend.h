@@ -153,6 +153,19 @@ typedef struct bib_executor_ops {
     /* Optional: starts the recorded work without waiting for it
      * (synchronize waits). */
     bib_status_t (*submit)(bib_executor_t *ex);
+
+    /* Optional (NULL when unsupported): the device's own clock (--profile).
+     * timing(ex, true) starts timing every kernel and program dispatch
+     * recorded from then on and zeroes the elapsed time; it returns
+     * BIB_E_UNAVAILABLE, with error() saying why, on a device that has no
+     * timer (a Vulkan queue whose timestampValidBits is 0). timing(ex, false)
+     * stops it. elapsed writes the device time, in milliseconds, of the timed
+     * work that has finished since its last call and starts counting again
+     * from zero: call it after synchronize to have everything recorded so
+     * far. Overlapping work is counted once (the time the device was busy
+     * with it); copies between host and device are not included. */
+    bib_status_t (*timing)(bib_executor_t *ex, bool on);
+    bib_status_t (*elapsed)(bib_executor_t *ex, double *ms);
 } bib_executor_ops_t;
 
 extern const bib_executor_ops_t bib_cpu_executor;

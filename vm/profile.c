@@ -5,16 +5,23 @@
  * interp.c brackets every instruction with bib_profile_open/close; tensor
  * code reports copies between host and devices with bib_profile_copy, whose
  * time is taken out of the instruction that caused them and shown in rows of
- * their own. Device work is timed on the host: when an instruction that ran
- * a tensor opcode closes, the started GPU executors are synchronized first,
- * so a kernel's time lands on its own instruction. A VM that does not
- * profile has vm->profile == NULL and never calls anything here.
+ * their own. When an instruction that ran a tensor opcode closes, the
+ * started GPU executors are synchronized first, so a kernel's host time
+ * lands on its own instruction; each GPU executor's device clock (CUDA
+ * events, Vulkan timestamp queries: ops->timing/elapsed, switched on when
+ * the executor starts) then gives the device time of the kernels it ran,
+ * which becomes the row's device_ms and the time its rates are computed
+ * from. An executor without a device clock is host-timed and the table's
+ * footer says why. A VM that does not profile has vm->profile == NULL and
+ * never calls anything here.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "profile.h"
 #include "vm.h"
 
 /* Executor columns: "vm", "host", "view" and the executors of a build. */
@@ -22,7 +29,23 @@
 
 typedef struct profile_cell {
     uint64_t count, ns, flops, bytes;
+    uint64_t device_ns;    /* device clock time of the instructions that had one */
+    uint64_t device_count; /* how many instructions had one */
 } profile_cell_t;
+
+/* The device clock of one GPU place. */
+typedef enum profile_clock_state {
+    PROFILE_CLOCK_UNKNOWN, /* its executor has not started while profiling */
+    PROFILE_CLOCK_DEVICE,  /* ops->timing is on */
+    PROFILE_CLOCK_HOST,    /* no device clock: why says why */
+} profile_clock_state_t;
+
+typedef struct profile_clock {
+    const bib_executor_t *ex; /* the executor whose clock this is */
+    const char *name;         /* its ops->name */
+    profile_clock_state_t state;
+    char why[240];
+} profile_clock_t;
 
 typedef struct profile_row {
     const char *op, *executor;
@@ -40,6 +63,9 @@ struct bib_profile {
     uint64_t copy_ns;        /* copies made while it ran */
     uint64_t closed_ns;      /* when the last instruction closed; 0 after a pause */
 
+    /* Executors outlive runs, and so do their clocks (kept by reset). */
+    profile_clock_t clocks[BIB_MAX_PLACES];
+
     profile_row_t *rows; /* sorted rows of the last run; built on first read */
     uint32_t row_count;
     bool rows_valid;
@@ -53,7 +79,56 @@ uint64_t bib_profile_now(void) {
 
 void bib_profile_reset(struct bib_profile *p) {
     free(p->rows);
+    profile_clock_t clocks[BIB_MAX_PLACES];
+    memcpy(clocks, p->clocks, sizeof clocks);
     memset(p, 0, sizeof *p);
+    memcpy(p->clocks, clocks, sizeof clocks);
+}
+
+/* Switches on the device clock of place's executor unless it is already
+   (or has none). Returns true when it was switched on just now: work the
+   executor did before is not on the clock. */
+static bool clock_start(bib_vm_t *vm, int place) {
+    const bib_tensor_state_t *ts = &vm->tensor;
+    bib_executor_t *ex = ts->ex[place];
+    profile_clock_t *c = &vm->profile->clocks[place];
+    if (ex == NULL || ts->ops[place] == NULL || c->ex == ex)
+        return false;
+    const bib_executor_ops_t *ops = ts->ops[place];
+    c->ex = ex;
+    c->name = ops->name;
+    c->why[0] = '\0';
+    if (ops->timing == NULL || ops->elapsed == NULL) {
+        c->state = PROFILE_CLOCK_HOST;
+        snprintf(c->why, sizeof c->why, "the %s executor has no device timer", ops->name);
+        return false;
+    }
+    if (ops->timing(ex, true) != BIB_OK) {
+        c->state = PROFILE_CLOCK_HOST;
+        const char *e = ops->error(ex);
+        snprintf(c->why, sizeof c->why, "%s", e != NULL && e[0] != '\0' ? e : "it failed to start");
+        return false;
+    }
+    c->state = PROFILE_CLOCK_DEVICE;
+    return true;
+}
+
+void bib_profile_executor_started(bib_vm_t *vm, int place) {
+    if (vm->profile == NULL || place <= BIB_PLACE_HOST || place >= BIB_MAX_PLACES)
+        return;
+    /* A new executor, even at the address of one shut down before. */
+    vm->profile->clocks[place].ex = NULL;
+    clock_start(vm, place);
+}
+
+/* Profiling stops: device clocks that are on go off. */
+static void clocks_stop(bib_vm_t *vm) {
+    const bib_tensor_state_t *ts = &vm->tensor;
+    for (int place = 1; place < BIB_MAX_PLACES; place++) {
+        const profile_clock_t *c = &vm->profile->clocks[place];
+        if (c->state == PROFILE_CLOCK_DEVICE && ts->ex[place] != NULL && ts->ex[place] == c->ex)
+            ts->ops[place]->timing(ts->ex[place], false);
+    }
 }
 
 void bib_profile_destroy(struct bib_profile *p) {
@@ -69,6 +144,8 @@ bib_status_t bib_vm_profile(bib_vm_t *vm, int on) {
     if (vm->running)
         return bib_vm_fail(vm, BIB_E_STATE, "cannot switch profiling while the VM is running");
     if (!on) {
+        if (vm->profile != NULL)
+            clocks_stop(vm);
         bib_profile_destroy(vm->profile);
         vm->profile = NULL;
         return BIB_OK;
@@ -78,6 +155,9 @@ bib_status_t bib_vm_profile(bib_vm_t *vm, int on) {
         if (vm->profile == NULL)
             return bib_vm_fail(vm, BIB_E_NOMEM, "host out of memory for the profile");
     }
+    /* Executors a previous run started get their clocks now. */
+    for (int place = 1; place < BIB_MAX_PLACES; place++)
+        clock_start(vm, place);
     return BIB_OK;
 }
 
@@ -172,17 +252,30 @@ void bib_profile_close(bib_vm_t *vm) {
     p->open = NULL;
     const bib_opinfo_t *info = &bib_isa_table[ip->op];
     const char *executor = "vm";
-    uint64_t flops = 0, bytes = 0;
+    uint64_t flops = 0, bytes = 0, device_ns = 0;
+    bool device_timed = false;
     if (info->opclass != BIB_CLASS_SCALAR) {
         /* Device kernels may only have been recorded: wait for them, so their
            time is this instruction's. */
-        const bib_tensor_state_t *ts = &vm->tensor;
+        bib_tensor_state_t *ts = &vm->tensor;
         for (int place = 1; place < BIB_MAX_PLACES; place++)
             if (ts->ex[place] != NULL && ts->ops[place] != NULL &&
                 ts->ops[place]->synchronize != NULL)
                 ts->ops[place]->synchronize(ts->ex[place]);
         executor = ts->last_place != NULL ? ts->last_place : "host";
         tensor_work(vm, ip, &flops, &bytes);
+        for (int place = 1; place < BIB_MAX_PLACES; place++) {
+            /* An executor that started without the hook gets its clock now;
+               this instruction's work on it was not on the clock. */
+            if (ts->ex[place] == NULL || clock_start(vm, place) ||
+                p->clocks[place].state != PROFILE_CLOCK_DEVICE)
+                continue;
+            double ms = 0;
+            if (ts->ops[place]->elapsed(ts->ex[place], &ms) == BIB_OK && ms > 0)
+                device_ns += (uint64_t)llround(ms * 1e6);
+            if (strcmp(ts->ops[place]->name, executor) == 0)
+                device_timed = true;
+        }
     }
     const uint64_t now = bib_profile_now();
     p->closed_ns = now;
@@ -193,6 +286,10 @@ void bib_profile_close(bib_vm_t *vm) {
     c->ns += ns;
     c->flops += flops;
     c->bytes += bytes;
+    if (device_timed) {
+        c->device_ns += device_ns;
+        c->device_count++;
+    }
     p->rows_valid = false;
 }
 
@@ -278,13 +375,56 @@ bib_status_t bib_vm_profile_row(const bib_vm_t *vm, uint32_t index, bib_profile_
     return BIB_OK;
 }
 
-/* A rate column: GFLOP/s where flops are counted, else GB/s where bytes are. */
-static bool rate(const bib_profile_row_t *r, bool flops, double *out) {
-    const uint64_t work = flops ? r->flops : r->bytes;
-    if (work == 0 || r->seconds <= 0)
+/* The device time of a row when a device clock timed every one of its
+   instructions. */
+static bool row_device_seconds(const profile_row_t *r, double *seconds) {
+    if (r->cell.device_count == 0 || r->cell.device_count != r->cell.count)
         return false;
-    *out = (double)work / r->seconds * 1e-9;
+    *seconds = (double)r->cell.device_ns * 1e-9;
     return true;
+}
+
+/* A rate column: GFLOP/s where flops are counted, else GB/s where bytes are;
+   over the row's device time when it has one, else its host time. */
+static bool rate(const profile_row_t *r, bool flops, double *out) {
+    const uint64_t work = flops ? r->cell.flops : r->cell.bytes;
+    double seconds;
+    if (!row_device_seconds(r, &seconds))
+        seconds = (double)r->cell.ns * 1e-9;
+    if (work == 0 || seconds <= 0)
+        return false;
+    *out = (double)work / seconds * 1e-9;
+    return true;
+}
+
+/* The clocks worth a footer line: those of executors that have rows. */
+static bool clock_shown(const struct bib_profile *p, const profile_clock_t *c) {
+    if (c->state == PROFILE_CLOCK_UNKNOWN || c->name == NULL)
+        return false;
+    for (uint32_t i = 0; i < p->row_count; i++)
+        if (strcmp(p->rows[i].executor, c->name) == 0)
+            return true;
+    return false;
+}
+
+static const char *clock_kind(const char *executor) {
+    return strcmp(executor, "vulkan") == 0 ? "timestamp queries"
+           : strcmp(executor, "cuda") == 0 ? "CUDA events"
+                                           : "device timer";
+}
+
+static void json_string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s != '\0'; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
 }
 
 bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
@@ -293,55 +433,90 @@ bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
     if (vm->profile == NULL)
         return bib_vm_fail((bib_vm_t *)vm, BIB_E_STATE, "profiling is off: call bib_vm_profile");
     const uint32_t n = bib_vm_profile_rows(vm);
+    const struct bib_profile *p = vm->profile;
     double total = 0;
     uint64_t executed = 0;
     for (uint32_t i = 0; i < n; i++) {
-        bib_profile_row_t r;
-        bib_vm_profile_row(vm, i, &r);
-        total += r.seconds;
-        if (strcmp(r.op, "upload") != 0 && strcmp(r.op, "download") != 0)
-            executed += r.count;
+        const profile_row_t *r = &p->rows[i];
+        total += (double)r->cell.ns * 1e-9;
+        if (strcmp(r->op, "upload") != 0 && strcmp(r->op, "download") != 0)
+            executed += r->cell.count;
     }
     if (json) {
         fprintf(out, "{\"instructions\":%" PRIu64 ",\"seconds\":%.9f,\"rows\":[", executed, total);
         for (uint32_t i = 0; i < n; i++) {
-            bib_profile_row_t r;
-            bib_vm_profile_row(vm, i, &r);
+            const profile_row_t *r = &p->rows[i];
+            const double seconds = (double)r->cell.ns * 1e-9;
             double g;
             fprintf(out,
                     "%s{\"op\":\"%s\",\"executor\":\"%s\",\"count\":%" PRIu64
                     ",\"seconds\":%.9f,\"mean_seconds\":%.9g,\"flops\":%" PRIu64
                     ",\"bytes\":%" PRIu64,
-                    i > 0 ? "," : "", r.op, r.executor, r.count, r.seconds,
-                    r.seconds / (double)r.count, r.flops, r.bytes);
-            if (rate(&r, true, &g))
+                    i > 0 ? "," : "", r->op, r->executor, r->cell.count, seconds,
+                    seconds / (double)r->cell.count, r->cell.flops, r->cell.bytes);
+            if (row_device_seconds(r, &g))
+                fprintf(out, ",\"device_seconds\":%.9f", g);
+            else
+                fprintf(out, ",\"device_seconds\":null");
+            if (rate(r, true, &g))
                 fprintf(out, ",\"gflops\":%.6g", g);
             else
                 fprintf(out, ",\"gflops\":null");
-            if (rate(&r, false, &g))
+            if (rate(r, false, &g))
                 fprintf(out, ",\"gbps\":%.6g", g);
             else
                 fprintf(out, ",\"gbps\":null");
             fputc('}', out);
+        }
+        fputs("],\"clocks\":[", out);
+        bool first = true;
+        for (int place = 1; place < BIB_MAX_PLACES; place++) {
+            const profile_clock_t *c = &p->clocks[place];
+            if (!clock_shown(p, c))
+                continue;
+            fprintf(out, "%s{\"executor\":\"%s\",\"clock\":", first ? "" : ",", c->name);
+            if (c->state == PROFILE_CLOCK_DEVICE) {
+                fputs("\"device\"}", out);
+            } else {
+                fputs("\"host\",\"why\":", out);
+                json_string(out, c->why);
+                fputc('}', out);
+            }
+            first = false;
         }
         fputs("]}\n", out);
         return BIB_OK;
     }
     fprintf(out, "profile: %" PRIu64 " instructions, %.6f s (host monotonic clock)\n", executed,
             total);
-    fprintf(out, "%-18s %-8s %12s %12s %12s %10s %10s\n", "op", "executor", "count", "total_ms",
-            "mean_us", "GFLOP/s", "GB/s");
+    fprintf(out, "%-18s %-8s %12s %12s %12s %12s %10s %10s\n", "op", "executor", "count",
+            "total_ms", "mean_us", "device_ms", "GFLOP/s", "GB/s");
     for (uint32_t i = 0; i < n; i++) {
-        bib_profile_row_t r;
-        bib_vm_profile_row(vm, i, &r);
-        char gf[32] = "-", gb[32] = "-";
+        const profile_row_t *r = &p->rows[i];
+        const double seconds = (double)r->cell.ns * 1e-9;
+        char dev[32] = "-", gf[32] = "-", gb[32] = "-";
         double g;
-        if (rate(&r, true, &g))
+        if (row_device_seconds(r, &g))
+            snprintf(dev, sizeof dev, "%.3f", g * 1e3);
+        if (rate(r, true, &g))
             snprintf(gf, sizeof gf, "%.3f", g);
-        if (rate(&r, false, &g))
+        if (rate(r, false, &g))
             snprintf(gb, sizeof gb, "%.3f", g);
-        fprintf(out, "%-18s %-8s %12" PRIu64 " %12.3f %12.3f %10s %10s\n", r.op, r.executor,
-                r.count, r.seconds * 1e3, r.seconds * 1e6 / (double)r.count, gf, gb);
+        fprintf(out, "%-18s %-8s %12" PRIu64 " %12.3f %12.3f %12s %10s %10s\n", r->op, r->executor,
+                r->cell.count, seconds * 1e3, seconds * 1e6 / (double)r->cell.count, dev, gf, gb);
+    }
+    for (int place = 1; place < BIB_MAX_PLACES; place++) {
+        const profile_clock_t *c = &p->clocks[place];
+        if (!clock_shown(p, c))
+            continue;
+        if (c->state == PROFILE_CLOCK_DEVICE)
+            fprintf(out,
+                    "%s: device clock (%s): device_ms is the time its kernels took on the "
+                    "device; GFLOP/s and GB/s of %s rows use it\n",
+                    c->name, clock_kind(c->name), c->name);
+        else
+            fprintf(out, "%s: no device clock (%s): %s rows are host-timed\n", c->name, c->why,
+                    c->name);
     }
     return BIB_OK;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "placement.h"
+#include "profile.h"
 #include "tensor.h"
 #include "vm.h"
 
@@ -178,6 +179,7 @@ static bib_status_t start_place(bib_vm_t *vm, int place) {
             snprintf(why, sizeof ts->why[place], "it failed to start");
         return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
     }
+    bib_profile_executor_started(vm, place); /* --profile: its device clock, before any kernel */
     return BIB_OK;
 }
 

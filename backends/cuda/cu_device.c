@@ -5,8 +5,10 @@
  * embedded fatbin per .cu file of shaders/cuda, loaded with cuModuleLoadData, every
  * kernel handle looked up once here), error messages that name the failing
  * driver call and its CUDA_ERROR_* name, and launching. Kernels are queued
- * on the stream without waiting; only synchronize and download wait. Memory
- * lives in cu_memory.c, the kernels' launch code in cu_kernels.c. */
+ * on the stream without waiting; only synchronize and download wait. Also
+ * the device timer of --profile: CUDA events recorded around every timed
+ * command and read when elapsed is asked. Memory lives in cu_memory.c, the
+ * kernels' launch code in cu_kernels.c. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,12 +66,128 @@ bib_status_t bib_cu_wait(bib_executor_t *ex) {
     return st;
 }
 
+/* ---- device timing ---------------------------------------------------------- */
+
+#define BIB_CU_EVENTS_MAX 4096 /* events recorded before elapsed() must have read them */
+
+static bool bib_cu_has_events(const bib_executor_t *ex) {
+    return ex->api.EventCreate && ex->api.EventRecord && ex->api.EventSynchronize &&
+           ex->api.EventElapsedTime && ex->api.EventDestroy;
+}
+
+/* Waits for the last recorded event and adds the time of every recorded
+ * pair to timed_ms; the events can be recorded again. One stream runs its
+ * commands in order, so the pairs never overlap and their sum is the busy
+ * time. */
+static bib_status_t bib_cu_time_fold(bib_executor_t *ex) {
+    uint32_t n = ex->events_used & ~1u;
+    ex->events_used = 0;
+    if (n == 0)
+        return BIB_OK;
+    bib_status_t st =
+        bib_cu_check(ex, ex->api.EventSynchronize(ex->events[n - 1]), "cuEventSynchronize");
+    for (uint32_t i = 0; st == BIB_OK && i < n; i += 2) {
+        float ms = 0;
+        st = bib_cu_check(ex, ex->api.EventElapsedTime(&ms, ex->events[i], ex->events[i + 1]),
+                          "cuEventElapsedTime");
+        if (st == BIB_OK && ms > 0)
+            ex->timed_ms += ms;
+    }
+    return st;
+}
+
+/* One more event, created when none is free. */
+static bib_status_t bib_cu_time_record(bib_executor_t *ex) {
+    if (ex->events_used == ex->events_made) {
+        if (ex->events_made == ex->events_cap) {
+            uint32_t cap = ex->events_cap ? ex->events_cap * 2 : 64;
+            CUevent *grown = realloc(ex->events, cap * sizeof *grown);
+            if (!grown)
+                return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory for timing events");
+            ex->events = grown;
+            ex->events_cap = cap;
+        }
+        bib_status_t st =
+            bib_cu_check(ex, ex->api.EventCreate(&ex->events[ex->events_made], CU_EVENT_DEFAULT),
+                         "cuEventCreate");
+        if (st != BIB_OK)
+            return st;
+        ex->events_made++;
+    }
+    bib_status_t st = bib_cu_check(ex, ex->api.EventRecord(ex->events[ex->events_used], ex->stream),
+                                   "cuEventRecord");
+    if (st == BIB_OK)
+        ex->events_used++;
+    return st;
+}
+
+bib_status_t bib_cu_time_begin(bib_executor_t *ex) {
+    if (!ex->timing)
+        return BIB_OK;
+    if (ex->events_used + 2 > BIB_CU_EVENTS_MAX) {
+        bib_status_t st = bib_cu_time_fold(ex);
+        if (st != BIB_OK)
+            return st;
+    }
+    return bib_cu_time_record(ex);
+}
+
+void bib_cu_time_end(bib_executor_t *ex) {
+    if (!ex->timing || !(ex->events_used & 1))
+        return;
+    /* Without its second event the pair is dropped; the command ran anyway,
+       so the error is not the command's. */
+    char keep[sizeof ex->error];
+    memcpy(keep, ex->error, sizeof keep);
+    if (bib_cu_time_record(ex) != BIB_OK) {
+        ex->events_used--;
+        memcpy(ex->error, keep, sizeof keep);
+    }
+}
+
+bib_status_t bib_cu_timing(bib_executor_t *ex, bool on) {
+    bib_status_t st = bib_cu_enter(ex);
+    if (st != BIB_OK)
+        return st;
+    if (!on) {
+        /* What was timed so far is kept for the next elapsed(). */
+        st = ex->timing ? bib_cu_time_fold(ex) : BIB_OK;
+        ex->timing = false;
+        return st;
+    }
+    if (!bib_cu_has_events(ex))
+        return bib_cu_fail(ex, BIB_E_UNAVAILABLE,
+                           "cuda: the driver lacks the event functions of the device timer "
+                           "(cuEventCreate, cuEventRecord, cuEventSynchronize, "
+                           "cuEventElapsedTime, cuEventDestroy)");
+    ex->timing = true;
+    ex->events_used = 0;
+    ex->timed_ms = 0;
+    return BIB_OK;
+}
+
+bib_status_t bib_cu_elapsed(bib_executor_t *ex, double *ms) {
+    *ms = 0;
+    bib_status_t st = bib_cu_enter(ex);
+    if (st == BIB_OK)
+        st = bib_cu_time_fold(ex);
+    *ms = ex->timed_ms;
+    ex->timed_ms = 0;
+    return st;
+}
+
+/* ---- launching ---------------------------------------------------------------- */
+
 bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint32_t gy,
                            uint32_t gz, uint32_t bx, uint32_t by, uint32_t shared,
                            const bib_cu_args_t *args) {
     void *params[1] = {(void *)args};
+    bib_status_t st = bib_cu_time_begin(ex);
+    if (st != BIB_OK)
+        return st;
     CUresult r =
         ex->api.LaunchKernel(ex->fn[fn], gx, gy, gz, bx, by, 1, shared, ex->stream, params, NULL);
+    bib_cu_time_end(ex);
     ex->launches++;
     return bib_cu_check(ex, r, "cuLaunchKernel(%s, grid %ux%ux%u, block %ux%u, %u shared bytes)",
                         bib_cu_fn_names[fn], gx, gy, gz, bx, by, shared);
@@ -208,6 +326,8 @@ void bib_cu_shutdown(bib_executor_t *ex) {
         if (bib_cu_enter(ex) == BIB_OK) {
             if (ex->stream)
                 ex->api.StreamSynchronize(ex->stream);
+            for (uint32_t i = 0; i < ex->events_made; i++)
+                ex->api.EventDestroy(ex->events[i]);
             bib_cu_memory_shutdown(ex);
             for (uint32_t i = 0; i < ex->module_count; i++)
                 ex->api.ModuleUnload(ex->modules[i]);
@@ -217,6 +337,7 @@ void bib_cu_shutdown(bib_executor_t *ex) {
         ex->api.DevicePrimaryCtxRelease(ex->device);
     }
     bib_cu_api_unload(&ex->api);
+    free(ex->events);
     free(ex);
 }
 

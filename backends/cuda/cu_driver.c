@@ -2,7 +2,8 @@
  *
  * Owns dlopen of libcuda.so.1 (or $BIB_CUDA_LIBRARY), the table of entry
  * points resolved from it by their exported names (the _v2 ones where the
- * driver has them; BIB_CU_API in cu_internal.h), and naming driver errors.
+ * driver has them; BIB_CU_API in cu_internal.h; the optional ones of the
+ * device timer, BIB_CU_API_TIMING), and naming driver errors.
  * Nothing in the library links against libcuda or libcudart, so a machine
  * without the NVIDIA driver loads libbib and simply finds no CUDA executor.
  * The device, memory and kernels live in the other cu_*.c files. */
@@ -26,6 +27,18 @@ static const bib_cu_symbol_t bib_cu_symbols[] = {
 #undef BIB_CU_API_SYMBOL
 };
 
+typedef struct bib_cu_timing_symbol {
+    const char *name, *older;
+    size_t offset;
+} bib_cu_timing_symbol_t;
+
+static const bib_cu_timing_symbol_t bib_cu_timing_symbols[] = {
+#define BIB_CU_API_TIMING_SYMBOL(field, symbol, older, params)                                     \
+    {symbol, older, offsetof(bib_cu_api_t, field)},
+    BIB_CU_API_TIMING(BIB_CU_API_TIMING_SYMBOL)
+#undef BIB_CU_API_TIMING_SYMBOL
+};
+
 void bib_cu_api_unload(bib_cu_api_t *api) {
     if (api->library)
         dlclose(api->library);
@@ -46,6 +59,14 @@ bib_status_t bib_cu_api_load(bib_cu_api_t *api, char *why, size_t why_len) {
         else
             snprintf(why, why_len, "%s could not be loaded: %s", name, err);
         return BIB_E_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < sizeof bib_cu_timing_symbols / sizeof bib_cu_timing_symbols[0]; i++) {
+        const bib_cu_timing_symbol_t *t = &bib_cu_timing_symbols[i];
+        void *sym = dlsym(api->library, t->name);
+        if (!sym && t->older)
+            sym = dlsym(api->library, t->older);
+        if (sym)
+            memcpy((char *)api + t->offset, &sym, sizeof sym);
     }
     for (size_t i = 0; i < sizeof bib_cu_symbols / sizeof bib_cu_symbols[0]; i++) {
         dlerror();

@@ -69,11 +69,27 @@
     X(MemsetD32Async, "cuMemsetD32Async",                                                          \
       (CUdeviceptr dst, unsigned int value, size_t count, CUstream stream))
 
+/* Entry points only the device timer (--profile) uses: X(field, symbol,
+ * older symbol, parameters). A driver without one still runs everything
+ * else, and its field stays NULL; where a newer driver renamed one (the _v2
+ * of cuEventElapsedTime, CUDA 12.8) the older name, same signature, is
+ * tried next (NULL: none). */
+#define BIB_CU_API_TIMING(X)                                                                       \
+    X(EventCreate, "cuEventCreate", NULL, (CUevent * event, unsigned int flags))                   \
+    X(EventRecord, "cuEventRecord", NULL, (CUevent event, CUstream stream))                        \
+    X(EventSynchronize, "cuEventSynchronize", NULL, (CUevent event))                               \
+    X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime",                             \
+      (float *ms, CUevent start, CUevent end))                                                     \
+    X(EventDestroy, "cuEventDestroy_v2", NULL, (CUevent event))
+
 typedef struct bib_cu_api {
     void *library; /* dlopen handle */
 #define BIB_CU_API_FIELD(field, symbol, params) CUresult(CUDAAPI *field) params;
     BIB_CU_API(BIB_CU_API_FIELD)
 #undef BIB_CU_API_FIELD
+#define BIB_CU_API_TIMING_FIELD(field, symbol, older, params) CUresult(CUDAAPI *field) params;
+    BIB_CU_API_TIMING(BIB_CU_API_TIMING_FIELD)
+#undef BIB_CU_API_TIMING_FIELD
 } bib_cu_api_t;
 
 /* ---- kernels -------------------------------------------------------------
@@ -200,6 +216,15 @@ struct bib_executor {
     size_t staging_used; /* bytes claimed by copies queued since the last wait */
     uint64_t launches;   /* kernels and transfer commands queued so far */
     uint64_t waits;      /* stream synchronizations so far */
+
+    /* device timing (--profile): a pair of events around every timed
+     * command, events[2i] before and events[2i+1] after; created on first
+     * need and reused once elapsed has read them */
+    bool timing;
+    CUevent *events;
+    uint32_t events_made, events_cap; /* created; room in the array */
+    uint32_t events_used;             /* recorded since they were last read */
+    double timed_ms;                  /* read but not yet returned by elapsed */
 };
 
 /* cu_driver.c */
@@ -235,6 +260,14 @@ bib_status_t bib_cu_check(bib_executor_t *ex, CUresult r, const char *call_fmt, 
 bib_status_t bib_cu_enter(bib_executor_t *ex);
 /* Waits for everything queued on the stream; the staging memory is free again. */
 bib_status_t bib_cu_wait(bib_executor_t *ex);
+/* Device timing: bib_cu_time_begin records the event before a command
+ * queued on the stream, bib_cu_time_end the one after it (nothing when
+ * timing is off). An error of begin is the executor's: the command is not
+ * queued. */
+bib_status_t bib_cu_time_begin(bib_executor_t *ex);
+void bib_cu_time_end(bib_executor_t *ex);
+bib_status_t bib_cu_timing(bib_executor_t *ex, bool on);
+bib_status_t bib_cu_elapsed(bib_executor_t *ex, double *ms);
 /* Queues fn over grid x block threads with dynamic shared bytes and args. */
 bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint32_t gy,
                            uint32_t gz, uint32_t bx, uint32_t by, uint32_t shared,

@@ -360,9 +360,12 @@ static bib_status_t bib_cu_fill(bib_executor_t *ex, const bib_call_t *c) {
         return BIB_OK;
     uint32_t word =
         c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_cu_fbits(c->f[0]);
+    if ((st = bib_cu_time_begin(ex)) != BIB_OK)
+        return st;
     ex->launches++;
-    return bib_cu_check(ex, ex->api.MemsetD32Async((CUdeviceptr)dst, word, n, ex->stream),
-                        "cuMemsetD32Async(%llu words)", (unsigned long long)n);
+    CUresult r = ex->api.MemsetD32Async((CUdeviceptr)dst, word, n, ex->stream);
+    bib_cu_time_end(ex);
+    return bib_cu_check(ex, r, "cuMemsetD32Async(%llu words)", (unsigned long long)n);
 }
 
 static bib_status_t bib_cu_copy(bib_executor_t *ex, const bib_call_t *c) {
@@ -382,18 +385,24 @@ static bib_status_t bib_cu_copy(bib_executor_t *ex, const bib_call_t *c) {
             return st;
         CUdeviceptr t = ((bib_cu_buffer_t *)tmp)->ptr;
         ex->launches += 2;
-        st = bib_cu_check(ex, ex->api.MemcpyDtoDAsync(t, (CUdeviceptr)src, bytes, ex->stream),
-                          "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
-        if (st == BIB_OK)
-            st = bib_cu_check(ex, ex->api.MemcpyDtoDAsync((CUdeviceptr)dst, t, bytes, ex->stream),
+        if ((st = bib_cu_time_begin(ex)) == BIB_OK) {
+            st = bib_cu_check(ex, ex->api.MemcpyDtoDAsync(t, (CUdeviceptr)src, bytes, ex->stream),
                               "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
+            if (st == BIB_OK)
+                st = bib_cu_check(ex,
+                                  ex->api.MemcpyDtoDAsync((CUdeviceptr)dst, t, bytes, ex->stream),
+                                  "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
+            bib_cu_time_end(ex);
+        }
         bib_cu_buffer_free(ex, tmp);
         return st;
     }
+    if ((st = bib_cu_time_begin(ex)) != BIB_OK)
+        return st;
     ex->launches++;
-    return bib_cu_check(
-        ex, ex->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, ex->stream),
-        "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
+    CUresult r = ex->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, ex->stream);
+    bib_cu_time_end(ex);
+    return bib_cu_check(ex, r, "cuMemcpyDtoDAsync_v2(%llu bytes)", (unsigned long long)bytes);
 }
 
 /* ---- support ------------------------------------------------------------- */
@@ -494,4 +503,6 @@ const bib_executor_ops_t bib_cuda_executor = {
     .program_dispatch = bib_cu_program_dispatch,
     .program_destroy = bib_cu_program_destroy,
     .submit = bib_cu_submit,
+    .timing = bib_cu_timing,
+    .elapsed = bib_cu_elapsed,
 };

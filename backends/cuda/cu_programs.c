@@ -183,9 +183,12 @@ bib_status_t bib_cu_program_dispatch(bib_executor_t *ex, void *prog, void *const
             slot += 8;
         }
     }
+    if ((st = bib_cu_time_begin(ex)) != BIB_OK)
+        return st;
     CUresult r =
         ex->api.LaunchKernel(p->function, groups[0], groups[1], groups[2], block[0], block[1],
                              block[2], 0, ex->stream, p->nparams ? params : NULL, NULL);
+    bib_cu_time_end(ex);
     ex->launches++;
     return bib_cu_check(ex, r, "cuLaunchKernel(kernel '%s', grid %ux%ux%u, block %ux%ux%u)",
                         p->entry, groups[0], groups[1], groups[2], block[0], block[1], block[2]);

@@ -6,8 +6,10 @@
  * modes inserted into the SPIR-V), the lazily built pipeline cache (persisted
  * under $XDG_CACHE_HOME/bib), and command recording: kernels are recorded
  * into one command buffer with the barriers their hazards need and submitted
- * only when the host must wait. Memory lives in vk_memory.c, kernels in
- * vk_kernels.c. */
+ * only when the host must wait. Also the device clock of --profile: a
+ * timestamp query pool written around every timed command and read back
+ * when its command buffer has finished. Memory lives in vk_memory.c, kernels
+ * in vk_kernels.c. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -275,6 +277,19 @@ static bib_status_t bib_vk_create_device(bib_executor_t *ex, char *why, size_t w
         return BIB_E_UNAVAILABLE;
     }
     vkGetDeviceQueue(ex->device, ex->queue_family, 0, &ex->queue);
+    uint32_t nf = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ex->physical, &nf, NULL);
+    VkQueueFamilyProperties *qf = calloc(nf ? nf : 1, sizeof *qf);
+    if (qf) {
+        vkGetPhysicalDeviceQueueFamilyProperties(ex->physical, &nf, qf);
+        if (ex->queue_family < nf && ex->props.limits.timestampPeriod > 0)
+            ex->timestamp_bits = qf[ex->queue_family].timestampValidBits;
+        free(qf);
+    }
+    /* Lets tests take the path of a device without timestamps on any device. */
+    const char *none = getenv("BIB_VK_NO_TIMESTAMPS");
+    if (none && *none && strcmp(none, "0") != 0)
+        ex->timestamp_bits = 0;
     return BIB_OK;
 }
 
@@ -563,6 +578,105 @@ static bib_status_t bib_vk_pipeline(bib_executor_t *ex, const char *name, const 
     return BIB_OK;
 }
 
+/* ---- device timing -------------------------------------------------------- */
+
+/* The command buffer that wrote the timestamps is over: when it finished
+ * (done), adds the busy time of its timestamp pairs to timed_ns. A pair's
+ * first timestamp is written once the commands before it have finished
+ * (BOTTOM_OF_PIPE), so a kernel is not charged for the copies recorded
+ * ahead of it; pairs that still overlap are counted once. Results of a
+ * command buffer that failed are never read: its timestamps may be unwritten. */
+static void bib_vk_time_collect(bib_executor_t *ex, bool done) {
+    uint32_t n = ex->queries_used & ~1u;
+    ex->queries_used = 0;
+    ex->queries_reset = false;
+    ex->query_open = false;
+    if (!done || n == 0)
+        return;
+    if (vkGetQueryPoolResults(ex->device, ex->query_pool, 0, n, n * sizeof *ex->stamps, ex->stamps,
+                              sizeof *ex->stamps,
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+        return;
+    const uint64_t mask =
+        ex->timestamp_bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << ex->timestamp_bits) - 1;
+    /* Ticks from the first timestamp, so a counter narrower than 64 bits
+       that wraps inside the command buffer still subtracts right. */
+    const uint64_t base = ex->stamps[0];
+    uint64_t busy = 0, reached = 0;
+    for (uint32_t i = 0; i < n; i += 2) {
+        uint64_t start = (ex->stamps[i] - base) & mask, end = (ex->stamps[i + 1] - base) & mask;
+        if (start < reached)
+            start = reached;
+        if (end > start)
+            busy += end - start;
+        if (end > reached)
+            reached = end;
+    }
+    ex->timed_ns += (double)busy * (double)ex->props.limits.timestampPeriod;
+}
+
+bib_status_t bib_vk_time_reserve(bib_executor_t *ex) {
+    if (ex->timing && ex->queries_used + 2 > BIB_VK_QUERIES)
+        return bib_vk_flush(ex);
+    return BIB_OK;
+}
+
+void bib_vk_time_begin(bib_executor_t *ex) {
+    if (!ex->timing || !ex->queries_reset || ex->queries_used + 2 > BIB_VK_QUERIES)
+        return;
+    vkCmdWriteTimestamp(ex->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ex->query_pool,
+                        ex->queries_used++);
+    ex->query_open = true;
+}
+
+void bib_vk_time_end(bib_executor_t *ex) {
+    if (!ex->query_open)
+        return;
+    vkCmdWriteTimestamp(ex->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ex->query_pool,
+                        ex->queries_used++);
+    ex->query_open = false;
+}
+
+bib_status_t bib_vk_timing(bib_executor_t *ex, bool on) {
+    if (!on) {
+        /* What was timed so far is collected for the next elapsed(). */
+        bib_status_t st = bib_vk_flush(ex);
+        ex->timing = false;
+        return st;
+    }
+    if (ex->timestamp_bits == 0)
+        return bib_vk_fail(ex, BIB_E_UNAVAILABLE,
+                           "vulkan: queue family %u of '%s' has no timestamps "
+                           "(timestampValidBits 0)",
+                           ex->queue_family, ex->props.deviceName);
+    if (!ex->query_pool) {
+        ex->stamps = calloc(BIB_VK_QUERIES, sizeof *ex->stamps);
+        if (!ex->stamps)
+            return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for timestamps");
+        VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                     .queryCount = BIB_VK_QUERIES};
+        bib_status_t st = bib_vk_check(
+            ex, vkCreateQueryPool(ex->device, &qci, NULL, &ex->query_pool), "vkCreateQueryPool");
+        if (st != BIB_OK) {
+            ex->query_pool = VK_NULL_HANDLE;
+            return st;
+        }
+    }
+    /* Queries are reset at the start of a command buffer: the one being
+       recorded has no reset, so it is finished first. */
+    bib_status_t st = bib_vk_flush(ex);
+    ex->timing = st == BIB_OK;
+    ex->timed_ns = 0;
+    return st;
+}
+
+bib_status_t bib_vk_elapsed(bib_executor_t *ex, double *ms) {
+    *ms = ex->timed_ns * 1e-6;
+    ex->timed_ns = 0;
+    return BIB_OK;
+}
+
 /* ---- recording ----------------------------------------------------------- */
 
 /* Waits for work started by bib_vk_submit, then frees what it held (the
@@ -573,6 +687,7 @@ static bib_status_t bib_vk_settle(bib_executor_t *ex) {
     ex->inflight = false;
     bib_status_t st = bib_vk_check(
         ex, vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    bib_vk_time_collect(ex, st == BIB_OK);
     vkResetFences(ex->device, 1, &ex->fence);
     vkResetCommandPool(ex->device, ex->command_pool, 0);
     vkResetDescriptorPool(ex->device, ex->descriptor_pool, 0);
@@ -611,6 +726,11 @@ bib_status_t bib_vk_begin(bib_executor_t *ex) {
     bib_status_t st = bib_vk_check(ex, vkBeginCommandBuffer(ex->cmd, &bi), "vkBeginCommandBuffer");
     if (st == BIB_OK)
         ex->recording = true;
+    if (st == BIB_OK && ex->timing) {
+        vkCmdResetQueryPool(ex->cmd, ex->query_pool, 0, BIB_VK_QUERIES);
+        ex->queries_reset = true;
+        ex->queries_used = 0;
+    }
     return st;
 }
 
@@ -620,6 +740,7 @@ bib_status_t bib_vk_flush(bib_executor_t *ex) {
     ex->recording = false;
     ex->pending_count = 0;
     bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
+    bool done = false;
     if (st == BIB_OK) {
         VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                            .commandBufferCount = 1,
@@ -629,9 +750,11 @@ bib_status_t bib_vk_flush(bib_executor_t *ex) {
             ex->submits++;
             st = bib_vk_check(ex, vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, UINT64_MAX),
                               "vkWaitForFences");
+            done = st == BIB_OK;
             vkResetFences(ex->device, 1, &ex->fence);
         }
     }
+    bib_vk_time_collect(ex, done);
     vkResetCommandPool(ex->device, ex->command_pool, 0);
     vkResetDescriptorPool(ex->device, ex->descriptor_pool, 0);
     ex->sets_used = 0;
@@ -676,7 +799,7 @@ bib_status_t bib_vk_dispatch(bib_executor_t *ex, const char *name, const uint32_
         return st;
     if (ex->sets_used == BIB_VK_SETS_PER_POOL && (st = bib_vk_flush(ex)) != BIB_OK)
         return st;
-    if ((st = bib_vk_begin(ex)) != BIB_OK)
+    if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                       .descriptorPool = ex->descriptor_pool,
@@ -713,7 +836,9 @@ bib_status_t bib_vk_dispatch(bib_executor_t *ex, const char *name, const uint32_
                             &set, 0, NULL);
     vkCmdPushConstants(ex->cmd, ex->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof *push,
                        push);
+    bib_vk_time_begin(ex);
     vkCmdDispatch(ex->cmd, gx, gy, gz);
+    bib_vk_time_end(ex);
     return BIB_OK;
 }
 
@@ -878,6 +1003,8 @@ void bib_vk_shutdown(bib_executor_t *ex) {
                 vkDestroyShaderModule(ex->device, ex->modules[i], NULL);
         if (ex->pipeline_cache)
             vkDestroyPipelineCache(ex->device, ex->pipeline_cache, NULL);
+        if (ex->query_pool)
+            vkDestroyQueryPool(ex->device, ex->query_pool, NULL);
         bib_vk_memory_shutdown(ex);
         if (ex->program_pool)
             vkDestroyDescriptorPool(ex->device, ex->program_pool, NULL);
@@ -904,6 +1031,7 @@ void bib_vk_shutdown(bib_executor_t *ex) {
         vkDestroyInstance(ex->instance, NULL);
     free(ex->pipelines);
     free(ex->modules);
+    free(ex->stamps);
     free(ex);
 }
 

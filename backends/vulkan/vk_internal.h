@@ -17,6 +17,7 @@
 
 #define BIB_VK_SPEC_MAX 8     /* specialization constants per pipeline */
 #define BIB_VK_PENDING_MAX 64 /* buffer ranges tracked between barriers */
+#define BIB_VK_QUERIES 4096   /* timestamps per command buffer: two per timed command */
 
 /* The fma path chosen by the start-up probe (specialization constant 0). */
 typedef enum bib_vk_fma_path {
@@ -115,6 +116,18 @@ struct bib_executor {
     uint64_t submits; /* for tests and benchmarks: queue submissions so far */
     bool inflight;    /* bib_vk_submit started cmd; the fence is not waited for yet */
 
+    /* device timing (--profile): two timestamps around every dispatch, fill
+     * and copy while timing is on; the pool is reset at the start of each
+     * command buffer and read when its fence has signalled */
+    VkQueryPool query_pool;
+    bool timing;
+    bool queries_reset;      /* the current command buffer reset the pool first */
+    bool query_open;         /* a command's first timestamp is written, its second not yet */
+    uint32_t queries_used;   /* timestamps recorded in the current command buffer */
+    uint64_t *stamps;        /* BIB_VK_QUERIES results, read back from the pool */
+    uint32_t timestamp_bits; /* timestampValidBits of the queue family */
+    double timed_ns;         /* busy time of timed work collected since elapsed() */
+
     /* user programs (vk_programs.c): descriptor sets of VK_COMPUTE dispatches
      * come from their own pool, reset with the command buffer */
     VkDescriptorPool program_pool;
@@ -157,6 +170,15 @@ bib_status_t bib_vk_submit(bib_executor_t *ex);
 /* Records a barrier first if an access overlaps a pending one, then notes
  * the accesses. */
 void bib_vk_hazard(bib_executor_t *ex, const bib_vk_access_t *acc, uint32_t count);
+/* Device timing (--profile). Before starting to record a command that
+ * bib_vk_time_begin/end will bracket: flushes when the query pool has no room
+ * for two more timestamps, so call it before allocating descriptor sets. */
+bib_status_t bib_vk_time_reserve(bib_executor_t *ex);
+/* The timestamps around one recorded command (nothing when timing is off). */
+void bib_vk_time_begin(bib_executor_t *ex);
+void bib_vk_time_end(bib_executor_t *ex);
+bib_status_t bib_vk_timing(bib_executor_t *ex, bool on);
+bib_status_t bib_vk_elapsed(bib_executor_t *ex, double *ms);
 /* Records one dispatch of shader `name` with spec[0..spec_count) as
  * specialization constants 1..spec_count (constant 0, the fma path, is filled
  * in here) over buffers bound at 0..4 (bufs[0] and bufs[4], the scratch,

@@ -309,14 +309,16 @@ static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
     uint64_t n = bib_vk_count(&c->out);
     if (st != BIB_OK || n == 0)
         return st;
-    if ((st = bib_vk_begin(ex)) != BIB_OK)
+    if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
     const bib_vk_buffer_t *b = c->out.buf;
     bib_vk_access_t acc = {b->block, (VkDeviceSize)e * 4, ((VkDeviceSize)e + n) * 4, true};
     bib_vk_hazard(ex, &acc, 1);
     uint32_t word =
         c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_vk_fbits(c->f[0]);
+    bib_vk_time_begin(ex);
     vkCmdFillBuffer(ex->cmd, bib_vk_block_buffer(ex, b), (VkDeviceSize)e * 4, n * 4, word);
+    bib_vk_time_end(ex);
     return BIB_OK;
 }
 
@@ -332,13 +334,15 @@ static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
         return BIB_OK;
     if (bo->block == bi->block && eo < ei + n && ei < eo + n)
         return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: copy between overlapping ranges");
-    if ((st = bib_vk_begin(ex)) != BIB_OK)
+    if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
     bib_vk_access_t acc[2] = {{bo->block, (VkDeviceSize)eo * 4, ((VkDeviceSize)eo + n) * 4, true},
                               {bi->block, (VkDeviceSize)ei * 4, ((VkDeviceSize)ei + n) * 4, false}};
     bib_vk_hazard(ex, acc, 2);
     VkBufferCopy region = {(VkDeviceSize)ei * 4, (VkDeviceSize)eo * 4, n * 4};
+    bib_vk_time_begin(ex);
     vkCmdCopyBuffer(ex->cmd, bib_vk_block_buffer(ex, bi), bib_vk_block_buffer(ex, bo), 1, &region);
+    bib_vk_time_end(ex);
     return BIB_OK;
 }
 
@@ -507,4 +511,6 @@ const bib_executor_ops_t bib_vulkan_executor = {
     .program_dispatch = bib_vk_program_dispatch,
     .program_destroy = bib_vk_program_destroy,
     .submit = bib_vk_submit,
+    .timing = bib_vk_timing,
+    .elapsed = bib_vk_elapsed,
 };

@@ -176,7 +176,7 @@ bib_status_t bib_vk_program_dispatch(bib_executor_t *ex, void *prog, void *const
     bib_status_t st;
     if (ex->program_sets_used == BIB_VK_PROGRAM_SETS && (st = bib_vk_flush(ex)) != BIB_OK)
         return st;
-    if ((st = bib_vk_begin(ex)) != BIB_OK)
+    if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                       .descriptorPool = ex->program_pool,
@@ -213,6 +213,8 @@ bib_status_t bib_vk_program_dispatch(bib_executor_t *ex, void *prog, void *const
                             NULL);
     if (push_bytes > 0)
         vkCmdPushConstants(ex->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    bib_vk_time_begin(ex);
     vkCmdDispatch(ex->cmd, groups[0], groups[1], groups[2]);
+    bib_vk_time_end(ex);
     return BIB_OK;
 }

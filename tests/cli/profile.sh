@@ -2,12 +2,17 @@
 # CLI tests for --profile, --profile=json and trace completeness: the table
 # has one row per opcode and executor with the documented columns (counts are
 # exact, times are not compared), the JSON parses and agrees with the table,
-# and the traces of examples/mlp.basm on --backend=cpu and --backend=vulkan
-# differ only in the executor names (a SKIP line with the reason when there
-# is no Vulkan device).
+# GPU rows carry the device clock's time (Vulkan timestamp queries: present,
+# non-negative, at most the row's host time, the rates computed from it; a
+# device without timestamps is host-timed and the footer says why; the
+# validation layer stays silent; CUDA events through the mock driver, whose
+# clock makes a launch exactly 1 ms), and the traces of examples/mlp.basm on
+# --backend=cpu and --backend=vulkan differ only in the executor names (a
+# SKIP line with the reason when there is no Vulkan device or mock driver).
 # Prints one line per check and "N passed, N failed" at the end.
 set -u
 BIB=${BIB:-build/bib}
+BUILD=${BUILD:-build}
 PY=${PYTHON:-/usr/bin/python3}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -32,8 +37,8 @@ if grep -q '^profile: 38770354 instructions, [0-9.]* s (host monotonic clock)$' 
 else
     bad "profile summary line: $(head -1 "$T/fib.prof")"
 fi
-if sed -n 2p "$T/fib.prof" | grep -q '^op  *executor  *count  *total_ms  *mean_us  *GFLOP/s  *GB/s$'; then
-    ok "the table has the columns op executor count total_ms mean_us GFLOP/s GB/s"
+if sed -n 2p "$T/fib.prof" | grep -q '^op  *executor  *count  *total_ms  *mean_us  *device_ms  *GFLOP/s  *GB/s$'; then
+    ok "the table has the columns op executor count total_ms mean_us device_ms GFLOP/s GB/s"
 else
     bad "table header: $(sed -n 2p "$T/fib.prof")"
 fi
@@ -45,8 +50,8 @@ for r in "CALL vm 7049155" "RET vm 7049155" "JLT vm 7049155" "ADDI vm 7049154" "
 done
 [ "$(wc -l <"$T/fib.prof")" -eq 10 ] || { rows_ok=0; bad "fib table has $(wc -l <"$T/fib.prof") lines, want 10"; }
 [ $rows_ok -eq 1 ] && ok "fib: one row per opcode with exact counts, executor vm"
-if awk 'NR > 2 && ($6 != "-" || $7 != "-") { bad = 1 } NR > 2 && $4 !~ /^[0-9]+\.[0-9]+$/ { bad = 1 } END { exit bad }' "$T/fib.prof"; then
-    ok "scalar rows have times and no GFLOP/s or GB/s"
+if awk 'NR > 2 && ($6 != "-" || $7 != "-" || $8 != "-") { bad = 1 } NR > 2 && $4 !~ /^[0-9]+\.[0-9]+$/ { bad = 1 } END { exit bad }' "$T/fib.prof"; then
+    ok "scalar rows have times and no device_ms, GFLOP/s or GB/s, and no clock footer"
 else
     bad "scalar row columns: $(cat "$T/fib.prof")"
 fi
@@ -60,9 +65,10 @@ rows = {(r['op'], r['executor']): r for r in p['rows']}
 assert p['instructions'] == 38770354, p['instructions']
 assert sum(r['count'] for r in p['rows']) == p['instructions']
 assert rows[('CALL', 'vm')]['count'] == 7049155
+assert set(p) == {'instructions', 'seconds', 'rows', 'clocks'} and p['clocks'] == [], p.keys()
 for r in p['rows']:
-    assert set(r) == {'op', 'executor', 'count', 'seconds', 'mean_seconds', 'flops', 'bytes', 'gflops', 'gbps'}, r
-    assert r['seconds'] >= 0 and r['gflops'] is None and r['gbps'] is None
+    assert set(r) == {'op', 'executor', 'count', 'seconds', 'mean_seconds', 'flops', 'bytes', 'device_seconds', 'gflops', 'gbps'}, r
+    assert r['seconds'] >= 0 and r['gflops'] is None and r['gbps'] is None and r['device_seconds'] is None
 " 2>"$T/err"; then ok "--profile=json parses and agrees with the counts"; else bad "--profile=json: $(cat "$T/err")"; fi
 expect_usage() {
     "$BIB" run examples/fib.basm --profile=xml >/dev/null 2>"$T/err"
@@ -84,10 +90,11 @@ for r in "LINEAR_RELU cpu 1" "LINEAR cpu 1" "SOFTMAX cpu 1" "FREE host 2" "LDI v
     row "$T/mlp.prof" $r || { rows_ok=0; bad "mlp row '$r' missing: $(cat "$T/mlp.prof")"; }
 done
 [ $rows_ok -eq 1 ] && ok "mlp on cpu: rows per opcode and executor"
-if awk '$1 ~ /^LINEAR/ && !($6 ~ /^[0-9.]+$/ && $7 ~ /^[0-9.]+$/) { bad = 1 }
-        $1 == "SOFTMAX" && !($6 == "-" && $7 ~ /^[0-9.]+$/) { bad = 1 }
-        $1 == "FREE" && !($6 == "-" && $7 == "-") { bad = 1 } END { exit bad }' "$T/mlp.prof"; then
-    ok "LINEAR* rows show GFLOP/s, SOFTMAX GB/s only, FREE neither"
+if awk '$1 ~ /^LINEAR/ && !($7 ~ /^[0-9.]+$/ && $8 ~ /^[0-9.]+$/) { bad = 1 }
+        $1 == "SOFTMAX" && !($7 == "-" && $8 ~ /^[0-9.]+$/) { bad = 1 }
+        $1 == "FREE" && !($7 == "-" && $8 == "-") { bad = 1 }
+        NR > 2 && $6 != "-" { bad = 1 } END { exit bad }' "$T/mlp.prof"; then
+    ok "LINEAR* rows show GFLOP/s, SOFTMAX GB/s only, FREE neither; cpu rows have no device_ms"
 else
     bad "mlp rate columns: $(cat "$T/mlp.prof")"
 fi
@@ -105,15 +112,84 @@ assert rows[('SOFTMAX', 'cpu')]['flops'] == 0 and rows[('SOFTMAX', 'cpu')]['byte
 " 2>"$T/err"; then ok "mlp JSON: flops 2*M*N*K and bytes read+written"; else bad "mlp JSON: $(cat "$T/err")"; fi
 
 # shellcheck disable=SC2086
-"$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --profile >/dev/null 2>"$T/mlp.vk.prof"
+"$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --profile --validation >/dev/null 2>"$T/mlp.vk.prof"
 rc=$?
 if [ $rc -eq 69 ]; then
     echo "SKIP: mlp --profile on vulkan: $(cat "$T/mlp.vk.prof")"
-elif row "$T/mlp.vk.prof" LINEAR_RELU vulkan 1 && row "$T/mlp.vk.prof" upload vulkan 5 &&
-    awk '$1 == "upload" && $7 ~ /^[0-9.]+$/ { f = 1 } END { exit !f }' "$T/mlp.vk.prof"; then
-    ok "mlp on vulkan: kernel rows on vulkan, uploads as their own row with GB/s"
 else
-    bad "mlp --profile on vulkan (exit $rc): $(cat "$T/mlp.vk.prof")"
+    if row "$T/mlp.vk.prof" LINEAR_RELU vulkan 1 && row "$T/mlp.vk.prof" upload vulkan 5 &&
+        awk '$1 == "upload" && $6 == "-" && $8 ~ /^[0-9.]+$/ { f = 1 } END { exit !f }' "$T/mlp.vk.prof"; then
+        ok "mlp on vulkan: kernel rows on vulkan, uploads as their own row with GB/s and no device_ms"
+    else
+        bad "mlp --profile on vulkan (exit $rc): $(cat "$T/mlp.vk.prof")"
+    fi
+    # Each kernel row: a device time, 0 <= device_ms <= total_ms (host).
+    if [ $rc -eq 0 ] && awk '$2 == "vulkan" && $1 != "upload" && $1 != "download" {
+            n++; if ($6 !~ /^[0-9]+\.[0-9]+$/ || $6 + 0 < 0 || $6 + 0 > $4 + 0) bad = 1 }
+            END { exit bad || n != 3 }' "$T/mlp.vk.prof"; then
+        ok "vulkan kernel rows have device_ms from timestamps, between 0 and the row's host time"
+    else
+        bad "vulkan device_ms column (exit $rc): $(cat "$T/mlp.vk.prof")"
+    fi
+    if [ "$(tail -1 "$T/mlp.vk.prof")" = "vulkan: device clock (timestamp queries): device_ms is the time its kernels took on the device; GFLOP/s and GB/s of vulkan rows use it" ]; then
+        ok "the footer names the vulkan device clock"
+    else
+        bad "vulkan clock footer: $(tail -1 "$T/mlp.vk.prof")"
+    fi
+    if grep -q "validation" "$T/mlp.vk.prof"; then
+        bad "the validation layer spoke while profiling: $(grep validation "$T/mlp.vk.prof")"
+    else
+        ok "the validation layer stays silent with timestamps on"
+    fi
+    # shellcheck disable=SC2086
+    "$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --profile=json >/dev/null 2>"$T/mlp.vk.json"
+    if $PY -c "
+import json
+p = json.loads(open('$T/mlp.vk.json').read())
+assert p['clocks'] == [{'executor': 'vulkan', 'clock': 'device'}], p['clocks']
+rows = {(r['op'], r['executor']): r for r in p['rows']}
+for op in ('LINEAR_RELU', 'LINEAR', 'SOFTMAX'):
+    r = rows[(op, 'vulkan')]
+    d = r['device_seconds']
+    assert d is not None and 0 <= d <= r['seconds'], r
+    if r['flops']:   # the rates use the device time
+        assert abs(r['gflops'] - r['flops'] / d * 1e-9) <= 1e-5 * r['gflops'], r
+    assert abs(r['gbps'] - r['bytes'] / d * 1e-9) <= 1e-5 * r['gbps'], r
+assert rows[('upload', 'vulkan')]['device_seconds'] is None
+" 2>"$T/err"; then ok "vulkan JSON: device_seconds within the host time, rates from it, clocks names it"; else bad "vulkan JSON: $(cat "$T/err")"; fi
+    # shellcheck disable=SC2086
+    BIB_VK_NO_TIMESTAMPS=1 "$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --profile >/dev/null 2>"$T/nots.prof"
+    if awk '$2 == "vulkan" && $6 != "-" { bad = 1 } END { exit bad }' "$T/nots.prof" &&
+        tail -1 "$T/nots.prof" | grep -q "^vulkan: no device clock (vulkan: queue family [0-9]* of '.*' has no timestamps (timestampValidBits 0)): vulkan rows are host-timed$"; then
+        ok "without timestamps vulkan rows are host-timed and the footer says why"
+    else
+        bad "no-timestamp fallback: $(cat "$T/nots.prof")"
+    fi
+    # shellcheck disable=SC2086
+    BIB_VK_NO_TIMESTAMPS=1 "$BIB" run examples/mlp.basm --backend=vulkan $MLP_IN --profile=json >/dev/null 2>"$T/nots.json"
+    if $PY -c "
+import json
+p = json.loads(open('$T/nots.json').read())
+(c,) = p['clocks']
+assert c['executor'] == 'vulkan' and c['clock'] == 'host' and 'timestampValidBits 0' in c['why'], c
+assert all(r['device_seconds'] is None for r in p['rows'])
+" 2>"$T/err"; then ok "without timestamps the JSON says clock host and why"; else bad "no-timestamp JSON: $(cat "$T/err")"; fi
+fi
+
+# ---- CUDA events, through the mock driver ----
+MOCK="$BUILD/tests/libcuda_mock.so"
+case $MOCK in /*) ;; *) MOCK="$(pwd)/$MOCK" ;; esac
+if [ ! -f "$MOCK" ]; then
+    echo "SKIP: CUDA device clock on the mock driver: no $MOCK (built with build/tests/test_cuda when nvcc exists)"
+else
+    BIB_CUDA_LIBRARY="$MOCK" "$BIB" run examples/gpu_custom.basm --profile >/dev/null 2>"$T/cu.prof"
+    if row "$T/cu.prof" GPU_LAUNCH cuda 1 &&
+        awk '$1 == "GPU_LAUNCH" && $2 == "cuda" && $6 == "1.000" { f = 1 } END { exit !f }' "$T/cu.prof" &&
+        [ "$(tail -1 "$T/cu.prof")" = "cuda: device clock (CUDA events): device_ms is the time its kernels took on the device; GFLOP/s and GB/s of cuda rows use it" ]; then
+        ok "cuda on the mock driver: GPU_LAUNCH's device_ms is the events' 1 ms, the footer names CUDA events"
+    else
+        bad "cuda device clock on the mock: $(cat "$T/cu.prof")"
+    fi
 fi
 
 # ---- traces: cpu and vulkan differ only in executor names ----

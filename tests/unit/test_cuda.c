@@ -147,6 +147,10 @@ Test(cuda_init, ops_table_is_complete) {
     cr_assert_str_eq(bib_cuda_executor.error(NULL), "");
 }
 
+Test(cuda_init, timing_members_are_present) {
+    cr_assert(bib_cuda_executor.timing && bib_cuda_executor.elapsed);
+}
+
 Test(cuda_init, program_members_are_present) {
     cr_assert(bib_cuda_executor.program_create && bib_cuda_executor.program_dispatch &&
               bib_cuda_executor.program_destroy && bib_cuda_executor.submit);
@@ -262,10 +266,11 @@ static probe_args_t probe_args(void) {
 
 static bib_executor_t *mock_ex;
 static bib_mock_cuda_t *mock;
+static char mock_path[4096];
 
 static void mock_init(void) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+    char *exe = mock_path;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof mock_path - 64);
     cr_assert_gt(n, 0);
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
@@ -432,6 +437,121 @@ Test(cuda_mock, submit_asks_the_stream_without_waiting) {
     cr_assert_eq(bib_cuda_executor.submit(mock_ex), BIB_OK, "%s", bib_cuda_executor.error(mock_ex));
     cr_assert_eq(mock->stream_queries, queries + 1);
     cr_assert_eq(mock->stream_syncs, syncs);
+}
+
+/* ---- the device timer against the mock driver ------------------------------ */
+
+/* A view of n floats over buf. */
+static bib_view_t mock_view(void *buf, uint32_t n) {
+    bib_view_t v = {.buf = buf, .dtype = BIB_DTYPE_F32, .rank = 1, .dims = {n}};
+    return v;
+}
+
+Test(cuda_mock, timing_measures_kernels_and_programs_between_events_not_copies) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *x = NULL, *y = NULL, *prog = NULL;
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 64, &x), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 64, &y), BIB_OK);
+    cr_assert_eq(create(mock_ex, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s",
+                 ops->error(mock_ex));
+    cr_assert_eq(ops->timing(mock_ex, true), BIB_OK, "%s", ops->error(mock_ex));
+    int records = mock->event_records;
+    float ones[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    /* The upload moves the mock clock by 0.5 ms outside any pair. */
+    cr_assert_eq(ops->upload(mock_ex, x, 0, ones, sizeof ones), BIB_OK);
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = mock_view(y, 16), .f = {2.0f}};
+    cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](mock_ex, &fill), BIB_OK, "%s",
+                 ops->error(mock_ex)); /* a memset: 0.5 ms */
+    bib_call_t relu = {.kernel = BIB_KERNEL_UNARY,
+                       .sub = BIB_UNARY_RELU,
+                       .out = mock_view(y, 16),
+                       .in = {mock_view(x, 16)}};
+    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](mock_ex, &relu), BIB_OK, "%s",
+                 ops->error(mock_ex)); /* a launch: 1 ms */
+    uint8_t slots[16] = {0};
+    float a = 3.0f;
+    int32_t n = 16;
+    memcpy(slots, &a, 4);
+    memcpy(slots + 8, &n, 4);
+    void *bufs[2] = {x, y};
+    uint64_t sizes[2] = {64, 64};
+    uint32_t grid[3] = {1, 1, 1}, block[3] = {16, 1, 1};
+    cr_assert_eq(
+        ops->program_dispatch(mock_ex, prog, bufs, sizes, 2, slots, sizeof slots, grid, block),
+        BIB_OK, "%s", ops->error(mock_ex)); /* a launch: 1 ms */
+    cr_assert_eq(mock->event_records, records + 6, "one pair of events per timed command");
+    cr_assert_eq(ops->synchronize(mock_ex), BIB_OK);
+    double ms = -1;
+    cr_assert_eq(ops->elapsed(mock_ex, &ms), BIB_OK, "%s", ops->error(mock_ex));
+    cr_expect_eq(ms, 2.5, "elapsed %.17g ms, want 0.5 + 1 + 1", ms);
+    cr_assert_eq(ops->elapsed(mock_ex, &ms), BIB_OK);
+    cr_expect_eq(ms, 0.0, "elapsed counts from its last call: %.17g ms", ms);
+    cr_assert_eq(ops->timing(mock_ex, false), BIB_OK);
+    ops->program_destroy(mock_ex, prog);
+    ops->buffer_free(mock_ex, x);
+    ops->buffer_free(mock_ex, y);
+}
+
+Test(cuda_mock, timing_off_records_no_events_and_keeps_the_time_so_far) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *y = NULL;
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 64, &y), BIB_OK);
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = mock_view(y, 16), .f = {1.0f}};
+    int records = mock->event_records;
+    cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](mock_ex, &fill), BIB_OK);
+    cr_assert_eq(mock->event_records, records, "timing is off by default");
+    cr_assert_eq(ops->timing(mock_ex, true), BIB_OK, "%s", ops->error(mock_ex));
+    cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](mock_ex, &fill), BIB_OK);
+    cr_assert_eq(ops->timing(mock_ex, false), BIB_OK, "%s", ops->error(mock_ex));
+    records = mock->event_records;
+    cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](mock_ex, &fill), BIB_OK);
+    cr_assert_eq(mock->event_records, records, "events recorded after timing(false)");
+    double ms = -1;
+    cr_assert_eq(ops->elapsed(mock_ex, &ms), BIB_OK, "%s", ops->error(mock_ex));
+    cr_expect_eq(ms, 0.5, "the fill timed before timing(false): %.17g ms", ms);
+    ops->buffer_free(mock_ex, y);
+}
+
+Test(cuda_mock, event_record_failure_fails_the_command_with_the_call_named) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    void *y = NULL;
+    cr_assert_eq(ops->buffer_alloc(mock_ex, 64, &y), BIB_OK);
+    cr_assert_eq(ops->timing(mock_ex, true), BIB_OK, "%s", ops->error(mock_ex));
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = mock_view(y, 16), .f = {1.0f}};
+    mock->fail_event_record = 700;
+    bib_status_t st = ops->kernels[BIB_KERNEL_FILL](mock_ex, &fill);
+    mock->fail_event_record = 0;
+    cr_assert_eq(st, BIB_E_UNAVAILABLE);
+    cr_assert_str_eq(ops->error(mock_ex), "cuEventRecord: CUDA_ERROR_ILLEGAL_ADDRESS");
+    double ms = -1;
+    cr_assert_eq(ops->elapsed(mock_ex, &ms), BIB_OK, "%s", ops->error(mock_ex));
+    cr_expect_eq(ms, 0.0);
+    ops->timing(mock_ex, false);
+    ops->buffer_free(mock_ex, y);
+}
+
+Test(cuda_mock, shutdown_destroys_every_timing_event) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    int live = mock->events_live;
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    cr_assert_eq(init_with_library(mock_path, &ex, why, sizeof why), BIB_OK, "%s", why);
+    void *y = NULL;
+    cr_assert_eq(ops->buffer_alloc(ex, 64, &y), BIB_OK);
+    cr_assert_eq(ops->timing(ex, true), BIB_OK, "%s", ops->error(ex));
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .out = mock_view(y, 16), .f = {1.0f}};
+    for (int i = 0; i < 40; i++)
+        cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](ex, &fill), BIB_OK, "%s", ops->error(ex));
+    cr_assert_eq(mock->events_live, live + 80);
+    double ms = -1;
+    cr_assert_eq(ops->elapsed(ex, &ms), BIB_OK, "%s", ops->error(ex));
+    cr_expect_eq(ms, 20.0, "%.17g", ms);
+    /* Read events are reused, not made again. */
+    cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](ex, &fill), BIB_OK);
+    cr_assert_eq(mock->events_live, live + 80);
+    ops->buffer_free(ex, y);
+    ops->shutdown(ex);
+    cr_assert_eq(mock->events_live, live);
 }
 
 /* ---- the suite that needs a GPU ------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -516,6 +517,115 @@ Test(vulkan, a_run_of_kernels_costs_one_submit) {
                  (unsigned long long)(bib_vulkan_submits(vk) - before));
     ops->buffer_free(vk, a);
     ops->buffer_free(vk, b);
+}
+
+static double wall_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+Test(vulkan, timing_gives_kernel_time_within_the_wall_time_and_adds_no_submit) {
+    const bib_executor_ops_t *ops = &bib_vulkan_executor;
+    cr_assert(ops->timing && ops->elapsed);
+    enum { N = 1 << 16 };
+    float *x = malloc(N * 4), *y = malloc(N * 4), *z = malloc(N * 4);
+    cr_assert(x && y && z);
+    fill_data(x, N, -1, 1, false);
+    void *a, *b;
+    cr_assert_eq(ops->buffer_alloc(vk, N * 4, &a), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(vk, N * 4, &b), BIB_OK);
+    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_TANH};
+    call.out = (bib_view_t){b, 0, BIB_DTYPE_F32, 1, {N}};
+    call.in[0] = (bib_view_t){a, 0, BIB_DTYPE_F32, 1, {N}};
+    /* Untimed first, so pipeline creation is out of the timed run. */
+    cr_assert_eq(ops->upload(vk, a, 0, x, N * 4), BIB_OK);
+    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](vk, &call), BIB_OK);
+    cr_assert_eq(ops->download(vk, b, 0, z, N * 4), BIB_OK);
+
+    cr_assert_eq(ops->timing(vk, true), BIB_OK, "%s", ops->error(vk));
+    uint64_t before = bib_vulkan_submits(vk);
+    double t0 = wall_ms();
+    cr_assert_eq(ops->upload(vk, a, 0, x, N * 4), BIB_OK);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](vk, &call), BIB_OK, "%s", ops->error(vk));
+    cr_assert_eq(ops->download(vk, b, 0, y, N * 4), BIB_OK);
+    double wall = wall_ms() - t0;
+    cr_assert_eq(bib_vulkan_submits(vk) - before, 1, "timing added submits");
+    double ms = -1;
+    cr_assert_eq(ops->elapsed(vk, &ms), BIB_OK);
+    cr_assert_gt(ms, 0.0, "ten kernels took no device time");
+    cr_assert_leq(ms, wall, "device time %.3f ms exceeds the wall time %.3f ms", ms, wall);
+    cr_assert_eq(ops->elapsed(vk, &ms), BIB_OK);
+    cr_assert_eq(ms, 0.0, "elapsed counts from its last call: %g ms", ms);
+    cr_assert_eq(memcmp(y, z, N * 4), 0, "timing changed a result");
+    cr_assert_eq(ops->timing(vk, false), BIB_OK);
+    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](vk, &call), BIB_OK);
+    cr_assert_eq(ops->synchronize(vk), BIB_OK);
+    cr_assert_eq(ops->elapsed(vk, &ms), BIB_OK);
+    cr_assert_eq(ms, 0.0, "a kernel after timing(false) was timed: %g ms", ms);
+    ops->buffer_free(vk, a);
+    ops->buffer_free(vk, b);
+    free(x);
+    free(y);
+    free(z);
+}
+
+Test(vulkan, timing_more_commands_than_the_query_pool_holds) {
+    const bib_executor_ops_t *ops = &bib_vulkan_executor;
+    void *a, *b;
+    cr_assert_eq(ops->buffer_alloc(vk, 256, &a), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(vk, 256, &b), BIB_OK);
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .f = {2.5f}};
+    fill.out = (bib_view_t){a, 0, BIB_DTYPE_F32, 1, {64}};
+    bib_call_t copy = {.kernel = BIB_KERNEL_COPY};
+    copy.out = (bib_view_t){b, 0, BIB_DTYPE_F32, 1, {64}};
+    copy.in[0] = fill.out;
+    cr_assert_eq(ops->timing(vk, true), BIB_OK, "%s", ops->error(vk));
+    /* Fills and copies take no descriptor set: only the query pool (2048
+       pairs) makes the executor submit on the way. */
+    uint64_t before = bib_vulkan_submits(vk);
+    for (int i = 0; i < 1500; i++) {
+        cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](vk, &fill), BIB_OK, "%s", ops->error(vk));
+        cr_assert_eq(ops->kernels[BIB_KERNEL_COPY](vk, &copy), BIB_OK, "%s", ops->error(vk));
+    }
+    cr_assert_eq(ops->synchronize(vk), BIB_OK);
+    cr_assert_eq(bib_vulkan_submits(vk) - before, 2, "3000 timed commands in %llu submits",
+                 (unsigned long long)(bib_vulkan_submits(vk) - before));
+    double ms = -1;
+    cr_assert_eq(ops->elapsed(vk, &ms), BIB_OK);
+    cr_assert_gt(ms, 0.0);
+    float out[64];
+    cr_assert_eq(ops->download(vk, b, 0, out, sizeof out), BIB_OK);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(out[i], 2.5f);
+    cr_assert_eq(ops->timing(vk, false), BIB_OK);
+    ops->buffer_free(vk, a);
+    ops->buffer_free(vk, b);
+}
+
+Test(vulkan, queue_without_timestamps_refuses_timing_and_says_why) {
+    setenv("BIB_VK_NO_TIMESTAMPS", "1", 1);
+    bib_executor_config_t cfg = {.validation = true};
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    bib_status_t st = bib_vulkan_executor.init(&cfg, &ex, why, sizeof why);
+    unsetenv("BIB_VK_NO_TIMESTAMPS");
+    cr_assert_eq(st, BIB_OK, "%s", why);
+    cr_assert_eq(bib_vulkan_executor.timing(ex, true), BIB_E_UNAVAILABLE);
+    const char *e = bib_vulkan_executor.error(ex);
+    cr_assert(strstr(e, "has no timestamps (timestampValidBits 0)"), "%s", e);
+    /* Kernels still run, untimed. */
+    void *a;
+    cr_assert_eq(bib_vulkan_executor.buffer_alloc(ex, 256, &a), BIB_OK);
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .f = {1.0f}};
+    fill.out = (bib_view_t){a, 0, BIB_DTYPE_F32, 1, {64}};
+    cr_assert_eq(bib_vulkan_executor.kernels[BIB_KERNEL_FILL](ex, &fill), BIB_OK);
+    cr_assert_eq(bib_vulkan_executor.synchronize(ex), BIB_OK);
+    bib_vulkan_executor.buffer_free(ex, a);
+    uint32_t msgs = bib_vulkan_validation_messages(ex);
+    bib_vulkan_executor.shutdown(ex);
+    cr_assert_eq(msgs, 0, "the validation layer reported %u messages", msgs);
 }
 
 Test(vulkan, many_buffers_share_pooled_blocks_and_reuse_freed_ranges) {

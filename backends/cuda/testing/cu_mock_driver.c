@@ -11,7 +11,9 @@
  * shape like the driver (no zero dimension, at most 1024 threads a block),
  * records what it was given (cu_mock_driver.h) and runs the one kernel
  * "saxpy" (y = a*x + y over n floats) on host memory; everything else it
- * launches does nothing. Not part of libbib: cuda.mk builds it as
+ * launches does nothing. Events read a mock device clock that launches,
+ * copies and memsets advance by fixed steps (cu_mock_driver.h), so
+ * cuEventElapsedTime gives exact, reproducible times. Not part of libbib: cuda.mk builds it as
  * $(BUILD)/tests/libcuda_mock.so. Its state is process-wide, as a driver's
  * is; tests that use it run one at a time (--jobs 1 or their own process). */
 #include <stdint.h>
@@ -30,6 +32,7 @@ typedef unsigned long long dptr_t;
 #define E_INVALID_VALUE 1
 #define E_OUT_OF_MEMORY 2
 #define E_INVALID_PTX 218
+#define E_INVALID_HANDLE 400
 #define E_NOT_FOUND 500
 #define E_NOT_READY 600
 #define JIT_ERROR_LOG_BUFFER 5
@@ -54,6 +57,12 @@ typedef struct mock_module {
 static int mock_context; /* its address is the one context */
 static void *mock_current;
 static int mock_stream;
+static double mock_clock_ms; /* the device clock events read */
+
+typedef struct mock_event {
+    int recorded;
+    double at_ms;
+} mock_event_t;
 
 EXPORT res_t cuGetErrorName(res_t r, const char **s) {
     switch (r) {
@@ -68,6 +77,9 @@ EXPORT res_t cuGetErrorName(res_t r, const char **s) {
         return OK;
     case E_INVALID_PTX:
         *s = "CUDA_ERROR_INVALID_PTX";
+        return OK;
+    case E_INVALID_HANDLE:
+        *s = "CUDA_ERROR_INVALID_HANDLE";
         return OK;
     case E_NOT_FOUND:
         *s = "CUDA_ERROR_NOT_FOUND";
@@ -308,6 +320,7 @@ EXPORT res_t cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
         memcpy(bib_mock_cuda.param[i], params[i], f->size[i]);
     }
     bib_mock_cuda.launches++;
+    mock_clock_ms += 1.0;
     if (!strcmp(f->name, "saxpy"))
         mock_saxpy(f, gx * bx);
     return OK;
@@ -341,23 +354,63 @@ EXPORT res_t cuMemFreeHost(void *p) {
 }
 EXPORT res_t cuMemcpyHtoDAsync_v2(dptr_t dst, const void *src, size_t n, void *s) {
     (void)s;
+    mock_clock_ms += 0.5;
     memcpy((void *)(uintptr_t)dst, src, n);
     return OK;
 }
 EXPORT res_t cuMemcpyDtoHAsync_v2(void *dst, dptr_t src, size_t n, void *s) {
     (void)s;
+    mock_clock_ms += 0.5;
     memcpy(dst, (const void *)(uintptr_t)src, n);
     return OK;
 }
 EXPORT res_t cuMemcpyDtoDAsync_v2(dptr_t dst, dptr_t src, size_t n, void *s) {
     (void)s;
+    mock_clock_ms += 0.5;
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     return OK;
 }
 EXPORT res_t cuMemsetD32Async(dptr_t dst, unsigned v, size_t n, void *s) {
     (void)s;
+    mock_clock_ms += 0.5;
     uint32_t *p = (uint32_t *)(uintptr_t)dst;
     for (size_t i = 0; i < n; i++)
         p[i] = v;
+    return OK;
+}
+
+EXPORT res_t cuEventCreate(void **event, unsigned flags) {
+    (void)flags;
+    mock_event_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return E_OUT_OF_MEMORY;
+    *event = e;
+    bib_mock_cuda.events_live++;
+    return OK;
+}
+EXPORT res_t cuEventRecord(void *event, void *stream) {
+    (void)stream;
+    if (bib_mock_cuda.fail_event_record)
+        return bib_mock_cuda.fail_event_record;
+    mock_event_t *e = event;
+    e->recorded = 1;
+    e->at_ms = mock_clock_ms;
+    bib_mock_cuda.event_records++;
+    return OK;
+}
+EXPORT res_t cuEventSynchronize(void *event) {
+    return ((mock_event_t *)event)->recorded ? OK : E_INVALID_HANDLE;
+}
+/* Only the _v2 name: the executor must find it (CUDA 12.8 and later). */
+EXPORT res_t cuEventElapsedTime_v2(float *ms, void *start, void *end) {
+    const mock_event_t *a = start, *b = end;
+    if (!a->recorded || !b->recorded)
+        return E_INVALID_HANDLE;
+    *ms = (float)(b->at_ms - a->at_ms);
+    return OK;
+}
+EXPORT res_t cuEventDestroy_v2(void *event) {
+    free(event);
+    bib_mock_cuda.events_live--;
     return OK;
 }

@@ -26,6 +26,12 @@ typedef struct bib_mock_cuda {
     unsigned nparams; /* parameters of the last launch, from its PTX */
     unsigned param_size[BIB_MOCK_CUDA_PARAMS];
     uint8_t param[BIB_MOCK_CUDA_PARAMS][8]; /* their bytes, as the driver copied them */
+    /* Events (the device timer): an event records the mock device clock,
+     * which each cuLaunchKernel advances by 1 ms and each copy or memset by
+     * 0.5 ms, so the time between two events is exact. */
+    int events_live;       /* cuEventCreate minus cuEventDestroy */
+    int event_records;     /* cuEventRecord calls that succeeded */
+    int fail_event_record; /* when nonzero, cuEventRecord returns it */
 } bib_mock_cuda_t;
 
 #endif
