@@ -32,6 +32,7 @@ LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 EXECUTORS = cpu
 -include backends/vulkan/vulkan.mk
 -include backends/cuda/cuda.mk
+-include tests/fuzz/fuzz.mk
 CFLAGS  += -DBIB_EXECUTORS='"$(EXECUTORS)"'
 CLI_SRC  = $(wildcard cli/*.c)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)

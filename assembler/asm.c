@@ -581,6 +581,13 @@ static int push_span(asm_state_t *a, span_t sp) {
     return 1;
 }
 
+/* A statement's operand spans. Before the first operand of the source there
+   is no span array at all, and NULL + 0 is undefined behaviour, so such a
+   statement gets NULL (it has no operand to index). */
+static const span_t *stmt_operands(const asm_state_t *a, const stmt_t *s) {
+    return a->spans != NULL ? a->spans + s->op_first : NULL;
+}
+
 static span_t make_span(const stmt_t *s, const char *p, const char *end) {
     return (span_t){p, (uint32_t)(end - p), (uint32_t)(p - s->text) + 1};
 }
@@ -702,8 +709,12 @@ static void parse_decl_operands(asm_state_t *a, uint32_t si, const char *p, cons
         const char *start = p;
         int depth = 0;
         while (p < end) {
-            if (*p == '"') {
-                p = skip_quoted(p, end); /* closed: checked by strip_comment */
+            /* Both quote kinds, as strip_comment scans them: skipping only
+               '"' made the '"' inside the char literal '"' look unclosed,
+               and the NULL from skip_quoted was then dereferenced. */
+            if (*p == '"' || *p == '\'') {
+                const char *close = skip_quoted(p, end); /* closed: see strip_comment */
+                p = close != NULL ? close : end;
                 continue;
             }
             if (*p == '[') {
@@ -1190,7 +1201,7 @@ static void put_le(uint8_t *p, uint64_t v, uint32_t width) {
 static void pass1_data(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
     span_t w = s->word;
-    const span_t *ops = &a->spans[s->op_first];
+    const span_t *ops = stmt_operands(a, s);
     if (word_is(w, ".zero") || word_is(w, ".align")) {
         uint64_t n;
         if (s->op_count != 1) {
@@ -1304,7 +1315,7 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
 
 static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
     stmt_t *s = &a->stmts[si];
-    const span_t *ops = &a->spans[s->op_first];
+    const span_t *ops = stmt_operands(a, s);
     if (*current != ASM_NONE) {
         diag_at(a, si, s->word.col, s->word.len, "'.func' inside function '%s' (missing '.end'?)",
                 a->funcs[*current].name);
@@ -1576,7 +1587,7 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
 static void pass1_tensor(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
     span_t w = s->word;
-    const span_t *ops = &a->spans[s->op_first];
+    const span_t *ops = stmt_operands(a, s);
     uint32_t flags = word_is(w, ".input")    ? BIB_TENSOR_INPUT
                      : word_is(w, ".output") ? BIB_TENSOR_OUTPUT
                                              : BIB_TENSOR_CONST;
@@ -1653,7 +1664,7 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
 /* Notes the registers an instruction names, for the default regs=. */
 static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib_opinfo_t *info) {
     const stmt_t *s = &a->stmts[si];
-    const span_t *ops = &a->spans[s->op_first];
+    const span_t *ops = stmt_operands(a, s);
     uint32_t text = 0, prev_reg = ASM_NONE;
     uint32_t program_geometry = 0, program_extra = 0;
     for (int k = 0; k < 4 && text < s->op_count; k++) {
@@ -1759,7 +1770,7 @@ static int parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t ty
 
 static void pass1_const(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    const span_t *ops = &a->spans[s->op_first];
+    const span_t *ops = stmt_operands(a, s);
     if (s->op_count != 3) {
         diag_at(a, si, s->word.col, s->word.len,
                 "'.const' takes a name, a type (i64 or f64) and a value; found %u operands",
@@ -1942,7 +1953,7 @@ static void pass1_devcode(asm_state_t *a, uint32_t si) {
                        : "'.shader' needs a name and a form (file, glsl, spirv or spirv-words)");
         return;
     }
-    const span_t *ops = &a->spans[s->op_first];
+    const span_t *ops = stmt_operands(a, s);
     span_t form = ops[1];
     int has_path = kernel ? span_is(form, "ptx") || span_is(form, "cu")
                           : span_is(form, "file") || span_is(form, "spirv");
@@ -2189,7 +2200,7 @@ static void pass1(asm_state_t *a) {
             f->last_op = index;
             note_registers(a, si, f, &bib_isa_table[index]);
             if (bib_isa_table[index].code == BIB_CODE_HOSTCALL) {
-                const span_t *ops = &a->spans[s->op_first];
+                const span_t *ops = stmt_operands(a, s);
                 for (int k = 0, text = 0; k < 4 && text < (int)s->op_count; k++) {
                     uint32_t kind = bib_isa_table[index].kinds[k];
                     if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)

@@ -258,7 +258,10 @@ static bib_status_t verify_tensor_decl(const bib_module_t *m, uint32_t i, bib_di
     for (uint32_t k = 0; k < t->rank; k++) {
         int64_t d = t->dims[k];
         int fixed = d >= 1 && d <= BIB_MAX_TENSOR_DIM;
-        int symbol = d <= -2 && BIB_DIM_SYMBOL_INDEX(d) < m->dim_name_count;
+        /* The symbol index is judged in 64 bits: BIB_DIM_SYMBOL_INDEX keeps
+           only 32, so -2 - (2^32 + i) would pass as symbol i and the module
+           would not survive disassembly. */
+        int symbol = d <= -2 && (uint64_t)(-2 - d) < m->dim_name_count;
         if (!fixed && d != BIB_DIM_ANY && !symbol)
             return bib_diag_set(diag, BIB_E_VERIFY,
                                 "tensor %u '%s': dimension %u is %lld; expected 1..%d, -1 (any) "
