@@ -22,10 +22,20 @@
  * the other GPU_* opcodes (the CUDA executor driven directly) to
  * bib_tensor_exec.
  *
+ * The plain loop runs superinstructions that decode.c marks (xop != op):
+ * a compare and the JZ/JNZ that tests it, an ADD/SUB/ADDI and the JMP after
+ * it, and loop latches (a JMP, alone or after an ADD/SUB/ADDI, together with
+ * the test it jumps to), each in one dispatch; and it is directly threaded:
+ * each decoded instruction holds the address of its handler. The
+ * instrumented loop dispatches op through the table, one instruction at a
+ * time, so traces, profiles, steps and breakpoints never see a group.
+ *
  * Hot state stays in locals: ip, the register window R, the frame pointer,
  * the memory base and size, and the fuel counter, which doubles as the
  * instruction count (one decrement and one never-taken branch per
- * instruction).
+ * instruction; a superinstruction charges the rest of its group at once,
+ * and when fuel runs short it goes on one instruction at a time, so that
+ * fuel N still runs exactly N instructions).
  */
 #ifndef BIB_INTERP_INSTANCE
 
@@ -195,10 +205,12 @@ BIB_COLD static bib_status_t trap_oob(bib_vm_t *vm, const bib_dinsn_t *ip, const
     uint64_t base = R[ip->b];
     int64_t off = ip->x.imm;
     uint64_t ea = base + (uint64_t)off;
-    bool wrapped = off >= 0 ? ea < base : ea > base;
     char addr[96];
-    if (wrapped)
+    if (off >= 0 && ea < base)
         snprintf(addr, sizeof addr, "r%u (%llu) %+lld, beyond 64 bits", ip->b,
+                 (unsigned long long)base, (long long)off);
+    else if (off < 0 && ea > base) /* below zero: small, as base < -off <= 2^31 */
+        snprintf(addr, sizeof addr, "%lld (r%u = %llu, offset %lld)", (long long)(int64_t)ea, ip->b,
                  (unsigned long long)base, (long long)off);
     else
         snprintf(addr, sizeof addr, "%llu (r%u = %llu, offset %lld)", (unsigned long long)ea, ip->b,
@@ -424,8 +436,17 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     } while (0)
 #endif
 
+/* The plain loop dispatches the decoded xop (an opcode or a superinstruction),
+   the instrumented one the opcode, so that it traces, profiles, counts and
+   stops at every instruction of a fused pair on its own. */
+#if BIB_INSTRUMENTED
+#define DISPATCH_INDEX(ip) ((ip)->op)
+#else
+#define DISPATCH_INDEX(ip) ((ip)->xop)
+#endif
+
 #if BIB_USE_COMPUTED_GOTO
-    static const void *const jump_table[BIB_OP__COUNT] = {
+    static const void *const jump_table[] = {
 #define OP(name, ...) &&L_##name,
 #define TOP(name, ...) &&L__tensor,
 #define GOP(name, ...) &&L__device,
@@ -435,9 +456,24 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #undef TOP
 #undef GOP
 #undef VOP
+#if !BIB_INSTRUMENTED
+#define BIB_FUSED_LABEL(name, ...) &&LX_##name,
+#define BIB_LATCH_LABEL(lead, test) &&LX_L_##lead##_##test,
+        BIB_FUSED_ROWS(BIB_FUSED_LABEL) BIB_LATCH_ROWS(BIB_LATCH_LABEL)
+#undef BIB_LATCH_LABEL
+#undef BIB_FUSED_LABEL
+#endif
     };
+/* Direct threading: the plain loop jumps to the handler address kept in
+   each decoded instruction, one load fewer per dispatch than the table. */
+#if BIB_INSTRUMENTED
+#define DISPATCH_TARGET(ip) jump_table[(ip)->op]
+#else
+#define DISPATCH_TARGET(ip) ((ip)->handler)
+#endif
 #define vmdispatch(o) goto *jump_table[o];
 #define vmcase(name) L_##name:
+#define vmfused(name) LX_##name:
 #define vmtensor                                                                                   \
     L__tensor:
 #define vmdevice                                                                                   \
@@ -445,11 +481,12 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define vmbreak                                                                                    \
     do {                                                                                           \
         FETCH();                                                                                   \
-        goto *jump_table[ip->op];                                                                  \
+        goto *DISPATCH_TARGET(ip);                                                                 \
     } while (0)
 #else
-#define vmdispatch(o) switch ((bib_opcode_t)(o))
+#define vmdispatch(o) switch ((int)(o))
 #define vmcase(name) case BIB_OP_##name:
+#define vmfused(name) case BIB_XOP_##name:
 #define OP(...)
 #define vmtensor
 #define vmdevice
@@ -521,6 +558,114 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
+/* A superinstruction has run its first instruction; the second needs fuel of
+   its own. Without it, it goes on at the second alone, whose fetch then
+   traps at the second's pc: fuel N runs exactly N instructions, fused or not.
+   (No do-while around it: vmbreak is `continue` in the switch form.) */
+#define FUSED_SECOND_FUEL()                                                                        \
+    if (BIB_UNLIKELY(fuel == 0)) {                                                                 \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }                                                                                              \
+    fuel--
+#define X_INT const uint64_t x = RB, y = RC
+#define X_F64 const double x = bits_f64(RB), y = bits_f64(RC)
+/* Compare, then JZ/JNZ of its result (taken: the branch's condition on r). */
+#define FUSED_CMP(name, operands, expr, taken)                                                     \
+    vmfused(name) {                                                                                \
+        operands;                                                                                  \
+        const uint64_t r = (expr) ? 1u : 0u;                                                       \
+        RA = r;                                                                                    \
+        FUSED_SECOND_FUEL();                                                                       \
+        if (taken) {                                                                               \
+            ip = ip->x.target;                                                                     \
+            vmbreak;                                                                               \
+        }                                                                                          \
+        ip += 2;                                                                                   \
+        vmbreak;                                                                                   \
+    }
+/* An arithmetic instruction, then JMP. */
+#define FUSED_JMP(name, expr)                                                                      \
+    vmfused(name) {                                                                                \
+        RA = (expr);                                                                               \
+        FUSED_SECOND_FUEL();                                                                       \
+        ip = ip->x.target;                                                                         \
+        vmbreak;                                                                                   \
+    }
+/* Latch superinstructions (BIB_LATCH_ROWS): lead (JMP, or ADD/SUB/ADDI then
+   JMP) and the test t it jumps to, len instructions long, followed by n. The
+   group needs fuel for the instructions after its first; without it the run
+   goes on at fallback (the group's second instruction) one at a time. */
+#define LATCH_FUEL(cost, fallback)                                                                 \
+    if (BIB_UNLIKELY(fuel < (cost))) {                                                             \
+        ip = (fallback);                                                                           \
+        vmbreak;                                                                                   \
+    }                                                                                              \
+    fuel -= (cost)
+#define LATCH_LEAD_JMP(len)                                                                        \
+    const bib_dinsn_t *const t = ip->x.target;                                                     \
+    LATCH_FUEL(len, t);                                                                            \
+    const bib_dinsn_t *const n = t + (len)
+#define LATCH_LEAD_ALU(expr, len)                                                                  \
+    RA = (expr);                                                                                   \
+    LATCH_FUEL(1 + (len), ip + 1);                                                                 \
+    const bib_dinsn_t *const n = ip->x.target;                                                     \
+    const bib_dinsn_t *const t = n - (len)
+#define LATCH_LEAD_ADD(len) LATCH_LEAD_ALU(RB + RC, len)
+#define LATCH_LEAD_SUB(len) LATCH_LEAD_ALU(RB - RC, len)
+#define LATCH_LEAD_ADDI(len) LATCH_LEAD_ALU(RB + ADDI_IMM, len)
+/* A compare fused with JZ/JNZ (len 2): taken is the branch's condition on r. */
+#define LATCH_CMPJ(cond, taken)                                                                    \
+    const uint64_t x = R[t->b], y = R[t->c];                                                       \
+    const uint64_t r = (cond) ? 1u : 0u;                                                           \
+    R[t->a] = r;                                                                                   \
+    if (taken) {                                                                                   \
+        ip = t->x.target;                                                                          \
+        vmbreak;                                                                                   \
+    }                                                                                              \
+    ip = n;                                                                                        \
+    vmbreak
+/* A two-register branch (len 1). */
+#define LATCH_JCC(cond)                                                                            \
+    const uint64_t x = R[t->a], y = R[t->b];                                                       \
+    if (cond) {                                                                                    \
+        ip = t->x.target;                                                                          \
+        vmbreak;                                                                                   \
+    }                                                                                              \
+    ip = n;                                                                                        \
+    vmbreak
+#define LATCH_LEN_CMPJ 2
+#define LATCH_LEN_JCC 1
+#define LATCH_EQ_JZ(L) L(CMPJ)(x == y, r == 0)
+#define LATCH_EQ_JNZ(L) L(CMPJ)(x == y, r != 0)
+#define LATCH_NE_JZ(L) L(CMPJ)(x != y, r == 0)
+#define LATCH_NE_JNZ(L) L(CMPJ)(x != y, r != 0)
+#define LATCH_LT_JZ(L) L(CMPJ)((int64_t)x < (int64_t)y, r == 0)
+#define LATCH_LT_JNZ(L) L(CMPJ)((int64_t)x < (int64_t)y, r != 0)
+#define LATCH_LE_JZ(L) L(CMPJ)((int64_t)x <= (int64_t)y, r == 0)
+#define LATCH_LE_JNZ(L) L(CMPJ)((int64_t)x <= (int64_t)y, r != 0)
+#define LATCH_LTU_JZ(L) L(CMPJ)(x < y, r == 0)
+#define LATCH_LTU_JNZ(L) L(CMPJ)(x < y, r != 0)
+#define LATCH_LEU_JZ(L) L(CMPJ)(x <= y, r == 0)
+#define LATCH_LEU_JNZ(L) L(CMPJ)(x <= y, r != 0)
+#define LATCH_JEQ(L) L(JCC)(x == y)
+#define LATCH_JNE(L) L(JCC)(x != y)
+#define LATCH_JLT(L) L(JCC)((int64_t)x < (int64_t)y)
+#define LATCH_JLE(L) L(JCC)((int64_t)x <= (int64_t)y)
+#define LATCH_JLTU(L) L(JCC)(x < y)
+#define LATCH_JLEU(L) L(JCC)(x <= y)
+/* LATCH_<test>(L) gives L(kind)(args): the kind's length, then its test. */
+#define LATCH_KIND_LEN(kind) LATCH_LEN_##kind LATCH_SWALLOW
+#define LATCH_SWALLOW(...)
+#define LATCH_KIND_TEST(kind) LATCH_##kind
+#define LATCH_HANDLER(lead, test)                                                                  \
+    vmfused(L_##lead##_##test) {                                                                   \
+        LATCH_LEAD_##lead(LATCH_##test(LATCH_KIND_LEN));                                           \
+        LATCH_##test(LATCH_KIND_TEST);                                                             \
+    }
+/* ADDI's immediate, from its raw operand word (x may hold ADDI_JMP's target). */
+#define ADDI_IMM ((uint64_t)(int64_t)(int32_t)ip->c)
+
 /* ea = r[b] + sign-extended c, bounds-checked without any 64-bit overflow
    (see BIB_ADDR_LIMIT). */
 #define MEM_ADDR(width)                                                                            \
@@ -548,9 +693,16 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         vmbreak;                                                                                   \
     }
 
+#if BIB_USE_COMPUTED_GOTO && !BIB_INSTRUMENTED
+    if (!vm->program.threaded) {
+        for (uint32_t i = 0; i < vm->program.code_count; i++)
+            vm->program.code[i].handler = jump_table[vm->program.code[i].xop];
+        vm->program.threaded = true;
+    }
+#endif
     for (;;) {
         FETCH();
-        vmdispatch(ip->op) {
+        vmdispatch(DISPATCH_INDEX(ip)) {
             /* ---- control ---- */
             vmcase(NOP) {
                 ip++;
@@ -705,7 +857,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             INT_BINOP(SHR, x >> (y & 63))
             INT_BINOP(SAR, sar64(x, y))
             vmcase(ADDI) {
-                RA = RB + (uint64_t)ip->x.imm;
+                RA = RB + ADDI_IMM;
                 ip++;
                 vmbreak;
             }
@@ -733,6 +885,34 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             INT_UNOP(ITOF, f64_bits((double)(int64_t)x))
             INT_UNOP(FTOI, ftoi_bits(x))
             INT_UNOP(UTOF, f64_bits((double)x))
+
+#if !BIB_INSTRUMENTED
+            /* ---- superinstructions (BIB_FUSED_ROWS): two instructions, one dispatch ---- */
+            FUSED_CMP(EQ_JZ, X_INT, x == y, r == 0)
+            FUSED_CMP(EQ_JNZ, X_INT, x == y, r != 0)
+            FUSED_CMP(NE_JZ, X_INT, x != y, r == 0)
+            FUSED_CMP(NE_JNZ, X_INT, x != y, r != 0)
+            FUSED_CMP(LT_JZ, X_INT, (int64_t)x < (int64_t)y, r == 0)
+            FUSED_CMP(LT_JNZ, X_INT, (int64_t)x < (int64_t)y, r != 0)
+            FUSED_CMP(LE_JZ, X_INT, (int64_t)x <= (int64_t)y, r == 0)
+            FUSED_CMP(LE_JNZ, X_INT, (int64_t)x <= (int64_t)y, r != 0)
+            FUSED_CMP(LTU_JZ, X_INT, x < y, r == 0)
+            FUSED_CMP(LTU_JNZ, X_INT, x < y, r != 0)
+            FUSED_CMP(LEU_JZ, X_INT, x <= y, r == 0)
+            FUSED_CMP(LEU_JNZ, X_INT, x <= y, r != 0)
+            FUSED_CMP(FEQ_JZ, X_F64, x == y, r == 0)
+            FUSED_CMP(FEQ_JNZ, X_F64, x == y, r != 0)
+            FUSED_CMP(FNE_JZ, X_F64, x != y, r == 0)
+            FUSED_CMP(FNE_JNZ, X_F64, x != y, r != 0)
+            FUSED_CMP(FLT_JZ, X_F64, x < y, r == 0)
+            FUSED_CMP(FLT_JNZ, X_F64, x < y, r != 0)
+            FUSED_CMP(FLE_JZ, X_F64, x <= y, r == 0)
+            FUSED_CMP(FLE_JNZ, X_F64, x <= y, r != 0)
+            FUSED_JMP(ADD_JMP, RB + RC)
+            FUSED_JMP(SUB_JMP, RB - RC)
+            FUSED_JMP(ADDI_JMP, RB + ADDI_IMM)
+            BIB_LATCH_ROWS(LATCH_HANDLER)
+#endif
 
             /* ---- tensors: one entry point, out of the loop (tensor.c) ---- */
 #if !BIB_USE_COMPUTED_GOTO
@@ -802,6 +982,47 @@ save:
 #undef FETCH
 #undef vmdispatch
 #undef vmcase
+#undef vmfused
+#undef DISPATCH_TARGET
+#undef DISPATCH_INDEX
+#undef FUSED_SECOND_FUEL
+#undef X_INT
+#undef X_F64
+#undef FUSED_CMP
+#undef FUSED_JMP
+#undef ADDI_IMM
+#undef LATCH_FUEL
+#undef LATCH_LEAD_JMP
+#undef LATCH_LEAD_ALU
+#undef LATCH_LEAD_ADD
+#undef LATCH_LEAD_SUB
+#undef LATCH_LEAD_ADDI
+#undef LATCH_CMPJ
+#undef LATCH_JCC
+#undef LATCH_LEN_CMPJ
+#undef LATCH_LEN_JCC
+#undef LATCH_EQ_JZ
+#undef LATCH_EQ_JNZ
+#undef LATCH_NE_JZ
+#undef LATCH_NE_JNZ
+#undef LATCH_LT_JZ
+#undef LATCH_LT_JNZ
+#undef LATCH_LE_JZ
+#undef LATCH_LE_JNZ
+#undef LATCH_LTU_JZ
+#undef LATCH_LTU_JNZ
+#undef LATCH_LEU_JZ
+#undef LATCH_LEU_JNZ
+#undef LATCH_JEQ
+#undef LATCH_JNE
+#undef LATCH_JLT
+#undef LATCH_JLE
+#undef LATCH_JLTU
+#undef LATCH_JLEU
+#undef LATCH_KIND_LEN
+#undef LATCH_SWALLOW
+#undef LATCH_KIND_TEST
+#undef LATCH_HANDLER
 #undef vmtensor
 #undef vmdevice
 #undef vmbreak

@@ -41,20 +41,98 @@ typedef struct bib_dfunc {
     uint32_t nargs;
 } bib_dfunc_t;
 
+/* Superinstructions of the plain loop: an instruction fused with the one
+ * after it, run in one dispatch. A compare whose result the next JZ/JNZ tests
+ * writes its register and branches; an ADD, SUB or ADDI followed by JMP
+ * (a loop latch) adds and jumps. Rows: X(fused name, first op, second op). */
+#define BIB_FUSED_ROWS(X)                                                                          \
+    X(EQ_JZ, EQ, JZ)                                                                               \
+    X(EQ_JNZ, EQ, JNZ)                                                                             \
+    X(NE_JZ, NE, JZ)                                                                               \
+    X(NE_JNZ, NE, JNZ)                                                                             \
+    X(LT_JZ, LT, JZ)                                                                               \
+    X(LT_JNZ, LT, JNZ)                                                                             \
+    X(LE_JZ, LE, JZ)                                                                               \
+    X(LE_JNZ, LE, JNZ)                                                                             \
+    X(LTU_JZ, LTU, JZ)                                                                             \
+    X(LTU_JNZ, LTU, JNZ)                                                                           \
+    X(LEU_JZ, LEU, JZ)                                                                             \
+    X(LEU_JNZ, LEU, JNZ)                                                                           \
+    X(FEQ_JZ, FEQ, JZ)                                                                             \
+    X(FEQ_JNZ, FEQ, JNZ)                                                                           \
+    X(FNE_JZ, FNE, JZ)                                                                             \
+    X(FNE_JNZ, FNE, JNZ)                                                                           \
+    X(FLT_JZ, FLT, JZ)                                                                             \
+    X(FLT_JNZ, FLT, JNZ)                                                                           \
+    X(FLE_JZ, FLE, JZ)                                                                             \
+    X(FLE_JNZ, FLE, JNZ)                                                                           \
+    X(ADD_JMP, ADD, JMP)                                                                           \
+    X(SUB_JMP, SUB, JMP)                                                                           \
+    X(ADDI_JMP, ADDI, JMP)
+
+/* Loop latches: a JMP (alone, or fused with the ADD, SUB or ADDI before it)
+ * whose target is a test, run together with that test, so that a while loop's
+ * back edge and its exit test cost one dispatch. A test is an integer compare
+ * fused with the JZ/JNZ after it (EQ_JZ .. LEU_JNZ) or a two-register branch
+ * (JEQ .. JLEU), in that order (decode.c computes row indices from it).
+ * Rows: X(lead, test), named L_<lead>_<test>. */
+#define BIB_LATCH_TESTS(X, lead)                                                                   \
+    X(lead, EQ_JZ)                                                                                 \
+    X(lead, EQ_JNZ)                                                                                \
+    X(lead, NE_JZ)                                                                                 \
+    X(lead, NE_JNZ)                                                                                \
+    X(lead, LT_JZ)                                                                                 \
+    X(lead, LT_JNZ)                                                                                \
+    X(lead, LE_JZ)                                                                                 \
+    X(lead, LE_JNZ)                                                                                \
+    X(lead, LTU_JZ)                                                                                \
+    X(lead, LTU_JNZ)                                                                               \
+    X(lead, LEU_JZ)                                                                                \
+    X(lead, LEU_JNZ)                                                                               \
+    X(lead, JEQ)                                                                                   \
+    X(lead, JNE)                                                                                   \
+    X(lead, JLT)                                                                                   \
+    X(lead, JLE)                                                                                   \
+    X(lead, JLTU)                                                                                  \
+    X(lead, JLEU)
+#define BIB_LATCH_TEST_COUNT 18
+#define BIB_LATCH_ROWS(X)                                                                          \
+    BIB_LATCH_TESTS(X, JMP) BIB_LATCH_TESTS(X, ADD) BIB_LATCH_TESTS(X, SUB) BIB_LATCH_TESTS(X, ADDI)
+
+/* Dispatch indices of the plain loop: the opcodes, then the superinstructions. */
+typedef enum bib_xop {
+    BIB_XOP__FIRST_FUSED = BIB_OP__COUNT - 1,
+#define BIB_FUSED_ENUM(name, ...) BIB_XOP_##name,
+#define BIB_LATCH_ENUM(lead, test) BIB_XOP_L_##lead##_##test,
+    BIB_FUSED_ROWS(BIB_FUSED_ENUM) BIB_LATCH_ROWS(BIB_LATCH_ENUM)
+#undef BIB_FUSED_ENUM
+#undef BIB_LATCH_ENUM
+        BIB_XOP__COUNT
+} bib_xop_t;
+
 /* One decoded instruction. decoded[pc] corresponds to module code[pc], so the
  * pc of a decoded instruction is its index. a..d are the raw operand words,
  * except that an FN operand's word holds the caller's register count (where
  * the callee's window starts). x holds the one operand that needs resolving,
  * chosen by operand kind:
  *   TGT          target: the decoded instruction jumped to
- *   IMM          imm: the word sign-extended to 64 bits
+ *   IMM          imm: the word sign-extended to 64 bits (ADDI reads its
+ *                immediate from the raw word c instead, so that x is free
+ *                for ADDI_JMP)
  *   IMMLO+IMMHI  bits: the 64-bit immediate
  *   CONST        bits: the constant's value
  *   FN           func: the callee
- *   HOST         host: the bound host function */
+ *   HOST         host: the bound host function
+ * A superinstruction (xop != op) is the first instruction of its group; it
+ * keeps its own operands and holds in x the second one's target, or for a
+ * latch led by an ADD, SUB or ADDI the instruction after the test (the test
+ * sits right before it; a JMP latch keeps its own target). Every later
+ * instruction of the group keeps its own entry, so a jump that lands on one
+ * runs it alone, and the instrumented loop runs op, never xop. */
 typedef struct bib_dinsn {
-    uint16_t op; /* bib_opcode_t */
-    uint16_t reserved;
+    const void *handler; /* the plain loop's code for xop (interp.c fills it in) */
+    uint16_t op;         /* bib_opcode_t: what every reader except the plain loop sees */
+    uint16_t xop;        /* bib_xop_t: what the plain loop runs (op or a superinstruction) */
     uint32_t a, b, c, d;
     union {
         int64_t imm;
@@ -74,6 +152,7 @@ typedef struct bib_program {
     bib_host_t *hosts;
     uint32_t host_count;
     const bib_dfunc_t *entry;
+    bool threaded; /* every code[i].handler is filled in */
 } bib_program_t;
 
 /* A frame record: what RET restores in the caller. */
