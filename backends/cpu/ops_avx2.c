@@ -7,7 +7,6 @@
  */
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 #include "backends/cpu/bmath.h"
 #include "backends/cpu/ops.h"
@@ -44,23 +43,61 @@ typedef __m256i VI;
 #define V_TAILMASK(r)                                                                              \
     _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(r)),                            \
                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)))
-#define V_HALF_SPLIT(kf, s1, s2)                                                                   \
-    do {                                                                                           \
-        __m256i k_ = _mm256_cvtps_epi32(kf);                                                       \
-        __m256i k1_ = _mm256_srai_epi32(k_, 1);                                                    \
-        __m256i k2_ = _mm256_sub_epi32(k_, k1_);                                                   \
-        __m256i b_ = _mm256_set1_epi32(127);                                                       \
-        (s1) = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1_, b_), 23));              \
-        (s2) = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2_, b_), 23));              \
-    } while (0)
 #define V_ORDER_KEY(x)                                                                             \
     _mm256_xor_si256(_mm256_castps_si256(x),                                                       \
                      _mm256_srli_epi32(_mm256_srai_epi32(_mm256_castps_si256(x), 31), 1))
 #define V_IMAX _mm256_max_epi32
 #define V_ISET1 _mm256_set1_epi32
-#define V_ISTORE(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 #define V_MASK_NONE() _mm256_setzero_ps()
 #define V_MASK_OR(a, b) _mm256_or_ps((a), (b))
 #define V_MASK_ANY(m) (_mm256_movemask_ps(m) != 0)
+
+/* exp's two exact power-of-two factors, built from the exponent bits. */
+static inline __m256 avx2_scale2k(__m256 p, __m256 kf) {
+    __m256i k = _mm256_cvtps_epi32(kf);
+    __m256i k1 = _mm256_srai_epi32(k, 1);
+    __m256i k2 = _mm256_sub_epi32(k, k1);
+    __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* The tree's steps 4, 2, 1: p[i] + p[i + s], left operand the lower lane. */
+static inline float avx2_hsum_tree(__m256 v) {
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+    return _mm_cvtss_f32(s1);
+}
+
+/* Partial rows use masked moves: masked-off lanes are neither read nor
+ * written (and cannot fault), so a tail never touches memory past the row,
+ * and no library call clobbers the accumulators held in registers. */
+static inline __m256i avx2_lanes_below(size_t r) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static inline __m256 avx2_load_tail(const float *p, size_t r, float fill) {
+    __m256i m = avx2_lanes_below(r);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+
+static inline void avx2_store_tail(float *p, size_t r, __m256 v) {
+    _mm256_maskstore_ps(p, avx2_lanes_below(r), v);
+}
+
+static inline int32_t avx2_imax_reduce(__m256i v) {
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(m);
+}
+
+#define V_SCALE2K avx2_scale2k
+#define V_IMAX_REDUCE avx2_imax_reduce
+#define V_HSUM_TREE avx2_hsum_tree
+#define V_LOAD_TAIL avx2_load_tail
+#define V_STORE_TAIL avx2_store_tail
 
 #include "backends/cpu/ops_simd.h"

@@ -7,7 +7,6 @@
  */
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 #include "backends/cpu/bmath.h"
 #include "backends/cpu/ops.h"
@@ -45,23 +44,42 @@ typedef __m512i VI;
     _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_castps_si512(m)))
 #define V_TAILMASK(r)                                                                              \
     _mm512_castsi512_ps(_mm512_maskz_set1_epi32((__mmask16)((1u << (r)) - 1u), -1))
-#define V_HALF_SPLIT(kf, s1, s2)                                                                   \
-    do {                                                                                           \
-        __m512i k_ = _mm512_cvtps_epi32(kf);                                                       \
-        __m512i k1_ = _mm512_srai_epi32(k_, 1);                                                    \
-        __m512i k2_ = _mm512_sub_epi32(k_, k1_);                                                   \
-        __m512i b_ = _mm512_set1_epi32(127);                                                       \
-        (s1) = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1_, b_), 23));              \
-        (s2) = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2_, b_), 23));              \
-    } while (0)
 #define V_ORDER_KEY(x)                                                                             \
     _mm512_xor_si512(_mm512_castps_si512(x),                                                       \
                      _mm512_srli_epi32(_mm512_srai_epi32(_mm512_castps_si512(x), 31), 1))
 #define V_IMAX _mm512_max_epi32
 #define V_ISET1 _mm512_set1_epi32
-#define V_ISTORE(p, v) _mm512_storeu_si512((void *)(p), (v))
 #define V_MASK_NONE() ((__mmask16)0)
 #define V_MASK_OR(a, b) ((__mmask16)((a) | (b)))
 #define V_MASK_ANY(m) ((m) != 0)
+
+/* vscalefps rounds p * 2^kf once, as the contract's (p * 2^k1) * 2^k2 does:
+ * p * 2^k1 is exact, so the second multiply is the only rounding, overflow
+ * and denormal results included (MXCSR keeps FTZ/DAZ off). */
+#define V_SCALE2K(p, kf) _mm512_scalef_ps((p), (kf))
+
+/* The tree's steps 8, 4, 2, 1: p[i] + p[i + s], left operand the lower lane. */
+static inline float avx512_hsum_tree(__m512 v) {
+    __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+    return _mm_cvtss_f32(s1);
+}
+
+/* Masked moves: lanes at and beyond r are neither read nor written, so a
+ * tail never touches memory past the row. */
+static inline __m512 avx512_load_tail(const float *p, size_t r, float fill) {
+    return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), (__mmask16)((1u << r) - 1u), p);
+}
+
+static inline void avx512_store_tail(float *p, size_t r, __m512 v) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << r) - 1u), v);
+}
+
+#define V_IMAX_REDUCE _mm512_reduce_max_epi32
+#define V_HSUM_TREE avx512_hsum_tree
+#define V_LOAD_TAIL avx512_load_tail
+#define V_STORE_TAIL avx512_store_tail
 
 #include "backends/cpu/ops_simd.h"

@@ -3,10 +3,14 @@
  * Included by ops_avx2.c and ops_avx512.c after they define the vector
  * primitives below (V_* macros) for their instruction set. Each function is
  * the scalar reference of ops.c / bmath.h applied lane by lane: the same
- * correctly rounded operations in the same order, so the bits match. Row
- * tails shorter than a vector go through a zero-padded copy, and the
+ * correctly rounded operations in the same order, so the bits match. What
+ * the vector code leaves out are only steps whose result is already known:
+ * exp's range selects (the clamp gives the same values), NaN blends on lanes
+ * that a later blend or a caller overwrites, canonicalization of values that
+ * cannot be NaN; each place says why. Row tails shorter than a vector are
+ * loaded padded (V_LOAD_TAIL) and stored partially (V_STORE_TAIL), and the
  * reduction tree keeps BIB_TREE_LANES lanes in 64 / V_WIDTH registers,
- * finished by bib_tree_finish exactly as the scalar code does.
+ * finished in registers in the scalar tree's order.
  *
  * Required before inclusion:
  *   VF, VM           float vector, comparison mask
@@ -14,12 +18,17 @@
  *   V_SUFFIX         name suffix (avx2, avx512)
  *   V_LOAD, V_STORE, V_SET1, V_ZERO
  *   V_ADD, V_SUB, V_MUL, V_DIV, V_FMA(a,b,c)=a*b+c, V_FNMA(a,b,c)=c-a*b
- *   V_MIN, V_MAX (only to clamp finite ranges; NaN lanes are masked after)
+ *   V_MIN(a, b), V_MAX(a, b) with x86's rule: b when either is NaN
  *   V_GT, V_LT, V_GE, V_UNORD, V_EQ -> VM; V_SELECT(m, a, b) = m ? a : b
  *   V_AND_BITS(a, bits), V_OR_BITS(a, b) on float vectors as bit patterns
- *   V_POW2I(k_float_vector) -> 2^k for integral k in [-126, 127]
- *   V_HALF_SPLIT(kf, &k1f, &k2f): k1 = floor(k/2), k2 = k - k1, as floats
- *   V_ORDER_KEY(x) -> integer vector as VI; V_IMAX(a, b); VI; V_ISTORE; V_ISET1
+ *   V_SCALE2K(p, kf) -> (p * 2^k1) * 2^k2 for integral kf = k in [-150, 128],
+ *                       k1 = k >> 1, k2 = k - k1 (exp's last two multiplies)
+ *   V_HSUM_TREE(v)   -> the tree's steps s = V_WIDTH/2 .. 1 inside one register
+ *   V_LOAD_TAIL(p, r, fill) -> the first r (1..V_WIDTH) floats at p, other
+ *                       lanes `fill`; reads nothing beyond p[r-1]
+ *   V_STORE_TAIL(p, r, v)   -> writes the first r lanes only
+ *   V_ORDER_KEY(x) -> integer vector as VI; V_IMAX(a, b); VI; V_ISET1;
+ *   V_IMAX_REDUCE(v) -> the greatest int32 lane
  *   V_TAILMASK(r) -> VF whose first r lanes are all-ones bits, others zero
  */
 
@@ -29,19 +38,32 @@
 
 #define V_NACC (BIB_TREE_LANES / V_WIDTH)
 
+/* Loops over the V_NACC accumulators are unrolled so that they index the
+ * array with constants and the accumulators stay in registers (rolled, GCC
+ * keeps them on the stack and every add waits on a store). */
+#define V_UNROLL _Pragma("GCC unroll 8")
+
 static inline VF V_FN(v_canon)(VF y) {
     return V_SELECT(V_UNORD(y, y), V_SET1(bib_f32_canonical_nan()), y);
 }
 
-static inline VF V_FN(v_exp)(VF x) {
-    const VF hi = V_SET1(BIB_EXP_HI), lo = V_SET1(BIB_EXP_LO);
-    VM is_nan = V_UNORD(x, x);
-    VM is_hi = V_GT(x, hi);
-    VM is_lo = V_LT(x, lo);
-    VF xc = V_MIN(V_MAX(x, lo), hi);
-    VF j = V_FMA(xc, V_SET1(BIB_EXP_LOG2E), V_SET1(BIB_EXP_SHIFT));
+/* The same, for results that are rarely NaN: one compare and a branch that
+ * is almost never taken instead of a blend on every vector. */
+static inline VF V_FN(v_canon_rare)(VF y) {
+    VM nan = V_UNORD(y, y);
+    if (V_MASK_ANY(nan))
+        y = V_SELECT(nan, V_SET1(bib_f32_canonical_nan()), y);
+    return y;
+}
+
+/* exp's sequence for x in [LO, HI]. Outside that range the contract pins
+ * +0 (x < LO) and +Inf (x > HI); the sequence itself already gives exactly
+ * those at x = LO and x = HI (exp_special_values checks it), so callers
+ * clamp instead of selecting. */
+static inline VF V_FN(v_exp_core)(VF x) {
+    VF j = V_FMA(x, V_SET1(BIB_EXP_LOG2E), V_SET1(BIB_EXP_SHIFT));
     VF kf = V_SUB(j, V_SET1(BIB_EXP_SHIFT));
-    VF r = V_FNMA(kf, V_SET1(BIB_EXP_LN2_HI), xc);
+    VF r = V_FNMA(kf, V_SET1(BIB_EXP_LN2_HI), x);
     r = V_FNMA(kf, V_SET1(BIB_EXP_LN2_LO), r);
     VF p = V_SET1(BIB_EXP_C6);
     p = V_FMA(p, r, V_SET1(BIB_EXP_C5));
@@ -50,12 +72,26 @@ static inline VF V_FN(v_exp)(VF x) {
     p = V_FMA(p, r, V_SET1(BIB_EXP_C2));
     p = V_FMA(p, r, V_SET1(1.0f));
     p = V_FMA(p, r, V_SET1(1.0f));
-    VF s1, s2;
-    V_HALF_SPLIT(kf, s1, s2);
-    VF y = V_MUL(V_MUL(p, s1), s2);
-    y = V_SELECT(is_hi, V_SET1(INFINITY), y);
-    y = V_SELECT(is_lo, V_ZERO(), y);
-    return V_SELECT(is_nan, V_SET1(bib_f32_canonical_nan()), y);
+    return V_SCALE2K(p, kf); /* (p * 2^k1) * 2^k2, p * 2^k1 exact */
+}
+
+/* V_MAX(lo, x) and V_MIN(hi, x) return x when x is NaN (x86 returns the
+ * second operand), so a NaN lane stays NaN through the clamp. */
+static inline VF V_FN(v_exp)(VF x) {
+    VF xc = V_MIN(V_SET1(BIB_EXP_HI), V_MAX(V_SET1(BIB_EXP_LO), x));
+    VF y = V_FN(v_exp_core)(xc);
+    return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
+}
+
+/* exp for x <= 0, -Inf included. A NaN lane gives some NaN: the caller
+ * canonicalizes or masks it. */
+static inline VF V_FN(v_exp_nonpos)(VF x) {
+    return V_FN(v_exp_core)(V_MAX(V_SET1(BIB_EXP_LO), x));
+}
+
+/* exp for x >= 0, +Inf included; NaN as for v_exp_nonpos. */
+static inline VF V_FN(v_exp_nonneg)(VF x) {
+    return V_FN(v_exp_core)(V_MIN(V_SET1(BIB_EXP_HI), x));
 }
 
 static inline VF V_FN(v_abs)(VF x) {
@@ -72,27 +108,42 @@ static inline VF V_FN(v_tanh)(VF x) {
     q = V_FMA(q, s, V_SET1(BIB_TANH_Q1));
     q = V_FMA(q, s, V_SET1(BIB_TANH_Q0));
     VF small = V_FMA(V_MUL(a, s), q, a);
-    VF e = V_FN(v_exp)(V_ADD(a, a));
+    VF e = V_FN(v_exp_nonneg)(V_ADD(a, a));
     VF big = V_SUB(V_SET1(1.0f), V_DIV(V_SET1(2.0f), V_ADD(e, V_SET1(1.0f))));
     VF y = V_SELECT(V_LT(a, V_SET1(BIB_TANH_SMALL)), small, big);
     y = V_OR_BITS(y, sign);
     return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
 }
 
-static inline VF V_FN(v_sigmoid)(VF x) {
-    VF a = V_FN(v_abs)(x);
-    VF e = V_FN(v_exp)(V_SUB(V_ZERO(), a));
+/* sigmoid without its NaN rule: a NaN lane gives some NaN. exp's argument
+ * is -|x| with the sign bit set rather than 0 - |x|: the two differ only at
+ * x = +-0, where exp gives 1 either way. */
+static inline VF V_FN(v_sigmoid_nonan)(VF x) {
+    VF e = V_FN(v_exp_nonpos)(V_OR_BITS(x, V_SET1(-0.0f)));
     VF num = V_SELECT(V_GE(x, V_ZERO()), V_SET1(1.0f), e);
-    VF y = V_DIV(num, V_ADD(V_SET1(1.0f), e));
+    return V_DIV(num, V_ADD(V_SET1(1.0f), e));
+}
+
+static inline VF V_FN(v_sigmoid)(VF x) {
+    VF y = V_FN(v_sigmoid_nonan)(x);
     return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
 }
 
+/* For x not NaN, z is never NaN (x^3 has x's sign, so the fma cannot be
+ * Inf - Inf) and sigmoid(z) is in [0, 1], so x * sigmoid(z) is NaN exactly
+ * when x is NaN or -Inf (-Inf * +0): one compare finds both special
+ * cases, and the blends run only for vectors that hold one. */
 static inline VF V_FN(v_gelu)(VF x) {
     VF x3 = V_MUL(V_MUL(x, x), x);
     VF z = V_MUL(V_SET1(BIB_GELU_K), V_FMA(V_SET1(BIB_GELU_C1), x3, x));
-    VF y = V_MUL(x, V_FN(v_sigmoid)(z));
-    y = V_SELECT(V_EQ(x, V_SET1(-INFINITY)), V_SET1(-0.0f), y);
-    return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
+    VF y = V_MUL(x, V_FN(v_sigmoid_nonan)(z));
+    VM special = V_UNORD(y, y);
+    if (V_MASK_ANY(special)) {
+        VF fix =
+            V_SELECT(V_EQ(x, V_SET1(-INFINITY)), V_SET1(-0.0f), V_SET1(bib_f32_canonical_nan()));
+        y = V_SELECT(special, fix, y);
+    }
+    return y;
 }
 
 static inline VF V_FN(v_relu)(VF x) {
@@ -100,20 +151,38 @@ static inline VF V_FN(v_relu)(VF x) {
     return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
 }
 
-/* Runs BODY(x_vector) -> y_vector over a row, tail through a padded copy. */
+/* THE tree's pairwise finish on the 64 lanes held in acc[0..V_NACC):
+ * acc[a] lane l is p[a * V_WIDTH + l], so p[i] += p[i + s] for s >= V_WIDTH
+ * is acc[a] += acc[a + s / V_WIDTH]; the steps below V_WIDTH are
+ * V_HSUM_TREE's, inside one register, in the same order. */
+static inline float V_FN(v_tree_finish)(VF acc[V_NACC]) {
+    V_UNROLL
+    for (int s = V_NACC / 2; s >= 1; s >>= 1) {
+        V_UNROLL
+        for (int a = 0; a < s; a++)
+            acc[a] = V_ADD(acc[a], acc[a + s]);
+    }
+    return V_HSUM_TREE(acc[0]);
+}
+
+/* Runs BODY(x_vector) -> y_vector over a row; the tail's missing lanes are
+ * loaded as +0 and never stored. */
 #define V_MAP_ROW(x, y, n, BODY)                                                                   \
     do {                                                                                           \
         size_t i_ = 0;                                                                             \
+        for (; i_ + 2 * V_WIDTH <= (n); i_ += 2 * V_WIDTH) {                                       \
+            VF v0_ = V_LOAD((x) + i_), v1_ = V_LOAD((x) + i_ + V_WIDTH);                           \
+            VF y0_ = BODY(v0_), y1_ = BODY(v1_);                                                   \
+            V_STORE((y) + i_, y0_);                                                                \
+            V_STORE((y) + i_ + V_WIDTH, y1_);                                                      \
+        }                                                                                          \
         for (; i_ + V_WIDTH <= (n); i_ += V_WIDTH) {                                               \
             VF v_ = V_LOAD((x) + i_);                                                              \
             V_STORE((y) + i_, BODY(v_));                                                           \
         }                                                                                          \
         if (i_ < (n)) {                                                                            \
-            float t_[V_WIDTH] = {0};                                                               \
-            memcpy(t_, (x) + i_, ((n)-i_) * sizeof(float));                                        \
-            VF v_ = V_LOAD(t_);                                                                    \
-            V_STORE(t_, BODY(v_));                                                                 \
-            memcpy((y) + i_, t_, ((n)-i_) * sizeof(float));                                        \
+            VF v_ = V_LOAD_TAIL((x) + i_, (n)-i_, 0.0f);                                           \
+            V_STORE_TAIL((y) + i_, (n)-i_, BODY(v_));                                              \
         }                                                                                          \
     } while (0)
 
@@ -160,13 +229,8 @@ static void V_FN(row_binary)(bib_binary_t op, const float *a, const float *b, si
         V_STORE(y + i, V_FN(v_binary)(op, V_LOAD(a + i), bv));
     }
     if (i < n) {
-        float ta[V_WIDTH] = {0}, tb[V_WIDTH] = {0};
-        memcpy(ta, a + i, (n - i) * sizeof(float));
-        if (b_step)
-            memcpy(tb, b + i, (n - i) * sizeof(float));
-        VF bv = b_step ? V_LOAD(tb) : bs;
-        V_STORE(ta, V_FN(v_binary)(op, V_LOAD(ta), bv));
-        memcpy(y + i, ta, (n - i) * sizeof(float));
+        VF bv = b_step ? V_LOAD_TAIL(b + i, n - i, 0.0f) : bs;
+        V_STORE_TAIL(y + i, n - i, V_FN(v_binary)(op, V_LOAD_TAIL(a + i, n - i, 0.0f), bv));
     }
 }
 
@@ -177,30 +241,52 @@ static void V_FN(row_scale)(const float *x, float s, float *y, size_t n) {
 #undef V_SCALE_BODY
 }
 
+/* The row kernels read their row several times, first from memory and
+ * then from cache; while they compute from cache, nothing would be fetched.
+ * Their last pass therefore prefetches, one address per vector, the memory
+ * right after the row, which in a row-major tensor is the next row (measured
+ * on one thread, 4096 x 4096: softmax and layernorm +25-30%). A prefetch is
+ * only a hint and never faults, so past the end of the tensor it is
+ * harmless; the address is formed as an integer, not as a pointer past the
+ * row. */
+#define V_PREFETCH_NEXT_ROW(x, n, i)                                                               \
+    _mm_prefetch((const char *)((uintptr_t)(x) + ((n) + (i)) * sizeof(float)), _MM_HINT_T0)
+
+/* Lanes of the vector at element o that lie in a row of n: 1..V_WIDTH for
+ * o < n. A row's tail computes each accumulator's term under a condition
+ * (+0 when the vector lies past the row, which leaves the lane unchanged)
+ * and adds it unconditionally: an accumulator updated under a condition
+ * sends the whole array to the stack. */
+#define V_TAIL_LANES(o, n) ((n) - (o) < V_WIDTH ? (n) - (o) : V_WIDTH)
+
 /* The tree with a term computed per element: TERM(v) -> VF. Tail lanes
  * beyond n contribute +0 (their term is masked to zero bits). */
 #define V_TREE_ROW(x, n, TERM, result)                                                             \
     do {                                                                                           \
         VF acc_[V_NACC];                                                                           \
+        V_UNROLL                                                                                   \
         for (int a_ = 0; a_ < V_NACC; a_++)                                                        \
             acc_[a_] = V_ZERO();                                                                   \
         size_t i_ = 0;                                                                             \
-        for (; i_ + BIB_TREE_LANES <= (n); i_ += BIB_TREE_LANES)                                   \
+        for (; i_ + BIB_TREE_LANES <= (n); i_ += BIB_TREE_LANES) {                                 \
+            V_UNROLL                                                                               \
             for (int a_ = 0; a_ < V_NACC; a_++) {                                                  \
                 VF v_ = V_LOAD((x) + i_ + (size_t)a_ * V_WIDTH);                                   \
                 acc_[a_] = V_ADD(acc_[a_], TERM(v_));                                              \
             }                                                                                      \
-        for (int a_ = 0; a_ < V_NACC && i_ < (n); a_++, i_ += V_WIDTH) {                           \
-            size_t r_ = (n)-i_ < V_WIDTH ? (n)-i_ : V_WIDTH;                                       \
-            float t_[V_WIDTH] = {0};                                                               \
-            memcpy(t_, (x) + i_, r_ * sizeof(float));                                              \
-            VF v_ = V_LOAD(t_);                                                                    \
-            acc_[a_] = V_ADD(acc_[a_], V_AND_MASK(TERM(v_), V_TAILMASK(r_)));                      \
         }                                                                                          \
-        float p_[BIB_TREE_LANES];                                                                  \
-        for (int a_ = 0; a_ < V_NACC; a_++)                                                        \
-            V_STORE(p_ + a_ * V_WIDTH, acc_[a_]);                                                  \
-        (result) = bib_tree_finish(p_);                                                            \
+        V_UNROLL                                                                                   \
+        for (int a_ = 0; a_ < V_NACC; a_++) {                                                      \
+            size_t o_ = i_ + (size_t)a_ * V_WIDTH;                                                 \
+            VF t_ = V_ZERO();                                                                      \
+            if (o_ < (n)) {                                                                        \
+                size_t r_ = V_TAIL_LANES(o_, n);                                                   \
+                VF v_ = V_LOAD_TAIL((x) + o_, r_, 0.0f);                                           \
+                t_ = V_AND_MASK(TERM(v_), V_TAILMASK(r_));                                         \
+            }                                                                                      \
+            acc_[a_] = V_ADD(acc_[a_], t_);                                                        \
+        }                                                                                          \
+        (result) = V_FN(v_tree_finish)(acc_);                                                      \
     } while (0)
 
 #define V_TERM_ID(v) (v)
@@ -221,36 +307,64 @@ static float V_FN(row_max)(const float *x, size_t n) {
         best = V_IMAX(best, V_ORDER_KEY(v));
     }
     if (i < n) {
-        float t[V_WIDTH];
-        for (size_t l = 0; l < V_WIDTH; l++)
-            t[l] = -INFINITY;
-        memcpy(t, x + i, (n - i) * sizeof(float));
-        VF v = V_LOAD(t);
+        VF v = V_LOAD_TAIL(x + i, n - i, -INFINITY);
         any_nan = V_MASK_OR(any_nan, V_UNORD(v, v));
         best = V_IMAX(best, V_ORDER_KEY(v));
     }
     if (V_MASK_ANY(any_nan))
         return bib_f32_canonical_nan();
-    int32_t keys[V_WIDTH];
-    V_ISTORE(keys, best);
-    int32_t k = keys[0];
-    for (int l = 1; l < V_WIDTH; l++)
-        k = keys[l] > k ? keys[l] : k;
-    return bib_f32_from_order_key(k);
+    return bib_f32_from_order_key(V_IMAX_REDUCE(best));
 }
 
+/* Two passes after the max: exp written to y while the tree accumulates it,
+ * then the division in place while the row is still in cache.
+ *
+ * When m is NaN, +Inf or -Inf (a row of -Inf), some x - m is NaN, so the sum
+ * and every output are NaN: the row is the canonical NaN. Otherwise every
+ * x - m is <= 0 and not NaN, every e is in [0, 1], the e of the maximum is
+ * exactly 1, so 1 <= s <= n and e / s is never NaN: no canonicalization is
+ * needed. Tail lanes are loaded as -Inf, whose e is +0, which leaves a tree
+ * lane unchanged. */
 static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
     float m = V_FN(row_max)(x, n);
+    if (!isfinite(m)) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = bib_f32_canonical_nan();
+        return;
+    }
     VF mv = V_SET1(m);
-#define V_SOFTMAX_EXP(v) V_FN(v_exp)(V_SUB(v, mv))
-    V_MAP_ROW(x, y, n, V_SOFTMAX_EXP);
-#undef V_SOFTMAX_EXP
-    float s;
-    V_TREE_ROW(y, n, V_TERM_ID, s);
-    VF sv = V_SET1(s);
-#define V_SOFTMAX_DIV(v) V_FN(v_canon)(V_DIV(v, sv))
-    V_MAP_ROW(y, y, n, V_SOFTMAX_DIV);
-#undef V_SOFTMAX_DIV
+    VF acc[V_NACC];
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++)
+        acc[a] = V_ZERO();
+    size_t i = 0;
+    for (; i + BIB_TREE_LANES <= n; i += BIB_TREE_LANES) {
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = i + (size_t)a * V_WIDTH;
+            VF e = V_FN(v_exp_nonpos)(V_SUB(V_LOAD(x + o), mv));
+            V_STORE(y + o, e);
+            acc[a] = V_ADD(acc[a], e);
+        }
+    }
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++) {
+        size_t o = i + (size_t)a * V_WIDTH;
+        VF e = V_ZERO();
+        if (o < n) {
+            size_t r = V_TAIL_LANES(o, n);
+            e = V_FN(v_exp_nonpos)(V_SUB(V_LOAD_TAIL(x + o, r, -INFINITY), mv));
+            V_STORE_TAIL(y + o, r, e);
+        }
+        acc[a] = V_ADD(acc[a], e);
+    }
+    VF sv = V_SET1(V_FN(v_tree_finish)(acc));
+    for (i = 0; i + V_WIDTH <= n; i += V_WIDTH) {
+        V_PREFETCH_NEXT_ROW(x, n, i);
+        V_STORE(y + i, V_DIV(V_LOAD(y + i), sv));
+    }
+    if (i < n)
+        V_STORE_TAIL(y + i, n - i, V_DIV(V_LOAD_TAIL(y + i, n - i, 0.0f), sv));
 }
 
 static void V_FN(row_layernorm)(const float *x, const float *gamma, const float *beta, float eps,
@@ -266,11 +380,16 @@ static void V_FN(row_layernorm)(const float *x, const float *gamma, const float 
     VF den = V_SET1(sqrtf(var + eps));
     size_t i = 0;
     for (; i + V_WIDTH <= n; i += V_WIDTH) {
+        V_PREFETCH_NEXT_ROW(x, n, i);
         VF t = V_MUL(V_DIV(V_SUB(V_LOAD(x + i), mv), den), V_LOAD(gamma + i));
-        V_STORE(y + i, V_FN(v_canon)(V_ADD(t, V_LOAD(beta + i))));
+        V_STORE(y + i, V_FN(v_canon_rare)(V_ADD(t, V_LOAD(beta + i))));
     }
-    for (; i < n; i++)
-        y[i] = bib_f32_canon(((x[i] - mean) / sqrtf(var + eps)) * gamma[i] + beta[i]);
+    if (i < n) {
+        size_t r = n - i;
+        VF t = V_MUL(V_DIV(V_SUB(V_LOAD_TAIL(x + i, r, 0.0f), mv), den),
+                     V_LOAD_TAIL(gamma + i, r, 0.0f));
+        V_STORE_TAIL(y + i, r, V_FN(v_canon)(V_ADD(t, V_LOAD_TAIL(beta + i, r, 0.0f))));
+    }
 }
 
 static void V_FN(row_rmsnorm)(const float *x, const float *gamma, float eps, float *y, size_t n) {
@@ -278,13 +397,17 @@ static void V_FN(row_rmsnorm)(const float *x, const float *gamma, float eps, flo
 #define V_SQ(v) V_MUL(v, v)
     V_TREE_ROW(x, n, V_SQ, sq);
 #undef V_SQ
-    float d = sqrtf(sq / (float)n + eps);
-    VF den = V_SET1(d);
+    VF den = V_SET1(sqrtf(sq / (float)n + eps));
     size_t i = 0;
-    for (; i + V_WIDTH <= n; i += V_WIDTH)
-        V_STORE(y + i, V_FN(v_canon)(V_MUL(V_DIV(V_LOAD(x + i), den), V_LOAD(gamma + i))));
-    for (; i < n; i++)
-        y[i] = bib_f32_canon((x[i] / d) * gamma[i]);
+    for (; i + V_WIDTH <= n; i += V_WIDTH) {
+        V_PREFETCH_NEXT_ROW(x, n, i);
+        V_STORE(y + i, V_FN(v_canon_rare)(V_MUL(V_DIV(V_LOAD(x + i), den), V_LOAD(gamma + i))));
+    }
+    if (i < n) {
+        size_t r = n - i;
+        VF t = V_MUL(V_DIV(V_LOAD_TAIL(x + i, r, 0.0f), den), V_LOAD_TAIL(gamma + i, r, 0.0f));
+        V_STORE_TAIL(y + i, r, V_FN(v_canon)(t));
+    }
 }
 
 static void V_FN(row_axpy)(float a, const float *x, float *y, size_t n) {

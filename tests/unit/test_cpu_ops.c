@@ -204,6 +204,81 @@ Test(cpu_ops_identity, scale) {
     row_kernel_identity(BIB_KERNEL_SCALE, 0, 1e3f, -0.37f);
 }
 
+/* Inputs where the vector code's shortcuts matter: exp's range ends (it
+ * clamps instead of selecting), tanh's branch point, gelu's -Inf and the
+ * finite x whose x^3 or z overflow, NaNs of both signs, denormals. 37
+ * values, so every level also runs a partial vector. */
+static const uint32_t edge_bits[] = {
+    0x00000000u, 0x80000000u,           0x7F800000u,
+    0xFF800000u, 0x7FC00000u,           0xFFC00000u,
+    0x7F800001u, 0x00000001u,           0x807FFFFFu,
+    0x7F7FFFFFu, 0xFF7FFFFFu,           0x42B20000u /* 89 */,
+    0x42B20001u, 0x42B1FFFFu,           0xC2D00000u /* -104 */,
+    0xC2D00001u, 0xC2CFFFFFu,           0x3F200000u /* 0.625 */,
+    0x3F1FFFFFu, 0xBF200000u,           0x55E6B5CBu /* 3.2e13: x^3 = Inf */,
+    0xD5E6B5CBu, 0x4CBEBC20u /* 1e8 */, 0xCCBEBC20u,
+    0x41200000u, 0xC1200000u,           0x3F800000u,
+    0xBF800000u, 0x3C23D70Au,           0xBC23D70Au,
+    0x42C80000u, 0xC2C80000u,           0x42AE0000u /* 87 */,
+    0xC2AE0000u, 0x00800000u,           0x80800000u,
+    0x3A83126Fu,
+};
+#define NEDGE (sizeof edge_bits / sizeof edge_bits[0])
+
+Test(cpu_ops_identity, unary_edge_values_every_level) {
+    float x[NEDGE];
+    for (size_t i = 0; i < NEDGE; i++)
+        x[i] = bib_f32_from_bits(edge_bits[i]);
+    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                           .sub = op,
+                           .out = view2(NULL, BIB_DTYPE_F32, 1, NEDGE),
+                           .in = {view2(x, BIB_DTYPE_F32, 1, NEDGE)}};
+        char what[64];
+        snprintf(what, sizeof what, "unary %u on edge values", op);
+        check_identity(what, call, NEDGE * 4);
+    }
+}
+
+/* Softmax rows whose maximum is +Inf, NaN or -Inf (all NaN out), rows where
+ * x - m overflows to -Inf, a row of one repeated value; 67 columns, so the
+ * 64-lane blocks end in a partial one. Run in place too. */
+Test(cpu_ops_identity, softmax_rows_of_special_values) {
+    enum { ROWS = 7, COLS = 67 };
+    float *x = random_f32(ROWS * COLS, 30.0f, false);
+    x[0 * COLS + 5] = INFINITY;
+    for (int j = 0; j < COLS; j++)
+        x[1 * COLS + j] = -INFINITY;
+    for (int j = 0; j < COLS; j++)
+        x[2 * COLS + j] = j == 66 ? 0.0f : -INFINITY;
+    x[3 * COLS + 64] = bib_f32_from_bits(0xFFC00001u);
+    for (int j = 0; j < COLS; j++)
+        x[4 * COLS + j] = j % 2 ? 3.4e38f : -3.4e38f;
+    for (int j = 0; j < COLS; j++)
+        x[5 * COLS + j] = -7.25f;
+    x[6 * COLS + 66] = 1e30f;
+    bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX,
+                       .out = view2(NULL, BIB_DTYPE_F32, ROWS, COLS),
+                       .in = {view2(x, BIB_DTYPE_F32, ROWS, COLS)}};
+    check_identity("softmax special rows", call, ROWS * COLS * 4);
+    float *ref = malloc(ROWS * COLS * 4), *got = malloc(ROWS * COLS * 4);
+    for (int r = 0; r < ROWS; r++)
+        bib_cpu_rowops_scalar.softmax(x + r * COLS, ref + r * COLS, COLS);
+    for (int level = 0; level <= (int)best_level(); level++) {
+        const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
+        memcpy(got, x, ROWS * COLS * 4);
+        for (int r = 0; r < ROWS; r++)
+            ro->softmax(got + r * COLS, got + r * COLS, COLS);
+        cr_assert_eq(memcmp(got, ref, ROWS * COLS * 4), 0, "%s: softmax in place differs",
+                     ro->name);
+    }
+    for (int j = 0; j < COLS; j++)
+        cr_assert_eq(bib_f32_bits(ref[1 * COLS + j]), 0x7FC00000u, "a row of -Inf is NaN");
+    free(ref);
+    free(got);
+    free(x);
+}
+
 Test(cpu_ops_identity, matmul_bias_and_activations) {
     static const uint32_t mnk[][3] = {{1, 1, 1}, {7, 33, 5}, {33, 7, 1023}, {64, 130, 17}};
     for (size_t s = 0; s < 4; s++)
@@ -349,6 +424,11 @@ Test(cpu_ops, exp_special_values) {
     cr_assert_eq(bib_exp(INFINITY), INFINITY);
     cr_assert_eq(bib_f32_bits(bib_exp(-INFINITY)), 0u);
     cr_assert_eq(bib_exp(89.0f), INFINITY);
+    /* The vector code clamps to [LO, HI] instead of selecting +0 and +Inf
+     * beyond them: that is exact only because the sequence itself gives
+     * exactly +0 at LO and +Inf at HI. */
+    cr_assert_eq(bib_f32_bits(bib_exp(BIB_EXP_LO)), 0u, "exp(LO) is +0");
+    cr_assert_eq(bib_f32_bits(bib_exp(BIB_EXP_HI)), 0x7F800000u, "exp(HI) is +Inf");
     cr_assert_eq(bib_exp(100.0f), INFINITY);
     cr_assert_eq(bib_f32_bits(bib_exp(-104.5f)), 0u);
     cr_assert_eq(bib_f32_bits(bib_exp(bib_f32_from_bits(0xFFC00001u))), 0x7FC00000u);
