@@ -106,8 +106,8 @@ static int case_parse(hex_case_t *tc, char *text, char *msg, size_t msglen) {
 
 /* Parses whitespace-separated hex numbers (a ';' or '#' starts a comment).
  * Returns the count, or -1 with msg set. */
-static long parse_hex_list(const char *text, int first_line, uint64_t max, uint64_t **out, char *msg,
-                           size_t msglen) {
+static long parse_hex_list(const char *text, int first_line, uint64_t max, uint64_t **out,
+                           char *msg, size_t msglen) {
     size_t cap = 64, n = 0;
     uint64_t *v = malloc(cap * sizeof *v);
     int line = first_line + 1;
@@ -330,15 +330,16 @@ static int apply_mem(const hex_case_t *tc, bib_module_t *m, outcome_t *o) {
     return 0;
 }
 
-static int compare_code(const bib_module_t *m, const uint64_t *words, long nwords,
-                        const char *what, outcome_t *o) {
+static int compare_code(const bib_module_t *m, const uint64_t *words, long nwords, const char *what,
+                        outcome_t *o) {
     long have = (long)m->code_count * BIB_INSN_WORDS;
     for (long i = 0; i < have && i < nwords; i++) {
         const bib_insn_t *in = &m->code[i / BIB_INSN_WORDS];
         uint32_t w = (uint32_t[]){in->op, in->a, in->b, in->c, in->d}[i % BIB_INSN_WORDS];
         if (w != words[i])
-            return fail(o, "%s: instruction %ld word %ld is %08x, the raw section says %08llx", what,
-                        i / BIB_INSN_WORDS, i % BIB_INSN_WORDS, w, (unsigned long long)words[i]);
+            return fail(o, "%s: instruction %ld word %ld is %08x, the raw section says %08llx",
+                        what, i / BIB_INSN_WORDS, i % BIB_INSN_WORDS, w,
+                        (unsigned long long)words[i]);
     }
     if (have != nwords)
         return fail(o, "%s: %ld words, the raw section has %ld", what, have, nwords);
@@ -402,8 +403,8 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
 
     if (tc->asm_src.text) {
         char *diag = NULL;
-        bib_status_t st = bib_assemble(tc->asm_src.text, strlen(tc->asm_src.text), tc->path,
-                                       &bytes, &size, &diag);
+        bib_status_t st = bib_assemble(tc->asm_src.text, strlen(tc->asm_src.text), tc->path, &bytes,
+                                       &size, &diag);
         if (st != BIB_OK) {
             rc = check_error(tc, st, diag ? diag : "", o);
             bib_free(diag);

@@ -71,7 +71,7 @@ typedef struct bib_options {
     uint64_t fuel;           /* instructions a run may execute; 0 means unlimited */
     uint32_t max_call_depth; /* frames; 0 means the default, 10000 */
     bib_trace_format_t trace_format;
-    FILE *trace; /* where the trace goes when trace_format is not OFF; NULL means stderr */
+    FILE *trace;         /* where the trace goes when trace_format is not OFF; NULL means stderr */
     const char *backend; /* tensor executor: "cpu" (default when NULL), "vulkan", "cuda", "auto" */
     const char *device;  /* GPU device selector (index or name substring); NULL: the best one */
     uint32_t threads;    /* CPU executor threads; 0 means one per core */
@@ -236,8 +236,8 @@ uint32_t bib_builder_const_f64(bib_builder_t *b, double value);
  * kinds say: a jump-target operand is a label id, a function operand a
  * function id, a host operand an import id, a constant operand a pool index.
  * Every other operand is the raw word. */
-bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb, uint32_t c,
-                              uint32_t d);
+bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb,
+                              uint32_t c, uint32_t d);
 
 /* Linear memory: its size in bytes, and initial contents at an offset. */
 bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size);
@@ -363,10 +363,10 @@ typedef struct bib_tensor_reg_info {
     bib_dtype_t dtype;
     uint32_t rank;
     uint32_t dims[BIB_MAX_RANK];
-    uint64_t count;       /* elements */
-    const char *name;     /* the declaration naming the register, or NULL */
-    char executors[64];   /* executors holding a valid copy, e.g. "cpu" or "cpu,vulkan" */
-    uint64_t hash;        /* what THASH gives for it */
+    uint64_t count;     /* elements */
+    const char *name;   /* the declaration naming the register, or NULL */
+    char executors[64]; /* executors holding a valid copy, e.g. "cpu" or "cpu,vulkan" */
+    uint64_t hash;      /* what THASH gives for it */
 } bib_tensor_reg_info_t;
 /* The size of the tensor register file (0 before a run). */
 uint32_t bib_vm_tensor_regs(const bib_vm_t *vm);

@@ -54,7 +54,8 @@ int main(void) {
     printf("| target | instruction index inside the same function |\n");
     printf("| func | function index |\n");
     printf("| host | host-function import index |\n");
-    printf("| td | tensor register written: allocated with the result shape when empty, else the shapes must match |\n");
+    printf("| td | tensor register written: allocated with the result shape when empty, else the "
+           "shapes must match |\n");
     printf("| ts | tensor register read: must be live |\n");
     printf("| tm | tensor register changed in place (or freed): must be live |\n");
     printf("| dtype | tensor element type |\n\n");

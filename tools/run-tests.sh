@@ -23,6 +23,7 @@ suite() {
 }
 
 suite spec-check make -s spec-check
+suite format-check make -s format-check
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     suite "unit:$(basename "$t")" "$t" --jobs 2
