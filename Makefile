@@ -49,7 +49,7 @@ all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so
 # ---- dependencies ---------------------------------------------------------
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
-               libedit-dev gnuplot-nox
+               libedit-dev gnuplot-nox clang-format
 $(BUILD)/.deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(DEB_PACKAGES)
