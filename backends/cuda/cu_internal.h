@@ -19,6 +19,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cu_args.h"
 #include "backends/cuda/cuda.h"
+#include "backends/suballoc.h"
 
 /* ---- the driver entry points -------------------------------------------
  * X(field, symbol, parameters): resolved with dlsym by the exported symbol
@@ -166,16 +167,10 @@ extern const bib_cu_fatbin_t bib_cu_fatbins[];
 
 /* ---- memory --------------------------------------------------------------- */
 
-typedef struct bib_cu_range {
-    size_t offset, size;
-} bib_cu_range_t;
-
 /* One cuMemAlloc; VM buffers are sub-ranges of blocks. */
 typedef struct bib_cu_block {
-    CUdeviceptr base;
-    size_t size;
-    bib_cu_range_t *free; /* sorted by offset, coalesced */
-    uint32_t free_count, free_cap;
+    CUdeviceptr base;      /* 0: released to the driver, the slot is free */
+    bib_suballoc_t ranges; /* offsets from base; ranges.size is the block's size */
 } bib_cu_block_t;
 
 /* The handle behind a bib_view_t's buf. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/callcheck.h"
 #include "backends/cuda/cu_internal.h"
 
 #define BIB_CU_MAX_GRID_X 0x7fffffffu
@@ -18,13 +19,6 @@
 /* Attention's global scratch stays below this unless one row needs more. */
 #define BIB_CU_ATTN_SCRATCH ((uint64_t)256 << 20)
 
-static uint64_t bib_cu_count(const bib_view_t *v) {
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < v->rank; i++)
-        n *= v->dims[i];
-    return n;
-}
-
 /* The device address of the view's first element, checking that the view
  * lies inside its buffer. Every dtype is 4 bytes wide. */
 static bib_status_t bib_cu_addr(bib_executor_t *ex, const bib_view_t *v, const char *what,
@@ -32,7 +26,7 @@ static bib_status_t bib_cu_addr(bib_executor_t *ex, const bib_view_t *v, const c
     const bib_cu_buffer_t *b = v->buf;
     if (!b)
         return bib_cu_fail(ex, BIB_E_USAGE, "cuda: %s has no buffer", what);
-    uint64_t n = bib_cu_count(v);
+    uint64_t n = bib_view_count(v);
     if (v->offset > b->size / 4 || n > b->size / 4 - v->offset)
         return bib_cu_fail(ex, BIB_E_USAGE,
                            "cuda: %s (offset %zu, %llu elements) overruns its buffer of %zu bytes",
@@ -45,10 +39,6 @@ static uint32_t bib_cu_fbits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
-}
-
-static bool bib_cu_is_f32(const bib_view_t *v) {
-    return v->buf && v->dtype == BIB_DTYPE_F32;
 }
 
 /* Blocks for a grid-stride loop over n items: enough to fill the device,
@@ -131,7 +121,7 @@ static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, 
         (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK ||
         (st = bib_cu_addr(ex, &c->in[0], "input", &p.in0)) != BIB_OK)
         return st;
-    uint64_t n = bib_cu_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
     p.n[0] = n;
@@ -147,19 +137,6 @@ static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
     return bib_cu_elementwise(ex, c, BIB_CU_FN_SCALE, bib_cu_fbits(c->f[0]));
 }
 
-/* in1's broadcast form: 0 same shape, 1 a row over in0's last axis, 2 one
- * element; -1 none of those. The order matches the kernels' FORM_*. */
-static int bib_cu_broadcast(const bib_call_t *c) {
-    uint64_t n0 = bib_cu_count(&c->in[0]), n1 = bib_cu_count(&c->in[1]);
-    if (n1 == n0)
-        return 0;
-    if (n1 == 1)
-        return 2;
-    if (c->in[0].rank > 0 && n1 == c->in[0].dims[c->in[0].rank - 1])
-        return 1;
-    return -1;
-}
-
 static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_args_t p = {0};
     bib_status_t st;
@@ -168,10 +145,10 @@ static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
         (st = bib_cu_addr(ex, &c->in[0], "input 0", &p.in0)) != BIB_OK ||
         (st = bib_cu_addr(ex, &c->in[1], "input 1", &p.in1)) != BIB_OK)
         return st;
-    int form = bib_cu_broadcast(c);
-    if (form < 0)
+    bib_broadcast_t form = bib_call_broadcast(c);
+    if (form == BIB_BROADCAST_NONE)
         return bib_cu_fail(ex, BIB_E_USAGE, "cuda: binary operand shapes do not broadcast");
-    uint64_t n = bib_cu_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
     p.n[0] = n;
@@ -185,7 +162,7 @@ static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
 
 static uint64_t bib_cu_rows(const bib_view_t *v, uint32_t *last) {
     *last = v->rank ? v->dims[v->rank - 1] : 1;
-    return *last ? bib_cu_count(v) / *last : 0;
+    return *last ? bib_view_count(v) / *last : 0;
 }
 
 static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
@@ -303,8 +280,8 @@ static bib_status_t bib_cu_gather(bib_executor_t *ex, const bib_call_t *c) {
         (st = bib_cu_addr(ex, &c->in[1], "gather indices", &p.in1)) != BIB_OK)
         return st;
     uint64_t rows = c->in[0].dims[0];
-    uint64_t width = rows ? bib_cu_count(&c->in[0]) / rows : 0;
-    uint64_t n = bib_cu_count(&c->in[1]);
+    uint64_t width = rows ? bib_view_count(&c->in[0]) / rows : 0;
+    uint64_t n = bib_view_count(&c->in[1]);
     if (n == 0)
         return BIB_OK;
     /* An index out of range is an error this call must return, so the
@@ -334,7 +311,7 @@ static bib_status_t bib_cu_rng(bib_executor_t *ex, const bib_call_t *c) {
     if ((st = bib_cu_enter(ex)) != BIB_OK ||
         (st = bib_cu_addr(ex, &c->out, "rng output", &p.out)) != BIB_OK)
         return st;
-    uint64_t n = bib_cu_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
     uint64_t seed = (uint64_t)c->i[0], stream = (uint64_t)c->i[1];
@@ -355,7 +332,7 @@ static bib_status_t bib_cu_fill(bib_executor_t *ex, const bib_call_t *c) {
     if ((st = bib_cu_enter(ex)) != BIB_OK ||
         (st = bib_cu_addr(ex, &c->out, "fill output", &dst)) != BIB_OK)
         return st;
-    uint64_t n = bib_cu_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
     uint32_t word =
@@ -375,7 +352,7 @@ static bib_status_t bib_cu_copy(bib_executor_t *ex, const bib_call_t *c) {
         (st = bib_cu_addr(ex, &c->out, "copy output", &dst)) != BIB_OK ||
         (st = bib_cu_addr(ex, &c->in[0], "copy input", &src)) != BIB_OK)
         return st;
-    uint64_t bytes = bib_cu_count(&c->out) * 4;
+    uint64_t bytes = bib_view_count(&c->out) * 4;
     if (bytes == 0 || dst == src)
         return BIB_OK;
     if (dst < src + bytes && src < dst + bytes) {
@@ -407,64 +384,25 @@ static bib_status_t bib_cu_copy(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- support ------------------------------------------------------------- */
 
-static bool bib_cu_all_f32(const bib_call_t *c, int inputs) {
-    if (!bib_cu_is_f32(&c->out))
-        return false;
-    for (int i = 0; i < inputs; i++)
-        if (!bib_cu_is_f32(&c->in[i]))
-            return false;
-    return true;
-}
-
+/* The GPU executors' common rules (backends/callcheck.c), then CUDA's grid
+ * limits. */
 bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
     (void)ex;
-    const bib_view_t *o = &c->out, *x = &c->in[0], *y = &c->in[1];
-    uint32_t last = x->rank ? x->dims[x->rank - 1] : 1;
+    if (!bib_call_shapes_ok(c, BIB_CALL_RULE_TRANSPOSE_SAME_DTYPE))
+        return false;
+    const bib_view_t *x = &c->in[0], *y = &c->in[1];
     switch (c->kernel) {
     case BIB_KERNEL_MATMUL:
         /* Grid y counts 64-row tiles at worst; the kernel's tile indices
          * are 32-bit and run up to a tile past N and K. */
-        return bib_cu_all_f32(c, 2) && x->rank == 2 && y->rank == 2 && o->rank == 2 &&
-               x->dims[1] == y->dims[0] && o->dims[0] == x->dims[0] && o->dims[1] == y->dims[1] &&
-               ((uint64_t)x->dims[0] + 63) / 64 <= BIB_CU_MAX_GRID_YZ && x->dims[1] < (1u << 31) &&
-               y->dims[1] < (1u << 31) &&
-               (!c->in[2].buf ||
-                (bib_cu_is_f32(&c->in[2]) && bib_cu_count(&c->in[2]) == y->dims[1])) &&
-               c->sub <= BIB_ACT_GELU;
+        return ((uint64_t)x->dims[0] + 63) / 64 <= BIB_CU_MAX_GRID_YZ && x->dims[1] < (1u << 31) &&
+               y->dims[1] < (1u << 31);
     case BIB_KERNEL_TRANSPOSE:
-        return x->buf && o->buf && x->rank >= 2 && x->dtype == o->dtype &&
-               bib_cu_count(x) == bib_cu_count(o) &&
-               ((uint64_t)x->dims[x->rank - 2] + 31) / 32 <= BIB_CU_MAX_GRID_YZ;
-    case BIB_KERNEL_UNARY:
-        return bib_cu_all_f32(c, 1) && c->sub <= BIB_UNARY_EXP;
-    case BIB_KERNEL_SCALE:
-    case BIB_KERNEL_SOFTMAX:
-        return bib_cu_all_f32(c, 1);
-    case BIB_KERNEL_BINARY:
-        return bib_cu_all_f32(c, 2) && bib_cu_broadcast(c) >= 0 && c->sub <= BIB_BINARY_DIV;
-    case BIB_KERNEL_REDUCE:
-        return bib_cu_all_f32(c, 1) && c->sub <= BIB_REDUCE_MEAN;
-    case BIB_KERNEL_ARGMAX:
-        return bib_cu_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
-    case BIB_KERNEL_LAYERNORM:
-        return bib_cu_all_f32(c, 3) && bib_cu_count(&c->in[1]) == last &&
-               bib_cu_count(&c->in[2]) == last;
-    case BIB_KERNEL_RMSNORM:
-        return bib_cu_all_f32(c, 2) && bib_cu_count(&c->in[1]) == last;
+        return ((uint64_t)x->dims[x->rank - 2] + 31) / 32 <= BIB_CU_MAX_GRID_YZ;
     case BIB_KERNEL_ATTENTION:
-        return bib_cu_all_f32(c, 3) && x->rank == 3 && y->rank == 3 && c->in[2].rank == 3 &&
-               x->dims[1] <= BIB_CU_MAX_GRID_YZ;
-    case BIB_KERNEL_GATHER:
-        return x->buf && y->buf && o->buf && y->dtype == BIB_DTYPE_I32 && x->dtype == o->dtype &&
-               x->rank >= 1;
-    case BIB_KERNEL_RNG:
-        return bib_cu_is_f32(o);
-    case BIB_KERNEL_FILL:
-        return o->buf != NULL;
-    case BIB_KERNEL_COPY:
-        return o->buf && x->buf && bib_cu_count(o) == bib_cu_count(x);
+        return x->dims[1] <= BIB_CU_MAX_GRID_YZ;
     default:
-        return false;
+        return true;
     }
 }
 

@@ -1,16 +1,17 @@
 /* backends/cuda/cu_memory.c: device memory for the CUDA executor.
  *
- * VM buffers are sub-ranges of a few large cuMemAlloc blocks (first-fit
- * free lists with coalescing), so allocating a buffer costs no driver call
- * and buffers stay resident until freed. Freeing does not wait: all work is
- * on one stream, so whatever uses a range next is queued after whatever used
- * it before. Uploads and downloads go through one pinned staging area
- * (cuMemHostAlloc): an upload copies into it and queues an asynchronous copy
- * (no wait until the staging area is full); a download queues its copy and
- * waits for the stream, which is the one place besides synchronize that
- * waits. When the device is out of memory, blocks with nothing in them are
- * released and the allocation is tried once more; then it is BIB_E_NOMEM and
- * the executor stays usable. */
+ * VM buffers are sub-ranges of a few large cuMemAlloc blocks (each block's
+ * ranges kept by a bib_suballoc_t, backends/suballoc.h), so allocating a
+ * buffer costs no driver call and buffers stay resident until freed; this
+ * file decides how large blocks are and when they go back to the driver.
+ * Freeing does not wait: all work is on one stream, so whatever uses a
+ * range next is queued after whatever used it before. Uploads and downloads
+ * go through one pinned staging area (cuMemHostAlloc): an upload copies into
+ * it and queues an asynchronous copy (no wait until the staging area is
+ * full); a download queues its copy and waits for the stream, which is the
+ * one place besides synchronize that waits. When the device is out of
+ * memory, blocks with nothing in them are released and the allocation is
+ * tried once more; then it is BIB_E_NOMEM and the executor stays usable. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,10 +22,6 @@
 #define BIB_CU_MIN_BLOCK ((size_t)64 << 20)
 #define BIB_CU_MAX_BLOCK ((size_t)1 << 30)
 #define BIB_CU_STAGING ((size_t)32 << 20)
-
-static size_t bib_cu_round(size_t x, size_t to) {
-    return (x + to - 1) / to * to;
-}
 
 bib_status_t bib_cu_memory_init(bib_executor_t *ex) {
     ex->staging_size = BIB_CU_STAGING;
@@ -39,7 +36,7 @@ void bib_cu_memory_shutdown(bib_executor_t *ex) {
     for (uint32_t i = 0; i < ex->block_count; i++) {
         if (ex->blocks[i].base)
             ex->api.MemFree(ex->blocks[i].base);
-        free(ex->blocks[i].free);
+        bib_suballoc_destroy(&ex->blocks[i].ranges);
     }
     free(ex->blocks);
     ex->blocks = NULL;
@@ -49,26 +46,8 @@ void bib_cu_memory_shutdown(bib_executor_t *ex) {
     ex->staging = NULL;
 }
 
-static bool bib_cu_take(bib_cu_block_t *blk, size_t size, size_t *offset) {
-    for (uint32_t i = 0; i < blk->free_count; i++) {
-        bib_cu_range_t *r = &blk->free[i];
-        if (r->size < size)
-            continue;
-        *offset = r->offset;
-        r->offset += size;
-        r->size -= size;
-        if (r->size == 0) {
-            memmove(r, r + 1, (blk->free_count - i - 1) * sizeof *r);
-            blk->free_count--;
-        }
-        return true;
-    }
-    return false;
-}
-
-/* A block is empty when its one free range covers all of it. */
 static bool bib_cu_block_empty(const bib_cu_block_t *blk) {
-    return blk->base && blk->free_count == 1 && blk->free[0].size == blk->size;
+    return blk->base && bib_suballoc_empty(&blk->ranges);
 }
 
 /* Gives the empty blocks back to the driver; their slots stay (base 0) so
@@ -90,8 +69,7 @@ static bib_status_t bib_cu_trim(bib_executor_t *ex, bool *released) {
             continue;
         ex->api.MemFree(blk->base);
         blk->base = 0;
-        blk->size = 0;
-        blk->free_count = 0;
+        bib_suballoc_reset(&blk->ranges, 0);
     }
     return BIB_OK;
 }
@@ -100,12 +78,12 @@ static bib_status_t bib_cu_new_block(bib_executor_t *ex, size_t need, uint32_t *
     size_t total = 0;
     uint32_t slot = ex->block_count;
     for (uint32_t i = 0; i < ex->block_count; i++) {
-        total += ex->blocks[i].size;
+        total += ex->blocks[i].ranges.size;
         if (!ex->blocks[i].base && slot == ex->block_count)
             slot = i;
     }
     /* Grow geometrically so a model of many tensors needs few blocks. */
-    size_t minimal = bib_cu_round(need, BIB_CU_GRANULE);
+    size_t minimal = bib_suballoc_round(need, BIB_CU_GRANULE);
     size_t size = total > BIB_CU_MIN_BLOCK ? total : BIB_CU_MIN_BLOCK;
     if (size > BIB_CU_MAX_BLOCK)
         size = BIB_CU_MAX_BLOCK;
@@ -119,8 +97,8 @@ static bib_status_t bib_cu_new_block(bib_executor_t *ex, size_t need, uint32_t *
         ex->blocks = nb;
         ex->block_cap = cap;
     }
-    bib_cu_range_t *ranges = malloc(8 * sizeof *ranges);
-    if (!ranges)
+    bib_suballoc_t ranges;
+    if (!bib_suballoc_init(&ranges, BIB_CU_ALIGN))
         return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory for pool blocks");
     CUdeviceptr base = 0;
     CUresult r = ex->api.MemAlloc(&base, size);
@@ -132,7 +110,7 @@ static bib_status_t bib_cu_new_block(bib_executor_t *ex, size_t need, uint32_t *
         bool released = false;
         bib_status_t st = bib_cu_trim(ex, &released);
         if (st != BIB_OK) {
-            free(ranges);
+            bib_suballoc_destroy(&ranges);
             return st;
         }
         if (released)
@@ -140,15 +118,14 @@ static bib_status_t bib_cu_new_block(bib_executor_t *ex, size_t need, uint32_t *
     }
     bib_status_t st = bib_cu_check(ex, r, "cuMemAlloc_v2(%zu bytes)", size);
     if (st != BIB_OK) {
-        free(ranges);
+        bib_suballoc_destroy(&ranges);
         return st;
     }
     bib_cu_block_t *blk = &ex->blocks[slot];
     if (slot < ex->block_count)
-        free(blk->free); /* the range list of the block released into this slot */
-    *blk = (bib_cu_block_t){.base = base, .size = size, .free = ranges, .free_cap = 8};
-    blk->free_count = 1;
-    blk->free[0] = (bib_cu_range_t){0, size};
+        bib_suballoc_destroy(&blk->ranges); /* of the block released from this slot */
+    bib_suballoc_reset(&ranges, size);
+    *blk = (bib_cu_block_t){.base = base, .ranges = ranges};
     if (slot == ex->block_count)
         ex->block_count++;
     *index = slot;
@@ -162,21 +139,21 @@ bib_status_t bib_cu_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf) {
     bib_status_t st = bib_cu_enter(ex);
     if (st != BIB_OK)
         return st;
-    size_t size = bib_cu_round(bytes ? bytes : 4, BIB_CU_ALIGN);
+    size_t size = bib_suballoc_round(bytes ? bytes : 4, BIB_CU_ALIGN);
     bib_cu_buffer_t *b = malloc(sizeof *b);
     if (!b)
         return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory");
     uint32_t index = UINT32_MAX;
-    size_t offset = 0;
+    uint64_t offset = 0;
     for (uint32_t i = 0; i < ex->block_count && index == UINT32_MAX; i++)
-        if (ex->blocks[i].base && bib_cu_take(&ex->blocks[i], size, &offset))
+        if (ex->blocks[i].base && bib_suballoc_take(&ex->blocks[i].ranges, size, &offset))
             index = i;
     if (index == UINT32_MAX) {
         if ((st = bib_cu_new_block(ex, size, &index)) != BIB_OK) {
             free(b);
             return st;
         }
-        bib_cu_take(&ex->blocks[index], size, &offset);
+        bib_suballoc_take(&ex->blocks[index].ranges, size, &offset);
     }
     *b = (bib_cu_buffer_t){index, offset, size, ex->blocks[index].base + offset};
     ex->in_use += size;
@@ -188,37 +165,7 @@ void bib_cu_buffer_free(bib_executor_t *ex, void *buf) {
     bib_cu_buffer_t *b = buf;
     if (!b)
         return;
-    bib_cu_block_t *blk = &ex->blocks[b->block];
-    uint32_t i = 0;
-    while (i < blk->free_count && blk->free[i].offset < b->offset)
-        i++;
-    bool left = i > 0 && blk->free[i - 1].offset + blk->free[i - 1].size == b->offset;
-    bool right = i < blk->free_count && b->offset + b->size == blk->free[i].offset;
-    if (left && right) {
-        blk->free[i - 1].size += b->size + blk->free[i].size;
-        memmove(&blk->free[i], &blk->free[i + 1], (blk->free_count - i - 1) * sizeof *blk->free);
-        blk->free_count--;
-    } else if (left) {
-        blk->free[i - 1].size += b->size;
-    } else if (right) {
-        blk->free[i].offset = b->offset;
-        blk->free[i].size += b->size;
-    } else {
-        if (blk->free_count == blk->free_cap) {
-            bib_cu_range_t *nf = realloc(blk->free, 2 * blk->free_cap * sizeof *nf);
-            if (!nf) {
-                /* The range leaks inside the block; nothing is corrupted. */
-                ex->in_use -= b->size;
-                free(b);
-                return;
-            }
-            blk->free = nf;
-            blk->free_cap *= 2;
-        }
-        memmove(&blk->free[i + 1], &blk->free[i], (blk->free_count - i) * sizeof *blk->free);
-        blk->free[i] = (bib_cu_range_t){b->offset, b->size};
-        blk->free_count++;
-    }
+    bib_suballoc_give(&ex->blocks[b->block].ranges, b->offset, b->size);
     ex->in_use -= b->size;
     free(b);
 }
@@ -250,7 +197,7 @@ bib_status_t bib_cu_upload(bib_executor_t *ex, void *buf, size_t offset, const v
         st = bib_cu_check(ex, ex->api.MemcpyHtoDAsync(b->ptr + offset, stage, chunk, ex->stream),
                           "cuMemcpyHtoDAsync_v2(%zu bytes)", chunk);
         ex->launches++;
-        ex->staging_used += bib_cu_round(chunk, BIB_CU_ALIGN);
+        ex->staging_used += bib_suballoc_round(chunk, BIB_CU_ALIGN);
         src = (const uint8_t *)src + chunk;
         offset += chunk;
         bytes -= chunk;
@@ -294,7 +241,7 @@ bib_status_t bib_cu_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint6
         return st;
     size_t pooled = 0;
     for (uint32_t i = 0; i < ex->block_count; i++)
-        pooled += ex->blocks[i].size;
+        pooled += ex->blocks[i].ranges.size;
     /* Free inside the pool counts as free: it is there for the next buffer. */
     *free_bytes = (uint64_t)dev_free + (uint64_t)(pooled - ex->in_use);
     *total = (uint64_t)dev_total;

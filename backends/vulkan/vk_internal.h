@@ -13,6 +13,7 @@
 #include <vulkan/vulkan.h>
 
 #include "backends/backend.h"
+#include "backends/suballoc.h"
 #include "backends/vulkan/vulkan.h"
 
 #define BIB_VK_SPEC_MAX 8     /* specialization constants per pipeline */
@@ -25,19 +26,12 @@ typedef enum bib_vk_fma_path {
     BIB_VK_FMA_EMULATED = 1, /* exact emulation through fp64 round-to-odd */
 } bib_vk_fma_path_t;
 
-/* A free range inside a block. */
-typedef struct bib_vk_range {
-    VkDeviceSize offset, size;
-} bib_vk_range_t;
-
 /* One big device-local allocation with one VkBuffer over all of it. Buffers
  * handed to the VM are sub-ranges of blocks. */
 typedef struct bib_vk_block {
     VkDeviceMemory memory;
     VkBuffer buffer;
-    VkDeviceSize size;
-    bib_vk_range_t *free; /* sorted by offset, coalesced */
-    uint32_t free_count, free_cap;
+    bib_suballoc_t ranges; /* ranges.size is the block's size */
 } bib_vk_block_t;
 
 /* The handle behind a bib_view_t's buf. */

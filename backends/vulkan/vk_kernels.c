@@ -8,23 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/callcheck.h"
 #include "backends/vulkan/vk_internal.h"
 
 #define BIB_VK_MAX_GROUPS 65535u
-
-static uint64_t bib_vk_count(const bib_view_t *v) {
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < v->rank; i++)
-        n *= v->dims[i];
-    return n;
-}
 
 /* The view's first element inside its bound block, checking that the view
  * lies inside its buffer. */
 static bib_status_t bib_vk_elem(bib_executor_t *ex, const bib_view_t *v, const char *what,
                                 uint32_t *elem) {
     const bib_vk_buffer_t *b = v->buf;
-    uint64_t n = bib_vk_count(v);
+    uint64_t n = bib_view_count(v);
     if (!b)
         return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: %s has no buffer", what);
     if ((v->offset + n) * 4 > b->size)
@@ -48,10 +42,6 @@ static uint32_t bib_vk_fbits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
-}
-
-static bool bib_vk_is_f32(const bib_view_t *v) {
-    return v->buf && v->dtype == BIB_DTYPE_F32;
 }
 
 /* ---- MATMUL -------------------------------------------------------------- */
@@ -116,7 +106,7 @@ static bib_status_t bib_vk_unary_op(bib_executor_t *ex, const bib_call_t *c, uin
     if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
         (st = bib_vk_elem(ex, &c->in[0], "input", &p.off_in0)) != BIB_OK)
         return st;
-    uint64_t n = bib_vk_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     p.n[0] = (uint32_t)n;
     p.u[1] = param;
     bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, NULL, NULL, NULL};
@@ -135,7 +125,7 @@ static bib_status_t bib_vk_scale(bib_executor_t *ex, const bib_call_t *c) {
 
 static uint64_t bib_vk_rows(const bib_view_t *v, uint32_t *last) {
     *last = v->rank ? v->dims[v->rank - 1] : 1;
-    return *last ? bib_vk_count(v) / *last : 0;
+    return *last ? bib_view_count(v) / *last : 0;
 }
 
 static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
@@ -227,8 +217,8 @@ static bib_status_t bib_vk_gather(bib_executor_t *ex, const bib_call_t *c) {
         (st = bib_vk_elem(ex, &c->in[1], "gather indices", &p.off_in1)) != BIB_OK)
         return st;
     uint32_t rows = c->in[0].dims[0];
-    uint64_t width = rows ? bib_vk_count(&c->in[0]) / rows : 0;
-    uint64_t n = bib_vk_count(&c->in[1]);
+    uint64_t width = rows ? bib_view_count(&c->in[0]) / rows : 0;
+    uint64_t n = bib_view_count(&c->in[1]);
     if (n == 0 || width == 0)
         return BIB_OK;
     /* An index out of range is an error the caller must see at this call, so
@@ -257,7 +247,7 @@ static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
     bib_status_t st = bib_vk_elem(ex, &c->out, "rng output", &p.off_out);
     if (st != BIB_OK)
         return st;
-    uint64_t n = bib_vk_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     uint64_t seed = (uint64_t)c->i[0], stream = (uint64_t)c->i[1];
     p.n[0] = (uint32_t)n;
     p.u[0] = (uint32_t)seed;
@@ -270,19 +260,6 @@ static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
     return bib_vk_dispatch(ex, "rng", NULL, 0, bufs, &p, bib_vk_groups((n + 3) / 4, 256), 1, 1);
 }
 
-/* in1's broadcast form: 0 same shape, 1 a row over in0's last axis, 2 one
- * element; -1 none of those. */
-static int bib_vk_broadcast(const bib_call_t *c) {
-    uint64_t n0 = bib_vk_count(&c->in[0]), n1 = bib_vk_count(&c->in[1]);
-    if (n1 == n0)
-        return 0;
-    if (n1 == 1)
-        return 2;
-    if (c->in[0].rank > 0 && n1 == c->in[0].dims[c->in[0].rank - 1])
-        return 1;
-    return -1;
-}
-
 static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
     bib_vk_push_t p = {0};
     bib_status_t st;
@@ -290,10 +267,10 @@ static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
         (st = bib_vk_elem(ex, &c->in[0], "input 0", &p.off_in0)) != BIB_OK ||
         (st = bib_vk_elem(ex, &c->in[1], "input 1", &p.off_in1)) != BIB_OK)
         return st;
-    int mode = bib_vk_broadcast(c);
-    if (mode < 0)
+    bib_broadcast_t mode = bib_call_broadcast(c);
+    if (mode == BIB_BROADCAST_NONE)
         return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: binary operand shapes do not broadcast");
-    uint64_t n = bib_vk_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     p.n[0] = (uint32_t)n;
     p.n[1] = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
     uint32_t spec[2] = {c->sub, (uint32_t)mode};
@@ -306,7 +283,7 @@ static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
 static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
     uint32_t e;
     bib_status_t st = bib_vk_elem(ex, &c->out, "fill output", &e);
-    uint64_t n = bib_vk_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     if (st != BIB_OK || n == 0)
         return st;
     if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
@@ -328,7 +305,7 @@ static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
     if ((st = bib_vk_elem(ex, &c->out, "copy output", &eo)) != BIB_OK ||
         (st = bib_vk_elem(ex, &c->in[0], "copy input", &ei)) != BIB_OK)
         return st;
-    uint64_t n = bib_vk_count(&c->out);
+    uint64_t n = bib_view_count(&c->out);
     const bib_vk_buffer_t *bo = c->out.buf, *bi = c->in[0].buf;
     if (n == 0 || (bo->block == bi->block && eo == ei))
         return BIB_OK;
@@ -356,67 +333,28 @@ static uint64_t bib_vk_batch(const bib_view_t *v) {
     return b;
 }
 
-static bool bib_vk_all_f32(const bib_call_t *c, int inputs) {
-    if (!bib_vk_is_f32(&c->out))
-        return false;
-    for (int i = 0; i < inputs; i++)
-        if (!bib_vk_is_f32(&c->in[i]))
-            return false;
-    return true;
-}
-
+/* The GPU executors' common rules (backends/callcheck.c), then Vulkan's
+ * limits: workgroup counts and 32-bit element indices into one block. */
 bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
-    const bib_view_t *o = &c->out, *x = &c->in[0], *y = &c->in[1];
-    uint32_t last = x->rank ? x->dims[x->rank - 1] : 1;
+    if (!bib_call_shapes_ok(c, 0))
+        return false;
+    const bib_view_t *x = &c->in[0], *y = &c->in[1];
     /* Element indices are 32-bit in the shaders; tensors live in one block. */
     uint64_t limit = ex->max_buffer / 4;
     for (int i = -1; i < 3; i++) {
-        const bib_view_t *v = i < 0 ? o : &c->in[i];
-        if (v->buf && bib_vk_count(v) > limit)
+        const bib_view_t *v = i < 0 ? &c->out : &c->in[i];
+        if (v->buf && bib_view_count(v) > limit)
             return false;
     }
     switch (c->kernel) {
-    case BIB_KERNEL_MATMUL:
-        return bib_vk_all_f32(c, 2) && x->rank == 2 && y->rank == 2 && o->rank == 2 &&
-               x->dims[1] == y->dims[0] && o->dims[0] == x->dims[0] && o->dims[1] == y->dims[1] &&
-               (!c->in[2].buf ||
-                (bib_vk_is_f32(&c->in[2]) && bib_vk_count(&c->in[2]) == y->dims[1])) &&
-               c->sub <= BIB_ACT_GELU;
     case BIB_KERNEL_TRANSPOSE:
-        return x->buf && o->buf && x->rank >= 2 && bib_vk_count(x) == bib_vk_count(o) &&
-               x->dims[x->rank - 2] <= 65535u * 32u && last <= 65535u * 32u &&
+        return x->dims[x->rank - 2] <= 65535u * 32u && x->dims[x->rank - 1] <= 65535u * 32u &&
                bib_vk_batch(x) <= 65535u;
-    case BIB_KERNEL_UNARY:
-        return bib_vk_all_f32(c, 1) && c->sub <= BIB_UNARY_EXP;
-    case BIB_KERNEL_SCALE:
-    case BIB_KERNEL_SOFTMAX:
-        return bib_vk_all_f32(c, 1);
-    case BIB_KERNEL_BINARY:
-        return bib_vk_all_f32(c, 2) && bib_vk_broadcast(c) >= 0 && c->sub <= BIB_BINARY_DIV;
-    case BIB_KERNEL_REDUCE:
-        return bib_vk_all_f32(c, 1) && c->sub <= BIB_REDUCE_MEAN;
-    case BIB_KERNEL_ARGMAX:
-        return bib_vk_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
-    case BIB_KERNEL_LAYERNORM:
-        return bib_vk_all_f32(c, 3) && bib_vk_count(&c->in[1]) == last &&
-               bib_vk_count(&c->in[2]) == last;
-    case BIB_KERNEL_RMSNORM:
-        return bib_vk_all_f32(c, 2) && bib_vk_count(&c->in[1]) == last;
     case BIB_KERNEL_ATTENTION:
-        return bib_vk_all_f32(c, 3) && x->rank == 3 && y->rank == 3 && c->in[2].rank == 3 &&
-               x->dims[1] <= 65535u &&
+        return x->dims[1] <= 65535u &&
                (uint64_t)x->dims[0] * x->dims[1] * (y->dims[0] ? y->dims[0] : 1) <= limit;
-    case BIB_KERNEL_GATHER:
-        return x->buf && y->buf && o->buf && y->dtype == BIB_DTYPE_I32 && x->dtype == o->dtype &&
-               x->rank >= 1;
-    case BIB_KERNEL_RNG:
-        return bib_vk_is_f32(o);
-    case BIB_KERNEL_FILL:
-        return o->buf != NULL;
-    case BIB_KERNEL_COPY:
-        return o->buf && x->buf && bib_vk_count(o) == bib_vk_count(x);
     default:
-        return false;
+        return true;
     }
 }
 

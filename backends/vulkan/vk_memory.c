@@ -1,11 +1,12 @@
 /* backends/vulkan/vk_memory.c: device memory for the Vulkan executor.
  *
  * VM buffers are sub-ranges of a few large device-local blocks (one
- * vkAllocateMemory and one VkBuffer per block; first-fit free lists with
- * coalescing), so allocation costs no driver call and kernels bind whole
- * blocks, addressing tensors by element offset. Uploads and downloads go
- * through one host-visible staging buffer: uploads are recorded into the
- * current command buffer (no submit), a download submits and waits. */
+ * vkAllocateMemory and one VkBuffer per block; each block's ranges kept by a
+ * bib_suballoc_t, backends/suballoc.h), so allocation costs no driver call
+ * and kernels bind whole blocks, addressing tensors by element offset. This
+ * file decides how large blocks are. Uploads and downloads go through one
+ * host-visible staging buffer: uploads are recorded into the current command
+ * buffer (no submit), a download submits and waits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,7 +98,7 @@ void bib_vk_memory_shutdown(bib_executor_t *ex) {
             vkDestroyBuffer(ex->device, ex->blocks[i].buffer, NULL);
         if (ex->blocks[i].memory)
             vkFreeMemory(ex->device, ex->blocks[i].memory, NULL);
-        free(ex->blocks[i].free);
+        bib_suballoc_destroy(&ex->blocks[i].ranges);
     }
     free(ex->blocks);
     if (ex->staging_buffer)
@@ -110,27 +111,10 @@ VkBuffer bib_vk_block_buffer(bib_executor_t *ex, const bib_vk_buffer_t *b) {
     return ex->blocks[b->block].buffer;
 }
 
-static bool bib_vk_take(bib_vk_block_t *blk, VkDeviceSize size, VkDeviceSize *offset) {
-    for (uint32_t i = 0; i < blk->free_count; i++) {
-        bib_vk_range_t *r = &blk->free[i];
-        if (r->size < size)
-            continue;
-        *offset = r->offset;
-        r->offset += size;
-        r->size -= size;
-        if (r->size == 0) {
-            memmove(r, r + 1, (blk->free_count - i - 1) * sizeof *r);
-            blk->free_count--;
-        }
-        return true;
-    }
-    return false;
-}
-
 static bib_status_t bib_vk_new_block(bib_executor_t *ex, VkDeviceSize need, uint32_t *index) {
     VkDeviceSize total = 0;
     for (uint32_t i = 0; i < ex->block_count; i++)
-        total += ex->blocks[i].size;
+        total += ex->blocks[i].ranges.size;
     /* Grow geometrically so a model of many tensors needs few blocks. */
     VkDeviceSize size = total > BIB_VK_MIN_BLOCK ? total : BIB_VK_MIN_BLOCK;
     if (size > ex->block_size)
@@ -155,36 +139,35 @@ static bib_status_t bib_vk_new_block(bib_executor_t *ex, VkDeviceSize need, uint
                     prefs, 2, &blk->buffer, &blk->memory, &ex->device_type_index);
     if (st != BIB_OK)
         return st;
-    blk->size = size;
-    blk->free = malloc(8 * sizeof *blk->free);
-    if (!blk->free) {
+    if (!bib_suballoc_init(&blk->ranges, BIB_VK_ALIGN)) {
         vkDestroyBuffer(ex->device, blk->buffer, NULL);
         vkFreeMemory(ex->device, blk->memory, NULL);
         return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for blocks");
     }
-    blk->free_cap = 8;
-    blk->free_count = 1;
-    blk->free[0] = (bib_vk_range_t){0, size};
+    bib_suballoc_reset(&blk->ranges, size);
     *index = ex->block_count++;
     return BIB_OK;
 }
 
 bib_status_t bib_vk_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf) {
     *buf = NULL;
-    VkDeviceSize size =
-        ((VkDeviceSize)(bytes ? bytes : 4) + BIB_VK_ALIGN - 1) & ~(VkDeviceSize)(BIB_VK_ALIGN - 1);
-    if (size > ex->max_buffer)
+    VkDeviceSize want = bytes ? bytes : 4;
+    /* Compared before rounding up, which wraps for sizes near 2^64; as
+     * max_buffer is a multiple of the alignment, the rounded size is over it
+     * exactly when want is. */
+    if (want > ex->max_buffer)
         return bib_vk_fail(ex, BIB_E_NOMEM,
                            "vulkan: a buffer of %zu bytes exceeds the device's storage buffer "
                            "range (%llu bytes)",
                            bytes, (unsigned long long)ex->max_buffer);
+    VkDeviceSize size = bib_suballoc_round(want, BIB_VK_ALIGN);
     bib_vk_buffer_t *b = malloc(sizeof *b);
     if (!b)
         return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory");
     uint32_t index = UINT32_MAX;
     VkDeviceSize offset = 0;
     for (uint32_t i = 0; i < ex->block_count && index == UINT32_MAX; i++)
-        if (bib_vk_take(&ex->blocks[i], size, &offset))
+        if (bib_suballoc_take(&ex->blocks[i].ranges, size, &offset))
             index = i;
     if (index == UINT32_MAX) {
         bib_status_t st = bib_vk_new_block(ex, size, &index);
@@ -192,7 +175,7 @@ bib_status_t bib_vk_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf) {
             free(b);
             return st;
         }
-        bib_vk_take(&ex->blocks[index], size, &offset);
+        bib_suballoc_take(&ex->blocks[index].ranges, size, &offset);
     }
     *b = (bib_vk_buffer_t){index, offset, size};
     ex->allocated += size;
@@ -206,37 +189,7 @@ void bib_vk_buffer_free(bib_executor_t *ex, void *buf) {
         return;
     /* No wait: work recorded on this range stays ordered before any reuse
      * by the barriers bib_vk_hazard records for the new owner's accesses. */
-    bib_vk_block_t *blk = &ex->blocks[b->block];
-    uint32_t i = 0;
-    while (i < blk->free_count && blk->free[i].offset < b->offset)
-        i++;
-    bool left = i > 0 && blk->free[i - 1].offset + blk->free[i - 1].size == b->offset;
-    bool right = i < blk->free_count && b->offset + b->size == blk->free[i].offset;
-    if (left && right) {
-        blk->free[i - 1].size += b->size + blk->free[i].size;
-        memmove(&blk->free[i], &blk->free[i + 1], (blk->free_count - i - 1) * sizeof *blk->free);
-        blk->free_count--;
-    } else if (left) {
-        blk->free[i - 1].size += b->size;
-    } else if (right) {
-        blk->free[i].offset = b->offset;
-        blk->free[i].size += b->size;
-    } else {
-        if (blk->free_count == blk->free_cap) {
-            bib_vk_range_t *nf = realloc(blk->free, 2 * blk->free_cap * sizeof *nf);
-            if (!nf) {
-                /* The range leaks inside the block; nothing is corrupted. */
-                ex->allocated -= b->size;
-                free(b);
-                return;
-            }
-            blk->free = nf;
-            blk->free_cap *= 2;
-        }
-        memmove(&blk->free[i + 1], &blk->free[i], (blk->free_count - i) * sizeof *blk->free);
-        blk->free[i] = (bib_vk_range_t){b->offset, b->size};
-        blk->free_count++;
-    }
+    bib_suballoc_give(&ex->blocks[b->block].ranges, b->offset, b->size);
     ex->allocated -= b->size;
     free(b);
 }

@@ -1,0 +1,84 @@
+/* backends/callcheck.c: the kernel calls the GPU executors accept
+ * (callcheck.h). Each rule is what the kernel's code assumes: a buffer it
+ * reads or writes is there, its elements are f32 where it computes in
+ * floating point, and the shapes relate as bib_kernel_t says. */
+#include "backends/callcheck.h"
+
+uint64_t bib_view_count(const bib_view_t *v) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < v->rank; i++)
+        n *= v->dims[i];
+    return n;
+}
+
+bib_broadcast_t bib_call_broadcast(const bib_call_t *c) {
+    uint64_t n0 = bib_view_count(&c->in[0]), n1 = bib_view_count(&c->in[1]);
+    if (n1 == n0)
+        return BIB_BROADCAST_SAME;
+    if (n1 == 1)
+        return BIB_BROADCAST_ONE;
+    if (c->in[0].rank > 0 && n1 == c->in[0].dims[c->in[0].rank - 1])
+        return BIB_BROADCAST_ROW;
+    return BIB_BROADCAST_NONE;
+}
+
+static bool bib_call_is_f32(const bib_view_t *v) {
+    return v->buf && v->dtype == BIB_DTYPE_F32;
+}
+
+/* out and the first `inputs` inputs are f32 tensors with buffers. */
+static bool bib_call_all_f32(const bib_call_t *c, int inputs) {
+    if (!bib_call_is_f32(&c->out))
+        return false;
+    for (int i = 0; i < inputs; i++)
+        if (!bib_call_is_f32(&c->in[i]))
+            return false;
+    return true;
+}
+
+bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
+    const bib_view_t *o = &c->out, *x = &c->in[0], *y = &c->in[1];
+    uint32_t last = x->rank ? x->dims[x->rank - 1] : 1;
+    switch (c->kernel) {
+    case BIB_KERNEL_MATMUL:
+        return bib_call_all_f32(c, 2) && x->rank == 2 && y->rank == 2 && o->rank == 2 &&
+               x->dims[1] == y->dims[0] && o->dims[0] == x->dims[0] && o->dims[1] == y->dims[1] &&
+               (!c->in[2].buf ||
+                (bib_call_is_f32(&c->in[2]) && bib_view_count(&c->in[2]) == y->dims[1])) &&
+               c->sub <= BIB_ACT_GELU;
+    case BIB_KERNEL_TRANSPOSE:
+        return x->buf && o->buf && x->rank >= 2 &&
+               (!(rules & BIB_CALL_RULE_TRANSPOSE_SAME_DTYPE) || x->dtype == o->dtype) &&
+               bib_view_count(x) == bib_view_count(o);
+    case BIB_KERNEL_UNARY:
+        return bib_call_all_f32(c, 1) && c->sub <= BIB_UNARY_EXP;
+    case BIB_KERNEL_SCALE:
+    case BIB_KERNEL_SOFTMAX:
+        return bib_call_all_f32(c, 1);
+    case BIB_KERNEL_BINARY:
+        return bib_call_all_f32(c, 2) && bib_call_broadcast(c) != BIB_BROADCAST_NONE &&
+               c->sub <= BIB_BINARY_DIV;
+    case BIB_KERNEL_REDUCE:
+        return bib_call_all_f32(c, 1) && c->sub <= BIB_REDUCE_MEAN;
+    case BIB_KERNEL_ARGMAX:
+        return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_LAYERNORM:
+        return bib_call_all_f32(c, 3) && bib_view_count(&c->in[1]) == last &&
+               bib_view_count(&c->in[2]) == last;
+    case BIB_KERNEL_RMSNORM:
+        return bib_call_all_f32(c, 2) && bib_view_count(&c->in[1]) == last;
+    case BIB_KERNEL_ATTENTION:
+        return bib_call_all_f32(c, 3) && x->rank == 3 && y->rank == 3 && c->in[2].rank == 3;
+    case BIB_KERNEL_GATHER:
+        return x->buf && y->buf && o->buf && y->dtype == BIB_DTYPE_I32 && x->dtype == o->dtype &&
+               x->rank >= 1;
+    case BIB_KERNEL_RNG:
+        return bib_call_is_f32(o);
+    case BIB_KERNEL_FILL:
+        return o->buf != NULL;
+    case BIB_KERNEL_COPY:
+        return o->buf && x->buf && bib_view_count(o) == bib_view_count(x);
+    default:
+        return false;
+    }
+}

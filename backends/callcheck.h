@@ -1,0 +1,45 @@
+/* backends/callcheck.h: the kernel calls the GPU executors' kernels accept.
+ *
+ * The CUDA and Vulkan kernels take the same calls (the same kernels, dtypes,
+ * shape relations and sub-operations) but for the rules bib_call_rule_t
+ * names; the CPU executor's reference kernels (backends/cpu/ops.c) take more
+ * and check less. This is those rules, once,
+ * and the two questions about a view or a call the kernels themselves ask
+ * again when they run. Device limits (grid sizes, index widths, buffer
+ * ranges) are each executor's own and stay in its supports(). */
+#ifndef BIB_CALLCHECK_H
+#define BIB_CALLCHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+
+/* The elements of a view: the product of its dims (1 for rank 0). */
+uint64_t bib_view_count(const bib_view_t *v);
+
+/* How BINARY's in1 stands against in0; the values are the kernels' FORM_*
+ * (shaders/cuda/elementwise.cu) and the Vulkan shader's broadcast mode. */
+typedef enum bib_broadcast {
+    BIB_BROADCAST_NONE = -1, /* none of the below: the call is refused */
+    BIB_BROADCAST_SAME = 0,  /* as many elements as in0 */
+    BIB_BROADCAST_ROW = 1,   /* one row as long as in0's last axis */
+    BIB_BROADCAST_ONE = 2,   /* one element */
+} bib_broadcast_t;
+
+bib_broadcast_t bib_call_broadcast(const bib_call_t *call);
+
+/* Rules where the executors' kernels differ, as bits for bib_call_shapes_ok. */
+typedef enum bib_call_rule {
+    /* TRANSPOSE's output has its input's dtype. The CUDA executor asks it,
+     * the Vulkan one does not; both kernels move raw 32-bit words, and the
+     * VM always passes the input's dtype. */
+    BIB_CALL_RULE_TRANSPOSE_SAME_DTYPE = 1u << 0,
+} bib_call_rule_t;
+
+/* Whether the call names a kernel the GPU executors run, with the dtypes,
+ * present buffers, shapes and sub-operation that kernel takes. rules: the
+ * bib_call_rule_t bits that also apply. */
+bool bib_call_shapes_ok(const bib_call_t *call, uint32_t rules);
+
+#endif
