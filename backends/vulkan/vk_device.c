@@ -818,7 +818,7 @@ bib_status_t bib_vk_dispatch(bib_executor_t *ex, const char *name, const uint32_
     for (uint32_t b = 0; b < BIB_VK_BINDINGS; b++) {
         /* Unused bindings alias the output so every declared binding is valid. */
         const bib_vk_buffer_t *buf = bufs[b] ? bufs[b] : bufs[0];
-        info[b] = (VkDescriptorBufferInfo){bib_vk_block_buffer(ex, buf), 0, VK_WHOLE_SIZE};
+        info[b] = (VkDescriptorBufferInfo){bib_vk_block_buffer(ex, buf), buf->offset, buf->size};
         writes[b] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                            .dstSet = set,
                                            .dstBinding = b,

@@ -26,9 +26,12 @@ static bib_status_t bib_vk_elem(bib_executor_t *ex, const bib_view_t *v, const c
                            "vulkan: %s (offset %zu, %llu elements) overruns its buffer of %llu "
                            "bytes",
                            what, v->offset, (unsigned long long)n, (unsigned long long)b->size);
-    uint64_t e = b->offset / 4 + v->offset;
+    /* Relative to the buffer's own range: descriptors bind exactly that range,
+       so every access a shader can make is inside what the hazard tracker
+       (and synchronization validation) sees. */
+    uint64_t e = v->offset;
     if (e + n > UINT32_MAX)
-        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: %s lies beyond 16 GiB of a block", what);
+        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: %s lies beyond 16 GiB of its buffer", what);
     *elem = (uint32_t)e;
     return BIB_OK;
 }
@@ -193,7 +196,7 @@ static bib_status_t bib_vk_attention(bib_executor_t *ex, const bib_call_t *c) {
     void *scratch = NULL;
     if ((st = bib_vk_buffer_alloc(ex, (size_t)S * H * (T ? T : 1) * 4, &scratch)) != BIB_OK)
         return st;
-    p.off_scratch = (uint32_t)(((bib_vk_buffer_t *)scratch)->offset / 4);
+    p.off_scratch = 0; /* the scratch binding is its own buffer's range */
     p.n[0] = S;
     p.n[1] = H;
     p.n[2] = D;
@@ -289,12 +292,13 @@ static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
     if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
     const bib_vk_buffer_t *b = c->out.buf;
-    bib_vk_access_t acc = {b->block, (VkDeviceSize)e * 4, ((VkDeviceSize)e + n) * 4, true};
+    VkDeviceSize at = b->offset + (VkDeviceSize)e * 4; /* in the block */
+    bib_vk_access_t acc = {b->block, at, at + n * 4, true};
     bib_vk_hazard(ex, &acc, 1);
     uint32_t word =
         c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_vk_fbits(c->f[0]);
     bib_vk_time_begin(ex);
-    vkCmdFillBuffer(ex->cmd, bib_vk_block_buffer(ex, b), (VkDeviceSize)e * 4, n * 4, word);
+    vkCmdFillBuffer(ex->cmd, bib_vk_block_buffer(ex, b), at, n * 4, word);
     bib_vk_time_end(ex);
     return BIB_OK;
 }
@@ -307,16 +311,18 @@ static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
         return st;
     uint64_t n = bib_view_count(&c->out);
     const bib_vk_buffer_t *bo = c->out.buf, *bi = c->in[0].buf;
-    if (n == 0 || (bo->block == bi->block && eo == ei))
+    uint64_t ao = bo->offset / 4 + eo, ai = bi->offset / 4 + ei; /* elements in the block */
+    if (n == 0 || (bo->block == bi->block && ao == ai))
         return BIB_OK;
-    if (bo->block == bi->block && eo < ei + n && ei < eo + n)
+    if (bo->block == bi->block && ao < ai + n && ai < ao + n)
         return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: copy between overlapping ranges");
     if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
-    bib_vk_access_t acc[2] = {{bo->block, (VkDeviceSize)eo * 4, ((VkDeviceSize)eo + n) * 4, true},
-                              {bi->block, (VkDeviceSize)ei * 4, ((VkDeviceSize)ei + n) * 4, false}};
+    VkDeviceSize to = bo->offset + (VkDeviceSize)eo * 4, from = bi->offset + (VkDeviceSize)ei * 4;
+    bib_vk_access_t acc[2] = {{bo->block, to, to + n * 4, true},
+                              {bi->block, from, from + n * 4, false}};
     bib_vk_hazard(ex, acc, 2);
-    VkBufferCopy region = {(VkDeviceSize)ei * 4, (VkDeviceSize)eo * 4, n * 4};
+    VkBufferCopy region = {from, to, n * 4};
     bib_vk_time_begin(ex);
     vkCmdCopyBuffer(ex->cmd, bib_vk_block_buffer(ex, bi), bib_vk_block_buffer(ex, bo), 1, &region);
     bib_vk_time_end(ex);
@@ -374,10 +380,7 @@ static bib_status_t bib_vk_run_arrays(bib_executor_t *ex, const char *shader, co
     if (st == BIB_OK && in1)
         st = bib_vk_upload(ex, b1, 0, in1, n1 * 4);
     if (st == BIB_OK) {
-        bib_vk_push_t p = {0};
-        p.off_out = (uint32_t)(((bib_vk_buffer_t *)bo)->offset / 4);
-        p.off_in0 = (uint32_t)(((bib_vk_buffer_t *)b0)->offset / 4);
-        p.off_in1 = b1 ? (uint32_t)(((bib_vk_buffer_t *)b1)->offset / 4) : 0;
+        bib_vk_push_t p = {0}; /* offsets 0: each binding is its own buffer's range */
         p.n[0] = count;
         bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {bo, b0, b1, NULL, NULL};
         st = bib_vk_dispatch(ex, shader, NULL, 0, bufs, &p, bib_vk_groups(count, 64), 1, 1);
