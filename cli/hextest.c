@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct hex_case {
     hex_text_t asm_src, raw, mem, result, out, error, options;
     long truncate; /* -1: none */
     long flip_byte, flip_bit;
+    bool out_no_newline; /* the section was -- stdout-no-newline */
 } hex_case_t;
 
 static void case_free(hex_case_t *tc) {
@@ -68,6 +70,8 @@ static int case_parse(hex_case_t *tc, char *text, char *msg, size_t msglen) {
                 cur = &tc->result;
             else if (strcmp(name, "stdout") == 0)
                 cur = &tc->out;
+            else if (strcmp(name, "stdout-no-newline") == 0)
+                cur = &tc->out, tc->out_no_newline = true;
             else if (strcmp(name, "error") == 0)
                 cur = &tc->error;
             else if (strcmp(name, "options") == 0)
@@ -100,6 +104,13 @@ static int case_parse(hex_case_t *tc, char *text, char *msg, size_t msglen) {
             cur->text[len] = 0;
         }
         line = nl ? nl + 1 : NULL;
+    }
+    /* Every section line ends with a newline; output that does not (a last
+       print_char) is written as -- stdout-no-newline. */
+    if (tc->out_no_newline) {
+        size_t n = strlen(tc->out.text);
+        if (n > 0 && tc->out.text[n - 1] == '\n')
+            tc->out.text[n - 1] = '\0';
     }
     return 0;
 }
@@ -503,8 +514,16 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
             else if (want != exit_value)
                 rc = fail(o, "result %lld, expected %lld", (long long)exit_value, want);
         }
-        if (rc == 0 && tc->out.text && strcmp(tc->out.text, out_text) != 0)
-            rc = fail(o, "stdout differs:\n--- expected\n%s--- got\n%s", tc->out.text, out_text);
+        if (rc == 0 && tc->out.text && strcmp(tc->out.text, out_text) != 0) {
+            size_t n = strlen(out_text);
+            if (!tc->out_no_newline && n + 1 == strlen(tc->out.text) &&
+                strncmp(tc->out.text, out_text, n) == 0)
+                rc = fail(o, "stdout differs: it does not end with the newline that '-- stdout' "
+                             "expects (write '-- stdout-no-newline' for output without one)");
+            else
+                rc =
+                    fail(o, "stdout differs:\n--- expected\n%s--- got\n%s", tc->out.text, out_text);
+        }
     }
     free(out_text);
     bib_vm_destroy(vm);

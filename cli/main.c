@@ -41,7 +41,8 @@ static void usage(FILE *out) {
             "options:\n"
             "  --trace[=text|json]  print one line per executed instruction (to stderr)\n"
             "  --profile[=json]     (run, repl) per-opcode times to stderr at exit\n"
-            "  --fuel N             stop with a trap after N instructions\n"
+            "  --fuel N             bound the work: one unit per instruction, more for large\n"
+            "                       tensor opcodes (spec/cli.md); a trap when it runs out\n"
             "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
             "  --max-depth N        cap the call depth, default 10000\n"
             "  --backend NAME       tensor executor: cpu (default), vulkan, cuda, auto\n"
@@ -366,8 +367,7 @@ int main(int argc, char **argv) {
             break;
         case OPT_FUEL:
             if (parse_u64(optarg, &options.fuel) || options.fuel == 0) {
-                fprintf(stderr, "bib: --fuel takes a positive instruction count, not '%s'\n",
-                        optarg);
+                fprintf(stderr, "bib: --fuel takes a positive amount of fuel, not '%s'\n", optarg);
                 return BIB_EXIT_USAGE;
             }
             break;

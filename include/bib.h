@@ -66,9 +66,20 @@ typedef enum bib_trace_format {
     BIB_TRACE_JSON, /* JSON Lines, one object per executed instruction */
 } bib_trace_format_t;
 
+/* Elements of tensor work per unit of fuel beyond an opcode's first (see
+ * bib_options_t.fuel): 4 KiB of f32, a few microseconds on one CPU core for
+ * the slowest elementwise opcodes. */
+#define BIB_FUEL_WORK_UNIT 1024
+
 typedef struct bib_options {
     uint64_t max_memory;     /* cap on VM memory in bytes; 0 means the default, 256 MiB */
-    uint64_t fuel;           /* instructions a run may execute; 0 means unlimited */
+    uint64_t fuel;           /* work a run may do; 0 means unlimited. An instruction takes
+                                one unit, so fuel N runs exactly N scalar instructions; a
+                                tensor opcode takes 1 + floor(W / BIB_FUEL_WORK_UNIT), W
+                                its elements read and written (multiply-adds for MATMUL,
+                                LINEAR*, ATTENTION*), see spec/cli.md. When the run has
+                                less left than an instruction takes, that instruction does
+                                not run and the run traps "fuel exhausted" at its pc. */
     uint32_t max_call_depth; /* frames; 0 means the default, 10000 */
     bib_trace_format_t trace_format;
     FILE *trace;         /* where the trace goes when trace_format is not OFF; NULL means stderr */
@@ -117,6 +128,8 @@ bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value);
 typedef struct bib_run_stats {
     uint64_t instructions; /* instructions executed */
     uint64_t peak_memory;  /* highest VM memory use in bytes */
+    uint64_t fuel;         /* fuel used: instructions plus the tensor work charged beyond
+                              one unit per instruction (bib_options_t.fuel) */
 } bib_run_stats_t;
 void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats);
 

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 
+#include "bib.h"
 #include "isa/isa.h"
 
 static const char *family_name(uint32_t family) {
@@ -60,7 +61,19 @@ int main(void) {
     printf("| tm | tensor register changed in place (or freed): must be live |\n");
     printf("| dtype | tensor element type |\n\n");
     printf("Status: `implemented`, or `reserved` (the code is fixed but this build's verifier "
-           "rejects it).\n");
+           "rejects it).\n\n");
+    printf("## Fuel\n\n");
+    printf("A run with fuel (`--fuel N`, `bib_options_t.fuel`) charges every instruction before "
+           "it runs. Scalar instructions (families control, memory, arithmetic) and device-program "
+           "opcodes (VK_*, GPU_LAUNCH) take 1, so fuel N runs exactly N scalar instructions. A "
+           "tensor opcode (family tensor and the CUDA "
+           "family's GPU_* opcodes) takes 1 + floor(W / %d), W its work in elements from the "
+           "operand shapes: the multiply-adds and results for MATMUL and LINEAR* (M*N*(K+1)) and "
+           "ATTENTION* (S*H*D*(2T+1)), otherwise the elements read plus written (spec/cli.md "
+           "lists each opcode's W). The charge depends on shapes only, so it is the same on every "
+           "executor. When less fuel is left than an instruction takes, it does not run and the "
+           "run traps `fuel exhausted` at its pc.\n",
+           BIB_FUEL_WORK_UNIT);
     uint32_t family = 0xFFFFFFFF;
     for (int i = 0; i < BIB_OP__COUNT; i++) {
         const bib_opinfo_t *op = &bib_isa_table[i];

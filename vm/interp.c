@@ -35,7 +35,11 @@
  * instruction count (one decrement and one never-taken branch per
  * instruction; a superinstruction charges the rest of its group at once,
  * and when fuel runs short it goes on one instruction at a time, so that
- * fuel N still runs exactly N instructions).
+ * fuel N still runs exactly N instructions). A tensor opcode's work beyond
+ * its one unit is charged by bib_tensor_exec, out of the loop: the tensor and
+ * device handlers hand the counters over in vm->fuel and take them back, and
+ * the charge comes out of fuel_base too, so that fuel_base - fuel stays the
+ * instruction count without any cost to scalar instructions.
  */
 #ifndef BIB_INTERP_INSTANCE
 
@@ -225,9 +229,27 @@ BIB_COLD static bib_status_t trap_div_zero(bib_vm_t *vm, const bib_dinsn_t *ip) 
     return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "division by zero");
 }
 
-BIB_COLD static bib_status_t trap_fuel(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t fuel) {
-    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "fuel exhausted (%llu instructions)",
-                          (unsigned long long)fuel);
+static inline uint64_t fuel_limit(const bib_vm_t *vm) {
+    return vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
+}
+
+/* Fuel ran out at ip, fuel_base - fuel instructions in (see vm->fuel). */
+BIB_COLD static bib_status_t trap_fuel(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t fuel_base,
+                                       uint64_t fuel) {
+    const uint64_t limit = fuel_limit(vm);
+    if (fuel_base == limit)
+        return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "fuel exhausted (%llu instructions)",
+                              (unsigned long long)limit);
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "fuel exhausted (%llu: %llu instructions, %llu for tensor work)",
+                          (unsigned long long)limit, (unsigned long long)(fuel_base - fuel),
+                          (unsigned long long)(limit - fuel_base));
+}
+
+/* What the loop's counters say when it stops or calls a host function. */
+static inline void note_fuel(bib_vm_t *vm, uint64_t fuel_base, uint64_t fuel) {
+    vm->stats.instructions = fuel_base - fuel;
+    vm->stats.fuel = fuel_limit(vm) - fuel;
 }
 
 BIB_COLD static bib_status_t trap_user(bib_vm_t *vm, const bib_dinsn_t *ip) {
@@ -332,7 +354,7 @@ void bib_interp_begin(bib_vm_t *vm) {
     cur->ip = vm->program.entry->entry;
     cur->R = vm->regs;
     cur->fp = fp;
-    cur->fuel_start = vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
+    cur->fuel_start = fuel_limit(vm);
     cur->fuel = cur->fuel_start;
     cur->exit_value = 0;
 }
@@ -364,7 +386,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, uint64_t budg
     const bib_dinsn_t *ip = cur->ip;
     uint64_t *R = cur->R;
     bib_frame_t *fp = cur->fp;
-    const uint64_t fuel_start = cur->fuel_start;
+    uint64_t fuel_base = cur->fuel_start;
     uint64_t fuel = cur->fuel;
     int64_t *const exit_value = &cur->exit_value;
     const bool tracing = vm->options.trace_format != BIB_TRACE_OFF;
@@ -380,8 +402,9 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     const bib_dinsn_t *ip = vm->program.entry->entry;
     uint64_t *R = vm->regs;
     bib_frame_t *fp = vm->frames;
-    const uint64_t fuel_start = vm->options.fuel != 0 ? vm->options.fuel : UINT64_MAX;
-    uint64_t fuel = fuel_start;
+    /* The fuel the run started with, less what tensor work has taken. */
+    uint64_t fuel_base = fuel_limit(vm);
+    uint64_t fuel = fuel_base;
     fp->ret = NULL;
     fp->regs = NULL;
     fp->dest = 0;
@@ -492,6 +515,17 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define vmdevice
 #define vmbreak continue
 #endif
+
+/* Runs call, a tensor or device opcode, with the fuel counters handed over
+   to vm->fuel for bib_tensor_exec to charge its work from (see vm.h). */
+#define WITH_FUEL(call)                                                                            \
+    do {                                                                                           \
+        vm->fuel.left = fuel;                                                                      \
+        vm->fuel.base = fuel_base;                                                                 \
+        call;                                                                                      \
+        fuel = vm->fuel.left;                                                                      \
+        fuel_base = vm->fuel.base;                                                                 \
+    } while (0)
 
 /* Operand access. */
 #define RA R[ip->a]
@@ -779,7 +813,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 bib_value_t result;
                 result.u = 0;
                 vm->host_trap_set = false;
-                vm->stats.instructions = fuel_start - fuel;
+                note_fuel(vm, fuel_base, fuel);
                 const bib_status_t hs = h->fn(vm, h->user, args, n, &result);
                 if (BIB_UNLIKELY(hs != BIB_OK)) {
                     st = trap_host(vm, ip, hs);
@@ -925,7 +959,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #undef VOP
 #endif
             vmtensor {
-                st = bib_tensor_exec(vm, ip, R);
+                WITH_FUEL(st = bib_tensor_exec(vm, ip, R));
                 if (BIB_UNLIKELY(st != BIB_OK))
                     goto fail;
                 ip++;
@@ -942,7 +976,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 default :
 #endif
             {
-                st = device_exec(vm, ip, R);
+                WITH_FUEL(st = device_exec(vm, ip, R));
                 if (BIB_UNLIKELY(st != BIB_OK))
                     goto fail;
                 ip++;
@@ -952,12 +986,12 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     }
 
 out_of_fuel:
-    st = trap_fuel(vm, ip, fuel_start);
+    st = trap_fuel(vm, ip, fuel_base, fuel);
     goto fail;
 done:
     st = BIB_OK;
 fail:
-    vm->stats.instructions = fuel_start - fuel;
+    note_fuel(vm, fuel_base, fuel);
 #if BIB_INSTRUMENTED
     if (profiling)
         bib_profile_close(vm);
@@ -969,12 +1003,13 @@ paused:
 at_breakpoint:
     cur->stop = BIB_STOP_BREAKPOINT;
 save_paused:
-    vm->stats.instructions = fuel_start - fuel;
+    note_fuel(vm, fuel_base, fuel);
 save:
     cur->ip = ip;
     cur->R = R;
     cur->fp = fp;
     cur->fuel = fuel;
+    cur->fuel_start = fuel_base;
 #endif
     return st;
 
@@ -1023,6 +1058,7 @@ save:
 #undef LATCH_SWALLOW
 #undef LATCH_KIND_TEST
 #undef LATCH_HANDLER
+#undef WITH_FUEL
 #undef vmtensor
 #undef vmdevice
 #undef vmbreak

@@ -9,6 +9,8 @@
  * Also the GPU_* opcodes (the CUDA executor driven by the program, or the CPU
  * executor when there is none), --backend=auto's per-call choice (with the
  * models of vm/placement.c), and bib_tensor_buffer_on for device programs.
+ * And the fuel of each opcode's work (charge_fuel): computed from shapes
+ * only, before anything runs, so it is the same on every executor.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -130,6 +132,41 @@ trap(bib_vm_t *vm, const bib_dinsn_t *ip, bib_status_t status, const char *forma
     vsnprintf(cause, sizeof cause, format, ap);
     va_end(ap);
     return bib_vm_trap_at(vm, status, (uint32_t)(ip - vm->program.code), "%s", cause);
+}
+
+/* ---- fuel --------------------------------------------------------------------- */
+
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* Takes the fuel of work elements of tensor work from the run (vm->fuel, which
+ * the loop handed over): 1 + floor(work / BIB_FUEL_WORK_UNIT) for the opcode,
+ * of which its fetch took the 1. Called once per opcode, after the checks of
+ * its operands and before it changes anything: when the fuel left is short,
+ * the opcode does not run, its unit goes back (it was not executed) and the
+ * run traps at its pc. */
+static bib_status_t charge_fuel(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t work) {
+    const uint64_t extra = work / BIB_FUEL_WORK_UNIT;
+    if (extra == 0)
+        return BIB_OK;
+    if (extra > vm->fuel.left) {
+        vm->fuel.left++;
+        return trap(vm, ip, BIB_E_TRAP,
+                    "fuel exhausted (%s costs %" PRIu64 " for %" PRIu64
+                    " elements of work, %" PRIu64 " left after %" PRIu64 " instructions)",
+                    bib_isa_table[ip->op].name, extra + 1, work, vm->fuel.left,
+                    vm->fuel.base - vm->fuel.left);
+    }
+    vm->fuel.left -= extra;
+    vm->fuel.base -= extra;
+    return BIB_OK;
 }
 
 /* ---- executors ------------------------------------------------------------- */
@@ -812,7 +849,31 @@ typedef struct kspec {
     bool attention_2d; /* rank-2 q/k/v: run as [S,1,D] */
     bool forced;       /* run on place, whatever the backend (GPU_* opcodes) */
     int place;
+    bool charged; /* the opcode's fuel is already taken (GPU_ALLOC's zeroes) */
 } kspec_t;
+
+/* The work of a kernel call in elements (spec/cli.md, --fuel), out_count the
+ * result's: multiply-adds and the result for MATMUL ([M,K]x[K,N]: M*N*(K+1))
+ * and ATTENTION (q [S,H,D], k and v [T,H,D]: QK^T and PV, then the result,
+ * S*H*D*(2T+1)); for GATHER the indices, the rows they pick and the result;
+ * otherwise every input's elements and the result's. */
+static uint64_t kernel_work(const bib_tensor_state_t *ts, const kspec_t *k, uint64_t out_count) {
+    const bib_tensor_t *a = k->nin > 0 ? &ts->regs[k->in_regs[0]] : NULL;
+    switch (k->kernel) {
+    case BIB_KERNEL_MATMUL:
+        return sat_mul(out_count, (uint64_t)a->dims[1] + 1);
+    case BIB_KERNEL_ATTENTION:
+        return sat_mul(out_count, 2 * (uint64_t)ts->regs[k->in_regs[1]].dims[0] + 1);
+    case BIB_KERNEL_GATHER:
+        return sat_add(ts->regs[k->in_regs[1]].count, sat_mul(out_count, 2));
+    default: {
+        uint64_t work = out_count;
+        for (int i = 0; i < k->nin; i++)
+            work = sat_add(work, ts->regs[k->in_regs[i]].count);
+        return work;
+    }
+    }
+}
 
 static bib_view_t view_of(const bib_tensor_t *t, bool as_heads) {
     bib_view_t v;
@@ -915,6 +976,7 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
     bib_tensor_t *out = &ts->regs[out_reg];
     char rt[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], why[300];
     bool fresh = false;
+    uint64_t count = out->count;
     if (out->storage != NULL) {
         if (out->dtype != dtype || !same_shape(out, rank, dims))
             return trap(vm, ip, BIB_E_TRAP,
@@ -922,11 +984,13 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
                         "must have the result's shape)",
                         reg_text(vm, rt, sizeof rt, out_reg), tshape_typed(sh, out),
                         shape_text(sh2, dtype, rank, dims));
-    } else {
-        uint64_t count;
-        if (!count_of(rank, dims, &count))
-            return trap(vm, ip, BIB_E_NOMEM, "out of memory: %s would be %s, over 2^62 bytes",
-                        reg_text(vm, rt, sizeof rt, out_reg), shape_text(sh, dtype, rank, dims));
+    } else if (!count_of(rank, dims, &count)) {
+        return trap(vm, ip, BIB_E_NOMEM, "out of memory: %s would be %s, over 2^62 bytes",
+                    reg_text(vm, rt, sizeof rt, out_reg), shape_text(sh, dtype, rank, dims));
+    }
+    if (!k->charged)
+        CHECK(charge_fuel(vm, ip, kernel_work(ts, k, count)));
+    if (out->storage == NULL) {
         bib_storage_t *s;
         bib_status_t st = storage_new(vm, count * 4, false, &s);
         if (st != BIB_OK)
@@ -1086,6 +1150,8 @@ static bib_status_t op_alloc(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t
     if (!count_of(ip->d, dims, &count))
         return trap(vm, ip, BIB_E_NOMEM, "out of memory: %s would be %s, over 2^62 bytes",
                     reg_text(vm, rt, sizeof rt, ip->a), shape_text(sh, ip->b, ip->d, dims));
+    /* The zeroes written. */
+    CHECK(charge_fuel(vm, ip, count));
     bib_storage_t *s;
     bib_status_t st = storage_new(vm, count * 4, true, &s);
     if (st != BIB_OK)
@@ -1223,12 +1289,15 @@ static bib_status_t op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *
         k.elementwise = true;
         k.forced = true;
         k.place = place;
+        k.charged = true;
         uint32_t dims[BIB_MAX_RANK];
         memcpy(dims, t->dims, sizeof dims);
         return run_kernel(vm, ip, ip->a, t->dtype, t->rank, dims, &k);
     }
     case BIB_OP_GPU_UPLOAD: {
         LIVE(t, ip->a);
+        /* A copy's reads and writes, whether or not one is needed. */
+        CHECK(charge_fuel(vm, ip, sat_mul(t->count, 2)));
         ts->last_place = place_name(place);
         bib_status_t st = start_place(vm, place);
         if (st == BIB_OK)
@@ -1243,6 +1312,7 @@ static bib_status_t op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *
     }
     case BIB_OP_GPU_DOWNLOAD: {
         LIVE(t, ip->a);
+        CHECK(charge_fuel(vm, ip, sat_mul(t->count, 2)));
         return to_host(vm, ip, ip->a, t);
     }
     case BIB_OP_GPU_SYNC: {
@@ -1587,6 +1657,7 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
     }
     case BIB_OP_THASH: {
         LIVE(t, ip->b);
+        CHECK(charge_fuel(vm, ip, t->count));
         CHECK(to_host(vm, ip, ip->b, t));
         R[ip->a] = bib_tensor_hash(t->dtype, t->rank, t->dims, t->storage->host, t->storage->bytes);
         return BIB_OK;

@@ -141,7 +141,9 @@ void bib_tensor_release(struct bib_vm *vm);
  * BIB_E_UNAVAILABLE for an executor that cannot start, BIB_E_NOMEM). */
 bib_status_t bib_tensor_run_begin(struct bib_vm *vm);
 
-/* Runs one tensor opcode; R is the current register window. Returns BIB_OK or
+/* Runs one tensor opcode; R is the current register window. It first charges
+ * the opcode's fuel (spec/cli.md) from vm->fuel, which the interpreter hands
+ * over around the call (vm/vm.h), and traps when too little is left. Returns BIB_OK or
  * a trap status with the VM error set (bib_vm_trap_at). */
 bib_status_t bib_tensor_exec(struct bib_vm *vm, const struct bib_dinsn *ip, uint64_t *R);
 

@@ -169,8 +169,9 @@ typedef struct bib_cursor {
     const bib_dinsn_t *ip; /* paused: the next instruction; finished: the last one */
     uint64_t *R;           /* the current register window */
     bib_frame_t *fp;       /* the current frame record (vm->frames[depth - 1]) */
-    uint64_t fuel;         /* instructions left */
-    uint64_t fuel_start;   /* fuel at bib_vm_start: fuel_start - fuel were executed */
+    uint64_t fuel;         /* fuel left */
+    uint64_t fuel_start;   /* fuel at bib_vm_start less what tensor work has taken since
+                              (the loop's fuel_base): fuel_start - fuel were executed */
     int64_t exit_value;    /* BIB_STOP_HALTED */
 } bib_cursor_t;
 
@@ -209,6 +210,17 @@ struct bib_vm {
     uint32_t frames_cap;
 
     bib_run_stats_t stats;
+
+    /* The loop's fuel while a tensor or device opcode runs. The loop keeps
+     * its counters in locals and hands them over around bib_tensor_exec,
+     * which takes the work of the opcode beyond the unit its fetch took from
+     * both (spec/cli.md, --fuel), or, when that work does not fit, gives the
+     * unit back to left and traps without running the opcode. left: fuel
+     * remaining. base: the run's fuel less what tensor work has taken, so
+     * that base - left stays the instruction count. */
+    struct {
+        uint64_t left, base;
+    } fuel;
 
     bib_tensor_state_t tensor;   /* tensor registers, storage, executors (tensor.c) */
     bib_devprog_state_t devprog; /* user shaders and kernels made on executors (devprog.c) */

@@ -582,6 +582,119 @@ Test(trap, fuel_is_enough_for_a_program_that_fits) {
     bib_vm_destroy(vm);
 }
 
+/* ALLOC, FILL and THASH of a [1024,1024] tensor: 1 + 1048576/1024 = 1025
+   fuel each (spec/cli.md, --fuel), 8 instructions, 3080 fuel in all. */
+static const char *tensor_fuel_src = ".func main regs=4\n LDI r0, 1024\n LDI r1, 1024\n"
+                                     " ALLOC t0, f32, r0, 2\n LDI r2, 0\n FILL t0, r2\n"
+                                     " THASH r3, t0\n LDI r0, 7\n HALT r0\n.end\n";
+
+static bib_vm_t *fuel_vm(uint64_t fuel, bib_trace_format_t trace, FILE *out) {
+    bib_options_t o;
+    bib_options_init(&o);
+    o.fuel = fuel;
+    o.trace_format = trace;
+    o.trace = out;
+    bib_vm_t *vm = vm_new(&o);
+    load_src(vm, tensor_fuel_src);
+    return vm;
+}
+
+Test(trap, stats_count_instructions_and_fuel_apart_when_tensor_work_is_charged) {
+    bib_vm_t *vm = fuel_vm(0, BIB_TRACE_OFF, NULL);
+    int64_t v = 0;
+    cr_assert_eq(bib_vm_run(vm, &v), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(v, 7);
+    bib_run_stats_t s;
+    bib_vm_stats(vm, &s);
+    cr_expect_eq(s.instructions, 8);
+    cr_expect_eq(s.fuel, 8 + 3 * 1024);
+    bib_vm_destroy(vm);
+}
+
+Test(trap, fuel_of_a_scalar_program_equals_its_instructions) {
+    bib_vm_t *vm = vm_new(NULL);
+    load_src(vm, ".func main\n LDI r0, 1\n ADDI r0, r0, 1\n HALT r0\n.end\n");
+    cr_assert_eq(bib_vm_run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    bib_run_stats_t s;
+    bib_vm_stats(vm, &s);
+    cr_expect_eq(s.instructions, 3);
+    cr_expect_eq(s.fuel, 3);
+    bib_vm_destroy(vm);
+}
+
+Test(trap, tensor_op_short_of_fuel_does_not_run_and_is_not_counted) {
+    bib_vm_t *vm = fuel_vm(2000, BIB_TRACE_OFF, NULL);
+    cr_assert_eq(bib_vm_run(vm, NULL), BIB_E_TRAP);
+    cr_assert_str_eq(bib_vm_error(vm),
+                     "trap at pc 4 (FILL t0, r2) line 6: fuel exhausted (FILL costs 1025 for "
+                     "1048576 elements of work, 972 left after 4 instructions)");
+    bib_run_stats_t s;
+    bib_vm_stats(vm, &s);
+    cr_expect_eq(s.instructions, 4);
+    cr_expect_eq(s.fuel, 4 + 1024);
+    bib_vm_destroy(vm);
+}
+
+Test(trap, scalar_fuel_trap_after_tensor_work_splits_the_fuel) {
+    bib_vm_t *vm = fuel_vm(3079, BIB_TRACE_OFF, NULL);
+    cr_assert_eq(bib_vm_run(vm, NULL), BIB_E_TRAP);
+    cr_assert_str_eq(bib_vm_error(vm), "trap at pc 7 (HALT r0) line 9: fuel exhausted (3079: 7 "
+                                       "instructions, 3072 for tensor work)");
+    bib_run_stats_t s;
+    bib_vm_stats(vm, &s);
+    cr_expect_eq(s.instructions, 7);
+    cr_expect_eq(s.fuel, 3079);
+    bib_vm_destroy(vm);
+}
+
+/* The instrumented loop (traced, stepped) charges as the plain one does: the
+   same trap at the same pc, the same counts, for every fuel around the
+   tensor opcodes' costs. */
+Test(trap, traced_and_stepped_runs_charge_tensor_work_as_plain_runs_do) {
+    static const uint64_t fuels[] = {1, 3, 4, 1028, 1029, 2052, 2053, 3076, 3077, 3079, 3080};
+    for (size_t i = 0; i < sizeof fuels / sizeof fuels[0]; i++) {
+        bib_vm_t *plain = fuel_vm(fuels[i], BIB_TRACE_OFF, NULL);
+        bib_status_t want = bib_vm_run(plain, NULL);
+        char want_err[512];
+        snprintf(want_err, sizeof want_err, "%s", bib_vm_error(plain));
+        bib_run_stats_t want_s;
+        bib_vm_stats(plain, &want_s);
+        bib_vm_destroy(plain);
+
+        FILE *sink = fopen("/dev/null", "w");
+        cr_assert_not_null(sink);
+        bib_vm_t *traced = fuel_vm(fuels[i], BIB_TRACE_TEXT, sink);
+        cr_expect_eq(bib_vm_run(traced, NULL), want, "fuel %llu", (unsigned long long)fuels[i]);
+        cr_expect_str_eq(bib_vm_error(traced), want_err, "fuel %llu", (unsigned long long)fuels[i]);
+        bib_run_stats_t s;
+        bib_vm_stats(traced, &s);
+        cr_expect_eq(s.instructions, want_s.instructions, "fuel %llu",
+                     (unsigned long long)fuels[i]);
+        cr_expect_eq(s.fuel, want_s.fuel, "fuel %llu", (unsigned long long)fuels[i]);
+        bib_vm_destroy(traced);
+        fclose(sink);
+
+        bib_vm_t *stepped = fuel_vm(fuels[i], BIB_TRACE_OFF, NULL);
+        cr_assert_eq(bib_vm_start(stepped), BIB_OK, "%s", bib_vm_error(stepped));
+        bib_stop_t stop = BIB_STOP_PAUSED;
+        bib_status_t st = BIB_OK;
+        while (st == BIB_OK && stop == BIB_STOP_PAUSED)
+            st = bib_vm_step(stepped, 1, &stop);
+        cr_expect_eq(st, want, "fuel %llu", (unsigned long long)fuels[i]);
+        cr_expect_str_eq(bib_vm_error(stepped), want_err, "fuel %llu",
+                         (unsigned long long)fuels[i]);
+        bib_vm_stats(stepped, &s);
+        cr_expect_eq(s.instructions, want_s.instructions, "fuel %llu",
+                     (unsigned long long)fuels[i]);
+        cr_expect_eq(s.fuel, want_s.fuel, "fuel %llu", (unsigned long long)fuels[i]);
+        bib_position_t pos;
+        cr_assert_eq(bib_vm_position(stepped, &pos), BIB_OK);
+        cr_expect_eq(pos.instructions, want_s.instructions, "fuel %llu",
+                     (unsigned long long)fuels[i]);
+        bib_vm_destroy(stepped);
+    }
+}
+
 Test(trap, vm_is_reusable_after_a_trap) {
     bib_vm_t *vm = vm_new(NULL);
     load_src(vm, ".memory 8\n.func main\n LDI r1, 0\n LOAD8U r0, r1, 0\n ADDI r2, r0, 1\n"

@@ -721,6 +721,69 @@ Test(cpu, freeing_a_view_keeps_the_storage_for_the_other_view) {
     bib_vm_destroy(vm);
 }
 
+/* ---- fuel ---------------------------------------------------------------------------- */
+
+/* Kernels of each fuel rule (spec/cli.md, --fuel) on shapes where the work
+ * beyond the first unit is known: 594 units in all. */
+static void fuel_module(tb_t *b) {
+    b->tregs = 9;
+    alloc(b, 0, BIB_DTYPE_F32, 2, 64, 128, 0); /* 8192 zeroes: 8 */
+    E(b, RNG, 0, 1, 0, 0);                     /* 8 */
+    alloc(b, 1, BIB_DTYPE_F32, 2, 128, 32, 0); /* 4 */
+    E(b, RNG, 1, 1, 1, 0);                     /* 4 */
+    E(b, MATMUL, 2, 0, 1, 0);                  /* 64*32*(128+1) = 264192: 258 */
+    alloc(b, 3, BIB_DTYPE_F32, 3, 16, 4, 32);  /* 2 */
+    E(b, RNG, 3, 1, 2, 0);                     /* 2 */
+    alloc(b, 4, BIB_DTYPE_F32, 3, 64, 4, 32);  /* 8 */
+    E(b, RNG, 4, 1, 3, 0);                     /* 8 */
+    alloc(b, 5, BIB_DTYPE_F32, 3, 64, 4, 32);  /* 8 */
+    E(b, RNG, 5, 1, 4, 0);                     /* 8 */
+    E(b, ATTENTION, 6, 3, 4, 5);               /* 16*4*32*(2*64+1) = 264192: 258 */
+    alloc(b, 7, BIB_DTYPE_I32, 1, 16, 0, 0);   /* 0 */
+    E(b, GATHER, 8, 0, 7, 0);                  /* 16 + 2*16*128 = 4112: 4 */
+    E(b, TADD, 2, 2, 2, 0);                    /* 3*2048: 6 */
+    E(b, THASH, 29, 0, 0, 0);                  /* 8 */
+    E(b, HALT, 29, 0, 0, 0);
+}
+
+ON_EVERY_EXECUTOR(fuel_charges_tensor_work_from_shapes_alike_on_every_executor) {
+    tb_t b = {0};
+    fuel_module(&b);
+    bib_vm_t *vm = vm_on(backend, 0);
+    load(vm, &b, 32);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    bib_run_stats_t stats;
+    bib_vm_stats(vm, &stats);
+    cr_expect_eq(stats.instructions, b.n, "every instruction counts once");
+    cr_expect_eq(stats.fuel - stats.instructions, 594, "fuel %" PRIu64 ", instructions %" PRIu64,
+                 stats.fuel, stats.instructions);
+    bib_vm_destroy(vm);
+}
+
+ON_EVERY_EXECUTOR(fuel_short_of_a_kernel_traps_before_it_changes_its_result) {
+    tb_t b = {.tregs = 2};
+    decl(&b, "y", 0, BIB_TENSOR_OUTPUT, BIB_DTYPE_F32, 2, (int64_t[]){64, 128}, NULL);
+    alloc(&b, 0, BIB_DTYPE_F32, 2, 64, 128, 0); /* 2 LDIs, ALLOC: 3 + 8 */
+    ldf(&b, 1, 2.0);
+    E(&b, FILL, 0, 1, 0, 0); /* 9: runs */
+    E(&b, EXP, 0, 0, 0, 0);  /* 1 + 16384/1024 = 17: left 16 of 37 */
+    E(&b, HALT, 0, 0, 0, 0);
+    bib_options_t opt;
+    bib_options_init(&opt);
+    opt.backend = backend;
+    opt.fuel = 3 + 8 + 1 + 9 + 16;
+    bib_vm_t *vm = NULL;
+    cr_assert_eq(bib_vm_create(&opt, &vm), BIB_OK);
+    load(vm, &b, 32);
+    expect_trap(vm, BIB_E_TRAP, "trap at pc 5 (EXP t0, t0): fuel exhausted (EXP costs 17");
+    bib_run_stats_t stats;
+    bib_vm_stats(vm, &stats);
+    cr_expect_eq(stats.instructions, 5);
+    cr_expect_eq(stats.fuel, 5 + 8 + 8);
+    cr_expect_eq(get_f(vm, "y", 0), 2.0, "EXP did not run");
+    bib_vm_destroy(vm);
+}
+
 /* ---- memory cap --------------------------------------------------------------------- */
 
 ON_EVERY_EXECUTOR(running_out_of_memory_traps_naming_the_tensor_and_the_vm_stays_usable) {
