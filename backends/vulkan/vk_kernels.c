@@ -303,6 +303,24 @@ static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
     return BIB_OK;
 }
 
+/* Records one buffer-to-buffer copy of bytes, with the barrier it needs. */
+static bib_status_t bib_vk_record_copy(bib_executor_t *ex, const bib_vk_buffer_t *src,
+                                       VkDeviceSize from, const bib_vk_buffer_t *dst,
+                                       VkDeviceSize to, VkDeviceSize bytes) {
+    bib_status_t st;
+    if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
+        return st;
+    bib_vk_access_t acc[2] = {{dst->block, to, to + bytes, true},
+                              {src->block, from, from + bytes, false}};
+    bib_vk_hazard(ex, acc, 2);
+    VkBufferCopy region = {from, to, bytes};
+    bib_vk_time_begin(ex);
+    vkCmdCopyBuffer(ex->cmd, bib_vk_block_buffer(ex, src), bib_vk_block_buffer(ex, dst), 1,
+                    &region);
+    bib_vk_time_end(ex);
+    return BIB_OK;
+}
+
 static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
     uint32_t eo, ei;
     bib_status_t st;
@@ -311,22 +329,23 @@ static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
         return st;
     uint64_t n = bib_view_count(&c->out);
     const bib_vk_buffer_t *bo = c->out.buf, *bi = c->in[0].buf;
-    uint64_t ao = bo->offset / 4 + eo, ai = bi->offset / 4 + ei; /* elements in the block */
-    if (n == 0 || (bo->block == bi->block && ao == ai))
-        return BIB_OK;
-    if (bo->block == bi->block && ao < ai + n && ai < ao + n)
-        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: copy between overlapping ranges");
-    if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
-        return st;
     VkDeviceSize to = bo->offset + (VkDeviceSize)eo * 4, from = bi->offset + (VkDeviceSize)ei * 4;
-    bib_vk_access_t acc[2] = {{bo->block, to, to + n * 4, true},
-                              {bi->block, from, from + n * 4, false}};
-    bib_vk_hazard(ex, acc, 2);
-    VkBufferCopy region = {from, to, n * 4};
-    bib_vk_time_begin(ex);
-    vkCmdCopyBuffer(ex->cmd, bib_vk_block_buffer(ex, bi), bib_vk_block_buffer(ex, bo), 1, &region);
-    bib_vk_time_end(ex);
-    return BIB_OK;
+    if (n == 0 || (bo->block == bi->block && to == from))
+        return BIB_OK;
+    if (bo->block != bi->block || to + n * 4 <= from || from + n * 4 <= to)
+        return bib_vk_record_copy(ex, bi, from, bo, to, n * 4);
+    /* Overlapping ranges move as memmove does (vkCmdCopyBuffer forbids
+       overlap): through a temporary, freed at once since recorded work keeps
+       it (see buffer_free). */
+    void *tmp = NULL;
+    if ((st = bib_vk_buffer_alloc(ex, (size_t)n * 4, &tmp)) != BIB_OK)
+        return st;
+    const bib_vk_buffer_t *t = tmp;
+    st = bib_vk_record_copy(ex, bi, from, t, t->offset, n * 4);
+    if (st == BIB_OK)
+        st = bib_vk_record_copy(ex, t, t->offset, bo, to, n * 4);
+    bib_vk_buffer_free(ex, tmp);
+    return st;
 }
 
 /* ---- support ------------------------------------------------------------- */

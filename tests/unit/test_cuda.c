@@ -1,25 +1,24 @@
-/* tests/unit/test_cuda.c: the CUDA executor against the CPU executor.
+/* tests/unit/test_cuda.c: the CUDA executor.
+ *
+ * Suite cuda is the executor conformance suite (executor_cts.h): every
+ * kernel against the CPU executor's bits over awkward shapes and special
+ * values, guard words around every device buffer, pooled memory, a clean
+ * BIB_E_NOMEM, device selection; plus what only CUDA has there: pool blocks
+ * and user PTX kernels on the device (a kernel that writes back its scalar
+ * arguments, saxpy against the CPU, bad PTX, a wrong entry, an invalid
+ * launch). Without a GPU (or in a build without nvcc) each of its tests
+ * prints "SKIP: <reason>" and is skipped, never passed.
  *
  * Suite cuda_init runs everywhere: start-up without a driver (a library
  * that is missing, one that is no CUDA driver, the toolkit's stub whose
  * cuInit fails) must return BIB_E_UNAVAILABLE with a reason and crash
- * nothing. Suite cuda needs a GPU: every kernel runs on both executors with
- * the same inputs (shapes 1, 7, 33, 1023, non-square and non-tile-multiple;
- * -0, +-Inf, NaN, denormals, exp arguments beyond +-100) and must give the
- * same bits; every device buffer carries guard words that must survive each
- * kernel; running out of device memory is a clean BIB_E_NOMEM. Without a
- * GPU (or in a build without nvcc) each of its tests prints "SKIP: <reason>"
- * and is skipped, never passed.
- *
- * User kernels (GPU_LAUNCH's program_create / program_dispatch /
- * program_destroy / submit, spec/device-code.md) are tested three ways:
- * cuda_init checks that they refuse a missing executor cleanly; cuda_mock
- * runs them against the mock driver (backends/cuda/testing, built next to
- * this binary as libcuda_mock.so), which records what cuLaunchKernel was
- * given, so the parameter marshalling, the JIT-log and entry messages and
- * the module life cycle are checked without a GPU; suite cuda runs PTX on
- * the real device (a kernel that writes back its scalar arguments, saxpy
- * against the CPU, bad PTX, a wrong entry, an invalid launch).
+ * nothing, and the ops table must be complete. Suite cuda_mock runs user
+ * kernels (program_create / program_dispatch / program_destroy / submit,
+ * spec/device-code.md) and the device timer against the mock driver
+ * (backends/cuda/testing, built next to this binary as libcuda_mock.so),
+ * which records what cuLaunchKernel and the event calls were given, so the
+ * parameter marshalling, the JIT-log and entry messages, the module life
+ * cycle and the timing arithmetic are checked without a GPU.
  */
 #include <criterion/criterion.h>
 
@@ -31,29 +30,45 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+
 #ifdef BIB_HAVE_CUDA
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/testing/cu_mock_driver.h"
+
+static uint64_t cuda_bytes_in_use(const bib_executor_t *ex) {
+    uint32_t blocks;
+    uint64_t used;
+    bib_cuda_pool_stats(ex, &blocks, &used);
+    return used;
+}
+
+#define CTS_EXECUTOR (&bib_cuda_executor)
+#define CTS_WAITS(ex) bib_cuda_waits(ex)
+#define CTS_BYTES_IN_USE(ex) cuda_bytes_in_use(ex)
+#define CTS_MATMUL_TILES_ENV "BIB_CUDA_MATMUL_TILES"
+#define CTS_MATMUL_TILES "64", "128"
+#define CTS_NOMEM_WORDS "cuMemAlloc_v2(", "bytes): CUDA_ERROR_OUT_OF_MEMORY"
+#else
+#define CTS_EXECUTOR NULL
+#define CTS_UNAVAILABLE "built without nvcc: the CUDA executor is not compiled in"
 #endif
+#define CTS_SUITE cuda
+#define CTS_DEVICE_NOUN "CUDA"
+#define CTS_DESCRIBE_WORDS "compute capability", "GiB", "driver", "SMs"
+#include "executor_cts.h"
 
 #ifndef BIB_HAVE_CUDA
 
 static void skip_unbuilt(void) {
-    printf("SKIP: built without nvcc: the CUDA executor is not compiled in\n");
-    cr_skip_test("built without nvcc: the CUDA executor is not compiled in");
+    printf("SKIP: %s\n", CTS_UNAVAILABLE);
+    cr_skip_test("%s", CTS_UNAVAILABLE);
 }
 
 TestSuite(cuda_init, .init = skip_unbuilt);
-TestSuite(cuda, .init = skip_unbuilt);
 
 Test(cuda_init, executor_is_compiled_in) {}
 
-Test(cuda, kernels_match_cpu) {}
-
 #else
-
-#define GUARD 64 /* guard words on each side of a device tensor */
-#define SENTINEL 0xDEADBEEFu
 
 /* ---- start-up without a driver (runs everywhere) ------------------------ */
 
@@ -262,6 +277,56 @@ static probe_args_t probe_args(void) {
     return a;
 }
 
+/* Checks the probe's scalars where they arrived: i, l, f's bits, d's bits. */
+static void probe_expect(const probe_args_t *a, const void *i, const void *l, const void *f,
+                         const void *d) {
+    uint32_t iv, fv;
+    uint64_t lv, dv;
+    memcpy(&iv, i, 4);
+    memcpy(&lv, l, 8);
+    memcpy(&fv, f, 4);
+    memcpy(&dv, d, 8);
+    cr_expect_eq(iv, a->i, "i: %08x", iv);
+    cr_expect_eq(lv, a->l, "l: %016llx", (unsigned long long)lv);
+    cr_expect_eq(fv, a->f_bits, "f: %08x", fv);
+    cr_expect_eq(dv, a->d_bits, "d: %016llx", (unsigned long long)dv);
+}
+
+/* The probe loaded on one executor, with a 32-byte buffer to write into. */
+typedef struct probe_run {
+    bib_executor_t *ex;
+    void *prog, *buf;
+    uint64_t size;
+    probe_args_t a;
+} probe_run_t;
+
+static bib_status_t create(bib_executor_t *ex, const char *ptx, const char *entry,
+                           const char *signature, void **prog) {
+    return bib_cuda_executor.program_create(ex, BIB_PROGRAM_PTX, ptx, strlen(ptx) + 1, entry, 0, 0,
+                                            signature, prog);
+}
+
+static probe_run_t probe_open(bib_executor_t *ex) {
+    probe_run_t p = {.ex = ex, .size = 32, .a = probe_args()};
+    cr_assert_eq(create(ex, probe_ptx, "probe", "itlfd", &p.prog), BIB_OK, "%s",
+                 bib_cuda_executor.error(ex));
+    cr_assert_eq(bib_cuda_executor.buffer_alloc(ex, p.size, &p.buf), BIB_OK, "%s",
+                 bib_cuda_executor.error(ex));
+    return p;
+}
+
+/* Runs the probe with its first slot_bytes of scalar slots. */
+static bib_status_t probe_dispatch(probe_run_t *p, uint32_t slot_bytes, const uint32_t grid[3],
+                                   const uint32_t block[3]) {
+    return bib_cuda_executor.program_dispatch(p->ex, p->prog, &p->buf, &p->size, 1, p->a.slots,
+                                              slot_bytes, grid, block);
+}
+
+static void probe_close(probe_run_t *p) {
+    bib_cuda_executor.buffer_free(p->ex, p->buf);
+    bib_cuda_executor.program_destroy(p->ex, p->prog);
+}
+
 /* ---- user kernels against the mock driver (runs everywhere) ---------------- */
 
 static bib_executor_t *mock_ex;
@@ -297,12 +362,6 @@ static void mock_fini(void) {
 
 TestSuite(cuda_mock, .init = mock_init, .fini = mock_fini);
 
-static bib_status_t create(bib_executor_t *ex, const char *ptx, const char *entry,
-                           const char *signature, void **prog) {
-    return bib_cuda_executor.program_create(ex, BIB_PROGRAM_PTX, ptx, strlen(ptx) + 1, entry, 0, 0,
-                                            signature, prog);
-}
-
 Test(cuda_mock, program_create_loads_ptx_and_destroy_unloads_it_after_the_stream) {
     int live = mock->modules_live;
     void *prog = NULL;
@@ -318,19 +377,13 @@ Test(cuda_mock, program_create_loads_ptx_and_destroy_unloads_it_after_the_stream
 
 Test(cuda_mock, dispatch_passes_each_parameter_as_its_signature_says) {
     const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *prog = NULL, *buf = NULL;
-    cr_assert_eq(create(mock_ex, probe_ptx, "probe", "itlfd", &prog), BIB_OK, "%s",
-                 ops->error(mock_ex));
-    cr_assert_eq(ops->buffer_alloc(mock_ex, 32, &buf), BIB_OK);
+    probe_run_t p = probe_open(mock_ex);
     uint32_t marker[8] = {0xFEEDF00Du, 1, 2, 3, 4, 5, 6, 7};
-    cr_assert_eq(ops->upload(mock_ex, buf, 0, marker, sizeof marker), BIB_OK);
-    probe_args_t a = probe_args();
-    uint64_t size = 32;
+    cr_assert_eq(ops->upload(mock_ex, p.buf, 0, marker, sizeof marker), BIB_OK);
     uint32_t grid[3] = {3, 2, 1}, block[3] = {32, 4, 1};
     int launches = mock->launches, syncs = mock->stream_syncs;
-    cr_assert_eq(
-        ops->program_dispatch(mock_ex, prog, &buf, &size, 1, a.slots, sizeof a.slots, grid, block),
-        BIB_OK, "%s", ops->error(mock_ex));
+    cr_assert_eq(probe_dispatch(&p, sizeof p.a.slots, grid, block), BIB_OK, "%s",
+                 ops->error(mock_ex));
     cr_assert_eq(mock->launches, launches + 1);
     cr_assert_eq(mock->stream_syncs, syncs, "a launch must not wait");
     cr_assert_str_eq(mock->last_entry, "probe");
@@ -339,23 +392,14 @@ Test(cuda_mock, dispatch_passes_each_parameter_as_its_signature_says) {
     cr_assert_eq(mock->shared, 0u);
     cr_assert_not_null(mock->stream, "launched on the executor's stream, not the default one");
     cr_assert_eq(mock->nparams, 5u);
-    uint32_t i, f;
-    uint64_t out, l, d;
-    memcpy(&i, mock->param[0], 4);
-    memcpy(&out, mock->param[1], 8);
-    memcpy(&l, mock->param[2], 8);
-    memcpy(&f, mock->param[3], 4);
-    memcpy(&d, mock->param[4], 8);
-    cr_expect_eq(i, a.i, "i: %08x", i);
-    cr_expect_eq(l, a.l);
-    cr_expect_eq(f, a.f_bits, "f: %08x", f);
-    cr_expect_eq(d, a.d_bits);
+    probe_expect(&p.a, mock->param[0], mock->param[2], mock->param[3], mock->param[4]);
     /* The mock's device memory is host memory: the pointer leads to the tensor. */
+    uint64_t out;
+    memcpy(&out, mock->param[1], 8);
     cr_assert_neq(out, 0);
     cr_expect_eq(memcmp((const void *)(uintptr_t)out, marker, sizeof marker), 0,
                  "the t parameter is not the buffer's device address");
-    ops->buffer_free(mock_ex, buf);
-    ops->program_destroy(mock_ex, prog);
+    probe_close(&p);
 }
 
 Test(cuda_mock, bad_ptx_reports_the_jit_log_on_one_line) {
@@ -399,37 +443,24 @@ Test(cuda_mock, create_refuses_spirv_ptx_without_its_nul_and_bad_signatures) {
 
 Test(cuda_mock, dispatch_with_the_wrong_argument_counts_is_refused) {
     const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *prog = NULL, *buf = NULL;
-    cr_assert_eq(create(mock_ex, probe_ptx, "probe", "itlfd", &prog), BIB_OK);
-    cr_assert_eq(ops->buffer_alloc(mock_ex, 32, &buf), BIB_OK);
-    probe_args_t a = probe_args();
-    uint64_t size = 32;
+    probe_run_t p = probe_open(mock_ex);
     uint32_t one[3] = {1, 1, 1};
     int launches = mock->launches;
-    cr_assert_eq(ops->program_dispatch(mock_ex, prog, &buf, &size, 1, a.slots, 24, one, one),
-                 BIB_E_USAGE);
+    cr_assert_eq(probe_dispatch(&p, 24, one, one), BIB_E_USAGE);
     cr_assert(strstr(ops->error(mock_ex), "takes 1 tensors and 4 other parameters"), "%s",
               ops->error(mock_ex));
     cr_assert_eq(mock->launches, launches);
-    ops->buffer_free(mock_ex, buf);
-    ops->program_destroy(mock_ex, prog);
+    probe_close(&p);
 }
 
 Test(cuda_mock, launch_error_names_the_kernel_grid_block_and_cuda_error) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *prog = NULL, *buf = NULL;
-    cr_assert_eq(create(mock_ex, probe_ptx, "probe", "itlfd", &prog), BIB_OK);
-    cr_assert_eq(ops->buffer_alloc(mock_ex, 32, &buf), BIB_OK);
-    probe_args_t a = probe_args();
-    uint64_t size = 32;
+    probe_run_t p = probe_open(mock_ex);
     uint32_t grid[3] = {4, 1, 1}, block[3] = {2048, 1, 1};
-    cr_assert_eq(
-        ops->program_dispatch(mock_ex, prog, &buf, &size, 1, a.slots, sizeof a.slots, grid, block),
-        BIB_E_UNAVAILABLE);
-    cr_assert_str_eq(ops->error(mock_ex), "cuLaunchKernel(kernel 'probe', grid 4x1x1, block "
-                                          "2048x1x1): CUDA_ERROR_INVALID_VALUE");
-    ops->buffer_free(mock_ex, buf);
-    ops->program_destroy(mock_ex, prog);
+    cr_assert_eq(probe_dispatch(&p, sizeof p.a.slots, grid, block), BIB_E_UNAVAILABLE);
+    cr_assert_str_eq(bib_cuda_executor.error(mock_ex),
+                     "cuLaunchKernel(kernel 'probe', grid 4x1x1, block "
+                     "2048x1x1): CUDA_ERROR_INVALID_VALUE");
+    probe_close(&p);
 }
 
 Test(cuda_mock, submit_asks_the_stream_without_waiting) {
@@ -554,754 +585,43 @@ Test(cuda_mock, shutdown_destroys_every_timing_event) {
     cr_assert_eq(mock->events_live, live);
 }
 
-/* ---- the suite that needs a GPU ------------------------------------------- */
+/* ---- the device: what only CUDA has ----------------------------------------- */
 
-static bib_executor_t *cu, *cpu;
-
-static void suite_init(void) {
-    bib_executor_config_t cfg = {.threads = 1, .device = NULL, .validation = true};
-    char why[512] = "";
-    if (bib_cuda_executor.init(&cfg, &cu, why, sizeof why) != BIB_OK) {
-        cu = NULL;
-        printf("SKIP: %s\n", why);
-        cr_skip_test("no CUDA: %s", why);
-    }
-    cr_assert_eq(bib_cpu_executor.init(&cfg, &cpu, why, sizeof why), BIB_OK, "cpu init: %s", why);
-}
-
-static void suite_fini(void) {
-    if (cu)
-        bib_cuda_executor.shutdown(cu);
-    if (cpu)
-        bib_cpu_executor.shutdown(cpu);
-    cu = cpu = NULL;
-}
-
-TestSuite(cuda, .init = suite_init, .fini = suite_fini);
-
-/* ---- data ---------------------------------------------------------------- */
-
-static uint64_t rng_state = 0x1234567;
-
-static uint32_t rnd(void) {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng_state >> 33);
-}
-
-static float bits_f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint32_t f_bits_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* Uniform in [lo, hi) with a few special values mixed in when special. */
-static void fill_data(float *x, size_t n, float lo, float hi, bool special) {
-    static const uint32_t specials[] = {
-        0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x00000001u,
-        0x807fffffu, 0x00400000u, 0x7f7fffffu, 0xff7fffffu, 0x42b20001u, 0xc2d00001u, 0x3f800000u,
-        0xbf800000u, 0x42ca0000u, 0xc2ca0000u, 0x42c80001u, 0xc2c80001u};
-    for (size_t i = 0; i < n; i++) {
-        float u = (float)(rnd() >> 8) * 0x1p-24f;
-        x[i] = lo + (hi - lo) * u;
-        if (special && rnd() % 13 == 0)
-            x[i] = bits_f(specials[rnd() % (sizeof specials / sizeof specials[0])]);
-    }
-}
-
-/* ---- running one call on both executors --------------------------------- */
-
-typedef struct tensor {
-    const void *data; /* NULL for the output */
-    uint32_t dtype;
-    uint32_t rank;
-    uint32_t dims[BIB_MAX_RANK];
-} tensor_t;
-
-static size_t tcount(const tensor_t *t) {
-    size_t n = 1;
-    for (uint32_t i = 0; i < t->rank; i++)
-        n *= t->dims[i];
-    return n;
-}
-
-/* Words before each tensor: GUARD, plus `shift` to misalign the views. */
-static size_t lead_words = GUARD;
-
-/* Runs the call on one executor; returns the status and the output words
- * (with guards) in *words. Inputs and output get sentinel words on each
- * side, checked after the kernel. */
-static bib_status_t run_on(const bib_executor_ops_t *ops, bib_executor_t *ex, bib_call_t call,
-                           const tensor_t *in, int nin, const tensor_t *out, uint32_t *words,
-                           char *err, size_t err_len) {
-    void *bufs[4] = {0};
-    size_t counts[4];
-    const tensor_t *ts[4] = {out, nin > 0 ? &in[0] : NULL, nin > 1 ? &in[1] : NULL,
-                             nin > 2 ? &in[2] : NULL};
-    const size_t lead = lead_words;
-    for (int t = 0; t < 1 + nin; t++) {
-        size_t n = tcount(ts[t]);
-        counts[t] = n;
-        size_t total = n + lead + GUARD;
-        uint32_t *host = malloc(total * 4);
-        cr_assert(host);
-        for (size_t i = 0; i < total; i++)
-            host[i] = SENTINEL;
-        if (ts[t]->data)
-            memcpy(host + lead, ts[t]->data, n * 4);
-        cr_assert_eq(ops->buffer_alloc(ex, total * 4, &bufs[t]), BIB_OK, "%s", ops->error(ex));
-        cr_assert_eq(ops->upload(ex, bufs[t], 0, host, total * 4), BIB_OK, "%s", ops->error(ex));
-        free(host);
-        bib_view_t *v = t == 0 ? &call.out : &call.in[t - 1];
-        v->buf = bufs[t];
-        v->offset = lead;
-        v->dtype = ts[t]->dtype;
-        v->rank = ts[t]->rank;
-        memcpy(v->dims, ts[t]->dims, sizeof v->dims);
-    }
-    cr_assert(ops->supports(ex, &call), "%s does not support kernel %d", ops->name, call.kernel);
-    bib_status_t st = ops->kernels[call.kernel](ex, &call);
-    if (st != BIB_OK)
-        snprintf(err, err_len, "%s", ops->error(ex));
-    cr_assert_eq(ops->synchronize(ex), BIB_OK, "%s", ops->error(ex));
-    for (int t = 0; t < 1 + nin; t++) {
-        size_t total = counts[t] + lead + GUARD;
-        uint32_t *host = t == 0 ? words : malloc(total * 4);
-        cr_assert(host);
-        cr_assert_eq(ops->download(ex, bufs[t], 0, host, total * 4), BIB_OK, "%s", ops->error(ex));
-        for (size_t g = 0; g < lead; g++)
-            cr_assert_eq(host[g], SENTINEL, "%s: guard word %zu before tensor %d overwritten",
-                         ops->name, g, t);
-        for (size_t g = 0; g < GUARD; g++)
-            cr_assert_eq(host[lead + counts[t] + g], SENTINEL,
-                         "%s: guard word %zu after tensor %d overwritten", ops->name, g, t);
-        if (t != 0) {
-            cr_assert(memcmp(host + lead, ts[t]->data, counts[t] * 4) == 0,
-                      "%s: input %d was modified", ops->name, t - 1);
-            free(host);
-        }
-        ops->buffer_free(ex, bufs[t]);
-    }
-    return st;
-}
-
-/* Runs on both; asserts the same status and, on success, identical bits. */
-static void compare(bib_call_t call, const tensor_t *in, int nin, tensor_t out, const char *what) {
-    size_t n = tcount(&out), total = n + lead_words + GUARD;
-    uint32_t *a = malloc(total * 4), *b = malloc(total * 4);
-    cr_assert(a && b);
-    char ea[512] = "", eb[512] = "";
-    bib_status_t sa = run_on(&bib_cpu_executor, cpu, call, in, nin, &out, a, ea, sizeof ea);
-    bib_status_t sb = run_on(&bib_cuda_executor, cu, call, in, nin, &out, b, eb, sizeof eb);
-    cr_assert_eq(sa, sb, "%s: cpu status %d (%s), cuda status %d (%s)", what, sa, ea, sb, eb);
-    if (sa == BIB_OK) {
-        for (size_t i = 0; i < n; i++) {
-            uint32_t x = a[lead_words + i], y = b[lead_words + i];
-            cr_assert_eq(x, y, "%s: element %zu of %zu: cpu 0x%08x (%g), cuda 0x%08x (%g)", what, i,
-                         n, x, (double)bits_f(x), y, (double)bits_f(y));
-        }
-    } else {
-        cr_assert_str_eq(ea, eb, "%s: the executors' messages differ", what);
-    }
-    free(a);
-    free(b);
-}
-
-static tensor_t tf(const float *d, uint32_t rank, uint32_t d0, uint32_t d1, uint32_t d2,
-                   uint32_t d3) {
-    tensor_t t = {d, BIB_DTYPE_F32, rank, {d0, d1, d2, d3}};
-    return t;
-}
-
-/* ---- the device ------------------------------------------------------------ */
-
-Test(cuda, describe_names_device_capability_memory_and_driver) {
-    const char *d = bib_cuda_executor.describe(cu);
-    printf("%s\n", d);
-    cr_assert(strstr(d, "compute capability") && strstr(d, "GiB") && strstr(d, "driver") &&
-                  strstr(d, "SMs"),
-              "%s", d);
-}
-
-Test(cuda, device_selector_that_matches_nothing_is_unavailable_with_reason) {
-    bib_executor_config_t cfg = {.device = "no-such-device-anywhere"};
-    bib_executor_t *ex = NULL;
-    char why[256] = "";
-    cr_assert_eq(bib_cuda_executor.init(&cfg, &ex, why, sizeof why), BIB_E_UNAVAILABLE);
-    cr_assert_null(ex);
-    cr_assert(strstr(why, "no CUDA device matches 'no-such-device-anywhere'"), "%s", why);
-}
-
-Test(cuda, two_executors_live_side_by_side) {
-    bib_executor_config_t cfg = {.device = "0"};
-    bib_executor_t *ex = NULL;
-    char why[256] = "";
-    cr_assert_eq(bib_cuda_executor.init(&cfg, &ex, why, sizeof why), BIB_OK, "%s", why);
-    void *a, *b;
-    uint32_t w = 0x3f800000u, r1 = 0, r2 = 0;
-    cr_assert_eq(bib_cuda_executor.buffer_alloc(ex, 4, &a), BIB_OK);
-    cr_assert_eq(bib_cuda_executor.buffer_alloc(cu, 4, &b), BIB_OK);
-    cr_assert_eq(bib_cuda_executor.upload(ex, a, 0, &w, 4), BIB_OK);
-    cr_assert_eq(bib_cuda_executor.upload(cu, b, 0, &w, 4), BIB_OK);
-    cr_assert_eq(bib_cuda_executor.download(ex, a, 0, &r1, 4), BIB_OK);
-    cr_assert_eq(bib_cuda_executor.download(cu, b, 0, &r2, 4), BIB_OK);
-    cr_assert(r1 == w && r2 == w);
-    bib_cuda_executor.buffer_free(ex, a);
-    bib_cuda_executor.buffer_free(cu, b);
-    bib_cuda_executor.shutdown(ex);
-}
-
-/* ---- MATMUL -------------------------------------------------------------- */
-
-static void matmul_case(uint32_t m, uint32_t k, uint32_t n, bool bias, bib_act_t act,
-                        bool special) {
-    float *a = malloc((size_t)m * k * 4 + 4), *b = malloc((size_t)k * n * 4 + 4),
-          *c = malloc((size_t)n * 4 + 4);
-    cr_assert(a && b && c);
-    fill_data(a, (size_t)m * k, -2, 2, special);
-    fill_data(b, (size_t)k * n, -2, 2, special);
-    fill_data(c, n, -1, 1, special);
-    bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = act};
-    tensor_t in[3] = {tf(a, 2, m, k, 0, 0), tf(b, 2, k, n, 0, 0), tf(c, 1, n, 0, 0, 0)};
-    char what[128];
-    snprintf(what, sizeof what, "matmul %ux%ux%u bias=%d act=%d special=%d lead=%zu", m, k, n, bias,
-             act, special, lead_words);
-    compare(call, in, bias ? 3 : 2, tf(NULL, 2, m, n, 0, 0), what);
-    free(a), free(b), free(c);
-}
-
-static const uint32_t matmul_shapes[][3] = {
-    {1, 1, 1},      {7, 7, 7},      {33, 33, 33},    {1023, 7, 33},  {7, 1023, 33},
-    {33, 7, 1023},  {65, 130, 129}, {128, 64, 256},  {3, 0, 5},      {129, 17, 257},
-    {256, 32, 128}, {4, 4100, 12},  {130, 259, 131}, {300, 72, 200}, {1, 64, 1024}};
-
-static void matmul_all_shapes(void) {
-    for (size_t s = 0; s < sizeof matmul_shapes / sizeof matmul_shapes[0]; s++)
-        matmul_case(matmul_shapes[s][0], matmul_shapes[s][1], matmul_shapes[s][2], false,
-                    BIB_ACT_NONE, false);
-}
-
-Test(cuda, matmul_matches_cpu_over_odd_shapes) {
-    matmul_all_shapes();
-}
-
-Test(cuda, matmul_matches_cpu_on_misaligned_views) {
-    /* An odd lead moves every base off 16 bytes: the float4 kernels step aside. */
-    lead_words = GUARD + 1;
-    matmul_all_shapes();
-    matmul_case(64, 64, 64, true, BIB_ACT_GELU, true);
-    lead_words = GUARD;
-}
-
-Test(cuda, matmul_with_bias_and_activations_matches_cpu) {
-    matmul_case(33, 65, 31, true, BIB_ACT_NONE, false);
-    matmul_case(33, 65, 31, true, BIB_ACT_RELU, false);
-    matmul_case(70, 17, 66, true, BIB_ACT_GELU, false);
-    matmul_case(1, 1023, 7, false, BIB_ACT_GELU, false);
-    matmul_case(128, 64, 128, true, BIB_ACT_RELU, false);
-    matmul_case(3, 0, 5, true, BIB_ACT_GELU, false);
-}
-
-Test(cuda, matmul_special_values_match_cpu) {
-    matmul_case(33, 33, 33, true, BIB_ACT_NONE, true);
-    matmul_case(17, 9, 65, true, BIB_ACT_RELU, true);
-    matmul_case(17, 9, 65, false, BIB_ACT_GELU, true);
-    matmul_case(64, 36, 64, true, BIB_ACT_NONE, true);
-}
-
-Test(cuda, matmul_keeps_negative_zero_chains_through_padded_k) {
-    /* Products that underflow to -0 leave acc == -0; K = 5 pads the last
-     * slice, and the padding must leave -0 alone (bias off, act none). */
-    enum { M = 5, K = 5, N = 7 };
-    float a[M * K], b[K * N];
-    for (int i = 0; i < M * K; i++)
-        a[i] = -0x1p-80f;
-    for (int i = 0; i < K * N; i++)
-        b[i] = 0x1p-80f;
-    bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = BIB_ACT_NONE};
-    tensor_t in[2] = {tf(a, 2, M, K, 0, 0), tf(b, 2, K, N, 0, 0)};
-    compare(call, in, 2, tf(NULL, 2, M, N, 0, 0), "matmul -0 chains");
-}
-
-static bib_executor_t *init_with_tiles(const char *tiles) {
-    setenv("BIB_CUDA_MATMUL_TILES", tiles, 1);
-    bib_executor_config_t cfg = {0};
-    bib_executor_t *ex = NULL;
-    char why[256] = "";
-    cr_assert_eq(bib_cuda_executor.init(&cfg, &ex, why, sizeof why), BIB_OK, "%s", why);
-    unsetenv("BIB_CUDA_MATMUL_TILES");
-    return ex;
-}
-
-Test(cuda, matmul_both_tile_configurations_match_cpu) {
-    static const char *tiles[] = {"64", "128"};
-    bib_executor_t *saved = cu;
-    for (int t = 0; t < 2; t++) {
-        cu = init_with_tiles(tiles[t]);
-        matmul_case(1, 1, 1, false, BIB_ACT_NONE, false);
-        matmul_case(129, 33, 257, true, BIB_ACT_NONE, false);
-        matmul_case(300, 70, 130, true, BIB_ACT_RELU, true);
-        matmul_case(257, 12, 260, true, BIB_ACT_GELU, true);
-        lead_words = GUARD + 3;
-        matmul_case(131, 19, 133, true, BIB_ACT_GELU, true);
-        lead_words = GUARD;
-        bib_cuda_executor.shutdown(cu);
-    }
-    cu = saved;
-}
-
-Test(cuda, matmul_large_matches_cpu) {
-    matmul_case(512, 384, 640, true, BIB_ACT_NONE, false);
-    matmul_case(1023, 257, 1025, false, BIB_ACT_NONE, false);
-}
-
-/* ---- elementwise --------------------------------------------------------- */
-
-static const uint32_t sizes[] = {1, 7, 33, 1023, 70001};
-
-Test(cuda, unary_ops_match_cpu) {
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++)
-        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            uint32_t n = sizes[s];
-            float *x = malloc(n * 4);
-            fill_data(x, n, op == BIB_UNARY_EXP ? -110 : -12, op == BIB_UNARY_EXP ? 110 : 12, true);
-            bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
-            tensor_t in = tf(x, 1, n, 0, 0, 0);
-            char what[64];
-            snprintf(what, sizeof what, "unary op %u n=%u", op, n);
-            compare(call, &in, 1, tf(NULL, 1, n, 0, 0, 0), what);
-            free(x);
-        }
-}
-
-Test(cuda, unary_ops_match_cpu_on_small_and_tie_inputs) {
-    /* Around tanh's polynomial switch, sigmoid's sign switch, denormals. */
-    enum { N = 4096 };
-    float x[N];
-    for (int i = 0; i < N; i++)
-        x[i] = bits_f((i % 2 ? 0x80000000u : 0) | (uint32_t)(0x3f1f0000u + (uint32_t)i * 37));
-    x[0] = bits_f(0x00000001u), x[1] = bits_f(0x80000001u), x[2] = 0x1p-30f;
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
-        bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
-        tensor_t in = tf(x, 1, N, 0, 0, 0);
-        compare(call, &in, 1, tf(NULL, 1, N, 0, 0, 0), "unary near switch points");
-    }
-}
-
-Test(cuda, exp_matches_cpu_at_its_range_edges) {
-    enum { N = 2048 };
-    float x[N];
-    for (int i = 0; i < N; i++) {
-        /* Walk the bits around exp's overflow (89), underflow (-104) and
-         * denormal-result region, and around +-100. */
-        static const float centers[] = {89.0f, -104.0f, -87.3f, 88.72f, 100.0f, -100.0f};
-        float c = centers[i % 6];
-        x[i] = bits_f(f_bits_of(c) + (uint32_t)(i / 6) - 170u);
-    }
-    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_EXP};
-    tensor_t in = tf(x, 1, N, 0, 0, 0);
-    compare(call, &in, 1, tf(NULL, 1, N, 0, 0, 0), "exp range edges");
-}
-
-Test(cuda, binary_ops_and_broadcasts_match_cpu) {
-    for (uint32_t op = BIB_BINARY_ADD; op <= BIB_BINARY_DIV; op++)
-        for (int mode = 0; mode < 3; mode++) {
-            uint32_t rows = 37, cols = 33;
-            float *a = malloc(rows * cols * 4), *b = malloc(rows * cols * 4);
-            fill_data(a, rows * cols, -1e3f, 1e3f, true);
-            fill_data(b, rows * cols, -10, 10, true);
-            bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
-            tensor_t in[2] = {tf(a, 2, rows, cols, 0, 0), mode == 0   ? tf(b, 2, rows, cols, 0, 0)
-                                                          : mode == 1 ? tf(b, 1, cols, 0, 0, 0)
-                                                                      : tf(b, 1, 1, 0, 0, 0)};
-            char what[64];
-            snprintf(what, sizeof what, "binary op %u broadcast %d", op, mode);
-            compare(call, in, 2, tf(NULL, 2, rows, cols, 0, 0), what);
-            free(a), free(b);
-        }
-}
-
-Test(cuda, binary_division_handles_denormals_and_zeros) {
-    enum { N = 1024 };
-    float a[N], b[N];
-    for (int i = 0; i < N; i++) {
-        a[i] = bits_f(rnd() & 0x80ffffffu); /* denormals and tiny normals */
-        b[i] = bits_f((rnd() & 0x807fffffu) | (i % 3 == 0 ? 0 : 0x3f000000u));
-    }
-    a[0] = 0.0f, b[0] = 0.0f, a[1] = -0.0f, b[1] = 0.0f, a[2] = 1.0f, b[2] = -0.0f;
-    bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = BIB_BINARY_DIV};
-    tensor_t in[2] = {tf(a, 1, N, 0, 0, 0), tf(b, 1, N, 0, 0, 0)};
-    compare(call, in, 2, tf(NULL, 1, N, 0, 0, 0), "division with denormals");
-}
-
-Test(cuda, scale_matches_cpu) {
-    float x[1023];
-    fill_data(x, 1023, -1e30f, 1e30f, true);
-    static const float factors[] = {0.125f, -3.0f, 1e30f, 0x1p-140f, 0.0f};
-    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++) {
-        bib_call_t call = {.kernel = BIB_KERNEL_SCALE, .f = {factors[i], 0}};
-        tensor_t in = tf(x, 1, 1023, 0, 0, 0);
-        compare(call, &in, 1, tf(NULL, 1, 1023, 0, 0, 0), "scale");
-    }
-}
-
-/* ---- layout and transfers ------------------------------------------------ */
-
-Test(cuda, transpose_matches_cpu) {
-    static const uint32_t shapes[][3] = {{1, 1, 1},   {1, 7, 33},   {3, 33, 1023},
-                                         {2, 64, 32}, {5, 1023, 1}, {70, 3, 40}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        uint32_t b = shapes[s][0], r = shapes[s][1], c = shapes[s][2];
-        float *x = malloc((size_t)b * r * c * 4);
-        fill_data(x, (size_t)b * r * c, -1, 1, true);
-        bib_call_t call = {.kernel = BIB_KERNEL_TRANSPOSE};
-        tensor_t in = tf(x, 3, b, r, c, 0);
-        compare(call, &in, 1, tf(NULL, 3, b, c, r, 0), "transpose");
-        free(x);
-    }
-}
-
-Test(cuda, fill_and_copy_match_cpu) {
-    float x[1023];
-    fill_data(x, 1023, -1, 1, true);
-    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .f = {bits_f(0xffc00123u), 0}};
-    compare(fill, NULL, 0, tf(NULL, 1, 1023, 0, 0, 0), "fill f32 NaN payload");
-    bib_call_t filli = {.kernel = BIB_KERNEL_FILL, .i = {-7, 0}};
-    tensor_t ti = {NULL, BIB_DTYPE_I32, 1, {33}};
-    compare(filli, NULL, 0, ti, "fill i32");
-    bib_call_t copy = {.kernel = BIB_KERNEL_COPY};
-    tensor_t in = tf(x, 2, 31, 33, 0, 0);
-    compare(copy, &in, 1, tf(NULL, 1, 1023, 0, 0, 0), "copy");
-}
-
-Test(cuda, copy_between_overlapping_ranges_moves_like_memmove) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    enum { N = 1000 };
-    uint32_t w[N], r[N], expect[N];
-    for (uint32_t i = 0; i < N; i++)
-        w[i] = i * 2654435761u;
-    void *b;
-    cr_assert_eq(ops->buffer_alloc(cu, N * 4, &b), BIB_OK);
-    for (int dir = 0; dir < 2; dir++) {
-        cr_assert_eq(ops->upload(cu, b, 0, w, sizeof w), BIB_OK);
-        bib_call_t call = {.kernel = BIB_KERNEL_COPY};
-        size_t from = dir ? 100 : 0, to = dir ? 0 : 100;
-        call.in[0] = (bib_view_t){b, from, BIB_DTYPE_I32, 1, {800}};
-        call.out = (bib_view_t){b, to, BIB_DTYPE_I32, 1, {800}};
-        cr_assert_eq(ops->kernels[BIB_KERNEL_COPY](cu, &call), BIB_OK, "%s", ops->error(cu));
-        cr_assert_eq(ops->download(cu, b, 0, r, sizeof r), BIB_OK);
-        memcpy(expect, w, sizeof w);
-        memmove(expect + to, expect + from, 800 * 4);
-        cr_assert(memcmp(r, expect, sizeof r) == 0, "overlapping copy, direction %d", dir);
-    }
-    ops->buffer_free(cu, b);
-}
-
-/* ---- row kernels --------------------------------------------------------- */
-
-static const uint32_t row_shapes[][2] = {{1, 1},   {7, 7},    {3, 33},   {2, 1023},
-                                         {5, 64},  {4, 65},   {1, 5000}, {3, 4096},
-                                         {2, 128}, {70, 257}, {2, 2048}, {1, 9000}};
-
-Test(cuda, softmax_matches_cpu) {
-    for (int special = 0; special < 2; special++)
-        for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
-            uint32_t r = row_shapes[s][0], n = row_shapes[s][1];
-            float *x = malloc((size_t)r * n * 4);
-            fill_data(x, (size_t)r * n, -30, 30, special);
-            bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX};
-            tensor_t in = tf(x, 2, r, n, 0, 0);
-            char what[64];
-            snprintf(what, sizeof what, "softmax %ux%u special=%d", r, n, special);
-            compare(call, &in, 1, tf(NULL, 2, r, n, 0, 0), what);
-            free(x);
-        }
-}
-
-Test(cuda, softmax_handles_rows_of_infinities_and_huge_spreads) {
-    enum { R = 4, N = 100 };
-    float x[R * N];
-    for (int i = 0; i < R * N; i++)
-        x[i] = (float)(i % 7) * 40.0f - 120.0f; /* exp arguments far below -100 */
-    for (int i = 0; i < N; i++)
-        x[N + i] = -INFINITY;           /* row 1: all -Inf -> NaN */
-    x[2 * N + 5] = INFINITY;            /* row 2: one +Inf */
-    x[3 * N + 9] = bits_f(0x80000000u); /* row 3: -0 among the rest */
-    bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX};
-    tensor_t in = tf(x, 2, R, N, 0, 0);
-    compare(call, &in, 1, tf(NULL, 2, R, N, 0, 0), "softmax infinities");
-}
-
-Test(cuda, reduce_and_argmax_match_cpu) {
-    for (int special = 0; special < 2; special++)
-        for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
-            uint32_t r = row_shapes[s][0], n = row_shapes[s][1];
-            float *x = malloc((size_t)r * n * 4);
-            fill_data(x, (size_t)r * n, -30, 30, special);
-            tensor_t in = tf(x, 2, r, n, 0, 0);
-            for (uint32_t op = BIB_REDUCE_SUM; op <= BIB_REDUCE_MEAN; op++) {
-                bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
-                compare(call, &in, 1, tf(NULL, 1, r, 0, 0, 0), "reduce");
-            }
-            bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
-            tensor_t out = {NULL, BIB_DTYPE_I32, 1, {r}};
-            compare(am, &in, 1, out, "argmax");
-            free(x);
-        }
-}
-
-Test(cuda, argmax_takes_first_maximum_and_first_nan) {
-    float x[130];
-    for (int i = 0; i < 130; i++)
-        x[i] = (float)(i % 5);
-    x[3] = -0.0f;
-    tensor_t in = tf(x, 1, 130, 0, 0, 0);
-    tensor_t out = {NULL, BIB_DTYPE_I32, 0, {0}};
-    bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
-    compare(am, &in, 1, out, "argmax ties");
-    x[100] = NAN, x[77] = NAN;
-    compare(am, &in, 1, out, "argmax NaN");
-    for (int i = 0; i < 130; i++)
-        x[i] = i % 2 ? -0.0f : 0.0f;
-    compare(am, &in, 1, out, "argmax zeros of both signs");
-}
-
-Test(cuda, max_orders_negative_zero_below_positive_zero) {
-    float x[2 * 70];
-    for (int i = 0; i < 140; i++)
-        x[i] = i < 70 ? -0.0f : (i % 3 ? -0.0f : 0.0f);
-    tensor_t in = tf(x, 2, 2, 70, 0, 0);
-    bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = BIB_REDUCE_MAX};
-    compare(call, &in, 1, tf(NULL, 1, 2, 0, 0, 0), "max of signed zeros");
-}
-
-Test(cuda, layernorm_and_rmsnorm_match_cpu) {
-    for (size_t s = 0; s < sizeof row_shapes / sizeof row_shapes[0]; s++) {
-        uint32_t r = row_shapes[s][0], n = row_shapes[s][1];
-        float *x = malloc((size_t)r * n * 4), *g = malloc(n * 4), *b = malloc(n * 4);
-        fill_data(x, (size_t)r * n, -5, 7, s == 3);
-        fill_data(g, n, 0.5f, 1.5f, false);
-        fill_data(b, n, -1, 1, false);
-        tensor_t in[3] = {tf(x, 2, r, n, 0, 0), tf(g, 1, n, 0, 0, 0), tf(b, 1, n, 0, 0, 0)};
-        bib_call_t ln = {.kernel = BIB_KERNEL_LAYERNORM, .f = {1e-5f, 0}};
-        compare(ln, in, 3, tf(NULL, 2, r, n, 0, 0), "layernorm");
-        bib_call_t rms = {.kernel = BIB_KERNEL_RMSNORM, .f = {1e-6f, 0}};
-        compare(rms, in, 2, tf(NULL, 2, r, n, 0, 0), "rmsnorm");
-        free(x), free(g), free(b);
-    }
-}
-
-/* ---- attention, gather, rng ---------------------------------------------- */
-
-static void attention_case(uint32_t S, uint32_t H, uint32_t D, uint32_t T, bool special) {
-    for (uint32_t causal = 0; causal < 2; causal++) {
-        float *q = malloc((size_t)S * H * D * 4), *k = malloc((size_t)T * H * D * 4 + 4),
-              *v = malloc((size_t)T * H * D * 4 + 4);
-        cr_assert(q && k && v);
-        fill_data(q, (size_t)S * H * D, -2, 2, false);
-        fill_data(k, (size_t)T * H * D, -2, 2, false);
-        fill_data(v, (size_t)T * H * D, -3, 3, special);
-        bib_call_t call = {
-            .kernel = BIB_KERNEL_ATTENTION, .sub = causal, .f = {1.0f / sqrtf((float)D), 0}};
-        tensor_t in[3] = {tf(q, 3, S, H, D, 0), tf(k, 3, T, H, D, 0), tf(v, 3, T, H, D, 0)};
-        char what[80];
-        snprintf(what, sizeof what, "attention S=%u H=%u D=%u T=%u causal=%u", S, H, D, T, causal);
-        compare(call, in, 3, tf(NULL, 3, S, H, D, 0), what);
-        free(q), free(k), free(v);
-    }
-}
-
-Test(cuda, attention_matches_cpu) {
-    static const uint32_t shapes[][4] = {{1, 1, 1, 1},    {7, 2, 33, 7},   {33, 3, 16, 40},
-                                         {5, 1, 65, 130}, {16, 4, 64, 16}, {40, 2, 8, 7},
-                                         {3, 2, 130, 70}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        attention_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], s == 1);
-}
-
-Test(cuda, attention_with_long_rows_uses_scratch_and_matches_cpu) {
-    /* More keys than fit in shared memory: probabilities go through the
-     * executor's global scratch. */
-    attention_case(3, 2, 8, 9000, false);
-}
-
-Test(cuda, gather_matches_cpu_and_traps_out_of_range) {
-    float table[40 * 33];
-    fill_data(table, 40 * 33, -1, 1, true);
-    int32_t idx[7] = {0, 39, 5, 5, 17, 1, 38};
-    tensor_t in[2] = {tf(table, 2, 40, 33, 0, 0), {idx, BIB_DTYPE_I32, 1, {7}}};
-    bib_call_t call = {.kernel = BIB_KERNEL_GATHER};
-    compare(call, in, 2, tf(NULL, 2, 7, 33, 0, 0), "gather");
-    idx[4] = 40;
-    compare(call, in, 2, tf(NULL, 2, 7, 33, 0, 0), "gather out of range");
-    idx[4] = -1;
-    compare(call, in, 2, tf(NULL, 2, 7, 33, 0, 0), "gather negative");
-}
-
-Test(cuda, rng_matches_cpu) {
-    static const uint32_t counts[] = {1, 7, 33, 1023, 70001};
-    for (size_t s = 0; s < sizeof counts / sizeof counts[0]; s++) {
-        bib_call_t call = {.kernel = BIB_KERNEL_RNG, .i = {0x123456789abcdefll, 42 + (int64_t)s}};
-        compare(call, NULL, 0, tf(NULL, 1, counts[s], 0, 0, 0), "rng");
-    }
-    bib_call_t call = {.kernel = BIB_KERNEL_RNG, .i = {-1, (int64_t)0x8000000000000001ull}};
-    compare(call, NULL, 0, tf(NULL, 1, 4099, 0, 0, 0), "rng, high seed and stream words");
-}
-
-/* ---- the executor's machinery -------------------------------------------- */
-
-Test(cuda, a_run_of_kernels_costs_one_wait) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    enum { N = 4096 };
-    float x[N], y[N];
-    fill_data(x, N, -1, 1, false);
-    void *a, *b;
-    cr_assert_eq(ops->buffer_alloc(cu, N * 4, &a), BIB_OK);
-    cr_assert_eq(ops->buffer_alloc(cu, N * 4, &b), BIB_OK);
-    cr_assert_eq(ops->synchronize(cu), BIB_OK);
-    uint64_t before = bib_cuda_waits(cu);
-    cr_assert_eq(ops->upload(cu, a, 0, x, sizeof x), BIB_OK);
-    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_TANH};
-    call.out = (bib_view_t){b, 0, BIB_DTYPE_F32, 1, {N}};
-    call.in[0] = (bib_view_t){a, 0, BIB_DTYPE_F32, 1, {N}};
-    for (int i = 0; i < 10; i++) {
-        cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](cu, &call), BIB_OK);
-        bib_view_t t = call.out;
-        call.out = call.in[0];
-        call.in[0] = t;
-    }
-    cr_assert_eq(ops->download(cu, a, 0, y, sizeof y), BIB_OK);
-    cr_assert_eq(bib_cuda_waits(cu) - before, 1, "upload + 10 kernels + download took %llu waits",
-                 (unsigned long long)(bib_cuda_waits(cu) - before));
-    ops->buffer_free(cu, a);
-    ops->buffer_free(cu, b);
-}
-
-Test(cuda, many_buffers_share_pooled_blocks_and_reuse_freed_ranges) {
+CTS_TEST(small_buffers_share_one_device_block) {
     const bib_executor_ops_t *ops = &bib_cuda_executor;
     void *bufs[300];
     uint32_t blocks0, blocks1;
     uint64_t used0, used1;
-    bib_cuda_pool_stats(cu, &blocks0, &used0);
+    bib_cuda_pool_stats(cts_ex, &blocks0, &used0);
     for (int i = 0; i < 300; i++)
-        cr_assert_eq(ops->buffer_alloc(cu, 4096 + (size_t)i * 4, &bufs[i]), BIB_OK);
-    bib_cuda_pool_stats(cu, &blocks1, &used1);
+        cr_assert_eq(ops->buffer_alloc(cts_ex, 4096 + (size_t)i * 4, &bufs[i]), BIB_OK);
+    bib_cuda_pool_stats(cts_ex, &blocks1, &used1);
     cr_assert_leq(blocks1, blocks0 + 1, "300 small buffers took %u new device blocks",
                   blocks1 - blocks0);
-    for (int i = 0; i < 300; i += 2)
-        ops->buffer_free(cu, bufs[i]);
-    for (int i = 0; i < 300; i += 2)
-        cr_assert_eq(ops->buffer_alloc(cu, 4096, &bufs[i]), BIB_OK);
-    uint32_t w = 0x12345678u, r = 0;
-    cr_assert_eq(ops->upload(cu, bufs[299], 4, &w, 4), BIB_OK);
-    cr_assert_eq(ops->download(cu, bufs[299], 4, &r, 4), BIB_OK);
-    cr_assert_eq(r, w);
     for (int i = 0; i < 300; i++)
-        ops->buffer_free(cu, bufs[i]);
-    bib_cuda_pool_stats(cu, &blocks1, &used1);
-    cr_assert_eq(used1, used0, "every byte handed out came back");
-}
-
-Test(cuda, transfer_outside_a_buffer_is_refused) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *b;
-    uint32_t w[8] = {0};
-    cr_assert_eq(ops->buffer_alloc(cu, 16, &b), BIB_OK);
-    /* Buffers are rounded up to the pool's alignment; beyond that is refused. */
-    cr_assert_eq(ops->upload(cu, b, 1u << 20, w, 4), BIB_E_USAGE);
-    cr_assert(strstr(ops->error(cu), "overruns"), "%s", ops->error(cu));
-    cr_assert_eq(ops->download(cu, b, 256, w, 4), BIB_E_USAGE);
-    ops->buffer_free(cu, b);
-}
-
-Test(cuda, upload_larger_than_staging_round_trips) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    size_t n = (80u << 20) / 4 + 123; /* more than twice the pinned staging area */
-    uint32_t *w = malloc(n * 4), *r = malloc(n * 4);
-    cr_assert(w && r);
-    for (size_t i = 0; i < n; i++)
-        w[i] = (uint32_t)(i * 2654435761u);
-    void *b;
-    cr_assert_eq(ops->buffer_alloc(cu, n * 4, &b), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->upload(cu, b, 0, w, n * 4), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->download(cu, b, 0, r, n * 4), BIB_OK, "%s", ops->error(cu));
-    cr_assert(memcmp(w, r, n * 4) == 0);
-    ops->buffer_free(cu, b);
-    free(w), free(r);
-}
-
-Test(cuda, out_of_device_memory_is_a_clean_error_and_the_executor_goes_on) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    uint64_t free_bytes, total;
-    cr_assert_eq(ops->memory(cu, &free_bytes, &total), BIB_OK, "%s", ops->error(cu));
-    cr_assert_gt(total, 0);
-    void *huge = NULL;
-    bib_status_t st = ops->buffer_alloc(cu, (size_t)(total + (1ull << 30)), &huge);
-    cr_assert_eq(st, BIB_E_NOMEM, "status %d: %s", st, ops->error(cu));
-    cr_assert_null(huge);
-    printf("%s\n", ops->error(cu));
-    cr_assert(strstr(ops->error(cu), "cuMemAlloc_v2(") &&
-                  strstr(ops->error(cu), "bytes): CUDA_ERROR_OUT_OF_MEMORY"),
-              "%s", ops->error(cu));
-    /* Still usable: a kernel on fresh buffers gives the CPU's bits. */
-    float x[33];
-    fill_data(x, 33, -3, 3, false);
-    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_GELU};
-    tensor_t in = tf(x, 1, 33, 0, 0, 0);
-    compare(call, &in, 1, tf(NULL, 1, 33, 0, 0, 0), "gelu after out of memory");
-}
-
-Test(cuda, view_past_its_buffer_is_refused) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *b;
-    cr_assert_eq(ops->buffer_alloc(cu, 256, &b), BIB_OK);
-    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_RELU};
-    call.out = (bib_view_t){b, 0, BIB_DTYPE_F32, 1, {64}};
-    call.in[0] = (bib_view_t){b, 32, BIB_DTYPE_F32, 1, {64}};
-    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](cu, &call), BIB_E_USAGE);
-    cr_assert(strstr(ops->error(cu), "overruns its buffer"), "%s", ops->error(cu));
-    ops->buffer_free(cu, b);
+        ops->buffer_free(cts_ex, bufs[i]);
 }
 
 /* ---- user kernels on the device ---------------------------------------------- */
 
-Test(cuda, user_kernel_receives_each_parameter_as_its_signature_says) {
-    const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *prog = NULL, *buf = NULL;
-    cr_assert_eq(create(cu, probe_ptx, "probe", "itlfd", &prog), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->buffer_alloc(cu, 32, &buf), BIB_OK);
-    probe_args_t a = probe_args();
-    uint64_t size = 32;
+CTS_TEST(user_kernel_receives_each_parameter_as_its_signature_says) {
+    probe_run_t p = probe_open(cts_ex);
     uint32_t one[3] = {1, 1, 1};
-    cr_assert_eq(ops->program_dispatch(cu, prog, &buf, &size, 1, a.slots, sizeof a.slots, one, one),
-                 BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(probe_dispatch(&p, sizeof p.a.slots, one, one), BIB_OK, "%s",
+                 bib_cuda_executor.error(cts_ex));
     uint8_t out[32];
-    cr_assert_eq(ops->download(cu, buf, 0, out, sizeof out), BIB_OK, "%s", ops->error(cu));
-    uint32_t i, f;
-    uint64_t l, d;
-    memcpy(&i, out, 4);
-    memcpy(&l, out + 8, 8);
-    memcpy(&f, out + 16, 4);
-    memcpy(&d, out + 24, 8);
-    cr_expect_eq(i, a.i, "i: %08x", i);
-    cr_expect_eq(l, a.l, "l: %016llx", (unsigned long long)l);
-    cr_expect_eq(f, a.f_bits, "f: %08x", f);
-    cr_expect_eq(d, a.d_bits, "d: %016llx", (unsigned long long)d);
-    ops->buffer_free(cu, buf);
-    ops->program_destroy(cu, prog);
+    cr_assert_eq(bib_cuda_executor.download(cts_ex, p.buf, 0, out, sizeof out), BIB_OK, "%s",
+                 bib_cuda_executor.error(cts_ex));
+    probe_expect(&p.a, out, out + 8, out + 16, out + 24);
+    probe_close(&p);
 }
 
-Test(cuda, user_saxpy_matches_the_cpu_and_runs_in_order_with_built_in_kernels) {
+CTS_TEST(user_saxpy_matches_the_cpu_and_runs_in_order_with_built_in_kernels) {
     const bib_executor_ops_t *ops = &bib_cuda_executor;
     enum { N = 1000 };
     float x[N], y[N], want[N], got[N];
-    fill_data(x, N, -4, 4, false);
-    fill_data(y, N, -4, 4, false);
+    cts_fill_data(x, N, -4, 4, false);
+    cts_fill_data(y, N, -4, 4, false);
     float a = 1.7f;
     for (int i = 0; i < N; i++) {
         float p = a * x[i];
@@ -1309,11 +629,12 @@ Test(cuda, user_saxpy_matches_the_cpu_and_runs_in_order_with_built_in_kernels) {
         want[i] = s > 0 ? s : 0; /* then RELU, the built-in kernel */
     }
     void *prog = NULL, *bx = NULL, *by = NULL;
-    cr_assert_eq(create(cu, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->buffer_alloc(cu, sizeof x, &bx), BIB_OK);
-    cr_assert_eq(ops->buffer_alloc(cu, sizeof y, &by), BIB_OK);
-    cr_assert_eq(ops->upload(cu, bx, 0, x, sizeof x), BIB_OK);
-    cr_assert_eq(ops->upload(cu, by, 0, y, sizeof y), BIB_OK);
+    cr_assert_eq(create(cts_ex, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s",
+                 ops->error(cts_ex));
+    cr_assert_eq(ops->buffer_alloc(cts_ex, sizeof x, &bx), BIB_OK);
+    cr_assert_eq(ops->buffer_alloc(cts_ex, sizeof y, &by), BIB_OK);
+    cr_assert_eq(ops->upload(cts_ex, bx, 0, x, sizeof x), BIB_OK);
+    cr_assert_eq(ops->upload(cts_ex, by, 0, y, sizeof y), BIB_OK);
     void *bufs[2] = {bx, by};
     uint64_t sizes[2] = {sizeof x, sizeof y};
     uint64_t slots[2] = {0, N};
@@ -1321,61 +642,54 @@ Test(cuda, user_saxpy_matches_the_cpu_and_runs_in_order_with_built_in_kernels) {
     memcpy(&abits, &a, 4);
     slots[0] = abits;
     uint32_t grid[3] = {(N + 255) / 256, 1, 1}, block[3] = {256, 1, 1};
-    cr_assert_eq(ops->program_dispatch(cu, prog, bufs, sizes, 2, slots, sizeof slots, grid, block),
-                 BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(
+        ops->program_dispatch(cts_ex, prog, bufs, sizes, 2, slots, sizeof slots, grid, block),
+        BIB_OK, "%s", ops->error(cts_ex));
     bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_RELU};
     call.out = (bib_view_t){by, 0, BIB_DTYPE_F32, 1, {N}};
     call.in[0] = (bib_view_t){by, 0, BIB_DTYPE_F32, 1, {N}};
-    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](cu, &call), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->submit(cu), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->download(cu, by, 0, got, sizeof got), BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(ops->kernels[BIB_KERNEL_UNARY](cts_ex, &call), BIB_OK, "%s", ops->error(cts_ex));
+    cr_assert_eq(ops->submit(cts_ex), BIB_OK, "%s", ops->error(cts_ex));
+    cr_assert_eq(ops->download(cts_ex, by, 0, got, sizeof got), BIB_OK, "%s", ops->error(cts_ex));
     for (int i = 0; i < N; i++)
-        cr_assert_eq(f_bits_of(got[i]), f_bits_of(want[i]), "y[%d]: %a, the CPU says %a", i,
+        cr_assert_eq(bib_f32_bits(got[i]), bib_f32_bits(want[i]), "y[%d]: %a, the CPU says %a", i,
                      (double)got[i], (double)want[i]);
-    ops->buffer_free(cu, bx);
-    ops->buffer_free(cu, by);
-    ops->program_destroy(cu, prog);
+    ops->buffer_free(cts_ex, bx);
+    ops->buffer_free(cts_ex, by);
+    ops->program_destroy(cts_ex, prog);
 }
 
-Test(cuda, user_kernel_with_bad_ptx_reports_the_jit_log) {
+CTS_TEST(user_kernel_with_bad_ptx_reports_the_jit_log) {
     void *prog = (void *)1;
-    cr_assert_eq(create(cu, bad_ptx, "k", "t", &prog), BIB_E_UNAVAILABLE);
+    cr_assert_eq(create(cts_ex, bad_ptx, "k", "t", &prog), BIB_E_UNAVAILABLE);
     cr_assert_null(prog);
-    const char *e = bib_cuda_executor.error(cu);
+    const char *e = bib_cuda_executor.error(cts_ex);
     printf("%s\n", e);
     cr_assert(strstr(e, "the driver rejected its PTX (cuModuleLoadDataEx: CUDA_ERROR_"), "%s", e);
     cr_assert(strstr(e, "line 6") && strstr(e, "bogus"), "no JIT log in: %s", e);
     cr_assert_null(strchr(e, '\n'), "not one line: %s", e);
 }
 
-Test(cuda, user_kernel_with_a_missing_entry_is_named) {
+CTS_TEST(user_kernel_with_a_missing_entry_is_named) {
     void *prog = (void *)1;
-    cr_assert_eq(create(cu, saxpy_ptx, "nope", "ttfi", &prog), BIB_E_UNAVAILABLE);
+    cr_assert_eq(create(cts_ex, saxpy_ptx, "nope", "ttfi", &prog), BIB_E_UNAVAILABLE);
     cr_assert_null(prog);
-    cr_assert_str_eq(bib_cuda_executor.error(cu),
+    cr_assert_str_eq(bib_cuda_executor.error(cts_ex),
                      "no entry 'nope' in its PTX (cuModuleGetFunction: CUDA_ERROR_NOT_FOUND)");
 }
 
-Test(cuda, user_kernel_launch_too_large_is_a_driver_error_and_the_executor_goes_on) {
+CTS_TEST(user_kernel_launch_too_large_is_a_driver_error_and_the_executor_goes_on) {
     const bib_executor_ops_t *ops = &bib_cuda_executor;
-    void *prog = NULL, *buf = NULL;
-    cr_assert_eq(create(cu, probe_ptx, "probe", "itlfd", &prog), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(ops->buffer_alloc(cu, 32, &buf), BIB_OK);
-    probe_args_t a = probe_args();
-    uint64_t size = 32;
+    probe_run_t p = probe_open(cts_ex);
     uint32_t grid[3] = {4, 1, 1}, block[3] = {2048, 1, 1}, one[3] = {1, 1, 1};
-    cr_assert_eq(
-        ops->program_dispatch(cu, prog, &buf, &size, 1, a.slots, sizeof a.slots, grid, block),
-        BIB_E_UNAVAILABLE);
-    cr_assert_str_eq(ops->error(cu), "cuLaunchKernel(kernel 'probe', grid 4x1x1, block "
-                                     "2048x1x1): CUDA_ERROR_INVALID_VALUE");
-    cr_assert_eq(ops->program_dispatch(cu, prog, &buf, &size, 1, a.slots, sizeof a.slots, one, one),
-                 BIB_OK, "%s", ops->error(cu));
+    cr_assert_eq(probe_dispatch(&p, sizeof p.a.slots, grid, block), BIB_E_UNAVAILABLE);
+    cr_assert_str_eq(ops->error(cts_ex), "cuLaunchKernel(kernel 'probe', grid 4x1x1, block "
+                                         "2048x1x1): CUDA_ERROR_INVALID_VALUE");
+    cr_assert_eq(probe_dispatch(&p, sizeof p.a.slots, one, one), BIB_OK, "%s", ops->error(cts_ex));
     uint32_t i = 0;
-    cr_assert_eq(ops->download(cu, buf, 0, &i, 4), BIB_OK, "%s", ops->error(cu));
-    cr_assert_eq(i, a.i);
-    ops->buffer_free(cu, buf);
-    ops->program_destroy(cu, prog);
+    cr_assert_eq(ops->download(cts_ex, p.buf, 0, &i, 4), BIB_OK, "%s", ops->error(cts_ex));
+    cr_assert_eq(i, p.a.i);
+    probe_close(&p);
 }
 
 #endif

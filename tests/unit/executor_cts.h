@@ -1,0 +1,843 @@
+/* tests/unit/executor_cts.h: the executor conformance suite, one suite that
+ * every GPU executor runs (IREE's HAL CTS: instantiated once per driver).
+ *
+ * Every kernel of bib_kernel_t runs on the executor under test and on
+ * bib_cpu_executor with the same inputs and must give the same bits: shapes
+ * 1, 7, 33, 1023, non-square, non-tile-multiple, long rows, misaligned
+ * views; -0, +-Inf, NaN with payloads, denormals, exp arguments beyond
+ * +-100. Every device buffer carries guard words that must survive each
+ * kernel and inputs must come back unchanged. Then what every pooled GPU
+ * executor promises: shared blocks with freed ranges reused, transfers and
+ * views past a buffer refused, uploads larger than the staging area,
+ * running out of memory as a clean BIB_E_NOMEM after which the executor
+ * goes on, device selection. Executor-specific tests stay in the file that
+ * includes this one; this file reaches into no executor's private state.
+ *
+ * A test file includes it once, after saying what to test:
+ *
+ *   CTS_SUITE               the Criterion suite (vulkan, cuda); the file adds
+ *                           its own tests with CTS_TEST(name), using cts_ops,
+ *                           cts_ex and the helpers below
+ *   CTS_EXECUTOR            pointer to the ops table under test
+ *   CTS_UNAVAILABLE         optional: why the executor is not in this build;
+ *                           then CTS_EXECUTOR may be NULL and every test skips
+ *   CTS_DEVICE_NOUN         how init names the device kind ("Vulkan", "CUDA")
+ *   CTS_DESCRIBE_WORDS      strings describe() must contain, comma-separated
+ *   CTS_VALIDATION_MESSAGES(ex)  optional: validation messages since ex
+ *                           started; every test ends asserting it is 0
+ *   CTS_WAITS(ex)           optional: host waits (or queue submissions) so far
+ *   CTS_BYTES_IN_USE(ex)    optional: pool bytes handed out; the default is
+ *                           total - free from memory()
+ *   CTS_MATMUL_TILES_ENV, CTS_MATMUL_TILES  optional: the variable that forces
+ *                           a MATMUL tile configuration and its values
+ *   CTS_NOMEM_WORDS         optional: strings the out-of-memory message holds
+ *   CTS_SKIP_OVERLAPPING_COPY  optional: why the executor refuses a COPY
+ *                           between overlapping ranges (a known gap, skipped
+ *                           visibly until it is closed)
+ *
+ * When init returns BIB_E_UNAVAILABLE (or CTS_UNAVAILABLE is set) every test
+ * of CTS_SUITE prints "SKIP: <reason>" and is skipped, never passed.
+ */
+#ifndef BIB_EXECUTOR_CTS_H
+#define BIB_EXECUTOR_CTS_H
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/bmath.h"
+
+#if !defined(CTS_SUITE) || !defined(CTS_EXECUTOR) || !defined(CTS_DEVICE_NOUN) ||                  \
+    !defined(CTS_DESCRIBE_WORDS)
+#error "define CTS_SUITE, CTS_EXECUTOR, CTS_DEVICE_NOUN and CTS_DESCRIBE_WORDS first"
+#endif
+#ifndef CTS_VALIDATION_MESSAGES
+#define CTS_VALIDATION_MESSAGES(ex) ((void)(ex), 0u)
+#endif
+
+#define CTS_GUARD 64 /* guard words after each device tensor, and at least before it */
+#define CTS_SENTINEL 0xDEADBEEFu
+
+static const bib_executor_ops_t *const cts_ops = CTS_EXECUTOR;
+/* The executor under test and the reference; set by the suite's init. */
+static bib_executor_t *cts_ex, *cts_cpu;
+
+/* ---- starting and ending executors ---------------------------------------- */
+
+/* Starts one more executor under test with env=value set during init (env
+ * NULL: none); the test fails when it is unavailable. End it with cts_close. */
+static bib_executor_t *cts_open(const char *device, const char *env, const char *value) {
+    bib_executor_config_t cfg = {.threads = 1, .device = device, .validation = true};
+    bib_executor_t *ex = NULL;
+    char why[512] = "";
+    if (env)
+        setenv(env, value, 1);
+    bib_status_t st = cts_ops->init(&cfg, &ex, why, sizeof why);
+    if (env)
+        unsetenv(env);
+    cr_assert_eq(st, BIB_OK, "%s init (%s=%s): %s", cts_ops->name, env ? env : "-",
+                 env ? value : "-", why);
+    return ex;
+}
+
+/* The validation layer must have said nothing since ex started. */
+static void cts_assert_silent(bib_executor_t *ex) {
+    uint32_t msgs = CTS_VALIDATION_MESSAGES(ex);
+    cr_assert_eq(msgs, 0, "the validation layer reported %u messages", msgs);
+}
+
+/* Ends ex, which must have run without a validation message. */
+static void cts_close(bib_executor_t *ex) {
+    cts_assert_silent(ex);
+    cts_ops->shutdown(ex);
+}
+
+static void cts_suite_init(void) {
+#ifdef CTS_UNAVAILABLE
+    printf("SKIP: %s\n", CTS_UNAVAILABLE);
+    cr_skip_test("%s", CTS_UNAVAILABLE);
+#else
+    bib_executor_config_t cfg = {.threads = 1, .device = NULL, .validation = true};
+    char why[512] = "";
+    if (cts_ops->init(&cfg, &cts_ex, why, sizeof why) != BIB_OK) {
+        cts_ex = NULL;
+        printf("SKIP: %s\n", why);
+        cr_skip_test("no %s: %s", cts_ops->name, why);
+    }
+    cr_assert_eq(bib_cpu_executor.init(&cfg, &cts_cpu, why, sizeof why), BIB_OK, "cpu init: %s",
+                 why);
+#endif
+}
+
+static void cts_suite_fini(void) {
+    if (cts_ex)
+        cts_ops->shutdown(cts_ex);
+    if (cts_cpu)
+        bib_cpu_executor.shutdown(cts_cpu);
+    cts_ex = cts_cpu = NULL;
+}
+
+TestSuite(CTS_SUITE, .init = cts_suite_init, .fini = cts_suite_fini);
+
+/* A test of the suite. It ends by asserting that the validation layer
+ * stayed silent: an assertion in the suite's fini is printed but fails no
+ * test (Criterion 2.4), so the check must run in the test itself. */
+#define CTS_TEST(name)                                                                             \
+    static void cts_test_##name(void);                                                             \
+    Test(CTS_SUITE, name) {                                                                        \
+        cts_test_##name();                                                                         \
+        cts_assert_silent(cts_ex);                                                                 \
+    }                                                                                              \
+    static void cts_test_##name(void)
+
+/* ---- data ----------------------------------------------------------------- */
+
+static uint64_t cts_rng_state = 0x1234567;
+
+static uint32_t cts_rnd(void) {
+    cts_rng_state = cts_rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(cts_rng_state >> 33);
+}
+
+/* Uniform in [lo, hi) with special values mixed in when special: signed
+ * zeros, infinities, NaNs with payloads, denormals, the largest finite
+ * values, exp arguments around and beyond +-100, +-1. */
+static void cts_fill_data(float *x, size_t n, float lo, float hi, bool special) {
+    static const uint32_t specials[] = {
+        0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x00000001u,
+        0x807fffffu, 0x00400000u, 0x7f7fffffu, 0xff7fffffu, 0x42b20001u, 0xc2d00001u, 0x3f800000u,
+        0xbf800000u, 0x42ca0000u, 0xc2ca0000u, 0x42c80001u, 0xc2c80001u};
+    for (size_t i = 0; i < n; i++) {
+        float u = (float)(cts_rnd() >> 8) * 0x1p-24f;
+        x[i] = lo + (hi - lo) * u;
+        if (special && cts_rnd() % 13 == 0)
+            x[i] = bib_f32_from_bits(specials[cts_rnd() % (sizeof specials / sizeof specials[0])]);
+    }
+}
+
+/* ---- running one call on both executors ----------------------------------- */
+
+typedef struct cts_tensor {
+    const void *data; /* NULL for the output */
+    uint32_t dtype;
+    uint32_t rank;
+    uint32_t dims[BIB_MAX_RANK];
+} cts_tensor_t;
+
+static cts_tensor_t cts_tf(const float *d, uint32_t rank, uint32_t d0, uint32_t d1, uint32_t d2,
+                           uint32_t d3) {
+    cts_tensor_t t = {d, BIB_DTYPE_F32, rank, {d0, d1, d2, d3}};
+    return t;
+}
+
+static size_t cts_count(const cts_tensor_t *t) {
+    size_t n = 1;
+    for (uint32_t i = 0; i < t->rank; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+/* Words before each tensor: CTS_GUARD, plus a few to misalign the views. */
+static size_t cts_lead = CTS_GUARD;
+
+/* Runs the call on one executor; returns the status and the output words
+ * (with guards) in *words. Inputs and output get sentinel words on each
+ * side, checked after the kernel, and inputs must come back unchanged. */
+static bib_status_t cts_run_on(const bib_executor_ops_t *ops, bib_executor_t *ex, bib_call_t call,
+                               const cts_tensor_t *in, int nin, const cts_tensor_t *out,
+                               uint32_t *words, char *err, size_t err_len) {
+    void *bufs[4] = {0};
+    size_t counts[4];
+    const cts_tensor_t *ts[4] = {out, nin > 0 ? &in[0] : NULL, nin > 1 ? &in[1] : NULL,
+                                 nin > 2 ? &in[2] : NULL};
+    const size_t lead = cts_lead;
+    for (int t = 0; t < 1 + nin; t++) {
+        size_t n = cts_count(ts[t]);
+        counts[t] = n;
+        size_t total = n + lead + CTS_GUARD;
+        uint32_t *host = malloc(total * 4);
+        cr_assert(host);
+        for (size_t i = 0; i < total; i++)
+            host[i] = CTS_SENTINEL;
+        if (ts[t]->data)
+            memcpy(host + lead, ts[t]->data, n * 4);
+        cr_assert_eq(ops->buffer_alloc(ex, total * 4, &bufs[t]), BIB_OK, "%s", ops->error(ex));
+        cr_assert_eq(ops->upload(ex, bufs[t], 0, host, total * 4), BIB_OK, "%s", ops->error(ex));
+        free(host);
+        bib_view_t *v = t == 0 ? &call.out : &call.in[t - 1];
+        v->buf = bufs[t];
+        v->offset = lead;
+        v->dtype = ts[t]->dtype;
+        v->rank = ts[t]->rank;
+        memcpy(v->dims, ts[t]->dims, sizeof v->dims);
+    }
+    cr_assert(ops->supports(ex, &call), "%s does not support kernel %d", ops->name, call.kernel);
+    bib_status_t st = ops->kernels[call.kernel](ex, &call);
+    if (st != BIB_OK)
+        snprintf(err, err_len, "%s", ops->error(ex));
+    cr_assert_eq(ops->synchronize(ex), BIB_OK, "%s", ops->error(ex));
+    for (int t = 0; t < 1 + nin; t++) {
+        size_t total = counts[t] + lead + CTS_GUARD;
+        uint32_t *host = t == 0 ? words : malloc(total * 4);
+        cr_assert(host);
+        cr_assert_eq(ops->download(ex, bufs[t], 0, host, total * 4), BIB_OK, "%s", ops->error(ex));
+        for (size_t g = 0; g < lead; g++)
+            cr_assert_eq(host[g], CTS_SENTINEL, "%s: guard word %zu before tensor %d overwritten",
+                         ops->name, g, t);
+        for (size_t g = 0; g < CTS_GUARD; g++)
+            cr_assert_eq(host[lead + counts[t] + g], CTS_SENTINEL,
+                         "%s: guard word %zu after tensor %d overwritten", ops->name, g, t);
+        if (t != 0) {
+            cr_assert(memcmp(host + lead, ts[t]->data, counts[t] * 4) == 0,
+                      "%s: input %d was modified", ops->name, t - 1);
+            free(host);
+        }
+        ops->buffer_free(ex, bufs[t]);
+    }
+    return st;
+}
+
+/* Runs on the CPU and on the executor under test; asserts the same status
+ * and then identical bits, or the same error message. */
+static void cts_compare(bib_call_t call, const cts_tensor_t *in, int nin, cts_tensor_t out,
+                        const char *what) {
+    size_t n = cts_count(&out), total = n + cts_lead + CTS_GUARD;
+    uint32_t *a = malloc(total * 4), *b = malloc(total * 4);
+    cr_assert(a && b);
+    char ea[512] = "", eb[512] = "";
+    bib_status_t sa = cts_run_on(&bib_cpu_executor, cts_cpu, call, in, nin, &out, a, ea, sizeof ea);
+    bib_status_t sb = cts_run_on(cts_ops, cts_ex, call, in, nin, &out, b, eb, sizeof eb);
+    cr_assert_eq(sa, sb, "%s: cpu status %d (%s), %s status %d (%s)", what, sa, ea, cts_ops->name,
+                 sb, eb);
+    if (sa == BIB_OK) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t x = a[cts_lead + i], y = b[cts_lead + i];
+            cr_assert_eq(x, y, "%s: element %zu of %zu: cpu 0x%08x (%g), %s 0x%08x (%g)", what, i,
+                         n, x, (double)bib_f32_from_bits(x), cts_ops->name, y,
+                         (double)bib_f32_from_bits(y));
+        }
+    } else {
+        cr_assert_str_eq(ea, eb, "%s: the executors' messages differ", what);
+    }
+    free(a);
+    free(b);
+}
+
+/* ---- the device --------------------------------------------------------------- */
+
+CTS_TEST(describe_names_the_device_and_its_numerics) {
+    static const char *const words[] = {CTS_DESCRIBE_WORDS};
+    cr_assert_not_null(cts_ops->describe);
+    const char *d = cts_ops->describe(cts_ex);
+    printf("%s\n", d);
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        cr_assert(strstr(d, words[i]), "no '%s' in: %s", words[i], d);
+}
+
+CTS_TEST(device_selector_that_matches_nothing_is_unavailable_with_reason) {
+    bib_executor_config_t cfg = {.device = "no-such-device-anywhere"};
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    cr_assert_eq(cts_ops->init(&cfg, &ex, why, sizeof why), BIB_E_UNAVAILABLE);
+    cr_assert_null(ex);
+    cr_assert(strstr(why, "no " CTS_DEVICE_NOUN " device matches 'no-such-device-anywhere'"), "%s",
+              why);
+}
+
+CTS_TEST(device_selected_by_index_lives_beside_the_first_executor) {
+    bib_executor_t *ex = cts_open("0", NULL, NULL);
+    void *a, *b;
+    uint32_t w = 0x3f800000u, r1 = 0, r2 = 0;
+    cr_assert_eq(cts_ops->buffer_alloc(ex, 4, &a), BIB_OK, "%s", cts_ops->error(ex));
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, 4, &b), BIB_OK, "%s", cts_ops->error(cts_ex));
+    cr_assert_eq(cts_ops->upload(ex, a, 0, &w, 4), BIB_OK);
+    cr_assert_eq(cts_ops->upload(cts_ex, b, 0, &w, 4), BIB_OK);
+    cr_assert_eq(cts_ops->download(ex, a, 0, &r1, 4), BIB_OK);
+    cr_assert_eq(cts_ops->download(cts_ex, b, 0, &r2, 4), BIB_OK);
+    cr_assert(r1 == w && r2 == w);
+    cts_ops->buffer_free(ex, a);
+    cts_ops->buffer_free(cts_ex, b);
+    cts_close(ex);
+}
+
+/* ---- MATMUL ----------------------------------------------------------------- */
+
+static void cts_matmul_case(uint32_t m, uint32_t k, uint32_t n, bool bias, bib_act_t act,
+                            bool special) {
+    float *a = malloc((size_t)m * k * 4 + 4), *b = malloc((size_t)k * n * 4 + 4),
+          *c = malloc((size_t)n * 4 + 4);
+    cr_assert(a && b && c);
+    cts_fill_data(a, (size_t)m * k, -2, 2, special);
+    cts_fill_data(b, (size_t)k * n, -2, 2, special);
+    cts_fill_data(c, n, -1, 1, special);
+    bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = act};
+    cts_tensor_t in[3] = {cts_tf(a, 2, m, k, 0, 0), cts_tf(b, 2, k, n, 0, 0),
+                          cts_tf(c, 1, n, 0, 0, 0)};
+    char what[128];
+    snprintf(what, sizeof what, "matmul %ux%ux%u bias=%d act=%d special=%d lead=%zu", m, k, n, bias,
+             act, special, cts_lead);
+    cts_compare(call, in, bias ? 3 : 2, cts_tf(NULL, 2, m, n, 0, 0), what);
+    free(a), free(b), free(c);
+}
+
+static const uint32_t cts_matmul_shapes[][3] = {
+    {1, 1, 1},      {7, 7, 7},      {33, 33, 33},    {1023, 7, 33},  {7, 1023, 33},
+    {33, 7, 1023},  {65, 130, 129}, {128, 64, 256},  {3, 0, 5},      {129, 17, 257},
+    {256, 32, 128}, {4, 4100, 12},  {130, 259, 131}, {300, 72, 200}, {1, 64, 1024}};
+
+static void cts_matmul_all_shapes(void) {
+    for (size_t s = 0; s < sizeof cts_matmul_shapes / sizeof cts_matmul_shapes[0]; s++)
+        cts_matmul_case(cts_matmul_shapes[s][0], cts_matmul_shapes[s][1], cts_matmul_shapes[s][2],
+                        false, BIB_ACT_NONE, false);
+}
+
+CTS_TEST(matmul_matches_cpu_over_odd_shapes) {
+    cts_matmul_all_shapes();
+}
+
+CTS_TEST(matmul_matches_cpu_on_misaligned_views) {
+    /* An odd lead moves every base off 16 bytes, so vector loads must step aside. */
+    cts_lead = CTS_GUARD + 1;
+    cts_matmul_all_shapes();
+    cts_matmul_case(64, 64, 64, true, BIB_ACT_GELU, true);
+    cts_lead = CTS_GUARD;
+}
+
+CTS_TEST(matmul_with_bias_and_activations_matches_cpu) {
+    cts_matmul_case(33, 65, 31, true, BIB_ACT_NONE, false);
+    cts_matmul_case(33, 65, 31, true, BIB_ACT_RELU, false);
+    cts_matmul_case(70, 17, 66, true, BIB_ACT_GELU, false);
+    cts_matmul_case(1, 1023, 7, false, BIB_ACT_GELU, false);
+    cts_matmul_case(128, 64, 128, true, BIB_ACT_RELU, false);
+    cts_matmul_case(3, 0, 5, true, BIB_ACT_GELU, false);
+}
+
+CTS_TEST(matmul_special_values_match_cpu) {
+    cts_matmul_case(33, 33, 33, true, BIB_ACT_NONE, true);
+    cts_matmul_case(17, 9, 65, true, BIB_ACT_RELU, true);
+    cts_matmul_case(17, 9, 65, false, BIB_ACT_GELU, true);
+    cts_matmul_case(64, 36, 64, true, BIB_ACT_NONE, true);
+}
+
+CTS_TEST(matmul_keeps_negative_zero_chains_through_padded_k) {
+    /* Products that underflow to -0 leave acc == -0; K = 5 pads the last
+     * slice, and the padding must leave -0 alone (bias off, act none). */
+    enum { M = 5, K = 5, N = 7 };
+    float a[M * K], b[K * N];
+    for (int i = 0; i < M * K; i++)
+        a[i] = -0x1p-80f;
+    for (int i = 0; i < K * N; i++)
+        b[i] = 0x1p-80f;
+    bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = BIB_ACT_NONE};
+    cts_tensor_t in[2] = {cts_tf(a, 2, M, K, 0, 0), cts_tf(b, 2, K, N, 0, 0)};
+    cts_compare(call, in, 2, cts_tf(NULL, 2, M, N, 0, 0), "matmul -0 chains");
+}
+
+#ifdef CTS_MATMUL_TILES_ENV
+CTS_TEST(matmul_every_tile_configuration_matches_cpu) {
+    /* Each forced configuration runs on any device, whatever the problem size
+     * would pick by itself. */
+    static const char *const tiles[] = {CTS_MATMUL_TILES};
+    bib_executor_t *saved = cts_ex;
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        cts_ex = cts_open(NULL, CTS_MATMUL_TILES_ENV, tiles[t]);
+        cts_matmul_case(1, 1, 1, false, BIB_ACT_NONE, false);
+        cts_matmul_case(129, 33, 257, true, BIB_ACT_NONE, false);
+        cts_matmul_case(300, 70, 130, true, BIB_ACT_RELU, true);
+        cts_matmul_case(257, 12, 260, true, BIB_ACT_GELU, true);
+        cts_lead = CTS_GUARD + 3;
+        cts_matmul_case(131, 19, 133, true, BIB_ACT_GELU, true);
+        cts_lead = CTS_GUARD;
+        cts_close(cts_ex);
+    }
+    cts_ex = saved;
+}
+#endif
+
+CTS_TEST(matmul_large_matches_cpu) {
+    cts_matmul_case(512, 384, 640, true, BIB_ACT_NONE, false);
+    cts_matmul_case(1023, 257, 1025, false, BIB_ACT_NONE, false);
+}
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+static const uint32_t cts_sizes[] = {1, 7, 33, 1023, 70001};
+
+CTS_TEST(unary_ops_match_cpu) {
+    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++)
+        for (size_t s = 0; s < sizeof cts_sizes / sizeof cts_sizes[0]; s++) {
+            uint32_t n = cts_sizes[s];
+            float *x = malloc(n * 4);
+            cr_assert(x);
+            cts_fill_data(x, n, op == BIB_UNARY_EXP ? -110 : -12, op == BIB_UNARY_EXP ? 110 : 12,
+                          true);
+            bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
+            cts_tensor_t in = cts_tf(x, 1, n, 0, 0, 0);
+            char what[64];
+            snprintf(what, sizeof what, "unary op %u n=%u", op, n);
+            cts_compare(call, &in, 1, cts_tf(NULL, 1, n, 0, 0, 0), what);
+            free(x);
+        }
+}
+
+CTS_TEST(unary_ops_match_cpu_on_small_and_tie_inputs) {
+    /* Around tanh's polynomial switch, sigmoid's sign switch, denormals. */
+    enum { N = 4096 };
+    float x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = bib_f32_from_bits((i % 2 ? 0x80000000u : 0) |
+                                 (uint32_t)(0x3f1f0000u + (uint32_t)i * 37));
+    x[0] = bib_f32_from_bits(0x00000001u), x[1] = bib_f32_from_bits(0x80000001u), x[2] = 0x1p-30f;
+    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
+        cts_tensor_t in = cts_tf(x, 1, N, 0, 0, 0);
+        cts_compare(call, &in, 1, cts_tf(NULL, 1, N, 0, 0, 0), "unary near switch points");
+    }
+}
+
+CTS_TEST(exp_matches_cpu_at_its_range_edges) {
+    enum { N = 2048 };
+    float x[N];
+    for (int i = 0; i < N; i++) {
+        /* Walk the bits around exp's overflow (89), underflow (-104) and
+         * denormal-result region, and around +-100. */
+        static const float centers[] = {89.0f, -104.0f, -87.3f, 88.72f, 100.0f, -100.0f};
+        float c = centers[i % 6];
+        x[i] = bib_f32_from_bits(bib_f32_bits(c) + (uint32_t)(i / 6) - 170u);
+    }
+    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_EXP};
+    cts_tensor_t in = cts_tf(x, 1, N, 0, 0, 0);
+    cts_compare(call, &in, 1, cts_tf(NULL, 1, N, 0, 0, 0), "exp range edges");
+}
+
+CTS_TEST(binary_ops_and_broadcasts_match_cpu) {
+    for (uint32_t op = BIB_BINARY_ADD; op <= BIB_BINARY_DIV; op++)
+        for (int mode = 0; mode < 3; mode++) {
+            uint32_t rows = 37, cols = 33;
+            float *a = malloc(rows * cols * 4), *b = malloc(rows * cols * 4);
+            cr_assert(a && b);
+            cts_fill_data(a, rows * cols, -1e3f, 1e3f, true);
+            cts_fill_data(b, rows * cols, -10, 10, true);
+            bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
+            cts_tensor_t in[2] = {cts_tf(a, 2, rows, cols, 0, 0),
+                                  mode == 0   ? cts_tf(b, 2, rows, cols, 0, 0)
+                                  : mode == 1 ? cts_tf(b, 1, cols, 0, 0, 0)
+                                              : cts_tf(b, 1, 1, 0, 0, 0)};
+            char what[64];
+            snprintf(what, sizeof what, "binary op %u broadcast %d", op, mode);
+            cts_compare(call, in, 2, cts_tf(NULL, 2, rows, cols, 0, 0), what);
+            free(a), free(b);
+        }
+}
+
+CTS_TEST(binary_division_handles_denormals_and_zeros) {
+    enum { N = 1024 };
+    float a[N], b[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = bib_f32_from_bits(cts_rnd() & 0x80ffffffu); /* denormals and tiny normals */
+        b[i] = bib_f32_from_bits((cts_rnd() & 0x807fffffu) | (i % 3 == 0 ? 0 : 0x3f000000u));
+    }
+    a[0] = 0.0f, b[0] = 0.0f, a[1] = -0.0f, b[1] = 0.0f, a[2] = 1.0f, b[2] = -0.0f;
+    bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = BIB_BINARY_DIV};
+    cts_tensor_t in[2] = {cts_tf(a, 1, N, 0, 0, 0), cts_tf(b, 1, N, 0, 0, 0)};
+    cts_compare(call, in, 2, cts_tf(NULL, 1, N, 0, 0, 0), "division with denormals");
+}
+
+CTS_TEST(scale_matches_cpu) {
+    float x[1023];
+    cts_fill_data(x, 1023, -1e30f, 1e30f, true);
+    static const float factors[] = {0.125f, -3.0f, 1e30f, 0x1p-140f, 0.0f};
+    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_SCALE, .f = {factors[i], 0}};
+        cts_tensor_t in = cts_tf(x, 1, 1023, 0, 0, 0);
+        cts_compare(call, &in, 1, cts_tf(NULL, 1, 1023, 0, 0, 0), "scale");
+    }
+}
+
+/* ---- layout and transfers --------------------------------------------------- */
+
+CTS_TEST(transpose_matches_cpu) {
+    static const uint32_t shapes[][3] = {{1, 1, 1},   {1, 7, 33},   {3, 33, 1023},
+                                         {2, 64, 32}, {5, 1023, 1}, {70, 3, 40}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        uint32_t b = shapes[s][0], r = shapes[s][1], c = shapes[s][2];
+        float *x = malloc((size_t)b * r * c * 4);
+        cr_assert(x);
+        cts_fill_data(x, (size_t)b * r * c, -1, 1, true);
+        bib_call_t call = {.kernel = BIB_KERNEL_TRANSPOSE};
+        cts_tensor_t in = cts_tf(x, 3, b, r, c, 0);
+        cts_compare(call, &in, 1, cts_tf(NULL, 3, b, c, r, 0), "transpose");
+        free(x);
+    }
+}
+
+CTS_TEST(fill_and_copy_match_cpu) {
+    float x[1023];
+    cts_fill_data(x, 1023, -1, 1, true);
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL, .f = {bib_f32_from_bits(0xffc00123u), 0}};
+    cts_compare(fill, NULL, 0, cts_tf(NULL, 1, 1023, 0, 0, 0), "fill f32 NaN payload");
+    bib_call_t filli = {.kernel = BIB_KERNEL_FILL, .i = {-7, 0}};
+    cts_tensor_t ti = {NULL, BIB_DTYPE_I32, 1, {33}};
+    cts_compare(filli, NULL, 0, ti, "fill i32");
+    bib_call_t copy = {.kernel = BIB_KERNEL_COPY};
+    cts_tensor_t in = cts_tf(x, 2, 31, 33, 0, 0);
+    cts_compare(copy, &in, 1, cts_tf(NULL, 1, 1023, 0, 0, 0), "copy");
+}
+
+CTS_TEST(copy_between_overlapping_ranges_moves_like_memmove) {
+#ifdef CTS_SKIP_OVERLAPPING_COPY
+    printf("SKIP: %s\n", CTS_SKIP_OVERLAPPING_COPY);
+    cr_skip_test("%s", CTS_SKIP_OVERLAPPING_COPY);
+#endif
+    enum { N = 1000 };
+    uint32_t w[N], r[N], expect[N];
+    for (uint32_t i = 0; i < N; i++)
+        w[i] = i * 2654435761u;
+    void *b;
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, N * 4, &b), BIB_OK);
+    for (int dir = 0; dir < 2; dir++) {
+        cr_assert_eq(cts_ops->upload(cts_ex, b, 0, w, sizeof w), BIB_OK);
+        bib_call_t call = {.kernel = BIB_KERNEL_COPY};
+        size_t from = dir ? 100 : 0, to = dir ? 0 : 100;
+        call.in[0] = (bib_view_t){b, from, BIB_DTYPE_I32, 1, {800}};
+        call.out = (bib_view_t){b, to, BIB_DTYPE_I32, 1, {800}};
+        cr_assert_eq(cts_ops->kernels[BIB_KERNEL_COPY](cts_ex, &call), BIB_OK, "%s",
+                     cts_ops->error(cts_ex));
+        cr_assert_eq(cts_ops->download(cts_ex, b, 0, r, sizeof r), BIB_OK);
+        memcpy(expect, w, sizeof w);
+        memmove(expect + to, expect + from, 800 * 4);
+        cr_assert(memcmp(r, expect, sizeof r) == 0, "overlapping copy, direction %d", dir);
+    }
+    cts_ops->buffer_free(cts_ex, b);
+}
+
+/* ---- row kernels ------------------------------------------------------------ */
+
+static const uint32_t cts_row_shapes[][2] = {{1, 1},   {7, 7},    {3, 33},   {2, 1023},
+                                             {5, 64},  {4, 65},   {1, 5000}, {3, 4096},
+                                             {2, 128}, {70, 257}, {2, 2048}, {1, 9000}};
+#define CTS_ROW_SHAPES (sizeof cts_row_shapes / sizeof cts_row_shapes[0])
+
+/* Rows of row shape s, uniform in [lo, hi); the caller frees them. */
+static float *cts_rows(size_t s, float lo, float hi, bool special, uint32_t *r, uint32_t *n) {
+    *r = cts_row_shapes[s][0], *n = cts_row_shapes[s][1];
+    float *x = malloc((size_t)*r * *n * 4);
+    cr_assert(x);
+    cts_fill_data(x, (size_t)*r * *n, lo, hi, special);
+    return x;
+}
+
+CTS_TEST(softmax_matches_cpu) {
+    for (int special = 0; special < 2; special++)
+        for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+            uint32_t r, n;
+            float *x = cts_rows(s, -30, 30, special, &r, &n);
+            bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX};
+            cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
+            char what[64];
+            snprintf(what, sizeof what, "softmax %ux%u special=%d", r, n, special);
+            cts_compare(call, &in, 1, cts_tf(NULL, 2, r, n, 0, 0), what);
+            free(x);
+        }
+}
+
+CTS_TEST(softmax_handles_rows_of_infinities_and_huge_spreads) {
+    enum { R = 4, N = 100 };
+    float x[R * N];
+    for (int i = 0; i < R * N; i++)
+        x[i] = (float)(i % 7) * 40.0f - 120.0f; /* exp arguments far below -100 */
+    for (int i = 0; i < N; i++)
+        x[N + i] = -INFINITY;                      /* row 1: all -Inf -> NaN */
+    x[2 * N + 5] = INFINITY;                       /* row 2: one +Inf */
+    x[3 * N + 9] = bib_f32_from_bits(0x80000000u); /* row 3: -0 among the rest */
+    bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX};
+    cts_tensor_t in = cts_tf(x, 2, R, N, 0, 0);
+    cts_compare(call, &in, 1, cts_tf(NULL, 2, R, N, 0, 0), "softmax infinities");
+}
+
+CTS_TEST(reduce_and_argmax_match_cpu) {
+    for (int special = 0; special < 2; special++)
+        for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+            uint32_t r, n;
+            float *x = cts_rows(s, -30, 30, special, &r, &n);
+            cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
+            for (uint32_t op = BIB_REDUCE_SUM; op <= BIB_REDUCE_MEAN; op++) {
+                bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
+                cts_compare(call, &in, 1, cts_tf(NULL, 1, r, 0, 0, 0), "reduce");
+            }
+            bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
+            cts_tensor_t out = {NULL, BIB_DTYPE_I32, 1, {r}};
+            cts_compare(am, &in, 1, out, "argmax");
+            free(x);
+        }
+}
+
+CTS_TEST(argmax_takes_first_maximum_and_first_nan) {
+    float x[130];
+    for (int i = 0; i < 130; i++)
+        x[i] = (float)(i % 5);
+    x[3] = -0.0f;
+    cts_tensor_t in = cts_tf(x, 1, 130, 0, 0, 0);
+    cts_tensor_t out = {NULL, BIB_DTYPE_I32, 0, {0}};
+    bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
+    cts_compare(am, &in, 1, out, "argmax ties");
+    x[100] = NAN, x[77] = NAN;
+    cts_compare(am, &in, 1, out, "argmax NaN");
+    for (int i = 0; i < 130; i++)
+        x[i] = i % 2 ? -0.0f : 0.0f;
+    cts_compare(am, &in, 1, out, "argmax zeros of both signs");
+}
+
+CTS_TEST(max_orders_negative_zero_below_positive_zero) {
+    float x[2 * 70];
+    for (int i = 0; i < 140; i++)
+        x[i] = i < 70 ? -0.0f : (i % 3 ? -0.0f : 0.0f);
+    cts_tensor_t in = cts_tf(x, 2, 2, 70, 0, 0);
+    bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = BIB_REDUCE_MAX};
+    cts_compare(call, &in, 1, cts_tf(NULL, 1, 2, 0, 0, 0), "max of signed zeros");
+}
+
+CTS_TEST(layernorm_and_rmsnorm_match_cpu) {
+    for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+        uint32_t r, n;
+        float *x = cts_rows(s, -5, 7, s == 3, &r, &n), *g = malloc(n * 4), *b = malloc(n * 4);
+        cr_assert(g && b);
+        cts_fill_data(g, n, 0.5f, 1.5f, false);
+        cts_fill_data(b, n, -1, 1, false);
+        cts_tensor_t in[3] = {cts_tf(x, 2, r, n, 0, 0), cts_tf(g, 1, n, 0, 0, 0),
+                              cts_tf(b, 1, n, 0, 0, 0)};
+        bib_call_t ln = {.kernel = BIB_KERNEL_LAYERNORM, .f = {1e-5f, 0}};
+        cts_compare(ln, in, 3, cts_tf(NULL, 2, r, n, 0, 0), "layernorm");
+        bib_call_t rms = {.kernel = BIB_KERNEL_RMSNORM, .f = {1e-6f, 0}};
+        cts_compare(rms, in, 2, cts_tf(NULL, 2, r, n, 0, 0), "rmsnorm");
+        free(x), free(g), free(b);
+    }
+}
+
+/* ---- attention, gather, rng ------------------------------------------------- */
+
+static void cts_attention_case(uint32_t S, uint32_t H, uint32_t D, uint32_t T, bool special) {
+    for (uint32_t causal = 0; causal < 2; causal++) {
+        float *q = malloc((size_t)S * H * D * 4), *k = malloc((size_t)T * H * D * 4 + 4),
+              *v = malloc((size_t)T * H * D * 4 + 4);
+        cr_assert(q && k && v);
+        cts_fill_data(q, (size_t)S * H * D, -2, 2, false);
+        cts_fill_data(k, (size_t)T * H * D, -2, 2, false);
+        cts_fill_data(v, (size_t)T * H * D, -3, 3, special);
+        bib_call_t call = {
+            .kernel = BIB_KERNEL_ATTENTION, .sub = causal, .f = {1.0f / sqrtf((float)D), 0}};
+        cts_tensor_t in[3] = {cts_tf(q, 3, S, H, D, 0), cts_tf(k, 3, T, H, D, 0),
+                              cts_tf(v, 3, T, H, D, 0)};
+        char what[80];
+        snprintf(what, sizeof what, "attention S=%u H=%u D=%u T=%u causal=%u", S, H, D, T, causal);
+        cts_compare(call, in, 3, cts_tf(NULL, 3, S, H, D, 0), what);
+        free(q), free(k), free(v);
+    }
+}
+
+CTS_TEST(attention_matches_cpu) {
+    static const uint32_t shapes[][4] = {{1, 1, 1, 1},    {7, 2, 33, 7},   {33, 3, 16, 40},
+                                         {5, 1, 65, 130}, {16, 4, 64, 16}, {40, 2, 8, 7},
+                                         {3, 2, 130, 70}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        cts_attention_case(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], s == 1);
+}
+
+CTS_TEST(attention_with_long_rows_matches_cpu) {
+    /* More keys than a GPU keeps in shared memory (CUDA: 8192): the
+     * probabilities go through global scratch. */
+    cts_attention_case(3, 2, 8, 9000, false);
+}
+
+CTS_TEST(gather_matches_cpu_and_traps_out_of_range) {
+    float table[40 * 33];
+    cts_fill_data(table, 40 * 33, -1, 1, true);
+    int32_t idx[7] = {0, 39, 5, 5, 17, 1, 38};
+    cts_tensor_t in[2] = {cts_tf(table, 2, 40, 33, 0, 0), {idx, BIB_DTYPE_I32, 1, {7}}};
+    bib_call_t call = {.kernel = BIB_KERNEL_GATHER};
+    cts_compare(call, in, 2, cts_tf(NULL, 2, 7, 33, 0, 0), "gather");
+    idx[4] = 40;
+    cts_compare(call, in, 2, cts_tf(NULL, 2, 7, 33, 0, 0), "gather out of range");
+    idx[4] = -1;
+    cts_compare(call, in, 2, cts_tf(NULL, 2, 7, 33, 0, 0), "gather negative");
+}
+
+CTS_TEST(rng_matches_cpu) {
+    for (size_t s = 0; s < sizeof cts_sizes / sizeof cts_sizes[0]; s++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_RNG, .i = {0x123456789abcdefll, 42 + (int64_t)s}};
+        cts_compare(call, NULL, 0, cts_tf(NULL, 1, cts_sizes[s], 0, 0, 0), "rng");
+    }
+    bib_call_t call = {.kernel = BIB_KERNEL_RNG, .i = {-1, (int64_t)0x8000000000000001ull}};
+    cts_compare(call, NULL, 0, cts_tf(NULL, 1, 4099, 0, 0, 0), "rng, high seed and stream words");
+}
+
+/* ---- pooled memory and transfers ------------------------------------------- */
+
+#ifdef CTS_WAITS
+CTS_TEST(a_run_of_kernels_costs_one_wait) {
+    enum { N = 4096 };
+    float x[N], y[N];
+    cts_fill_data(x, N, -1, 1, false);
+    void *a, *b;
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, N * 4, &a), BIB_OK);
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, N * 4, &b), BIB_OK);
+    cr_assert_eq(cts_ops->synchronize(cts_ex), BIB_OK);
+    uint64_t before = CTS_WAITS(cts_ex);
+    cr_assert_eq(cts_ops->upload(cts_ex, a, 0, x, sizeof x), BIB_OK);
+    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_TANH};
+    call.out = (bib_view_t){b, 0, BIB_DTYPE_F32, 1, {N}};
+    call.in[0] = (bib_view_t){a, 0, BIB_DTYPE_F32, 1, {N}};
+    for (int i = 0; i < 10; i++) {
+        cr_assert_eq(cts_ops->kernels[BIB_KERNEL_UNARY](cts_ex, &call), BIB_OK);
+        bib_view_t t = call.out;
+        call.out = call.in[0];
+        call.in[0] = t;
+    }
+    cr_assert_eq(cts_ops->download(cts_ex, a, 0, y, sizeof y), BIB_OK);
+    uint64_t waits = CTS_WAITS(cts_ex) - before;
+    cr_assert_eq(waits, 1, "upload + 10 kernels + download took %llu waits",
+                 (unsigned long long)waits);
+    cts_ops->buffer_free(cts_ex, a);
+    cts_ops->buffer_free(cts_ex, b);
+}
+#endif
+
+/* Bytes of the executor's pool handed out to buffers now. */
+static uint64_t cts_bytes_in_use(bib_executor_t *ex) {
+#ifdef CTS_BYTES_IN_USE
+    return CTS_BYTES_IN_USE(ex);
+#else
+    uint64_t free_bytes, total;
+    cr_assert_eq(cts_ops->memory(ex, &free_bytes, &total), BIB_OK, "%s", cts_ops->error(ex));
+    return total - free_bytes;
+#endif
+}
+
+CTS_TEST(many_buffers_share_pooled_blocks_and_reuse_freed_ranges) {
+    void *bufs[300];
+    uint64_t used0 = cts_bytes_in_use(cts_ex);
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(cts_ops->buffer_alloc(cts_ex, 4096 + (size_t)i * 4, &bufs[i]), BIB_OK);
+    for (int i = 0; i < 300; i += 2)
+        cts_ops->buffer_free(cts_ex, bufs[i]);
+    for (int i = 0; i < 300; i += 2)
+        cr_assert_eq(cts_ops->buffer_alloc(cts_ex, 4096, &bufs[i]), BIB_OK);
+    uint32_t w = 0x12345678u, r = 0;
+    cr_assert_eq(cts_ops->upload(cts_ex, bufs[299], 4, &w, 4), BIB_OK);
+    cr_assert_eq(cts_ops->download(cts_ex, bufs[299], 4, &r, 4), BIB_OK);
+    cr_assert_eq(r, w);
+    for (int i = 0; i < 300; i++)
+        cts_ops->buffer_free(cts_ex, bufs[i]);
+    cr_assert_eq(cts_bytes_in_use(cts_ex), used0, "every byte handed out came back");
+}
+
+CTS_TEST(transfer_outside_a_buffer_is_refused) {
+    void *b;
+    uint32_t w[8] = {0};
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, 16, &b), BIB_OK);
+    /* Buffers are rounded up to the pool's alignment (256 bytes at most);
+     * beyond that is refused. */
+    cr_assert_eq(cts_ops->upload(cts_ex, b, 1u << 20, w, 4), BIB_E_USAGE);
+    cr_assert(strstr(cts_ops->error(cts_ex), "overruns"), "%s", cts_ops->error(cts_ex));
+    cr_assert_eq(cts_ops->download(cts_ex, b, 256, w, 4), BIB_E_USAGE);
+    cr_assert(strstr(cts_ops->error(cts_ex), "overruns"), "%s", cts_ops->error(cts_ex));
+    cts_ops->buffer_free(cts_ex, b);
+}
+
+CTS_TEST(view_past_its_buffer_is_refused) {
+    void *b;
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, 256, &b), BIB_OK);
+    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_RELU};
+    call.out = (bib_view_t){b, 0, BIB_DTYPE_F32, 1, {64}};
+    call.in[0] = (bib_view_t){b, 32, BIB_DTYPE_F32, 1, {64}};
+    cr_assert_eq(cts_ops->kernels[BIB_KERNEL_UNARY](cts_ex, &call), BIB_E_USAGE);
+    cr_assert(strstr(cts_ops->error(cts_ex), "overruns its buffer"), "%s", cts_ops->error(cts_ex));
+    cts_ops->buffer_free(cts_ex, b);
+}
+
+CTS_TEST(upload_larger_than_staging_round_trips) {
+    size_t n = (80u << 20) / 4 + 123; /* more than twice the staging area */
+    uint32_t *w = malloc(n * 4), *r = malloc(n * 4);
+    cr_assert(w && r);
+    for (size_t i = 0; i < n; i++)
+        w[i] = (uint32_t)(i * 2654435761u);
+    void *b;
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, n * 4, &b), BIB_OK, "%s", cts_ops->error(cts_ex));
+    cr_assert_eq(cts_ops->upload(cts_ex, b, 0, w, n * 4), BIB_OK, "%s", cts_ops->error(cts_ex));
+    cr_assert_eq(cts_ops->download(cts_ex, b, 0, r, n * 4), BIB_OK, "%s", cts_ops->error(cts_ex));
+    cr_assert(memcmp(w, r, n * 4) == 0);
+    cts_ops->buffer_free(cts_ex, b);
+    free(w), free(r);
+}
+
+CTS_TEST(out_of_device_memory_is_a_clean_error_and_the_executor_goes_on) {
+    uint64_t free_bytes, total;
+    cr_assert_eq(cts_ops->memory(cts_ex, &free_bytes, &total), BIB_OK, "%s",
+                 cts_ops->error(cts_ex));
+    cr_assert_gt(total, 0);
+    void *huge = NULL;
+    bib_status_t st = cts_ops->buffer_alloc(cts_ex, (size_t)(total + (1ull << 30)), &huge);
+    cr_assert_eq(st, BIB_E_NOMEM, "status %d: %s", st, cts_ops->error(cts_ex));
+    cr_assert_null(huge);
+    printf("%s\n", cts_ops->error(cts_ex));
+#ifdef CTS_NOMEM_WORDS
+    static const char *const words[] = {CTS_NOMEM_WORDS};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        cr_assert(strstr(cts_ops->error(cts_ex), words[i]), "no '%s' in: %s", words[i],
+                  cts_ops->error(cts_ex));
+#endif
+    /* Still usable: a kernel on fresh buffers gives the CPU's bits. */
+    float x[33];
+    cts_fill_data(x, 33, -3, 3, false);
+    bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_GELU};
+    cts_tensor_t in = cts_tf(x, 1, 33, 0, 0, 0);
+    cts_compare(call, &in, 1, cts_tf(NULL, 1, 33, 0, 0, 0), "gelu after out of memory");
+}
+
+#endif
