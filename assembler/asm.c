@@ -2351,12 +2351,20 @@ typedef struct pass2 {
     asm_state_t *a;
     bib_builder_t *b;
     uint32_t func; /* current function */
-    uint32_t line; /* .line value, when line_set */
+    uint32_t line; /* the next instruction's line, once a .line has set it */
     int line_set;
     uint32_t callee;              /* FN operand of the instruction being parsed */
     uint32_t host_call;           /* the instruction has a HOST operand */
     const asm_devcode_t *program; /* SHADER or KERNEL operand of the instruction, or NULL */
 } pass2_t;
+
+/* After '.line N', each instruction gets the line after the one before it,
+   so one .line covers a run of one-instruction source lines. 0 (unknown)
+   stays unknown, and the line after UINT32_MAX wraps to 0. disasm.c
+   decides where to print '.line' by the same rule. */
+static uint32_t line_after(uint32_t line) {
+    return line == 0 ? 0 : line + 1;
+}
 
 static void builder_const(bib_builder_t *b, bib_const_t k) {
     double d;
@@ -2694,6 +2702,8 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
     }
     bib_builder_line(p->b, p->line_set ? p->line : s->line);
     bib_builder_emit(p->b, info->code, words[0], words[1], words[2], words[3]);
+    if (p->line_set)
+        p->line = line_after(p->line);
     if (!grow_array((void **)&a->pc_stmt, &a->pc_cap, a->pc_count + 1, sizeof *a->pc_stmt))
         out_of_memory(a);
     else

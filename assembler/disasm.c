@@ -3,11 +3,12 @@
  *
  * The output is written to re-assemble (asm.c) to the same bytes: every field
  * of the module is spelled out (.memory, the pool as .const kN in pool order,
- * .import in import order, args= and regs= on every .func, .line wherever the
- * recorded line changes, .entry when the default rule would pick another
- * function, .tensors and .dim when the defaults would differ, every tensor
- * declaration with its constant values). Parsing and verifying the bytes belong to vm/format.c;
- * this file only prints a verified module. spec/assembly.md describes the layout.
+ * .import in import order, args= and regs= on every .func, .line at each
+ * function's start and wherever a line is not the one before it + 1, .entry
+ * when the default rule would pick another function, .tensors and .dim when
+ * the defaults would differ, every tensor declaration with its constant
+ * values). Parsing and verifying the bytes belong to vm/format.c; this file
+ * only prints a verified module. spec/assembly.md describes the layout.
  */
 #include "asm.h"
 
@@ -336,6 +337,12 @@ static const char *duplicate_function_name(const bib_module_t *m, const char ***
     return NULL;
 }
 
+/* The line asm.c gives the instruction after one with LINE when no .line
+   comes between them: LINE + 1, with 0 (unknown) staying 0. */
+static uint32_t line_after(uint32_t line) {
+    return line == 0 ? 0 : line + 1;
+}
+
 static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t *targeted) {
     bib_asm_text_printf(
         t,
@@ -402,7 +409,8 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
         for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
             if (targeted[pc])
                 bib_asm_text_printf(t, "L%u:\n", pc);
-            if (m->lines != NULL && (pc == f->entry || m->lines[pc] != m->lines[pc - 1]))
+            if (m->lines != NULL &&
+                (pc == f->entry || m->lines[pc] != line_after(m->lines[pc - 1])))
                 bib_asm_text_printf(t, "    .line %u\n", m->lines[pc]);
             const bib_insn_t *insn = &m->code[pc];
             const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];

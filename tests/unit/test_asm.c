@@ -271,12 +271,39 @@ Test(asm_consts, named_constants_come_first_then_inline_ones_reused_by_value) {
 
 Test(asm_debug, each_instruction_records_its_source_line) {
     bib_module_t *m = assemble_ok("; comment\n.func main\n\n  LDI r0, 1 ; one\n"
-                                  "  .line 100\n  NOP\n  NOP\n  HALT r0\n.end\n");
+                                  "here:\n\n  NOP\n  HALT r0\n.end\n");
     cr_assert_not_null(m->lines);
     cr_expect_eq(m->lines[0], 4u);
-    cr_expect_eq(m->lines[1], 100u);
-    cr_expect_eq(m->lines[2], 100u, ".line holds until the next one");
+    cr_expect_eq(m->lines[1], 7u, "label, blank and comment lines count without .line");
+    cr_expect_eq(m->lines[2], 8u);
     cr_expect_str_eq(m->source_name, "t.basm");
+    bib_module_free(m);
+}
+
+Test(asm_debug, line_sets_the_next_instruction_and_later_ones_count_up) {
+    bib_module_t *m = assemble_ok(".func main\n  LDI r0, 1\n  .line 100\n  NOP\nx:\n\n  NOP\n"
+                                  "  .line 7\n  NOP\n  HALT r0\n.end\n");
+    const uint32_t want[] = {2, 100, 101, 7, 8};
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(m->lines[i], want[i], "insn %d: %u", i, m->lines[i]);
+    bib_module_free(m);
+}
+
+Test(asm_debug, line_counts_on_into_the_next_function) {
+    bib_module_t *m = assemble_ok(".line 50\n.func main\n  CALL r0, f, r0, 0\n  HALT r0\n.end\n"
+                                  ".func f\n  RET r0\n.end\n");
+    cr_expect_eq(m->lines[0], 50u);
+    cr_expect_eq(m->lines[1], 51u);
+    cr_expect_eq(m->lines[2], 52u);
+    bib_module_free(m);
+}
+
+Test(asm_debug, line_zero_stays_unknown_and_the_top_line_wraps_to_unknown) {
+    bib_module_t *m = assemble_ok(".func main\n  .line 0\n  NOP\n  NOP\n  .line 4294967295\n"
+                                  "  NOP\n  NOP\n  HALT r0\n.end\n");
+    const uint32_t want[] = {0, 0, UINT32_MAX, 0, 0};
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(m->lines[i], want[i], "insn %d: %u", i, m->lines[i]);
     bib_module_free(m);
 }
 
@@ -539,6 +566,71 @@ Test(asm_round_trip, disassembly_names_constants_and_labels) {
     cr_expect(strstr(text, ".func main args=0 regs=1"), "%s", text);
     cr_expect_eq(count_of(text, "L0:"), 0, "labels only where targeted");
     bib_free(text);
+    bib_free(bytes);
+}
+
+/* The example in spec/assembly.md: labels on their own lines, comments and
+   blank lines between functions. */
+static const char *typical_program = "; fib.basm: prints fib(30)\n"
+                                     ".func main args=0 regs=2\n"
+                                     "    LDI      r0, 30\n"
+                                     "    CALL     r1, fib, r0, 1        ; fib is defined below\n"
+                                     "    HOSTCALL r1, print_i64, r1, 1  ; imports print_i64\n"
+                                     "    HALT     r1\n"
+                                     ".end\n"
+                                     "\n"
+                                     ".func fib args=1 regs=4\n"
+                                     "    LDI      r1, 2\n"
+                                     "    JLT      r0, r1, small         ; n < 2: return n\n"
+                                     "    ADDI     r1, r0, -1\n"
+                                     "    CALL     r2, fib, r1, 1\n"
+                                     "    ADDI     r1, r0, -2\n"
+                                     "    CALL     r3, fib, r1, 1\n"
+                                     "    ADD      r0, r2, r3\n"
+                                     "small:\n"
+                                     "    RET      r0\n"
+                                     ".end\n";
+
+Test(asm_round_trip, typical_program_needs_line_only_at_functions_and_gaps) {
+    uint8_t *bytes;
+    size_t size;
+    char *diag = NULL, *text = NULL;
+    cr_assert_eq(
+        bib_assemble(typical_program, strlen(typical_program), "fib.basm", &bytes, &size, &diag),
+        BIB_OK, "%s", diag ? diag : "");
+    cr_assert_eq(bib_disassemble(bytes, size, &text, &diag), BIB_OK);
+    /* 12 instructions: one .line per function, one after the label line. */
+    cr_expect_eq(count_of(text, ".line"), 3, "%s", text);
+    cr_expect(strstr(text, "    .line 3\n    LDI      r0, 30\n    CALL"), "%s", text);
+    cr_expect(strstr(text, "    .line 10\n    LDI      r1, 2\n"), "%s", text);
+    cr_expect(strstr(text, "L11:\n    .line 18\n    RET      r0\n"), "%s", text);
+    bib_free(text);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+Test(asm_round_trip, lines_that_repeat_go_back_or_are_unknown) {
+    bib_builder_t *b = bib_builder_create();
+    uint32_t f = bib_builder_declare(b, "main");
+    bib_builder_begin(b, f, 0, 1);
+    const uint32_t lines[] = {9, 9, 10, 4, 0, 0, 1, UINT32_MAX, 0, 5};
+    const size_t n = sizeof lines / sizeof lines[0];
+    for (size_t i = 0; i < n; i++) {
+        bib_builder_line(b, lines[i]);
+        bib_builder_emit(b, i + 1 < n ? BIB_CODE_NOP : BIB_CODE_HALT, 0, 0, 0, 0);
+    }
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+    char *text = NULL;
+    cr_assert_eq(bib_disassemble(bytes, size, &text, NULL), BIB_OK);
+    /* 9, 9 (repeat), 4 (back), 0 (unknown), 1, UINT32_MAX, 5: the 10 after
+       9, the second 0 and the 0 after UINT32_MAX follow by the rule. */
+    cr_expect_eq(count_of(text, ".line"), 7, "%s", text);
+    bib_free(text);
+    assert_round_trip(bytes, size);
     bib_free(bytes);
 }
 
