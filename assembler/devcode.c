@@ -305,7 +305,14 @@ int bib_devcode_nvcc(const char *path, char **ptx, size_t *size, char *why, size
     if (pid == 0) {
         dup2(lfd, 1);
         dup2(lfd, 2);
+        /* nvcc on PATH first, then the toolkit's usual homes. */
         execlp("nvcc", "nvcc", "-ptx", "-o", out, path, (char *)NULL);
+        const char *home = getenv("CUDA_HOME");
+        char exe[4096];
+        if (home != NULL && home[0] != '\0' &&
+            (size_t)snprintf(exe, sizeof exe, "%s/bin/nvcc", home) < sizeof exe)
+            execl(exe, "nvcc", "-ptx", "-o", out, path, (char *)NULL);
+        execl("/usr/local/cuda/bin/nvcc", "nvcc", "-ptx", "-o", out, path, (char *)NULL);
         _exit(127);
     }
     close(lfd);
@@ -324,7 +331,8 @@ int bib_devcode_nvcc(const char *path, char **ptx, size_t *size, char *why, size
         bib_devcode_read_file(log, &text, &n, ignored, sizeof ignored);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
             snprintf(why, cap,
-                     "nvcc is not installed (not found on PATH): a '.kernel ... cu' line needs "
+                     "nvcc is not installed (not on PATH, in $CUDA_HOME/bin or "
+                     "/usr/local/cuda/bin): a '.kernel ... cu' line needs "
                      "the CUDA toolkit; give PTX with '.kernel NAME ptx \"file.ptx\"' instead");
         else
             snprintf(why, cap, "nvcc failed on '%s': %s", path,

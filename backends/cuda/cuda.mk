@@ -16,11 +16,22 @@
 #   make cuda-bench   bench/cuda_bench (MATMUL TFLOP/s, softmax GB/s, per-op
 #                     overhead) and bench/torch_peer.py (cuBLAS, torch.softmax).
 
-NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+# The toolkit's root: the first of CUDA_HOME, CUDA_PATH, /usr/local/cuda and
+# the directory that an nvcc on PATH reports as its own (nvcc on PATH may be a
+# wrapper script elsewhere, so where it sits proves nothing) that holds both
+# bin/nvcc and include/cuda.h.
+cuda_root = $(patsubst %/include/cuda.h,%,$(wildcard $(1:%=%/include/cuda.h)))
+cuda_ok   = $(firstword $(foreach d,$(call cuda_root,$(1)),$(if $(wildcard $(d)/bin/nvcc),$(d))))
+CUDA_ROOT := $(call cuda_ok,$(CUDA_HOME) $(CUDA_PATH) /usr/local/cuda)
+ifeq ($(CUDA_ROOT),)
+CUDA_ROOT := $(call cuda_ok,$(patsubst %/bin,%,$(shell nvcc -v --dryrun -x cu -c /dev/null \
+                 -o /dev/null 2>&1 | sed -n 's/^\#\$$ _HERE_=//p')))
+endif
+NVCC ?= $(if $(CUDA_ROOT),$(CUDA_ROOT)/bin/nvcc)
 
 ifneq ($(NVCC),)
-CUDA_BIN    = $(dir $(NVCC))
-CUDA_INC   ?= $(CUDA_BIN)../include
+CUDA_BIN    = $(CUDA_ROOT)/bin/
+CUDA_INC   ?= $(CUDA_ROOT)/include
 BIN2C      ?= $(CUDA_BIN)bin2c
 CU_GENCODE  = -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
               -gencode arch=compute_86,code=sm_86 -gencode arch=compute_89,code=sm_89 \
@@ -116,5 +127,5 @@ gpu-check:
 else
 .PHONY: cuda-bench gpu-check
 cuda-bench gpu-check:
-	@echo "SKIP: no nvcc (on PATH or at /usr/local/cuda/bin): the CUDA executor is not built"
+	@echo "SKIP: no CUDA toolkit (CUDA_HOME, /usr/local/cuda or nvcc on PATH): the CUDA executor is not built"
 endif
