@@ -305,14 +305,16 @@ int bib_devcode_nvcc(const char *path, char **ptx, size_t *size, char *why, size
     if (pid == 0) {
         dup2(lfd, 1);
         dup2(lfd, 2);
-        /* nvcc on PATH first, then the toolkit's usual homes. */
+        /* nvcc on PATH first, then the toolkit's usual homes, each named by
+         * its full path: nvcc finds its own tools from argv[0]. */
         execlp("nvcc", "nvcc", "-ptx", "-o", out, path, (char *)NULL);
         const char *home = getenv("CUDA_HOME");
         char exe[4096];
         if (home != NULL && home[0] != '\0' &&
             (size_t)snprintf(exe, sizeof exe, "%s/bin/nvcc", home) < sizeof exe)
-            execl(exe, "nvcc", "-ptx", "-o", out, path, (char *)NULL);
-        execl("/usr/local/cuda/bin/nvcc", "nvcc", "-ptx", "-o", out, path, (char *)NULL);
+            execl(exe, exe, "-ptx", "-o", out, path, (char *)NULL);
+        execl("/usr/local/cuda/bin/nvcc", "/usr/local/cuda/bin/nvcc", "-ptx", "-o", out, path,
+              (char *)NULL);
         _exit(127);
     }
     close(lfd);

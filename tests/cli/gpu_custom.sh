@@ -122,8 +122,10 @@ BASM
     fi
 fi
 
-# The CUDA C source, compiled by nvcc at assembly time.
-if command -v nvcc >/dev/null 2>&1; then
+# The CUDA C source, compiled by nvcc at assembly time (the assembler looks on
+# PATH, then in $CUDA_HOME/bin and /usr/local/cuda/bin).
+if command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/nonexistent}/bin/nvcc" ] ||
+    [ -x /usr/local/cuda/bin/nvcc ]; then
     mkdir -p "$T/src/kernels"
     cp examples/kernels/saxpy.cu "$T/src/kernels/"
     sed 's|^.kernel saxpy ptx "kernels/saxpy.ptx"|.kernel saxpy cu "kernels/saxpy.cu"|' \
@@ -135,7 +137,7 @@ if command -v nvcc >/dev/null 2>&1; then
         bad ".kernel cu: $(cat "$T/err")"
     fi
 else
-    echo "SKIP: .kernel cu: no nvcc on PATH"
+    echo "SKIP: .kernel cu: no nvcc (on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin)"
 fi
 
 echo "$pass passed, $fail failed"
