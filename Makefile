@@ -24,6 +24,18 @@ SHADERC_LIBS ?= -Wl,--start-group -lshaderc_combined -lglslang -lMachineIndepend
                 -lglslang-default-resource-limits -Wl,--end-group -lstdc++
 LDLIBS  += $(SHADERC_LIBS)
 
+# A carried dependency kit (tools/gpu-kit.sh) for a machine with no Debian
+# packages and no registry: its headers and libraries join the build, its
+# programs (glslc) and layers the environment, and nothing is installed.
+ifneq ($(KIT),)
+KIT_LIB       = $(KIT)/usr/lib/x86_64-linux-gnu
+CFLAGS       += -isystem $(KIT)/usr/include
+LDLIBS       += -L$(KIT_LIB) -Wl,--disable-new-dtags,-rpath,$(KIT_LIB)
+export PATH              := $(KIT)/usr/bin:$(PATH)
+export LD_LIBRARY_PATH   := $(KIT_LIB)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
+export VK_ADD_LAYER_PATH := $(KIT)/usr/share/vulkan/explicit_layer.d
+endif
+
 LIB_DIRS = isa vm assembler backends backends/cpu
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -52,7 +64,7 @@ DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.
                libedit-dev gnuplot-nox clang-format
 $(BUILD)/.deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
-	@sh tools/install-deps.sh $(DEB_PACKAGES)
+	@$(if $(KIT),echo "deps: from the kit in $(KIT)",sh tools/install-deps.sh $(DEB_PACKAGES))
 	@touch $@
 deps:
 	@sh tools/install-deps.sh $(DEB_PACKAGES)
@@ -102,11 +114,15 @@ $(BUILD)/oracle_driver: tests/oracle/oracle_driver.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
 test: all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/oracle_driver
-	@BUILD=$(BUILD) sh tools/run-tests.sh
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tools/run-tests.sh
 
 # Benchmark programs beside their peers (OpenBLAS for MATMUL).
 $(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -lopenblas $(LDLIBS)
+
+# A GPU executor's speed through its ops table (make cuda-bench, gpu-check).
+$(BUILD)/gpu_bench: bench/gpu_bench.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
 $(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
@@ -117,10 +133,12 @@ bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
 demo: all
 	@sh tools/demo.sh
 
+FORMAT_SRC = $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h */*/*/*.h) tools/isa-gen.c \
+             $(wildcard bench/*.c examples/*.c tests/oracle/*.c tests/fuzz/*.c backends/*/testing/*.c)
 format:
-	clang-format -i $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h) tools/isa-gen.c
+	clang-format -i $(FORMAT_SRC)
 format-check:
-	@clang-format --dry-run --Werror $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h) tools/isa-gen.c && echo "format-check: clean"
+	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: clean"
 
 clean:
 	rm -rf $(BUILD)

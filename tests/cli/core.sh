@@ -69,7 +69,7 @@ done
 [ $worst -eq 0 ] && ok "truncated modules ($n lengths) give one error line and exit 65" || bad "truncated modules"
 
 # every bit of the header and of some code bytes flipped
-/usr/bin/python3 - "$T/fib.bib" "$T" <<'PY' || true
+"${PYTHON:-/usr/bin/python3}" - "$T/fib.bib" "$T" <<'PY' || true
 import sys
 src = open(sys.argv[1], "rb").read()
 for i, pos in enumerate(list(range(0, min(64, len(src)))) + list(range(64, len(src), max(1, len(src) // 40)))):

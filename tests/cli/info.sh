@@ -48,7 +48,7 @@ if grep -q "llvmpipe" "$T/info"; then
 fi
 
 if $BIB info --json >"$T/json" 2>"$T/err"; then ok "bib info --json exits 0"; else bad "bib info --json: $(cat "$T/err")"; fi
-if /usr/bin/python3 -c 'import json,sys; json.load(sys.stdin)' <"$T/json" 2>"$T/err"; then
+if "$PY" -c 'import json,sys; json.load(sys.stdin)' <"$T/json" 2>"$T/err"; then
     ok "--json is valid JSON"
 else
     bad "--json does not parse: $(cat "$T/err")"
