@@ -42,8 +42,8 @@ typedef struct bench_case {
     const char *name;
     bib_kernel_t kernel;
     uint32_t sub;
-    int inputs;        /* full-size inputs read */
-    int row_inputs;    /* [cols] inputs (gamma, beta, bias row) */
+    int inputs;     /* full-size inputs read */
+    int row_inputs; /* [cols] inputs (gamma, beta, bias row) */
 } bench_case_t;
 
 int main(int argc, char **argv) {
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
             call.in[1] = row(gamma, cols);
         if (cases[c].row_inputs == 2)
             call.in[2] = row(beta, cols);
-        call.f[0] = cases[c].kernel == BIB_KERNEL_SCALE ? 0.5f
+        call.f[0] = cases[c].kernel == BIB_KERNEL_SCALE       ? 0.5f
                     : cases[c].kernel == BIB_KERNEL_LAYERNORM ? 1e-5f
                                                               : 1e-6f;
         for (int r = 0; r < runs; r++) {

@@ -1,4 +1,4 @@
-"""bench/torch_peer.py: the peers of bench/cuda_bench.c, in its table format.
+"""bench/torch_peer.py: the peers of bench/gpu_bench.c, in its table format.
 
 cuBLAS SGEMM through PyTorch with TF32 off (torch.backends.cuda.matmul.allow_tf32
 = False: plain fp32 FMA, no tensor cores) at n = 1024, 2048, 4096, 8192, in

@@ -13,8 +13,11 @@
 #                     test_vulkan, the whole `make test`, compute-sanitizer
 #                     memcheck of test_cuda, and the benchmarks; logs go to
 #                     $(OUT) when set, else $(BUILD)/gpu-check.
-#   make cuda-bench   bench/cuda_bench (MATMUL TFLOP/s, softmax GB/s, per-op
-#                     overhead) and bench/torch_peer.py (cuBLAS, torch.softmax).
+#   make cuda-bench   bench/gpu_bench on cuda and on vulkan (MATMUL TFLOP/s,
+#                     softmax GB/s, per-op overhead) and bench/torch_peer.py
+#                     (cuBLAS, torch.softmax), the peers, in the same run.
+# Without Debian's packages (the GPU machine), tools/gpu-kit.sh carries them
+# and `make KIT=DIR ...` builds against them; tools/gpu-run.sh does it all.
 
 # The toolkit's root: the first of CUDA_HOME, CUDA_PATH, /usr/local/cuda and
 # the directory that an nvcc on PATH reports as its own (nvcc on PATH may be a
@@ -86,12 +89,10 @@ $(BUILD)/tests/libcuda_mock.so: backends/cuda/testing/cu_mock_driver.c \
 
 $(BUILD)/tests/test_cuda: $(BUILD)/tests/libcuda_mock.so
 
-$(BUILD)/cuda_bench: bench/cuda_bench.c $(BUILD)/libbib.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
-
 .PHONY: cuda-bench gpu-check
-cuda-bench: $(BUILD)/cuda_bench
-	$(BUILD)/cuda_bench
+cuda-bench: $(BUILD)/gpu_bench
+	$(BUILD)/gpu_bench cuda
+	$(BUILD)/gpu_bench vulkan
 	$(PYTHON_GPU) bench/torch_peer.py
 
 # The Python that has PyTorch on the GPU machine is the plain python3 there.
@@ -102,27 +103,32 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
                                 $(CUDA_BIN)../compute-sanitizer/compute-sanitizer))
 
 # Every step runs even when an earlier one fails; the target fails at the
-# end if any did, and the summary names them.
+# end if any did, and the summary names them. GPU_STEPS picks some of them,
+# so that a run can be split across calls of a limited length.
+GPU_STEPS ?= device build test_cuda test_vulkan make_test memcheck cuda_bench vulkan_bench torch_peer
 gpu-check:
 	@mkdir -p $(GPU_LOGS)
 	@failed=""; \
-	 step() { name=$$1; shift; echo "==== gpu-check: $$name"; \
+	 step() { name=$$1; shift; case " $(GPU_STEPS) " in *" $$name "*) ;; *) return 0;; esac; \
+	   echo "==== gpu-check: $$name"; \
 	   if "$$@" > $(GPU_LOGS)/$$name.log 2>&1; then echo "     ok ($(GPU_LOGS)/$$name.log)"; \
 	   else failed="$$failed $$name"; echo "     FAILED ($(GPU_LOGS)/$$name.log)"; tail -n 40 $(GPU_LOGS)/$$name.log; fi; }; \
 	 step device sh -c 'nvidia-smi || true; $(NVCC) --version'; \
-	 step build $(MAKE) -k all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/cuda_bench; \
+	 step build $(MAKE) -k all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/gpu_bench; \
 	 step test_cuda $(BUILD)/tests/test_cuda --verbose --jobs 1; \
 	 step test_vulkan $(BUILD)/tests/test_vulkan --verbose --jobs 1; \
 	 step make_test $(MAKE) test; \
 	 if [ -n "$(COMPUTE_SANITIZER)" ]; then \
 	   step memcheck $(COMPUTE_SANITIZER) --tool memcheck --target-processes all \
 	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1; \
-	 else echo "==== gpu-check: memcheck skipped: no compute-sanitizer"; fi; \
-	 step cuda_bench $(BUILD)/cuda_bench; \
+	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; fi; \
+	 step cuda_bench $(BUILD)/gpu_bench cuda; \
+	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
-	 cat $(GPU_LOGS)/cuda_bench.log $(GPU_LOGS)/torch_peer.log 2>/dev/null; \
+	 for b in cuda_bench vulkan_bench torch_peer; do \
+	   case " $(GPU_STEPS) " in *" $$b "*) cat $(GPU_LOGS)/$$b.log;; esac; done; \
 	 if [ -n "$$failed" ]; then echo "gpu-check: FAILED:$$failed"; exit 1; fi; \
-	 echo "gpu-check: all steps passed"
+	 echo "gpu-check: all steps passed ($(GPU_STEPS))"
 
 else
 .PHONY: cuda-bench gpu-check

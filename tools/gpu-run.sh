@@ -1,0 +1,42 @@
+#!/bin/sh
+# Everything owed to a GPU machine, in one command: unpack the Vulkan loader
+# (.gl, from ../shared/gpu/prepare-gl.sh) and the dependency kit (.kit, from
+# `sh tools/gpu-kit.sh fetch`), then `make gpu-check` (build, test_cuda,
+# test_vulkan, the whole `make test`, compute-sanitizer memcheck, gpu_bench
+# and the torch peer), then `bib bench` and `bib info`. Every log goes into
+# one archive, $OUT/gpu-logs.tar.gz, and the summary to standard output.
+#
+#   sh tools/gpu-run.sh            (the device run carries .gl and .kit)
+#
+# Exits non-zero when any step failed.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-out}
+mkdir -p "$OUT"
+logs=/tmp/bib-gpu-logs
+kit=/opt/bibkit
+rm -rf "$logs"
+mkdir -p "$logs"
+
+for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+ldconfig 2>/dev/null
+sh tools/gpu-kit.sh unpack "$kit" || exit 1
+# The NVIDIA Vulkan driver's manifest where the loader does not find it.
+nv_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -f "$nv_icd" ] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
+    export VK_DRIVER_FILES="$nv_icd"
+fi
+
+jobs=$(nproc)
+make -j"$jobs" KIT="$kit" PYTHON=python3 all >"$logs/build0.log" 2>&1 || tail -n 30 "$logs/build0.log"
+make KIT="$kit" PYTHON=python3 gpu-check OUT="$logs"
+rc=$?
+{
+    build/bib info
+    echo
+    build/bib bench
+} >"$logs/bib-bench.log" 2>&1 || rc=1
+cat "$logs/bib-bench.log"
+tar -czf "$OUT/gpu-logs.tar.gz" -C "$logs" .
+echo "gpu-run: logs in $OUT/gpu-logs.tar.gz; exit $rc"
+exit $rc
