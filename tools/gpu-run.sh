@@ -8,6 +8,10 @@
 #
 #   sh tools/gpu-run.sh            (the device run carries .gl and .kit)
 #
+# GPU_STEPS (see backends/cuda/cuda.mk, plus bib_bench for the last part)
+# splits the work across calls of limited length, e.g.
+#   GPU_STEPS="device build test_cuda test_vulkan make_test" sh tools/gpu-run.sh
+#   GPU_STEPS="memcheck cuda_bench vulkan_bench torch_peer bib_bench" sh tools/gpu-run.sh
 # Exits non-zero when any step failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -31,12 +35,16 @@ jobs=$(nproc)
 make -j"$jobs" KIT="$kit" PYTHON=python3 all >"$logs/build0.log" 2>&1 || tail -n 30 "$logs/build0.log"
 make KIT="$kit" PYTHON=python3 gpu-check OUT="$logs"
 rc=$?
-{
-    build/bib info
-    echo
-    build/bib bench
-} >"$logs/bib-bench.log" 2>&1 || rc=1
-cat "$logs/bib-bench.log"
+case " ${GPU_STEPS:-bib_bench} " in
+*" bib_bench "*)
+    {
+        build/bib info
+        echo
+        timeout 300 build/bib bench
+    } >"$logs/bib-bench.log" 2>&1 || rc=1
+    cat "$logs/bib-bench.log"
+    ;;
+esac
 tar -czf "$OUT/gpu-logs.tar.gz" -C "$logs" .
 echo "gpu-run: logs in $OUT/gpu-logs.tar.gz; exit $rc"
 exit $rc

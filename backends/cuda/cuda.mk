@@ -105,13 +105,15 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 # Every step runs even when an earlier one fails; the target fails at the
 # end if any did, and the summary names them. GPU_STEPS picks some of them,
 # so that a run can be split across calls of a limited length.
+# A step that outlasts GPU_STEP_TIMEOUT seconds is stopped and counts as failed.
 GPU_STEPS ?= device build test_cuda test_vulkan make_test memcheck cuda_bench vulkan_bench torch_peer
+GPU_STEP_TIMEOUT ?= 300
 gpu-check:
 	@mkdir -p $(GPU_LOGS)
 	@failed=""; \
 	 step() { name=$$1; shift; case " $(GPU_STEPS) " in *" $$name "*) ;; *) return 0;; esac; \
 	   echo "==== gpu-check: $$name"; \
-	   if "$$@" > $(GPU_LOGS)/$$name.log 2>&1; then echo "     ok ($(GPU_LOGS)/$$name.log)"; \
+	   if timeout $(GPU_STEP_TIMEOUT) "$$@" > $(GPU_LOGS)/$$name.log 2>&1; then echo "     ok ($(GPU_LOGS)/$$name.log)"; \
 	   else failed="$$failed $$name"; echo "     FAILED ($(GPU_LOGS)/$$name.log)"; tail -n 40 $(GPU_LOGS)/$$name.log; fi; }; \
 	 step device sh -c 'nvidia-smi || true; $(NVCC) --version'; \
 	 step build $(MAKE) -k all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/gpu_bench; \
