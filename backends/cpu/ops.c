@@ -374,11 +374,15 @@ static void task_rng(void *arg, size_t begin, size_t end, uint32_t chunk) {
     }
 }
 
-/* ATTENTION: a task unit is one head and a block of ATTN_BLOCK queries. The
- * scores of the block come from the GEMM (its chains are the contract's q.k
- * chains); the output chains run over the valid keys only, so a masked key
- * is never exp'd and never touches the sum or the output. */
-#define ATTN_BLOCK 16
+/* ATTENTION: a task unit is one head and a block of ATTN_BLOCK queries. Both
+ * products run on the GEMM, whose chains are the contract's: the scores
+ * q.k^T, and p.v over the keys every row of the block sees (the first row's
+ * valid count; all of them when not causal). A causal row that sees more
+ * continues its chains with axpy, one fma per key in the same ascending
+ * order, so it is one chain still. Only valid keys are ever read, so a masked
+ * key is never exp'd and never touches the sum or the output. ATTN_BLOCK is a
+ * multiple of both micro-kernels' row tiles (14 and 6). */
+#define ATTN_BLOCK 42
 
 typedef struct attn_task {
     const bib_cpu_ctx_t *ctx;
@@ -430,14 +434,33 @@ static void task_attention(void *arg, size_t begin, size_t end, uint32_t chunk) 
         for (size_t r = 0; r < rows; r++) {
             size_t n_valid = attn_valid(c, i0 + r);
             float *p = scores + r * t_len;
-            float *oi = o + (i0 + r) * stride + h * d_len;
             ro->scale(p, c->f[0], p, n_valid);
             ro->softmax(p, p, n_valid);
-            memset(oi, 0, d_len * sizeof *oi);
-            for (size_t j = 0; j < n_valid; j++)
+        }
+        /* Rows see nondecreasing key counts, so the first row's is common. */
+        size_t common = attn_valid(c, i0);
+        bib_gemm_t pv = {.m = rows,
+                         .n = d_len,
+                         .k = common,
+                         .a = scores,
+                         .lda = t_len,
+                         .b = v + h * d_len,
+                         .ldb = stride,
+                         .c = o + i0 * stride + h * d_len,
+                         .ldc = stride};
+        if (bib_gemm_f32(NULL, t->ctx->level, &pv) != BIB_OK) {
+            atomic_store(&t->failed, 1);
+            return;
+        }
+        for (size_t r = 0; r < rows; r++) {
+            size_t n_valid = attn_valid(c, i0 + r);
+            float *p = scores + r * t_len;
+            float *oi = o + (i0 + r) * stride + h * d_len;
+            for (size_t j = common; j < n_valid; j++)
                 ro->axpy(p[j], v + j * stride + h * d_len, oi, d_len);
-            for (size_t d = 0; d < d_len; d++)
-                oi[d] = bib_f32_canon(oi[d]);
+            if (n_valid > common)
+                for (size_t d = 0; d < d_len; d++)
+                    oi[d] = bib_f32_canon(oi[d]);
         }
     }
 }
@@ -459,7 +482,7 @@ static bib_status_t run_attention(const bib_cpu_ctx_t *ctx, const bib_call_t *c)
     run_parallel(ctx, units, row_grain(work), task_attention, &t);
     free(t.scratch);
     if (atomic_load(&t.failed)) {
-        snprintf(ctx->error, ctx->error_len, "attention: out of memory in the q.k matrix multiply");
+        snprintf(ctx->error, ctx->error_len, "attention: out of memory in a matrix multiply");
         return BIB_E_NOMEM;
     }
     return BIB_OK;

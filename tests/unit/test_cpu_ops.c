@@ -352,9 +352,13 @@ static void attention_contract(const float *q, const float *k, const float *v, f
 }
 
 Test(cpu_ops_identity, attention_matches_contract_causal_and_not) {
+    /* Blocks of queries (42 rows) whole and cut, causal rows that see more
+     * keys than their block's first row, queries that see none (S > T),
+     * and key counts past the GEMM's K block. */
     static const uint32_t shp[][4] = {
-        {1, 1, 1, 1}, {7, 7, 2, 33}, {33, 40, 3, 16}, {20, 20, 1, 64}, {40, 33, 2, 8}};
-    for (size_t s = 0; s < 5; s++)
+        {1, 1, 1, 1},     {7, 7, 2, 33},   {33, 40, 3, 16}, {20, 20, 1, 64},  {40, 33, 2, 8},
+        {100, 90, 2, 24}, {130, 97, 3, 8}, {84, 84, 1, 64}, {45, 700, 2, 40}, {200, 60, 1, 17}};
+    for (size_t s = 0; s < sizeof shp / sizeof shp[0]; s++)
         for (uint32_t causal = 0; causal <= 1; causal++) {
             uint32_t S = shp[s][0], T = shp[s][1], H = shp[s][2], D = shp[s][3];
             float *q = random_f32((size_t)S * H * D, 2.0f, false);
