@@ -248,6 +248,22 @@ static bib_status_t bib_vk_create_device(bib_executor_t *ex, char *why, size_t w
         ex->denorm64 = fc.shaderDenormPreserveFloat64 && ex->has_f64;
         ex->szinp32 = fc.shaderSignedZeroInfNanPreserveFloat32;
         ex->szinp64 = fc.shaderSignedZeroInfNanPreserveFloat64 && ex->has_f64;
+        ex->rte16 = fc.shaderRoundingModeRTEFloat16;
+        ex->denorm16 = fc.shaderDenormPreserveFloat16;
+        ex->round_indep = fc.roundingModeIndependence;
+        ex->denorm_indep = fc.denormBehaviorIndependence;
+        /* Lets tests take the stricter independence rules of other drivers
+           (32: 32_BIT_ONLY, none: NONE) on any device; never looser. */
+        const char *indep = getenv("BIB_VK_FLOAT_INDEPENDENCE");
+        if (indep && (strcmp(indep, "32") == 0 || strcmp(indep, "none") == 0)) {
+            VkShaderFloatControlsIndependence f =
+                strcmp(indep, "32") == 0 ? VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY
+                                         : VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+            if (ex->round_indep != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE)
+                ex->round_indep = f;
+            if (ex->denorm_indep != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE)
+                ex->denorm_indep = f;
+        }
     }
 
     float prio = 1.0f;
@@ -399,6 +415,25 @@ static void bib_vk_cache_save(bib_executor_t *ex) {
 
 /* ---- shader modules with float controls -------------------------------- */
 
+/* Which bit widths (bit 0: 16, 1: 32, 2: 64) get a rounding or denormal
+ * execution mode, given which widths support it (ok16/32/64) and the device's
+ * independence rule (VUID-RuntimeSpirv-roundingModeIndependence-06291/06292,
+ * -denormBehaviorIndependence-06289/06290): under 32_BIT_ONLY the 16- and
+ * 64-bit modes must match each other, under NONE all three must match, so a
+ * width is declared only together with the widths it is tied to, or not at
+ * all (the start-up probe then checks what the device does by default). */
+static uint32_t bib_vk_mode_widths(VkShaderFloatControlsIndependence indep, bool uses64, bool ok16,
+                                   bool ok32, bool ok64) {
+    switch (indep) {
+    case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL:
+        return (ok32 ? 2u : 0u) | (uses64 && ok64 ? 4u : 0u);
+    case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY:
+        return (ok32 ? 2u : 0u) | (uses64 && ok64 && ok16 ? 5u : 0u);
+    default: /* NONE */
+        return ok16 && ok32 && ok64 ? 7u : 0u;
+    }
+}
+
 /* Returns a copy of the SPIR-V with the float-controls capabilities,
  * extension and execution modes the device supports: RTE rounding,
  * denormal preservation, signed zero / Inf / NaN preservation. The caller
@@ -417,28 +452,29 @@ static uint32_t *bib_vk_patch_spirv(const bib_executor_t *ex, const uint32_t *co
             entry = code[i + 2];
         i += len;
     }
-    uint32_t caps[3], ncaps = 0, modes[6][2], nmodes = 0;
-    bool rte = ex->rte32 || (uses64 && ex->rte64);
-    bool den = ex->denorm32 || (uses64 && ex->denorm64);
-    bool sz = ex->szinp32 || (uses64 && ex->szinp64);
+    uint32_t caps[3], ncaps = 0, modes[9][2], nmodes = 0;
     if (ex->float_controls) {
+        /* rte64 and denorm64 are false without shaderFloat64, so under NONE
+           such a device declares no mode at all and the probe decides. */
+        uint32_t rte = bib_vk_mode_widths(ex->round_indep, uses64, ex->rte16, ex->rte32, ex->rte64);
+        uint32_t den =
+            bib_vk_mode_widths(ex->denorm_indep, uses64, ex->denorm16, ex->denorm32, ex->denorm64);
+        uint32_t sz = (ex->szinp32 ? 2u : 0u) | (uses64 && ex->szinp64 ? 4u : 0u);
         if (rte)
             caps[ncaps++] = SPV_CAP_ROUNDING_MODE_RTE;
         if (den)
             caps[ncaps++] = SPV_CAP_DENORM_PRESERVE;
         if (sz)
             caps[ncaps++] = SPV_CAP_SIGNED_ZERO_INF_NAN_PRESERVE;
-        const uint32_t widths[2] = {32, 64};
-        for (int w = 0; w < (uses64 ? 2 : 1); w++) {
-            bool r = w ? ex->rte64 : ex->rte32, d = w ? ex->denorm64 : ex->denorm32,
-                 s = w ? ex->szinp64 : ex->szinp32;
-            if (r)
-                modes[nmodes][0] = SPV_MODE_ROUNDING_MODE_RTE, modes[nmodes++][1] = widths[w];
-            if (d)
-                modes[nmodes][0] = SPV_MODE_DENORM_PRESERVE, modes[nmodes++][1] = widths[w];
-            if (s)
+        for (uint32_t w = 0; w < 3; w++) {
+            uint32_t width = 16u << w;
+            if (rte & (1u << w))
+                modes[nmodes][0] = SPV_MODE_ROUNDING_MODE_RTE, modes[nmodes++][1] = width;
+            if (den & (1u << w))
+                modes[nmodes][0] = SPV_MODE_DENORM_PRESERVE, modes[nmodes++][1] = width;
+            if (sz & (1u << w))
                 modes[nmodes][0] = SPV_MODE_SIGNED_ZERO_INF_NAN_PRESERVE,
-                modes[nmodes++][1] = widths[w];
+                modes[nmodes++][1] = width;
         }
     }
     static const char ext_name[] = "SPV_KHR_float_controls"; /* 23 bytes with NUL: 6 words */
@@ -1189,6 +1225,13 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
         bib_vk_shutdown(ex);
         return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
     }
+    /* Whether the 32-bit modes are really in the shaders (the independence
+       rules may leave them out; the widths do not depend on fp64 use). */
+    bool den32 = ex->float_controls && (bib_vk_mode_widths(ex->denorm_indep, false, ex->denorm16,
+                                                           ex->denorm32, ex->denorm64) &
+                                        2u);
+    bool rte32 = ex->float_controls &&
+                 (bib_vk_mode_widths(ex->round_indep, false, ex->rte16, ex->rte32, ex->rte64) & 2u);
     snprintf(ex->describe, sizeof ex->describe,
              "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s%s; rounding: %s%s; fp64: %s",
              ex->props.deviceName, bib_vk_type_name(ex->props.deviceType),
@@ -1196,9 +1239,9 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
              ex->fma_path == BIB_VK_FMA_NATIVE ? "native (fused, probed)"
                                                : "emulated (fp64 round-to-odd; fma() not fused)",
              ex->probe_denormals ? "preserved (probed)" : "flushed",
-             ex->denorm32 ? ", DenormPreserve declared" : "",
+             den32 ? ", DenormPreserve declared" : "",
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
-             ex->rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
+             rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
     *out = ex;
     return BIB_OK;
 }

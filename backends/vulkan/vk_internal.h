@@ -83,6 +83,10 @@ struct bib_executor {
     /* numerics: what the device supports and what the probes chose */
     bool has_f64;
     bool rte32, rte64, denorm32, denorm64, szinp32, szinp64;
+    bool rte16, denorm16; /* only for the independence rules below */
+    /* VkShaderFloatControlsIndependence of rounding and of denormal modes:
+       which bit widths may carry a mode different from the others */
+    VkShaderFloatControlsIndependence round_indep, denorm_indep;
     bool float_controls; /* VK_KHR_shader_float_controls or Vulkan 1.2 */
     bool probe_fused, probe_denormals, probe_rte;
     bib_vk_fma_path_t fma_path;

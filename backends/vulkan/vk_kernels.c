@@ -76,8 +76,12 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
              tn = big ? 8 : 4;
     uint32_t spec[7] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub};
     bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, a->buf, b->buf, bias->buf, NULL};
-    return bib_vk_dispatch(ex, "matmul", spec, 7, bufs, &p, (N + bn - 1) / bn, (M + bm - 1) / bm,
-                           1);
+    if (M == 0 || N == 0)
+        return BIB_OK;
+    /* Capped at 65535 workgroups per axis (NVIDIA allows no more along y);
+       the shader strides over the tiles beyond. */
+    return bib_vk_dispatch(ex, "matmul", spec, 7, bufs, &p, bib_vk_groups(N, bn),
+                           bib_vk_groups(M, bm), 1);
 }
 
 /* ---- TRANSPOSE ----------------------------------------------------------- */

@@ -78,6 +78,39 @@ CTS_TEST(division_and_sqrt_equal_ieee_bit_for_bit) {
     free(a), free(b), free(q), free(r);
 }
 
+/* ---- device limits -------------------------------------------------------- */
+
+CTS_TEST(matmul_needing_more_than_65535_workgroups_along_an_axis_matches_cpu) {
+    /* 64x64 tiles: M = 65536 * 64 + 1 rows need 65537 row tiles along y, past
+     * the 65535 workgroups Vulkan guarantees (and NVIDIA allows along y); the
+     * grid is capped and the shader strides over the remaining tiles. */
+    const uint32_t big = 65536u * 64u + 1u;
+    bib_executor_t *saved = cts_ex;
+    cts_ex = cts_open(NULL, "BIB_VK_MATMUL_TILES", "64");
+    cts_matmul_case(big, 1, 1, true, BIB_ACT_RELU, false);
+    cts_close(cts_ex);
+    cts_ex = saved;
+}
+
+/* ---- float controls -------------------------------------------------------- */
+
+CTS_TEST(stricter_float_controls_independence_still_gives_cpu_bits) {
+    /* Under 32_BIT_ONLY (16- and 64-bit modes tied) and NONE (all widths
+     * tied) the shaders declare the tied widths together or not at all, so
+     * here 16-bit modes appear beside the 32- and 64-bit ones. The validation
+     * layer (which knows only the device's real rules) checks that the patched
+     * modules are valid for this device, and the kernels must keep their bits. */
+    static const char *const rules[] = {"32", "none"};
+    bib_executor_t *saved = cts_ex;
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        cts_ex = cts_open(NULL, "BIB_VK_FLOAT_INDEPENDENCE", rules[r]);
+        cts_matmul_case(65, 33, 70, true, BIB_ACT_GELU, true);
+        cts_matmul_case(17, 9, 65, true, BIB_ACT_RELU, true);
+        cts_close(cts_ex);
+    }
+    cts_ex = saved;
+}
+
 /* ---- submissions and the device clock ------------------------------------ */
 
 static double wall_ms(void) {
