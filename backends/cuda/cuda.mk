@@ -9,6 +9,15 @@
 # BIB_HAVE_CUDA is not defined (backends/executors.c), and
 # build/tests/test_cuda skips every test with the reason.
 #
+# With it, test_cuda also brings two stand-ins for libcuda.so.1 that tests
+# load through BIB_CUDA_LIBRARY (backends/cuda/testing): libcuda_mock.so,
+# which computes no built-in kernel, and libcuda_emu.so, the same mock built
+# with BIB_CU_EMULATE and linked with a kernel emulator and g++ builds of the
+# very shaders/cuda/*.cu sources (cu_emu.h forced in), which runs every
+# built-in kernel on the CPU thread by thread. tests/cli/cuda_emu.sh checks
+# its bits against the CPU executor's; that is an emulation of the kernel
+# sources, never evidence from a GPU.
+#
 #   make gpu-check    on a machine with an NVIDIA GPU: build, run test_cuda,
 #                     test_vulkan, the whole `make test`, compute-sanitizer
 #                     memcheck of test_cuda, and the benchmarks; logs go to
@@ -87,7 +96,47 @@ $(BUILD)/tests/libcuda_mock.so: backends/cuda/testing/cu_mock_driver.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared -o $@ $<
 
-$(BUILD)/tests/test_cuda: $(BUILD)/tests/libcuda_mock.so
+# The kernel emulator: shaders/cuda/*.cu compiled by g++ as C++17 for the
+# host, with IEEE arithmetic exactly as written (no contraction, no fast
+# math), cp.async and dynamic shared memory through the sources'
+# BIB_CU_EMULATE branches (g++ ignores nvcc's `#pragma unroll`, which
+# changes no bit); the mock driver with BIB_CU_EMULATE launches them through
+# cu_emu_sched.cpp. Only tests/cli/cuda_emu.sh loads it.
+CU_EMU_DIR      = $(BUILD)/tests/cuda_emu
+CU_EMU_CXXFLAGS = -std=c++17 -O1 -fPIC -Wall -Wextra -Werror -ffp-contract=off -fno-fast-math \
+                  -MMD -MP -I. -Iinclude -DBIB_CU_EMULATE
+OBJCOPY        ?= objcopy
+READELF        ?= readelf
+CU_EMU_KERNELS  = $(CU_NAMES:%=$(CU_EMU_DIR)/%.o)
+CU_EMU_OBJ      = $(CU_EMU_KERNELS) $(CU_EMU_DIR)/cu_emu_sched.o $(CU_EMU_DIR)/cu_mock_driver.o
+
+# A kernel's .bss holds exactly its __shared__ variables (statics without
+# initializer; -fno-zero-initialized-in-bss keeps initialised __device__
+# globals out) and becomes section bib_cu_shared, which the emulator
+# poisons before every block; a kernel object with any other .bss* section
+# fails the build rather than leave shared memory unpoisoned.
+$(CU_EMU_DIR)/%.o: shaders/cuda/%.cu $(CU_HEADERS) backends/cuda/testing/cu_emu.h \
+                   backends/cuda/cuda.mk
+	@mkdir -p $(dir $@)
+	$(CXX) $(CU_EMU_CXXFLAGS) -fno-zero-initialized-in-bss -Wno-unknown-pragmas -x c++ \
+	  -include backends/cuda/testing/cu_emu.h -MT $@ -c $< -o $@.tmp
+	$(OBJCOPY) --rename-section .bss=bib_cu_shared $@.tmp $@
+	@rm -f $@.tmp
+	@if LC_ALL=C $(READELF) -SW $@ | grep -q '] \.bss'; then \
+	   echo "$@: a .bss section outside bib_cu_shared"; rm -f $@; exit 1; fi
+
+$(CU_EMU_DIR)/cu_emu_sched.o: backends/cuda/testing/cu_emu_sched.cpp backends/cuda/cuda.mk
+	@mkdir -p $(dir $@)
+	$(CXX) $(CU_EMU_CXXFLAGS) -c $< -o $@
+
+$(CU_EMU_DIR)/cu_mock_driver.o: backends/cuda/testing/cu_mock_driver.c backends/cuda/cuda.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DBIB_CU_EMULATE -c $< -o $@
+
+$(BUILD)/tests/libcuda_emu.so: $(CU_EMU_OBJ)
+	$(CXX) -shared -o $@ $(CU_EMU_OBJ) -ldl
+
+$(BUILD)/tests/test_cuda: $(BUILD)/tests/libcuda_mock.so $(BUILD)/tests/libcuda_emu.so
 
 .PHONY: cuda-bench gpu-check
 cuda-bench: $(BUILD)/gpu_bench

@@ -22,7 +22,7 @@ using namespace bibcu;
 
 extern "C" __global__ void __launch_bounds__(BIB_CU_ROW_THREADS)
     bib_attention(const bib_cu_args_t a) {
-    extern __shared__ float probs_smem[];
+    BIB_CU_DYNAMIC_SHARED(float, probs_smem);
     __shared__ tree_smem sm;
     const uint32_t l = threadIdx.x;
     const uint64_t S = a.n[0], H = a.n[1], D = a.n[2], T = a.n[3];

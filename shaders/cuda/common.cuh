@@ -25,6 +25,16 @@
 #error "the CUDA row groups must have THE tree's lane count"
 #endif
 
+// The launch's dynamic shared memory (its sharedMemBytes) as an array of T
+// named NAME. The host emulator of these kernels (BIB_CU_EMULATE,
+// backends/cuda/testing/cu_emu.h) has no extern __shared__ arrays and hands
+// out the block's buffer instead; nvcc never sees that branch.
+#if defined(BIB_CU_EMULATE)
+#define BIB_CU_DYNAMIC_SHARED(T, NAME) T *const NAME = static_cast<T *>(bib_cu_emu_dynamic_shared())
+#else
+#define BIB_CU_DYNAMIC_SHARED(T, NAME) extern __shared__ T NAME[]
+#endif
+
 namespace bibcu {
 
 __device__ __forceinline__ float *f32(uint64_t addr) {

@@ -42,9 +42,12 @@ __device__ __align__(16) float bib_mm_pad_a[4] = {-0.0f, -0.0f, -0.0f, -0.0f};
 __device__ __align__(16) float bib_mm_pad_b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 
 // Global to shared copies that complete asynchronously on sm_80 and newer
-// (cp.async, waited for by wait_copies), synchronously on sm_75.
+// (cp.async, waited for by wait_copies), synchronously on sm_75. The host
+// emulator (BIB_CU_EMULATE, backends/cuda/testing) models the sm_80 path.
 __device__ __forceinline__ void copy4(float *dst, const float *src) {
-#if __CUDA_ARCH__ >= 800
+#if defined(BIB_CU_EMULATE)
+    bib_cu_emu_cp_async(dst, src, 4);
+#elif __CUDA_ARCH__ >= 800
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
                      static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
                  "l"(__cvta_generic_to_global(src)));
@@ -54,7 +57,9 @@ __device__ __forceinline__ void copy4(float *dst, const float *src) {
 }
 
 __device__ __forceinline__ void copy16(float *dst, const float *src) {
-#if __CUDA_ARCH__ >= 800
+#if defined(BIB_CU_EMULATE)
+    bib_cu_emu_cp_async(dst, src, 16);
+#elif __CUDA_ARCH__ >= 800
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
                      static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
                  "l"(__cvta_generic_to_global(src)));
@@ -64,14 +69,18 @@ __device__ __forceinline__ void copy16(float *dst, const float *src) {
 }
 
 __device__ __forceinline__ void commit_copies() {
-#if __CUDA_ARCH__ >= 800
+#if defined(BIB_CU_EMULATE)
+    bib_cu_emu_cp_commit();
+#elif __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
 
 // Waits until at most PENDING of this thread's committed groups are in flight.
 template <int PENDING> __device__ __forceinline__ void wait_copies() {
-#if __CUDA_ARCH__ >= 800
+#if defined(BIB_CU_EMULATE)
+    bib_cu_emu_cp_wait(PENDING);
+#elif __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
 #endif
 }

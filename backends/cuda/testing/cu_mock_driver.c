@@ -15,13 +15,25 @@
  * copies and memsets advance by fixed steps (cu_mock_driver.h), so
  * cuEventElapsedTime gives exact, reproducible times. Not part of libbib: cuda.mk builds it as
  * $(BUILD)/tests/libcuda_mock.so. Its state is process-wide, as a driver's
- * is; tests that use it run one at a time (--jobs 1 or their own process). */
+ * is; tests that use it run one at a time (--jobs 1 or their own process).
+ *
+ * Built with BIB_CU_EMULATE (cuda.mk's $(BUILD)/tests/libcuda_emu.so, linked
+ * with the kernel emulator cu_emu_sched.cpp and the g++ build of
+ * shaders/cuda/<name>.cu), it also RUNS the built-in kernels: the device says it
+ * is an emulator with the H100's compute capability 9.0 and 132 SMs (so the
+ * executor picks the grids it would pick there), cuModuleGetFunction on a
+ * fatbin finds only a kernel whose name the fatbin holds and the emulator
+ * has, and cuLaunchKernel runs such a kernel over its whole grid before it
+ * returns (cu_emu_launch.h). Without the flag none of that is compiled. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/testing/cu_mock_driver.h"
+#if defined(BIB_CU_EMULATE)
+#include "backends/cuda/testing/cu_emu_launch.h"
+#endif
 
 /* The driver ABI: results are ints, handles are pointers, CUdeviceptr is
    unsigned long long (cuda.h is not included: its macros rename symbols). */
@@ -47,11 +59,18 @@ typedef struct mock_function {
     char name[64];
     unsigned nparams;
     unsigned size[BIB_MOCK_CUDA_PARAMS];
+#if defined(BIB_CU_EMULATE)
+    void *emulated; /* the kernel's host build; NULL for PTX */
+#endif
 } mock_function_t;
 
 typedef struct mock_module {
     char *ptx; /* NULL for a fatbin (the built-in kernels) */
     mock_function_t *fns;
+#if defined(BIB_CU_EMULATE)
+    const unsigned char *fatbin; /* the image, and its length from its header */
+    size_t fatbin_size;
+#endif
 } mock_module_t;
 
 static int mock_context; /* its address is the one context */
@@ -114,15 +133,25 @@ EXPORT res_t cuDeviceGet(int *dev, int ordinal) {
     *dev = 0;
     return OK;
 }
+#if defined(BIB_CU_EMULATE)
+#define MOCK_DEVICE_NAME "BIB CUDA kernel emulator (on the CPU, no GPU)"
+#define MOCK_CC_MAJOR 9
+#define MOCK_SMS 132
+#else
+#define MOCK_DEVICE_NAME "BIB mock CUDA device"
+#define MOCK_CC_MAJOR 8
+#define MOCK_SMS 4
+#endif
+
 EXPORT res_t cuDeviceGetName(char *name, int len, int dev) {
     (void)dev;
-    snprintf(name, (size_t)len, "BIB mock CUDA device");
+    snprintf(name, (size_t)len, MOCK_DEVICE_NAME);
     return OK;
 }
 EXPORT res_t cuDeviceGetAttribute(int *v, int attr, int dev) {
     (void)dev;
     /* 75/76: compute capability major/minor; 16: multiprocessors. */
-    *v = attr == 75 ? 8 : attr == 76 ? 0 : attr == 16 ? 4 : 0;
+    *v = attr == 75 ? MOCK_CC_MAJOR : attr == 76 ? 0 : attr == 16 ? MOCK_SMS : 0;
     return OK;
 }
 EXPORT res_t cuDeviceTotalMem_v2(size_t *bytes, int dev) {
@@ -172,6 +201,22 @@ EXPORT res_t cuModuleLoadData(void **module, const void *image) {
     mock_module_t *m = calloc(1, sizeof *m);
     if (!m)
         return E_OUT_OF_MEMORY;
+#if defined(BIB_CU_EMULATE)
+    /* A fatbin starts with magic 0xBA55ED50, a 16-bit version, a 16-bit
+     * header size and a 64-bit size of what follows the header. */
+    uint32_t magic;
+    uint16_t header;
+    uint64_t body;
+    memcpy(&magic, image, 4);
+    memcpy(&header, (const unsigned char *)image + 6, 2);
+    memcpy(&body, (const unsigned char *)image + 8, 8);
+    if (magic != 0xBA55ED50u) {
+        free(m);
+        return E_INVALID_VALUE;
+    }
+    m->fatbin = image;
+    m->fatbin_size = header + body;
+#endif
     *module = m;
     bib_mock_cuda.modules_live++;
     return OK;
@@ -266,6 +311,26 @@ EXPORT res_t cuModuleGetFunction(void **fn, void *module, const char *name) {
         }
         mock_params(at + strlen(want), f);
     }
+#if defined(BIB_CU_EMULATE)
+    else {
+        /* The name must be a symbol of this very fatbin (its ELF string
+         * tables hold it NUL-terminated), and the emulator must have it. */
+        size_t len = strlen(name) + 1;
+        const unsigned char *p = m->fatbin, *end = m->fatbin + m->fatbin_size;
+        int found = 0;
+        while (!found && p && (size_t)(end - p) >= len) {
+            p = memchr(p, name[0], (size_t)(end - p) - len + 1);
+            if (p && !memcmp(p, name, len) && (p == m->fatbin || p[-1] == 0))
+                found = 1;
+            else if (p)
+                p++;
+        }
+        if (!found || !(f->emulated = bib_cu_emu_kernel(name))) {
+            free(f);
+            return E_NOT_FOUND;
+        }
+    }
+#endif
     f->next = m->fns;
     m->fns = f;
     *fn = f;
@@ -274,7 +339,7 @@ EXPORT res_t cuModuleGetFunction(void **fn, void *module, const char *name) {
 
 EXPORT res_t cuFuncGetAttribute(int *v, int attr, void *fn) {
     (void)attr, (void)fn;
-    *v = 80;
+    *v = MOCK_CC_MAJOR * 10;
     return OK;
 }
 
@@ -323,6 +388,14 @@ EXPORT res_t cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
     mock_clock_ms += 1.0;
     if (!strcmp(f->name, "saxpy"))
         mock_saxpy(f, gx * bx);
+#if defined(BIB_CU_EMULATE)
+    /* Every built-in kernel takes one bib_cu_args_t (cu_args.h). */
+    if (f->emulated) {
+        if (!params)
+            return E_INVALID_VALUE;
+        bib_cu_emu_launch(f->emulated, f->name, g, b, shared, params[0]);
+    }
+#endif
     return OK;
 }
 
