@@ -155,7 +155,8 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 # end if any did, and the summary names them. GPU_STEPS picks some of them,
 # so that a run can be split across calls of a limited length.
 # A step that outlasts GPU_STEP_TIMEOUT seconds is stopped and counts as failed.
-GPU_STEPS ?= device build test_cuda test_vulkan make_test memcheck cuda_bench vulkan_bench torch_peer
+GPU_STEPS ?= device build test_cuda test_vulkan make_test memcheck racecheck cuda_bench \
+             vulkan_bench torch_peer
 GPU_STEP_TIMEOUT ?= 300
 gpu-check:
 	@mkdir -p $(GPU_LOGS)
@@ -172,7 +173,10 @@ gpu-check:
 	 if [ -n "$(COMPUTE_SANITIZER)" ]; then \
 	   step memcheck $(COMPUTE_SANITIZER) --tool memcheck --target-processes all \
 	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1; \
-	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; fi; \
+	   step racecheck $(COMPUTE_SANITIZER) --tool racecheck --target-processes all \
+	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1 --filter 'cuda/*'; \
+	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; \
+	   step racecheck sh -c 'echo "SKIP: racecheck: no compute-sanitizer"'; fi; \
 	 step cuda_bench $(BUILD)/gpu_bench cuda; \
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
