@@ -1175,7 +1175,7 @@ static uint8_t *data_reserve(asm_state_t *a, uint32_t si, span_t where, uint64_t
         diag_at(a, si, where.col, where.len, "data grows past 4 GiB, the most a module holds");
         return NULL;
     }
-    if (end > a->data_cap) {
+    if (end > a->data_cap || a->data == NULL) { // even for n == 0: `at` below needs a base
         uint64_t cap = a->data_cap ? a->data_cap : 256;
         while (cap < end)
             cap *= 2;

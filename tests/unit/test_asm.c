@@ -231,6 +231,15 @@ Test(asm_data, directives_lay_out_bytes_from_zero_in_order) {
     bib_module_free(m);
 }
 
+Test(asm_data, zero_bytes_before_any_data_are_an_empty_section) {
+    /* The data buffer does not exist yet when .zero 0 reserves nothing. */
+    bib_module_t *m = assemble_ok(".data\nempty: .zero 0\n.func main\n  LDI r0, empty\n"
+                                  "  HALT r0\n.end\n");
+    cr_expect_eq(m->data_size, 0u);
+    cr_expect_eq(m->code[0].b, 0u);
+    bib_module_free(m);
+}
+
 Test(asm_data, memory_directive_sets_the_size_and_must_hold_the_data) {
     bib_module_t *m =
         assemble_ok(".memory 65536\nmsg: .ascii \"abc\"\n.func main\n HALT r0\n.end\n");
