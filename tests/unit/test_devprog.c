@@ -88,6 +88,17 @@ static char *format_text(const char *format, const char *arg) {
     return s;
 }
 
+/* A copy of text with its first `from` replaced by `to`. */
+static char *replace_text(const char *text, const char *from, const char *to) {
+    const char *at = strstr(text, from);
+    cr_assert_not_null(at, "'%s' is not in the text", from);
+    size_t head = (size_t)(at - text), n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *s = malloc(n);
+    cr_assert_not_null(s);
+    snprintf(s, n, "%.*s%s%s", (int)head, text, to, at + strlen(from));
+    return s;
+}
+
 static bib_status_t assemble(const char *src, uint8_t **bytes, size_t *size, char **diag) {
     return bib_assemble(src, strlen(src), "test.basm", bytes, size, diag);
 }
@@ -399,13 +410,9 @@ Test(devprog_asm, glsl_compile_error_names_the_basm_line) {
 }
 
 Test(devprog_asm, declared_bindings_must_match_reflection) {
-    char *src = format_text(saxpy_program, saxpy_glsl);
-    char *at = strstr(src, "saxpy glsl");
-    memmove(at + strlen("saxpy glsl bindings=3"), at + strlen("saxpy glsl"),
-            strlen(at + strlen("saxpy glsl")) + 1);
-    src = realloc(src, strlen(src) + 64);
-    at = strstr(src, "saxpy glsl");
-    memcpy(at, "saxpy glsl bindings=3", strlen("saxpy glsl bindings=3"));
+    char *text = format_text(saxpy_program, saxpy_glsl);
+    char *src = replace_text(text, "saxpy glsl", "saxpy glsl bindings=3");
+    free(text);
     uint8_t *bytes;
     size_t size;
     char *diag = NULL;
