@@ -26,6 +26,15 @@ typedef struct bib_cli_test_flags {
 } bib_cli_test_flags_t;
 
 int bib_cli_exit_code(bib_status_t status);
+/* Memory for the command's own bookkeeping (case files, copies of names):
+ * on failure they print "bib: out of memory" with the size and exit with
+ * BIB_EXIT_NOMEM, so callers need no NULL checks. A size of 0 is allowed. */
+void *bib_cli_alloc(size_t size);
+void *bib_cli_zalloc(size_t count, size_t size);
+void *bib_cli_grow(void *p, size_t size);
+char *bib_cli_strdup(const char *s);
+/* A copy of n bytes (p may be NULL when n is 0) and a NUL after them. */
+void *bib_cli_memdup(const void *p, size_t n);
 /* Reads a whole file; prints the reason and returns -1 on failure. */
 int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size);
 int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags, int npaths,

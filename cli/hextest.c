@@ -89,14 +89,14 @@ static int case_parse(hex_case_t *tc, char *text, char *msg, size_t msglen) {
                     snprintf(msg, msglen, "line %d: section '-- %s' appears twice", lineno, name);
                     return -1;
                 }
-                cur->text = calloc(1, 1);
+                cur->text = bib_cli_zalloc(1, 1);
                 cur->line = lineno;
                 cap = 1, len = 0;
             }
         } else if (cur) {
             if (len + n + 2 > cap) {
                 cap = (len + n + 2) * 2;
-                cur->text = realloc(cur->text, cap);
+                cur->text = bib_cli_grow(cur->text, cap);
             }
             memcpy(cur->text + len, line, n);
             len += n;
@@ -120,7 +120,7 @@ static int case_parse(hex_case_t *tc, char *text, char *msg, size_t msglen) {
 static long parse_hex_list(const char *text, int first_line, uint64_t max, uint64_t **out,
                            char *msg, size_t msglen) {
     size_t cap = 64, n = 0;
-    uint64_t *v = malloc(cap * sizeof *v);
+    uint64_t *v = bib_cli_alloc(cap * sizeof *v);
     int line = first_line + 1;
     for (const char *p = text; *p;) {
         if (*p == '\n')
@@ -144,7 +144,7 @@ static long parse_hex_list(const char *text, int first_line, uint64_t max, uint6
             return -1;
         }
         if (n == cap)
-            v = realloc(v, (cap *= 2) * sizeof *v);
+            v = bib_cli_grow(v, (cap *= 2) * sizeof *v);
         v[n++] = x;
         p = end;
     }
@@ -198,7 +198,7 @@ static const char *status_kind(bib_status_t st) {
 static int check_error(const hex_case_t *tc, bib_status_t st, const char *message, outcome_t *o) {
     if (!tc->error.text)
         return fail(o, "unexpected %s error: %s", status_kind(st), message);
-    char *want = strdup(tc->error.text);
+    char *want = bib_cli_strdup(tc->error.text);
     char *w = trim(want);
     char *colon = strchr(w, ':');
     int rc = 0;
@@ -219,7 +219,7 @@ static int check_error(const hex_case_t *tc, bib_status_t st, const char *messag
 static void apply_options(const hex_case_t *tc, bib_options_t *opt) {
     if (!tc->options.text)
         return;
-    char *copy = strdup(tc->options.text), *save = NULL;
+    char *copy = bib_cli_strdup(tc->options.text), *save = NULL;
     for (char *tok = strtok_r(copy, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
         unsigned long long v;
         if (sscanf(tok, "fuel=%llu", &v) == 1)
@@ -244,9 +244,9 @@ static uint32_t option_regs(const hex_case_t *tc) {
  * is assembly, else one function "main" with regs=N from "-- options". */
 static bib_module_t *raw_module(const hex_case_t *tc, const bib_module_t *assembled,
                                 const uint64_t *words, long nwords) {
-    bib_module_t *m = calloc(1, sizeof *m);
+    bib_module_t *m = bib_cli_zalloc(1, sizeof *m);
     uint32_t count = (uint32_t)(nwords / BIB_INSN_WORDS);
-    m->code = calloc(count ? count : 1, sizeof *m->code);
+    m->code = bib_cli_zalloc(count ? count : 1, sizeof *m->code);
     m->code_count = count;
     for (uint32_t i = 0; i < count; i++) {
         const uint64_t *w = words + (size_t)i * BIB_INSN_WORDS;
@@ -255,68 +255,61 @@ static bib_module_t *raw_module(const hex_case_t *tc, const bib_module_t *assemb
     }
     if (assembled && assembled->code_count == count) {
         m->const_count = assembled->const_count;
-        m->consts = malloc((m->const_count + 1) * sizeof *m->consts);
-        memcpy(m->consts, assembled->consts, m->const_count * sizeof *m->consts);
+        m->consts = bib_cli_memdup(assembled->consts, m->const_count * sizeof *m->consts);
         m->data_size = assembled->data_size;
-        m->data = malloc(m->data_size + 1);
-        memcpy(m->data, assembled->data, m->data_size);
+        m->data = bib_cli_memdup(assembled->data, m->data_size);
         m->memory_size = assembled->memory_size;
         m->func_count = assembled->func_count;
-        m->funcs = calloc(m->func_count, sizeof *m->funcs);
+        m->funcs = bib_cli_zalloc(m->func_count, sizeof *m->funcs);
         for (uint32_t i = 0; i < m->func_count; i++) {
             m->funcs[i] = assembled->funcs[i];
-            m->funcs[i].name = strdup(assembled->funcs[i].name);
+            m->funcs[i].name = bib_cli_strdup(assembled->funcs[i].name);
         }
         m->entry_func = assembled->entry_func;
         m->import_count = assembled->import_count;
-        m->imports = calloc(m->import_count + 1, sizeof *m->imports);
+        m->imports = bib_cli_zalloc(m->import_count + 1, sizeof *m->imports);
         for (uint32_t i = 0; i < m->import_count; i++)
-            m->imports[i] = strdup(assembled->imports[i]);
+            m->imports[i] = bib_cli_strdup(assembled->imports[i]);
         m->tensor_regs = assembled->tensor_regs;
         m->tensor_count = assembled->tensor_count;
-        m->tensors = calloc(m->tensor_count + 1, sizeof *m->tensors);
+        m->tensors = bib_cli_zalloc(m->tensor_count + 1, sizeof *m->tensors);
         for (uint32_t i = 0; i < m->tensor_count; i++) {
             m->tensors[i] = assembled->tensors[i];
-            m->tensors[i].name = strdup(assembled->tensors[i].name);
+            m->tensors[i].name = bib_cli_strdup(assembled->tensors[i].name);
             m->tensors[i].init = NULL;
-            if (assembled->tensors[i].init != NULL) {
-                m->tensors[i].init = malloc((size_t)m->tensors[i].init_size + 1);
-                memcpy(m->tensors[i].init, assembled->tensors[i].init,
-                       (size_t)m->tensors[i].init_size);
-            }
+            if (assembled->tensors[i].init != NULL)
+                m->tensors[i].init =
+                    bib_cli_memdup(assembled->tensors[i].init, (size_t)m->tensors[i].init_size);
         }
         m->dim_name_count = assembled->dim_name_count;
-        m->dim_names = calloc(m->dim_name_count + 1, sizeof *m->dim_names);
+        m->dim_names = bib_cli_zalloc(m->dim_name_count + 1, sizeof *m->dim_names);
         for (uint32_t i = 0; i < m->dim_name_count; i++)
-            m->dim_names[i] = strdup(assembled->dim_names[i]);
+            m->dim_names[i] = bib_cli_strdup(assembled->dim_names[i]);
         /* Device code too, so a raw case can use VK_COMPUTE and GPU_LAUNCH. */
         m->shader_count = assembled->shader_count;
-        m->shaders = calloc(m->shader_count + 1, sizeof *m->shaders);
+        m->shaders = bib_cli_zalloc(m->shader_count + 1, sizeof *m->shaders);
         for (uint32_t i = 0; i < m->shader_count; i++) {
             const bib_shader_decl_t *s = &assembled->shaders[i];
             m->shaders[i] = *s;
-            m->shaders[i].name = strdup(s->name);
-            m->shaders[i].entry = strdup(s->entry);
-            m->shaders[i].spirv = malloc((size_t)s->words * 4 + 4);
-            memcpy(m->shaders[i].spirv, s->spirv, (size_t)s->words * 4);
+            m->shaders[i].name = bib_cli_strdup(s->name);
+            m->shaders[i].entry = bib_cli_strdup(s->entry);
+            m->shaders[i].spirv = bib_cli_memdup(s->spirv, (size_t)s->words * 4);
         }
         m->kernel_count = assembled->kernel_count;
-        m->kernels = calloc(m->kernel_count + 1, sizeof *m->kernels);
+        m->kernels = bib_cli_zalloc(m->kernel_count + 1, sizeof *m->kernels);
         for (uint32_t i = 0; i < m->kernel_count; i++) {
             const bib_kernel_decl_t *k = &assembled->kernels[i];
             m->kernels[i] = *k;
-            m->kernels[i].name = strdup(k->name);
-            m->kernels[i].entry = strdup(k->entry);
-            m->kernels[i].params = strdup(k->params);
-            m->kernels[i].ptx = malloc((size_t)k->ptx_bytes + 1);
-            memcpy(m->kernels[i].ptx, k->ptx, (size_t)k->ptx_bytes);
-            m->kernels[i].ptx[k->ptx_bytes] = '\0';
+            m->kernels[i].name = bib_cli_strdup(k->name);
+            m->kernels[i].entry = bib_cli_strdup(k->entry);
+            m->kernels[i].params = bib_cli_strdup(k->params);
+            m->kernels[i].ptx = bib_cli_memdup(k->ptx, (size_t)k->ptx_bytes);
         }
     } else {
         m->func_count = 1;
-        m->funcs = calloc(1, sizeof *m->funcs);
-        m->funcs[0] = (bib_function_t){strdup("main"), 0, count, 0, option_regs(tc)};
-        m->data = calloc(1, 1);
+        m->funcs = bib_cli_zalloc(1, sizeof *m->funcs);
+        m->funcs[0] = (bib_function_t){bib_cli_strdup("main"), 0, count, 0, option_regs(tc)};
+        m->data = bib_cli_zalloc(1, 1);
     }
     return m;
 }
@@ -331,7 +324,7 @@ static int apply_mem(const hex_case_t *tc, bib_module_t *m, outcome_t *o) {
     if (n < 0)
         return fail(o, "-- mem: %s", msg);
     free(m->data);
-    m->data = malloc((size_t)n + 1);
+    m->data = bib_cli_alloc((size_t)n + 1);
     for (long i = 0; i < n; i++)
         m->data[i] = (uint8_t)bytes[i];
     m->data_size = (uint32_t)n;
@@ -553,7 +546,7 @@ static void run_file(runner_t *r, const char *path) {
     if (bib_cli_read_file(path, &text, &len)) {
         rc = fail(&o, "cannot read the case file");
     } else {
-        char *s = realloc(text, len + 1);
+        char *s = bib_cli_grow(text, len + 1);
         s[len] = 0;
         char msg[256];
         rc = case_parse(&tc, s, msg, sizeof msg) ? fail(&o, "%s", msg) : run_case(r, &tc, &o);
@@ -592,13 +585,13 @@ static void run_path(runner_t *r, const char *path) {
         return;
     }
     size_t n = 0, cap = 64;
-    char **names = malloc(cap * sizeof *names);
+    char **names = bib_cli_alloc(cap * sizeof *names);
     struct dirent *e;
     while ((e = readdir(dir))) {
         if (e->d_name[0] == '.')
             continue;
         size_t len = strlen(e->d_name);
-        char *full = malloc(strlen(path) + len + 2);
+        char *full = bib_cli_alloc(strlen(path) + len + 2);
         sprintf(full, "%s/%s", path, e->d_name);
         struct stat sub;
         int is_dir = stat(full, &sub) == 0 && S_ISDIR(sub.st_mode);
@@ -607,7 +600,7 @@ static void run_path(runner_t *r, const char *path) {
             continue;
         }
         if (n == cap)
-            names = realloc(names, (cap *= 2) * sizeof *names);
+            names = bib_cli_grow(names, (cap *= 2) * sizeof *names);
         names[n++] = full;
     }
     closedir(dir);
@@ -621,7 +614,7 @@ static void run_path(runner_t *r, const char *path) {
 
 int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags, int npaths,
                  char **paths) {
-    runner_t *r = calloc(1, sizeof *r);
+    runner_t *r = bib_cli_zalloc(1, sizeof *r);
     r->base = options;
     r->flags = flags;
     for (int i = 0; i < npaths; i++)

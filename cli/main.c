@@ -126,6 +126,40 @@ static int parse_u64(const char *text, uint64_t *out) {
     return 0;
 }
 
+static void *out_of_memory(size_t size) {
+    fprintf(stderr, "bib: out of memory (%zu bytes)\n", size);
+    exit(BIB_EXIT_NOMEM);
+}
+
+void *bib_cli_alloc(size_t size) {
+    void *p = malloc(size ? size : 1);
+    return p ? p : out_of_memory(size);
+}
+
+void *bib_cli_zalloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    return p ? p : out_of_memory(count * size);
+}
+
+void *bib_cli_grow(void *p, size_t size) {
+    void *q = realloc(p, size ? size : 1);
+    return q ? q : out_of_memory(size);
+}
+
+char *bib_cli_strdup(const char *s) {
+    return bib_cli_memdup(s, strlen(s));
+}
+
+void *bib_cli_memdup(const void *p, size_t n) {
+    if (n == SIZE_MAX)
+        return out_of_memory(n);
+    unsigned char *q = bib_cli_alloc(n + 1);
+    if (n)
+        memcpy(q, p, n);
+    q[n] = 0;
+    return q;
+}
+
 int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f) {
