@@ -1,7 +1,8 @@
 # BIB: build, test, bench.
 #   make            build build/bib, build/libbib.a, build/libbib.so
 #   make demo       install what is missing, build, run the examples
-#   make test       every test: unit (Criterion), spec-check, hex suites, oracle
+#   make test       every test: unit (Criterion), spec-check, hex suites, oracle,
+#                   and the same again under ASan and UBSan (make sanitize)
 #   make bench      benchmarks beside their peers (Lua 5.4, OpenBLAS)
 #   make deps       install missing Debian packages (run by the targets above)
 
@@ -46,6 +47,17 @@ EXECUTORS = cpu
 -include backends/cuda/cuda.mk
 -include tests/fuzz/fuzz.mk
 CFLAGS  += -DBIB_EXECUTORS='"$(EXECUTORS)"'
+
+# SANITIZE=1 (with its own BUILD; `make sanitize` sets both): everything again
+# under AddressSanitizer and UBSan, with mimalloc's few entry points mapped
+# onto the C allocator (tests/fuzz/mimalloc_shim.c) so that ASan puts
+# redzones around linear memory and every tensor buffer.
+ifneq ($(SANITIZE),)
+SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
+CFLAGS   += $(SAN_FLAGS)
+LDLIBS   := $(SAN_FLAGS) $(LDLIBS)
+LIB_OBJ  += $(BUILD)/obj/tests/fuzz/mimalloc_shim.o
+endif
 CLI_SRC  = $(wildcard cli/*.c)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -55,7 +67,7 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
-.PHONY: all deps demo test unit spec spec-check hex bench clean format format-check
+.PHONY: all deps demo test test-bins sanitize unit spec spec-check hex bench clean format format-check
 all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so
 
 # ---- dependencies ---------------------------------------------------------
@@ -113,8 +125,19 @@ hex: all
 $(BUILD)/oracle_driver: tests/oracle/oracle_driver.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
-test: all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/oracle_driver
+TEST_BINS = all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/oracle_driver
+test-bins: $(TEST_BINS)
+test: $(TEST_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tools/run-tests.sh
+
+# The unit tests, hex suites, CLI tests and oracle again on the sanitized
+# build in $(BUILD)/san; one suite of `make test`. ASan's leak check is on for
+# the CPU-only suites; with Vulkan in the process it reports the driver's
+# own allocations (lavapipe's, in unloaded modules), so it is off there.
+SAN_BUILD = $(BUILD)/san
+sanitize:
+	@$(MAKE) -s --no-print-directory SANITIZE=1 BUILD=$(SAN_BUILD) test-bins
+	@BUILD=$(SAN_BUILD) PYTHON=$(PYTHON) BIB_TEST_SANITIZED=1 sh tools/run-tests.sh
 
 # Benchmark programs beside their peers (OpenBLAS for MATMUL).
 $(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a

@@ -3,8 +3,20 @@
 # results; this script ends with one line "N passed, N failed" counting suites
 # and exits non-zero when any failed. A suite that cannot run here (no GPU)
 # prints SKIP with its reason inside its own output and still counts as run.
+#
+# BIB_TEST_SANITIZED=1 (make sanitize) runs the same suites on the ASan and
+# UBSan build in $BUILD, leaving out the checks of the sources (spec, format),
+# which do not depend on the build.
 set -u
 BUILD=${BUILD:-build}
+BIB=${BIB:-$BUILD/bib}
+SANITIZED=${BIB_TEST_SANITIZED:-}
+export BUILD BIB
+if [ -n "$SANITIZED" ]; then
+    # Any report fails the process; the leak check is turned on per suite.
+    export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:halt_on_error=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+fi
 passed=0
 failed=0
 failures=""
@@ -22,18 +34,30 @@ suite() {
     fi
 }
 
-suite spec-check make -s spec-check
-if command -v clang-format >/dev/null 2>&1; then
-    suite format-check make -s format-check
-else
-    echo "==== format-check"
-    echo "SKIP: format-check: clang-format is not installed (make deps installs it)"
+# The leak check on for a suite that runs on the CPU only: with Vulkan in the
+# process, LeakSanitizer reports the driver's own allocations.
+with_leak_check() {
+    if [ -n "$SANITIZED" ]; then
+        ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=1" "$@"
+    else
+        "$@"
+    fi
+}
+
+if [ -z "$SANITIZED" ]; then
+    suite spec-check make -s spec-check
+    if command -v clang-format >/dev/null 2>&1; then
+        suite format-check make -s format-check
+    else
+        echo "==== format-check"
+        echo "SKIP: format-check: clang-format is not installed (make deps installs it)"
+    fi
 fi
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     suite "unit:$(basename "$t")" "$t" --jobs 2
 done
-suite hex "$BUILD/bib" test --coverage tests/hex
+suite hex with_leak_check "$BIB" test --coverage tests/hex
 for t in tests/cli/*.sh; do
     [ -f "$t" ] || continue
     suite "cli:$(basename "$t" .sh)" sh "$t"
@@ -43,7 +67,14 @@ for t in tests/oracle/*.py; do
     suite "oracle:$(basename "$t" .py)" "${PYTHON:-/usr/bin/python3}" "$t"
 done
 
+# Everything above again under ASan and UBSan (a build of its own).
+[ -z "$SANITIZED" ] && suite sanitize make -s --no-print-directory sanitize
+
 echo
 [ -n "$failures" ] && echo "failed suites:$failures"
-echo "$passed passed, $failed failed"
+if [ -n "$SANITIZED" ]; then
+    echo "sanitized: $passed passed, $failed failed"
+else
+    echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ]

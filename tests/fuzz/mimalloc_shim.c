@@ -1,5 +1,6 @@
-/* tests/fuzz/mimalloc_shim.c: the few mimalloc functions libbib calls,
- * mapped onto the C allocator for the fuzz build only.
+/* tests/fuzz/mimalloc_shim.c: the few mimalloc functions libbib and its
+ * tests call, mapped onto the C allocator for the fuzz and sanitizer builds
+ * only (tests/fuzz/fuzz.mk, `make sanitize`).
  *
  * libbib takes linear memory, tensor buffers and executor state from
  * mimalloc, whose heaps AddressSanitizer cannot see into: an overflow of a
@@ -57,6 +58,10 @@ void *mi_zalloc_aligned(size_t size, size_t alignment) {
     if (p != NULL)
         memset(p, 0, size);
     return p;
+}
+
+void *mi_malloc(size_t size) {
+    return malloc(size > 0 ? size : 1);
 }
 
 void *mi_zalloc(size_t size) {

@@ -60,7 +60,8 @@ def gelu64(x):
 
 
 def main():
-    driver = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "build/oracle_driver"
+    default = os.path.join(os.environ.get("BUILD", "build"), "oracle_driver")
+    driver = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else default
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 1
     n = int(sys.argv[sys.argv.index("--n") + 1]) if "--n" in sys.argv else 1 << 20
     rng = np.random.default_rng(seed)

@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIB = os.environ.get("BIB", os.path.join(ROOT, "build", "bib"))
+BIB = os.environ.get("BIB", os.path.join(ROOT, os.environ.get("BUILD", "build"), "bib"))
 U = 2.0 ** -24
 MIXED_BOUND = 1e-5
 
