@@ -4,7 +4,7 @@
 #
 #   make fuzz          build the harnesses, the seeds and dictionaries, then run
 #                      each harness for FUZZ_SECONDS (default 120) with one job
-#   make fuzz-build    only build them (build/fuzz/fuzz_load, fuzz_run, fuzz_asm)
+#   make fuzz-build    only build them (build/fuzz/fuzz_load, fuzz_run, fuzz_diff, fuzz_asm)
 #
 # The library is compiled again for the fuzz build ($(BUILD)/fuzz/obj), CPU
 # executor only, with the mimalloc calls mapped onto the C allocator
@@ -26,7 +26,7 @@ FUZZ_CFLAGS   = $(CSTD) -O1 -g -Wall -Wextra $(FPFLAGS) -Iinclude -I. -DBIB_EXEC
                 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP
 FUZZ_LDLIBS   = -lz -lm -lpthread -ldl $(SHADERC_LIBS)
 FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/tests/fuzz/mimalloc_shim.o
-FUZZ_NAMES    = load run asm
+FUZZ_NAMES    = load run diff asm
 FUZZ_BINS     = $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
 $(FUZZ_DIR)/obj/%_avx2.o:   FUZZ_CFLAGS += -mavx2 -mfma

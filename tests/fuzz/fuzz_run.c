@@ -5,7 +5,7 @@
  * fuzz_common.h) is loaded with bib_vm_load into a VM with the standard print
  * functions writing to /dev/null, the CPU executor on one thread, fuel 100000
  * and a 64 MiB memory cap, and run twice (every run starts from a fresh
- * state, so the second must behave as the first). Any status is fine; a
+ * state; fuzz_diff.c checks that the two agree). Any status is fine; a
  * failure without a message, a crash, a sanitizer report or a timeout
  * (libFuzzer -timeout) is a bug.
  *
