@@ -2,16 +2,19 @@
 # Everything owed to a GPU machine, in one command: unpack the Vulkan loader
 # (.gl, from ../shared/gpu/prepare-gl.sh) and the dependency kit (.kit, from
 # `sh tools/gpu-kit.sh fetch`), then `make gpu-check` (build, test_cuda,
-# test_vulkan, the whole `make test`, compute-sanitizer memcheck, gpu_bench
-# and the torch peer), then `bib bench` and `bib info`. Every log goes into
-# one archive, $OUT/gpu-logs.tar.gz, and the summary to standard output.
+# test_vulkan, the whole `make test`, ASan and UBSan over the suites with the
+# real driver, compute-sanitizer memcheck and racecheck, the fuzz corpus
+# replayed on every executor, gpu_bench and the torch peer), then `bib bench`
+# and `bib info`. Every log goes into one archive, $OUT/gpu-logs.tar.gz, and
+# the summary to standard output.
 #
-#   sh tools/gpu-run.sh            (the device run carries .gl and .kit)
+#   sh tools/gpu-run.sh            (the device run carries .gl and .kit, and
+#                                   build/fuzz/corpus/run for replay_diff)
 #
 # GPU_STEPS (see backends/cuda/cuda.mk, plus bib_bench for the last part)
 # splits the work across calls of limited length, e.g.
 #   GPU_STEPS="device build test_cuda test_vulkan make_test" sh tools/gpu-run.sh
-#   GPU_STEPS="memcheck racecheck cuda_bench vulkan_bench torch_peer bib_bench" sh tools/gpu-run.sh
+#   GPU_STEPS="sanitize memcheck racecheck replay_diff cuda_bench vulkan_bench torch_peer bib_bench" sh tools/gpu-run.sh
 # Exits non-zero when any step failed.
 set -u
 cd "$(dirname "$0")/.."

@@ -155,8 +155,10 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 # end if any did, and the summary names them. GPU_STEPS picks some of them,
 # so that a run can be split across calls of a limited length.
 # A step that outlasts GPU_STEP_TIMEOUT seconds is stopped and counts as failed.
-GPU_STEPS ?= device build test_cuda test_vulkan make_test memcheck racecheck cuda_bench \
-             vulkan_bench torch_peer
+GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck racecheck \
+             replay_diff cuda_bench vulkan_bench torch_peer
+# replay_diff: fuzz corpus programs (carried in build/fuzz/corpus) on the CPU
+# and on each GPU executor, compared (tools/replay-diff.sh).
 GPU_STEP_TIMEOUT ?= 300
 gpu-check:
 	@mkdir -p $(GPU_LOGS)
@@ -169,7 +171,8 @@ gpu-check:
 	 step build $(MAKE) -k all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/gpu_bench; \
 	 step test_cuda $(BUILD)/tests/test_cuda --verbose --jobs 1; \
 	 step test_vulkan $(BUILD)/tests/test_vulkan --verbose --jobs 1; \
-	 step make_test $(MAKE) test; \
+	 step make_test env BIB_TEST_NO_SANITIZE=1 $(MAKE) test; \
+	 step sanitize $(MAKE) sanitize; \
 	 if [ -n "$(COMPUTE_SANITIZER)" ]; then \
 	   step memcheck $(COMPUTE_SANITIZER) --tool memcheck --target-processes all \
 	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1; \
@@ -177,6 +180,7 @@ gpu-check:
 	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1 --filter 'cuda/*'; \
 	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; \
 	   step racecheck sh -c 'echo "SKIP: racecheck: no compute-sanitizer"'; fi; \
+	 step replay_diff env BIB=$(BUILD)/bib sh tools/replay-diff.sh; \
 	 step cuda_bench $(BUILD)/gpu_bench cuda; \
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
