@@ -137,7 +137,7 @@ test: $(TEST_BINS)
 SAN_BUILD = $(BUILD)/san
 sanitize:
 	@$(MAKE) -s --no-print-directory SANITIZE=1 BUILD=$(SAN_BUILD) test-bins
-	@BUILD=$(SAN_BUILD) PYTHON=$(PYTHON) BIB_TEST_SANITIZED=1 sh tools/run-tests.sh
+	@BUILD=$(SAN_BUILD) BIB=$(SAN_BUILD)/bib PYTHON=$(PYTHON) BIB_TEST_SANITIZED=1 sh tools/run-tests.sh
 
 # Benchmark programs beside their peers (OpenBLAS for MATMUL).
 $(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a
