@@ -19,6 +19,7 @@
 #define BIB_FUZZ_COMMON_H
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
@@ -40,6 +41,16 @@ static void bib_fuzz_fixup(uint8_t *b, size_t size) {
     bib_write_u32le(b + FUZZ_HDR_FILE_SIZE, (uint32_t)size);
     bib_write_u32le(b + FUZZ_HDR_CHECKSUM, 0);
     bib_write_u32le(b + FUZZ_HDR_CHECKSUM, (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, (uInt)size));
+}
+
+/* A fixed-up copy of the input (malloc'd; NULL when out of memory). */
+static inline uint8_t *bib_fuzz_copy(const uint8_t *data, size_t size) {
+    uint8_t *bytes = malloc(size > 0 ? size : 1);
+    if (bytes != NULL && size > 0) {
+        memcpy(bytes, data, size);
+        bib_fuzz_fixup(bytes, size);
+    }
+    return bytes;
 }
 
 #ifdef BIB_FUZZ_WANT_MUTATOR

@@ -145,11 +145,9 @@ static void mismatch(const char *what, const outcome_t *a, const char *bname, co
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    uint8_t *bytes = malloc(size > 0 ? size : 1);
+    uint8_t *bytes = bib_fuzz_copy(data, size);
     if (bytes == NULL)
         return 0;
-    memcpy(bytes, data, size);
-    bib_fuzz_fixup(bytes, size);
 
     outcome_t ref[2];
     run_config(&configs[0], bytes, size, ref, 2);

@@ -39,11 +39,9 @@ static void check_message(const char *stage, const char *msg) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    uint8_t *bytes = malloc(size > 0 ? size : 1);
+    uint8_t *bytes = bib_fuzz_copy(data, size);
     if (bytes == NULL)
         return 0;
-    memcpy(bytes, data, size);
-    bib_fuzz_fixup(bytes, size);
 
     bib_diag_t diag;
     diag.msg[0] = '\0';

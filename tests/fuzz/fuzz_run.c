@@ -45,11 +45,9 @@ static void check_message(bib_vm_t *vm, const char *stage) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    uint8_t *bytes = malloc(size > 0 ? size : 1);
+    uint8_t *bytes = bib_fuzz_copy(data, size);
     if (bytes == NULL)
         return 0;
-    memcpy(bytes, data, size);
-    bib_fuzz_fixup(bytes, size);
 
     bib_options_t opt;
     bib_options_init(&opt);
