@@ -14,7 +14,8 @@
 # GPU_STEPS (see backends/cuda/cuda.mk, plus bib_bench for the last part)
 # splits the work across calls of limited length, e.g.
 #   GPU_STEPS="device build test_cuda test_vulkan make_test" sh tools/gpu-run.sh
-#   GPU_STEPS="sanitize memcheck racecheck replay_diff cuda_bench vulkan_bench torch_peer bib_bench" sh tools/gpu-run.sh
+#   GPU_STEPS="memcheck racecheck cuda_bench vulkan_bench torch_peer bib_bench" sh tools/gpu-run.sh
+#   GPU_STEPS="sanitize replay_diff" sh tools/gpu-run.sh
 # Exits non-zero when any step failed.
 set -u
 cd "$(dirname "$0")/.."

@@ -158,7 +158,9 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck racecheck \
              replay_diff cuda_bench vulkan_bench torch_peer
 # replay_diff: fuzz corpus programs (carried in build/fuzz/corpus) on the CPU
-# and on each GPU executor, compared (tools/replay-diff.sh).
+# and on each GPU executor, compared (tools/replay-diff.sh); REPLAY_MAX of
+# them, so that the step fits GPU_STEP_TIMEOUT.
+REPLAY_MAX ?= 300
 GPU_STEP_TIMEOUT ?= 300
 gpu-check:
 	@mkdir -p $(GPU_LOGS)
@@ -180,7 +182,7 @@ gpu-check:
 	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1 --filter 'cuda/*'; \
 	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; \
 	   step racecheck sh -c 'echo "SKIP: racecheck: no compute-sanitizer"'; fi; \
-	 step replay_diff env BIB=$(BUILD)/bib sh tools/replay-diff.sh; \
+	 step replay_diff env BIB=$(BUILD)/bib REPLAY_MAX=$(REPLAY_MAX) sh tools/replay-diff.sh; \
 	 step cuda_bench $(BUILD)/gpu_bench cuda; \
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
