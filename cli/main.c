@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,73 @@ static int write_outputs(bib_vm_t *vm, const tensor_file_t *outputs, int noutput
     return 0;
 }
 
+/* Writes a declaration's type as the shape messages do: f32[n,64], f32[?]. */
+static void format_decl_type(const bib_tensor_info_t *t, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s[", t->dtype == BIB_DTYPE_I32 ? "i32" : "f32");
+    for (uint32_t k = 0; k < t->rank && n > 0 && (size_t)n < size; k++) {
+        const char *sep = k ? "," : "";
+        if (t->dim_names[k] != NULL)
+            n += snprintf(buf + n, size - (size_t)n, "%s%s", sep, t->dim_names[k]);
+        else if (t->dims[k] < 0)
+            n += snprintf(buf + n, size - (size_t)n, "%s?", sep);
+        else
+            n += snprintf(buf + n, size - (size_t)n, "%s%" PRId64, sep, t->dims[k]);
+    }
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "]");
+}
+
+static int given(const tensor_file_t *files, int count, const char *name) {
+    for (int i = 0; i < count; i++)
+        if (strcmp(files[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Before the run: every declared input must come with --input, and every
+ * --output must name a declared output, so that a long run is not lost to a
+ * mistake the command line already shows. All the missing inputs are named
+ * at once. */
+static int check_run_tensors(bib_vm_t *vm, const char *path, const tensor_file_t *inputs,
+                             int ninputs, const tensor_file_t *outputs, int noutputs) {
+    uint32_t count = bib_vm_tensor_count(vm);
+    int missing = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        bib_tensor_info_t t;
+        if (bib_vm_tensor_info(vm, i, &t) != BIB_OK || !t.is_input ||
+            given(inputs, ninputs, t.name))
+            continue;
+        char type[96];
+        format_decl_type(&t, type, sizeof type);
+        fprintf(stderr, "bib: %s: input '%s' (%s) was not given: add --input %s=PATH.npy\n", path,
+                t.name, type, t.name);
+        missing++;
+    }
+    if (missing)
+        return BIB_EXIT_USAGE;
+    for (int o = 0; o < noutputs; o++) {
+        int found = 0;
+        for (uint32_t i = 0; i < count && !found; i++) {
+            bib_tensor_info_t t;
+            found = bib_vm_tensor_info(vm, i, &t) == BIB_OK && t.is_output &&
+                    strcmp(t.name, outputs[o].name) == 0;
+        }
+        if (!found) {
+            char list[512] = "";
+            size_t n = 0;
+            for (uint32_t i = 0; i < count; i++) {
+                bib_tensor_info_t t;
+                if (bib_vm_tensor_info(vm, i, &t) == BIB_OK && t.is_output && n < sizeof list)
+                    n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", t.name);
+            }
+            fprintf(stderr, "bib: --output %s: %s has no output '%s' (its outputs: %s)\n",
+                    outputs[o].spec, path, outputs[o].name, n ? list : "none");
+            return BIB_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
 static int cmd_run(const bib_options_t *options, const char *path, const tensor_file_t *inputs,
                    int ninputs, const tensor_file_t *outputs, int noutputs, int profile) {
     bib_vm_t *vm = NULL;
@@ -276,6 +344,8 @@ static int cmd_run(const bib_options_t *options, const char *path, const tensor_
         return bib_cli_exit_code(st);
     }
     int rc = set_inputs(vm, inputs, ninputs);
+    if (rc == 0)
+        rc = check_run_tensors(vm, path, inputs, ninputs, outputs, noutputs);
     if (rc != 0) {
         bib_vm_destroy(vm);
         return rc;
@@ -325,7 +395,11 @@ static int cmd_dis(const char *path) {
     bib_status_t st = bib_disassemble(bytes, size, &text, &diag);
     free(bytes);
     if (st != BIB_OK) {
-        fprintf(stderr, "bib: %s: %s\n", path, diag ? diag : bib_status_name(st));
+        /* The diagnostics are lines, each ending in a newline. */
+        if (diag != NULL)
+            fprintf(stderr, "bib: %s: %s", path, diag);
+        else
+            fprintf(stderr, "bib: %s: %s\n", path, bib_status_name(st));
         bib_free(diag);
         return bib_cli_exit_code(st);
     }
@@ -386,7 +460,10 @@ int main(int argc, char **argv) {
     int ninputs = 0;
     int c;
     /* GNU getopt permutes, so options may come before or after the command and file. */
-    while ((c = getopt_long(argc, argv, "o:hvV", long_options, NULL)) != -1) {
+    /* The leading ':' and opterr = 0: getopt stays quiet and the cases ':'
+       and '?' below say what was wrong, in bib's own words. */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:hvV", long_options, NULL)) != -1) {
         uint64_t v;
         switch (c) {
         case OPT_TRACE:
@@ -483,8 +560,15 @@ int main(int argc, char **argv) {
         case 'V':
             printf("%s\n", bib_build_info());
             return 0;
+        case ':':
+            fprintf(stderr, "bib: option '%s' needs a value (try bib --help)\n", argv[optind - 1]);
+            return BIB_EXIT_USAGE;
         default:
-            usage(stderr);
+            if (optopt != 0)
+                fprintf(stderr, "bib: unknown option '-%c' (try bib --help)\n", optopt);
+            else
+                fprintf(stderr, "bib: unknown or ambiguous option '%s' (try bib --help)\n",
+                        argv[optind - 1]);
             return BIB_EXIT_USAGE;
         }
     }

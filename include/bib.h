@@ -152,7 +152,8 @@ typedef struct bib_tensor_info {
     int is_input, is_output, is_const;
     bib_dtype_t dtype; /* 0 for an output declared without a type */
     uint32_t rank;
-    int64_t dims[BIB_MAX_RANK]; /* -1 for an open ('?') or symbolic dimension */
+    int64_t dims[BIB_MAX_RANK];          /* -1 for an open ('?') or symbolic dimension */
+    const char *dim_names[BIB_MAX_RANK]; /* a symbolic dimension's name, else NULL */
 } bib_tensor_info_t;
 
 /* The number of declared tensors, and each one's description (valid while the

@@ -502,8 +502,11 @@ void bib_tensor_unload(bib_vm_t *vm) {
 bib_status_t bib_tensor_load(bib_vm_t *vm) {
     bib_tensor_state_t *ts = &vm->tensor;
     const bib_module_t *m = vm->module;
-    if (m->tensor_count == 0)
-        return BIB_OK;
+    /* An unknown executor name is a mistake in the options: say so at load,
+       before a missing input or anything else about the run. */
+    bib_status_t st = resolve_backend(vm, false);
+    if (st != BIB_OK || m->tensor_count == 0)
+        return st;
     ts->inputs = calloc(m->tensor_count, sizeof *ts->inputs);
     if (ts->inputs == NULL)
         return bib_vm_fail(vm, BIB_E_NOMEM, "host out of memory for %" PRIu32 " tensor inputs",
@@ -618,8 +621,12 @@ bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index, bib_tensor_i
     info->is_const = (d->flags & BIB_TENSOR_CONST) != 0;
     info->dtype = (bib_dtype_t)d->dtype;
     info->rank = d->rank;
-    for (uint32_t i = 0; i < d->rank && i < BIB_MAX_RANK; i++)
+    for (uint32_t i = 0; i < d->rank && i < BIB_MAX_RANK; i++) {
         info->dims[i] = d->dims[i] >= 0 ? d->dims[i] : -1;
+        if (d->dims[i] <= BIB_DIM_SYMBOL(0) &&
+            BIB_DIM_SYMBOL_INDEX(d->dims[i]) < vm->module->dim_name_count)
+            info->dim_names[i] = vm->module->dim_names[BIB_DIM_SYMBOL_INDEX(d->dims[i])];
+    }
     return BIB_OK;
 }
 

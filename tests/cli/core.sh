@@ -89,6 +89,13 @@ done
 [ $bad_flip -eq 0 ] && ok "bit-flipped modules ($count) are rejected at load with exit 65" || bad "bit-flipped modules: $bad_flip of $count not rejected cleanly"
 
 expect_fail "unknown command" 64 "unknown command" $BIB frobnicate
+expect_fail "an unknown option is named in one line" 64 "^bib: unknown or ambiguous option '--bogus' (try bib --help)$" \
+    $BIB run --bogus examples/fib.basm
+expect_fail "an option without its value is named" 64 "^bib: option '--fuel' needs a value" $BIB run examples/fib.basm --fuel
+if [ "$($BIB run --bogus examples/fib.basm 2>&1 | wc -l)" -eq 1 ]; then ok "a usage error is one line, not the help"; else bad "a usage error prints more than one line"; fi
+printf 'not a module' >"$T/text.bin"
+$BIB dis "$T/text.bin" 2>"$T/err" >/dev/null
+if [ $? -eq 65 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "not a .bib file" "$T/err"; then ok "dis of a non-module: one error line"; else bad "dis of a non-module: $(cat "$T/err")"; fi
 expect_fail "missing file" 66 "cannot open" $BIB run "$T/does-not-exist.bib"
 expect_fail "bad --fuel" 64 "fuel" $BIB run --fuel=abc examples/fib.basm
 expect_fail "fuel exhausted traps" 70 "fuel" $BIB run --fuel 1000 examples/loop.basm

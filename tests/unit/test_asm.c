@@ -733,6 +733,31 @@ Test(asm_tensors, declarations_fill_the_module) {
     bib_module_free(m);
 }
 
+Test(asm_tensors, tensor_info_names_the_symbolic_dimensions) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    cr_assert_eq(
+        bib_assemble(tensor_program, strlen(tensor_program), "t.basm", &bytes, &size, &diag),
+        BIB_OK, "%s", diag ? diag : "");
+    bib_free(diag);
+    bib_vm_t *vm = NULL;
+    cr_assert_eq(bib_vm_create(NULL, &vm), BIB_OK);
+    cr_assert_eq(bib_vm_load(vm, bytes, size, "t.basm"), BIB_OK, "%s", bib_vm_error(vm));
+    bib_free(bytes);
+    bib_tensor_info_t info;
+    cr_assert_eq(bib_vm_tensor_info(vm, 0, &info), BIB_OK); /* x f32[n, 4] */
+    cr_expect_eq(info.dims[0], -1);
+    cr_assert_not_null(info.dim_names[0]);
+    cr_expect_str_eq(info.dim_names[0], "n");
+    cr_expect_eq(info.dims[1], 4);
+    cr_expect_null(info.dim_names[1]);
+    cr_assert_eq(bib_vm_tensor_info(vm, 1, &info), BIB_OK); /* idx i32[?] */
+    cr_expect_eq(info.dims[0], -1);
+    cr_expect_null(info.dim_names[0], "'?' has no name");
+    bib_vm_destroy(vm);
+}
+
 Test(asm_tensors, operands_by_register_or_name_and_dtype_names) {
     bib_module_t *m = assemble_ok(tensor_program);
     /* LDI, ALLOC t2 i32 r0 1, FILL t2 r0, MATMUL t1 t0 t3, GATHER t6 t0 t5 */

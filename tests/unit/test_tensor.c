@@ -934,24 +934,28 @@ Test(cpu, an_input_changed_by_the_program_is_fresh_again_on_the_next_run) {
 Test(cpu, unknown_and_absent_executors_are_refused_with_a_reason) {
     tb_t b = {0};
     io_module(&b);
-    const struct {
-        const char *name;
-        bib_status_t st;
-        const char *text;
-    } cases[] = {
-        {"tpu", BIB_E_USAGE, "unknown executor 'tpu'"},
-        {"cuda", BIB_E_UNAVAILABLE, "executor 'cuda' is not available"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        bib_vm_t *vm = vm_on(cases[i].name, 0);
-        load(vm, &b, 8);
-        float x[3] = {0}, w[1] = {0};
-        bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){1, 3}, x);
-        bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){1}, w);
-        cr_expect_eq(run(vm, NULL), cases[i].st, "%s: %s", cases[i].name, bib_vm_error(vm));
-        cr_expect(strstr(bib_vm_error(vm), cases[i].text) != NULL, "%s", bib_vm_error(vm));
-        bib_vm_destroy(vm);
+    /* An unknown name is a mistake in the options, refused at load. */
+    bib_vm_t *vm = vm_on("tpu", 0);
+    cr_expect_eq(bib_vm_load_module(vm, finish(&b, 8), "t"), BIB_E_USAGE);
+    cr_expect(strstr(bib_vm_error(vm), "unknown executor 'tpu'") != NULL, "%s", bib_vm_error(vm));
+    bib_vm_destroy(vm);
+    /* A known executor this machine lacks is refused when the run needs it;
+       where the CUDA executor runs, there is nothing to refuse. */
+    vm = vm_on("cuda", 0);
+    load(vm, &b, 8);
+    float x[3] = {0}, w[1] = {0};
+    bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){1, 3}, x);
+    bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){1}, w);
+    bib_status_t st = run(vm, NULL);
+    char why[512];
+    snprintf(why, sizeof why, "%s", bib_vm_error(vm));
+    bib_vm_destroy(vm);
+    if (st == BIB_OK) {
+        printf("SKIP: the CUDA executor runs here, so its absence cannot be tested\n");
+        cr_skip_test("SKIP: the CUDA executor runs here");
     }
+    cr_expect_eq(st, BIB_E_UNAVAILABLE, "%s", why);
+    cr_expect(strstr(why, "executor 'cuda' is not available") != NULL, "%s", why);
 }
 
 Test(cpu, a_program_without_tensors_runs_whatever_gpu_executor_is_named) {
