@@ -867,6 +867,26 @@ static void cmd_load(repl_t *r, const char *path) {
         printf("loaded %s: give its inputs with :input NAME=PATH.npy, then :run\n", path);
 }
 
+/* Starts the session's executor on a program of one empty tensor register,
+ * in a VM of its own, so that an executor that cannot run here is refused
+ * when it is named, not at the first tensor instruction. */
+static bool probe_backend(repl_t *r) {
+    static const char probe[] = ".tensors 1\n.func main regs=1\n    HALT r0\n.end\n";
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    bool ok = bib_assemble(probe, sizeof probe - 1, "probe", &bytes, &size, &diag) == BIB_OK;
+    bib_free(diag);
+    bib_vm_t *vm = ok ? new_vm(r) : NULL;
+    ok = vm != NULL && bib_vm_load(vm, bytes, size, "backend") == BIB_OK &&
+         bib_vm_start(vm) == BIB_OK;
+    if (!ok && vm != NULL)
+        error_line("%s", bib_vm_error(vm));
+    bib_vm_destroy(vm);
+    bib_free(bytes);
+    return ok;
+}
+
 static void cmd_backend(repl_t *r, const char *name) {
     if (name == NULL) {
         printf("backend %s\n", r->backend);
@@ -876,8 +896,9 @@ static void cmd_backend(repl_t *r, const char *name) {
     snprintf(previous, sizeof previous, "%s", r->backend);
     snprintf(r->backend, sizeof r->backend, "%s", name);
     r->options.backend = r->backend;
-    bib_vm_t *vm = new_vm(r);
-    bool ok = vm != NULL;
+    bool ok = probe_backend(r);
+    bib_vm_t *vm = ok ? new_vm(r) : NULL;
+    ok = vm != NULL;
     if (ok && r->file != NULL) {
         ok = bib_vm_load_file(vm, r->file) == BIB_OK;
         for (size_t i = 0; ok && i < r->ninputs; i++)
@@ -1012,7 +1033,7 @@ static const char help_text[] =
     "  :run               start the program again from a fresh state\n"
     "  :where, :bt        the position, the call frames\n"
     "  :list              the session's source\n"
-    "  :backend cpu|vulkan  switch the tensor executor (restarts the state)\n"
+    "  :backend cpu|vulkan|cuda|auto  switch the tensor executor (restarts the state)\n"
     "  :trace on|off|json   trace executed instructions to stderr\n"
     "  :profile [on|off|json]  profile runs; no argument: show the profile\n"
     "  :reset             forget everything: an empty session\n"

@@ -262,5 +262,22 @@ else
     bad "mlp in the repl on vulkan: $(cat "$T/mlp.vk")"
 fi
 
+# :backend refuses an executor that cannot start, and the session keeps its own.
+printf ':backend tpu\n:backend\n' >"$T/backend.in"
+cat >"$T/backend.want" <<'WANT'
+bib: backend: unknown executor 'tpu' (choose cpu, vulkan, cuda or auto)
+backend cpu
+WANT
+transcript backend
+printf 'LDI r1, 3\n:backend cuda\n:backend\n:regs\n' | "$BIB" repl >"$T/cuda.got" 2>&1
+if grep -q "state reset" "$T/cuda.got"; then
+    echo "SKIP: :backend cuda refused: the CUDA executor runs here"
+elif grep -q "^bib: executor 'cuda' is not available: ." "$T/cuda.got" && grep -q "^backend cpu$" "$T/cuda.got" &&
+    grep -q "^r1 = 3" "$T/cuda.got"; then
+    ok ":backend cuda without CUDA: refused with the reason, the session and its state stay"
+else
+    bad ":backend cuda: $(cat "$T/cuda.got")"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
