@@ -252,6 +252,18 @@ static void V_FN(row_scale)(const float *x, float s, float *y, size_t n) {
 #define V_PREFETCH_NEXT_ROW(x, n, i)                                                               \
     _mm_prefetch((const char *)((uintptr_t)(x) + ((n) + (i)) * sizeof(float)), _MM_HINT_T0)
 
+/* A vector of r lanes (1..V_WIDTH) of a short row: a whole one moves with a
+ * plain load or store, only a partial one masked (with masked moves for
+ * whole vectors, rows of 64 ran 2.5x slower on an AMD EPYC with AVX-512). */
+#define V_LOAD_PART(p, r, fill) ((r) == V_WIDTH ? V_LOAD(p) : V_LOAD_TAIL((p), (r), (fill)))
+#define V_STORE_PART(p, r, v)                                                                      \
+    do {                                                                                           \
+        if ((r) == V_WIDTH)                                                                        \
+            V_STORE((p), (v));                                                                     \
+        else                                                                                       \
+            V_STORE_TAIL((p), (r), (v));                                                           \
+    } while (0)
+
 /* Lanes of the vector at element o that lie in a row of n: 1..V_WIDTH for
  * o < n. A row's tail computes each accumulator's term under a condition
  * (+0 when the vector lies past the row, which leaves the lane unchanged)
@@ -316,6 +328,44 @@ static float V_FN(row_max)(const float *x, size_t n) {
     return bib_f32_from_order_key(V_IMAX_REDUCE(best));
 }
 
+/* A row of at most BIB_TREE_LANES elements is the tree's first block and its
+ * tail at once: each element is its own tree lane, and every lane starts
+ * from +0, so a lane's sum is its e exactly (+0 + e = e for e >= +0). The
+ * row stays in registers from the load to the store: one pass over memory,
+ * no stored and reloaded e. The same operations as row_softmax give the same
+ * bits; softmax_short_rows in the unit tests checks it against the scalar
+ * reference for every length. */
+static void V_FN(row_softmax_short)(const float *x, float *y, size_t n) {
+    VF v[V_NACC];
+    VI best = V_ISET1(bib_f32_order_key(-INFINITY));
+    VM any_nan = V_MASK_NONE();
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++) {
+        size_t o = (size_t)a * V_WIDTH;
+        v[a] = o < n ? V_LOAD_PART(x + o, V_TAIL_LANES(o, n), -INFINITY) : V_SET1(-INFINITY);
+        any_nan = V_MASK_OR(any_nan, V_UNORD(v[a], v[a]));
+        best = V_IMAX(best, V_ORDER_KEY(v[a]));
+    }
+    float m = bib_f32_from_order_key(V_IMAX_REDUCE(best));
+    if (V_MASK_ANY(any_nan) || !isfinite(m)) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = bib_f32_canonical_nan();
+        return;
+    }
+    /* Vectors wholly past the row are -Inf, whose e is +0: no exp for them. */
+    VF mv = V_SET1(m), e[V_NACC], acc[V_NACC];
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++)
+        acc[a] = e[a] = (size_t)a * V_WIDTH < n ? V_FN(v_exp_nonpos)(V_SUB(v[a], mv)) : V_ZERO();
+    VF sv = V_SET1(V_FN(v_tree_finish)(acc));
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++) {
+        size_t o = (size_t)a * V_WIDTH;
+        if (o < n)
+            V_STORE_PART(y + o, V_TAIL_LANES(o, n), V_DIV(e[a], sv));
+    }
+}
+
 /* Two passes after the max: exp written to y while the tree accumulates it,
  * then the division in place while the row is still in cache.
  *
@@ -326,6 +376,10 @@ static float V_FN(row_max)(const float *x, size_t n) {
  * needed. Tail lanes are loaded as -Inf, whose e is +0, which leaves a tree
  * lane unchanged. */
 static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
+    if (n <= BIB_TREE_LANES) {
+        V_FN(row_softmax_short)(x, y, n);
+        return;
+    }
     float m = V_FN(row_max)(x, n);
     if (!isfinite(m)) {
         for (size_t i = 0; i < n; i++)

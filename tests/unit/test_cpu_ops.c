@@ -279,6 +279,46 @@ Test(cpu_ops_identity, softmax_rows_of_special_values) {
     free(x);
 }
 
+/* Rows of every length up to one tree block and just past it (the SIMD
+ * levels keep a short row in registers), with special values and rows whose
+ * maximum is NaN, +Inf or -Inf among them; out of place and in place. */
+Test(cpu_ops_identity, softmax_short_rows) {
+    enum { ROWS = 6 };
+    for (uint32_t n = 1; n <= BIB_TREE_LANES + 2; n++) {
+        float *x = random_f32(ROWS * n, 100.0f, true);
+        x[1 * n + n / 2] = INFINITY;
+        for (uint32_t j = 0; j < n; j++)
+            x[2 * n + j] = -INFINITY;
+        x[3 * n + n - 1] = bib_f32_from_bits(0xFFC00001u);
+        for (uint32_t j = 0; j < n; j++)
+            x[4 * n + j] = j == n - 1 ? 88.0f : -INFINITY;
+        for (uint32_t j = 0; j < n; j++) /* no specials: a finite row */
+            x[5 * n + j] = ((float)(next_u32() >> 8) * 0x1p-24f - 0.5f) * 40.0f;
+        bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX,
+                           .out = view2(NULL, BIB_DTYPE_F32, ROWS, n),
+                           .in = {view2(x, BIB_DTYPE_F32, ROWS, n)}};
+        char what[64];
+        snprintf(what, sizeof what, "softmax rows of %u", n);
+        check_identity(what, call, (size_t)ROWS * n * 4);
+        float *ref = malloc(ROWS * n * 4), *got = malloc(ROWS * n * 4);
+        for (int r = 0; r < ROWS; r++)
+            bib_cpu_rowops_scalar.softmax(x + r * n, ref + r * n, n);
+        for (int level = 0; level <= (int)best_level(); level++) {
+            const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
+            memcpy(got, x, ROWS * n * 4);
+            for (int r = 0; r < ROWS; r++)
+                ro->softmax(got + r * n, got + r * n, n);
+            cr_assert_eq(memcmp(got, ref, ROWS * n * 4), 0, "%s: %s in place differs", ro->name,
+                         what);
+        }
+        cr_assert_eq(bib_f32_bits(ref[2 * n]), 0x7FC00000u, "a row of -Inf is NaN");
+        cr_assert_eq(ref[4 * n + n - 1], 1.0f, "one finite value among -Inf has all the mass");
+        free(ref);
+        free(got);
+        free(x);
+    }
+}
+
 Test(cpu_ops_identity, matmul_bias_and_activations) {
     static const uint32_t mnk[][3] = {{1, 1, 1}, {7, 33, 5}, {33, 7, 1023}, {64, 130, 17}};
     for (size_t s = 0; s < 4; s++)
