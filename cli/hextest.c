@@ -6,6 +6,7 @@
  * error. It owns the case-file parser and the coverage listing; assembling,
  * loading and running go through libbib.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -134,12 +135,17 @@ static long parse_hex_list(const char *text, int first_line, uint64_t max, uint6
             p++;
             continue;
         }
+        /* A value is the whole token up to the next separator: "0001000G" is
+           one bad token, not 0x1000 followed by "G". strtoull would also take
+           a sign or a 0x prefix, which a word of the listing never has. */
+        size_t len = strcspn(p, " \t\r\n,;#");
         char *end;
         errno = 0;
         unsigned long long x = strtoull(p, &end, 16);
-        if (end == p || errno || x > max) {
-            snprintf(msg, msglen, "line %d: '%.12s' is not a hex value up to 0x%llx", line, p,
-                     (unsigned long long)max);
+        if (end != p + len || errno || x > max || !isxdigit((unsigned char)*p) ||
+            (len > 1 && (p[1] == 'x' || p[1] == 'X'))) {
+            snprintf(msg, msglen, "line %d: '%.*s' is not a hex value up to 0x%llx", line,
+                     (int)(len < 24 ? len : 24), p, (unsigned long long)max);
             free(v);
             return -1;
         }

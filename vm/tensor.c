@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1247,9 +1248,13 @@ static uint64_t d2u(double d) {
 static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
                               int forced_place);
 
+/* One warning per process: a host running many VMs (bib test runs each case
+ * in its own) learns it once, not once per VM. */
+static atomic_flag gpu_fallback_warned = ATOMIC_FLAG_INIT;
+
 /* The place GPU_* opcodes run on: CUDA's, started on first use; without a
  * CUDA device the host (the CPU executor gives the same bits), with one
- * warning per VM, or a BIB_E_UNAVAILABLE trap under options.strict_device. */
+ * warning per process, or a BIB_E_UNAVAILABLE trap under options.strict_device. */
 static bib_status_t gpu_place(bib_vm_t *vm, const bib_dinsn_t *ip, int *out) {
     bib_tensor_state_t *ts = &vm->tensor;
     if (!ts->gpu_resolved) {
@@ -1263,9 +1268,8 @@ static bib_status_t gpu_place(bib_vm_t *vm, const bib_dinsn_t *ip, int *out) {
                             "no CUDA device (%s); --strict-device forbids running GPU_* "
                             "opcodes on the CPU",
                             why);
-            if (!ts->gpu_warned)
+            if (!atomic_flag_test_and_set(&gpu_fallback_warned))
                 fprintf(stderr, "bib: no CUDA device (%s); GPU_* opcodes run on the CPU\n", why);
-            ts->gpu_warned = true;
             ts->gpu_place = BIB_PLACE_HOST;
         }
         ts->gpu_resolved = true;

@@ -113,8 +113,7 @@ typedef struct bib_tensor_state {
     bool automatic; /* --backend=auto */
     bib_place_model_t models[BIB_MAX_PLACES]; /* auto: per started place */
     bool gpu_resolved;                        /* gpu_place is known */
-    int gpu_place;   /* GPU_* opcodes' place: CUDA's, or the host when there is no CUDA device */
-    bool gpu_warned; /* the no-CUDA warning was printed (once per VM) */
+    int gpu_place; /* GPU_* opcodes' place: CUDA's, or the host when there is no CUDA device */
 
     bib_tensor_t *regs; /* the register file of the current or last run (run arena) */
     uint32_t reg_count;

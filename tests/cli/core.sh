@@ -104,6 +104,24 @@ printf '.func main regs=1\n    ADDD r0, r0\n    FOO\n.end\n' >"$T/bad.basm"
 expect_fail "assembly errors name file:line:col" 65 "bad.basm:2:5: error" $BIB run "$T/bad.basm"
 if $BIB run "$T/bad.basm" 2>&1 | grep -q "bad.basm:3:5: error"; then ok "every assembly error is reported in one pass"; else bad "second assembly error not reported"; fi
 
+# bib test on malformed and failing case files: one FAIL line each, naming
+# the file and what is wrong; the summary counts them; exit 1.
+mkdir -p "$T/hx"
+printf 'too few words\n-- raw\n00010003 00000001 00000001 00000000\n-- result\n1\n' >"$T/hx/a.hex"
+printf 'no program\n' >"$T/hx/b.hex"
+printf 'bad token\n-- raw\n0001000G 00000001 00000001 00000000 00000000\n-- result\n1\n' >"$T/hx/c.hex"
+printf 'wrong answer\n-- raw\n00010003 00000000 00000005 00000000 00000000\n000000ff 00000000 00000000 00000000 00000000\n-- result\n6\n' >"$T/hx/d.hex"
+printf 'right answer\n-- raw\n00010003 00000000 00000005 00000000 00000000\n000000ff 00000000 00000000 00000000 00000000\n-- result\n5\n' >"$T/hx/e.hex"
+$BIB test "$T/hx" >"$T/hx.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && [ "$(tail -1 "$T/hx.out")" = "1 passed, 4 failed" ] &&
+    grep -q "^FAIL .*a.hex: -- raw: 4 words is not a whole number of 5-word instructions" "$T/hx.out" &&
+    grep -q "^FAIL .*b.hex: a case needs '-- asm' or '-- raw'" "$T/hx.out" &&
+    grep -q "^FAIL .*c.hex: -- raw: line 3: '0001000G' is not a hex value" "$T/hx.out" &&
+    grep -q "^FAIL .*d.hex: result 5, expected 6" "$T/hx.out"; then
+    ok "bib test names each bad or failing case file and why"
+else bad "bib test on bad cases (exit $rc): $(cat "$T/hx.out")"; fi
+
 v=$($BIB --version)
 case "$v" in *simd*executors*) ok "--version shows features: $v" ;; *) bad "--version: $v" ;; esac
 $BIB --help | grep -q "usage: bib" && ok "--help" || bad "--help"

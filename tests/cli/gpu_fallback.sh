@@ -72,6 +72,11 @@ BASM
     n=$(grep -c "GPU_\* opcodes run on the CPU" "$T/err2")
     if [ "$n" -eq 1 ]; then ok "fifteen GPU_* opcodes in a loop warn once"; else
         bad "loop warned $n times: $(cat "$T/err2")"; fi
+    # bib test runs every case in a VM of its own: still one warning.
+    $BIB test tests/hex/gpu >/dev/null 2>"$T/err4"
+    n=$(grep -c "GPU_\* opcodes run on the CPU" "$T/err4")
+    if [ "$n" -eq 1 ]; then ok "bib test over $(ls tests/hex/gpu | wc -l) GPU cases warns once"; else
+        bad "bib test warned $n times: $(head -3 "$T/err4")"; fi
 
     # shellcheck disable=SC2086
     $BIB run examples/gpu_fallback.basm --strict-device $IN --output "o=$T/o.strict.npy" 2>"$T/err3"
