@@ -31,7 +31,8 @@ static void usage(FILE *out) {
             "\n"
             "commands:\n"
             "  run FILE          run a .bib module or a .basm source (assembled on the fly)\n"
-            "  asm FILE -o OUT   assemble .basm source into a .bib module\n"
+            "  asm FILE [-o OUT] assemble .basm source into a .bib module (default:\n"
+            "                    FILE with .basm replaced by .bib)\n"
             "  dis FILE          disassemble a .bib module to .basm text on stdout\n"
             "  test PATH...      run hex-program test cases (files or directories of *.hex)\n"
             "  repl [FILE]       interactive session: type instructions, step, inspect\n"
@@ -373,6 +374,17 @@ static int cmd_asm(const char *path, const char *out_path) {
     uint8_t *bytes = NULL;
     size_t size = 0;
     char *diag = NULL;
+    if (len >= 4 && memcmp(src,
+                           "\x7f"
+                           "BIB",
+                           4) == 0) {
+        fprintf(stderr,
+                "bib: %s is a .bib module already, not assembly source (bib dis %s "
+                "prints its source)\n",
+                path, path);
+        free(src);
+        return BIB_EXIT_DATA;
+    }
     bib_status_t st = bib_assemble((const char *)src, len, path, &bytes, &size, &diag);
     free(src);
     if (st != BIB_OK) {
@@ -596,11 +608,23 @@ int main(int argc, char **argv) {
         return BIB_EXIT_USAGE;
     }
     if (strcmp(command, "asm") == 0) {
-        if (nfiles != 1 || nout != 1) {
-            fprintf(stderr, "bib: asm takes one file and -o OUT\n");
+        if (nfiles != 1 || nout > 1) {
+            fprintf(stderr, "bib: asm takes one file and at most one -o OUT\n");
             return BIB_EXIT_USAGE;
         }
-        return cmd_asm(files[0], out_args[0]);
+        if (nout == 1)
+            return cmd_asm(files[0], out_args[0]);
+        /* No -o: prog.basm -> prog.bib beside it (any other name gains .bib). */
+        const char *in = files[0];
+        size_t len = strlen(in);
+        if (len > 5 && strcmp(in + len - 5, ".basm") == 0)
+            len -= 5;
+        char *out = bib_cli_alloc(len + 5);
+        memcpy(out, in, len);
+        memcpy(out + len, ".bib", 5);
+        int rc = cmd_asm(in, out);
+        free(out);
+        return rc;
     }
     if (strcmp(command, "dis") == 0) {
         if (nfiles != 1) {

@@ -47,6 +47,12 @@ for ex in hello fib sieve loop; do
     fi
 done
 expect_out "run a .bib file" 2178309 $BIB run "$T/fib.bib"
+cp examples/fib.basm "$T/plain.basm"
+if $BIB asm "$T/plain.basm" && [ "$($BIB run "$T/plain.bib")" = 2178309 ]; then
+    ok "asm without -o writes the module beside the source, .basm replaced by .bib"
+else bad "asm without -o: $(ls "$T")"; fi
+expect_fail "asm of a module is refused, not parsed as text" 65 "fib.bib is a .bib module already" \
+    $BIB asm "$T/fib.bib" -o "$T/twice.bib"
 expect_out "embedding: a host program emits bytecode through the builder and runs it" \
     "sum of squares 1..10 = 385
 host saw 385, exit value 385" ${EMBED:-build/embed}
