@@ -168,6 +168,10 @@ typedef enum sym_kind {
     SYM_DIM,    /* value: symbolic dimension index */
     SYM_SHADER, /* value: index in asm_state_t.shaders */
     SYM_KERNEL, /* value: index in asm_state_t.kernels */
+    /* A .shader or .kernel whose declaration failed (its error is already
+       reported): uses of the name say nothing more. */
+    SYM_BROKEN_SHADER,
+    SYM_BROKEN_KERNEL,
 } sym_kind_t;
 
 typedef struct sym {
@@ -2139,6 +2143,10 @@ static void pass1_devcode(asm_state_t *a, uint32_t si) {
         ok = 0;
     }
     if (!ok) {
+        if (d.name != NULL && prev == NULL && !a->oom &&
+            sym_add(&a->syms, d.name, kernel ? SYM_BROKEN_KERNEL : SYM_BROKEN_SHADER, 0, 0, si) ==
+                NULL)
+            out_of_memory(a);
         free(d.name);
         free(d.entry);
         free(d.params);
@@ -2608,7 +2616,12 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         if (name == NULL)
             return 0;
         sym_t *sym = sym_find(&a->syms, name, shader ? SYM_SHADER : SYM_KERNEL, 0);
+        int broken =
+            sym == NULL &&
+            sym_find(&a->syms, name, shader ? SYM_BROKEN_SHADER : SYM_BROKEN_KERNEL, 0) != NULL;
         free(name);
+        if (broken)
+            return 0;
         if (sym == NULL) {
             diag_span(a, si, op,
                       shader ? "unknown shader '%s' (declare it with '.shader')"

@@ -80,7 +80,9 @@ layout(local_size_x = 1) in;
 layout(std430, binding = 0) buffer Out { uint v[]; };
 void main() { v[0] = undefined_name; }
 .endshader
-.func main regs=1
+.func main regs=4
+    VK_COMPUTE broken, r1, t0, 1
+    VK_COMPUTE broken, r1, t0, 1
     HALT r0
 .end
 BASM
@@ -90,6 +92,11 @@ if [ $rc -ne 0 ] && grep -q "bad.basm:6:1: error: shader 'broken' line 4: .*unde
     ok "a GLSL compile error names the .basm line and the shader line"
 else
     bad "GLSL error: exit $rc: $(cat "$T/err")"
+fi
+if [ "$(grep "error:" "$T/err" | grep -vc "error: shader 'broken' line")" -eq 0 ]; then
+    ok "uses of a shader that failed to compile add no errors of their own"
+else
+    bad "cascading errors after a shader's compile error: $(cat "$T/err")"
 fi
 
 echo "$pass passed, $fail failed"
