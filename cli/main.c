@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "npy.h"
 #include "repl.h"
+#include "vm/module.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */
 typedef struct tensor_file {
@@ -304,23 +305,15 @@ static int check_run_tensors(bib_vm_t *vm, const char *path, const tensor_file_t
     }
     if (missing)
         return BIB_EXIT_USAGE;
+    /* Before any run, reading an output fails: on its name when the module
+       has no such output (the VM's message lists those it has), else only
+       because no run has finished. */
     for (int o = 0; o < noutputs; o++) {
-        int found = 0;
-        for (uint32_t i = 0; i < count && !found; i++) {
-            bib_tensor_info_t t;
-            found = bib_vm_tensor_info(vm, i, &t) == BIB_OK && t.is_output &&
-                    strcmp(t.name, outputs[o].name) == 0;
-        }
-        if (!found) {
-            char list[512] = "";
-            size_t n = 0;
-            for (uint32_t i = 0; i < count; i++) {
-                bib_tensor_info_t t;
-                if (bib_vm_tensor_info(vm, i, &t) == BIB_OK && t.is_output && n < sizeof list)
-                    n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", t.name);
-            }
-            fprintf(stderr, "bib: --output %s: %s has no output '%s' (its outputs: %s)\n",
-                    outputs[o].spec, path, outputs[o].name, n ? list : "none");
+        bib_dtype_t dtype;
+        uint32_t rank, dims[BIB_MAX_RANK];
+        const void *data;
+        if (bib_vm_get_output(vm, outputs[o].name, &dtype, &rank, dims, &data) == BIB_E_USAGE) {
+            fprintf(stderr, "bib: --output %s: %s\n", outputs[o].spec, bib_vm_error(vm));
             return BIB_EXIT_USAGE;
         }
     }
@@ -374,10 +367,7 @@ static int cmd_asm(const char *path, const char *out_path) {
     uint8_t *bytes = NULL;
     size_t size = 0;
     char *diag = NULL;
-    if (len >= 4 && memcmp(src,
-                           "\x7f"
-                           "BIB",
-                           4) == 0) {
+    if (len >= BIB_MAGIC_BYTES && memcmp(src, BIB_MAGIC, BIB_MAGIC_BYTES) == 0) {
         fprintf(stderr,
                 "bib: %s is a .bib module already, not assembly source (bib dis %s "
                 "prints its source)\n",
