@@ -240,6 +240,24 @@ Test(cpu_ops_identity, unary_edge_values_every_level) {
     }
 }
 
+/* Fills ref with the scalar reference softmax of rows x rows of n, and
+ * checks that every SIMD level gives the same bits in place (y == x). */
+static void softmax_in_place_matches(const float *x, uint32_t rows, uint32_t n, float *ref,
+                                     const char *what) {
+    size_t bytes = (size_t)rows * n * 4;
+    float *got = malloc(bytes);
+    for (uint32_t r = 0; r < rows; r++)
+        bib_cpu_rowops_scalar.softmax(x + (size_t)r * n, ref + (size_t)r * n, n);
+    for (int level = 0; level <= (int)best_level(); level++) {
+        const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
+        memcpy(got, x, bytes);
+        for (uint32_t r = 0; r < rows; r++)
+            ro->softmax(got + (size_t)r * n, got + (size_t)r * n, n);
+        cr_assert_eq(memcmp(got, ref, bytes), 0, "%s: %s in place differs", ro->name, what);
+    }
+    free(got);
+}
+
 /* Softmax rows whose maximum is +Inf, NaN or -Inf (all NaN out), rows where
  * x - m overflows to -Inf, a row of one repeated value; 67 columns, so the
  * 64-lane blocks end in a partial one. Run in place too. */
@@ -261,21 +279,11 @@ Test(cpu_ops_identity, softmax_rows_of_special_values) {
                        .out = view2(NULL, BIB_DTYPE_F32, ROWS, COLS),
                        .in = {view2(x, BIB_DTYPE_F32, ROWS, COLS)}};
     check_identity("softmax special rows", call, ROWS * COLS * 4);
-    float *ref = malloc(ROWS * COLS * 4), *got = malloc(ROWS * COLS * 4);
-    for (int r = 0; r < ROWS; r++)
-        bib_cpu_rowops_scalar.softmax(x + r * COLS, ref + r * COLS, COLS);
-    for (int level = 0; level <= (int)best_level(); level++) {
-        const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
-        memcpy(got, x, ROWS * COLS * 4);
-        for (int r = 0; r < ROWS; r++)
-            ro->softmax(got + r * COLS, got + r * COLS, COLS);
-        cr_assert_eq(memcmp(got, ref, ROWS * COLS * 4), 0, "%s: softmax in place differs",
-                     ro->name);
-    }
+    float *ref = malloc(ROWS * COLS * 4);
+    softmax_in_place_matches(x, ROWS, COLS, ref, "softmax special rows");
     for (int j = 0; j < COLS; j++)
         cr_assert_eq(bib_f32_bits(ref[1 * COLS + j]), 0x7FC00000u, "a row of -Inf is NaN");
     free(ref);
-    free(got);
     free(x);
 }
 
@@ -300,21 +308,11 @@ Test(cpu_ops_identity, softmax_short_rows) {
         char what[64];
         snprintf(what, sizeof what, "softmax rows of %u", n);
         check_identity(what, call, (size_t)ROWS * n * 4);
-        float *ref = malloc(ROWS * n * 4), *got = malloc(ROWS * n * 4);
-        for (int r = 0; r < ROWS; r++)
-            bib_cpu_rowops_scalar.softmax(x + r * n, ref + r * n, n);
-        for (int level = 0; level <= (int)best_level(); level++) {
-            const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
-            memcpy(got, x, ROWS * n * 4);
-            for (int r = 0; r < ROWS; r++)
-                ro->softmax(got + r * n, got + r * n, n);
-            cr_assert_eq(memcmp(got, ref, ROWS * n * 4), 0, "%s: %s in place differs", ro->name,
-                         what);
-        }
+        float *ref = malloc(ROWS * n * 4);
+        softmax_in_place_matches(x, ROWS, n, ref, what);
         cr_assert_eq(bib_f32_bits(ref[2 * n]), 0x7FC00000u, "a row of -Inf is NaN");
         cr_assert_eq(ref[4 * n + n - 1], 1.0f, "one finite value among -Inf has all the mass");
         free(ref);
-        free(got);
         free(x);
     }
 }
