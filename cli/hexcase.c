@@ -23,6 +23,27 @@ static int refuse(char *msg, size_t msglen, const char *format, ...) {
     return -1;
 }
 
+/* Up to 40 bytes of s[0..len) as they may appear in a one-line message:
+ * control and non-ASCII bytes as \xNN, "..." when cut. */
+typedef struct shown {
+    char text[40 * 4 + 4];
+} shown_t;
+
+static const char *show(shown_t *out, const char *s, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && i < 40; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7F)
+            out->text[o++] = (char)c;
+        else
+            o += (size_t)snprintf(out->text + o, 5, "\\x%02X", c);
+    }
+    if (len > 40)
+        memcpy(out->text + o, "...", 3), o += 3;
+    out->text[o] = '\0';
+    return out->text;
+}
+
 void bib_hexcase_free(bib_hexcase_t *tc) {
     free(tc->asm_src.text);
     free(tc->raw.text);
@@ -79,6 +100,7 @@ static const option_field_t option_fields[] = {
 
 static int parse_option(bib_hexcase_t *tc, const char *tok, size_t len, int line, bool seen[],
                         char *msg, size_t msglen) {
+    shown_t a, b;
     const char *eq = memchr(tok, '=', len);
     size_t name_len = eq ? (size_t)(eq - tok) : len;
     size_t f = 0;
@@ -87,9 +109,9 @@ static int parse_option(bib_hexcase_t *tc, const char *tok, size_t len, int line
         f++;
     if (f == OPTION_FIELDS || !eq)
         return refuse(msg, msglen,
-                      "line %d: -- options: unknown option '%.*s' (fuel, max-memory, max-depth, "
+                      "line %d: -- options: unknown option '%s' (fuel, max-memory, max-depth, "
                       "regs)",
-                      line, (int)(len < 40 ? len : 40), tok);
+                      line, show(&a, tok, len));
     if (seen[f])
         return refuse(msg, msglen, "line %d: -- options: %s is given twice", line,
                       option_fields[f].name);
@@ -99,11 +121,11 @@ static int parse_option(bib_hexcase_t *tc, const char *tok, size_t len, int line
     uint64_t v = 0;
     int bad = parse_unsigned(val, val_len, UINT64_MAX, &v);
     if (bad == 1)
-        return refuse(msg, msglen, "line %d: -- options: %.*s: '%.*s' is not a number", line,
-                      (int)(len < 60 ? len : 60), tok, (int)(val_len < 40 ? val_len : 40), val);
+        return refuse(msg, msglen, "line %d: -- options: %s: '%s' is not a number", line,
+                      show(&a, tok, len), show(&b, val, val_len));
     if (bad == 2 || v < option_fields[f].min || v > option_fields[f].max)
-        return refuse(msg, msglen, "line %d: -- options: %.*s: %.*s is outside %llu..%llu", line,
-                      (int)(len < 60 ? len : 60), tok, (int)(val_len < 40 ? val_len : 40), val,
+        return refuse(msg, msglen, "line %d: -- options: %s: %s is outside %llu..%llu", line,
+                      show(&a, tok, len), show(&b, val, val_len),
                       (unsigned long long)option_fields[f].min,
                       (unsigned long long)option_fields[f].max);
     switch (f) {
@@ -153,6 +175,7 @@ static int parse_options(bib_hexcase_t *tc, const char *text, int header_line, c
  * the int64 range, or 0x hex up to 64 bits (the bit pattern). */
 static int parse_result(bib_hexcase_t *tc, const char *text, int header_line, char *msg,
                         size_t msglen) {
+    shown_t a;
     int line = header_line + 1;
     const char *p = text;
     while (is_blank(*p)) {
@@ -167,19 +190,19 @@ static int parse_result(bib_hexcase_t *tc, const char *text, int header_line, ch
         return refuse(msg, msglen, "line %d: -- result is empty", header_line);
     for (size_t i = 0; i < len; i++)
         if (is_blank(p[i]))
-            return refuse(msg, msglen, "line %d: -- result: '%.*s' is more than one value", line,
-                          (int)(len < 40 ? len : 40), p);
+            return refuse(msg, msglen, "line %d: -- result: '%s' is more than one value", line,
+                          show(&a, p, len));
     bool neg = p[0] == '-';
     bool hex = !neg && len > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
     uint64_t v = 0;
     uint64_t max = hex ? UINT64_MAX : neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     int bad = parse_unsigned(p + neg, len - neg, max, &v);
     if (bad == 1)
-        return refuse(msg, msglen, "line %d: -- result: '%.*s' is not an integer", line,
-                      (int)(len < 40 ? len : 40), p);
+        return refuse(msg, msglen, "line %d: -- result: '%s' is not an integer", line,
+                      show(&a, p, len));
     if (bad == 2)
-        return refuse(msg, msglen, "line %d: -- result: '%.*s' is outside the 64-bit range", line,
-                      (int)(len < 40 ? len : 40), p);
+        return refuse(msg, msglen, "line %d: -- result: '%s' is outside the 64-bit range", line,
+                      show(&a, p, len));
     tc->has_result = true;
     tc->result = neg ? (int64_t)(0 - v) : (int64_t)v;
     return 0;
@@ -188,6 +211,7 @@ static int parse_result(bib_hexcase_t *tc, const char *text, int header_line, ch
 /* The arguments of "-- truncate N" and "-- flip BYTE BIT". */
 static int parse_header_args(bib_hexcase_t *tc, const char *name, char **args, int nargs, int line,
                              char *msg, size_t msglen) {
+    shown_t a;
     bool flip = strcmp(name, "flip") == 0;
     int want = flip ? 2 : 1;
     if (nargs != want)
@@ -199,10 +223,11 @@ static int parse_header_args(bib_hexcase_t *tc, const char *name, char **args, i
         return refuse(msg, msglen, "line %d: -- %s appears twice", line, name);
     uint64_t offset, bit = 0;
     if (parse_unsigned(args[0], strlen(args[0]), INT64_MAX, &offset))
-        return refuse(msg, msglen, "line %d: -- %s: '%.40s' is not a byte offset", line, name,
-                      args[0]);
+        return refuse(msg, msglen, "line %d: -- %s: '%s' is not a byte offset", line, name,
+                      show(&a, args[0], strlen(args[0])));
     if (flip && parse_unsigned(args[1], strlen(args[1]), 7, &bit))
-        return refuse(msg, msglen, "line %d: -- flip: bit '%.40s' is not 0..7", line, args[1]);
+        return refuse(msg, msglen, "line %d: -- flip: bit '%s' is not 0..7", line,
+                      show(&a, args[1], strlen(args[1])));
     if (flip)
         tc->flip_byte = (int64_t)offset, tc->flip_bit = (uint32_t)bit;
     else
@@ -232,6 +257,7 @@ static int append_line(bib_hexcase_text_t *sec, size_t *len, size_t *cap, const 
 static int parse_header(bib_hexcase_t *tc, const char *line, size_t n, int lineno,
                         bib_hexcase_text_t **cur, bib_hexcase_text_t *result,
                         bib_hexcase_text_t *options, char *msg, size_t msglen) {
+    shown_t a;
     char buf[128];
     if (n - 3 >= sizeof buf)
         return refuse(msg, msglen, "line %d: a section header of %zu bytes is too long", lineno, n);
@@ -268,10 +294,11 @@ static int parse_header(bib_hexcase_t *tc, const char *line, size_t n, int linen
     else if (strcmp(name, "options") == 0)
         *cur = options;
     if (*cur == NULL)
-        return refuse(msg, msglen, "line %d: unknown section '-- %.40s'", lineno, name);
+        return refuse(msg, msglen, "line %d: unknown section '-- %s'", lineno,
+                      show(&a, name, strlen(name)));
     if (count > 1)
-        return refuse(msg, msglen, "line %d: -- %s takes no values, found '%.40s'", lineno, name,
-                      words[1]);
+        return refuse(msg, msglen, "line %d: -- %s takes no values, found '%s'", lineno, name,
+                      show(&a, words[1], strlen(words[1])));
     if ((*cur)->text) {
         if (*cur == &tc->out && (tc->out_no_newline || strcmp(name, "stdout") != 0))
             return refuse(msg, msglen,
@@ -362,8 +389,9 @@ long bib_hexcase_words(const char *text, int first_line, uint64_t max, uint64_t 
         }
         if (!ok || x > max) {
             free(v);
-            return refuse(msg, msglen, "line %d: '%.*s' is not a hex value up to 0x%llx", line,
-                          (int)(len < 24 ? len : 24), p, (unsigned long long)max);
+            shown_t a;
+            return refuse(msg, msglen, "line %d: '%s' is not a hex value up to 0x%llx", line,
+                          show(&a, p, len), (unsigned long long)max);
         }
         if (n == cap) {
             uint64_t *grown = realloc(v, (cap *= 2) * sizeof *v);
