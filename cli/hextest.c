@@ -3,10 +3,10 @@
  * For each case file it checks that the assembly assembles to exactly the
  * raw words, that the raw words disassemble and re-assemble to the same
  * words, and that running the module gives the expected result, output or
- * error. It owns the case-file parser and the coverage listing; assembling,
+ * error, under the case's limits or the default fuel. It owns the coverage
+ * listing; the case files are parsed by cli/hexcase.c, and assembling,
  * loading and running go through libbib.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
