@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../assembler/asm.h"
 #include "vm.h"
 
 const char *bib_status_name(bib_status_t status) {
@@ -434,7 +435,13 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
     uint8_t *bytes = NULL;
     size_t nbytes = 0;
     char *diagnostics = NULL;
-    bib_status_t st = bib_assemble((const char *)buf, size, path, &bytes, &nbytes, &diagnostics);
+    /* Under the load policy, device code is refused before the assembler
+       reads a file a directive names or runs a compiler on it. */
+    bib_status_t st =
+        vm->options.deny & BIB_DENY_DEVICE_CODE
+            ? bib_assemble_without_device_code((const char *)buf, size, path, &bytes, &nbytes,
+                                               &diagnostics)
+            : bib_assemble((const char *)buf, size, path, &bytes, &nbytes, &diagnostics);
     free(buf);
     if (st != BIB_OK) {
         const char *d = diagnostics != NULL ? diagnostics : "";

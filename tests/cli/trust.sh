@@ -37,12 +37,39 @@ expect() {
 
 # ---- the load policy ----------------------------------------------------------
 
-expect "--deny=device-code refuses a module with a Vulkan shader, naming section and shader" 65 \
-    "vk_custom.basm: section 17 (shaders): shader 'saxpy' is user device code, which the load policy denies (--deny=device-code)" \
+expect "--deny=device-code refuses a .basm with a Vulkan shader at its line, before compiling it" 65 \
+    "vk_custom.basm:11:1: error: shader 'saxpy' is user device code, which the load policy denies (--deny=device-code); nothing it names was read or compiled" \
     $BIB run --deny=device-code examples/vk_custom.basm
-expect "--deny=device-code refuses a module with a CUDA kernel, naming section and kernel" 65 \
-    "gpu_custom.basm: section 18 (kernels): kernel 'saxpy' is user device code, which the load policy denies (--deny=device-code)" \
+expect "--deny=device-code refuses a .basm with a CUDA kernel at its line" 65 \
+    "gpu_custom.basm:14:1: error: kernel 'saxpy' is user device code, which the load policy denies (--deny=device-code); nothing it names was read or compiled" \
     $BIB run --deny=device-code examples/gpu_custom.basm
+
+# Assembling source reads the files .shader and .kernel name and runs nvcc
+# on a .cu: under the policy none of that happens.
+cat >"$T/files.basm" <<'BASM'
+.tensors 1
+.shader s file "missing.comp"
+.kernel k cu "missing.cu" params=t
+.func main regs=4
+    HALT r0
+.end
+BASM
+$BIB run "$T/files.basm" >"$T/out" 2>"$T/err"
+if grep -q "missing.comp" "$T/err" && grep -q "missing.cu\|nvcc" "$T/err"; then
+    ok "without the policy, the assembler goes for the files the directives name"
+else
+    bad "files.basm without the policy: $(cat "$T/err")"
+fi
+expect "under --deny=device-code the assembler reads no file a directive names" 65 \
+    "files.basm:2:1: error: shader 's' is user device code" \
+    $BIB run --deny=device-code "$T/files.basm"
+if grep -q "cannot\|nvcc\|No such file" "$T/err"; then
+    bad "under the policy a directive's file was still read: $(cat "$T/err")"
+elif grep -q "files.basm:3:1: error: kernel 'k' is user device code" "$T/err"; then
+    ok "both directives are named, and no file was opened"
+else
+    bad "files.basm under the policy: $(cat "$T/err")"
+fi
 $BIB asm examples/gpu_custom.basm -o "$T/gpu.bib" 2>"$T/err"
 expect "the policy holds for a .bib module too, before anything runs" 65 \
     "gpu.bib: section 18 (kernels): kernel 'saxpy'" \

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "include/bib.h"
 
@@ -114,6 +115,29 @@ Test(policy, device_code_denied_refuses_a_kernel_naming_section_18_and_the_kerne
     cr_assert_str_eq(bib_vm_error(vm),
                      "policy.bib: section 18 (kernels): kernel 'k' is user device code, which the "
                      "load policy denies (--deny=device-code)");
+    bib_vm_destroy(vm);
+}
+
+Test(policy, device_code_denied_assembles_no_file_a_directive_names) {
+    char path[] = "/tmp/bib-policy-XXXXXX.basm";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    const char *text = ".tensors 1\n"
+                       ".shader s file \"/etc/passwd\"\n"
+                       ".func main regs=4\n"
+                       "    HALT r0\n"
+                       ".end\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    bib_vm_t *vm = vm_with(BIB_DENY_DEVICE_CODE, NULL);
+    bib_status_t st = bib_vm_load_file(vm, path);
+    unlink(path);
+    cr_assert_eq(st, BIB_E_ASM, "%s", bib_vm_error(vm));
+    cr_assert(strstr(bib_vm_error(vm), ":2:1: error: shader 's' is user device code, which the "
+                                       "load policy denies (--deny=device-code); nothing it names "
+                                       "was read or compiled"),
+              "%s", bib_vm_error(vm));
+    cr_assert_null(strstr(bib_vm_error(vm), "root:"), "the file was read: %s", bib_vm_error(vm));
     bib_vm_destroy(vm);
 }
 
