@@ -125,8 +125,11 @@ static bib_status_t bib_cu_time_fold(bib_executor_t *ex) {
     ex->events_used = 0;
     if (n == 0)
         return BIB_OK;
-    bib_status_t st =
-        bib_cu_check(ex, ex->api.EventSynchronize(ex->events[n - 1]), "cuEventSynchronize");
+    /* The events are on the stream: with a timeout, waiting for the stream
+       first keeps cuEventSynchronize from blocking past it. */
+    bib_status_t st = ex->timeout_ms > 0 ? bib_cu_wait(ex) : BIB_OK;
+    if (st == BIB_OK)
+        st = bib_cu_check(ex, ex->api.EventSynchronize(ex->events[n - 1]), "cuEventSynchronize");
     for (uint32_t i = 0; st == BIB_OK && i < n; i += 2) {
         float ms = 0;
         st = bib_cu_check(ex, ex->api.EventElapsedTime(&ms, ex->events[i], ex->events[i + 1]),
