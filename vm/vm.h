@@ -330,7 +330,12 @@ void bib_profile_reset(struct bib_profile *p);
 void bib_profile_open(bib_vm_t *vm, const bib_dinsn_t *ip);
 /* The loop (re)starts: the time since the last close is not an instruction's. */
 void bib_profile_resume(bib_vm_t *vm);
-void bib_profile_close(bib_vm_t *vm);
+/* Closing a tensor or device instruction waits for the GPU executors' work,
+   so that its time is the instruction's. When that wait runs past the device
+   timeout, close sets the VM error to a trap at that instruction, points
+   *trapped at it and returns BIB_E_TIMEOUT; with trapped NULL (a trap is
+   already reported) it reports nothing. */
+bib_status_t bib_profile_close(bib_vm_t *vm, const bib_dinsn_t **trapped);
 /* Tensor code calls this around a copy between the host and place dev
    (down: to the host) that started at bib_profile_clock's t0; its time is
    taken out of the instruction that caused it. */

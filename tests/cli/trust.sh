@@ -192,6 +192,17 @@ else
     else
         bad "cuda stream that never finishes: exit $rc after ${took}s: $(cat "$T/err")"
     fi
+    # --profile waits after every device instruction: the timeout is that
+    # instruction's trap, not a later one's.
+    BIB_CUDA_LIBRARY="$MOCK" BIB_MOCK_CUDA_STREAM_BUSY=1 timeout 60 \
+        $BIB run --profile --device-timeout 100ms examples/gpu_custom.basm >"$T/out" 2>"$T/err"
+    rc=$?
+    if [ $rc -eq 70 ] &&
+        grep -q "^bib: trap at pc [0-9]* (GPU_LAUNCH saxpy, r1, r7, 4) line [0-9]*: cuda: device work ran past the device timeout (100 ms); the executor is unusable from now on$" "$T/err"; then
+        ok "under --profile the timeout traps at the GPU_LAUNCH whose work the profiler waited for"
+    else
+        bad "--profile with a stream that never finishes: exit $rc: $(cat "$T/err")"
+    fi
 fi
 
 echo "$pass passed, $fail failed"
