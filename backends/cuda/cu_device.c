@@ -363,15 +363,24 @@ static bib_status_t bib_cu_load_modules(bib_executor_t *ex) {
 
 /* ---- init and shutdown ------------------------------------------------------ */
 
+/* Whether the stream still runs work that a wait of at most the timeout
+ * does not see end (the executor is then lost). */
+static bool bib_cu_still_busy(bib_executor_t *ex) {
+    if (ex->lost)
+        return ex->api.CtxSetCurrent(ex->ctx) != CUDA_SUCCESS ||
+               ex->api.StreamQuery(ex->stream) == CUDA_ERROR_NOT_READY;
+    return ex->ctx && ex->stream && ex->timeout_ms > 0 && bib_cu_enter(ex) == BIB_OK &&
+           bib_cu_wait(ex) == BIB_E_TIMEOUT;
+}
+
 void bib_cu_shutdown(bib_executor_t *ex) {
     if (!ex)
         return;
-    /* A lost executor's stream may still run the work that timed out: its
-       memory, modules and context stay, and so does the driver library (its
-       threads may be in use), until the process ends. Work that has finished
-       since lets everything go as usual. */
-    if (ex->lost && (ex->api.CtxSetCurrent(ex->ctx) != CUDA_SUCCESS ||
-                     ex->api.StreamQuery(ex->stream) == CUDA_ERROR_NOT_READY)) {
+    /* Work that runs past the timeout may still use the memory, the modules
+       and the context, and the driver library's threads may be in it: all
+       of that stays until the process ends (cuStreamSynchronize, cuMemFree
+       or cuModuleUnload would wait for the work). */
+    if (bib_cu_still_busy(ex)) {
         free(ex->events);
         free(ex);
         return;

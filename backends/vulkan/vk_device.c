@@ -1080,7 +1080,11 @@ void bib_vk_shutdown(bib_executor_t *ex) {
     }
     ex->lost = false; /* the work finished: everything can be destroyed as usual */
     if (ex->device) {
-        bib_vk_flush(ex);
+        bib_vk_flush(ex); /* waits at most the timeout */
+        if (ex->lost) {
+            bib_vk_abandon(ex);
+            return;
+        }
         vkDeviceWaitIdle(ex->device);
         bib_vk_cache_save(ex);
         for (uint32_t i = 0; i < ex->pipeline_count; i++)

@@ -32,13 +32,13 @@ void bib_vk_program_destroy(bib_executor_t *ex, void *prog) {
     bib_vk_program_t *p = prog;
     if (!p)
         return;
+    /* Recorded dispatches may still use the pipeline. */
+    bib_vk_flush(ex);
     if (ex->lost) {
         /* The work that timed out may be running this pipeline: it stays. */
         free(p);
         return;
     }
-    /* Recorded dispatches may still use the pipeline. */
-    bib_vk_flush(ex);
     if (p->pipeline)
         vkDestroyPipeline(ex->device, p->pipeline, NULL);
     if (p->layout)

@@ -523,6 +523,27 @@ Test(cuda_mock, a_stream_that_never_finishes_times_out_and_the_executor_stays_un
     mock->stream_busy = 0;
 }
 
+Test(cuda_mock, with_work_in_flight_program_destroy_and_shutdown_wait_at_most_the_timeout) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    setenv("BIB_CUDA_LIBRARY", mock_path, 1);
+    bib_executor_config_t cfg = {.timeout_ms = 100};
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    cr_assert_eq(ops->init(&cfg, &ex, why, sizeof why), BIB_OK, "%s", why);
+    unsetenv("BIB_CUDA_LIBRARY");
+    void *prog = NULL;
+    cr_assert_eq(create(ex, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s", ops->error(ex));
+    int live = mock->modules_live, syncs = mock->stream_syncs;
+    mock->stream_busy = -1;
+    double t0 = mock_now_s();
+    ops->program_destroy(ex, prog);
+    cr_assert_eq(mock->modules_live, live, "a module the running work may use was unloaded");
+    ops->shutdown(ex);
+    cr_assert_lt(mock_now_s() - t0, 5.0);
+    cr_assert_eq(mock->stream_syncs, syncs, "a blocking cuStreamSynchronize would never return");
+    mock->stream_busy = 0;
+}
+
 Test(cuda_mock, with_a_timeout_work_that_finishes_is_waited_for_by_polling) {
     const bib_executor_ops_t *ops = &bib_cuda_executor;
     setenv("BIB_CUDA_LIBRARY", mock_path, 1);
