@@ -715,8 +715,6 @@ bib_status_t bib_vk_elapsed(bib_executor_t *ex, double *ms) {
 
 /* ---- recording ----------------------------------------------------------- */
 
-/* Waits for work started by bib_vk_submit, then frees what it held (the
- * command buffer and descriptor sets), so recording can start again. */
 bib_status_t bib_vk_usable(bib_executor_t *ex) {
     if (!ex->lost)
         return BIB_OK;
@@ -744,6 +742,8 @@ static bib_status_t bib_vk_wait(bib_executor_t *ex) {
     return bib_vk_check(ex, r, "vkWaitForFences");
 }
 
+/* Waits for work started by bib_vk_submit, then frees what it held (the
+ * command buffer and descriptor sets), so recording can start again. */
 static bib_status_t bib_vk_settle(bib_executor_t *ex) {
     if (!ex->inflight)
         return BIB_OK;
