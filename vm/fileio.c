@@ -1,0 +1,267 @@
+/* vm/fileio.c: bounded reads and all-or-nothing writes (see vm/fileio.h). */
+#include "vm/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint64_t bib_file_cap(uint64_t max) {
+    return max ? max : BIB_FILE_SIZE_CAP_DEFAULT;
+}
+
+bib_status_t bib_file_too_large(const char *path, uint64_t max, char *why, size_t cap) {
+    snprintf(why, cap,
+             "cannot read '%s': larger than the file size cap of %" PRIu64
+             " bytes (--max-file-size raises it)",
+             path, bib_file_cap(max));
+    return BIB_E_NOMEM;
+}
+
+bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
+                           size_t cap) {
+    *bytes = NULL;
+    *size = 0;
+    max = bib_file_cap(max);
+    if (max > SIZE_MAX - 2)
+        max = SIZE_MAX - 2;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot open '%s': %s", path, strerror(errno));
+        return BIB_E_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        snprintf(why, cap, "cannot read '%s': %s", path, strerror(EISDIR));
+        return BIB_E_IO;
+    }
+    /* st_size only sizes the first buffer: it is 0 for pipes and devices, and
+       a file may grow while it is read. One byte past max proves it too large. */
+    size_t alloc = 1 << 16;
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max)
+        alloc = (size_t)st.st_size + 2;
+    if (alloc > max + 2)
+        alloc = (size_t)max + 2;
+    uint8_t *buf = malloc(alloc);
+    size_t n = 0;
+    bib_status_t status = BIB_OK;
+    while (buf != NULL) {
+        if (n + 1 == alloc) {
+            size_t grown = alloc <= (max + 2) / 2 ? alloc * 2 : (size_t)max + 2;
+            uint8_t *p = realloc(buf, grown);
+            if (p == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = p;
+            alloc = grown;
+        }
+        ssize_t got = read(fd, buf + n, alloc - 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
+            status = BIB_E_IO;
+            break;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+        if (n > max) {
+            status = bib_file_too_large(path, max, why, cap);
+            break;
+        }
+    }
+    close(fd);
+    if (buf == NULL) {
+        snprintf(why, cap, "cannot read '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    if (status != BIB_OK) {
+        free(buf);
+        return status;
+    }
+    buf[n] = 0;
+    *bytes = buf;
+    *size = n;
+    return BIB_OK;
+}
+
+/* The folder part of path ("." when it has none); the caller frees it. */
+static char *folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why, size_t cap) {
+    memset(out, 0, sizeof *out);
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    const char *base = path + dir_len;
+    /* ".NAME.XXXXXX" beside the target: the same file system, so rename is atomic. */
+    size_t len = dir_len + 1 + strlen(base) + 8;
+    out->path = strdup(path);
+    out->tmp = malloc(len);
+    if (out->path == NULL || out->tmp == NULL) {
+        bib_file_out_discard(out);
+        snprintf(why, cap, "cannot create '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    snprintf(out->tmp, len, "%.*s.%s.XXXXXX", (int)dir_len, path, base);
+    int fd = mkostemp(out->tmp, O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        free(out->tmp);
+        out->tmp = NULL;
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    /* mkstemp makes the file 0600; give it the target's mode, or what a plain
+       create would (0666 less the umask). */
+    struct stat st;
+    mode_t mode;
+    if (stat(path, &st) == 0) {
+        mode = st.st_mode & 07777;
+    } else {
+        mode_t mask = umask(022);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    (void)fchmod(fd, mode);
+    out->f = fdopen(fd, "wb");
+    if (out->f == NULL) {
+        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        close(fd);
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    return BIB_OK;
+}
+
+void bib_file_out_write(bib_file_out_t *out, const void *bytes, size_t size) {
+    if (out->f == NULL || out->err != 0 || size == 0)
+        return;
+    errno = 0;
+    if (fwrite(bytes, 1, size, out->f) != size)
+        out->err = errno ? errno : EIO;
+}
+
+bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap) {
+    if (out->f == NULL) {
+        snprintf(why, cap, "cannot write '%s': it is not open", out->path ? out->path : "");
+        return BIB_E_IO;
+    }
+    int err = out->err;
+    errno = 0;
+    if (err == 0 && fflush(out->f) != 0)
+        err = errno ? errno : EIO;
+    if (err == 0 && fsync(fileno(out->f)) != 0)
+        err = errno;
+    errno = 0;
+    if (fclose(out->f) != 0 && err == 0)
+        err = errno ? errno : EIO;
+    out->f = NULL;
+    if (err != 0) {
+        snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(err));
+        return BIB_E_IO;
+    }
+    return BIB_OK;
+}
+
+bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap) {
+    if (out->f != NULL) {
+        bib_status_t st = bib_file_out_close(out, why, cap);
+        if (st != BIB_OK) {
+            bib_file_out_discard(out);
+            return st;
+        }
+    }
+    if (rename(out->tmp, out->path) != 0) {
+        snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(errno));
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    /* The rename itself reaches the disk with the folder. */
+    char *dir = folder_of(out->path);
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+    free(out->tmp);
+    out->tmp = NULL;
+    bib_file_out_discard(out);
+    return BIB_OK;
+}
+
+void bib_file_out_discard(bib_file_out_t *out) {
+    if (out->f != NULL)
+        fclose(out->f);
+    if (out->tmp != NULL)
+        unlink(out->tmp);
+    free(out->tmp);
+    free(out->path);
+    memset(out, 0, sizeof *out);
+}
+
+bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, char *why,
+                            size_t cap) {
+    bib_file_out_t out;
+    bib_status_t st = bib_file_out_open(&out, path, why, cap);
+    if (st != BIB_OK)
+        return st;
+    bib_file_out_write(&out, bytes, size);
+    return bib_file_out_commit(&out, why, cap);
+}
+
+bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(why, cap, "cannot write '%s': %s", path, strerror(EISDIR));
+        return BIB_E_IO;
+    }
+    char *dir = folder_of(path);
+    if (dir == NULL) {
+        snprintf(why, cap, "cannot write '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    int err = 0;
+    if (stat(dir, &st) != 0)
+        err = errno;
+    else if (!S_ISDIR(st.st_mode))
+        err = ENOTDIR;
+    else if (access(dir, W_OK | X_OK) != 0)
+        err = errno;
+    if (err != 0)
+        snprintf(why, cap, "cannot write '%s': folder '%s': %s", path, dir, strerror(err));
+    free(dir);
+    return err ? BIB_E_IO : BIB_OK;
+}
+
+bool bib_file_same(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    /* One is still to be created: the same name in the same folder. */
+    const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
+    base_a = base_a ? base_a + 1 : a;
+    base_b = base_b ? base_b + 1 : b;
+    if (strcmp(base_a, base_b) != 0)
+        return false;
+    char *dir_a = folder_of(a), *dir_b = folder_of(b);
+    bool same = dir_a && dir_b && stat(dir_a, &sa) == 0 && stat(dir_b, &sb) == 0 &&
+                sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    free(dir_a);
+    free(dir_b);
+    return same;
+}
