@@ -21,13 +21,30 @@ bib_status_t bib_file_too_large(const char *path, uint64_t max, char *why, size_
     return BIB_E_NOMEM;
 }
 
+/* The pieces a file is read in until its end is known: growing a single
+   buffer would copy it at every doubling and, near the cap, hold the old and
+   the new one together (2 GiB and more to refuse a 1 GiB stream). */
+typedef struct chunk {
+    uint8_t *bytes;
+    size_t len, cap;
+} chunk_t;
+
+#define CHUNK_MIN ((size_t)1 << 16)
+#define CHUNK_MAX ((size_t)64 << 20)
+#define CHUNKS_MAX 128 /* 64 KiB doubling to 64 MiB, then 64 MiB each: far past 1 GiB */
+
+static void free_chunks(chunk_t *chunks, int count) {
+    for (int i = 0; i < count; i++)
+        free(chunks[i].bytes);
+}
+
 bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
                            size_t cap) {
     *bytes = NULL;
     *size = 0;
     max = bib_file_cap(max);
-    if (max > SIZE_MAX - 2)
-        max = SIZE_MAX - 2;
+    if (max > SIZE_MAX / 2)
+        max = SIZE_MAX / 2;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, cap, "cannot open '%s': %s", path, strerror(errno));
@@ -39,29 +56,31 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
         snprintf(why, cap, "cannot read '%s': %s", path, strerror(EISDIR));
         return BIB_E_IO;
     }
-    /* st_size only sizes the first buffer: it is 0 for pipes and devices, and
+    /* st_size only sizes the first piece: it is 0 for pipes and devices, and
        a file may grow while it is read. One byte past max proves it too large. */
-    size_t alloc = 1 << 16;
+    size_t first = CHUNK_MIN;
     if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max)
-        alloc = (size_t)st.st_size + 2;
-    if (alloc > max + 2)
-        alloc = (size_t)max + 2;
-    uint8_t *buf = malloc(alloc);
-    size_t n = 0;
+        first = (size_t)st.st_size + 1;
+    chunk_t chunks[CHUNKS_MAX];
+    int count = 0;
+    size_t total = 0;
     bib_status_t status = BIB_OK;
-    while (buf != NULL) {
-        if (n + 1 == alloc) {
-            size_t grown = alloc <= (max + 2) / 2 ? alloc * 2 : (size_t)max + 2;
-            uint8_t *p = realloc(buf, grown);
-            if (p == NULL) {
-                free(buf);
-                buf = NULL;
+    for (;;) {
+        chunk_t *c = count > 0 ? &chunks[count - 1] : NULL;
+        if (c == NULL || c->len == c->cap) {
+            size_t want = c == NULL ? first : total < CHUNK_MAX ? total : CHUNK_MAX;
+            if (want < CHUNK_MIN && c != NULL)
+                want = CHUNK_MIN;
+            if (count == CHUNKS_MAX || (c = &chunks[count], c->bytes = malloc(want)) == NULL) {
+                snprintf(why, cap, "cannot read '%s': out of memory", path);
+                status = BIB_E_NOMEM;
                 break;
             }
-            buf = p;
-            alloc = grown;
+            c->len = 0;
+            c->cap = want;
+            count++;
         }
-        ssize_t got = read(fd, buf + n, alloc - 1 - n);
+        ssize_t got = read(fd, c->bytes + c->len, c->cap - c->len);
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
@@ -71,24 +90,39 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
         }
         if (got == 0)
             break;
-        n += (size_t)got;
-        if (n > max) {
+        c->len += (size_t)got;
+        total += (size_t)got;
+        if (total > max) {
             status = bib_file_too_large(path, max, why, cap);
             break;
         }
     }
     close(fd);
-    if (buf == NULL) {
-        snprintf(why, cap, "cannot read '%s': out of memory", path);
-        return BIB_E_NOMEM;
-    }
     if (status != BIB_OK) {
-        free(buf);
+        free_chunks(chunks, count);
         return status;
     }
-    buf[n] = 0;
+    /* One piece with room for the NUL is the answer as it is. */
+    uint8_t *buf;
+    if (count == 1 && chunks[0].len < chunks[0].cap) {
+        buf = chunks[0].bytes;
+    } else {
+        buf = malloc(total + 1);
+        if (buf == NULL) {
+            free_chunks(chunks, count);
+            snprintf(why, cap, "cannot read '%s': out of memory", path);
+            return BIB_E_NOMEM;
+        }
+        size_t at = 0;
+        for (int i = 0; i < count; i++) {
+            memcpy(buf + at, chunks[i].bytes, chunks[i].len);
+            at += chunks[i].len;
+            free(chunks[i].bytes);
+        }
+    }
+    buf[total] = 0;
     *bytes = buf;
-    *size = n;
+    *size = total;
     return BIB_OK;
 }
 
