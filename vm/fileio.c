@@ -136,21 +136,71 @@ static char *folder_of(const char *path) {
     return strndup(path, (size_t)(slash - path));
 }
 
+/* The mode a plain create would give: 0666 less the umask, read from
+   /proc so that no other thread sees the umask change. */
+static mode_t create_mode(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    unsigned mask = 0;
+    bool found = false;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Umask: %o", &mask) == 1) {
+            found = true;
+            break;
+        }
+    if (f != NULL)
+        fclose(f);
+    if (!found) {
+        mask = umask(022);
+        umask((mode_t)mask);
+    }
+    return 0666 & ~(mode_t)mask;
+}
+
 bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why, size_t cap) {
     memset(out, 0, sizeof *out);
-    const char *slash = strrchr(path, '/');
-    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    const char *base = path + dir_len;
+    out->path = strdup(path);
+    if (out->path == NULL) {
+        snprintf(why, cap, "cannot create '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        /* A device or a pipe (/dev/null, /dev/stdout): there is no file to
+           replace, so the bytes go to it directly. */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        out->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (out->f == NULL) {
+            snprintf(why, cap, "cannot write '%s': %s", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            bib_file_out_discard(out);
+            return BIB_E_IO;
+        }
+        return BIB_OK;
+    }
+    /* A link is followed: the file it names is replaced, and the link stays. */
+    struct stat lst;
+    out->target = exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL)
+                                                                           : strdup(path);
+    if (out->target == NULL) {
+        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    const char *slash = strrchr(out->target, '/');
+    size_t dir_len = slash ? (size_t)(slash - out->target) + 1 : 0;
+    const char *base = out->target + dir_len;
     /* ".NAME.XXXXXX" beside the target: the same file system, so rename is atomic. */
     size_t len = dir_len + 1 + strlen(base) + 8;
-    out->path = strdup(path);
     out->tmp = malloc(len);
-    if (out->path == NULL || out->tmp == NULL) {
+    if (out->tmp == NULL) {
         bib_file_out_discard(out);
         snprintf(why, cap, "cannot create '%s': out of memory", path);
         return BIB_E_NOMEM;
     }
-    snprintf(out->tmp, len, "%.*s.%s.XXXXXX", (int)dir_len, path, base);
+    snprintf(out->tmp, len, "%.*s.%s.XXXXXX", (int)dir_len, out->target, base);
     int fd = mkostemp(out->tmp, O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
@@ -159,18 +209,9 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
         bib_file_out_discard(out);
         return BIB_E_IO;
     }
-    /* mkstemp makes the file 0600; give it the target's mode, or what a plain
-       create would (0666 less the umask). */
-    struct stat st;
-    mode_t mode;
-    if (stat(path, &st) == 0) {
-        mode = st.st_mode & 07777;
-    } else {
-        mode_t mask = umask(022);
-        umask(mask);
-        mode = 0666 & ~mask;
-    }
-    (void)fchmod(fd, mode);
+    /* mkstemp makes the file 0600: give it the mode of the file it replaces,
+       or the mode a plain create would. */
+    (void)fchmod(fd, exists ? st.st_mode & 07777 : create_mode());
     out->f = fdopen(fd, "wb");
     if (out->f == NULL) {
         snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
@@ -198,7 +239,7 @@ bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap) {
     errno = 0;
     if (err == 0 && fflush(out->f) != 0)
         err = errno ? errno : EIO;
-    if (err == 0 && fsync(fileno(out->f)) != 0)
+    if (err == 0 && fsync(fileno(out->f)) != 0 && errno != EINVAL) /* EINVAL: a pipe */
         err = errno;
     errno = 0;
     if (fclose(out->f) != 0 && err == 0)
@@ -219,13 +260,17 @@ bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap) {
             return st;
         }
     }
-    if (rename(out->tmp, out->path) != 0) {
+    if (out->tmp == NULL) { /* written directly (a device or a pipe) */
+        bib_file_out_discard(out);
+        return BIB_OK;
+    }
+    if (rename(out->tmp, out->target) != 0) {
         snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(errno));
         bib_file_out_discard(out);
         return BIB_E_IO;
     }
     /* The rename itself reaches the disk with the folder. */
-    char *dir = folder_of(out->path);
+    char *dir = folder_of(out->target);
     int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (fd >= 0) {
         (void)fsync(fd);
@@ -245,6 +290,7 @@ void bib_file_out_discard(bib_file_out_t *out) {
         unlink(out->tmp);
     free(out->tmp);
     free(out->path);
+    free(out->target);
     memset(out, 0, sizeof *out);
 }
 
@@ -260,11 +306,21 @@ bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, ch
 
 bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
         snprintf(why, cap, "cannot write '%s': %s", path, strerror(EISDIR));
         return BIB_E_IO;
     }
-    char *dir = folder_of(path);
+    if (exists && !S_ISREG(st.st_mode)) { /* a device or a pipe, written directly */
+        if (access(path, W_OK) == 0)
+            return BIB_OK;
+        snprintf(why, cap, "cannot write '%s': %s", path, strerror(errno));
+        return BIB_E_IO;
+    }
+    /* The folder that will hold the temporary file: a link's target's. */
+    char *target = exists ? realpath(path, NULL) : NULL;
+    char *dir = folder_of(target != NULL ? target : path);
+    free(target);
     if (dir == NULL) {
         snprintf(why, cap, "cannot write '%s': out of memory", path);
         return BIB_E_NOMEM;

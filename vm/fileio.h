@@ -38,10 +38,12 @@ uint64_t bib_file_cap(uint64_t max);
 /* A file being written: bytes go to a temporary file in the target's folder
  * until bib_file_out_commit renames it over the target. */
 typedef struct bib_file_out {
-    char *path; /* the target */
-    char *tmp;  /* the temporary file beside it */
-    FILE *f;    /* open on tmp until bib_file_out_close */
-    int err;    /* the first write's errno, 0 while all went well */
+    char *path;   /* the target, as given (for messages) */
+    char *target; /* the file replaced: path, or the file a link at path names */
+    char *tmp;    /* the temporary file beside it; NULL when path is a device or a
+                     pipe (/dev/null, /dev/stdout), written directly */
+    FILE *f;      /* open on tmp until bib_file_out_close */
+    int err;      /* the first write's errno, 0 while all went well */
 } bib_file_out_t;
 
 /* Creates the temporary file for path. BIB_E_IO with why set ("cannot

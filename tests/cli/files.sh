@@ -172,6 +172,21 @@ if [ $rc -eq 64 ] && [ -z "$out" ] && grep -q "input a is given twice" "$T/err";
     ok "the same --input twice is refused, not the last taken"
 else bad "input twice: exit $rc, $(cat "$T/err")"; fi
 
+# Targets that are not plain files: a device is written directly (there is
+# nothing to replace), a link is followed and stays a link.
+if $BIB run "$T/copy.basm" --input "a=$T/a.npy" --output "b=/dev/null" >/dev/null 2>"$T/err" &&
+    [ -c /dev/null ]; then
+    ok "an output to /dev/null is written to the device, not renamed over it"
+else bad "output to /dev/null: $(cat "$T/err"); $(ls -la /dev/null)"; fi
+if [ "$($BIB asm examples/hello.basm -o /dev/stdout | head -c 4 | tail -c 3)" = BIB ]; then
+    ok "asm -o /dev/stdout writes the module to stdout"
+else bad "asm -o /dev/stdout"; fi
+ln -s b.npy "$T/link.npy"
+if $BIB run "$T/copy.basm" --input "a=$T/a2.npy" --output "b=$T/link.npy" >/dev/null 2>"$T/err" &&
+    [ -L "$T/link.npy" ] && ! cmp -s "$T/b.npy" "$T/b.saved"; then
+    ok "an output through a link replaces the file it names and keeps the link"
+else bad "output through a link: $(cat "$T/err"); $(ls -la "$T")"; fi
+
 # ---- bib asm -o ----------------------------------------------------------------
 cp examples/fib.basm "$T/fib.basm"
 expect_fail "asm onto its own source is refused" 64 "is the source" \
