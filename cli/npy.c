@@ -220,8 +220,10 @@ static bib_status_t read_head(FILE *f, const char *path, uint64_t max_file, uint
         snprintf(msg, cap, "%s: out of memory", path);
         return BIB_E_NOMEM;
     }
-    memcpy(buf, prefix, got);
-    size_t have = got;
+    /* A short header (malformed: it cannot hold the keys) ends inside the
+       prefix read: only its own bytes are kept. */
+    size_t have = got < start + header_len ? got : start + header_len;
+    memcpy(buf, prefix, have);
     if (start + header_len > have)
         have += read_up_to(f, buf + have, start + header_len - have);
     if (have < start + header_len) {
@@ -290,19 +292,6 @@ bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path,
         return fill.status;
     if (st != BIB_OK)
         snprintf(msg, cap, "%s", bib_vm_error(vm));
-    return st;
-}
-
-bib_status_t bib_npy_read(const char *path, uint64_t max_file, bib_npy_t *out, char *msg,
-                          size_t cap) {
-    memset(out, 0, sizeof *out);
-    uint8_t *bytes;
-    size_t size;
-    bib_status_t st = bib_file_read(path, max_file, &bytes, &size, msg, cap);
-    if (st != BIB_OK)
-        return st;
-    st = bib_npy_parse(bytes, size, path, out, msg, cap);
-    free(bytes);
     return st;
 }
 

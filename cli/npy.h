@@ -29,11 +29,6 @@ typedef struct bib_npy {
 bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, bib_npy_t *out,
                            char *msg, size_t cap);
 
-/* Reads and parses a file of at most max_file bytes (0: the default cap):
- * BIB_E_IO when it cannot be read, BIB_E_NOMEM when it is larger. */
-bib_status_t bib_npy_read(const char *path, uint64_t max_file, bib_npy_t *out, char *msg,
-                          size_t cap);
-
 /* Gives input `name` of vm from a file, reading only its header before the VM
  * has checked the shape and the memory cap (bib_vm_set_input_fill), then the
  * data straight into the VM: a file the cap refuses costs nothing, and no

@@ -77,6 +77,10 @@ np.save('$T/big.npy', np.zeros(16 << 20, dtype='<f4'))
 " || bad "numpy"
 expect_fail "an .npy over the file cap is refused" 71 "a.npy': larger than the file size cap of 102400 bytes" \
     $BIB run "$T/copy.basm" --input "a=$T/a.npy" --max-file-size 100K
+# A header length shorter than the prefix read: refused, nothing overrun.
+printf '\223NUMPY\001\000\000\000ab' >"$T/short.npy"
+expect_fail "an .npy whose header is shorter than its prefix is refused" 65 "lacks 'descr'" \
+    $BIB run "$T/copy.basm" --input "a=$T/short.npy"
 mkfifo "$T/npyfifo"
 sh -c 'cat "$2" >"$1"' _ "$T/npyfifo" "$T/big.npy" >/dev/null 2>&1 &
 writer=$!
