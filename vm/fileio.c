@@ -340,8 +340,10 @@ bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
 
 bool bib_file_same(const char *a, const char *b) {
     struct stat sa, sb;
+    /* Devices and pipes (/dev/stdin and /dev/stdout on one terminal) are
+       never replaced, so never "the same file" in the sense that matters. */
     if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+        return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
     /* One is still to be created: the same name in the same folder. */
     const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
     base_a = base_a ? base_a + 1 : a;

@@ -68,8 +68,9 @@ bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, ch
  * writable, and path is not a folder. BIB_E_IO with why set otherwise. */
 bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap);
 
-/* Whether two paths name the same file: the same inode when both exist, else
- * the same name in the same folder. */
+/* Whether two paths name the same file: the same regular file when both
+ * exist (devices and pipes never count), else the same name in the same
+ * folder. */
 bool bib_file_same(const char *a, const char *b);
 
 #endif
