@@ -242,6 +242,8 @@ expect_fail "run assembles under the same cap" 71 "data.basm:4:10: error: 100001
     $BIB run "$T/data.basm" --max-file-size 1K
 # 400 MB declared, one value given: the values are counted before the
 # shape's memory is taken (a 200 MB address-space limit proves it).
+expect_fail "the cap holds under --deny=device-code too" 71 "data.basm:4:10: error: 100001 more bytes" \
+    $BIB run "$T/data.basm" --max-file-size 1K --deny=device-code
 printf '.tensor w t0 f32[100000000] = 1.0\n.func main regs=1\n    HALT r0\n.end\n' >"$T/shape.basm"
 if [ -n "$ASAN" ]; then
     echo "SKIP a .tensor shape under ulimit -v: AddressSanitizer cannot start under it"
