@@ -936,6 +936,52 @@ static void cmd_backend(repl_t *r, const char *name) {
     printf("backend %s: state reset (:run runs the program again)\n", r->backend);
 }
 
+/* :call NAME ARG...: runs one function on a VM of its own, so the session's
+   state stays as it was; prints what it returns. */
+static void cmd_call(repl_t *r, const char *name, char **argv, int argc) {
+    if (name == NULL) {
+        error_line(":call takes a function name and its arguments: :call NAME ARG...");
+        return;
+    }
+    if (!r->loaded && r->file == NULL) {
+        error_line("nothing to call: type a .func block, or :load FILE");
+        return;
+    }
+    bib_value_t args[64];
+    if (argc > 64) {
+        error_line(":call takes at most 64 arguments");
+        return;
+    }
+    for (int i = 0; i < argc; i++)
+        if (bib_cli_parse_arg(argv[i], &args[i]) != 0) {
+            error_line("argument %d '%s' is not an integer (42, -7, 0x2a) or a number (2.5, 1e-3)",
+                       i + 1, argv[i]);
+            return;
+        }
+    bib_vm_t *vm = new_vm(r);
+    if (vm == NULL)
+        return;
+    bool ok;
+    if (r->file != NULL) {
+        ok = bib_vm_load_file(vm, r->file) == BIB_OK;
+    } else {
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        ok = assemble(r, &bytes, &size) && bib_vm_load(vm, bytes, size, "repl") == BIB_OK;
+        bib_free(bytes);
+    }
+    for (size_t i = 0; ok && i < r->ninputs; i++)
+        ok = give_input(vm, r->inputs[i]);
+    int64_t result = 0;
+    bib_status_t st = ok ? bib_vm_call(vm, name, args, (uint32_t)argc, &result) : BIB_E_STATE;
+    out_flush();
+    if (st == BIB_OK)
+        printf("%s = %" PRId64 " (0x%" PRIx64 ")\n", name, result, (uint64_t)result);
+    else if (*bib_vm_error(vm))
+        error_line("%s", bib_vm_error(vm));
+    bib_vm_destroy(vm);
+}
+
 static void cmd_trace(repl_t *r, const char *arg) {
     bib_trace_format_t f;
     if (arg != NULL && (strcmp(arg, "on") == 0 || strcmp(arg, "text") == 0))
@@ -1028,6 +1074,8 @@ static const char help_text[] =
     "  :where, :bt        the position, the call frames\n"
     "  :list              the session's source\n"
     "  :backend cpu|vulkan|cuda|auto  switch the tensor executor (restarts the state)\n"
+    "  :call NAME ARG...  run function NAME with these arguments on a fresh state\n"
+    "                     (the session's is kept) and print what it returns\n"
     "  :trace on|off|json   trace executed instructions to stderr\n"
     "  :profile [on|off|json]  profile runs; no argument: show the profile\n"
     "  :reset             forget everything: an empty session\n"
@@ -1065,6 +1113,14 @@ static bool command(repl_t *r, char *line) {
         cmd_step(r, NULL, true);
     } else if (strcmp(cmd, "run") == 0) {
         cmd_run(r);
+    } else if (strcmp(cmd, "call") == 0) {
+        char *rest[65];
+        int n = 0;
+        if (b != NULL)
+            rest[n++] = b;
+        for (char *w; n < 65 && (w = strtok_r(NULL, " \t", &save)) != NULL;)
+            rest[n++] = w;
+        cmd_call(r, a, rest, n);
     } else if (strcmp(cmd, "where") == 0) {
         bib_position_t pos;
         static const char *const state[] = {"", "paused", "breakpoint", "halted", "trapped"};
