@@ -72,6 +72,28 @@ for m in a['models']:
 assert a['threshold'] is None or a['threshold']['flops_from_host'] >= 0
 " 2>"$T/err"; then ok "--json carries the cpu, devices and auto's choice"; else bad "--json content: $(cat "$T/err")"; fi
 
+# The numerics and limits are fields, not only the describe string.
+if $PY -c "
+import json, sys
+r = json.load(open('$T/json'))
+devices = [r['cpu']] + [d for g in r['gpu_executors'] for d in g['devices']]
+for d in devices:
+    for k in ('name', 'kind', 'fma', 'denormals', 'rounding'):
+        assert isinstance(d[k], str) and d[k], (k, d)
+    assert isinstance(d['fp64'], bool), d
+    assert d['memory_bytes'] is None or d['memory_bytes'] > 0, d
+    assert set(d['limits']) == {'max_buffer_bytes', 'max_workgroup', 'shared_memory_bytes', 'compute_units', 'max_threads'}, d
+    for v in d['limits'].values():
+        assert v is None or (isinstance(v, int) and v > 0), d
+assert r['cpu']['kind'] == 'CPU' and r['cpu']['limits']['max_threads'] == 256, r['cpu']
+for g in r['gpu_executors']:
+    for d in g['devices']:
+        if g['name'] == 'vulkan':
+            # the same facts as the describe string, one by one
+            assert 'fma: ' + d['fma'] in d['describe'] and 'denormals: ' + d['denormals'] in d['describe'], d
+            assert d['limits']['max_buffer_bytes'] > 0 and d['limits']['max_workgroup'] > 0, d
+" 2>"$T/err"; then ok "--json gives fma, denormals, rounding, memory and limits as fields of every device"; else bad "--json device fields: $(cat "$T/err")"; fi
+
 $BIB info extra >/dev/null 2>"$T/err"
 if [ $? -eq 64 ]; then ok "bib info with a file is a usage error"; else bad "bib info extra: $(cat "$T/err")"; fi
 
