@@ -29,7 +29,7 @@ static const command_row_t commands[BIB_CMD_COUNT] = {
     [BIB_CMD_RUN] = {"run", "run FILE [options] [-- ARG...]",
                      "run a .bib module or a .basm source (assembled on the fly)\n"
                      "                    and print its outputs"},
-    [BIB_CMD_ASM] = {"asm", "asm FILE [-o OUT]",
+    [BIB_CMD_ASM] = {"asm", "asm FILE [-o OUT] [--strip]",
                      "assemble .basm source into a .bib module (default OUT:\n"
                      "                    FILE with .basm replaced by .bib)"},
     [BIB_CMD_DIS] = {"dis", "dis FILE [-o OUT]", "disassemble a .bib module to .basm text"},
@@ -71,6 +71,9 @@ static const option_row_t options[] = {
      "                       it returns, instead of the entry function's exit status"},
     {"output", required_argument, 'o', ON(BIB_CMD_ASM), "-o, --output OUT",
      "where to write the module (- is stdout)"},
+    {"strip", no_argument, BIB_OPT_STRIP, ON(BIB_CMD_ASM), "--strip",
+     "leave out the source name, line numbers and label names,\n"
+     "                       as luac -s does"},
     {"output", required_argument, 'o', ON(BIB_CMD_DIS), "-o, --output OUT",
      "where to write the text (default and - : stdout)"},
     {"output", required_argument, 'o', ON(BIB_CMD_BENCH), "-o, --output DIR",

@@ -20,6 +20,7 @@
 #include "cli/args.h"
 #include "npy.h"
 #include "repl.h"
+#include "assembler/asm.h"
 #include "vm/fileio.h"
 #include "vm/module.h"
 #include "vm/tensor.h"
@@ -618,7 +619,7 @@ static int cmd_run(const bib_options_t *options, const run_request_t *req) {
     return program_exit_status(exit_value);
 }
 
-static int cmd_asm(const char *path, const char *out_path) {
+static int cmd_asm(const char *path, const char *out_path, int strip) {
     if (bib_file_same(path, out_path)) {
         fprintf(stderr, "bib: asm: the output '%s' is the source '%s' itself; give another -o\n",
                 out_path, path);
@@ -645,8 +646,10 @@ static int cmd_asm(const char *path, const char *out_path) {
         free(src);
         return BIB_EXIT_DATA;
     }
-    bib_status_t st = bib_assemble_capped((const char *)src, len, path, bib_cli_max_file_size,
-                                          &bytes, &size, &diag);
+    bib_status_t st = strip ? bib_assemble_stripped((const char *)src, len, path,
+                                                    bib_cli_max_file_size, &bytes, &size, &diag)
+                            : bib_assemble_capped((const char *)src, len, path,
+                                                  bib_cli_max_file_size, &bytes, &size, &diag);
     free(src);
     if (st != BIB_OK) {
         fputs(diag ? diag : "bib: assembly failed\n", stderr);
@@ -774,7 +777,7 @@ int main(int argc, char **argv) {
     bib_options_init(&options);
     bib_cli_test_flags_t test_flags = {0};
     int profile = 0; /* --profile: 1 table, 2 JSON */
-    int json = 0, quick = 0, print_none = 0;
+    int json = 0, quick = 0, print_none = 0, strip = 0;
     const char *function = NULL;
     /* -o/--output is asm's module path, or run's NAME=PATH (repeatable):
        which one is known once the command is. */
@@ -894,6 +897,9 @@ int main(int argc, char **argv) {
         case BIB_OPT_FUNCTION:
             function = optarg;
             break;
+        case BIB_OPT_STRIP:
+            strip = 1;
+            break;
         case BIB_OPT_PROFILE:
             if (!optarg || strcmp(optarg, "text") == 0)
                 profile = 1;
@@ -982,7 +988,7 @@ int main(int argc, char **argv) {
             return BIB_EXIT_USAGE;
         }
         if (nout == 1)
-            return cmd_asm(files[0], out_args[0]);
+            return cmd_asm(files[0], out_args[0], strip);
         const char *in = files[0];
         if (strcmp(in, "-") == 0) {
             fprintf(stderr, "bib: asm -: the source is stdin, so give -o OUT.bib (-o - for "
@@ -996,7 +1002,7 @@ int main(int argc, char **argv) {
         char *out = bib_cli_alloc(len + 5);
         memcpy(out, in, len);
         memcpy(out + len, ".bib", 5);
-        int rc = cmd_asm(in, out);
+        int rc = cmd_asm(in, out, strip);
         free(out);
         return rc;
     }
