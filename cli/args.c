@@ -39,9 +39,10 @@ static const command_row_t commands[BIB_CMD_COUNT] = {
                       "interactive session: type instructions, step, inspect"},
     [BIB_CMD_INFO] = {"info", "info [--json]",
                       "describe the CPU, GPU devices, and what --backend=auto picks"},
-    [BIB_CMD_BENCH] = {"bench", "bench [--quick] [-o DIR]",
-                       "time tensor workloads on every executor (results.csv,\n"
-                       "                    chart.png in DIR)"},
+    [BIB_CMD_BENCH] = {"bench", "bench [FILE] [options]",
+                       "time FILE's module (min, median, max per run and a\n"
+                       "                    profile per opcode), or without FILE tensor workloads\n"
+                       "                    on every executor (results.csv, chart.png in -o DIR)"},
     [BIB_CMD_HELP] = {"help", "help [COMMAND]", "this help, or one command's"},
 };
 
@@ -60,8 +61,8 @@ typedef struct option_row {
 /* An option may have one row per meaning (-o is a module, a text, a tensor
    file or a folder): each command sees only its own. */
 static const option_row_t options[] = {
-    {"input", required_argument, BIB_OPT_INPUT, ON(BIB_CMD_RUN), "--input NAME=PATH",
-     "give input tensor NAME from a .npy file (PATH - is stdin)"},
+    {"input", required_argument, BIB_OPT_INPUT, ON(BIB_CMD_RUN) | ON(BIB_CMD_BENCH),
+     "--input NAME=PATH", "give input tensor NAME from a .npy file (PATH - is stdin)"},
     {"output", required_argument, 'o', ON(BIB_CMD_RUN), "-o, --output NAME=PATH",
      "write output tensor NAME to a .npy file (PATH - is stdout);\n"
      "                       without --output every output is printed, --output=\n"
@@ -76,8 +77,15 @@ static const option_row_t options[] = {
      "                       as luac -s does"},
     {"output", required_argument, 'o', ON(BIB_CMD_DIS), "-o, --output OUT",
      "where to write the text (default and - : stdout)"},
-    {"output", required_argument, 'o', ON(BIB_CMD_BENCH), "-o, --output DIR",
-     "where the workloads' results.csv and chart.png go (default build/bench)"},
+    {"output", required_argument, 'o', ON(BIB_CMD_BENCH), "-o, --output DIR|PATH",
+     "without FILE: where results.csv and chart.png go (default\n"
+     "                       build/bench); with FILE: the report's file (default stdout)"},
+    {"repetitions", required_argument, BIB_OPT_REPETITIONS, ON(BIB_CMD_BENCH), "--repetitions N",
+     "(FILE) timed runs, default 10"},
+    {"warmup", required_argument, BIB_OPT_WARMUP, ON(BIB_CMD_BENCH), "--warmup N",
+     "(FILE) untimed runs before them, default 1"},
+    {"format", required_argument, BIB_OPT_FORMAT, ON(BIB_CMD_BENCH), "--format md|csv|json",
+     "(FILE) the report's form, default md (a Markdown table)"},
     {"quick", no_argument, BIB_OPT_QUICK, ON(BIB_CMD_BENCH), "--quick",
      "smaller workloads, fewer repetitions"},
     {"json", no_argument, BIB_OPT_JSON, ON(BIB_CMD_INFO), "--json", "one JSON object"},

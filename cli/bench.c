@@ -483,3 +483,186 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
     chart(dir, w, nw, names, nex, res);
     return all_same ? 0 : BIB_EXIT_TESTFAIL;
 }
+
+/* ---- bib bench FILE ---------------------------------------------------------------- */
+
+/* Writes s as a JSON string. */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s) {
+    if (strpbrk(s, ",\"\n\r") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Reads every output on the host, so that work a device still has queued is
+   inside the timed run, as it is in bench's own workloads. */
+static bib_status_t read_outputs(bib_vm_t *vm) {
+    uint32_t count = bib_vm_tensor_count(vm);
+    for (uint32_t i = 0; i < count; i++) {
+        bib_tensor_info_t t;
+        if (bib_vm_tensor_info(vm, i, &t) != BIB_OK || !t.is_output)
+            continue;
+        bib_dtype_t dtype;
+        uint32_t rank, dims[BIB_MAX_RANK];
+        const void *data;
+        bib_status_t st = bib_vm_get_output(vm, t.name, &dtype, &rank, dims, &data);
+        if (st != BIB_OK)
+            return st;
+    }
+    return BIB_OK;
+}
+
+int bib_cli_bench_module(bib_vm_t *vm, const char *path, const char *backend,
+                         const bib_cli_bench_flags_t *flags) {
+    for (int i = 0; i < flags->warmup; i++) {
+        int64_t exit_value;
+        bib_status_t st = bib_vm_run(vm, &exit_value);
+        if (st == BIB_OK)
+            st = read_outputs(vm);
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: bench: %s: warmup run %d: %s\n", path, i + 1, bib_vm_error(vm));
+            return bib_cli_exit_code(st);
+        }
+    }
+    double *times = bib_cli_alloc(sizeof *times * (size_t)flags->repetitions);
+    for (int i = 0; i < flags->repetitions; i++) {
+        int64_t exit_value;
+        double t0 = now_s();
+        bib_status_t st = bib_vm_run(vm, &exit_value);
+        if (st == BIB_OK)
+            st = read_outputs(vm);
+        times[i] = (now_s() - t0) * 1e3;
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: bench: %s: run %d: %s\n", path, i + 1, bib_vm_error(vm));
+            free(times);
+            return bib_cli_exit_code(st);
+        }
+    }
+    /* The times in run order for JSON, sorted for the statistics. */
+    double *sorted = bib_cli_alloc(sizeof *sorted * (size_t)flags->repetitions);
+    memcpy(sorted, times, sizeof *sorted * (size_t)flags->repetitions);
+    qsort(sorted, (size_t)flags->repetitions, sizeof *sorted, cmp_double);
+    int n = flags->repetitions;
+    double min = sorted[0], max = sorted[n - 1];
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    free(sorted);
+    /* One more run, profiled: the instrumented loop times each opcode (and is
+       slower), so it is not one of the timed runs. */
+    bib_vm_profile(vm, 1);
+    int64_t exit_value;
+    bib_status_t st = bib_vm_run(vm, &exit_value);
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: bench: %s: profiled run: %s\n", path, bib_vm_error(vm));
+        free(times);
+        return bib_cli_exit_code(st);
+    }
+    uint32_t rows = bib_vm_profile_rows(vm);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) {
+        free(times);
+        return BIB_EXIT_NOMEM;
+    }
+    if (flags->format == BIB_BENCH_JSON) {
+        fprintf(f, "{\"file\":");
+        json_string(f, path);
+        fprintf(f, ",\"backend\":");
+        json_string(f, backend);
+        fprintf(f,
+                ",\"warmup\":%d,\"repetitions\":%d,\"min_ms\":%.6f,\"median_ms\":%.6f,"
+                "\"max_ms\":%.6f,\"times_ms\":[",
+                flags->warmup, n, min, median, max);
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%s%.6f", i ? "," : "", times[i]);
+        fprintf(f, "],\"profile\":[");
+    } else if (flags->format == BIB_BENCH_CSV) {
+        fprintf(f, "kind,name,executor,count,min_ms,median_ms,max_ms,total_ms,mean_us,flops,"
+                   "bytes\n");
+        fprintf(f, "run,");
+        csv_field(f, path);
+        fprintf(f, ",");
+        csv_field(f, backend);
+        fprintf(f, ",%d,%.6f,%.6f,%.6f,,,,\n", n, min, median, max);
+    } else {
+        fprintf(f, "%s on %s: %d timed run%s after %d untimed\n\n", path, backend, n,
+                n == 1 ? "" : "s", flags->warmup);
+        fprintf(f, "| runs | min ms | median ms | max ms |\n|---:|---:|---:|---:|\n");
+        fprintf(f, "| %d | %.3f | %.3f | %.3f |\n\n", n, min, median, max);
+        fprintf(f, "Per opcode, from one more run with the profiler on (spec/cli.md, "
+                   "Profiles):\n\n");
+        fprintf(f, "| op | executor | count | total ms | mean us | GFLOP/s | GB/s |\n"
+                   "|---|---|---:|---:|---:|---:|---:|\n");
+    }
+    for (uint32_t i = 0; i < rows; i++) {
+        bib_profile_row_t r;
+        if (bib_vm_profile_row(vm, i, &r) != BIB_OK)
+            continue;
+        double mean_us = r.count ? r.seconds / (double)r.count * 1e6 : 0;
+        if (flags->format == BIB_BENCH_JSON) {
+            fprintf(f, "%s{\"op\":", i ? "," : "");
+            json_string(f, r.op);
+            fprintf(f, ",\"executor\":");
+            json_string(f, r.executor);
+            fprintf(f,
+                    ",\"count\":%llu,\"total_ms\":%.6f,\"mean_us\":%.6f,\"flops\":%llu,"
+                    "\"bytes\":%llu}",
+                    (unsigned long long)r.count, r.seconds * 1e3, mean_us,
+                    (unsigned long long)r.flops, (unsigned long long)r.bytes);
+        } else if (flags->format == BIB_BENCH_CSV) {
+            fprintf(f, "op,");
+            csv_field(f, r.op);
+            fprintf(f, ",");
+            csv_field(f, r.executor);
+            fprintf(f, ",%llu,,,,%.6f,%.6f,%llu,%llu\n", (unsigned long long)r.count,
+                    r.seconds * 1e3, mean_us, (unsigned long long)r.flops,
+                    (unsigned long long)r.bytes);
+        } else {
+            char gflops[32] = "-", gbps[32] = "-";
+            if (r.flops && r.seconds > 0)
+                snprintf(gflops, sizeof gflops, "%.3f", (double)r.flops / r.seconds * 1e-9);
+            if (r.bytes && r.seconds > 0)
+                snprintf(gbps, sizeof gbps, "%.3f", (double)r.bytes / r.seconds * 1e-9);
+            fprintf(f, "| %s | %s | %llu | %.3f | %.3f | %s | %s |\n", r.op, r.executor,
+                    (unsigned long long)r.count, r.seconds * 1e3, mean_us, gflops, gbps);
+        }
+    }
+    if (flags->format == BIB_BENCH_JSON)
+        fprintf(f, "]}\n");
+    free(times);
+    int rc = 0;
+    char why[600];
+    if (fclose(f) != 0) {
+        fprintf(stderr, "bib: bench: cannot write the report: %s\n", strerror(errno));
+        rc = BIB_EXIT_NOMEM;
+    } else if (bib_file_write(flags->output ? flags->output : "-", text, len, why, sizeof why) !=
+               BIB_OK) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        rc = BIB_EXIT_CANTCREATE;
+    }
+    free(text);
+    return rc;
+}

@@ -58,4 +58,20 @@ int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags
 int bib_cli_info(const bib_options_t *options, int json);
 int bib_cli_bench(const bib_options_t *options, const char *dir, int quick);
 
+/* bib bench FILE: times the loaded module on vm (inputs given), and writes
+ * the report to flags->output (NULL or "-": stdout). */
+typedef enum bib_bench_format {
+    BIB_BENCH_MARKDOWN,
+    BIB_BENCH_CSV,
+    BIB_BENCH_JSON,
+} bib_bench_format_t;
+typedef struct bib_cli_bench_flags {
+    int repetitions; /* timed runs, at least 1 */
+    int warmup;      /* untimed runs before them */
+    bib_bench_format_t format;
+    const char *output;
+} bib_cli_bench_flags_t;
+int bib_cli_bench_module(bib_vm_t *vm, const char *path, const char *backend,
+                         const bib_cli_bench_flags_t *flags);
+
 #endif

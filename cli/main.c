@@ -619,6 +619,46 @@ static int cmd_run(const bib_options_t *options, const run_request_t *req) {
     return program_exit_status(exit_value);
 }
 
+/* bib bench FILE: loaded and given its inputs as run does them, then timed. */
+static int cmd_bench_file(const bib_options_t *options, const char *path,
+                          const tensor_file_t *inputs, int ninputs,
+                          const bib_cli_bench_flags_t *flags) {
+    int checked = check_tensor_files(inputs, ninputs, NULL, 0);
+    char why[600];
+    if (checked == 0 && flags->output != NULL &&
+        bib_file_check_writable(flags->output, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        checked = BIB_EXIT_CANTCREATE;
+    }
+    if (checked != 0)
+        return checked;
+    bib_vm_t *vm = NULL;
+    bib_status_t st = bib_vm_create(options, &vm);
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: cannot create the VM: %s\n", bib_status_name(st));
+        return bib_cli_exit_code(st);
+    }
+    /* What the module prints would mix with the report: it goes nowhere. */
+    FILE *sink = fopen("/dev/null", "w");
+    bib_vm_register_stdio(vm, sink != NULL ? sink : stderr);
+    st = bib_vm_load_file(vm, path);
+    int rc = 0;
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
+        rc = bib_cli_exit_code(st);
+    }
+    if (rc == 0)
+        rc = check_run_tensors(vm, path, inputs, ninputs, NULL, 0);
+    if (rc == 0)
+        rc = set_inputs(vm, inputs, ninputs);
+    if (rc == 0)
+        rc = bib_cli_bench_module(vm, path, options->backend ? options->backend : "cpu", flags);
+    bib_vm_destroy(vm);
+    if (sink != NULL)
+        fclose(sink);
+    return rc;
+}
+
 static int cmd_asm(const char *path, const char *out_path, int strip) {
     if (bib_file_same(path, out_path)) {
         fprintf(stderr, "bib: asm: the output '%s' is the source '%s' itself; give another -o\n",
@@ -778,6 +818,8 @@ int main(int argc, char **argv) {
     bib_cli_test_flags_t test_flags = {0};
     int profile = 0; /* --profile: 1 table, 2 JSON */
     int json = 0, quick = 0, print_none = 0, strip = 0;
+    bib_cli_bench_flags_t bench = {.repetitions = 10, .warmup = 1, .format = BIB_BENCH_MARKDOWN};
+    int bench_file_options = 0; /* --repetitions, --warmup or --format given */
     const char *function = NULL;
     /* -o/--output is asm's module path, or run's NAME=PATH (repeatable):
        which one is known once the command is. */
@@ -900,6 +942,30 @@ int main(int argc, char **argv) {
         case BIB_OPT_STRIP:
             strip = 1;
             break;
+        case BIB_OPT_REPETITIONS:
+        case BIB_OPT_WARMUP:
+            if (parse_u64(optarg, &v) || v > 1000000 || (c == BIB_OPT_REPETITIONS && v == 0)) {
+                fprintf(stderr, "bib: --%s takes a count from %d to 1000000, not '%s'\n",
+                        c == BIB_OPT_WARMUP ? "warmup" : "repetitions", c == BIB_OPT_WARMUP ? 0 : 1,
+                        optarg);
+                return BIB_EXIT_USAGE;
+            }
+            *(c == BIB_OPT_WARMUP ? &bench.warmup : &bench.repetitions) = (int)v;
+            bench_file_options = 1;
+            break;
+        case BIB_OPT_FORMAT:
+            if (strcmp(optarg, "md") == 0 || strcmp(optarg, "markdown") == 0)
+                bench.format = BIB_BENCH_MARKDOWN;
+            else if (strcmp(optarg, "csv") == 0)
+                bench.format = BIB_BENCH_CSV;
+            else if (strcmp(optarg, "json") == 0)
+                bench.format = BIB_BENCH_JSON;
+            else {
+                fprintf(stderr, "bib: --format takes md, csv or json, not '%s'\n", optarg);
+                return BIB_EXIT_USAGE;
+            }
+            bench_file_options = 1;
+            break;
         case BIB_OPT_PROFILE:
             if (!optarg || strcmp(optarg, "text") == 0)
                 profile = 1;
@@ -1019,8 +1085,22 @@ int main(int argc, char **argv) {
         }
         return bib_cli_info(&options, json);
     case BIB_CMD_BENCH:
-        if (nfiles != 0 || nout > 1) {
-            fprintf(stderr, "bib: bench takes no file, and at most one -o DIR\n");
+        if (nfiles > 1 || nout > 1) {
+            fprintf(stderr, "bib: bench takes at most one file, and at most one -o\n");
+            return BIB_EXIT_USAGE;
+        }
+        if (nfiles == 1) {
+            if (quick) {
+                fprintf(stderr, "bib: bench FILE times FILE: --quick is for the workloads "
+                                "(--repetitions N sets the runs)\n");
+                return BIB_EXIT_USAGE;
+            }
+            bench.output = nout ? out_args[0] : NULL;
+            return cmd_bench_file(&options, files[0], inputs, ninputs, &bench);
+        }
+        if (bench_file_options || ninputs > 0) {
+            fprintf(stderr, "bib: --repetitions, --warmup, --format and --input are for bench "
+                            "FILE\n");
             return BIB_EXIT_USAGE;
         }
         return bib_cli_bench(&options, nout ? out_args[0] : "build/bench", quick);

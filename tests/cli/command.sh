@@ -239,6 +239,42 @@ else
     bad "repl :call: $(cat "$T/out")"
 fi
 
+# ---- bib bench FILE ---------------------------------------------------------
+
+$PY tools/make-npy.py "$T/mlp" >/dev/null
+MLP="--input x=$T/mlp/x.npy --input W1=$T/mlp/W1.npy --input b1=$T/mlp/b1.npy --input W2=$T/mlp/W2.npy --input b2=$T/mlp/b2.npy"
+# shellcheck disable=SC2086
+expect "bench FILE times the user's module" 0 "" $BIB bench examples/mlp.basm $MLP --repetitions 7 --warmup 2 --format json
+if $PY -c "
+import json, sys
+r = json.load(open('$T/out'))
+assert r['file'] == 'examples/mlp.basm' and r['repetitions'] == 7 and r['warmup'] == 2, r
+assert len(r['times_ms']) == 7 and all(t > 0 for t in r['times_ms']), r
+assert r['min_ms'] == min(r['times_ms']) and r['max_ms'] == max(r['times_ms']), r
+assert r['min_ms'] <= r['median_ms'] <= r['max_ms'], r
+ops = {(p['op'], p['executor']): p for p in r['profile']}
+assert ops[('LINEAR_RELU', 'cpu')]['count'] == 1 and ops[('LINEAR_RELU', 'cpu')]['flops'] == 2 * 8 * 96 * 64, ops
+assert ops[('FREE', 'host')]['count'] == 2, ops
+" 2>"$T/err"; then ok "bench --format json: every run, min/median/max and the per-opcode rows"; else bad "bench json: $(cat "$T/err")"; fi
+# shellcheck disable=SC2086
+$BIB bench examples/mlp.basm $MLP --repetitions 3 >"$T/out" 2>"$T/err"
+grep -q "^| 3 | [0-9.]* | [0-9.]* | [0-9.]* |$" "$T/out" && grep -q "^| LINEAR_RELU | cpu | 1 |" "$T/out" &&
+    ok "bench FILE's Markdown: the runs' row and the opcode rows" || bad "bench md: $(cat "$T/out" "$T/err")"
+# shellcheck disable=SC2086
+$BIB bench examples/mlp.basm $MLP --repetitions 3 --format csv -o "$T/bench.csv" >"$T/out" 2>"$T/err"
+if [ ! -s "$T/out" ] && head -1 "$T/bench.csv" | grep -q "^kind,name,executor,count,min_ms,median_ms,max_ms" &&
+    grep -q "^run,examples/mlp.basm,cpu,3," "$T/bench.csv" && grep -q "^op,LINEAR,cpu,1," "$T/bench.csv"; then
+    ok "bench --format csv -o PATH writes the CSV there"
+else
+    bad "bench csv: $(cat "$T/bench.csv" "$T/err")"
+fi
+expect "bench FILE without its inputs names them" 64 "input 'x' (f32\[n,d\]) was not given" $BIB bench examples/mlp.basm
+printf '.func main regs=2\n    LDI r0, 1\n    LDI r1, 0\n    DIV r0, r0, r1\n    HALT r0\n.end\n' >"$T/trap.basm"
+expect "bench of a module that traps says which run, exit 70" 70 "warmup run 1: trap" $BIB bench "$T/trap.basm"
+expect "--format takes md, csv or json" 64 "--format takes md, csv or json, not 'xml'" $BIB bench "$T/trap.basm" --format xml
+expect "--repetitions 0 is refused" 64 "--repetitions takes a count from 1" $BIB bench "$T/trap.basm" --repetitions 0
+expect "the FILE options without FILE are a usage error" 64 "are for bench FILE" $BIB bench --repetitions 3
+
 # ---- reproducible modules ---------------------------------------------------
 
 mkdir -p "$T/src"
