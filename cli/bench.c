@@ -245,9 +245,84 @@ static int make_dir(const char *dir) {
     return 0;
 }
 
-/* Draws DIR/chart.png: GFLOP/s per workload, one bar per executor. */
-static void chart(const char *dir, const workload_t *w, int nw, const char *const *names, int nex,
-                  result_t (*res)[MAX_EXECUTORS]) {
+/* The JSON string value that follows key in json at or after from ("" when
+   absent); escapes other than \" and \\ are kept as written. */
+static const char *json_value(const char *json, const char *from, const char *key, char *buf,
+                              size_t cap) {
+    buf[0] = '\0';
+    const char *p = strstr(from, key);
+    if (p == NULL)
+        return NULL;
+    p += strlen(key);
+    size_t n = 0;
+    for (; *p && *p != '"' && n + 1 < cap; p++) {
+        if (*p == '\\' && p[1])
+            p++;
+        buf[n++] = *p;
+    }
+    buf[n] = '\0';
+    (void)json;
+    return p;
+}
+
+/* What each executor runs on, for the chart's subtitle: "cpu: AMD EPYC (2
+   threads)", "vulkan: llvmpipe (CPU, software Vulkan)"; from bib info. */
+static void device_names(const bib_options_t *options, const char *const *names, int nex,
+                         char (*out)[160]) {
+    char *report = NULL;
+    bib_options_t o = *options;
+    o.backend = NULL;
+    bool have = bib_info_report(&o, 1, &report) == BIB_OK && report != NULL;
+    char model[128] = "", threads[64] = "";
+    if (have) {
+        json_value(report, report, "\"model\":\"", model, sizeof model);
+        const char *cpu = strstr(report, "\"cpu\":{");
+        if (cpu != NULL)
+            json_value(report, cpu, "\"executor\":\"cpu: ", threads, sizeof threads);
+    }
+    for (int e = 0; e < nex; e++) {
+        if (strcmp(names[e], "cpu") == 0) {
+            /* "avx512, 2 threads, fp32 ..." -> "2 threads" */
+            char *t = strchr(threads, ',');
+            char count[32] = "";
+            if (t != NULL)
+                snprintf(count, sizeof count, "%.*s", (int)strcspn(t + 2, ","), t + 2);
+            snprintf(out[e], sizeof out[e], "cpu: %s%s%s%s", model[0] ? model : "the CPU",
+                     count[0] ? " (" : "", count, count[0] ? ")" : "");
+            continue;
+        }
+        if (strcmp(names[e], "auto") == 0) {
+            snprintf(out[e], sizeof out[e], "auto: picks an executor per instruction");
+            continue;
+        }
+        snprintf(out[e], sizeof out[e], "%s: device not described", names[e]);
+        char key[64], name[128], kind[64];
+        snprintf(key, sizeof key, "{\"name\":\"%s\",\"devices\":[{", names[e]);
+        const char *at = have ? strstr(report, key) : NULL;
+        if (at == NULL || json_value(report, at, "\"describe\":\"", name, sizeof name) == NULL)
+            continue;
+        const char *after = strstr(at, "\"describe\":\"");
+        after = after ? strchr(after + 12, '"') : NULL;
+        /* Past the describe string: the fields name and kind follow it. */
+        const char *fields = after ? strstr(after + 1, ",\"name\":\"") : NULL;
+        if (fields == NULL)
+            continue;
+        json_value(report, fields, ",\"name\":\"", name, sizeof name);
+        json_value(report, fields, ",\"kind\":\"", kind, sizeof kind);
+        /* lavapipe and other CPU Vulkan drivers: say so, lest its bars read
+           as a GPU's. */
+        if (strcmp(names[e], "vulkan") == 0 && strcmp(kind, "CPU") == 0)
+            snprintf(kind, sizeof kind, "CPU, software Vulkan");
+        snprintf(out[e], sizeof out[e], "%s: %.90s (%s)", names[e], name, kind);
+    }
+    bib_free(report);
+}
+
+/* Draws DIR/chart.png: GFLOP/s per workload on a log axis, one bar per
+   executor with its value on it, and a subtitle naming each executor's
+   device, the machine and the date. */
+static void chart(const bib_options_t *options, const char *dir, const workload_t *w, int nw,
+                  const char *const *names, int nex, result_t (*res)[MAX_EXECUTORS]) {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         fprintf(stderr, "bib: bench: gnuplot is not installed (apt install gnuplot-nox): no "
                         "chart drawn\n");
@@ -258,7 +333,7 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
         fprintf(stderr, "bib: bench: no temporary directory for the chart: %s\n", strerror(errno));
         return;
     }
-    char dat[4200], plt[4200], png[4200], cmd[8600];
+    char dat[4200], plt[4200], png[4200], cmd[20000];
     snprintf(dat, sizeof dat, "%s/data.dat", tmp);
     snprintf(plt, sizeof plt, "%s/chart.gp", tmp);
     snprintf(png, sizeof png, "%s/chart.png", dir);
@@ -286,37 +361,84 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
     for (int e = 0; e < nex; e++)
         fprintf(f, " %s", names[e]);
     fprintf(f, "\n");
-    double top = 1.0;
+    double top = 0, bottom = 0;
     for (int i = 0; i < nw; i++) {
         fprintf(f, "%s", w[i].name);
         for (int e = 0; e < nex; e++) {
-            double gflops =
-                res[i][e].status == 0 ? w[i].flops / (res[i][e].best_ms * 1e-3) * 1e-9 : 0.0;
+            if (res[i][e].status != 0 || res[i][e].best_ms <= 0) {
+                fprintf(f, " NaN"); /* failed: no bar */
+                continue;
+            }
+            double gflops = w[i].flops / (res[i][e].best_ms * 1e-3) * 1e-9;
             top = gflops > top ? gflops : top;
-            fprintf(f, " %.4f", gflops);
+            bottom = bottom == 0 || gflops < bottom ? gflops : bottom;
+            fprintf(f, " %.6g", gflops);
         }
         fprintf(f, "\n");
     }
     fclose(f);
+    if (top <= 0)
+        top = bottom = 1;
+    /* The subtitle: each executor's device, the machine, the date. */
+    char devices[MAX_EXECUTORS][160];
+    device_names(options, names, nex, devices);
+    char subtitle[1024] = "";
+    size_t sn = 0;
+    for (int e = 0; e < nex && sn < sizeof subtitle; e++)
+        sn += (size_t)snprintf(subtitle + sn, sizeof subtitle - sn, "%s%s", e ? "\\n" : "",
+                               devices[e]);
+    char host[128] = "", date[32] = "";
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) != NULL)
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    /* Quotes and backslashes would end or change gnuplot's string. */
+    for (char *p = subtitle; *p; p++)
+        if (*p == '"' || (*p == '\\' && p[1] != 'n'))
+            *p = ' ';
+    for (char *p = host; *p; p++)
+        if (*p == '"' || *p == '\\')
+            *p = ' ';
+    /* Log axis: the executors differ by orders of magnitude. Bars of
+       column c sit at x + (c - 2 - (nex - 1) / 2) / (nex + 1) in a
+       clustered histogram with gap 1; each value is written above its bar. */
+    int height = 560 + 18 * nex;
     fprintf(g,
-            "set terminal pngcairo size 1000,520 noenhanced font ',10'\n"
-            "set output '%s'\n"
-            "set title 'bib bench: GFLOP/s per workload (higher is better)'\n"
+            "set terminal pngcairo size 1100,%d noenhanced font ',10'\n"
+            "if (!exists('outfile')) outfile = 'chart.png'\n"
+            "if (!exists('datafile')) datafile = 'chart.dat'\n"
+            "set output outfile\n"
+            "set title \"bib bench: GFLOP/s per workload (higher is better, log scale)\\n"
+            "%s\\nmachine %s, %s\" font ',10'\n"
             "set style data histogram\nset style histogram clustered gap 1\n"
             "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-            "set ylabel 'GFLOP/s'\nset grid ytics\nset key outside top center horizontal\n"
-            "set xtics rotate by -20\nset yrange [0:%.1f]\n"
-            "plot for [c=2:%d] '%s' using c:xtic(1) title columnheader(c)\n",
-            out.tmp, top * 1.12, nex + 1, dat);
+            "set ylabel 'GFLOP/s (log scale)'\nset grid ytics mytics\n"
+            "set logscale y\nset yrange [%.6g:%.6g]\n"
+            "set key inside top left vertical box opaque\n"
+            "set lmargin 12\nset rmargin 6\nset bmargin 7\nset tmargin %d\n"
+            "set xtics rotate by 25 right nomirror\nset xrange [-0.6:%d.6]\n"
+            "n = %d\n"
+            "plot for [c=2:n+1] datafile using c:xtic(1) title columnheader(c), \\\n"
+            "     for [c=2:n+1] datafile skip 1 using ($0 + (c - 2 - (n - 1) / 2.0) / (n + "
+            "1)):(column(c) * "
+            "1.15):(sprintf('%%.3g', column(c))) with labels rotate by 90 left font ',8' "
+            "notitle\n",
+            height, subtitle, host[0] ? host : "unknown", date, bottom / 4, top * 12, 4 + nex,
+            nw - 1, nex);
     fclose(g);
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", plt);
+    /* The script and data stay beside the chart (chart.gp, chart.dat), so
+       that `cd DIR && gnuplot chart.gp` redraws it; here they are drawn from
+       the temporary folder. */
+    snprintf(cmd, sizeof cmd, "gnuplot -e \"outfile='%s'; datafile='%s'\" '%s' 2>&1", out.tmp, dat,
+             plt);
     int rc = system(cmd);
     if (rc != 0) {
         /* pngcairo is missing from some builds: the plain png terminal then. */
         snprintf(cmd, sizeof cmd,
-                 "sed -i 's/^set terminal pngcairo.*/set terminal png size 1000,520/' '%s' && "
-                 "gnuplot '%s'",
-                 plt, plt);
+                 "sed -i 's/^set terminal pngcairo.*/set terminal png size 1100,640/' '%s' && "
+                 "gnuplot -e \"outfile='%s'; datafile='%s'\" '%s'",
+                 plt, out.tmp, dat, plt);
         rc = system(cmd);
     }
     if (rc == 0) {
@@ -335,6 +457,18 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
         fprintf(stderr, "bib: bench: %s\n", why);
     else
         fprintf(stderr, "bib: bench: wrote %s\n", png);
+    const char *keep[2][2] = {{plt, "chart.gp"}, {dat, "chart.dat"}};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *bytes;
+        size_t size;
+        char target[4200];
+        snprintf(target, sizeof target, "%s/%s", dir, keep[k][1]);
+        if (bib_file_read(keep[k][0], 0, &bytes, &size, why, sizeof why) != BIB_OK ||
+            bib_file_write(target, bytes, size, why, sizeof why) != BIB_OK)
+            fprintf(stderr, "bib: bench: %s\n", why);
+        else
+            free(bytes);
+    }
     remove(dat);
     remove(plt);
     rmdir(tmp);
@@ -480,7 +614,7 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
         return BIB_EXIT_CANTCREATE;
     }
     fprintf(stderr, "bib: bench: wrote %s\n", path);
-    chart(dir, w, nw, names, nex, res);
+    chart(options, dir, w, nw, names, nex, res);
     return all_same ? 0 : BIB_EXIT_TESTFAIL;
 }
 

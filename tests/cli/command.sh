@@ -275,6 +275,30 @@ expect "--format takes md, csv or json" 64 "--format takes md, csv or json, not 
 expect "--repetitions 0 is refused" 64 "--repetitions takes a count from 1" $BIB bench "$T/trap.basm" --repetitions 0
 expect "the FILE options without FILE are a usage error" 64 "are for bench FILE" $BIB bench --repetitions 3
 
+# The workloads' chart: a log axis, values on the bars, a subtitle naming
+# each executor's device, the machine and the date, labels kept in the frame.
+if command -v gnuplot >/dev/null 2>&1; then
+    if timeout 600 $BIB bench --quick -o "$T/bench" >"$T/out" 2>"$T/err" || [ -s "$T/bench/chart.gp" ]; then
+        gp="$T/bench/chart.gp"
+        grep -q "^set logscale y$" "$gp" && ok "the chart's axis is logarithmic" || bad "no log axis: $(head -20 "$gp")"
+        grep -q "with labels" "$gp" && ok "the chart writes each value on its bar" || bad "no values on the bars"
+        grep -q "^set title .*\\ncpu: .*machine .*, [0-9-]* [0-9:]* UTC" "$gp" &&
+            ok "the subtitle names the cpu, the machine and the date" || bad "subtitle: $(grep title "$gp")"
+        if grep -q "^| matmul-128 | [0-9.]* | [0-9.]* ([0-9.]*) | [0-9.]* ([0-9.]*) |" "$T/out" && grep -qi "llvmpipe" "$gp"; then
+            grep -q "vulkan: llvmpipe.*(CPU, software Vulkan)" "$gp" && ok "lavapipe is named as CPU, software Vulkan" ||
+                bad "lavapipe subtitle: $(grep title "$gp")"
+        fi
+        grep -q "rotate by 25 right" "$gp" && grep -q "^set rmargin" "$gp" &&
+            ok "x labels end at their tick, inside the frame" || bad "x labels: $(grep xtics "$gp")"
+        (cd "$T/bench" && cp chart.png first.png && gnuplot chart.gp && cmp -s chart.png first.png) &&
+            ok "cd DIR && gnuplot chart.gp redraws the same chart" || bad "chart.gp does not redraw chart.png"
+    else
+        bad "bench --quick: $(tail -3 "$T/err")"
+    fi
+else
+    echo "SKIP the bench chart: gnuplot is not installed"
+fi
+
 # ---- reproducible modules ---------------------------------------------------
 
 mkdir -p "$T/src"
