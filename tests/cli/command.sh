@@ -239,6 +239,16 @@ else
     bad "repl :call: $(cat "$T/out")"
 fi
 
+# ---- REPL completion --------------------------------------------------------
+
+printf '.func sq args=1 regs=2\n    MUL r1, r0, r0\n    RET r1\n.end\nLDI r12, 1\nloop:\n.tensor weights t3 f32[2] = 1, 2\n:complete AD\n:complete ADD r1, r1\n:complete JMP lo\n:complete CALL r0, s\n:complete :b\n:complete :tensor we\n:complete .fu\n' >"$T/complete.repl"
+$BIB repl <"$T/complete.repl" >"$T/out" 2>&1
+printf 'r12 = 1 (0x1)\nADD\nADDI\nr1\nr10\nr11\nr12\nr13\nr14\nr15\nloop\nsq\n:backend\n:break\n:bt\nweights\n.func\n' >"$T/want"
+same "Tab completes opcodes, registers, labels, functions, commands, tensor names and directives" "$T/want"
+$PY tests/cli/repl_tab.py "$BIB" "$T/cache" >"$T/out" 2>&1
+grep -q "halted: exit value 41" "$T/out" && ok "Tab on a terminal completes HAL to HALT (libedit)" ||
+    bad "Tab on a terminal: $(cat -A "$T/out" | head -5)"
+
 # ---- bib bench FILE ---------------------------------------------------------
 
 $PY tools/make-npy.py "$T/mlp" >/dev/null
