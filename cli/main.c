@@ -750,7 +750,7 @@ static int cmd_dis(const char *path, const char *out_path) {
    pass over every option any command takes, quietly, on a copy of argv
    (getopt permutes it, putting the words last). Returns the command's index
    in argv, or argc when there is none. */
-static int find_command(int argc, char **argv) {
+static int find_command(int argc, char **argv, int *help, int *version) {
     struct option table[BIB_CLI_MAX_OPTIONS + 2];
     char shorts[80];
     bib_cli_getopt_all(table, shorts, sizeof shorts);
@@ -758,7 +758,9 @@ static int find_command(int argc, char **argv) {
     memcpy(copy, argv, sizeof *copy * (size_t)(argc + 1));
     opterr = 0;
     optind = 0;
-    while (getopt_long(argc, copy, shorts, table, NULL) != -1) {
+    for (int c; (c = getopt_long(argc, copy, shorts, table, NULL)) != -1;) {
+        *help |= c == 'h';
+        *version |= c == 'V';
     }
     int at = argc;
     for (int i = 1; optind < argc && i < argc; i++)
@@ -782,18 +784,17 @@ int main(int argc, char **argv) {
             argc = i;
             break;
         }
-    int at = find_command(argc, argv);
+    int help = 0, version = 0;
+    int at = find_command(argc, argv, &help, &version);
     if (at >= argc) {
         /* No command: only --help and --version make sense. */
-        for (int i = 1; i < argc; i++) {
-            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                bib_cli_usage(stdout);
-                return 0;
-            }
-            if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-                printf("%s\n", bib_build_info());
-                return 0;
-            }
+        if (help) {
+            bib_cli_usage(stdout);
+            return 0;
+        }
+        if (version) {
+            printf("%s\n", bib_build_info());
+            return 0;
         }
         if (argc > 1)
             fprintf(stderr, "bib: no command given (bib help lists them)\n");
