@@ -219,7 +219,7 @@ void bib_cli_usage(FILE *out) {
         fprintf(out, "  %-17s %s\n", commands[c].name, commands[c].summary);
     fprintf(out, "\n'bib help COMMAND' (or bib COMMAND --help) lists that command's options.\n"
                  "A file named - is stdin; an output named - is stdout.\n\n"
-                 "options of run, repl and test:\n");
+                 "options of run and repl (test takes most of them):\n");
     option_lines(out, ON(BIB_CMD_REPL));
     fprintf(out, "  -h, --help           show this help\n"
                  "  -V, --version        show the version and the build's features\n\n");
