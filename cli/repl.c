@@ -26,6 +26,7 @@
 #include "isa/isa.h"
 #include "npy.h"
 #include "vm/fileio.h"
+#include "vm/module.h"
 #include "repl.h"
 
 /* One line of the session's source and the session line it came from. */
@@ -62,6 +63,11 @@ typedef struct repl {
     size_t nbreaks;
     char **inputs; /* :input NAME=PATH specs, given again to a new VM (:backend) */
     size_t ninputs;
+
+    /* The module of the interactive source as last committed (NULL when
+       none): an instruction appended to main is spliced into it, so that a
+       line costs the same however long the session. */
+    bib_module_t *module;
 } repl_t;
 
 static bool give_input(bib_vm_t *vm, const char *arg);
@@ -356,7 +362,13 @@ static bib_vm_t *new_vm(repl_t *r) {
     return vm;
 }
 
+static void forget_module(repl_t *r) {
+    bib_module_free(r->module);
+    r->module = NULL;
+}
+
 static void reset_session(repl_t *r) {
+    forget_module(r);
     src_free(&r->top);
     src_free(&r->funcs);
     src_free(&r->body);
@@ -399,6 +411,179 @@ static bool assemble(repl_t *r, uint8_t **bytes, size_t *size) {
     return st == BIB_OK;
 }
 
+/* ---- one instruction appended to main, without reassembling the session ---- */
+
+/* Index of name among the module's imports, appended when new (-1: out of
+   memory). */
+static int64_t import_index(bib_module_t *m, const char *name) {
+    for (uint32_t i = 0; i < m->import_count; i++)
+        if (strcmp(m->imports[i], name) == 0)
+            return i;
+    char **v = realloc(m->imports, (m->import_count + 1) * sizeof *v);
+    if (v == NULL)
+        return -1;
+    m->imports = v;
+    if ((v[m->import_count] = strdup(name)) == NULL)
+        return -1;
+    return m->import_count++;
+}
+
+static int64_t const_index(bib_module_t *m, bib_const_t k) {
+    for (uint32_t i = 0; i < m->const_count; i++)
+        if (m->consts[i].type == k.type && m->consts[i].bits == k.bits)
+            return i;
+    bib_const_t *v = realloc(m->consts, (m->const_count + 1) * sizeof *v);
+    if (v == NULL)
+        return -1;
+    m->consts = v;
+    v[m->const_count] = k;
+    return m->const_count++;
+}
+
+/* Assembles the last line of main (an instruction, no label) in a small
+   source: the directives, the functions, and a main holding one NOP per
+   label main has so far, then the line. Its instructions are spliced into
+   the committed module before the closing HALT, their labels, constants
+   and imports mapped by name and value. The result is what assembling the
+   whole session gives (BIB_REPL_CHECK=1 compares the two). Returns false
+   whenever the line is not such a case or anything differs from plan: the
+   caller then assembles the whole session, which also gives the
+   diagnostics. */
+static bool splice_line(repl_t *r, uint8_t **bytes, size_t *size) {
+    bib_module_t *m = r->module;
+    if (m == NULL || r->file != NULL || r->body.n == 0 || m->func_count == 0 ||
+        m->entry_func != m->func_count - 1 || m->lines == NULL)
+        return false;
+    const src_line_t *line = &r->body.v[r->body.n - 1];
+    const char *p = line->text;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    const char *q = p;
+    while (is_name_char((unsigned char)*q))
+        q++;
+    if (q == p || *q == ':' || *p == '.')
+        return false; /* a label, a directive or nothing */
+    bib_function_t *main_fn = &m->funcs[m->entry_func];
+    uint32_t halt = main_fn->entry + main_fn->count - 1;
+    if (main_fn->entry + main_fn->count != m->code_count)
+        return false;
+    /* The probe: labels of main in pc order, each on a NOP of its own. */
+    gen_t g;
+    memset(&g, 0, sizeof g);
+    bool ok = gen_src(&g, &r->top, false) && gen_src(&g, &r->funcs, false) &&
+              gen_line(&g, ".func main", 0);
+    uint32_t first_label = m->label_count;
+    for (uint32_t i = 0; i < m->label_count; i++)
+        if (m->labels[i].pc >= main_fn->entry) {
+            first_label = i;
+            break;
+        }
+    char text[300];
+    for (uint32_t i = first_label; ok && i < m->label_count; i++) {
+        snprintf(text, sizeof text, "%s: NOP", m->labels[i].name);
+        ok = gen_line(&g, text, 0);
+    }
+    ok = ok && gen_line(&g, line->text, 0) && gen_line(&g, "    HALT r0", 0) &&
+         gen_line(&g, ".end", 0);
+    uint8_t *probe_bytes = NULL;
+    size_t probe_size = 0;
+    char *diag = NULL;
+    bib_module_t *probe = NULL;
+    ok = ok && bib_assemble(g.text, g.len, "repl", &probe_bytes, &probe_size, &diag) == BIB_OK &&
+         bib_module_read(probe_bytes, probe_size, &probe, NULL) == BIB_OK;
+    gen_free(&g);
+    bib_free(diag);
+    bib_free(probe_bytes);
+    uint32_t nlabels = m->label_count - first_label;
+    const bib_function_t *pm = ok ? &probe->funcs[probe->func_count - 1] : NULL;
+    /* The same functions before main, and the line's instructions after the
+       label NOPs. */
+    ok = ok && probe->func_count == m->func_count && pm->count > nlabels + 1;
+    for (uint32_t i = 0; ok && i + 1 < m->func_count; i++)
+        ok = strcmp(probe->funcs[i].name, m->funcs[i].name) == 0;
+    uint32_t added = ok ? pm->count - nlabels - 1 : 0;
+    bib_insn_t *insns = ok ? malloc(added * sizeof *insns) : NULL;
+    ok = ok && insns != NULL;
+    for (uint32_t k = 0; ok && k < added; k++) {
+        bib_insn_t in = probe->code[pm->entry + nlabels + k];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(in.op)];
+        uint32_t *words[4] = {&in.a, &in.b, &in.c, &in.d};
+        for (int w = 0; ok && w < 4; w++) {
+            int64_t v = *words[w];
+            switch ((bib_operand_kind_t)info->kinds[w]) {
+            case BIB_K_TGT:
+                /* Only a label's NOP, or the line itself (a jump to itself). */
+                if (v >= pm->entry && v < pm->entry + nlabels)
+                    v = m->labels[first_label + (v - pm->entry)].pc;
+                else if (v == pm->entry + nlabels + k)
+                    v = halt + k;
+                else
+                    ok = false;
+                break;
+            case BIB_K_CONST:
+                v = const_index(m, probe->consts[v]);
+                break;
+            case BIB_K_HOST:
+                v = import_index(m, probe->imports[v]);
+                break;
+            default:
+                break;
+            }
+            ok = ok && v >= 0;
+            *words[w] = (uint32_t)v;
+        }
+        insns[k] = in;
+    }
+    uint32_t nregs = ok && pm->nregs > main_fn->nregs ? pm->nregs : main_fn->nregs;
+    /* The tensor register file, inferred like regs from the registers named. */
+    uint32_t tregs =
+        ok && probe->tensor_regs > m->tensor_regs ? probe->tensor_regs : m->tensor_regs;
+    bib_module_free(probe);
+    if (ok) {
+        /* Before the closing HALT: its pc moves, and nothing else does. */
+        bib_insn_t *code = realloc(m->code, (m->code_count + added) * sizeof *code);
+        uint32_t *lines = code ? realloc(m->lines, (m->code_count + added) * sizeof *lines) : NULL;
+        if (code != NULL)
+            m->code = code;
+        if (lines != NULL)
+            m->lines = lines;
+        ok = code != NULL && lines != NULL;
+        if (ok) {
+            m->code[halt + added] = m->code[halt];
+            m->lines[halt + added] = m->lines[halt];
+            for (uint32_t k = 0; k < added; k++) {
+                m->code[halt + k] = insns[k];
+                m->lines[halt + k] = line->origin;
+            }
+            m->code_count += added;
+            main_fn->count += added;
+            main_fn->nregs = nregs;
+            m->tensor_regs = tregs;
+        }
+    }
+    free(insns);
+    if (!ok || bib_module_write(m, bytes, size, NULL) != BIB_OK) {
+        /* The module may be half changed: the full path rebuilds it. */
+        forget_module(r);
+        return false;
+    }
+    if (getenv("BIB_REPL_CHECK") != NULL) {
+        uint8_t *full = NULL;
+        size_t full_size = 0;
+        char *d = NULL;
+        gen_t all;
+        if (generate(r, &all, r->lineno, true) &&
+            bib_assemble(all.text, all.len, "repl", &full, &full_size, &d) == BIB_OK &&
+            (full_size != *size || memcmp(full, *bytes, full_size) != 0))
+            error_line("internal: line %" PRIu32 " spliced differs from the session assembled",
+                       r->lineno);
+        gen_free(&all);
+        bib_free(full);
+        bib_free(d);
+    }
+    return true;
+}
+
 /* Swaps the assembled source in, keeping the run's state, and runs the new
    instructions of main. Returns false (nothing changed) when it cannot. */
 static bool commit(repl_t *r, bool adds_to_main) {
@@ -426,8 +611,13 @@ static bool commit(repl_t *r, bool adds_to_main) {
     }
     uint8_t *bytes = NULL;
     size_t size = 0;
-    if (!assemble(r, &bytes, &size))
+    /* splice_line changes r->module in place: a line refused after it is
+       forgotten, and the next line assembles the whole session again. */
+    bool spliced = adds_to_main && r->loaded && splice_line(r, &bytes, &size);
+    if (!spliced && !assemble(r, &bytes, &size)) {
+        forget_module(r);
         return false;
+    }
     bib_status_t st;
     if (!r->loaded) {
         st = bib_vm_load(r->vm, bytes, size, "repl");
@@ -437,11 +627,29 @@ static bool commit(repl_t *r, bool adds_to_main) {
     } else {
         st = bib_vm_reload(r->vm, bytes, size, "repl", offset);
     }
-    bib_free(bytes);
+    if (st != BIB_OK && spliced) {
+        /* Refused as a whole module: the full path says why, in the
+           session's words. */
+        bib_free(bytes);
+        bytes = NULL;
+        forget_module(r);
+        spliced = false;
+        if (!assemble(r, &bytes, &size))
+            return false;
+        st = bib_vm_reload(r->vm, bytes, size, "repl", offset);
+    }
     if (st != BIB_OK) {
+        bib_free(bytes);
+        forget_module(r);
         error_line("%s", bib_vm_error(r->vm));
         return false;
     }
+    if (!spliced) {
+        forget_module(r);
+        if (bib_module_read(bytes, size, &r->module, NULL) != BIB_OK)
+            r->module = NULL;
+    }
+    bib_free(bytes);
     r->loaded = true;
     uint32_t old_count = r->main_count;
     if (main_info(r, &mi) == 0)

@@ -249,6 +249,30 @@ $PY tests/cli/repl_tab.py "$BIB" "$T/cache" >"$T/out" 2>&1
 grep -q "halted: exit value 41" "$T/out" && ok "Tab on a terminal completes HAL to HALT (libedit)" ||
     bad "Tab on a terminal: $(cat -A "$T/out" | head -5)"
 
+# ---- REPL: a line costs the same however long the session --------------------
+
+# An instruction typed into main is spliced into the module instead of the
+# whole session being assembled again. BIB_REPL_CHECK=1 assembles the whole
+# session too and says if the bytes differ; the transcript is the one whole
+# reassembly gave (constants, imports, labels, loops, calls, tensors, traps).
+BIB_REPL_CHECK=1 $BIB repl <tests/cli/repl_splice.in >"$T/out" 2>&1
+same "spliced lines give the module and transcript whole reassembly gives" tests/cli/repl_splice.want
+$PY -c "
+for i in range(6000): print('ADDI r1, r1, %d' % (i % 7))
+" >"$T/long.repl"
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%U" -o "$T/time" $BIB repl <"$T/long.repl" >/dev/null 2>&1
+    secs=$(tail -1 "$T/time")
+    # Reassembling the session per line took 14 s of CPU here (quadratic).
+    if $PY -c "import sys; sys.exit(0 if float('$secs') < 3.0 else 1)"; then
+        ok "6000 piped REPL lines take ${secs}s of CPU, not quadratic time"
+    else
+        bad "6000 piped REPL lines took ${secs}s of CPU"
+    fi
+else
+    echo "SKIP REPL line cost: no /usr/bin/time"
+fi
+
 # ---- bib bench FILE ---------------------------------------------------------
 
 $PY tools/make-npy.py "$T/mlp" >/dev/null
