@@ -318,6 +318,7 @@ static bool place_label_names(const bib_builder_t *b, bib_module_t *m) {
     if (m->label_count == 0) {
         free(m->labels);
         m->labels = NULL;
+        return true;
     }
     qsort(m->labels, m->label_count, sizeof *m->labels, compare_labels);
     return true;
