@@ -15,9 +15,9 @@
  * ljumptab.h): computed goto when the compiler is GNU C, a switch otherwise
  * (or when built with -DBIB_NO_COMPUTED_GOTO). The jump table is generated
  * from isa/opcodes.def: every OP row must have a handler here (a missing one
- * is a compile error); TOP rows share one handler that calls
+ * is a compile error); TOP and KOP rows share one handler that calls
  * bib_tensor_exec (vm/tensor.c), so the tensor opcodes cost the loop one
- * jump-table entry each and no code; GOP and VOP rows share one more,
+ * jump-table entry each and no code; GOP, GKOP and VOP rows share one more,
  * device_exec: user device programs (VK_*, GPU_LAUNCH) go to vm/devprog.c,
  * the other GPU_* opcodes (the CUDA executor driven directly) to
  * bib_tensor_exec.
@@ -472,12 +472,16 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     static const void *const jump_table[] = {
 #define OP(name, ...) &&L_##name,
 #define TOP(name, ...) &&L__tensor,
+#define KOP TOP
 #define GOP(name, ...) &&L__device,
+#define GKOP GOP
 #define VOP(name, ...) &&L__device,
-#include "../isa/opcodes.def"
+#include "isa/opcodes.def"
 #undef OP
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #if !BIB_INSTRUMENTED
 #define BIB_FUSED_LABEL(name, ...) &&LX_##name,
@@ -951,11 +955,15 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             /* ---- tensors: one entry point, out of the loop (tensor.c) ---- */
 #if !BIB_USE_COMPUTED_GOTO
 #define TOP(name, ...) case BIB_OP_##name:
+#define KOP TOP
 #define GOP(...)
+#define GKOP GOP
 #define VOP(...)
-#include "../isa/opcodes.def"
+#include "isa/opcodes.def"
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #endif
             vmtensor {
@@ -970,9 +978,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             vmdevice
 #if !BIB_USE_COMPUTED_GOTO
 #define TOP(...)
+#define KOP TOP
 #define GOP(name, ...) case BIB_OP_##name:
+#define GKOP GOP
 #define VOP(name, ...) case BIB_OP_##name:
-#include "../isa/opcodes.def"
+#include "isa/opcodes.def"
                 default :
 #endif
             {

@@ -19,10 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placement.h"
-#include "profile.h"
-#include "tensor.h"
-#include "vm.h"
+#include "vm/placement.h"
+#include "vm/profile.h"
+#include "vm/tensor.h"
+#include "vm/tensor_ops.h"
+#include "vm/vm.h"
 
 #define BIB_SHAPE_TEXT 64
 #define BIB_TENSOR_MAX_BYTES ((uint64_t)1 << 62)
@@ -136,11 +137,6 @@ trap(bib_vm_t *vm, const bib_dinsn_t *ip, bib_status_t status, const char *forma
 }
 
 /* ---- fuel --------------------------------------------------------------------- */
-
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
 
 static uint64_t sat_mul(uint64_t a, uint64_t b) {
     uint64_t r;
@@ -281,12 +277,11 @@ static double move_cost(const bib_tensor_state_t *ts, const bib_storage_t *s, in
 
 /* --backend=auto: the place with the least estimated time for the call,
  * its copies included. The host runs everything, so it is the default. */
-static int auto_choose(bib_vm_t *vm, const bib_call_t *call, const bib_storage_t *const *in,
-                       int nin) {
+static int auto_choose(bib_vm_t *vm, const bib_call_t *call, double flops,
+                       const bib_storage_t *const *in, int nin) {
     bib_tensor_state_t *ts = &vm->tensor;
     if (!ts->models[BIB_PLACE_HOST].measured)
         return BIB_PLACE_HOST;
-    double flops = bib_placement_flops(call);
     int best = BIB_PLACE_HOST;
     double best_cost = INFINITY;
     for (int p = 0; p < BIB_MAX_PLACES; p++) {
@@ -860,41 +855,20 @@ typedef struct kspec {
     bool charged; /* the opcode's fuel is already taken (GPU_ALLOC's zeroes) */
 } kspec_t;
 
-/* The work of a kernel call in elements (spec/cli.md, --fuel), out_count the
- * result's: multiply-adds and the result for MATMUL ([M,K]x[K,N]: M*N*(K+1))
- * and ATTENTION (q [S,H,D], k and v [T,H,D]: QK^T and PV, then the result,
- * S*H*D*(2T+1)); for GATHER the indices, the rows they pick and the result;
- * otherwise every input's elements and the result's. */
-static uint64_t kernel_work(const bib_tensor_state_t *ts, const kspec_t *k, uint64_t out_count) {
-    const bib_tensor_t *a = k->nin > 0 ? &ts->regs[k->in_regs[0]] : NULL;
-    switch (k->kernel) {
-    case BIB_KERNEL_MATMUL:
-        return sat_mul(out_count, (uint64_t)a->dims[1] + 1);
-    case BIB_KERNEL_ATTENTION:
-        return sat_mul(out_count, 2 * (uint64_t)ts->regs[k->in_regs[1]].dims[0] + 1);
-    case BIB_KERNEL_GATHER:
-        return sat_add(ts->regs[k->in_regs[1]].count, sat_mul(out_count, 2));
-    default: {
-        uint64_t work = out_count;
-        for (int i = 0; i < k->nin; i++)
-            work = sat_add(work, ts->regs[k->in_regs[i]].count);
-        return work;
-    }
-    }
-}
-
-static bib_view_t view_of(const bib_tensor_t *t, bool as_heads) {
+/* A view of a tensor of dtype and shape, without its buffer; as_heads: the
+ * [S,D] of a one-head ATTENTION as [S,1,D]. */
+static bib_view_t view_shaped(uint32_t dtype, uint32_t rank, const uint32_t *dims, bool as_heads) {
     bib_view_t v;
     memset(&v, 0, sizeof v);
-    v.dtype = t->dtype;
-    v.rank = t->rank;
-    for (uint32_t i = 0; i < t->rank; i++)
-        v.dims[i] = t->dims[i];
+    v.dtype = dtype;
+    v.rank = rank;
+    for (uint32_t i = 0; i < rank; i++)
+        v.dims[i] = dims[i];
     if (as_heads) {
         v.rank = 3;
-        v.dims[0] = t->dims[0];
+        v.dims[0] = dims[0];
         v.dims[1] = 1;
-        v.dims[2] = t->dims[1];
+        v.dims[2] = dims[1];
     }
     return v;
 }
@@ -950,22 +924,25 @@ static bib_status_t need_rank1(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg
             return st_;                                                                            \
     } while (0)
 
+/* The one rule of fallback: a place runs a call when its executor has the
+ * kernel by the descriptor (isa/kernels.def, checked against its table at
+ * build time) and takes the call's shapes. */
 bool bib_tensor_place_runs(bib_vm_t *vm, int place, const bib_call_t *call) {
     bib_tensor_state_t *ts = &vm->tensor;
-    return ts->ex[place] != NULL && ts->ops[place]->kernels[call->kernel] != NULL &&
+    return ts->ex[place] != NULL && bib_kernel_runs_on(call->kernel, ts->ops[place]->id) &&
            ts->ops[place]->supports(ts->ex[place], call);
 }
 
 /* Chooses the place for a call: the selected executor when it runs the call,
  * else the host; under auto, the cheapest place by the measured models. */
-static int choose_place(bib_vm_t *vm, const bib_call_t *call, const bib_tensor_t *const *in,
-                        int nin) {
+static int choose_place(bib_vm_t *vm, const bib_call_t *call, double ops,
+                        const bib_tensor_t *const *in, int nin) {
     bib_tensor_state_t *ts = &vm->tensor;
     if (ts->automatic) {
         const bib_storage_t *st[3] = {NULL, NULL, NULL};
         for (int i = 0; i < nin; i++)
             st[i] = in[i]->storage;
-        return auto_choose(vm, call, st, nin);
+        return auto_choose(vm, call, ops, st, nin);
     }
     if (ts->selected <= BIB_PLACE_HOST)
         return BIB_PLACE_HOST;
@@ -996,8 +973,27 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
         return trap(vm, ip, BIB_E_NOMEM, "out of memory: %s would be %s, over 2^62 bytes",
                     reg_text(vm, rt, sizeof rt, out_reg), shape_text(sh, dtype, rank, dims));
     }
+    /* The call with placeholder buffers gives the cost and decides the place. */
+    static const uint8_t placeholder = 0;
+    bib_call_t call;
+    memset(&call, 0, sizeof call);
+    call.kernel = k->kernel;
+    call.sub = k->sub;
+    call.f[0] = k->f0;
+    call.i[0] = k->i0;
+    call.i[1] = k->i1;
+    call.out = view_shaped(dtype, rank, dims, k->attention_2d);
+    call.out.buf = (void *)&placeholder;
+    const bib_tensor_t *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < k->nin; i++) {
+        in[i] = &ts->regs[k->in_regs[i]];
+        call.in[i] = view_shaped(in[i]->dtype, in[i]->rank, in[i]->dims, k->attention_2d);
+        call.in[i].buf = (void *)&placeholder;
+    }
+    const bib_tensor_cost_t cost = bib_tensor_cost(&call);
+    ts->last_flops = cost.flops;
     if (!k->charged)
-        CHECK(charge_fuel(vm, ip, kernel_work(ts, k, count)));
+        CHECK(charge_fuel(vm, ip, cost.work));
     if (out->storage == NULL) {
         bib_storage_t *s;
         bib_status_t st = storage_new(vm, count * 4, false, &s);
@@ -1016,24 +1012,7 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
         fresh = true;
     }
 
-    /* The call with placeholder buffers decides the place. */
-    static const uint8_t placeholder = 0;
-    bib_call_t call;
-    memset(&call, 0, sizeof call);
-    call.kernel = k->kernel;
-    call.sub = k->sub;
-    call.f[0] = k->f0;
-    call.i[0] = k->i0;
-    call.i[1] = k->i1;
-    call.out = view_of(out, k->attention_2d);
-    call.out.buf = (void *)&placeholder;
-    const bib_tensor_t *in[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < k->nin; i++) {
-        in[i] = &ts->regs[k->in_regs[i]];
-        call.in[i] = view_of(in[i], k->attention_2d);
-        call.in[i].buf = (void *)&placeholder;
-    }
-    int place = k->forced ? k->place : choose_place(vm, &call, in, k->nin);
+    int place = k->forced ? k->place : choose_place(vm, &call, cost.ops, in, k->nin);
     bib_status_t st = start_place(vm, place);
     if (st != BIB_OK) {
         if (fresh)
@@ -1345,271 +1324,246 @@ static bib_status_t op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *
     }
 }
 
-/* Shape checks and the call for the kernels of family 0x0003, and for the
- * GPU_* kernels (forced_place >= 0: run there whatever the backend). */
-static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
-                              int forced_place) {
-    kspec_t k;
-    memset(&k, 0, sizeof k);
-    uint32_t dims[BIB_MAX_RANK] = {0};
-    uint32_t rank = 0, dtype = BIB_DTYPE_F32;
-    char rt[300], rt2[300], rt3[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], sh3[BIB_SHAPE_TEXT];
-    const bib_opcode_t op = ip->op == BIB_OP_GPU_MATMUL             ? BIB_OP_MATMUL
-                            : ip->op == BIB_OP_GPU_ATTENTION        ? BIB_OP_ATTENTION
-                            : ip->op == BIB_OP_GPU_ATTENTION_CAUSAL ? BIB_OP_ATTENTION_CAUSAL
-                                                                    : (bib_opcode_t)ip->op;
-    if (forced_place >= 0) {
-        k.forced = true;
-        k.place = forced_place;
-    }
+/* ---- the opcodes that run a kernel: rules from isa/kernels.def ------------------ */
 
-    switch (op) {
-    case BIB_OP_MATMUL:
-    case BIB_OP_LINEAR:
-    case BIB_OP_LINEAR_RELU:
-    case BIB_OP_LINEAR_GELU: {
-        LIVE(a, ip->b);
-        LIVE(b, ip->c);
-        CHECK(need_f32(vm, ip, ip->b, a));
-        CHECK(need_f32(vm, ip, ip->c, b));
-        if (a->rank != 2 || b->rank != 2)
-            return trap(vm, ip, BIB_E_TRAP, "%s needs rank-2 tensors: %s is %s, %s is %s",
-                        bib_isa_table[op].name, reg_text(vm, rt, sizeof rt, ip->b), tshape(sh, a),
-                        reg_text(vm, rt2, sizeof rt2, ip->c), tshape(sh2, b));
-        if (a->dims[1] != b->dims[0])
-            return trap(vm, ip, BIB_E_TRAP, "inner dimensions differ: %s is %s, %s is %s",
-                        reg_text(vm, rt, sizeof rt, ip->b), tshape(sh, a),
-                        reg_text(vm, rt2, sizeof rt2, ip->c), tshape(sh2, b));
-        k.kernel = BIB_KERNEL_MATMUL;
-        k.in_regs[0] = ip->b;
-        k.in_regs[1] = ip->c;
-        k.nin = 2;
-        k.sub = BIB_ACT_NONE;
-        if (op != BIB_OP_MATMUL) {
-            LIVE(bias, ip->d);
-            CHECK(need_f32(vm, ip, ip->d, bias));
-            if (bias->count != b->dims[1] || last_dim(bias) != b->dims[1])
-                return trap(vm, ip, BIB_E_TRAP,
-                            "bias %s is %s; it must be a row of %" PRIu32 " (%s is %s)",
-                            reg_text(vm, rt, sizeof rt, ip->d), tshape(sh, bias), b->dims[1],
-                            reg_text(vm, rt2, sizeof rt2, ip->c), tshape(sh2, b));
-            k.in_regs[2] = ip->d;
-            k.nin = 3;
-            k.sub = op == BIB_OP_LINEAR_RELU   ? BIB_ACT_RELU
-                    : op == BIB_OP_LINEAR_GELU ? BIB_ACT_GELU
-                                               : BIB_ACT_NONE;
-        }
-        rank = 2;
-        dims[0] = a->dims[0];
-        dims[1] = b->dims[1];
+/* The result of a rule: the result's dtype and shape, filled into k. */
+typedef struct kresult {
+    uint32_t dtype, rank;
+    uint32_t dims[BIB_MAX_RANK];
+} kresult_t;
+
+/* The kernel's dtype rule: traps on an operand of the wrong dtype, else
+ * writes the result's dtype. t: the operand tensors (in[0..nin), or for an
+ * in-place kernel the modified tensor as in[0]). */
+static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const kspec_t *k,
+                               bib_tensor_t *const *t, kresult_t *r) {
+    char rt[300], sh[BIB_SHAPE_TEXT];
+    switch (bib_kernel_table[k->kernel].dtype) {
+    case BIB_DTYPES_F32:
+        for (int i = 0; i < k->nin; i++)
+            CHECK(need_f32(vm, ip, k->in_regs[i], t[i]));
+        r->dtype = BIB_DTYPE_F32;
+        return BIB_OK;
+    case BIB_DTYPES_ANY:
+        r->dtype = t[0]->dtype;
+        return BIB_OK;
+    case BIB_DTYPES_F32_TO_I32:
+        CHECK(need_f32(vm, ip, k->in_regs[0], t[0]));
+        r->dtype = BIB_DTYPE_I32;
+        return BIB_OK;
+    case BIB_DTYPES_GATHER:
+        if (t[1]->dtype != BIB_DTYPE_I32)
+            return trap(vm, ip, BIB_E_TRAP, "indices %s are %s; %s needs i32 indices",
+                        reg_text(vm, rt, sizeof rt, k->in_regs[1]), tshape_typed(sh, t[1]),
+                        bib_isa_table[ip->op].name);
+        r->dtype = t[0]->dtype;
+        return BIB_OK;
+    case BIB_DTYPES__COUNT:
         break;
     }
-    case BIB_OP_TRANSPOSE: {
-        LIVE(a, ip->b);
-        if (a->rank < 2)
-            return trap(vm, ip, BIB_E_TRAP, "TRANSPOSE needs rank 2 or more: %s is %s",
-                        reg_text(vm, rt, sizeof rt, ip->b), tshape(sh, a));
-        rank = a->rank;
-        memcpy(dims, a->dims, sizeof dims);
-        dims[rank - 2] = a->dims[rank - 1];
-        dims[rank - 1] = a->dims[rank - 2];
-        dtype = a->dtype;
-        k.kernel = BIB_KERNEL_TRANSPOSE;
-        k.in_regs[0] = ip->b;
-        k.nin = 1;
-        break;
-    }
-    case BIB_OP_SOFTMAX:
-    case BIB_OP_RELU:
-    case BIB_OP_SIGMOID:
-    case BIB_OP_TANH:
-    case BIB_OP_GELU:
-    case BIB_OP_EXP:
-    case BIB_OP_SCALE:
-    case BIB_OP_COPY: {
-        LIVE(a, ip->b);
-        if (op != BIB_OP_COPY)
-            CHECK(need_f32(vm, ip, ip->b, a));
-        rank = a->rank;
-        memcpy(dims, a->dims, sizeof dims);
-        dtype = a->dtype;
-        k.in_regs[0] = ip->b;
-        k.nin = 1;
-        k.elementwise = true;
-        if (op == BIB_OP_SOFTMAX) {
-            CHECK(need_rank1(vm, ip, ip->b, a));
-            k.kernel = BIB_KERNEL_SOFTMAX;
-            k.elementwise = false;
-        } else if (op == BIB_OP_SCALE) {
-            k.kernel = BIB_KERNEL_SCALE;
-            k.f0 = (float)u2d(R[ip->c]);
-        } else if (op == BIB_OP_COPY) {
-            k.kernel = BIB_KERNEL_COPY;
-        } else {
-            k.kernel = BIB_KERNEL_UNARY;
-            k.sub = op == BIB_OP_RELU      ? BIB_UNARY_RELU
-                    : op == BIB_OP_SIGMOID ? BIB_UNARY_SIGMOID
-                    : op == BIB_OP_TANH    ? BIB_UNARY_TANH
-                    : op == BIB_OP_GELU    ? BIB_UNARY_GELU
-                                           : BIB_UNARY_EXP;
-        }
-        break;
-    }
-    case BIB_OP_TADD:
-    case BIB_OP_TSUB:
-    case BIB_OP_TMUL:
-    case BIB_OP_TDIV: {
-        LIVE(a, ip->b);
-        LIVE(b, ip->c);
-        CHECK(need_f32(vm, ip, ip->b, a));
-        CHECK(need_f32(vm, ip, ip->c, b));
+    return trap(vm, ip, BIB_E_TRAP, "opcode %s has no dtype rule", bib_isa_table[ip->op].name);
+}
+
+/* A row operand (a bias, gamma or beta) must be a row as long as n. */
+static bib_status_t need_row(bib_vm_t *vm, const bib_dinsn_t *ip, const char *what, uint32_t reg,
+                             const bib_tensor_t *row, uint32_t n, uint32_t of_reg,
+                             const bib_tensor_t *of) {
+    if (row->count == n && last_dim(row) == n)
+        return BIB_OK;
+    char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    return trap(vm, ip, BIB_E_TRAP, "%s %s is %s; it must be a row of %" PRIu32 " (%s is %s)", what,
+                reg_text(vm, rt, sizeof rt, reg), tshape(sh, row), n,
+                reg_text(vm, rt2, sizeof rt2, of_reg), tshape(sh2, of));
+}
+
+/* The kernel's shape rule: traps on operand shapes it does not take, else
+ * writes the result's shape (and how the call may alias its output). */
+static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, kspec_t *k,
+                               bib_tensor_t *const *t, kresult_t *r) {
+    char rt[300], rt2[300], rt3[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], sh3[BIB_SHAPE_TEXT];
+    const char *name = bib_isa_table[ip->op].name;
+    const bib_tensor_t *a = t[0];
+    r->rank = a->rank;
+    memcpy(r->dims, a->dims, sizeof r->dims);
+    switch (bib_kernel_table[k->kernel].shape) {
+    case BIB_SHAPE_SAME:
+    case BIB_SHAPE_IN_PLACE:
+        /* Same storage means the same element count: elementwise either way. */
+        k->elementwise = true;
+        return BIB_OK;
+    case BIB_SHAPE_ROWS:
+        return need_rank1(vm, ip, k->in_regs[0], a);
+    case BIB_SHAPE_BROADCAST: {
+        const bib_tensor_t *b = t[1];
         bool row = b->count == last_dim(a) && last_dim(b) == last_dim(a);
         if (!same_shape(a, b->rank, b->dims) && b->count != 1 && !row)
             return trap(vm, ip, BIB_E_TRAP,
                         "shape mismatch: %s is %s, %s is %s; the second operand must have the "
                         "first's shape, be a row of %" PRIu32 ", or have one element",
-                        reg_text(vm, rt, sizeof rt, ip->b), tshape(sh, a),
-                        reg_text(vm, rt2, sizeof rt2, ip->c), tshape(sh2, b), last_dim(a));
-        rank = a->rank;
-        memcpy(dims, a->dims, sizeof dims);
-        k.kernel = BIB_KERNEL_BINARY;
-        k.sub = op == BIB_OP_TADD   ? BIB_BINARY_ADD
-                : op == BIB_OP_TSUB ? BIB_BINARY_SUB
-                : op == BIB_OP_TMUL ? BIB_BINARY_MUL
-                                    : BIB_BINARY_DIV;
-        k.in_regs[0] = ip->b;
-        k.in_regs[1] = ip->c;
-        k.nin = 2;
-        /* Same storage means the same element count: elementwise either way. */
-        k.elementwise = true;
-        break;
+                        reg_text(vm, rt, sizeof rt, k->in_regs[0]), tshape(sh, a),
+                        reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), tshape(sh2, b), last_dim(a));
+        k->elementwise = true;
+        return BIB_OK;
     }
-    case BIB_OP_SUM:
-    case BIB_OP_MAX:
-    case BIB_OP_MEAN:
-    case BIB_OP_ARGMAX: {
-        LIVE(a, ip->b);
-        CHECK(need_f32(vm, ip, ip->b, a));
-        CHECK(need_rank1(vm, ip, ip->b, a));
-        rank = a->rank - 1;
-        memcpy(dims, a->dims, sizeof dims);
-        dims[rank] = 0;
-        k.in_regs[0] = ip->b;
-        k.nin = 1;
-        if (op == BIB_OP_ARGMAX) {
-            k.kernel = BIB_KERNEL_ARGMAX;
-            dtype = BIB_DTYPE_I32;
-        } else {
-            k.kernel = BIB_KERNEL_REDUCE;
-            k.sub = op == BIB_OP_SUM   ? BIB_REDUCE_SUM
-                    : op == BIB_OP_MAX ? BIB_REDUCE_MAX
-                                       : BIB_REDUCE_MEAN;
-        }
-        break;
+    case BIB_SHAPE_PRODUCT: {
+        const bib_tensor_t *b = t[1];
+        if (a->rank != 2 || b->rank != 2)
+            return trap(vm, ip, BIB_E_TRAP, "%s needs rank-2 tensors: %s is %s, %s is %s", name,
+                        reg_text(vm, rt, sizeof rt, k->in_regs[0]), tshape(sh, a),
+                        reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), tshape(sh2, b));
+        if (a->dims[1] != b->dims[0])
+            return trap(vm, ip, BIB_E_TRAP, "inner dimensions differ: %s is %s, %s is %s",
+                        reg_text(vm, rt, sizeof rt, k->in_regs[0]), tshape(sh, a),
+                        reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), tshape(sh2, b));
+        if (k->nin == 3)
+            CHECK(need_row(vm, ip, "bias", k->in_regs[2], t[2], b->dims[1], k->in_regs[1], b));
+        r->rank = 2;
+        r->dims[1] = b->dims[1];
+        return BIB_OK;
     }
-    case BIB_OP_LAYERNORM:
-    case BIB_OP_RMSNORM: {
-        LIVE(a, ip->b);
-        LIVE(g, ip->c);
-        CHECK(need_f32(vm, ip, ip->b, a));
-        CHECK(need_rank1(vm, ip, ip->b, a));
-        CHECK(need_f32(vm, ip, ip->c, g));
-        uint32_t n = last_dim(a);
-        if (g->count != n || last_dim(g) != n)
-            return trap(vm, ip, BIB_E_TRAP,
-                        "gamma %s is %s; it must be a row of %" PRIu32 " (%s is %s)",
-                        reg_text(vm, rt, sizeof rt, ip->c), tshape(sh, g), n,
-                        reg_text(vm, rt2, sizeof rt2, ip->b), tshape(sh2, a));
-        k.in_regs[0] = ip->b;
-        k.in_regs[1] = ip->c;
-        k.nin = 2;
-        if (op == BIB_OP_LAYERNORM) {
-            LIVE(be, ip->d);
-            CHECK(need_f32(vm, ip, ip->d, be));
-            if (be->count != n || last_dim(be) != n)
-                return trap(vm, ip, BIB_E_TRAP,
-                            "beta %s is %s; it must be a row of %" PRIu32 " (%s is %s)",
-                            reg_text(vm, rt, sizeof rt, ip->d), tshape(sh, be), n,
-                            reg_text(vm, rt2, sizeof rt2, ip->b), tshape(sh2, a));
-            k.in_regs[2] = ip->d;
-            k.nin = 3;
-            k.kernel = BIB_KERNEL_LAYERNORM;
-            k.f0 = 1e-5f;
-        } else {
-            k.kernel = BIB_KERNEL_RMSNORM;
-            k.f0 = 1e-6f;
-        }
-        rank = a->rank;
-        memcpy(dims, a->dims, sizeof dims);
-        break;
+    case BIB_SHAPE_TRANSPOSE:
+        if (a->rank < 2)
+            return trap(vm, ip, BIB_E_TRAP, "%s needs rank 2 or more: %s is %s", name,
+                        reg_text(vm, rt, sizeof rt, k->in_regs[0]), tshape(sh, a));
+        r->dims[r->rank - 2] = a->dims[r->rank - 1];
+        r->dims[r->rank - 1] = a->dims[r->rank - 2];
+        return BIB_OK;
+    case BIB_SHAPE_REDUCE:
+        CHECK(need_rank1(vm, ip, k->in_regs[0], a));
+        r->rank = a->rank - 1;
+        r->dims[r->rank] = 0;
+        return BIB_OK;
+    case BIB_SHAPE_NORM: {
+        static const char *const rows[2] = {"gamma", "beta"};
+        CHECK(need_rank1(vm, ip, k->in_regs[0], a));
+        for (int i = 1; i < k->nin; i++)
+            CHECK(
+                need_row(vm, ip, rows[i - 1], k->in_regs[i], t[i], last_dim(a), k->in_regs[0], a));
+        return BIB_OK;
     }
-    case BIB_OP_ATTENTION:
-    case BIB_OP_ATTENTION_CAUSAL: {
-        LIVE(q, ip->b);
-        LIVE(kk, ip->c);
-        LIVE(v, ip->d);
-        CHECK(need_f32(vm, ip, ip->b, q));
-        CHECK(need_f32(vm, ip, ip->c, kk));
-        CHECK(need_f32(vm, ip, ip->d, v));
-        reg_text(vm, rt, sizeof rt, ip->b);
-        reg_text(vm, rt2, sizeof rt2, ip->c);
-        reg_text(vm, rt3, sizeof rt3, ip->d);
+    case BIB_SHAPE_ATTENTION: {
+        const bib_tensor_t *q = a, *kk = t[1], *v = t[2];
+        reg_text(vm, rt, sizeof rt, k->in_regs[0]);
+        reg_text(vm, rt2, sizeof rt2, k->in_regs[1]);
+        reg_text(vm, rt3, sizeof rt3, k->in_regs[2]);
         if ((q->rank != 2 && q->rank != 3) || kk->rank != q->rank || v->rank != q->rank)
             return trap(vm, ip, BIB_E_TRAP,
                         "q, k and v must all be [S,H,D] or all [S,D]: q %s is %s, k %s is %s, "
                         "v %s is %s",
                         rt, tshape(sh, q), rt2, tshape(sh2, kk), rt3, tshape(sh3, v));
-        uint32_t r = q->rank;
-        if (!same_shape(v, kk->rank, kk->dims) || kk->dims[r - 1] != q->dims[r - 1] ||
-            (r == 3 && kk->dims[1] != q->dims[1]))
+        uint32_t n = q->rank;
+        if (!same_shape(v, kk->rank, kk->dims) || kk->dims[n - 1] != q->dims[n - 1] ||
+            (n == 3 && kk->dims[1] != q->dims[1]))
             return trap(vm, ip, BIB_E_TRAP,
                         "shape mismatch: q %s is %s, k %s is %s, v %s is %s (k and v must be "
                         "equal, with q's heads and head size)",
                         rt, tshape(sh, q), rt2, tshape(sh2, kk), rt3, tshape(sh3, v));
-        rank = r;
-        memcpy(dims, q->dims, sizeof dims);
-        k.kernel = BIB_KERNEL_ATTENTION;
-        k.sub = op == BIB_OP_ATTENTION_CAUSAL;
-        k.in_regs[0] = ip->b;
-        k.in_regs[1] = ip->c;
-        k.in_regs[2] = ip->d;
-        k.nin = 3;
-        k.f0 = (float)(1.0 / sqrt((double)q->dims[r - 1]));
-        k.attention_2d = r == 2;
-        break;
+        k->attention_2d = n == 2;
+        return BIB_OK;
     }
-    case BIB_OP_GATHER: {
-        LIVE(table, ip->b);
-        LIVE(idx, ip->c);
-        if (idx->dtype != BIB_DTYPE_I32)
-            return trap(vm, ip, BIB_E_TRAP, "indices %s are %s; GATHER needs i32 indices",
-                        reg_text(vm, rt, sizeof rt, ip->c), tshape_typed(sh, idx));
-        CHECK(need_rank1(vm, ip, ip->b, table));
+    case BIB_SHAPE_GATHER: {
+        const bib_tensor_t *table = a, *idx = t[1];
+        CHECK(need_rank1(vm, ip, k->in_regs[0], table));
         if (idx->rank + table->rank - 1 > BIB_MAX_RANK)
             return trap(vm, ip, BIB_E_TRAP,
                         "the result of %s rows at %s would have rank %" PRIu32 ", more than %d",
                         tshape(sh, table), tshape(sh2, idx), idx->rank + table->rank - 1,
                         BIB_MAX_RANK);
-        rank = idx->rank + table->rank - 1;
+        r->rank = idx->rank + table->rank - 1;
+        memset(r->dims, 0, sizeof r->dims);
         for (uint32_t i = 0; i < idx->rank; i++)
-            dims[i] = idx->dims[i];
+            r->dims[i] = idx->dims[i];
         for (uint32_t i = 1; i < table->rank; i++)
-            dims[idx->rank + i - 1] = table->dims[i];
-        dtype = table->dtype;
-        k.kernel = BIB_KERNEL_GATHER;
-        k.in_regs[0] = ip->b;
-        k.in_regs[1] = ip->c;
-        k.nin = 2;
+            r->dims[idx->rank + i - 1] = table->dims[i];
+        return BIB_OK;
+    }
+    case BIB_SHAPE__COUNT:
         break;
     }
-    default:
-        return trap(vm, ip, BIB_E_TRAP, "opcode %s is not a tensor kernel", bib_isa_table[op].name);
+    return trap(vm, ip, BIB_E_TRAP, "opcode %s has no shape rule", name);
+}
+
+/* The kernel's args rule: the call's scalars from the instruction. */
+static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, kspec_t *k,
+                      bib_tensor_t *const *t) {
+    switch (bib_kernel_table[k->kernel].args) {
+    case BIB_ARGS_NONE:
+    case BIB_ARGS__COUNT:
+        return;
+    case BIB_ARGS_SCALAR_C:
+        k->f0 = (float)u2d(R[ip->c]);
+        return;
+    case BIB_ARGS_EPS_1E5:
+        k->f0 = 1e-5f;
+        return;
+    case BIB_ARGS_EPS_1E6:
+        k->f0 = 1e-6f;
+        return;
+    case BIB_ARGS_ATTENTION:
+        k->f0 = (float)(1.0 / sqrt((double)t[0]->dims[t[0]->rank - 1]));
+        return;
+    case BIB_ARGS_FILL:
+        if (t[0]->dtype == BIB_DTYPE_I32)
+            k->i0 = (int64_t)(int32_t)(uint32_t)R[ip->b];
+        else
+            k->f0 = (float)u2d(R[ip->b]);
+        return;
+    case BIB_ARGS_SEED:
+        k->i0 = (int64_t)R[ip->b];
+        k->i1 = ip->x.imm;
+        return;
     }
-    return run_kernel(vm, ip, ip->a, dtype, rank, dims, &k);
+}
+
+_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 10 && BIB_ARGS__COUNT == 7,
+               "op_kernel's rules have a case for every value of isa/kernels.h");
+
+/* An opcode of a KOP or GKOP row: its operands checked by its kernel's rules,
+ * then one call (forced_place >= 0: run there whatever the backend, for the
+ * GPU_* opcodes). The inputs are the TS operands in order; the result is
+ * operand a (TD, or TM for an in-place kernel). */
+static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
+                              int forced_place) {
+    const bib_opinfo_t *info = &bib_isa_table[ip->op];
+    if (info->kernel < 0)
+        return trap(vm, ip, BIB_E_TRAP, "opcode %s is not a tensor kernel", info->name);
+    kspec_t k;
+    memset(&k, 0, sizeof k);
+    k.kernel = (bib_kernel_t)info->kernel;
+    k.sub = info->sub;
+    if (forced_place >= 0) {
+        k.forced = true;
+        k.place = forced_place;
+    }
+    const uint32_t words[4] = {ip->a, ip->b, ip->c, ip->d};
+    bib_tensor_t *t[3] = {NULL, NULL, NULL};
+    if (bib_kernel_table[k.kernel].shape == BIB_SHAPE_IN_PLACE) {
+        LIVE(out, ip->a);
+        t[0] = out;
+        /* The modified tensor's dtype is checked as an input's would be. */
+        k.in_regs[0] = ip->a;
+        k.nin = 1;
+    } else {
+        for (int w = 1; w < 4; w++) {
+            if (info->kinds[w] != BIB_K_TS)
+                continue;
+            LIVE(in, words[w]);
+            t[k.nin] = in;
+            k.in_regs[k.nin++] = words[w];
+        }
+    }
+    kresult_t r;
+    CHECK(dtype_rule(vm, ip, &k, t, &r));
+    CHECK(shape_rule(vm, ip, &k, t, &r));
+    args_rule(ip, R, &k, t);
+    if (bib_kernel_table[k.kernel].shape == BIB_SHAPE_IN_PLACE)
+        k.nin = 0; /* no inputs: the kernel writes operand a only */
+    return run_kernel(vm, ip, ip->a, r.dtype, r.rank, r.dims, &k);
 }
 
 bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
     bib_tensor_state_t *ts = &vm->tensor;
+    ts->last_flops = 0;
     char rt[300], sh[BIB_SHAPE_TEXT];
     switch ((bib_opcode_t)ip->op) {
     case BIB_OP_ALLOC:
@@ -1672,28 +1626,6 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
         CHECK(to_host(vm, ip, ip->b, t));
         R[ip->a] = bib_tensor_hash(t->dtype, t->rank, t->dims, t->storage->host, t->storage->bytes);
         return BIB_OK;
-    }
-    case BIB_OP_FILL:
-    case BIB_OP_RNG: {
-        LIVE(t, ip->a);
-        kspec_t k;
-        memset(&k, 0, sizeof k);
-        k.elementwise = true;
-        if (ip->op == BIB_OP_FILL) {
-            k.kernel = BIB_KERNEL_FILL;
-            if (t->dtype == BIB_DTYPE_I32)
-                k.i0 = (int64_t)(int32_t)(uint32_t)R[ip->b];
-            else
-                k.f0 = (float)u2d(R[ip->b]);
-        } else {
-            CHECK(need_f32(vm, ip, ip->a, t));
-            k.kernel = BIB_KERNEL_RNG;
-            k.i0 = (int64_t)R[ip->b];
-            k.i1 = ip->x.imm;
-        }
-        uint32_t dims[BIB_MAX_RANK];
-        memcpy(dims, t->dims, sizeof dims);
-        return run_kernel(vm, ip, ip->a, t->dtype, t->rank, dims, &k);
     }
     default:
         if (bib_isa_table[ip->op].opclass == BIB_CLASS_CUDA)

@@ -122,6 +122,7 @@ typedef struct bib_tensor_state {
     int64_t *symbols;    /* per symbolic dimension: its size in this run, or -1 */
 
     const char *last_place; /* executor (or "host", "view") of the last tensor opcode, for traces */
+    uint64_t last_flops;    /* flops of the last tensor opcode's kernel call (--profile), or 0 */
     bib_tensor_stats_t stats;
 } bib_tensor_state_t;
 

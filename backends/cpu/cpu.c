@@ -151,6 +151,7 @@ static const char *cpu_describe(bib_executor_t *ex) {
 
 const bib_executor_ops_t bib_cpu_executor = {
     .name = "cpu",
+    .id = BIB_EXECUTOR_CPU,
     .init = cpu_init,
     .shutdown = cpu_shutdown,
     .error = cpu_error,
@@ -161,23 +162,14 @@ const bib_executor_ops_t bib_cpu_executor = {
     .synchronize = cpu_synchronize,
     .memory = cpu_memory,
     .supports = cpu_supports,
+    /* The reference: one entry point for every kernel the descriptor gives
+       the CPU executor (all of them: it is where every call falls back to). */
     .kernels =
         {
-            [BIB_KERNEL_MATMUL] = cpu_kernel,
-            [BIB_KERNEL_TRANSPOSE] = cpu_kernel,
-            [BIB_KERNEL_SOFTMAX] = cpu_kernel,
-            [BIB_KERNEL_UNARY] = cpu_kernel,
-            [BIB_KERNEL_BINARY] = cpu_kernel,
-            [BIB_KERNEL_SCALE] = cpu_kernel,
-            [BIB_KERNEL_REDUCE] = cpu_kernel,
-            [BIB_KERNEL_LAYERNORM] = cpu_kernel,
-            [BIB_KERNEL_RMSNORM] = cpu_kernel,
-            [BIB_KERNEL_ATTENTION] = cpu_kernel,
-            [BIB_KERNEL_GATHER] = cpu_kernel,
-            [BIB_KERNEL_ARGMAX] = cpu_kernel,
-            [BIB_KERNEL_FILL] = cpu_kernel,
-            [BIB_KERNEL_RNG] = cpu_kernel,
-            [BIB_KERNEL_COPY] = cpu_kernel,
+#define KERNEL(name, dtype, shape, args, cost, per_element, subs, executors, contract)             \
+    [BIB_KERNEL_##name] = ((executors)&BIB_RUNS_ON_CPU) ? cpu_kernel : NULL,
+#include "isa/kernels.def"
+#undef KERNEL
         },
     .describe = cpu_describe,
 };
