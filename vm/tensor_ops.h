@@ -1,11 +1,13 @@
-/* vm/tensor_ops.h: what a tensor opcode means, from isa/kernels.def (internal).
+/* vm/tensor_ops.h: the cost of a tensor kernel call (internal).
  *
- * Owns the semantics of the opcodes that run a kernel (the KOP and GKOP rows
- * of isa/opcodes.def): operand checks by the kernel's dtype rule, the
- * result's shape by its shape rule, the call's scalars by its args rule, and
- * the one cost model of a call (work for fuel, flops for --profile,
- * estimated operations for --backend=auto). It does not own residency, the
- * choice of executor or the run of the call (vm/tensor.c).
+ * vm/tensor_ops.c owns what each tensor opcode means: for the opcodes that
+ * run a kernel (the KOP and GKOP rows of isa/opcodes.def) the operand checks
+ * by the kernel's dtype rule, the result's shape by its shape rule, the
+ * call's scalars by its args rule, and the one cost model of a call: work for
+ * fuel, flops for --profile, estimated operations for --backend=auto. This
+ * header is that cost model, for the places that read it (vm/tensor.c,
+ * vm/placement.c through it). It does not own residency, the choice of
+ * executor or the run of the call (vm/tensor.c).
  */
 #ifndef BIB_TENSOR_OPS_H
 #define BIB_TENSOR_OPS_H
