@@ -43,6 +43,7 @@ typedef enum bib_status {
     BIB_E_NOMEM,       /* the memory cap was reached, or the host is out of memory */
     BIB_E_UNAVAILABLE, /* an executor or device is not available */
     BIB_E_STATE,       /* the call does not fit the VM's state (run before load) */
+    BIB_E_TIMEOUT,     /* a trap: device work ran past options.device_timeout_ms */
 } bib_status_t;
 
 /* Short name of a status ("trap", "format", ...). Never NULL. */
@@ -89,7 +90,25 @@ typedef struct bib_options {
     int validation;      /* GPU executors: enable validation layers and extra checks */
     int strict_device;   /* GPU_* opcodes without a CUDA device: fail (BIB_E_UNAVAILABLE)
                             instead of running them on the CPU executor with a warning */
+
+    /* For modules the host did not write (spec/security.md). */
+    uint32_t deny;              /* load policy: BIB_DENY_* bits; 0 denies nothing. Every load and
+                                   reload refuses a module carrying what is denied (BIB_E_VERIFY,
+                                   naming the section and the item); nothing of it runs */
+    const char *allow_hosts;    /* load policy: NULL lets a module import any registered host
+                                   function; otherwise the names it may import, separated by
+                                   commas ("" allows none); an import outside the list is
+                                   BIB_E_VERIFY at load. Copied by bib_vm_create */
+    uint64_t device_timeout_ms; /* the longest one wait for GPU work may take; 0 means no
+                                   limit. Past it the run traps with BIB_E_TIMEOUT at the
+                                   instruction that waited, and that GPU executor is unusable
+                                   in this VM from then on (device opcodes trap) */
 } bib_options_t;
+
+/* bib_options_t.deny bits. */
+#define BIB_DENY_DEVICE_CODE                                                                       \
+    0x1u /* user device code: Vulkan shaders (section 17, VK_COMPUTE)                              \
+            and CUDA kernels (section 18, GPU_LAUNCH) */
 
 /* Fills *options with the defaults. */
 void bib_options_init(bib_options_t *options);
@@ -121,7 +140,9 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
  * reset each time. On BIB_OK, *exit_value (may be NULL) is the value given to
  * HALT or returned by the entry function. On BIB_E_TRAP, bib_vm_error names
  * the pc, the instruction, the source line when known, and the cause; the VM
- * stays usable. */
+ * stays usable. Traps with a cause a host may want to tell apart have their
+ * own status and the same message: BIB_E_NOMEM (the memory cap) and
+ * BIB_E_TIMEOUT (options.device_timeout_ms). */
 bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value);
 
 /* Counters from the last run. */
@@ -312,7 +333,7 @@ typedef enum bib_stop {
  * bib_vm_start ends a stepped run. Trace and profile options apply. */
 bib_status_t bib_vm_start(bib_vm_t *vm);
 /* Executes at most count instructions. Returns BIB_OK when the run paused or
- * halted and the trap's status (BIB_E_TRAP, BIB_E_NOMEM) when it trapped;
+ * halted and the trap's status (BIB_E_TRAP, BIB_E_NOMEM, BIB_E_TIMEOUT) when it trapped;
  * *stop (may be NULL) says which. On a finished run: BIB_E_STATE. */
 bib_status_t bib_vm_step(bib_vm_t *vm, uint64_t count, bib_stop_t *stop);
 /* Runs until a breakpoint, the end or a trap. The instruction the run is

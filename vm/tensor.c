@@ -32,6 +32,7 @@ static bib_executor_config_t executor_config(const bib_vm_t *vm) {
     c.threads = vm->options.threads;
     c.device = vm->options.device;
     c.validation = vm->options.validation != 0;
+    c.timeout_ms = vm->options.device_timeout_ms;
     return c;
 }
 
@@ -484,8 +485,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
         if (st != BIB_OK) {
             if (fresh)
                 bib_tensor_clear(vm, out);
-            return bib_tensor_trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                                   "moving %s to the %s executor: %s",
+            return bib_tensor_trap(vm, ip, bib_trap_status(st), "moving %s to the %s executor: %s",
                                    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[i]), ops->name,
                                    why);
         }
@@ -543,7 +543,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
         }
         if (fresh)
             bib_tensor_clear(vm, out);
-        return bib_tensor_trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP, "%s", why);
+        return bib_tensor_trap(vm, ip, bib_trap_status(st), "%s", why);
     }
     if (temp != NULL) {
         if (place == BIB_PLACE_HOST) {
@@ -639,8 +639,7 @@ bib_status_t bib_tensor_buffer_on(bib_vm_t *vm, uint32_t reg, const char *execut
     char why[300], rt[300];
     st = bib_storage_make_valid(vm, s, place, why, sizeof why);
     if (st != BIB_OK)
-        return bib_vm_fail(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                           "moving %s to the %s executor: %s",
+        return bib_vm_fail(vm, bib_trap_status(st), "moving %s to the %s executor: %s",
                            bib_tensor_reg_text(vm, rt, sizeof rt, reg), executor, why);
     if (write)
         s->valid = 1u << place;

@@ -82,8 +82,7 @@ bib_status_t bib_tensor_op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         else
             snprintf(why, sizeof why, "%s", ts->why[place]);
         if (st != BIB_OK)
-            return bib_tensor_trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                                   "moving %s to the %s executor: %s",
+            return bib_tensor_trap(vm, ip, bib_trap_status(st), "moving %s to the %s executor: %s",
                                    bib_tensor_reg_text(vm, rt, sizeof rt, ip->a),
                                    bib_tensor_place_name(place), why);
         return BIB_OK;
@@ -97,8 +96,9 @@ bib_status_t bib_tensor_op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         ts->last_place = bib_tensor_place_name(place);
         if (place == BIB_PLACE_HOST || ts->ex[place] == NULL)
             return BIB_OK;
-        if (ts->ops[place]->synchronize(ts->ex[place]) != BIB_OK)
-            return bib_tensor_trap(vm, ip, BIB_E_TRAP, "waiting for the %s executor: %s",
+        bib_status_t st = ts->ops[place]->synchronize(ts->ex[place]);
+        if (st != BIB_OK)
+            return bib_tensor_trap(vm, ip, bib_trap_status(st), "waiting for the %s executor: %s",
                                    bib_tensor_place_name(place),
                                    bib_tensor_executor_error(vm, place));
         return BIB_OK;

@@ -279,7 +279,7 @@ bib_status_t bib_tensor_to_host(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t re
     const char *from = bib_tensor_holder_name(t);
     bib_status_t st = bib_tensor_host_read(vm, t, why, sizeof why);
     if (st != BIB_OK)
-        return bib_tensor_trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
+        return bib_tensor_trap(vm, ip, bib_trap_status(st),
                                "reading %s back from the %s executor: %s",
                                bib_tensor_reg_text(vm, rt, sizeof rt, reg), from, why);
     vm->tensor.last_place = "host";
