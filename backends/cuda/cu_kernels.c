@@ -129,18 +129,18 @@ static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, 
     return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
 }
 
-/* BIB_CU_FUNCTIONS lists the unary kernels in bib_unary_t order, the binary
-   ones as <op>_{SAME,ROW,ONE} in bib_binary_t order, and each MATMUL family
-   as NONE, RELU, GELU (bib_act_t). */
-_Static_assert(BIB_CU_FN_UNARY_EXP - BIB_CU_FN_UNARY_RELU + 1 == BIB_UNARY__COUNT,
-               "a unary op was added to isa/opcodes.def: add its kernel to BIB_CU_FUNCTIONS");
+/* The unary kernels are bib_cu_fn_t's first, in bib_unary_t order (generated
+   from the rows, cu_unary_rows.h); BIB_CU_FUNCTIONS lists the binary ones as
+   <op>_{SAME,ROW,ONE} in bib_binary_t order, and each MATMUL family as NONE,
+   RELU, GELU (bib_act_t). */
+_Static_assert(BIB_CU_FN_UNARY_RELU == 0, "the unary kernels come first");
 _Static_assert(BIB_CU_FN_BINARY_DIV_ONE - BIB_CU_FN_BINARY_ADD_SAME + 1 == 3 * BIB_BINARY__COUNT,
                "a binary op was added to isa/opcodes.def: add its kernels to BIB_CU_FUNCTIONS");
 _Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU - BIB_CU_FN_MATMUL_BIG_VEC_NONE + 1 == BIB_ACT__COUNT,
                "MATMUL's activations are bib_act_t");
 
 static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_elementwise(ex, c, (bib_cu_fn_t)(BIB_CU_FN_UNARY_RELU + c->sub), 0);
+    return bib_cu_elementwise(ex, c, (bib_cu_fn_t)c->sub, 0);
 }
 
 static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
