@@ -141,6 +141,16 @@ static inline void bib_write_u32le(uint8_t *p, uint32_t v) {
     p[2] = (uint8_t)(v >> 16);
     p[3] = (uint8_t)(v >> 24);
 }
+/* FNV-1a 64, the hash of THASH (spec/isa.md) and of every other fingerprint
+ * BIB takes: h continued over n bytes. Start from BIB_FNV1A64_BASIS. */
+#define BIB_FNV1A64_BASIS 0xcbf29ce484222325ull
+static inline uint64_t bib_fnv1a64(uint64_t h, const void *data, size_t n) {
+    const uint8_t *p = (const uint8_t *)data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 static inline uint64_t bib_read_u64le(const uint8_t *p) {
     return (uint64_t)bib_read_u32le(p) | (uint64_t)bib_read_u32le(p + 4) << 32;
 }

@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "placement.h"
+#include "isa/isa.h"
+#include "vm/placement.h"
 
 /* Bumped whenever the measurement changes, so old entries are measured again. */
 #define CACHE_MAGIC "bib-placement 2"
@@ -71,10 +72,7 @@ bool bib_placement_cpu_device(const bib_executor_ops_t *ops, bib_executor_t *ex)
 /* ---- the cache ----------------------------------------------------------------- */
 
 static uint64_t fnv64(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
+    return bib_fnv1a64(BIB_FNV1A64_BASIS, s, n);
 }
 
 /* The cache directory, created if missing; false when there is none. */

@@ -71,26 +71,16 @@ const char *bib_tensor_reg_text(const bib_vm_t *vm, char *buf, size_t cap, uint3
 
 uint64_t bib_tensor_hash(uint32_t dtype, uint32_t rank, const uint32_t *dims, const void *data,
                          uint64_t bytes) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    uint8_t word[4];
-#define FNV_BYTE(b) (h = (h ^ (uint8_t)(b)) * 0x100000001b3ull)
-#define FNV_U32(v)                                                                                 \
-    do {                                                                                           \
-        bib_write_u32le(word, (v));                                                                \
-        for (int k_ = 0; k_ < 4; k_++)                                                             \
-            FNV_BYTE(word[k_]);                                                                    \
-    } while (0)
-    FNV_U32(dtype);
-    FNV_U32(rank);
-    for (uint32_t i = 0; i < rank; i++)
-        FNV_U32(dims[i]);
-    /* Elements are stored little-endian, as the hash wants them. */
-    const uint8_t *p = data;
-    for (uint64_t i = 0; i < bytes; i++)
-        FNV_BYTE(p[i]);
-#undef FNV_U32
-#undef FNV_BYTE
-    return h;
+    /* dtype, rank and dims as u32 little-endian words, then the elements,
+       which are stored little-endian as the hash wants them. */
+    uint32_t words[2 + BIB_MAX_RANK] = {dtype, rank};
+    uint32_t n = 2;
+    for (uint32_t i = 0; i < rank && i < BIB_MAX_RANK; i++)
+        words[n++] = dims[i];
+    uint8_t head[sizeof words];
+    for (uint32_t i = 0; i < n; i++)
+        bib_write_u32le(head + 4 * i, words[i]);
+    return bib_fnv1a64(bib_fnv1a64(BIB_FNV1A64_BASIS, head, 4 * n), data, (size_t)bytes);
 }
 
 bib_status_t bib_tensor_trap(bib_vm_t *vm, const bib_dinsn_t *ip, bib_status_t status,
