@@ -197,6 +197,14 @@ bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag);
 /* The function containing instruction pc (binary search); the module must be verified. */
 uint32_t bib_module_func_at(const bib_module_t *m, uint32_t pc);
 
+/* The highest tensor register that an instruction of code[0..count) (by its
+ * operand kinds) or a declaration of decls[0..ndecls) names, + 1; 0 when none
+ * does. The builder sizes the register file with it, and the disassembler
+ * writes .tensors only when a module's count differs from it. Unknown opcodes
+ * name nothing. */
+uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
+                                      const bib_tensor_decl_t *decls, uint32_t ndecls);
+
 /* Releases m and every array it points to with free(): the struct and its
  * arrays must come from malloc (as bib_module_read's do). NULL is a no-op. */
 void bib_module_free(bib_module_t *m);

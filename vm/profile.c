@@ -401,20 +401,6 @@ static const char *clock_kind(const char *executor) {
                                            : "device timer";
 }
 
-static void json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s != '\0'; s++) {
-        const unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
-}
-
 bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
     if (vm == NULL || out == NULL)
         return BIB_E_USAGE;
@@ -467,7 +453,7 @@ bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
                 fputs("\"device\"}", out);
             } else {
                 fputs("\"host\",\"why\":", out);
-                json_string(out, c->why);
+                bib_json_string(out, c->why);
                 fputc('}', out);
             }
             first = false;

@@ -185,7 +185,7 @@ static bool writes_f64(const bib_module_t *m, const bib_insn_t *in, int op) {
     }
 }
 
-static void json_string(FILE *out, const char *s) {
+void bib_json_string(FILE *out, const char *s) {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
         if (*p == '"' || *p == '\\')
@@ -236,7 +236,7 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
         for (int i = 0; i < n; i++) {
             if (i > 0)
                 fputc(',', out);
-            json_string(out, ops[i]);
+            bib_json_string(out, ops[i]);
         }
         fputs("],\"writes\":{", out);
         if (dest[0] != '\0')

@@ -290,6 +290,10 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
 /* "MNEMONIC op, op, ..." of the instruction at pc. */
 void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap);
 
+/* Writes s to out as a JSON string: quoted, with '"', '\\' and control
+ * characters escaped (the one escaper of traces and profiles). */
+void bib_json_string(FILE *out, const char *s);
+
 /* Shortest decimal text that reads back to the same f64 (%.15g..%.17g). */
 void bib_format_f64(double value, char *buf, size_t cap);
 
