@@ -66,13 +66,15 @@ typedef enum bib_executor_id {
     BIB_EXECUTOR_CPU,
     BIB_EXECUTOR_VULKAN,
     BIB_EXECUTOR_CUDA,
+    BIB_EXECUTOR_NULL, /* backends/null: the template, never one of a build's executors */
     BIB_EXECUTOR__COUNT
 } bib_executor_id_t;
 
 #define BIB_RUNS_ON_CPU (1u << BIB_EXECUTOR_CPU)
 #define BIB_RUNS_ON_VULKAN (1u << BIB_EXECUTOR_VULKAN)
 #define BIB_RUNS_ON_CUDA (1u << BIB_EXECUTOR_CUDA)
-#define BIB_RUNS_ON_ALL (BIB_RUNS_ON_CPU | BIB_RUNS_ON_VULKAN | BIB_RUNS_ON_CUDA)
+#define BIB_RUNS_ON_NULL (1u << BIB_EXECUTOR_NULL)
+#define BIB_RUNS_ON_ALL (BIB_RUNS_ON_CPU | BIB_RUNS_ON_VULKAN | BIB_RUNS_ON_CUDA | BIB_RUNS_ON_NULL)
 
 /* ---- sub-operations ----------------------------------------------------------- */
 

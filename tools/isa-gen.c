@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/null/null.h"
 #include "include/bib.h"
 #include "isa/isa.h"
 
@@ -19,6 +20,7 @@ static const char *const executor_names[BIB_EXECUTOR__COUNT] = {
     [BIB_EXECUTOR_CPU] = "cpu",
     [BIB_EXECUTOR_VULKAN] = "vulkan",
     [BIB_EXECUTOR_CUDA] = "cuda",
+    [BIB_EXECUTOR_NULL] = "null",
 };
 
 static int check_executors(void) {
@@ -31,8 +33,11 @@ static int check_executors(void) {
                     bib_kernel_table[k].name);
             errors++;
         }
-    for (uint32_t e = 0; e < bib_executor_count(); e++) {
-        const bib_executor_ops_t *ops = bib_executor_at(e);
+    /* The build's executors, then the null executor (the template, which no
+       run uses but the conformance suite runs). */
+    for (uint32_t e = 0; e <= bib_executor_count(); e++) {
+        const bib_executor_ops_t *ops =
+            e < bib_executor_count() ? bib_executor_at(e) : &bib_null_executor;
         if ((unsigned)ops->id >= BIB_EXECUTOR__COUNT ||
             strcmp(executor_names[ops->id], ops->name) != 0) {
             fprintf(stderr, "isa-gen: executor '%s' has id %d, which isa/kernels.h names '%s'\n",
@@ -57,8 +62,8 @@ static int check_executors(void) {
         }
     }
     if (errors == 0)
-        printf("isa-gen: %u executor%s agree with isa/kernels.def (%d kernels)\n",
-               bib_executor_count(), bib_executor_count() == 1 ? "" : "s", BIB_KERNEL__COUNT);
+        printf("isa-gen: %u executors (null included) agree with isa/kernels.def (%d kernels)\n",
+               bib_executor_count() + 1, BIB_KERNEL__COUNT);
     return errors ? 1 : 0;
 }
 
@@ -91,7 +96,8 @@ static void print_kernels(void) {
            "runs a kernel names it in the kernel column below; its tensor operands are "
            "the call's result (operand a) and inputs (its ts operands, in order). W is the "
            "work that fuel charges. An executor that lacks a kernel leaves its calls to the "
-           "cpu executor.\n\n");
+           "cpu executor. (The null executor of backends/, a template for new executors that "
+           "no run uses, has every kernel.)\n\n");
     printf("| kernel | dtypes | result shape | W | executors | call |\n");
     printf("| --- | --- | --- | --- | --- | --- |\n");
     for (int k = 0; k < BIB_KERNEL__COUNT; k++) {
@@ -100,7 +106,7 @@ static void print_kernels(void) {
                costs[d->cost]);
         int n = 0;
         for (int e = 0; e < BIB_EXECUTOR__COUNT; e++)
-            if (bib_kernel_runs_on((bib_kernel_t)k, (bib_executor_id_t)e))
+            if (e != BIB_EXECUTOR_NULL && bib_kernel_runs_on((bib_kernel_t)k, (bib_executor_id_t)e))
                 printf("%s%s", n++ ? ", " : "", executor_names[e]);
         printf(" | %s |\n", d->contract);
     }
