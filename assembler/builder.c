@@ -10,7 +10,7 @@
  * Reading and writing the container belong to vm/; this file only fills a
  * module.
  */
-#include "asm.h"
+#include "assembler/asm.h"
 
 #include <stdarg.h>
 #include <stdio.h>

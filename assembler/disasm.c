@@ -10,7 +10,7 @@
  * values). Parsing and verifying the bytes belong to vm/format.c; this file
  * only prints a verified module. spec/assembly.md describes the layout.
  */
-#include "asm.h"
+#include "assembler/asm.h"
 
 #include <locale.h>
 #include <stdlib.h>

@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "isa/isa.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 #define MAX_INPUTS 16
 #define MAX_EXECUTORS 4

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "vm/module.h"
 
 /* ---- case files ---------------------------------------------------------- */

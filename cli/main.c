@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bib.h"
-#include "cli.h"
-#include "npy.h"
-#include "repl.h"
+#include "include/bib.h"
+#include "cli/cli.h"
+#include "cli/npy.h"
+#include "cli/repl.h"
 #include "vm/module.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bib.h"
+#include "include/bib.h"
 
 typedef struct bib_npy {
     bib_dtype_t dtype;

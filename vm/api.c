@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../assembler/asm.h"
-#include "vm.h"
+#include "assembler/asm.h"
+#include "vm/vm.h"
 
 const char *bib_status_name(bib_status_t status) {
     switch (status) {

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 /* The superinstruction (BIB_FUSED_ROWS) for first followed by second, or -1. */
 static int fused_op(const bib_dinsn_t *first, const bib_dinsn_t *second) {

@@ -8,7 +8,7 @@
  * reader then hands the module to the verifier (verify.c); it does not judge
  * instructions itself.
  */
-#include "module.h"
+#include "vm/module.h"
 
 #include <stdio.h>
 #include <stdlib.h>

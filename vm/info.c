@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../backends/cpu/cpufeatures.h"
-#include "placement.h"
+#include "backends/cpu/cpufeatures.h"
+#include "vm/placement.h"
 
 #define INFO_MAX_DEVICES 8
 

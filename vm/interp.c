@@ -46,7 +46,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 #if defined(__GNUC__)
 #define BIB_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -334,12 +334,12 @@ BIB_COLD static bib_status_t grow_regs(bib_vm_t *vm, const bib_dinsn_t *ip, uint
 #define BIB_INTERP_INSTANCE
 #define BIB_INSTRUMENTED 0
 #define BIB_INTERP_NAME interp_plain
-#include "interp.c"
+#include "vm/interp.c"
 #undef BIB_INSTRUMENTED
 #undef BIB_INTERP_NAME
 #define BIB_INSTRUMENTED 1
 #define BIB_INTERP_NAME interp_instrumented
-#include "interp.c"
+#include "vm/interp.c"
 #undef BIB_INSTRUMENTED
 #undef BIB_INTERP_NAME
 #undef BIB_INTERP_INSTANCE

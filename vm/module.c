@@ -4,7 +4,7 @@
  * with free; whoever fills a module (reader, builder, assembler) must allocate
  * with malloc. Reading, writing and verifying live in format.c and verify.c.
  */
-#include "module.h"
+#include "vm/module.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
-#include "../isa/isa.h"
+#include "include/bib.h"
+#include "isa/isa.h"
 
 /* File format version this build writes, and the versions it reads. */
 #define BIB_FORMAT_MAJOR 1

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../backends/backend.h"
-#include "tensor.h"
+#include "backends/backend.h"
+#include "vm/tensor.h"
 
 /* The cache key of a started executor: its name and its describe() line
  * (the CPU executor's also names the CPU model). */

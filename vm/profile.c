@@ -21,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "profile.h"
-#include "vm.h"
+#include "vm/profile.h"
+#include "vm/vm.h"
 
 /* Executor columns: "vm", "host", "view" and the executors of a build. */
 #define PROFILE_EXECUTORS 8

@@ -39,8 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../backends/backend.h"
-#include "../include/bib.h"
+#include "backends/backend.h"
+#include "include/bib.h"
 
 struct bib_vm;
 struct bib_dinsn;

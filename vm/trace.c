@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 static bool is_plain_name(const char *s) {
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))

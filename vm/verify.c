@@ -10,7 +10,7 @@
  * dead (the rest is left to the VM's traps). It does not parse bytes
  * (format.c) and does not link imports (vm).
  */
-#include "module.h"
+#include "vm/module.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -15,13 +15,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../include/bib.h"
-#include "../isa/isa.h"
-#include "arena.h"
-#include "blocks.h"
-#include "devprog.h"
-#include "module.h"
-#include "tensor.h"
+#include "include/bib.h"
+#include "isa/isa.h"
+#include "vm/arena.h"
+#include "vm/blocks.h"
+#include "vm/devprog.h"
+#include "vm/module.h"
+#include "vm/tensor.h"
 
 #define BIB_CALL_DEPTH_DEFAULT 10000u
 

@@ -3,7 +3,7 @@
 // 64-bit indices, one element per step, so any grid size gives the same
 // result; each element depends on that element alone (in place is allowed).
 // FILL and COPY are driver memset/memcpy calls (cu_kernels.c): they move bits.
-#include "common.cuh"
+#include "shaders/cuda/common.cuh"
 
 using namespace bibcu;
 

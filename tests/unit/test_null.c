@@ -9,7 +9,7 @@
 #define CTS_DEVICE_NOUN "null"
 #define CTS_DESCRIBE_WORDS "fma:", "denormals:", "rounding:"
 #define CTS_NOMEM_WORDS "out of device memory"
-#include "executor_cts.h"
+#include "tests/unit/executor_cts.h"
 
 CTS_TEST(every_kernel_has_an_entry_and_the_optional_slots_are_empty) {
     for (int k = 0; k < BIB_KERNEL__COUNT; k++)
