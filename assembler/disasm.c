@@ -398,7 +398,7 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
                 (pc == f->entry || m->lines[pc] != line_after(m->lines[pc - 1])))
                 bib_asm_text_printf(t, "    .line %u\n", m->lines[pc]);
             const bib_insn_t *insn = &m->code[pc];
-            const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+            const bib_opinfo_t *info = bib_module_info(m, pc);
             bib_asm_text_printf(t, "    %-8s", info->name);
             print_operands(t, m, insn, info);
             bib_asm_text_put(t, "\n", 1);
@@ -460,7 +460,7 @@ bib_status_t bib_disassemble(const void *bytes, size_t size, char **text, char *
     }
     free(sorted);
     for (uint32_t pc = 0; pc < m->code_count; pc++) {
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(m->code[pc].op)];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
         const uint32_t words[4] = {m->code[pc].a, m->code[pc].b, m->code[pc].c, m->code[pc].d};
         for (int k = 0; k < 4; k++)
             if (info->kinds[k] == BIB_K_TGT)

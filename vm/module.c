@@ -24,6 +24,7 @@ void bib_module_free(bib_module_t *m) {
     if (m == NULL)
         return;
     free(m->code);
+    free(m->ops);
     free(m->consts);
     free(m->data);
     if (m->funcs != NULL)

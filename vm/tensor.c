@@ -563,7 +563,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
 void bib_tensor_trace(bib_vm_t *vm, uint32_t pc, bool json, char *buf, size_t cap) {
     const bib_module_t *m = vm->module;
     const bib_insn_t *in = &m->code[pc];
-    const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(in->op)];
+    const bib_opinfo_t *info = bib_module_info(m, pc);
     const uint32_t words[4] = {in->a, in->b, in->c, in->d};
     bib_tensor_state_t *ts = &vm->tensor;
     const char *place = ts->last_place != NULL ? ts->last_place : "host";

@@ -54,7 +54,7 @@ static void format_name(const char *name, char *out, size_t cap) {
 
 int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAND_TEXT]) {
     const bib_insn_t *in = &m->code[pc];
-    int op = bib_isa_find_code(in->op);
+    int op = bib_module_op(m, pc);
     if (op < 0)
         return 0;
     const bib_opinfo_t *info = &bib_isa_table[op];
@@ -130,7 +130,7 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
 
 void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap) {
     char ops[4][BIB_OPERAND_TEXT];
-    int op = bib_isa_find_code(m->code[pc].op);
+    int op = bib_module_op(m, pc);
     int n = bib_insn_operands(m, pc, ops);
     size_t used = (size_t)snprintf(buf, cap, "%s", op >= 0 ? bib_isa_table[op].name : "?");
     for (int i = 0; i < n && used < cap; i++)
@@ -202,7 +202,7 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
                     uint64_t value) {
     const bib_module_t *m = vm->module;
     const bib_insn_t *in = &m->code[pc];
-    int op = bib_isa_find_code(in->op);
+    int op = bib_module_op(m, pc);
     const bib_opinfo_t *info = &bib_isa_table[op];
     FILE *out = vm->trace;
 

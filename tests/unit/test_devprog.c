@@ -143,7 +143,7 @@ static void add_kernel(bib_module_t *m, const char *params) {
     k->ptx_bytes = (uint32_t)strlen(k->ptx);
 }
 
-static bib_status_t verify(const bib_module_t *m, bib_diag_t *diag) {
+static bib_status_t verify(bib_module_t *m, bib_diag_t *diag) {
     diag->msg[0] = '\0';
     return bib_module_verify(m, diag);
 }
