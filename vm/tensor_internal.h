@@ -58,18 +58,6 @@ static inline uint64_t bib_sat_mul(uint64_t a, uint64_t b) {
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-static inline double bib_u2d(uint64_t u) {
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
-static inline uint64_t bib_d2u(double d) {
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return u;
-}
-
 /* ---- messages (vm/tensor_ops.c) ------------------------------------------------ */
 
 const char *bib_tensor_dtype_name(uint32_t dtype);

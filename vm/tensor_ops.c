@@ -456,7 +456,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     case BIB_ARGS__COUNT:
         return;
     case BIB_ARGS_SCALAR_C:
-        k->f0 = (float)bib_u2d(R[ip->c]);
+        k->f0 = (float)bib_f64_from_bits(R[ip->c]);
         return;
     case BIB_ARGS_EPS_1E5:
         k->f0 = 1e-5f;
@@ -471,7 +471,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
         if (t[0]->dtype == BIB_DTYPE_I32)
             k->i0 = (int64_t)(int32_t)(uint32_t)R[ip->b];
         else
-            k->f0 = (float)bib_u2d(R[ip->b]);
+            k->f0 = (float)bib_f64_from_bits(R[ip->b]);
         return;
     case BIB_ARGS_SEED:
         k->i0 = (int64_t)R[ip->b];
@@ -568,7 +568,7 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
         } else {
             float f;
             memcpy(&f, &w, sizeof f);
-            R[ip->a] = bib_d2u((double)f);
+            R[ip->a] = bib_f64_bits((double)f);
         }
         return BIB_OK;
     }
@@ -581,7 +581,7 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
         if (t->dtype == BIB_DTYPE_I32) {
             w = (uint32_t)R[ip->c];
         } else {
-            float f = (float)bib_u2d(R[ip->c]);
+            float f = (float)bib_f64_from_bits(R[ip->c]);
             memcpy(&w, &f, sizeof w);
         }
         bib_write_u32le(t->storage->host + index * 4, w);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "include/bib.h"
 #include "isa/isa.h"
@@ -289,6 +290,20 @@ bib_status_t bib_interp_resume(bib_vm_t *vm, uint64_t budget);
 int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAND_TEXT]);
 /* "MNEMONIC op, op, ..." of the instruction at pc. */
 void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap);
+
+/* A register's 64 bits as the f64 they hold, and back (registers hold
+ * integers or f64 bit patterns). */
+static inline double bib_f64_from_bits(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline uint64_t bib_f64_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
 
 /* Writes s to out as a JSON string: quoted, with '"', '\\' and control
  * characters escaped (the one escaper of traces and profiles). */
