@@ -450,14 +450,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
                 vm, ip, st, "out of memory allocating %s (%s, %" PRIu64 " bytes): %s",
                 bib_tensor_reg_text(vm, rt, sizeof rt, out_reg),
                 bib_tensor_shape_text(sh, dtype, rank, dims), count * 4, vm->blocks.error);
-        out->storage = s;
-        out->dtype = dtype;
-        out->rank = rank;
-        memset(out->dims, 0, sizeof out->dims);
-        for (uint32_t i = 0; i < rank; i++)
-            out->dims[i] = dims[i];
-        out->count = count;
-        out->freed_at = 0;
+        bib_tensor_bind(out, s, dtype, rank, dims, count);
         fresh = true;
     }
 

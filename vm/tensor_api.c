@@ -302,13 +302,7 @@ static bib_status_t bind_copy(bib_vm_t *vm, const char *what, const char *name, 
         memcpy(s->host, data, (size_t)bytes);
     s->valid = 1u << BIB_PLACE_HOST;
     bib_tensor_clear(vm, t);
-    t->storage = s;
-    t->dtype = dtype;
-    t->rank = rank;
-    memset(t->dims, 0, sizeof t->dims);
-    for (uint32_t i = 0; i < rank; i++)
-        t->dims[i] = dims[i];
-    t->count = bytes / 4;
+    bib_tensor_bind(t, s, dtype, rank, dims, bytes / 4);
     return BIB_OK;
 }
 

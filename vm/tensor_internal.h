@@ -53,6 +53,20 @@ static inline uint32_t bib_tensor_last_dim(const bib_tensor_t *t) {
     return t->rank ? t->dims[t->rank - 1] : 1;
 }
 
+/* Makes register t a view of storage s (whose reference it takes over) as a
+ * tensor of dtype and the rank dims, count elements. */
+static inline void bib_tensor_bind(bib_tensor_t *t, bib_storage_t *s, uint32_t dtype, uint32_t rank,
+                                   const uint32_t *dims, uint64_t count) {
+    t->storage = s;
+    t->dtype = dtype;
+    t->rank = rank;
+    memset(t->dims, 0, sizeof t->dims);
+    for (uint32_t i = 0; i < rank && i < BIB_MAX_RANK; i++)
+        t->dims[i] = dims[i];
+    t->count = count;
+    t->freed_at = 0;
+}
+
 static inline uint64_t bib_sat_mul(uint64_t a, uint64_t b) {
     uint64_t r;
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;

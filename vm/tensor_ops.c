@@ -206,12 +206,7 @@ bib_status_t bib_tensor_op_alloc(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
             vm, ip, st, "out of memory allocating %s (%s, %" PRIu64 " bytes): %s",
             bib_tensor_reg_text(vm, rt, sizeof rt, ip->a),
             bib_tensor_shape_text(sh, ip->b, ip->d, dims), count * 4, vm->blocks.error);
-    t->storage = s;
-    t->dtype = ip->b;
-    t->rank = ip->d;
-    memcpy(t->dims, dims, sizeof t->dims);
-    t->count = count;
-    t->freed_at = 0;
+    bib_tensor_bind(t, s, ip->b, ip->d, dims, count);
     return BIB_OK;
 }
 
@@ -241,12 +236,7 @@ static bib_status_t op_reshape(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     s->refs++;
     uint32_t dtype = src->dtype;
     bib_tensor_clear(vm, dst);
-    dst->storage = s;
-    dst->dtype = dtype;
-    dst->rank = ip->d;
-    memcpy(dst->dims, dims, sizeof dst->dims);
-    dst->count = count;
-    dst->freed_at = 0;
+    bib_tensor_bind(dst, s, dtype, ip->d, dims, count);
     vm->tensor.last_place = "host";
     return BIB_OK;
 }
