@@ -37,7 +37,7 @@ export LD_LIBRARY_PATH   := $(KIT_LIB)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH
 export VK_ADD_LAYER_PATH := $(KIT)/usr/share/vulkan/explicit_layer.d
 endif
 
-LIB_DIRS = isa vm assembler backends backends/cpu backends/null
+LIB_DIRS = isa module vm assembler backends backends/cpu backends/null
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Executor fragments add their objects (and generated sources) to LIB_OBJ,

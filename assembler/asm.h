@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "include/bib.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 /* Makes func the entry function instead of the default (the first "main",
    else function 0). */

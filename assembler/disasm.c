@@ -7,7 +7,7 @@
  * function's start and wherever a line is not the one before it + 1, .entry
  * when the default rule would pick another function, .tensors and .dim when
  * the defaults would differ, every tensor declaration with its constant
- * values). Parsing and verifying the bytes belong to vm/format.c; this file
+ * values). Parsing and verifying the bytes belong to module/format.c; this file
  * only prints a verified module. spec/assembly.md describes the layout.
  */
 #include "assembler/asm.h"

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 /* ---- case files ---------------------------------------------------------- */
 

@@ -15,7 +15,7 @@
 #include "cli/cli.h"
 #include "cli/npy.h"
 #include "cli/repl.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */
 typedef struct tensor_file {

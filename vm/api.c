@@ -7,7 +7,7 @@
  * stepped runs (start, step, continue, reload; inspection is in debug.c,
  * profiling in profile.c). The dispatch loop is in
  * interp.c, decoding in decode.c, instruction text in trace.c; the container
- * reader (vm/format.c) is another module this one calls. Nothing here calls
+ * reader (module/format.c) is another module this one calls. Nothing here calls
  * the assembler: bib_vm_load_file, which assembles source text before it
  * loads it, lives with the assembler (assembler/load.c).
  */

@@ -6,7 +6,7 @@
  * vm/tensor_internal.h names the four files that implement it (opcode
  * semantics, residency and placement, the public API, the GPU_* opcodes). The
  * kernels themselves belong to the executors (backends/); the module-side
- * declarations (.input/.output/.tensor) come from vm/module.h.
+ * declarations (.input/.output/.tensor) come from module/module.h.
  *
  * Residency. A tensor register holds a view: dtype, shape and a reference to
  * a storage. Storage is reference-counted (RESHAPE views share it; FREE drops

@@ -21,7 +21,7 @@
 #include "vm/arena.h"
 #include "vm/blocks.h"
 #include "vm/devprog.h"
-#include "vm/module.h"
+#include "module/module.h"
 #include "vm/tensor.h"
 
 #define BIB_CALL_DEPTH_DEFAULT 10000u

@@ -20,7 +20,7 @@
 #include "backends/backend.h"
 #include "backends/vulkan/vulkan.h"
 #include "include/bib.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 static const char saxpy_glsl[] = "#version 450\n"
                                  "layout(local_size_x = 64) in;\n"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/module.h"
+#include "module/module.h"
 
 static char *dup_str(const char *s) {
     char *d = malloc(strlen(s) + 1);

@@ -1,5 +1,9 @@
-/* vm/module.h: a module in memory, and the functions that read, write and
+/* module/module.h: a module in memory, and the functions that read, write and
  * verify the .bib container (spec/bib-format.md).
+ *
+ * The container is the contract between the assembler, which writes modules,
+ * and the VM, which runs them: both include this directory (module/), which
+ * depends on isa/ alone.
  *
  * A bib_module_t owns every array it points to; bib_module_free releases them.
  * The reader returns only modules that passed the verifier, so everything past

@@ -1,10 +1,10 @@
-/* vm/module.c: ownership of an in-memory module and the diagnostic helper.
+/* module/module.c: ownership of an in-memory module and the diagnostic helper.
  *
  * Every array a bib_module_t points to comes from malloc and is released here
  * with free; whoever fills a module (reader, builder, assembler) must allocate
  * with malloc. Reading, writing and verifying live in format.c and verify.c.
  */
-#include "vm/module.h"
+#include "module/module.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* vm/verify.c: the verifier, which makes untrusted modules safe to run.
+/* module/verify.c: the verifier, which makes untrusted modules safe to run.
  *
  * It proves, once, every fact the interpreter relies on without checking:
  * every opcode known and implemented, every operand in range for its kind,
@@ -10,7 +10,7 @@
  * dead (the rest is left to the VM's traps). It does not parse bytes
  * (format.c) and does not link imports (vm).
  */
-#include "vm/module.h"
+#include "module/module.h"
 
 #include <stdlib.h>
 #include <string.h>
