@@ -66,6 +66,18 @@ typedef struct bib_executor_config {
                             Neither the work nor the process is ever waited for without bound */
 } bib_executor_config_t;
 
+/* What the host machine offers the CPU executor, for `bib info` (the
+ * host_facts slot): its instruction-set features, whether the OS saves the
+ * wide registers, and the kernel level the executor would run at. */
+typedef struct bib_host_facts {
+    const char *features[16]; /* the features it can use ("avx2", "fma", ...) */
+    uint32_t nfeatures;
+    bool os_saves_ymm, os_saves_zmm;
+    bool level_ok;          /* level names the kernel level; else it says why there is none */
+    char level[200];        /* "avx2", or why the forced level cannot be used */
+    const char *best_level; /* the best level this CPU supports */
+} bib_host_facts_t;
+
 typedef struct bib_executor_ops {
     const char *name;     /* "cpu", "vulkan", "cuda" */
     bib_executor_id_t id; /* its column in isa/kernels.def */
@@ -105,6 +117,9 @@ typedef struct bib_executor_ops {
     /* Optional (may be NULL): a line describing the device and its numerics
      * paths, for `bib info`. */
     const char *(*describe)(bib_executor_t *ex);
+    /* Optional (NULL but for the CPU executor): the host's facts for `bib
+     * info`, without starting the executor. */
+    void (*host_facts)(bib_host_facts_t *facts);
 
     /* Optional (NULL when unsupported): user device programs carried in the
      * module (spec/device-code.md), run by VK_COMPUTE and GPU_LAUNCH.

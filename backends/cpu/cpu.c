@@ -149,6 +149,27 @@ static const char *cpu_describe(bib_executor_t *ex) {
     return ex->description;
 }
 
+static void cpu_host_facts(bib_host_facts_t *facts) {
+    memset(facts, 0, sizeof *facts);
+    bib_cpu_features_t f;
+    bib_cpu_detect(&f);
+    const char *const names[] = {"sse2",    "avx",      "avx2",     "fma",
+                                 "avx512f", "avx512dq", "avx512bw", "avx512vl"};
+    const bool have[] = {f.sse2,    f.avx,      f.avx2,     f.fma,
+                         f.avx512f, f.avx512dq, f.avx512bw, f.avx512vl};
+    for (size_t i = 0; i < sizeof have / sizeof have[0]; i++)
+        if (have[i])
+            facts->features[facts->nfeatures++] = names[i];
+    facts->os_saves_ymm = f.os_ymm;
+    facts->os_saves_zmm = f.os_zmm;
+    bib_cpu_level_t level;
+    facts->level_ok = bib_cpu_level_select(&f, getenv(BIB_CPU_LEVEL_ENV), &level, facts->level,
+                                           sizeof facts->level) == BIB_OK;
+    if (facts->level_ok)
+        snprintf(facts->level, sizeof facts->level, "%s", bib_cpu_level_name(level));
+    facts->best_level = bib_cpu_level_name(bib_cpu_best_level(&f));
+}
+
 const bib_executor_ops_t bib_cpu_executor = {
     .name = "cpu",
     .id = BIB_EXECUTOR_CPU,
@@ -172,4 +193,5 @@ const bib_executor_ops_t bib_cpu_executor = {
 #undef KERNEL
         },
     .describe = cpu_describe,
+    .host_facts = cpu_host_facts,
 };
