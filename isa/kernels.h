@@ -31,6 +31,7 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_PRODUCT,   /* [M,K] . [K,N] -> [M,N]; a third input is a bias row of N */
     BIB_SHAPE_TRANSPOSE, /* rank >= 2, the last two axes swapped */
     BIB_SHAPE_REDUCE,    /* rank >= 1, the last axis dropped */
+    BIB_SHAPE_INDEX,     /* as REDUCE, and the last axis is not empty (an index into it) */
     BIB_SHAPE_NORM,      /* in0's shape (rank >= 1); further inputs are rows of its last axis */
     BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
     BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */

@@ -81,6 +81,7 @@ static void print_kernels(void) {
         [BIB_SHAPE_PRODUCT] = "[M,K] . [K,N] -> [M,N]",
         [BIB_SHAPE_TRANSPOSE] = "last two axes swapped",
         [BIB_SHAPE_REDUCE] = "last axis dropped",
+        [BIB_SHAPE_INDEX] = "last axis (not empty) dropped",
         [BIB_SHAPE_NORM] = "same; gamma (and beta) rows of the last axis",
         [BIB_SHAPE_ATTENTION] = "q's",
         [BIB_SHAPE_GATHER] = "indices' then the table's after the first",

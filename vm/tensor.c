@@ -207,6 +207,36 @@ static void storage_unref(bib_vm_t *vm, bib_storage_t *s) {
     free(s);
 }
 
+/* BIB_POISON (debug and sanitize builds): every fresh tensor buffer that no
+ * one zeroes starts filled with a signalling NaN (0xFFA5A5A5, also an
+ * unlikely i32), so a kernel that leaves part of its output unwritten shows
+ * the same odd bits in every test rather than whatever memory held. */
+#ifdef BIB_POISON
+#define POISON_WORD 0xFFA5A5A5u
+static void poison_host(void *p, uint64_t bytes) {
+    uint32_t *w = p;
+    for (uint64_t i = 0; i < bytes / 4; i++)
+        w[i] = POISON_WORD;
+}
+
+static void poison_device(bib_vm_t *vm, int place, void *buf, uint64_t bytes) {
+    void *tmp = bytes ? malloc((size_t)bytes) : NULL;
+    if (tmp == NULL)
+        return;
+    poison_host(tmp, bytes);
+    vm->tensor.ops[place]->upload(vm->tensor.ex[place], buf, 0, tmp, (size_t)bytes);
+    free(tmp);
+}
+#else
+static void poison_host(void *p, uint64_t bytes) {
+    (void)p, (void)bytes;
+}
+
+static void poison_device(bib_vm_t *vm, int place, void *buf, uint64_t bytes) {
+    (void)vm, (void)place, (void)buf, (void)bytes;
+}
+#endif
+
 /* A new storage of bytes, its host copy charged to the VM's blocks; valid
  * nowhere (zero: zero-filled and valid on the host). On failure the blocks'
  * error says why. */
@@ -223,6 +253,8 @@ bib_status_t bib_storage_new(bib_vm_t *vm, uint64_t bytes, bool zero, bib_storag
         free(s);
         return st;
     }
+    if (!zero)
+        poison_host(host, bytes);
     s->refs = 1;
     s->bytes = bytes;
     s->host = host;
@@ -248,6 +280,7 @@ static bib_status_t storage_buffer(bib_vm_t *vm, bib_storage_t *s, int place, vo
             snprintf(why, why_len, "%s", bib_tensor_executor_error(vm, place));
             return st;
         }
+        poison_device(vm, place, s->buf[place], s->bytes);
     }
     *buf = s->buf[place];
     return BIB_OK;
@@ -497,10 +530,14 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
             st = bib_blocks_big_alloc(&vm->blocks, os->bytes, BIB_BLOCK_ALIGN, 0, &temp);
             if (st != BIB_OK)
                 snprintf(why, sizeof why, "%s", vm->blocks.error);
+            else
+                poison_host(temp, os->bytes);
         } else {
             st = ops->buffer_alloc(ex, (size_t)os->bytes, &temp);
             if (st != BIB_OK)
                 snprintf(why, sizeof why, "%s", bib_tensor_executor_error(vm, place));
+            else
+                poison_device(vm, place, temp, os->bytes);
         }
         if (st != BIB_OK)
             return bib_tensor_trap(vm, ip, BIB_E_NOMEM,

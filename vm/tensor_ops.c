@@ -161,7 +161,9 @@ static bib_status_t need_rank1(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg
                            bib_tensor_reg_text(vm, rt, sizeof rt, reg), bib_isa_table[ip->op].name);
 }
 
-/* Dimensions r[first..first+n) as tensor dims: each 1..2^31-1. */
+/* Dimensions r[first..first+n) as tensor dims: each 0..2^31-1. A 0 makes an
+ * empty tensor, as an input with a 0 in a '?' dimension does; every kernel
+ * defines its result on one (spec/numerics.md, "Empty tensors"). */
 static bib_status_t dims_from_regs(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
                                    uint32_t first, uint32_t n, uint32_t *dims) {
     if (n > BIB_MAX_RANK)
@@ -169,10 +171,10 @@ static bib_status_t dims_from_regs(bib_vm_t *vm, const bib_dinsn_t *ip, const ui
                                BIB_MAX_RANK);
     for (uint32_t i = 0; i < n; i++) {
         int64_t v = (int64_t)R[first + i];
-        if (v < 1 || v > BIB_MAX_TENSOR_DIM)
+        if (v < 0 || v > BIB_MAX_TENSOR_DIM)
             return bib_tensor_trap(vm, ip, BIB_E_TRAP,
                                    "dimension %" PRIu32 " (r%" PRIu32 " = %" PRId64
-                                   ") is outside 1..2147483647",
+                                   ") is outside 0..2147483647",
                                    i, first + i, v);
         dims[i] = (uint32_t)v;
     }
@@ -379,7 +381,16 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
         r->dims[r->rank - 1] = a->dims[r->rank - 2];
         return BIB_OK;
     case BIB_SHAPE_REDUCE:
+    case BIB_SHAPE_INDEX:
         CHECK(need_rank1(vm, ip, k->in_regs[0], a));
+        /* An empty row has no index to give: no value is right, so it traps
+         * (as numpy's argmax raises) rather than inventing one. */
+        if (bib_kernel_table[k->kernel].shape == BIB_SHAPE_INDEX && bib_tensor_last_dim(a) == 0)
+            return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                                   "%s over an empty last axis: %s is %s; an empty row has no "
+                                   "index of a maximum",
+                                   name, bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]),
+                                   bib_tensor_shape(sh, a));
         r->rank = a->rank - 1;
         r->dims[r->rank] = 0;
         return BIB_OK;
@@ -470,7 +481,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 10 && BIB_ARGS__COUNT == 7,
+_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 11 && BIB_ARGS__COUNT == 7,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* An opcode of a KOP or GKOP row: its operands checked by its kernel's rules,
