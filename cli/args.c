@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpufeatures.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 #define ON(c) (1u << (c))
 /* The options of a VM run: run, repl and test build a VM from them. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bib.h"
+#include "include/bib.h"
 
 /* Exit codes (sysexits.h values, all below 128). 64 to 79 are bib's own: a
  * program's exit value in 0..63 or 80..255 is the exit status of run, any

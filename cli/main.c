@@ -14,15 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpufeatures.h"
-#include "bib.h"
-#include "cli.h"
-#include "cli/args.h"
-#include "npy.h"
-#include "repl.h"
 #include "assembler/asm.h"
+#include "backends/cpu/cpufeatures.h"
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/npy.h"
+#include "cli/repl.h"
+#include "include/bib.h"
+#include "module/module.h"
 #include "vm/fileio.h"
-#include "vm/module.h"
 #include "vm/tensor.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */

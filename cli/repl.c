@@ -22,12 +22,12 @@
 
 #include <editline/readline.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/npy.h"
+#include "cli/repl.h"
 #include "isa/isa.h"
-#include "npy.h"
+#include "module/module.h"
 #include "vm/fileio.h"
-#include "vm/module.h"
-#include "repl.h"
 
 /* One line of the session's source and the session line it came from. */
 typedef struct src_line {

@@ -261,7 +261,7 @@ $PY -c "
 for i in range(6000): print('ADDI r1, r1, %d' % (i % 7))
 " >"$T/long.repl"
 if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "%U" -o "$T/time" $BIB repl <"$T/long.repl" >/dev/null 2>&1
+    /usr/bin/time -f "%U" -o "$T/time" env -u BIB_REPL_CHECK $BIB repl <"$T/long.repl" >/dev/null 2>&1
     secs=$(tail -1 "$T/time")
     # Reassembling the session per line took 14 s of CPU here (quadratic).
     if $PY -c "import sys; sys.exit(0 if float('$secs') < 3.0 else 1)"; then
