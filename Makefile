@@ -37,6 +37,11 @@ export LD_LIBRARY_PATH   := $(KIT_LIB)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH
 export VK_ADD_LAYER_PATH := $(KIT)/usr/share/vulkan/explicit_layer.d
 endif
 
+# The version is the header's; the soname carries its major number.
+VERSION := $(shell sed -n 's/^\#define BIB_VERSION_STRING "\(.*\)"/\1/p' include/bib.h)
+SOMAJOR  = $(firstword $(subst ., ,$(VERSION)))
+SONAME   = libbib.so.$(SOMAJOR)
+
 LIB_DIRS = isa vm assembler backends backends/cpu
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -47,6 +52,8 @@ EXECUTORS = cpu
 -include backends/cuda/cuda.mk
 -include tests/fuzz/fuzz.mk
 CFLAGS  += -DBIB_EXECUTORS='"$(EXECUTORS)"'
+# The library exports only what include/bib.h marks BIB_API.
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
 
 # SANITIZE=1 (with its own BUILD; `make sanitize` sets both): everything again
 # under AddressSanitizer and UBSan, with mimalloc's few entry points mapped
@@ -68,7 +75,7 @@ $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
 .PHONY: all deps demo test test-bins sanitize unit spec spec-check hex bench clean format format-check
-all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so
+all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME)
 
 # ---- dependencies ---------------------------------------------------------
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
@@ -90,8 +97,18 @@ $(BUILD)/libbib.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libbib.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library: libbib.so.MAJOR.MINOR.PATCH, soname libbib.so.MAJOR.
+# --exclude-libs keeps the symbols of the static shaderc and glslang inside.
+SO_LDFLAGS = -shared -Wl,-soname,$(SONAME) -Wl,--exclude-libs,ALL -Wl,--no-undefined \
+             -Wl,--gc-sections -Wl,-O1
+# libmimalloc comes last among its dependencies: libbib calls mi_* by name,
+# and mimalloc also defines operator new and delete, which would otherwise
+# take the place of libstdc++'s own for every library loaded beside libbib
+# (in a Python process, the LLVM of lavapipe frees their memory with free).
+$(BUILD)/libbib.so.$(VERSION): $(LIB_OBJ)
+	$(CC) $(SO_LDFLAGS) -o $@ $^ $(filter-out -lmimalloc,$(LDLIBS)) -lmimalloc
+$(BUILD)/$(SONAME) $(BUILD)/libbib.so: $(BUILD)/libbib.so.$(VERSION)
+	ln -sf libbib.so.$(VERSION) $@
 
 # The embedding example: a host program linked against libbib.
 $(BUILD)/embed: examples/embed.c $(BUILD)/libbib.a
@@ -153,10 +170,13 @@ $(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
 bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
 	@BUILD=$(BUILD) sh bench/run.sh
 
+#INSTALL-PLACEHOLDER
+
 demo: all
 	@sh tools/demo.sh
 
 FORMAT_SRC = $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h */*/*/*.h) tools/isa-gen.c \
+             include/bib.hpp $(wildcard tests/cpp/*.cpp) \
              $(wildcard bench/*.c examples/*.c tests/oracle/*.c tests/fuzz/*.c backends/*/testing/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)

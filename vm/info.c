@@ -18,6 +18,7 @@
 
 #include "../backends/cpu/cpufeatures.h"
 #include "placement.h"
+#include "vm.h"
 
 #define INFO_MAX_DEVICES 8
 
@@ -200,10 +201,8 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
         return BIB_E_USAGE;
     *report = NULL;
     bib_options_t o;
-    if (options != NULL)
-        o = *options;
-    else
-        bib_options_init(&o);
+    if (bib_options_take(options, &o) != BIB_OK)
+        return BIB_E_USAGE;
 
     /* CPU facts. */
     char model[256];
