@@ -170,7 +170,7 @@ $(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
 bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
 	@BUILD=$(BUILD) sh bench/run.sh
 
-#INSTALL-PLACEHOLDER
+include tools/install.mk
 
 demo: all
 	@sh tools/demo.sh
