@@ -75,7 +75,8 @@ $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
 .PHONY: all deps demo test test-bins sanitize unit spec spec-check hex bench clean format format-check
-all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME)
+all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME) \
+     $(BUILD)/$(GLSL_PLUGIN)
 
 # ---- dependencies ---------------------------------------------------------
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
@@ -101,12 +102,27 @@ $(BUILD)/libbib.a: $(LIB_OBJ)
 # --exclude-libs keeps the symbols of the static shaderc and glslang inside.
 SO_LDFLAGS = -shared -Wl,-soname,$(SONAME) -Wl,--exclude-libs,ALL -Wl,--no-undefined \
              -Wl,--gc-sections -Wl,-O1
+# It holds no shader compiler: GLSL in a .basm file is compiled by
+# libbib-glsl.so.MAJOR (assembler/glsl.c with the static shaderc, several MB
+# of C++), which libbib.so loads from beside itself ($ORIGIN) on first use.
+# libbib.a keeps glsl.c inside, so static programs need nothing at run time.
 # libmimalloc comes last among its dependencies: libbib calls mi_* by name,
 # and mimalloc also defines operator new and delete, which would otherwise
 # take the place of libstdc++'s own for every library loaded beside libbib
 # (in a Python process, the LLVM of lavapipe frees their memory with free).
-$(BUILD)/libbib.so.$(VERSION): $(LIB_OBJ)
-	$(CC) $(SO_LDFLAGS) -o $@ $^ $(filter-out -lmimalloc,$(LDLIBS)) -lmimalloc
+GLSL_PLUGIN = libbib-glsl.so.$(SOMAJOR)
+CFLAGS     += -DBIB_GLSL_LIBRARY='"$(GLSL_PLUGIN)"'
+SO_OBJ      = $(filter-out $(BUILD)/obj/assembler/devcode.o $(BUILD)/obj/assembler/glsl.o,$(LIB_OBJ)) \
+              $(BUILD)/obj/assembler/devcode_plugin.o
+$(BUILD)/obj/assembler/devcode_plugin.o: assembler/devcode.c | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fvisibility=hidden -DBIB_GLSL_PLUGIN -c $< -o $@
+$(BUILD)/libbib.so.$(VERSION): $(SO_OBJ) | $(BUILD)/$(GLSL_PLUGIN)
+	$(CC) $(SO_LDFLAGS) -Wl,-rpath,'$$ORIGIN' -o $@ $(SO_OBJ) \
+	    $(filter-out $(SHADERC_LIBS) -lmimalloc,$(LDLIBS)) -lmimalloc
+$(BUILD)/$(GLSL_PLUGIN): $(BUILD)/obj/assembler/glsl.o
+	$(CC) $(SO_LDFLAGS:-Wl,-soname,$(SONAME)=-Wl,-soname,$(GLSL_PLUGIN)) -o $@ $^ $(SAN_FLAGS) \
+	    $(SHADERC_LIBS) -lm
 $(BUILD)/$(SONAME) $(BUILD)/libbib.so: $(BUILD)/libbib.so.$(VERSION)
 	ln -sf libbib.so.$(VERSION) $@
 

@@ -5,6 +5,7 @@
 # installs, under $(DESTDIR)$(PREFIX):
 #   bin/bib
 #   lib/libbib.so.$(VERSION), lib/$(SONAME) and lib/libbib.so (links), lib/libbib.a
+#   lib/$(GLSL_PLUGIN)     the GLSL compiler libbib.so loads when it assembles GLSL
 #   include/bib.h, include/bib.hpp
 #   lib/pkgconfig/bib.pc      Cflags, Libs; Libs.private lists what libbib.a needs
 #   share/man/man1/bib.1, share/man/man5/bib-asm.5
@@ -55,6 +56,7 @@ install: all $(BUILD)/bib.pc
 	$(INSTALL) -m 755 $(BUILD)/libbib.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbib.so.$(VERSION)
 	ln -sf libbib.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libbib.so
+	$(INSTALL) -m 755 $(BUILD)/$(GLSL_PLUGIN) $(DESTDIR)$(LIBDIR)/$(GLSL_PLUGIN)
 	$(INSTALL) -m 644 $(BUILD)/libbib.a $(DESTDIR)$(LIBDIR)/libbib.a
 	$(INSTALL) -m 644 include/bib.h include/bib.hpp $(DESTDIR)$(INCLUDEDIR)/
 	$(INSTALL) -m 644 $(BUILD)/bib.pc $(DESTDIR)$(PKGCONFIGDIR)/bib.pc
@@ -68,7 +70,7 @@ install: all $(BUILD)/bib.pc
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/bib
 	rm -f $(DESTDIR)$(LIBDIR)/libbib.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
-	    $(DESTDIR)$(LIBDIR)/libbib.so $(DESTDIR)$(LIBDIR)/libbib.a
+	    $(DESTDIR)$(LIBDIR)/libbib.so $(DESTDIR)$(LIBDIR)/libbib.a $(DESTDIR)$(LIBDIR)/$(GLSL_PLUGIN)
 	rm -f $(DESTDIR)$(INCLUDEDIR)/bib.h $(DESTDIR)$(INCLUDEDIR)/bib.hpp
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/bib.pc
 	rm -f $(DESTDIR)$(MANDIR)/man1/bib.1 $(DESTDIR)$(MANDIR)/man5/bib-asm.5

@@ -9,6 +9,7 @@
 set -u
 BUILD=${BUILD:-build}
 PY=${PYTHON:-/usr/bin/python3}
+SRC=$(pwd)
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $1"; }
@@ -35,7 +36,7 @@ if $MAKE install >"$T/log" 2>&1; then ok "make install DESTDIR=... PREFIX=$PREFI
 fi
 VERSION=$(sed -n 's/^#define BIB_VERSION_STRING "\(.*\)"/\1/p' include/bib.h)
 MAJOR=${VERSION%%.*}
-for f in bin/bib lib/libbib.so.$VERSION lib/libbib.a include/bib.h include/bib.hpp \
+for f in bin/bib lib/libbib.so.$VERSION lib/libbib-glsl.so.$MAJOR lib/libbib.a include/bib.h include/bib.hpp \
     lib/pkgconfig/bib.pc share/man/man1/bib.1 share/man/man5/bib-asm.5 \
     share/bash-completion/completions/bib; do
     if [ -f "$R/$f" ]; then ok "installs $f"; else bad "$f is not installed"; fi
@@ -58,6 +59,17 @@ extra=$(comm -23 "$T/exported" "$T/declared" | tr '\n' ' ')
     bad "exported but not declared in bib.h: $extra"
 missing=$(comm -13 "$T/exported" "$T/declared" | tr '\n' ' ')
 [ -z "$missing" ] && ok "every BIB_API function is exported" || bad "declared, not exported: $missing"
+
+# The GLSL compiler library exports its one entry point, and libbib.so
+# needs no C++ runtime (the shader compiler is not in it).
+glsl_exports=$(nm -D --defined-only "$R/lib/libbib-glsl.so.$MAJOR" | awk '{print $3}' | tr '\n' ' ')
+[ "$glsl_exports" = "bib_glsl_compile " ] && ok "libbib-glsl.so.$MAJOR exports bib_glsl_compile only" ||
+    bad "libbib-glsl.so.$MAJOR exports: $glsl_exports"
+if readelf -d "$R/lib/libbib.so.$VERSION" | grep -q "NEEDED.*libstdc++"; then
+    bad "libbib.so needs libstdc++"
+else
+    ok "libbib.so needs no libstdc++: $(ls -l "$R/lib/libbib.so.$VERSION" | awk '{print $5}') bytes"
+fi
 
 # pkg-config against the staged tree: the sysroot maps its -I and -L there.
 export PKG_CONFIG_PATH="$R/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"
@@ -108,6 +120,20 @@ if make -s --no-print-directory BUILD="$BUILD" PREFIX="$P" install >"$T/log" 2>&
     got=$(cd "$T" && PYTHONPATH="$site" "$PY" -c 'import bib; print(bib.library_path()); m = bib.assemble(".func main regs=1\n LDI r0, 7\n HALT r0\n.end\n"); print(m.run().exit_value)' 2>&1)
     case $got in "$P/lib/libbib.so.$MAJOR"*7) ok "import bib under the prefix loads $P/lib/libbib.so.$MAJOR" ;;
     *) bad "import bib under the prefix: $got" ;; esac
+    # GLSL through the installed libbib.so: the compiler library beside it.
+    got=$(cd "$T" && PYTHONPATH="$site" "$PY" -c 'import bib, sys; print(len(bib.load(sys.argv[1]).bytes) > 0)' \
+        "$SRC/examples/vk_custom.basm" 2>&1)
+    [ "$got" = True ] && ok "the installed libbib.so assembles GLSL with libbib-glsl.so.$MAJOR" ||
+        bad "GLSL through the installed libbib.so: $got"
+    rm "$P/lib/libbib-glsl.so.$MAJOR"
+    got=$(cd "$T" && PYTHONPATH="$site" "$PY" -c 'import bib, sys
+try:
+    bib.load(sys.argv[1])
+except bib.AssemblyError as e:
+    print(e.message.splitlines()[0])' "$SRC/examples/vk_custom.basm" 2>&1)
+    case $got in *"vk_custom.basm:11:1: error: "*"GLSL needs the shader compiler libbib-glsl.so.$MAJOR, which could not be loaded"*)
+        ok "without libbib-glsl.so.$MAJOR, GLSL is an assembly error at the .shader line" ;;
+    *) bad "without libbib-glsl.so.$MAJOR: $got" ;; esac
     make -s --no-print-directory BUILD="$BUILD" PREFIX="$P" uninstall >/dev/null 2>&1
 else
     bad "make install PREFIX=$P: $(tail -5 "$T/log")"
