@@ -5,6 +5,8 @@
 #                   and the same again under ASan and UBSan (make sanitize)
 #   make bench      benchmarks beside their peers (Lua 5.4, OpenBLAS)
 #   make deps       install missing Debian packages (run by the targets above)
+#   make install    install under PREFIX (/usr/local), DESTDIR honoured; make uninstall
+#   make fresh-check  the two commands above in a fresh Debian 12 root (mmdebstrap)
 
 .DEFAULT_GOAL := all
 CC      ?= gcc
@@ -74,14 +76,16 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
-.PHONY: all deps demo test test-bins sanitize unit spec spec-check hex bench clean format format-check
+.PHONY: all deps demo fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
 all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME) \
      $(BUILD)/$(GLSL_PLUGIN)
 
 # ---- dependencies ---------------------------------------------------------
+# g++ brings libstdc++-12-dev, which the static shaderc links against; pkgconf
+# is what tests/cli/install.sh builds examples/embed.c with.
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
-               libedit-dev gnuplot-nox clang-format
+               libedit-dev gnuplot-nox clang-format g++ pkgconf
 $(BUILD)/.deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@$(if $(KIT),echo "deps: from the kit in $(KIT)",sh tools/install-deps.sh $(DEB_PACKAGES))
@@ -190,6 +194,11 @@ include tools/install.mk
 
 demo: all
 	@sh tools/demo.sh
+
+# The README's two commands in a fresh Debian 12 root (tools/fresh-check.sh);
+# needs root and a Debian mirror.
+fresh-check:
+	@BUILD=$(BUILD) sh tools/fresh-check.sh
 
 FORMAT_SRC = $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h */*/*/*.h) tools/isa-gen.c \
              include/bib.hpp $(wildcard tests/cpp/*.cpp) \
