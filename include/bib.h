@@ -131,11 +131,13 @@ typedef struct bib_options {
     /* Since 0.2. */
     bib_write_fn trace_write; /* when set, trace lines go here instead of to trace */
     void *trace_user;         /* passed to trace_write */
-    /* New fields go here, at the end, each with its default in bib_options_init_size. */
+    /* New fields go here, at the end; a default other than zero goes in
+       defaults() of vm/options.c. */
 } bib_options_t;
 
-/* The smallest options.size bib_vm_create accepts: the struct of 0.1 ended
- * with strict_device. */
+/* The smallest options.size bib_vm_create accepts: every field up to
+ * strict_device. The fields after it (the trace callback, and those added
+ * later) take their defaults when a host's struct ends before them. */
 #define BIB_OPTIONS_SIZE_MIN (offsetof(bib_options_t, strict_device) + sizeof(int))
 
 /* Fills the first size bytes of *options with the defaults and sets

@@ -70,9 +70,9 @@ Test(abi, options_from_a_newer_header_are_refused) {
     cr_assert_null(vm);
 }
 
-/* A host compiled against the 0.1 header: its struct ends with
- * strict_device, so the fields after it take their defaults, whatever
- * follows its struct in memory. */
+/* A host whose struct ends with strict_device (a header without the trace
+ * callback): the fields after it take their defaults, whatever follows its
+ * struct in memory. */
 Test(abi, options_from_an_older_header_take_defaults_for_new_fields) {
     unsigned char buf[sizeof(bib_options_t)];
     memset(buf, 0xab, sizeof buf); /* garbage where the newer fields would be */

@@ -550,6 +550,21 @@ class Module:
             if self._vm is not None:
                 self._vm.close()
             self._vm, self._vm_key = vm, key
+        # Each run takes exactly the inputs it is given: none is left over
+        # from an earlier run on the kept VM.
+        declared = [t for t in self._vm.tensors() if t.kind == "input"]
+        for name in inputs or {}:
+            if name not in [t.name for t in declared]:
+                raise UsageError(
+                    "'%s' is not an input of the module (inputs: %s)"
+                    % (name, ", ".join(t.name for t in declared) or "none"),
+                    "usage",
+                )
+        for t in declared:
+            if t.name not in (inputs or {}):
+                raise UsageError(
+                    "input '%s' (%s) was not given" % (t.name, _shape_text(t.dtype, t.shape)), "usage"
+                )
         return self._vm.run(inputs, trace=trace, profile=profile)
 
 

@@ -135,6 +135,12 @@ class Inputs(unittest.TestCase):
     def test_a_missing_input_is_named(self):
         with self.assertRaises(bib.UsageError) as cm:
             bib.load(MATMUL).run({"A": self.a})
+        self.assertEqual(cm.exception.message, "input 'B' (f32[K,N]) was not given")
+
+    def test_module_run_never_reuses_an_input_of_an_earlier_run(self):
+        self.m.run({"A": self.a, "B": self.b})
+        with self.assertRaises(bib.UsageError) as cm:
+            self.m.run({"A": self.a})
         self.assertIn("'B'", cm.exception.message)
 
     def test_five_dimensions_are_refused(self):
