@@ -111,9 +111,10 @@ SO_LDFLAGS = -shared -Wl,-soname,$(SONAME) -Wl,--exclude-libs,ALL -Wl,--no-undef
 # of C++), which libbib.so loads from beside itself ($ORIGIN) on first use.
 # libbib.a keeps glsl.c inside, so static programs need nothing at run time.
 # libmimalloc comes last among its dependencies: libbib calls mi_* by name,
-# and mimalloc also defines operator new and delete, which would otherwise
-# take the place of libstdc++'s own for every library loaded beside libbib
-# (in a Python process, the LLVM of lavapipe frees their memory with free).
+# and mimalloc also defines operator new and delete, which take the place of
+# libstdc++'s own for any C++ library that follows it there (when libbib.so
+# still held the shader compiler, lavapipe's LLVM then crashed in a Python
+# process, freeing with free what mimalloc had allocated).
 GLSL_PLUGIN = libbib-glsl.so.$(SOMAJOR)
 CFLAGS     += -DBIB_GLSL_LIBRARY='"$(GLSL_PLUGIN)"'
 SO_OBJ      = $(filter-out $(BUILD)/obj/assembler/devcode.o $(BUILD)/obj/assembler/glsl.o,$(LIB_OBJ)) \
