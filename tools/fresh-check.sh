@@ -59,12 +59,13 @@ missing() {
 # package WHAT: the Debian package that provides it on this (the host) machine.
 package() {
     case $1 in
-    library*) f=$(echo "$1" | sed 's/library \([^ ]*\).*/\1/') ;;
+    library*) f=/$(echo "$1" | sed 's/library \([^ ]*\).*/\1/') ;;
     header*) f=/$(echo "$1" | sed 's/header //') ;;
     program*) f=/bin/$(echo "$1" | sed 's/program //') ;;
     *) return ;;
     esac
-    dpkg -S "$f" 2>/dev/null | head -1 | cut -d: -f1
+    # The native one: not a 32-bit or x32 multilib copy.
+    dpkg -S "*$f" 2>/dev/null | grep -v '/32/\|/x32/\|^lib32\|^libx32' | head -1 | cut -d: -f1
 }
 
 status=0
