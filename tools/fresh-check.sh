@@ -27,6 +27,16 @@ if ! command -v mmdebstrap >/dev/null 2>&1; then
 fi
 SRC=$(pwd)
 BRANCH=$(git rev-parse --abbrev-ref HEAD)
+# The mounts of the root's /proc, /sys and /dev (recursive: /dev/pts, the
+# cgroups) come off before anything in it is removed.
+unmount() {
+    for m in proc sys dev; do umount -R "$DIR/$m" 2>/dev/null; done
+}
+unmount
+if [ -d "$DIR" ] && grep -q " $(cd "$DIR" && pwd -P)/" /proc/mounts; then
+    echo "fresh-check: something is still mounted under $DIR; unmount it first" >&2
+    exit 1
+fi
 rm -rf "$DIR" "$OUT"
 mkdir -p "$OUT"
 start=$(date +%s)
@@ -43,11 +53,10 @@ echo "fresh-check: cloned $BRANCH at $(git -C "$DIR/root/bib" rev-parse --short 
 
 # The root gets /proc, /sys and /dev for the steps, and the host's resolver.
 cp /etc/resolv.conf "$DIR/etc/resolv.conf"
-cleanup() {
-    for m in dev/pts dev sys proc; do umount "$DIR/$m" 2>/dev/null; done
-}
-trap cleanup EXIT
-mount -t proc proc "$DIR/proc" && mount --rbind /sys "$DIR/sys" && mount --rbind /dev "$DIR/dev" || exit 1
+# Slave mounts: unmounting them never reaches the host's own.
+trap unmount EXIT
+mount -t proc proc "$DIR/proc" && mount --rbind /sys "$DIR/sys" && mount --make-rslave "$DIR/sys" &&
+    mount --rbind /dev "$DIR/dev" && mount --make-rslave "$DIR/dev" || exit 1
 
 # missing LOG: what a failed step's log says is missing, one line each.
 missing() {
