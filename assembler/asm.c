@@ -358,6 +358,7 @@ typedef struct asm_state {
     uint32_t tregs_stmt;   /* where that highest register is named */
     uint32_t tensors_stmt; /* ASM_NONE when no .tensors */
     uint32_t tensors_given;
+    int deny_device_code; /* .shader and .kernel are errors (the load policy, vm/api.c) */
     asm_devcode_t *shaders, *kernels;
     uint32_t shader_count, shader_cap, kernel_count, kernel_cap;
     uint32_t *pc_stmt; /* the statement of each emitted instruction, by pc */
@@ -1983,6 +1984,13 @@ static void pass1_devcode(asm_state_t *a, uint32_t si) {
     }
     d.name = parse_name(a, si, ops[0], what);
     int ok = d.name != NULL;
+    if (ok && a->deny_device_code) {
+        diag_at(a, si, s->word.col, s->word.len,
+                "%s '%s' is user device code, which the load policy denies "
+                "(--deny=device-code); nothing it names was read or compiled",
+                what, d.name);
+        ok = 0;
+    }
     for (uint32_t i = first_opt; i < s->op_count && ok; i++) {
         span_t op = ops[i];
         const char *eq = memchr(op.p, '=', op.len);
@@ -3047,8 +3055,9 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
     return st == BIB_OK ? BIB_OK : BIB_E_ASM;
 }
 
-bib_status_t bib_assemble(const char *source, size_t length, const char *filename, uint8_t **out,
-                          size_t *size, char **diagnostics) {
+static bib_status_t assemble_text(const char *source, size_t length, const char *filename,
+                                  int deny_device_code, uint8_t **out, size_t *size,
+                                  char **diagnostics) {
     if (out != NULL)
         *out = NULL;
     if (size != NULL)
@@ -3064,6 +3073,7 @@ bib_status_t bib_assemble(const char *source, size_t length, const char *filenam
     a.memory_stmt = ASM_NONE;
     a.entry_stmt = ASM_NONE;
     a.tensors_stmt = ASM_NONE;
+    a.deny_device_code = deny_device_code;
 
     /* Literals must read the same under any locale the embedder set. */
     locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
@@ -3077,4 +3087,15 @@ bib_status_t bib_assemble(const char *source, size_t length, const char *filenam
         *diagnostics = diags_text(&a);
     asm_free(&a);
     return st;
+}
+
+bib_status_t bib_assemble(const char *source, size_t length, const char *filename, uint8_t **out,
+                          size_t *size, char **diagnostics) {
+    return assemble_text(source, length, filename, 0, out, size, diagnostics);
+}
+
+bib_status_t bib_assemble_without_device_code(const char *source, size_t length,
+                                              const char *filename, uint8_t **out, size_t *size,
+                                              char **diagnostics) {
+    return assemble_text(source, length, filename, 1, out, size, diagnostics);
 }

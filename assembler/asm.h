@@ -43,6 +43,13 @@ uint32_t bib_builder_shader(bib_builder_t *b, const char *name, const char *entr
 uint32_t bib_builder_kernel(bib_builder_t *b, const char *name, const char *entry,
                             const char *params, const char *ptx, uint32_t bytes);
 
+/* bib_assemble for a VM whose load policy denies device code
+   (BIB_DENY_DEVICE_CODE): every .shader and .kernel is an error at its line,
+   before any file it names is read or any compiler (libshaderc, nvcc) runs. */
+bib_status_t bib_assemble_without_device_code(const char *source, size_t length,
+                                              const char *filename, uint8_t **out, size_t *size,
+                                              char **diagnostics);
+
 /* A growing NUL-terminated text buffer. On allocation failure it sets failed
    and stops growing; the text so far stays valid. */
 typedef struct bib_asm_text {

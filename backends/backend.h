@@ -90,9 +90,16 @@ typedef enum bib_program_kind {
 } bib_program_kind_t;
 
 typedef struct bib_executor_config {
-    uint32_t threads;   /* CPU worker threads; 0 means one per core */
-    const char *device; /* device selector for GPU executors; NULL means the best one */
-    bool validation;    /* GPU executors: enable validation layers / extra checks */
+    uint32_t threads;    /* CPU worker threads; 0 means one per core */
+    const char *device;  /* device selector for GPU executors; NULL means the best one */
+    bool validation;     /* GPU executors: enable validation layers / extra checks */
+    uint64_t timeout_ms; /* GPU executors: the longest one wait for device work may take; 0: no
+                            limit. A wait that runs past it returns BIB_E_TIMEOUT and leaves the
+                            executor lost: the work may still be running, so from then on every
+                            call that would touch the device fails with BIB_E_STATE, buffer_free
+                            and program_destroy release nothing the device may still use, and
+                            shutdown abandons (leaks) what it cannot destroy without waiting.
+                            Neither the work nor the process is ever waited for without bound */
 } bib_executor_config_t;
 
 typedef struct bib_executor_ops {

@@ -12,7 +12,8 @@ _bib() {
     case $prev in
     --backend) COMPREPLY=($(compgen -W "cpu vulkan cuda auto" -- "$cur")); return ;;
     --trace) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
-    --fuel|--max-memory|--max-depth|--threads|--device) return ;;
+    --fuel|--max-memory|--max-depth|--threads|--device|--device-timeout|--allow-host) return ;;
+    --deny) COMPREPLY=($(compgen -W "device-code" -- "$cur")); return ;;
     -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     if [ -z "$cmd" ]; then
@@ -24,7 +25,8 @@ _bib() {
         return
     fi
     local common="--trace --trace=text --trace=json --fuel --max-memory --max-depth --backend
-                  --device --threads --strict-device --validation --help"
+                  --device --threads --strict-device --validation --device-timeout
+                  --deny=device-code --allow-host= --help"
     local opts
     case $cmd in
     run) opts="$common --input --output --profile --profile=json" ;;

@@ -194,6 +194,7 @@ static const char *status_kind(bib_status_t st) {
         return "asm";
     case BIB_E_TRAP:
     case BIB_E_NOMEM:
+    case BIB_E_TIMEOUT:
         return "trap";
     default:
         return "load";

@@ -53,6 +53,12 @@ static void usage(FILE *out) {
             "  --device SEL         GPU device: an index or part of its name\n"
             "  --threads N          CPU executor threads (default: one per core)\n"
             "  --validation         GPU executors: enable validation layers\n"
+            "  --device-timeout T   the longest a wait for GPU work may take: 200ms, 5s, 1m;\n"
+            "                       past it the run traps (spec/security.md)\n"
+            "  --deny=device-code   refuse, at load, a module carrying Vulkan shaders or\n"
+            "                       CUDA kernels\n"
+            "  --allow-host=LIST    refuse, at load, a module importing a host function not\n"
+            "                       in LIST (NAME,NAME...; --allow-host= allows none)\n"
             "  --input NAME=PATH    (run) give input tensor NAME from a .npy file\n"
             "  --output NAME=PATH   (run) write output tensor NAME to a .npy file\n"
             "  --coverage           (test) list implemented opcodes no case exercises\n"
@@ -62,8 +68,8 @@ static void usage(FILE *out) {
             "  -V, --version        show the version and the build's features\n"
             "\n"
             "exit status: the program's exit value (low 8 bits) for run; %d usage error,\n"
-            "%d bad input file (format, verify, assembly, link), %d unreadable file,\n"
-            "%d trap, %d out of memory, %d executor unavailable\n",
+            "%d bad input file (format, verify, assembly, link, load policy), %d unreadable\n"
+            "file, %d trap (--device-timeout too), %d out of memory, %d executor unavailable\n",
             BIB_EXIT_USAGE, BIB_EXIT_DATA, BIB_EXIT_NOINPUT, BIB_EXIT_TRAP, BIB_EXIT_NOMEM,
             BIB_EXIT_UNAVAILABLE);
 }
@@ -77,6 +83,7 @@ int bib_cli_exit_code(bib_status_t status) {
     case BIB_E_IO:
         return BIB_EXIT_NOINPUT;
     case BIB_E_TRAP:
+    case BIB_E_TIMEOUT:
         return BIB_EXIT_TRAP;
     case BIB_E_NOMEM:
         return BIB_EXIT_NOMEM;
@@ -117,6 +124,45 @@ static int parse_size(const char *text, uint64_t *out) {
         return -1;
     *out = v * mult;
     return 0;
+}
+
+/* Parses a duration with its unit: ms, s or m (no unit is refused: 200 is
+   ambiguous). Returns milliseconds, at least 1. */
+static int parse_duration_ms(const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || text[0] == '-' || text[0] == '+')
+        return -1;
+    uint64_t mult;
+    if (strcmp(end, "ms") == 0)
+        mult = 1;
+    else if (strcmp(end, "s") == 0)
+        mult = 1000;
+    else if (strcmp(end, "m") == 0)
+        mult = 60000;
+    else
+        return -1;
+    if (v == 0 || v > UINT64_MAX / mult)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+/* --allow-host's list: names separated by commas, none empty ("" is the
+   empty list). */
+static int valid_name_list(const char *text) {
+    if (text[0] == '\0')
+        return 1;
+    for (const char *p = text;; p++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0 || len > 255)
+            return 0;
+        if (!comma)
+            return 1;
+        p = comma;
+    }
 }
 
 static int parse_u64(const char *text, uint64_t *out) {
@@ -427,6 +473,9 @@ int main(int argc, char **argv) {
         OPT_STRICT_DEVICE,
         OPT_JSON,
         OPT_QUICK,
+        OPT_DEVICE_TIMEOUT,
+        OPT_DENY,
+        OPT_ALLOW_HOST,
     };
     static const struct option long_options[] = {
         {"trace", optional_argument, NULL, OPT_TRACE},
@@ -443,6 +492,9 @@ int main(int argc, char **argv) {
         {"strict-device", no_argument, NULL, OPT_STRICT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
         {"quick", no_argument, NULL, OPT_QUICK},
+        {"device-timeout", required_argument, NULL, OPT_DEVICE_TIMEOUT},
+        {"deny", required_argument, NULL, OPT_DENY},
+        {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
         {"verbose", no_argument, NULL, 'v'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
@@ -523,6 +575,41 @@ int main(int argc, char **argv) {
             break;
         case OPT_JSON:
             json = 1;
+            break;
+        case OPT_DEVICE_TIMEOUT:
+            if (parse_duration_ms(optarg, &options.device_timeout_ms)) {
+                fprintf(stderr,
+                        "bib: --device-timeout takes a duration such as 200ms or 5s, not "
+                        "'%s'\n",
+                        optarg);
+                return BIB_EXIT_USAGE;
+            }
+            break;
+        case OPT_DENY:
+            /* A list, so that later kinds can join device-code. */
+            for (const char *p = optarg;;) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t)(comma - p) : strlen(p);
+                if (len == strlen("device-code") && memcmp(p, "device-code", len) == 0) {
+                    options.deny |= BIB_DENY_DEVICE_CODE;
+                } else {
+                    fprintf(stderr, "bib: --deny takes device-code, not '%.*s'\n", (int)len, p);
+                    return BIB_EXIT_USAGE;
+                }
+                if (!comma)
+                    break;
+                p = comma + 1;
+            }
+            break;
+        case OPT_ALLOW_HOST:
+            if (!valid_name_list(optarg)) {
+                fprintf(stderr,
+                        "bib: --allow-host takes host function names separated by commas, not "
+                        "'%s'\n",
+                        optarg);
+                return BIB_EXIT_USAGE;
+            }
+            options.allow_hosts = optarg;
             break;
         case OPT_QUICK:
             quick = 1;

@@ -73,6 +73,7 @@ typedef enum bib_status {
     BIB_E_NOMEM,       /* the memory cap was reached, or the host is out of memory */
     BIB_E_UNAVAILABLE, /* an executor or device is not available */
     BIB_E_STATE,       /* the call does not fit the VM's state (run before load) */
+    BIB_E_TIMEOUT,     /* a trap: device work ran past options.device_timeout_ms */
 } bib_status_t;
 
 /* Short name of a status ("trap", "format", ...). Never NULL. */
@@ -129,15 +130,33 @@ typedef struct bib_options {
     int strict_device;   /* GPU_* opcodes without a CUDA device: fail (BIB_E_UNAVAILABLE)
                             instead of running them on the CPU executor with a warning */
     /* Since 0.2. */
-    bib_write_fn trace_write; /* when set, trace lines go here instead of to trace */
-    void *trace_user;         /* passed to trace_write */
+    /* For modules the host did not write (spec/security.md). */
+    uint32_t deny;              /* load policy: BIB_DENY_* bits; 0 denies nothing. Every load and
+                                   reload refuses a module carrying what is denied (BIB_E_VERIFY,
+                                   naming the section and the item); nothing of it runs */
+    const char *allow_hosts;    /* load policy: NULL lets a module import any registered host
+                                   function; otherwise the names it may import, separated by
+                                   commas ("" allows none); an import outside the list is
+                                   BIB_E_VERIFY at load. Copied by bib_vm_create */
+    uint64_t device_timeout_ms; /* the longest one wait for GPU work may take; 0 means no
+                                   limit. Past it the run traps with BIB_E_TIMEOUT at the
+                                   instruction that waited, and that GPU executor is unusable
+                                   in this VM from then on (device opcodes trap) */
+    bib_write_fn trace_write;   /* when set, trace lines go here instead of to trace */
+    void *trace_user;           /* passed to trace_write */
     /* New fields go here, at the end; a default other than zero goes in
        defaults() of vm/options.c. */
 } bib_options_t;
 
+/* bib_options_t.deny bits. */
+#define BIB_DENY_DEVICE_CODE                                                                       \
+    0x1u /* user device code: Vulkan shaders (section 17, VK_COMPUTE)                              \
+            and CUDA kernels (section 18, GPU_LAUNCH) */
+
 /* The smallest options.size bib_vm_create accepts: every field up to
- * strict_device. The fields after it (the trace callback, and those added
- * later) take their defaults when a host's struct ends before them. */
+ * strict_device. The fields after it (the load policy, the device timeout,
+ * the trace callback, and those added later) take their defaults when a
+ * host's struct ends before them. */
 #define BIB_OPTIONS_SIZE_MIN (offsetof(bib_options_t, strict_device) + sizeof(int))
 
 /* Fills the first size bytes of *options with the defaults and sets
@@ -180,7 +199,9 @@ BIB_API bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
  * reset each time. On BIB_OK, *exit_value (may be NULL) is the value given to
  * HALT or returned by the entry function. On BIB_E_TRAP, bib_vm_error names
  * the pc, the instruction, the source line when known, and the cause; the VM
- * stays usable. */
+ * stays usable. Traps with a cause a host may want to tell apart have their
+ * own status and the same message: BIB_E_NOMEM (the memory cap) and
+ * BIB_E_TIMEOUT (options.device_timeout_ms). */
 BIB_API bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value);
 
 /* Counters from the last run. */
@@ -381,7 +402,7 @@ typedef enum bib_stop {
  * bib_vm_start ends a stepped run. Trace and profile options apply. */
 BIB_API bib_status_t bib_vm_start(bib_vm_t *vm);
 /* Executes at most count instructions. Returns BIB_OK when the run paused or
- * halted and the trap's status (BIB_E_TRAP, BIB_E_NOMEM) when it trapped;
+ * halted and the trap's status (BIB_E_TRAP, BIB_E_NOMEM, BIB_E_TIMEOUT) when it trapped;
  * *stop (may be NULL) says which. On a finished run: BIB_E_STATE. */
 BIB_API bib_status_t bib_vm_step(bib_vm_t *vm, uint64_t count, bib_stop_t *stop);
 /* Runs until a breakpoint, the end or a trap. The instruction the run is

@@ -201,16 +201,34 @@ class Options {
         options_.validation = on;
         return *this;
     }
+    /* For modules the host did not write (spec/security.md). */
+    Options &deny_device_code(bool on = true) {
+        options_.deny = on ? (options_.deny | BIB_DENY_DEVICE_CODE)
+                           : (options_.deny & ~static_cast<uint32_t>(BIB_DENY_DEVICE_CODE));
+        return *this;
+    }
+    /* The host functions a module may import, separated by commas. */
+    Options &allow_hosts(std::string names) {
+        allow_hosts_ = std::move(names);
+        has_allow_hosts_ = true;
+        return *this;
+    }
+    Options &device_timeout_ms(uint64_t ms) {
+        options_.device_timeout_ms = ms;
+        return *this;
+    }
     /* The options as the C API takes them; valid while this object lives. */
     const bib_options_t *get() const {
         options_.backend = backend_.empty() ? nullptr : backend_.c_str();
         options_.device = device_.empty() ? nullptr : device_.c_str();
+        options_.allow_hosts = has_allow_hosts_ ? allow_hosts_.c_str() : nullptr;
         return &options_;
     }
 
   private:
     mutable bib_options_t options_;
-    std::string backend_, device_;
+    std::string backend_, device_, allow_hosts_;
+    bool has_allow_hosts_ = false;
 };
 
 /* A host function: receives the HOSTCALL arguments, returns the result.

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../assembler/asm.h"
 #include "vm.h"
 
 const char *bib_status_name(bib_status_t status) {
@@ -42,6 +43,8 @@ const char *bib_status_name(bib_status_t status) {
         return "unavailable";
     case BIB_E_STATE:
         return "state";
+    case BIB_E_TIMEOUT:
+        return "timeout";
     }
     return "unknown";
 }
@@ -119,23 +122,29 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
         opt.max_memory = BIB_MEMORY_CAP_DEFAULT;
     if (opt.max_call_depth == 0)
         opt.max_call_depth = BIB_CALL_DEPTH_DEFAULT;
+    if ((opt.deny & ~(uint32_t)BIB_DENY_DEVICE_CODE) != 0)
+        return BIB_E_USAGE;
 
     bib_vm_t *vm = calloc(1, sizeof *vm);
     if (vm == NULL)
         return BIB_E_NOMEM;
     vm->options = opt;
-    if (opt.backend != NULL || opt.device != NULL) {
+    if (opt.backend != NULL || opt.device != NULL || opt.allow_hosts != NULL) {
         vm->backend_name = copy_string(opt.backend);
         vm->device_name = copy_string(opt.device);
+        vm->allow_hosts = copy_string(opt.allow_hosts);
         if ((opt.backend != NULL && vm->backend_name == NULL) ||
-            (opt.device != NULL && vm->device_name == NULL)) {
+            (opt.device != NULL && vm->device_name == NULL) ||
+            (opt.allow_hosts != NULL && vm->allow_hosts == NULL)) {
             free(vm->backend_name);
             free(vm->device_name);
+            free(vm->allow_hosts);
             free(vm);
             return BIB_E_NOMEM;
         }
         vm->options.backend = vm->backend_name;
         vm->options.device = vm->device_name;
+        vm->options.allow_hosts = vm->allow_hosts;
     }
     vm->trace = opt.trace != NULL ? opt.trace : stderr;
     if (opt.trace_write != NULL) {
@@ -143,6 +152,7 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
         if (vm->trace_owned == NULL) {
             free(vm->backend_name);
             free(vm->device_name);
+            free(vm->allow_hosts);
             free(vm);
             return BIB_E_NOMEM;
         }
@@ -198,6 +208,7 @@ void bib_vm_destroy(bib_vm_t *vm) {
     free(vm->error);
     free(vm->backend_name);
     free(vm->device_name);
+    free(vm->allow_hosts);
     if (vm->trace_owned != NULL)
         fclose(vm->trace_owned);
     if (vm->output_owned != NULL)
@@ -214,9 +225,69 @@ static const bib_host_entry_t *find_host(const bib_vm_t *vm, const char *name) {
     return NULL;
 }
 
+/* Whether name is one of the comma-separated names of list. */
+static bool listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p != '\0';) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return true;
+        p += len + (comma != NULL);
+    }
+    return false;
+}
+
+/* The load policy (options.deny, options.allow_hosts; spec/security.md):
+ * refuses a verified module that carries what the host denies, naming the
+ * section and the item, before anything of it is bound or run. */
+static bib_status_t check_policy(bib_vm_t *vm, const bib_module_t *m, const char *label) {
+    if (vm->options.deny & BIB_DENY_DEVICE_CODE) {
+        if (m->shader_count > 0)
+            return bib_vm_fail(vm, BIB_E_VERIFY,
+                               "%s: section %d (shaders): shader '%s' is user device code, which "
+                               "the load policy denies (--deny=device-code)",
+                               label, BIB_SEC_SHADERS, m->shaders[0].name);
+        if (m->kernel_count > 0)
+            return bib_vm_fail(vm, BIB_E_VERIFY,
+                               "%s: section %d (kernels): kernel '%s' is user device code, which "
+                               "the load policy denies (--deny=device-code)",
+                               label, BIB_SEC_KERNELS, m->kernels[0].name);
+    }
+    const char *allow = vm->options.allow_hosts;
+    if (allow == NULL)
+        return BIB_OK;
+    for (uint32_t i = 0; i < m->import_count; i++) {
+        if (listed(allow, m->imports[i]))
+            continue;
+        /* The list as the message shows it: "a, b", or "none". */
+        char shown[512];
+        size_t n = 0;
+        for (const char *p = allow; *p != '\0' && n + 2 < sizeof shown; p++) {
+            if (*p == ',') {
+                shown[n++] = ',';
+                shown[n++] = ' ';
+            } else {
+                shown[n++] = *p;
+            }
+        }
+        shown[n] = '\0';
+        return bib_vm_fail(vm, BIB_E_VERIFY,
+                           "%s: section %d (symbols): import '%s' is not an allowed host function "
+                           "(allowed: %s)",
+                           label, BIB_SEC_SYMBOLS, m->imports[i], n > 0 ? shown : "none");
+    }
+    return BIB_OK;
+}
+
 /* Binds, decodes and installs a verified module; takes ownership of m. */
 static bib_status_t install(bib_vm_t *vm, bib_module_t *m, const char *name) {
     const char *label = name != NULL ? name : "module";
+    bib_status_t allowed = check_policy(vm, m, label);
+    if (allowed != BIB_OK) {
+        bib_module_free(m);
+        return allowed;
+    }
     bib_host_t *hosts = NULL;
     if (m->import_count > 0) {
         hosts = calloc(m->import_count, sizeof *hosts);
@@ -365,7 +436,13 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
     uint8_t *bytes = NULL;
     size_t nbytes = 0;
     char *diagnostics = NULL;
-    bib_status_t st = bib_assemble((const char *)buf, size, path, &bytes, &nbytes, &diagnostics);
+    /* Under the load policy, device code is refused before the assembler
+       reads a file a directive names or runs a compiler on it. */
+    bib_status_t st =
+        vm->options.deny & BIB_DENY_DEVICE_CODE
+            ? bib_assemble_without_device_code((const char *)buf, size, path, &bytes, &nbytes,
+                                               &diagnostics)
+            : bib_assemble((const char *)buf, size, path, &bytes, &nbytes, &diagnostics);
     free(buf);
     if (st != BIB_OK) {
         const char *d = diagnostics != NULL ? diagnostics : "";
@@ -609,6 +686,11 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
                            offset, entry->name, entry->count);
     }
     const uint32_t pc = entry->entry + offset;
+    st = check_policy(vm, m, label);
+    if (st != BIB_OK) {
+        bib_module_free(m);
+        return st;
+    }
     bib_host_t *hosts = NULL;
     if (m->import_count > 0 && (hosts = calloc(m->import_count, sizeof *hosts)) == NULL) {
         bib_module_free(m);

@@ -82,7 +82,7 @@ static bib_status_t bind_tensor(bib_vm_t *vm, const bib_dinsn_t *ip, bib_devprog
         snprintf(why, sizeof why, "%s", bib_vm_error(vm));
         if (st == BIB_E_NOMEM)
             return bib_vm_trap_at(vm, BIB_E_NOMEM, pc, "t%llu: %s", (unsigned long long)value, why);
-        return bib_vm_trap_at(vm, BIB_E_TRAP, pc, "%s%s",
+        return bib_vm_trap_at(vm, bib_trap_status(st), pc, "%s%s",
                               st == BIB_E_UNAVAILABLE ? "no device for user device code: " : "",
                               why);
     }
@@ -113,10 +113,9 @@ static bib_status_t family_program(bib_vm_t *vm, const bib_dinsn_t *ip, bib_devp
                                                  push_bytes, signature, &f->progs[index]);
         if (st != BIB_OK) {
             f->progs[index] = NULL;
-            return bib_vm_trap_at(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP, pc_of(vm, ip),
-                                  "%s '%s' could not be built: %s",
-                                  kind == BIB_PROGRAM_SPIRV ? "shader" : "kernel", name,
-                                  f->ops->error(f->ex));
+            return bib_vm_trap_at(
+                vm, bib_trap_status(st), pc_of(vm, ip), "%s '%s' could not be built: %s",
+                kind == BIB_PROGRAM_SPIRV ? "shader" : "kernel", name, f->ops->error(f->ex));
         }
     }
     *prog = f->progs[index];
@@ -190,8 +189,8 @@ static bib_status_t vk_compute(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     st = f->ops->program_dispatch(f->ex, prog, bufs, sizes, sh->bindings, push, sh->push_bytes,
                                   groups, NULL);
     if (st != BIB_OK)
-        return bib_vm_trap_at(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP, pc_of(vm, ip),
-                              "shader '%s': %s", sh->name, f->ops->error(f->ex));
+        return bib_vm_trap_at(vm, bib_trap_status(st), pc_of(vm, ip), "shader '%s': %s", sh->name,
+                              f->ops->error(f->ex));
     vm->tensor.last_place = "vulkan";
     return BIB_OK;
 }
@@ -209,8 +208,7 @@ static bib_status_t vk_flush(bib_vm_t *vm, const bib_dinsn_t *ip, bool wait) {
     bib_status_t st =
         wait || f->ops->submit == NULL ? f->ops->synchronize(f->ex) : f->ops->submit(f->ex);
     if (st != BIB_OK)
-        return bib_vm_trap_at(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP, pc_of(vm, ip), "%s",
-                              f->ops->error(f->ex));
+        return bib_vm_trap_at(vm, bib_trap_status(st), pc_of(vm, ip), "%s", f->ops->error(f->ex));
     return BIB_OK;
 }
 
@@ -262,8 +260,8 @@ static bib_status_t gpu_launch(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     st = f->ops->program_dispatch(f->ex, prog, bufs, sizes, nbufs, slots, nslots * 8, size,
                                   size + 3);
     if (st != BIB_OK)
-        return bib_vm_trap_at(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP, pc_of(vm, ip),
-                              "kernel '%s': %s", k->name, f->ops->error(f->ex));
+        return bib_vm_trap_at(vm, bib_trap_status(st), pc_of(vm, ip), "kernel '%s': %s", k->name,
+                              f->ops->error(f->ex));
     vm->tensor.last_place = "cuda";
     return BIB_OK;
 }

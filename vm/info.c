@@ -137,7 +137,7 @@ static void gather_executor(const bib_options_t *o, const bib_executor_ops_t *op
     for (uint32_t i = 0; i < INFO_MAX_DEVICES; i++) {
         char sel[16];
         snprintf(sel, sizeof sel, "%" PRIu32, i);
-        bib_executor_config_t c = {o->threads, sel, false};
+        bib_executor_config_t c = {.threads = o->threads, .device = sel};
         bib_executor_t *ex = NULL;
         why[0] = '\0';
         if (ops->init(&c, &ex, why, sizeof why) != BIB_OK) {
@@ -155,7 +155,7 @@ static void gather_executor(const bib_options_t *o, const bib_executor_ops_t *op
     }
     if (e->ndevices == 0)
         return;
-    bib_executor_config_t c = {o->threads, o->device, false};
+    bib_executor_config_t c = {.threads = o->threads, .device = o->device};
     bib_executor_t *ex = NULL;
     if (ops->init(&c, &ex, why, sizeof why) != BIB_OK) {
         snprintf(e->model_error, sizeof e->model_error, "the default device failed to start: %s",
@@ -224,7 +224,7 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
     bool host_cached = false;
     char cpu_desc[256] = "", host_error[256] = "";
     {
-        bib_executor_config_t c = {o.threads, NULL, false};
+        bib_executor_config_t c = {.threads = o.threads};
         bib_executor_t *ex = NULL;
         char why[256] = "";
         if (bib_cpu_executor.init(&c, &ex, why, sizeof why) == BIB_OK) {

@@ -433,8 +433,8 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             bib_trace_step(vm, insn_pc(vm, tip), R, BIB_TRACE_WRITE_DEST, 0);                      \
             tip = NULL;                                                                            \
         }                                                                                          \
-        if (profiling)                                                                             \
-            bib_profile_close(vm);                                                                 \
+        if (profiling && BIB_UNLIKELY((st = bib_profile_close(vm, &ip)) != BIB_OK))                \
+            goto fail;                                                                             \
         if (BIB_UNLIKELY(budget == 0))                                                             \
             goto paused;                                                                           \
         if (brk != NULL && brk[ip - code] != 0 && ip != skip)                                      \
@@ -994,7 +994,7 @@ fail:
     note_fuel(vm, fuel_base, fuel);
 #if BIB_INSTRUMENTED
     if (profiling)
-        bib_profile_close(vm);
+        bib_profile_close(vm, NULL);
     cur->stop = st == BIB_OK ? BIB_STOP_HALTED : BIB_STOP_TRAPPED;
     goto save;
 paused:

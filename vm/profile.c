@@ -244,12 +244,13 @@ static void tensor_work(const bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *flo
     }
 }
 
-void bib_profile_close(bib_vm_t *vm) {
+bib_status_t bib_profile_close(bib_vm_t *vm, const bib_dinsn_t **trapped) {
     struct bib_profile *p = vm->profile;
     const bib_dinsn_t *ip = p->open;
     if (ip == NULL)
-        return;
+        return BIB_OK;
     p->open = NULL;
+    bib_status_t timed_out = BIB_OK;
     const bib_opinfo_t *info = &bib_isa_table[ip->op];
     const char *executor = "vm";
     uint64_t flops = 0, bytes = 0, device_ns = 0;
@@ -258,10 +259,20 @@ void bib_profile_close(bib_vm_t *vm) {
         /* Device kernels may only have been recorded: wait for them, so their
            time is this instruction's. */
         bib_tensor_state_t *ts = &vm->tensor;
-        for (int place = 1; place < BIB_MAX_PLACES; place++)
-            if (ts->ex[place] != NULL && ts->ops[place] != NULL &&
-                ts->ops[place]->synchronize != NULL)
-                ts->ops[place]->synchronize(ts->ex[place]);
+        for (int place = 1; place < BIB_MAX_PLACES; place++) {
+            if (ts->ex[place] == NULL || ts->ops[place] == NULL ||
+                ts->ops[place]->synchronize == NULL)
+                continue;
+            /* Other failures are the next user's to report, as without
+               --profile; a timeout leaves the executor unusable, so it is
+               this instruction's trap. */
+            if (ts->ops[place]->synchronize(ts->ex[place]) == BIB_E_TIMEOUT &&
+                timed_out == BIB_OK && trapped != NULL) {
+                timed_out = bib_vm_trap_at(vm, BIB_E_TIMEOUT, (uint32_t)(ip - vm->program.code),
+                                           "%s", ts->ops[place]->error(ts->ex[place]));
+                *trapped = ip;
+            }
+        }
         executor = ts->last_place != NULL ? ts->last_place : "host";
         tensor_work(vm, ip, &flops, &bytes);
         for (int place = 1; place < BIB_MAX_PLACES; place++) {
@@ -291,6 +302,7 @@ void bib_profile_close(bib_vm_t *vm) {
         c->device_count++;
     }
     p->rows_valid = false;
+    return timed_out;
 }
 
 void bib_profile_copy(bib_vm_t *vm, int dev, bool down, uint64_t bytes, uint64_t t0) {

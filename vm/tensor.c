@@ -182,6 +182,7 @@ static bib_executor_config_t executor_config(const bib_vm_t *vm) {
     c.threads = vm->options.threads;
     c.device = vm->options.device;
     c.validation = vm->options.validation != 0;
+    c.timeout_ms = vm->options.device_timeout_ms;
     return c;
 }
 
@@ -1056,8 +1057,7 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
         if (st != BIB_OK) {
             if (fresh)
                 tensor_clear(vm, out);
-            return trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                        "moving %s to the %s executor: %s",
+            return trap(vm, ip, bib_trap_status(st), "moving %s to the %s executor: %s",
                         reg_text(vm, rt, sizeof rt, k->in_regs[i]), ops->name, why);
         }
         call.in[i].buf =
@@ -1112,7 +1112,7 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
         }
         if (fresh)
             tensor_clear(vm, out);
-        return trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP, "%s", why);
+        return trap(vm, ip, bib_trap_status(st), "%s", why);
     }
     if (temp != NULL) {
         if (place == BIB_PLACE_HOST) {
@@ -1224,9 +1224,8 @@ static bib_status_t to_host(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
     const char *from = holder_name(t);
     bib_status_t st = host_read(vm, t, why, sizeof why);
     if (st != BIB_OK)
-        return trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                    "reading %s back from the %s executor: %s", reg_text(vm, rt, sizeof rt, reg),
-                    from, why);
+        return trap(vm, ip, bib_trap_status(st), "reading %s back from the %s executor: %s",
+                    reg_text(vm, rt, sizeof rt, reg), from, why);
     vm->tensor.last_place = "host";
     return BIB_OK;
 }
@@ -1316,9 +1315,8 @@ static bib_status_t op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *
         else
             snprintf(why, sizeof why, "%s", ts->why[place]);
         if (st != BIB_OK)
-            return trap(vm, ip, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                        "moving %s to the %s executor: %s", reg_text(vm, rt, sizeof rt, ip->a),
-                        place_name(place), why);
+            return trap(vm, ip, bib_trap_status(st), "moving %s to the %s executor: %s",
+                        reg_text(vm, rt, sizeof rt, ip->a), place_name(place), why);
         return BIB_OK;
     }
     case BIB_OP_GPU_DOWNLOAD: {
@@ -1330,9 +1328,10 @@ static bib_status_t op_gpu(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *
         ts->last_place = place_name(place);
         if (place == BIB_PLACE_HOST || ts->ex[place] == NULL)
             return BIB_OK;
-        if (ts->ops[place]->synchronize(ts->ex[place]) != BIB_OK)
-            return trap(vm, ip, BIB_E_TRAP, "waiting for the %s executor: %s", place_name(place),
-                        executor_error(vm, place));
+        bib_status_t st = ts->ops[place]->synchronize(ts->ex[place]);
+        if (st != BIB_OK)
+            return trap(vm, ip, bib_trap_status(st), "waiting for the %s executor: %s",
+                        place_name(place), executor_error(vm, place));
         return BIB_OK;
     }
     case BIB_OP_GPU_MATMUL:
@@ -1783,9 +1782,8 @@ bib_status_t bib_tensor_buffer_on(bib_vm_t *vm, uint32_t reg, const char *execut
     char why[300], rt[300];
     st = storage_make_valid(vm, s, place, why, sizeof why);
     if (st != BIB_OK)
-        return bib_vm_fail(vm, st == BIB_E_NOMEM ? BIB_E_NOMEM : BIB_E_TRAP,
-                           "moving %s to the %s executor: %s", reg_text(vm, rt, sizeof rt, reg),
-                           executor, why);
+        return bib_vm_fail(vm, bib_trap_status(st), "moving %s to the %s executor: %s",
+                           reg_text(vm, rt, sizeof rt, reg), executor, why);
     if (write)
         s->valid = 1u << place;
     *ex = ts->ex[place];

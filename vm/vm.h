@@ -226,8 +226,9 @@ struct bib_vm {
 
     bib_tensor_state_t tensor;   /* tensor registers, storage, executors (tensor.c) */
     bib_devprog_state_t devprog; /* user shaders and kernels made on executors (devprog.c) */
-    char *backend_name;          /* owned copies of options.backend and options.device */
-    char *device_name;
+    char *backend_name;          /* owned copies of options.backend, options.device and */
+    char *device_name;           /* options.allow_hosts */
+    char *allow_hosts;
 
     bib_cursor_t cursor;         /* a stepped run between calls (bib_vm_start .. step) */
     uint8_t *breaks;             /* per pc: nonzero where a breakpoint is; NULL when none */
@@ -300,8 +301,17 @@ void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap);
 /* Shortest decimal text that reads back to the same f64 (%.15g..%.17g). */
 void bib_format_f64(double value, char *buf, size_t cap);
 
+/* The status of a trap whose cause is a failure with status st (of an
+ * executor, the block allocator): the memory cap (BIB_E_NOMEM) and the device
+ * timeout (BIB_E_TIMEOUT) keep theirs, so the host can tell them apart;
+ * anything else is BIB_E_TRAP. */
+static inline bib_status_t bib_trap_status(bib_status_t st) {
+    return st == BIB_E_NOMEM || st == BIB_E_TIMEOUT ? st : BIB_E_TRAP;
+}
+
 /* Sets the VM error to "trap at pc N (INSN) line L: <cause>" and returns
- * status (BIB_E_TRAP, or BIB_E_NOMEM when a run ran out of memory). */
+ * status (BIB_E_TRAP, BIB_E_NOMEM when a run ran out of memory, BIB_E_TIMEOUT
+ * when device work ran past options.device_timeout_ms). */
 bib_status_t bib_vm_trap_at(bib_vm_t *vm, bib_status_t status, uint32_t pc, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
@@ -328,7 +338,12 @@ void bib_profile_reset(struct bib_profile *p);
 void bib_profile_open(bib_vm_t *vm, const bib_dinsn_t *ip);
 /* The loop (re)starts: the time since the last close is not an instruction's. */
 void bib_profile_resume(bib_vm_t *vm);
-void bib_profile_close(bib_vm_t *vm);
+/* Closing a tensor or device instruction waits for the GPU executors' work,
+   so that its time is the instruction's. When that wait runs past the device
+   timeout, close sets the VM error to a trap at that instruction, points
+   *trapped at it and returns BIB_E_TIMEOUT; with trapped NULL (a trap is
+   already reported) it reports nothing. */
+bib_status_t bib_profile_close(bib_vm_t *vm, const bib_dinsn_t **trapped);
 /* Tensor code calls this around a copy between the host and place dev
    (down: to the host) that started at bib_profile_clock's t0; its time is
    taken out of the instruction that caused it. */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/cu_internal.h"
 
@@ -51,16 +52,56 @@ bib_status_t bib_cu_check(bib_executor_t *ex, CUresult r, const char *call_fmt, 
 }
 
 bib_status_t bib_cu_enter(bib_executor_t *ex) {
+    if (ex->lost)
+        return bib_cu_fail(ex, BIB_E_STATE,
+                           "cuda: unusable after device work ran past the device timeout (%llu ms)",
+                           (unsigned long long)ex->timeout_ms);
     CUcontext cur = NULL;
     if (ex->api.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ex->ctx)
         return BIB_OK;
     return bib_cu_check(ex, ex->api.CtxSetCurrent(ex->ctx), "cuCtxSetCurrent");
 }
 
+static uint64_t bib_cu_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* With a timeout the stream is polled (cuStreamQuery), sleeping between
+ * polls from 20 us up to 1 ms, until it is idle, fails or the deadline
+ * passes; cuStreamSynchronize would block for as long as a kernel runs. Past
+ * the deadline the work may still run and still use the staging memory and
+ * the buffers: the executor is lost from then on. */
+static bib_status_t bib_cu_poll(bib_executor_t *ex) {
+    const uint64_t deadline = bib_cu_now_ns() + ex->timeout_ms * 1000000u;
+    long nap_ns = 20000;
+    for (;;) {
+        CUresult r = ex->api.StreamQuery(ex->stream);
+        if (r != CUDA_ERROR_NOT_READY)
+            return bib_cu_check(ex, r, "cuStreamQuery");
+        if (bib_cu_now_ns() >= deadline) {
+            ex->lost = true;
+            return bib_cu_fail(ex, BIB_E_TIMEOUT,
+                               "cuda: device work ran past the device timeout (%llu ms); the "
+                               "executor is unusable from now on",
+                               (unsigned long long)ex->timeout_ms);
+        }
+        struct timespec nap = {0, nap_ns};
+        nanosleep(&nap, NULL);
+        if (nap_ns < 1000000)
+            nap_ns *= 2;
+    }
+}
+
 bib_status_t bib_cu_wait(bib_executor_t *ex) {
     bib_status_t st =
-        bib_cu_check(ex, ex->api.StreamSynchronize(ex->stream), "cuStreamSynchronize");
+        ex->timeout_ms > 0 && ex->timeout_ms < UINT64_MAX / 1000000u
+            ? bib_cu_poll(ex)
+            : bib_cu_check(ex, ex->api.StreamSynchronize(ex->stream), "cuStreamSynchronize");
     ex->waits++;
+    if (ex->lost)
+        return st;
     /* Even after an error nothing queued can still read the staging memory. */
     ex->staging_used = 0;
     return st;
@@ -84,8 +125,11 @@ static bib_status_t bib_cu_time_fold(bib_executor_t *ex) {
     ex->events_used = 0;
     if (n == 0)
         return BIB_OK;
-    bib_status_t st =
-        bib_cu_check(ex, ex->api.EventSynchronize(ex->events[n - 1]), "cuEventSynchronize");
+    /* The events are on the stream: with a timeout, waiting for the stream
+       first keeps cuEventSynchronize from blocking past it. */
+    bib_status_t st = ex->timeout_ms > 0 ? bib_cu_wait(ex) : BIB_OK;
+    if (st == BIB_OK)
+        st = bib_cu_check(ex, ex->api.EventSynchronize(ex->events[n - 1]), "cuEventSynchronize");
     for (uint32_t i = 0; st == BIB_OK && i < n; i += 2) {
         float ms = 0;
         st = bib_cu_check(ex, ex->api.EventElapsedTime(&ms, ex->events[i], ex->events[i + 1]),
@@ -319,9 +363,29 @@ static bib_status_t bib_cu_load_modules(bib_executor_t *ex) {
 
 /* ---- init and shutdown ------------------------------------------------------ */
 
+/* Whether the stream still runs work that a wait of at most the timeout
+ * does not see end (the executor is then lost). */
+static bool bib_cu_still_busy(bib_executor_t *ex) {
+    if (ex->lost)
+        return ex->api.CtxSetCurrent(ex->ctx) != CUDA_SUCCESS ||
+               ex->api.StreamQuery(ex->stream) == CUDA_ERROR_NOT_READY;
+    return ex->ctx && ex->stream && ex->timeout_ms > 0 && bib_cu_enter(ex) == BIB_OK &&
+           bib_cu_wait(ex) == BIB_E_TIMEOUT;
+}
+
 void bib_cu_shutdown(bib_executor_t *ex) {
     if (!ex)
         return;
+    /* Work that runs past the timeout may still use the memory, the modules
+       and the context, and the driver library's threads may be in it: all
+       of that stays until the process ends (cuStreamSynchronize, cuMemFree
+       or cuModuleUnload would wait for the work). */
+    if (bib_cu_still_busy(ex)) {
+        free(ex->events);
+        free(ex);
+        return;
+    }
+    ex->lost = false;
     if (ex->ctx) {
         if (bib_cu_enter(ex) == BIB_OK) {
             if (ex->stream)
@@ -367,6 +431,7 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
     const char *selector = getenv("BIB_CUDA_DEVICE");
     if (config && config->device && *config->device)
         selector = config->device;
+    ex->timeout_ms = config ? config->timeout_ms : 0;
     if (st == BIB_OK)
         st = bib_cu_pick_device(ex, selector, why, why_len);
     if (st == BIB_OK)

@@ -211,6 +211,8 @@ struct bib_executor {
     size_t staging_used; /* bytes claimed by copies queued since the last wait */
     uint64_t launches;   /* kernels and transfer commands queued so far */
     uint64_t waits;      /* stream synchronizations so far */
+    uint64_t timeout_ms; /* config.timeout_ms: the longest wait for the stream; 0 means none */
+    bool lost;           /* a wait timed out: the work may still run, nothing touches the device */
 
     /* device timing (--profile): a pair of events around every timed
      * command, events[2i] before and events[2i+1] after; created on first
@@ -253,7 +255,10 @@ bib_status_t bib_cu_check(bib_executor_t *ex, CUresult r, const char *call_fmt, 
     ;
 /* Makes the executor's context current on the calling thread. */
 bib_status_t bib_cu_enter(bib_executor_t *ex);
-/* Waits for everything queued on the stream; the staging memory is free again. */
+/* Waits for everything queued on the stream, for at most config.timeout_ms
+ * (BIB_E_TIMEOUT past it, and the executor is lost); the staging memory is
+ * free again. Fails with BIB_E_STATE once the executor is lost (bib_cu_enter
+ * too). */
 bib_status_t bib_cu_wait(bib_executor_t *ex);
 /* Device timing: bib_cu_time_begin records the event before a command
  * queued on the stream, bib_cu_time_end the one after it (nothing when

@@ -203,8 +203,9 @@ void bib_cu_program_destroy(bib_executor_t *ex, void *prog) {
            work that failed, if any, for whoever asks next. */
         char keep[sizeof ex->error];
         memcpy(keep, ex->error, sizeof keep);
-        bib_cu_wait(ex);
-        ex->api.ModuleUnload(p->module);
+        bib_cu_wait(ex); /* at most the timeout: past it the module stays loaded */
+        if (!ex->lost)
+            ex->api.ModuleUnload(p->module);
         memcpy(ex->error, keep, sizeof keep);
     }
     free(p);

@@ -715,14 +715,42 @@ bib_status_t bib_vk_elapsed(bib_executor_t *ex, double *ms) {
 
 /* ---- recording ----------------------------------------------------------- */
 
+bib_status_t bib_vk_usable(bib_executor_t *ex) {
+    if (!ex->lost)
+        return BIB_OK;
+    return bib_vk_fail(ex, BIB_E_STATE,
+                       "vulkan: unusable after device work ran past the device timeout (%llu ms)",
+                       (unsigned long long)ex->timeout_ms);
+}
+
+/* Waits for the fence of submitted work, for at most the timeout. Past it
+ * the work may still be running and still using the command buffer, its
+ * descriptor sets and its buffers: the executor is lost from then on, and
+ * nothing of that is reset or freed. */
+static bib_status_t bib_vk_wait(bib_executor_t *ex) {
+    uint64_t ns = UINT64_MAX;
+    if (ex->timeout_ms > 0 && ex->timeout_ms < UINT64_MAX / 1000000u)
+        ns = ex->timeout_ms * 1000000u;
+    VkResult r = vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, ns);
+    if (r == VK_TIMEOUT) {
+        ex->lost = true;
+        return bib_vk_fail(ex, BIB_E_TIMEOUT,
+                           "vulkan: device work ran past the device timeout (%llu ms); the "
+                           "executor is unusable from now on",
+                           (unsigned long long)ex->timeout_ms);
+    }
+    return bib_vk_check(ex, r, "vkWaitForFences");
+}
+
 /* Waits for work started by bib_vk_submit, then frees what it held (the
  * command buffer and descriptor sets), so recording can start again. */
 static bib_status_t bib_vk_settle(bib_executor_t *ex) {
     if (!ex->inflight)
         return BIB_OK;
     ex->inflight = false;
-    bib_status_t st = bib_vk_check(
-        ex, vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    bib_status_t st = bib_vk_wait(ex);
+    if (ex->lost)
+        return st;
     bib_vk_time_collect(ex, st == BIB_OK);
     vkResetFences(ex->device, 1, &ex->fence);
     vkResetCommandPool(ex->device, ex->command_pool, 0);
@@ -733,8 +761,9 @@ static bib_status_t bib_vk_settle(bib_executor_t *ex) {
 }
 
 bib_status_t bib_vk_submit(bib_executor_t *ex) {
-    if (!ex->recording)
-        return BIB_OK;
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK || !ex->recording)
+        return usable;
     ex->recording = false;
     ex->pending_count = 0;
     bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
@@ -752,8 +781,9 @@ bib_status_t bib_vk_submit(bib_executor_t *ex) {
 }
 
 bib_status_t bib_vk_begin(bib_executor_t *ex) {
-    if (ex->recording)
-        return BIB_OK;
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK || ex->recording)
+        return usable;
     bib_status_t settled = bib_vk_settle(ex);
     if (settled != BIB_OK)
         return settled;
@@ -771,6 +801,9 @@ bib_status_t bib_vk_begin(bib_executor_t *ex) {
 }
 
 bib_status_t bib_vk_flush(bib_executor_t *ex) {
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK)
+        return usable;
     if (!ex->recording)
         return bib_vk_settle(ex);
     ex->recording = false;
@@ -784,8 +817,9 @@ bib_status_t bib_vk_flush(bib_executor_t *ex) {
         st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
         if (st == BIB_OK) {
             ex->submits++;
-            st = bib_vk_check(ex, vkWaitForFences(ex->device, 1, &ex->fence, VK_TRUE, UINT64_MAX),
-                              "vkWaitForFences");
+            st = bib_vk_wait(ex);
+            if (ex->lost)
+                return st;
             done = st == BIB_OK;
             vkResetFences(ex->device, 1, &ex->fence);
         }
@@ -1025,11 +1059,32 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
 
 /* ---- init and shutdown --------------------------------------------------- */
 
+/* A lost executor's device may still run the work that timed out (on
+ * lavapipe a CPU thread spinning in the shader): destroying the device, its
+ * memory or its pipelines under it is undefined, and waiting for it may never
+ * end. Unless the work has finished since, the device and everything made
+ * from it are abandoned (leaked) until the process ends. */
+static void bib_vk_abandon(bib_executor_t *ex) {
+    free(ex->pipelines);
+    free(ex->modules);
+    free(ex->stamps);
+    free(ex);
+}
+
 void bib_vk_shutdown(bib_executor_t *ex) {
     if (!ex)
         return;
+    if (ex->lost && ex->device && vkGetFenceStatus(ex->device, ex->fence) != VK_SUCCESS) {
+        bib_vk_abandon(ex);
+        return;
+    }
+    ex->lost = false; /* the work finished: everything can be destroyed as usual */
     if (ex->device) {
-        bib_vk_flush(ex);
+        bib_vk_flush(ex); /* waits at most the timeout */
+        if (ex->lost) {
+            bib_vk_abandon(ex);
+            return;
+        }
         vkDeviceWaitIdle(ex->device);
         bib_vk_cache_save(ex);
         for (uint32_t i = 0; i < ex->pipeline_count; i++)
@@ -1225,6 +1280,9 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
         bib_vk_shutdown(ex);
         return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
     }
+    /* The probes above are BIB's own short work: the limit is for what
+       follows. */
+    ex->timeout_ms = config ? config->timeout_ms : 0;
     /* Whether the 32-bit modes are really in the shaders (the independence
        rules may leave them out; the widths do not depend on fp64 use). */
     bool den32 = ex->float_controls && (bib_vk_mode_widths(ex->denorm_indep, false, ex->denorm16,

@@ -111,8 +111,10 @@ struct bib_executor {
     bool recording;
     bib_vk_access_t pending[BIB_VK_PENDING_MAX];
     uint32_t pending_count;
-    uint64_t submits; /* for tests and benchmarks: queue submissions so far */
-    bool inflight;    /* bib_vk_submit started cmd; the fence is not waited for yet */
+    uint64_t submits;    /* for tests and benchmarks: queue submissions so far */
+    bool inflight;       /* bib_vk_submit started cmd; the fence is not waited for yet */
+    uint64_t timeout_ms; /* config.timeout_ms: the longest fence wait; 0 means none */
+    bool lost; /* a fence wait timed out: the work may still run, nothing touches the device */
 
     /* device timing (--profile): two timestamps around every dispatch, fill
      * and copy while timing is on; the pool is reset at the start of each
@@ -161,6 +163,9 @@ bib_status_t bib_vk_fail(bib_executor_t *ex, bib_status_t status, const char *fm
 bib_status_t bib_vk_check(bib_executor_t *ex, VkResult r, const char *what);
 /* Starts the command buffer if it is not recording yet. */
 bib_status_t bib_vk_begin(bib_executor_t *ex);
+/* BIB_OK, or BIB_E_STATE with the message when a timeout left the executor
+   lost (backend.h, bib_executor_config_t.timeout_ms). */
+bib_status_t bib_vk_usable(bib_executor_t *ex);
 /* Submits what is recorded and waits for it (and for earlier submits). */
 bib_status_t bib_vk_flush(bib_executor_t *ex);
 /* Submits what is recorded without waiting; the next begin or flush waits. */

@@ -151,6 +151,9 @@ static bib_status_t bib_vk_new_block(bib_executor_t *ex, VkDeviceSize need, uint
 
 bib_status_t bib_vk_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf) {
     *buf = NULL;
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK)
+        return usable;
     VkDeviceSize want = bytes ? bytes : 4;
     /* Compared before rounding up, which wraps for sizes near 2^64; as
      * max_buffer is a multiple of the alignment, the rounded size is over it

@@ -34,6 +34,11 @@ void bib_vk_program_destroy(bib_executor_t *ex, void *prog) {
         return;
     /* Recorded dispatches may still use the pipeline. */
     bib_vk_flush(ex);
+    if (ex->lost) {
+        /* The work that timed out may be running this pipeline: it stays. */
+        free(p);
+        return;
+    }
     if (p->pipeline)
         vkDestroyPipeline(ex->device, p->pipeline, NULL);
     if (p->layout)
@@ -69,6 +74,9 @@ bib_status_t bib_vk_program_create(bib_executor_t *ex, bib_program_kind_t kind, 
                                    uint32_t push_bytes, const char *signature, void **prog) {
     (void)signature;
     *prog = NULL;
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK)
+        return usable;
     if (kind != BIB_PROGRAM_SPIRV)
         return bib_vk_fail(ex, BIB_E_UNAVAILABLE,
                            "vulkan: runs SPIR-V compute shaders only, not program kind %d",

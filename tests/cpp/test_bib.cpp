@@ -156,11 +156,25 @@ static void builder_and_text() {
     }
 }
 
+static void load_policy() {
+    bib::Vm vm(bib::Options().allow_hosts("print_f64").device_timeout_ms(5000));
+    vm.register_output([](std::string_view) {});
+    try {
+        vm.load(bib::Module::assemble(".func main regs=2\n    HOSTCALL r1, print_i64, r0, 1\n"
+                                      "    HALT r1\n.end\n"));
+        check(false, "allow_hosts refuses an import outside the list");
+    } catch (const bib::Error &e) {
+        check(e.status() == BIB_E_VERIFY && contains(e.message(), "print_i64"),
+              "allow_hosts refuses an import outside the list: " + e.message());
+    }
+}
+
 int main() {
     matmul_through_views();
     traps_and_host_functions();
     fuel_and_trace();
     builder_and_text();
+    load_policy();
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

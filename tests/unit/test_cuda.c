@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -468,6 +469,94 @@ Test(cuda_mock, submit_asks_the_stream_without_waiting) {
     cr_assert_eq(bib_cuda_executor.submit(mock_ex), BIB_OK, "%s", bib_cuda_executor.error(mock_ex));
     cr_assert_eq(mock->stream_queries, queries + 1);
     cr_assert_eq(mock->stream_syncs, syncs);
+}
+
+/* ---- the device timeout against the mock driver ---------------------------- */
+
+static double mock_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+Test(cuda_mock, a_stream_that_never_finishes_times_out_and_the_executor_stays_unusable) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    setenv("BIB_CUDA_LIBRARY", mock_path, 1);
+    bib_executor_config_t cfg = {.timeout_ms = 100};
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    cr_assert_eq(ops->init(&cfg, &ex, why, sizeof why), BIB_OK, "%s", why);
+    unsetenv("BIB_CUDA_LIBRARY");
+    void *buf = NULL;
+    cr_assert_eq(ops->buffer_alloc(ex, 64, &buf), BIB_OK, "%s", ops->error(ex));
+    float v[16] = {0};
+    mock->stream_busy = -1;
+    int syncs = mock->stream_syncs, queries = mock->stream_queries;
+    double t0 = mock_now_s();
+    cr_assert_eq(ops->synchronize(ex), BIB_E_TIMEOUT, "%s", ops->error(ex));
+    double waited = mock_now_s() - t0;
+    cr_assert_str_eq(ops->error(ex), "cuda: device work ran past the device timeout (100 ms); the "
+                                     "executor is unusable from now on");
+    cr_assert(waited >= 0.1 && waited < 5, "waited %.3f s", waited);
+    cr_assert_eq(mock->stream_syncs, syncs, "a blocking cuStreamSynchronize would never return");
+    cr_assert_gt(mock->stream_queries, queries + 1, "the stream was not polled");
+
+    /* Nothing that touches the device runs any more, even once it is idle. */
+    mock->stream_busy = 0;
+    int launches = mock->launches;
+    bib_call_t fill = {.kernel = BIB_KERNEL_FILL,
+                       .out = {.buf = buf, .dtype = BIB_DTYPE_F32, .rank = 1, .dims = {16}}};
+    cr_assert_eq(ops->kernels[BIB_KERNEL_FILL](ex, &fill), BIB_E_STATE);
+    cr_assert_str_eq(ops->error(ex),
+                     "cuda: unusable after device work ran past the device timeout (100 ms)");
+    cr_assert_eq(ops->download(ex, buf, 0, v, sizeof v), BIB_E_STATE);
+    cr_assert_eq(ops->upload(ex, buf, 0, v, sizeof v), BIB_E_STATE);
+    cr_assert_eq(ops->synchronize(ex), BIB_E_STATE);
+    cr_assert_eq(mock->launches, launches);
+
+    /* Shutting down does not wait for the stream either. */
+    mock->stream_busy = -1;
+    syncs = mock->stream_syncs;
+    ops->buffer_free(ex, buf);
+    ops->shutdown(ex);
+    cr_assert_eq(mock->stream_syncs, syncs, "shutdown waited for a stream that timed out");
+    mock->stream_busy = 0;
+}
+
+Test(cuda_mock, with_work_in_flight_program_destroy_and_shutdown_wait_at_most_the_timeout) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    setenv("BIB_CUDA_LIBRARY", mock_path, 1);
+    bib_executor_config_t cfg = {.timeout_ms = 100};
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    cr_assert_eq(ops->init(&cfg, &ex, why, sizeof why), BIB_OK, "%s", why);
+    unsetenv("BIB_CUDA_LIBRARY");
+    void *prog = NULL;
+    cr_assert_eq(create(ex, saxpy_ptx, "saxpy", "ttfi", &prog), BIB_OK, "%s", ops->error(ex));
+    int live = mock->modules_live, syncs = mock->stream_syncs;
+    mock->stream_busy = -1;
+    double t0 = mock_now_s();
+    ops->program_destroy(ex, prog);
+    cr_assert_eq(mock->modules_live, live, "a module the running work may use was unloaded");
+    ops->shutdown(ex);
+    cr_assert_lt(mock_now_s() - t0, 5.0);
+    cr_assert_eq(mock->stream_syncs, syncs, "a blocking cuStreamSynchronize would never return");
+    mock->stream_busy = 0;
+}
+
+Test(cuda_mock, with_a_timeout_work_that_finishes_is_waited_for_by_polling) {
+    const bib_executor_ops_t *ops = &bib_cuda_executor;
+    setenv("BIB_CUDA_LIBRARY", mock_path, 1);
+    bib_executor_config_t cfg = {.timeout_ms = 1000};
+    bib_executor_t *ex = NULL;
+    char why[256] = "";
+    cr_assert_eq(ops->init(&cfg, &ex, why, sizeof why), BIB_OK, "%s", why);
+    unsetenv("BIB_CUDA_LIBRARY");
+    mock->stream_busy = 3; /* busy for the next three queries */
+    cr_assert_eq(ops->synchronize(ex), BIB_OK, "%s", ops->error(ex));
+    cr_assert_eq(mock->stream_busy, 0);
+    cr_assert_eq(ops->synchronize(ex), BIB_OK, "%s", ops->error(ex));
+    ops->shutdown(ex);
 }
 
 /* ---- the device timer against the mock driver ------------------------------ */

@@ -3,15 +3,13 @@
  * Exports every entry point of BIB_CU_API (cu_internal.h) with the driver's
  * ABI: one device ("BIB mock CUDA device", compute capability 8.0), device
  * memory that is host memory (a CUdeviceptr is the host address), copies
- * done at once, a stream that is always idle. Modules loaded with
- * cuModuleLoadDataEx keep their PTX text: cuModuleGetFunction finds an
- * entry only when the text has ".entry NAME(", the parameter sizes come from
- * its .param list, and PTX that has no ".version" or says "bogus" is
- * refused with a JIT log like ptxas's. cuLaunchKernel checks the launch
- * shape like the driver (no zero dimension, at most 1024 threads a block),
- * records what it was given (cu_mock_driver.h) and runs the one kernel
- * "saxpy" (y = a*x + y over n floats) on host memory; everything else it
- * launches does nothing. Events read a mock device clock that launches,
+ * done at once, a stream that is idle unless a test makes it busy (stream_busy). Modules loaded
+ * with cuModuleLoadDataEx keep their PTX text: cuModuleGetFunction finds an entry only when the
+ * text has ".entry NAME(", the parameter sizes come from its .param list, and PTX that has no
+ * ".version" or says "bogus" is refused with a JIT log like ptxas's. cuLaunchKernel checks the
+ * launch shape like the driver (no zero dimension, at most 1024 threads a block), records what it
+ * was given (cu_mock_driver.h) and runs the one kernel "saxpy" (y = a*x + y over n floats) on host
+ * memory; everything else it launches does nothing. Events read a mock device clock that launches,
  * copies and memsets advance by fixed steps (cu_mock_driver.h), so
  * cuEventElapsedTime gives exact, reproducible times. Not part of libbib: cuda.mk builds it as
  * $(BUILD)/tests/libcuda_mock.so. Its state is process-wide, as a driver's
@@ -117,6 +115,9 @@ EXPORT res_t cuGetErrorName(res_t r, const char **s) {
 
 EXPORT res_t cuInit(unsigned flags) {
     (void)flags;
+    const char *busy = getenv("BIB_MOCK_CUDA_STREAM_BUSY");
+    if (busy != NULL && strcmp(busy, "1") == 0)
+        bib_mock_cuda.stream_busy = -1;
     return OK;
 }
 EXPORT res_t cuDriverGetVersion(int *v) {
@@ -193,7 +194,11 @@ EXPORT res_t cuStreamSynchronize(void *s) {
 EXPORT res_t cuStreamQuery(void *s) {
     (void)s;
     bib_mock_cuda.stream_queries++;
-    return OK;
+    if (bib_mock_cuda.stream_busy > 0)
+        bib_mock_cuda.stream_busy--;
+    else if (bib_mock_cuda.stream_busy == 0)
+        return OK;
+    return E_NOT_READY;
 }
 
 EXPORT res_t cuModuleLoadData(void **module, const void *image) {

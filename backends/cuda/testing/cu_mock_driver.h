@@ -20,6 +20,9 @@ typedef struct bib_mock_cuda {
     int stream_queries;  /* cuStreamQuery calls */
     int launches;        /* cuLaunchKernel calls that succeeded */
     int fail_launch;     /* when nonzero, cuLaunchKernel returns it */
+    int stream_busy;     /* > 0: the next stream_busy cuStreamQuery calls say NOT_READY;
+                            -1: the stream never finishes (every query says NOT_READY).
+                            BIB_MOCK_CUDA_STREAM_BUSY=1 in the environment sets -1 at cuInit */
     char last_entry[64]; /* the last launched function's name */
     unsigned grid[3], block[3], shared;
     void *stream;     /* the stream of the last launch */

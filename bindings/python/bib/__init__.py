@@ -102,6 +102,12 @@ class StateError(Error):
     status = "state"
 
 
+class Timeout(Trap):
+    """A wait for GPU work ran past device_timeout_ms (a trap)."""
+
+    status = "timeout"
+
+
 _ERRORS = [
     None,
     UsageError,
@@ -114,6 +120,7 @@ _ERRORS = [
     MemoryLimit,
     Unavailable,
     StateError,
+    Timeout,
 ]
 
 
@@ -212,6 +219,9 @@ class Vm:
         strict_device=False,
         validation=False,
         stdout=None,
+        deny_device_code=False,
+        allow_hosts=None,
+        device_timeout_ms=None,
     ):
         opts = _capi.Options()
         _lib.bib_options_init_size(ctypes.byref(opts), ctypes.sizeof(opts))
@@ -230,6 +240,12 @@ class Vm:
             opts.max_call_depth = _unsigned("max_depth", max_depth, 32)
         opts.strict_device = bool(strict_device)
         opts.validation = bool(validation)
+        # The load policy and device timeout of spec/security.md.
+        opts.deny = 1 if deny_device_code else 0  # BIB_DENY_DEVICE_CODE
+        if allow_hosts is not None:
+            opts.allow_hosts = self._keep(",".join(allow_hosts) if not isinstance(allow_hosts, str) else allow_hosts)
+        if device_timeout_ms is not None:
+            opts.device_timeout_ms = _unsigned("device_timeout_ms", device_timeout_ms, 64)
         handle = ctypes.c_void_p()
         st = _lib.bib_vm_create(ctypes.byref(opts), ctypes.byref(handle))
         if st != 0:
@@ -536,8 +552,13 @@ class Module:
         names to Python callables. options: backend ("cpu", "vulkan",
         "cuda", "auto"), threads, fuel, max_memory, max_depth, device,
         strict_device, validation, stdout (where print_* writes; default
-        sys.stdout)."""
-        key = (tuple(sorted(options.items(), key=lambda kv: kv[0])), tuple(sorted((hosts or {}).items())))
+        sys.stdout), and for modules the host did not write (spec/security.md)
+        deny_device_code, allow_hosts (names a module may import) and
+        device_timeout_ms."""
+        key = (
+            tuple(sorted(((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()), key=lambda kv: kv[0])),
+            tuple(sorted((hosts or {}).items())),
+        )
         try:
             hash(key)
         except TypeError:

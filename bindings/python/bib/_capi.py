@@ -36,6 +36,9 @@ class Options(ctypes.Structure):
         ("threads", ctypes.c_uint32),
         ("validation", ctypes.c_int),
         ("strict_device", ctypes.c_int),
+        ("deny", ctypes.c_uint32),
+        ("allow_hosts", ctypes.c_char_p),
+        ("device_timeout_ms", ctypes.c_uint64),
         ("trace_write", WRITE_FN),
         ("trace_user", ctypes.c_void_p),
     ]

@@ -208,6 +208,30 @@ class Limits(unittest.TestCase):
         self.assertIn("tpu", cm.exception.message)
 
 
+class LoadPolicy(unittest.TestCase):
+    """The options after strict_device in bib_options_t: these fail if the
+    package's mirror of the struct is laid out wrong."""
+
+    def test_allow_hosts_refuses_an_import_outside_the_list(self):
+        m = bib.assemble(".func main regs=2\n    HOSTCALL r1, print_i64, r0, 1\n    HALT r1\n.end\n")
+        with self.assertRaises(bib.VerifyError) as cm:
+            m.run(allow_hosts=["print_f64"], stdout=io.StringIO())
+        self.assertIn("print_i64", cm.exception.message)
+        out = io.StringIO()
+        self.assertEqual(m.run(allow_hosts=["print_i64"], stdout=out).exit_value, 0)
+        self.assertEqual(out.getvalue(), "0\n")
+
+    def test_deny_device_code_refuses_a_shader(self):
+        m = bib.load(os.path.join(ROOT, "examples", "vk_custom.basm"))
+        with self.assertRaises(bib.VerifyError) as cm:
+            m.vm(deny_device_code=True)
+        self.assertIn("saxpy", cm.exception.message)
+
+    def test_device_timeout_and_trace_callback_together(self):
+        r = bib.assemble(".func main regs=1\n    HALT r0\n.end\n").run(device_timeout_ms=5000, trace="text")
+        self.assertEqual(len(r.trace), 1)
+
+
 class HostFunctions(unittest.TestCase):
     SRC = """
 .func main regs=3

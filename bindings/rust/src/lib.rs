@@ -30,6 +30,7 @@ pub mod sys {
     pub const BIB_OK: Status = 0;
     pub const BIB_E_USAGE: Status = 1;
     pub const BIB_E_TRAP: Status = 7;
+    pub const BIB_DENY_DEVICE_CODE: u32 = 0x1;
     pub const BIB_DTYPE_F32: c_int = 1;
     pub const BIB_DTYPE_I32: c_int = 2;
     pub const BIB_MAX_RANK: usize = 4;
@@ -70,6 +71,9 @@ pub mod sys {
         pub threads: u32,
         pub validation: c_int,
         pub strict_device: c_int,
+        pub deny: u32,
+        pub allow_hosts: *const c_char,
+        pub device_timeout_ms: u64,
         pub trace_write: WriteFn,
         pub trace_user: *mut c_void,
     }
@@ -162,6 +166,7 @@ pub enum Status {
     NoMem,
     Unavailable,
     State,
+    Timeout,
     Other(i32),
 }
 
@@ -178,6 +183,7 @@ impl Status {
             8 => Status::NoMem,
             9 => Status::Unavailable,
             10 => Status::State,
+            11 => Status::Timeout,
             n => Status::Other(n),
         }
     }
@@ -339,6 +345,12 @@ pub struct Options {
     pub device: Option<String>,
     pub threads: Option<u32>,
     pub strict_device: bool,
+    /// For modules the host did not write (spec/security.md): refuse device code at load.
+    pub deny_device_code: bool,
+    /// Host functions a module may import (None: any registered one).
+    pub allow_hosts: Option<Vec<String>>,
+    /// The longest one wait for GPU work may take, in milliseconds.
+    pub device_timeout_ms: Option<u64>,
 }
 
 impl Options {
@@ -371,6 +383,18 @@ impl Options {
     }
     pub fn strict_device(mut self, on: bool) -> Options {
         self.strict_device = on;
+        self
+    }
+    pub fn deny_device_code(mut self, on: bool) -> Options {
+        self.deny_device_code = on;
+        self
+    }
+    pub fn allow_hosts(mut self, names: &[&str]) -> Options {
+        self.allow_hosts = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+    pub fn device_timeout_ms(mut self, ms: u64) -> Options {
+        self.device_timeout_ms = Some(ms);
         self
     }
 }
@@ -439,6 +463,7 @@ impl Vm {
     pub fn new(options: &Options) -> Result<Vm> {
         let backend = options.backend.as_deref().map(|s| cstring("backend", s)).transpose()?;
         let device = options.device.as_deref().map(|s| cstring("device", s)).transpose()?;
+        let allow = options.allow_hosts.as_ref().map(|v| cstring("allow_hosts", &v.join(","))).transpose()?;
         let mut raw: *mut sys::Vm = ptr::null_mut();
         unsafe {
             let mut o: sys::Options = std::mem::zeroed();
@@ -456,6 +481,11 @@ impl Vm {
                 o.threads = v;
             }
             o.strict_device = options.strict_device as c_int;
+            o.deny = if options.deny_device_code { sys::BIB_DENY_DEVICE_CODE } else { 0 };
+            o.allow_hosts = allow.as_ref().map_or(ptr::null(), |c| c.as_ptr());
+            if let Some(v) = options.device_timeout_ms {
+                o.device_timeout_ms = v;
+            }
             o.backend = backend.as_ref().map_or(ptr::null(), |c| c.as_ptr());
             o.device = device.as_ref().map_or(ptr::null(), |c| c.as_ptr());
             let st = sys::bib_vm_create(&o, &mut raw);

@@ -110,3 +110,20 @@ fn builder_module_runs_and_disassembles() {
     assert!(b.emit("NOPE", [0; 4]).is_err());
     assert!(bib::build_info().starts_with("bib 0."));
 }
+
+#[test]
+fn the_load_policy_options_reach_the_vm() {
+    let module = bib::Module::assemble(
+        ".func main regs=2\n    HOSTCALL r1, print_i64, r0, 1\n    HALT r1\n.end\n",
+        "p.basm",
+    )
+    .unwrap();
+    let mut vm = bib::Vm::new(&bib::Options::new().allow_hosts(&["print_f64"]).device_timeout_ms(5000)).unwrap();
+    vm.register_output(|_| {}).unwrap();
+    let err = vm.load(&module).unwrap_err();
+    assert_eq!(err.status, bib::Status::Verify);
+    assert!(err.message.contains("print_i64"), "{err}");
+    let shader = bib::Module::load(example("vk_custom.basm")).unwrap();
+    let mut vm = bib::Vm::new(&bib::Options::new().deny_device_code(true)).unwrap();
+    assert_eq!(vm.load(&shader).unwrap_err().status, bib::Status::Verify);
+}
