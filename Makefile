@@ -61,6 +61,14 @@ $(LIB_OBJ): CFLAGS += -fvisibility=hidden
 # under AddressSanitizer and UBSan, with mimalloc's few entry points mapped
 # onto the C allocator (tests/fuzz/mimalloc_shim.c) so that ASan puts
 # redzones around linear memory and every tensor buffer.
+# SANITIZE=1 or DEBUG=1: fresh tensor buffers start poisoned (BIB_POISON,
+# vm/tensor.c), so an output a kernel leaves unwritten shows in the tests.
+ifneq ($(SANITIZE)$(DEBUG),)
+CFLAGS   += -DBIB_POISON
+endif
+ifneq ($(DEBUG),)
+OPT       = -O0 -g
+endif
 ifneq ($(SANITIZE),)
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g
 CFLAGS   += $(SAN_FLAGS)

@@ -19,6 +19,23 @@ static bib_status_t bad(char *msg, size_t cap, const char *path, const char *why
     return BIB_E_FORMAT;
 }
 
+/* Up to 24 bytes of a header string for a one-line message: control and
+ * non-ASCII bytes as \xNN, "..." when cut. out holds 24 * 4 + 4 bytes. */
+static const char *shown(char *out, const char *s, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len && i < 24; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7F)
+            out[o++] = (char)c;
+        else
+            o += (size_t)snprintf(out + o, 5, "\\x%02X", c);
+    }
+    if (len > 24)
+        memcpy(out + o, "...", 3), o += 3;
+    out[o] = '\0';
+    return out;
+}
+
 /* Finds 'key': in the header and returns what follows (spaces skipped). */
 static const char *find_key(const char *header, const char *key) {
     char quoted[32];
@@ -92,10 +109,9 @@ bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, 
     } else if (dlen == 3 && memcmp(descr + 1, "<i4", 3) == 0) {
         out->dtype = BIB_DTYPE_I32;
     } else {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "dtype '%.*s' is not supported (use float32 '<f4' or int32 '<i4')",
-                 (int)(dlen < 40 ? dlen : 40), descr + 1);
+        char why[200], text[24 * 4 + 4];
+        snprintf(why, sizeof why, "dtype '%s' is not supported (use float32 '<f4' or int32 '<i4')",
+                 shown(text, descr + 1, dlen));
         st = bad(msg, cap, path, why);
         goto done;
     }

@@ -361,6 +361,36 @@ static void storage_unref(bib_vm_t *vm, bib_storage_t *s) {
 /* A new storage of bytes, its host copy charged to the VM's blocks; valid
  * nowhere (zero: zero-filled and valid on the host). On failure the blocks'
  * error says why. */
+/* BIB_POISON (debug and sanitize builds): every fresh tensor buffer that no
+ * one zeroes starts filled with a signalling NaN (0xFFA5A5A5, also an
+ * unlikely i32), so a kernel that leaves part of its output unwritten shows
+ * the same odd bits in every test rather than whatever memory held. */
+#ifdef BIB_POISON
+#define POISON_WORD 0xFFA5A5A5u
+static void poison_host(void *p, uint64_t bytes) {
+    uint32_t *w = p;
+    for (uint64_t i = 0; i < bytes / 4; i++)
+        w[i] = POISON_WORD;
+}
+
+static void poison_device(bib_vm_t *vm, int place, void *buf, uint64_t bytes) {
+    void *tmp = bytes ? malloc((size_t)bytes) : NULL;
+    if (tmp == NULL)
+        return;
+    poison_host(tmp, bytes);
+    vm->tensor.ops[place]->upload(vm->tensor.ex[place], buf, 0, tmp, (size_t)bytes);
+    free(tmp);
+}
+#else
+static void poison_host(void *p, uint64_t bytes) {
+    (void)p, (void)bytes;
+}
+
+static void poison_device(bib_vm_t *vm, int place, void *buf, uint64_t bytes) {
+    (void)vm, (void)place, (void)buf, (void)bytes;
+}
+#endif
+
 static bib_status_t storage_new(bib_vm_t *vm, uint64_t bytes, bool zero, bib_storage_t **out) {
     *out = NULL;
     bib_storage_t *s = calloc(1, sizeof *s);
@@ -374,6 +404,8 @@ static bib_status_t storage_new(bib_vm_t *vm, uint64_t bytes, bool zero, bib_sto
         free(s);
         return st;
     }
+    if (!zero)
+        poison_host(host, bytes);
     s->refs = 1;
     s->bytes = bytes;
     s->host = host;
@@ -399,6 +431,7 @@ static bib_status_t storage_buffer(bib_vm_t *vm, bib_storage_t *s, int place, vo
             snprintf(why, why_len, "%s", executor_error(vm, place));
             return st;
         }
+        poison_device(vm, place, s->buf[place], s->bytes);
     }
     *buf = s->buf[place];
     return BIB_OK;
@@ -1075,10 +1108,14 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
             st = bib_blocks_big_alloc(&vm->blocks, os->bytes, BIB_BLOCK_ALIGN, 0, &temp);
             if (st != BIB_OK)
                 snprintf(why, sizeof why, "%s", vm->blocks.error);
+            else
+                poison_host(temp, os->bytes);
         } else {
             st = ops->buffer_alloc(ex, (size_t)os->bytes, &temp);
             if (st != BIB_OK)
                 snprintf(why, sizeof why, "%s", executor_error(vm, place));
+            else
+                poison_device(vm, place, temp, os->bytes);
         }
         if (st != BIB_OK)
             return trap(vm, ip, BIB_E_NOMEM,
@@ -1127,17 +1164,19 @@ static bib_status_t run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out
     return BIB_OK;
 }
 
-/* Dimensions r[first..first+n) as tensor dims: each 1..2^31-1. */
+/* Dimensions r[first..first+n) as tensor dims: each 0..2^31-1. A 0 makes an
+ * empty tensor, as an input with a 0 in a '?' dimension does; every kernel
+ * defines its result on one (spec/numerics.md, "Empty tensors"). */
 static bib_status_t dims_from_regs(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
                                    uint32_t first, uint32_t n, uint32_t *dims) {
     if (n > BIB_MAX_RANK)
         return trap(vm, ip, BIB_E_TRAP, "%" PRIu32 " dimensions, more than %d", n, BIB_MAX_RANK);
     for (uint32_t i = 0; i < n; i++) {
         int64_t v = (int64_t)R[first + i];
-        if (v < 1 || v > BIB_MAX_TENSOR_DIM)
+        if (v < 0 || v > BIB_MAX_TENSOR_DIM)
             return trap(vm, ip, BIB_E_TRAP,
                         "dimension %" PRIu32 " (r%" PRIu32 " = %" PRId64
-                        ") is outside 1..2147483647",
+                        ") is outside 0..2147483647",
                         i, first + i, v);
         dims[i] = (uint32_t)v;
     }
@@ -1496,6 +1535,13 @@ static bib_status_t op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_
         k.in_regs[0] = ip->b;
         k.nin = 1;
         if (op == BIB_OP_ARGMAX) {
+            /* An empty row has no index to give: no value is right, so it
+             * traps (as numpy's argmax raises) rather than inventing one. */
+            if (last_dim(a) == 0)
+                return trap(vm, ip, BIB_E_TRAP,
+                            "ARGMAX over an empty last axis: %s is %s; an empty row has no "
+                            "index of a maximum",
+                            reg_text(vm, rt, sizeof rt, ip->b), tshape(sh, a));
             k.kernel = BIB_KERNEL_ARGMAX;
             dtype = BIB_DTYPE_I32;
         } else {

@@ -590,8 +590,10 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, count, ELEMENT_GRAIN, task_scale, &t);
         return BIB_OK;
     case BIB_KERNEL_REDUCE:
+        /* One output per row, also when the rows are empty (last == 0):
+         * those are +0, -Inf or NaN, never left unwritten. */
         t.row_len = last;
-        run_parallel(ctx, rows, row_grain(last), task_reduce, &t);
+        run_parallel(ctx, count, row_grain(last), task_reduce, &t);
         return BIB_OK;
     case BIB_KERNEL_LAYERNORM:
         t.row_len = last;
@@ -607,7 +609,7 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         return run_gather(ctx, c);
     case BIB_KERNEL_ARGMAX:
         t.row_len = last;
-        run_parallel(ctx, rows, row_grain(last), task_argmax, &t);
+        run_parallel(ctx, count, row_grain(last), task_argmax, &t);
         return BIB_OK;
     case BIB_KERNEL_FILL: {
         uint32_t word =

@@ -165,8 +165,10 @@ static uint64_t bib_cu_rows(const bib_view_t *v, uint32_t *last) {
     return *last ? bib_view_count(v) / *last : 0;
 }
 
+/* per_row_out: the kernel writes one output per row (REDUCE, ARGMAX), so
+ * the rows are counted on the output: rows of length 0 still get theirs. */
 static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
-                                   uint32_t param, int inputs) {
+                                   uint32_t param, int inputs, bool per_row_out) {
     bib_cu_args_t p = {0};
     bib_status_t st;
     uint64_t *addrs[3] = {&p.in0, &p.in1, &p.in2};
@@ -179,6 +181,8 @@ static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_
             return st;
     uint32_t n;
     uint64_t rows = bib_cu_rows(&c->in[0], &n);
+    if (per_row_out)
+        rows = bib_view_count(&c->out);
     if (rows == 0)
         return BIB_OK;
     p.n[0] = rows;
@@ -201,26 +205,26 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
             fn = cached[i];
             break;
         }
-    return bib_cu_rowwise(ex, c, fn, 0, 1);
+    return bib_cu_rowwise(ex, c, fn, 0, 1, false);
 }
 
 static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
     static const bib_cu_fn_t fns[3] = {[BIB_REDUCE_SUM] = BIB_CU_FN_REDUCE_SUM,
                                        [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
                                        [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN};
-    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1);
+    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1, true);
 }
 
 static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, 0, 1);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, 0, 1, true);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
 }
 
 static bib_status_t bib_cu_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_cu_fbits(c->f[0]), 2);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_cu_fbits(c->f[0]), 2, false);
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */
