@@ -48,8 +48,10 @@ done
 SONAME=$(readelf -d "$R/lib/libbib.so.$VERSION" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$SONAME" = "libbib.so.$MAJOR" ] && ok "soname $SONAME" || bad "soname is '$SONAME'"
 
-# Exported symbols: every one a function declared BIB_API in bib.h, and
-# every BIB_API function exported.
+# Every function bib.h declares is marked BIB_API (unmarked, it would be
+# hidden); every exported symbol is such a function, and every one exported.
+unmarked=$(grep -nE '^[a-z_]+[a-z_ *]*[ *]bib_[a-z0-9_]+\(' include/bib.h | grep -v ':static inline ' | tr '\n' ' ')
+[ -z "$unmarked" ] && ok "every function bib.h declares is BIB_API" || bad "declared without BIB_API: $unmarked"
 nm -D --defined-only "$R/lib/libbib.so.$VERSION" | awk '{print $3}' | sort >"$T/exported"
 sed -n 's/^BIB_API [^(]*[ *]\(bib_[a-z0-9_]*\)(.*/\1/p' include/bib.h | sort -u >"$T/declared"
 n=$(wc -l <"$T/exported")
