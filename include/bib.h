@@ -106,13 +106,19 @@ typedef enum bib_trace_format {
  * the slowest elementwise opcodes. */
 #define BIB_FUEL_WORK_UNIT 1024
 
+/* The largest file (module, source, included device code) the library reads
+ * unless bib_options_t.max_file_size says otherwise, and the largest module an
+ * assembly may produce: 1 GiB. A larger one is BIB_E_NOMEM. */
+#define BIB_FILE_SIZE_CAP_DEFAULT ((uint64_t)1 << 30)
+
 /* Options of a VM. Fill with bib_options_init, then set fields: a struct
  * not initialised that way has size 0 and bib_vm_create refuses it.
  * Fields are only ever appended (see Stability above). */
 typedef struct bib_options {
     size_t size;             /* sizeof(bib_options_t) as the host compiled it; set by
                                 bib_options_init, never by hand */
-    uint64_t max_memory;     /* cap on VM memory in bytes; 0 means the default, 256 MiB */
+    uint64_t max_memory;     /* cap on VM memory in bytes; 0 means the default, 256 MiB.
+                                Inputs count against it from bib_vm_set_input on. */
     uint64_t fuel;           /* work a run may do; 0 means unlimited. An instruction takes
                                 one unit, so fuel N runs exactly N scalar instructions; a
                                 tensor opcode takes 1 + floor(W / BIB_FUEL_WORK_UNIT), W
@@ -142,6 +148,9 @@ typedef struct bib_options {
                                    limit. Past it the run traps with BIB_E_TIMEOUT at the
                                    instruction that waited, and that GPU executor is unusable
                                    in this VM from then on (device opcodes trap) */
+    uint64_t max_file_size;     /* cap on a file bib_vm_load_file reads (and on the module
+                                   it assembles from source); 0 means
+                                   BIB_FILE_SIZE_CAP_DEFAULT */
     bib_write_fn trace_write;   /* when set, trace lines go here instead of to trace */
     void *trace_user;           /* passed to trace_write */
     /* New fields go here, at the end; a default other than zero goes in
@@ -155,8 +164,8 @@ typedef struct bib_options {
 
 /* The smallest options.size bib_vm_create accepts: every field up to
  * strict_device. The fields after it (the load policy, the device timeout,
- * the trace callback, and those added later) take their defaults when a
- * host's struct ends before them. */
+ * the file size cap, the trace callback, and those added later) take their
+ * defaults when a host's struct ends before them. */
 #define BIB_OPTIONS_SIZE_MIN (offsetof(bib_options_t, strict_device) + sizeof(int))
 
 /* Fills the first size bytes of *options with the defaults and sets
@@ -249,6 +258,18 @@ BIB_API bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index,
  * and the given shape. */
 BIB_API bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
                                       uint32_t rank, const uint32_t *dims, const void *data);
+
+/* bib_vm_set_input for data that is still to be read: once the shape fits the
+ * declaration and the input fits the memory cap (max_memory, less the other
+ * inputs given), fill(ctx, data, bytes) writes the input's bytes into the
+ * VM's own buffer, so nothing is read that the cap refuses and no copy is
+ * made. fill returns 0 when it wrote them all; otherwise the input keeps its
+ * previous value and the result is BIB_E_IO (the caller knows why). An input
+ * over the cap is BIB_E_NOMEM. */
+typedef int (*bib_input_fill_fn)(void *ctx, void *data, size_t bytes);
+BIB_API bib_status_t bib_vm_set_input_fill(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
+                                           uint32_t rank, const uint32_t *dims,
+                                           bib_input_fill_fn fill, void *ctx);
 
 /* After a run: the value of output `name`. *data points into the VM (valid
  * until the next run, load or destroy); the tensor is brought to the host
@@ -376,6 +397,15 @@ BIB_API bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t 
  * messages and debug info. */
 BIB_API bib_status_t bib_assemble(const char *source, size_t length, const char *filename,
                                   uint8_t **out, size_t *size, char **diagnostics);
+
+/* bib_assemble with a cap on the module's size (0 means
+ * BIB_FILE_SIZE_CAP_DEFAULT, which bib_assemble uses): data (.zero, .align,
+ * .tensor and the other data directives) that would pass it is refused
+ * before any memory is taken for it, with BIB_E_NOMEM and a diagnostic at its
+ * line. */
+BIB_API bib_status_t bib_assemble_capped(const char *source, size_t length, const char *filename,
+                                         uint64_t max_size, uint8_t **out, size_t *size,
+                                         char **diagnostics);
 
 /* Disassembles .bib bytes into .basm text that re-assembles to the same bytes.
  * On failure *diagnostics holds the reason. */

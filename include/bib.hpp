@@ -217,6 +217,10 @@ class Options {
         options_.device_timeout_ms = ms;
         return *this;
     }
+    Options &max_file_size(uint64_t bytes) {
+        options_.max_file_size = bytes;
+        return *this;
+    }
     /* The options as the C API takes them; valid while this object lives. */
     const bib_options_t *get() const {
         options_.backend = backend_.empty() ? nullptr : backend_.c_str();

@@ -222,6 +222,7 @@ class Vm:
         deny_device_code=False,
         allow_hosts=None,
         device_timeout_ms=None,
+        max_file_size=None,
     ):
         opts = _capi.Options()
         _lib.bib_options_init_size(ctypes.byref(opts), ctypes.sizeof(opts))
@@ -246,6 +247,8 @@ class Vm:
             opts.allow_hosts = self._keep(",".join(allow_hosts) if not isinstance(allow_hosts, str) else allow_hosts)
         if device_timeout_ms is not None:
             opts.device_timeout_ms = _unsigned("device_timeout_ms", device_timeout_ms, 64)
+        if max_file_size is not None:
+            opts.max_file_size = _unsigned("max_file_size", max_file_size, 64)
         handle = ctypes.c_void_p()
         st = _lib.bib_vm_create(ctypes.byref(opts), ctypes.byref(handle))
         if st != 0:
@@ -314,6 +317,15 @@ class Vm:
         label = (name or module.name or "module").encode()
         self._check(_lib.bib_vm_load(self._vm, buf, len(buf), label))
         self.module = module
+        self._inputs = {}
+        return self
+
+    def load_file(self, path):
+        """Loads a .bib file, or assembles a .basm file, in the library
+        (bib_vm_load_file: max_file_size applies). Returns self."""
+        self._live()
+        self._check(_lib.bib_vm_load_file(self._vm, os.fsencode(path)))
+        self.module = None
         self._inputs = {}
         return self
 
@@ -431,8 +443,6 @@ class Vm:
         returns a RunResult: the outputs by name, with exit_value, stats,
         trace and profile. A trap raises Trap (with pc and line)."""
         self._live()
-        if self.module is None:
-            raise StateError("no module loaded: call load first", "state")
         for name, array in (inputs or {}).items():
             self.set_input(name, array)
         fmt = _TRACE_FORMATS.get(trace)
@@ -553,8 +563,8 @@ class Module:
         "cuda", "auto"), threads, fuel, max_memory, max_depth, device,
         strict_device, validation, stdout (where print_* writes; default
         sys.stdout), and for modules the host did not write (spec/security.md)
-        deny_device_code, allow_hosts (names a module may import) and
-        device_timeout_ms."""
+        deny_device_code, allow_hosts (names a module may import),
+        device_timeout_ms and max_file_size."""
         key = (
             tuple(sorted(((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()), key=lambda kv: kv[0])),
             tuple(sorted((hosts or {}).items())),

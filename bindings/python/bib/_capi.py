@@ -39,6 +39,7 @@ class Options(ctypes.Structure):
         ("deny", ctypes.c_uint32),
         ("allow_hosts", ctypes.c_char_p),
         ("device_timeout_ms", ctypes.c_uint64),
+        ("max_file_size", ctypes.c_uint64),
         ("trace_write", WRITE_FN),
         ("trace_user", ctypes.c_void_p),
     ]
@@ -94,6 +95,7 @@ PROTOTYPES = {
     "bib_vm_destroy": (None, [P]),
     "bib_vm_error": (ctypes.c_char_p, [P]),
     "bib_vm_load": (c_status, [P, P, ctypes.c_size_t, ctypes.c_char_p]),
+    "bib_vm_load_file": (c_status, [P, ctypes.c_char_p]),
     "bib_vm_run": (c_status, [P, ctypes.POINTER(i64)]),
     "bib_vm_stats": (None, [P, ctypes.POINTER(RunStats)]),
     "bib_vm_tensor_count": (u32, [P]),

@@ -227,6 +227,11 @@ class LoadPolicy(unittest.TestCase):
             m.vm(deny_device_code=True)
         self.assertIn("saxpy", cm.exception.message)
 
+    def test_max_file_size_caps_load_file(self):
+        with self.assertRaises(bib.MemoryLimit) as cm:
+            bib.Vm(max_file_size=100).load_file(MATMUL)
+        self.assertIn("100", cm.exception.message)
+
     def test_device_timeout_and_trace_callback_together(self):
         r = bib.assemble(".func main regs=1\n    HALT r0\n.end\n").run(device_timeout_ms=5000, trace="text")
         self.assertEqual(len(r.trace), 1)

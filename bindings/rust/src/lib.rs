@@ -74,6 +74,7 @@ pub mod sys {
         pub deny: u32,
         pub allow_hosts: *const c_char,
         pub device_timeout_ms: u64,
+        pub max_file_size: u64,
         pub trace_write: WriteFn,
         pub trace_user: *mut c_void,
     }
@@ -351,6 +352,8 @@ pub struct Options {
     pub allow_hosts: Option<Vec<String>>,
     /// The longest one wait for GPU work may take, in milliseconds.
     pub device_timeout_ms: Option<u64>,
+    /// The largest file bib_vm_load_file reads (0: the library's default, 1 GiB).
+    pub max_file_size: Option<u64>,
 }
 
 impl Options {
@@ -395,6 +398,10 @@ impl Options {
     }
     pub fn device_timeout_ms(mut self, ms: u64) -> Options {
         self.device_timeout_ms = Some(ms);
+        self
+    }
+    pub fn max_file_size(mut self, bytes: u64) -> Options {
+        self.max_file_size = Some(bytes);
         self
     }
 }
@@ -485,6 +492,9 @@ impl Vm {
             o.allow_hosts = allow.as_ref().map_or(ptr::null(), |c| c.as_ptr());
             if let Some(v) = options.device_timeout_ms {
                 o.device_timeout_ms = v;
+            }
+            if let Some(v) = options.max_file_size {
+                o.max_file_size = v;
             }
             o.backend = backend.as_ref().map_or(ptr::null(), |c| c.as_ptr());
             o.device = device.as_ref().map_or(ptr::null(), |c| c.as_ptr());
