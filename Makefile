@@ -44,7 +44,7 @@ VERSION := $(shell sed -n 's/^\#define BIB_VERSION_STRING "\(.*\)"/\1/p' include
 SOMAJOR  = $(firstword $(subst ., ,$(VERSION)))
 SONAME   = libbib.so.$(SOMAJOR)
 
-LIB_DIRS = isa vm assembler backends backends/cpu
+LIB_DIRS = isa module vm assembler backends backends/cpu backends/null
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Executor fragments add their objects (and generated sources) to LIB_OBJ,
@@ -86,7 +86,7 @@ $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -m
 
 .PHONY: all deps demo fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
 all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME) \
-     $(BUILD)/$(GLSL_PLUGIN)
+     $(BUILD)/$(GLSL_PLUGIN) $(BUILD)/.kernels-checked
 
 # ---- dependencies ---------------------------------------------------------
 # g++ brings libstdc++-12-dev, which the static shaderc links against; pkgconf
@@ -147,8 +147,12 @@ $(BUILD)/bib: $(CLI_OBJ) $(BUILD)/libbib.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libbib.a $(LDLIBS) -ledit
 
 # ---- spec -------------------------------------------------------------------
-$(BUILD)/isa-gen: tools/isa-gen.c $(BUILD)/obj/isa/isa.o
-	$(CC) $(CFLAGS) -o $@ $^
+$(BUILD)/isa-gen: tools/isa-gen.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+# Every build checks the executors' kernel tables against isa/kernels.def.
+$(BUILD)/.kernels-checked: $(BUILD)/isa-gen
+	$(BUILD)/isa-gen --check
+	@touch $@
 spec: $(BUILD)/isa-gen
 	$(BUILD)/isa-gen > spec/isa.md
 spec-check: $(BUILD)/isa-gen

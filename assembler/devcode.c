@@ -7,8 +7,8 @@
  * VM's binding model needs (SPIR-V 1.0-1.6, section 2.3 "Physical Layout"):
  * decorations, types, constants and module-scope variables.
  */
-#include "devcode.h"
-#include "glsl.h"
+#include "assembler/devcode.h"
+#include "assembler/glsl.h"
 
 #include <dlfcn.h>
 #include <errno.h>

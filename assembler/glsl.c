@@ -6,7 +6,7 @@
  * libbib-glsl.so.N, the first time a .basm file has GLSL in it
  * (assembler/devcode.c), so that embedding the VM costs no shader compiler.
  */
-#include "glsl.h"
+#include "assembler/glsl.h"
 
 #include <shaderc/shaderc.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 static void defaults(bib_options_t *o) {
     memset(o, 0, sizeof *o);
