@@ -300,6 +300,20 @@ static void run_chunk(void *ctx, size_t begin, size_t end, uint32_t chunk) {
     blocked(g, job->kd, &s, m0, m1, n0, n1);
 }
 
+/* How evenly cutting `len` into units of `unit` spreads it over `threads`
+ * (the pool's fixed cut): the mean share over the largest, 1 when even. */
+static double balance(size_t len, size_t unit, uint32_t threads) {
+    size_t units = (len + unit - 1) / unit, largest = 0;
+    for (uint32_t i = 0; i < threads; i++) {
+        size_t begin, end;
+        bib_threadpool_chunk(units, 1, threads, i, &begin, &end);
+        size_t share =
+            (end * unit < len ? end * unit : len) - (begin * unit < len ? begin * unit : len);
+        largest = share > largest ? share : largest;
+    }
+    return largest == 0 ? 0.0 : (double)len / threads / (double)largest;
+}
+
 /* Below this many multiply-adds a second thread costs more than it saves. */
 #define PARALLEL_MIN_FMAS (64u * 64u * 64u)
 
@@ -323,9 +337,10 @@ bib_status_t bib_gemm_f32(bib_threadpool_t *pool, bib_cpu_level_t level, const b
     }
     size_t panels_m = (g->m + job.kd->mr - 1) / job.kd->mr;
     size_t panels_n = (g->n + job.kd->nr - 1) / job.kd->nr;
-    /* Rows when there are enough for every thread to keep its tiles full
-     * (each thread then packs only its own A), columns otherwise. */
-    job.split_n = panels_m < 2 * (size_t)bib_threadpool_size(pool) && panels_n > panels_m;
+    /* Rows or columns, whichever spreads the work more evenly over the
+     * threads (rows on a near tie: each thread then packs only its own A). */
+    uint32_t threads = bib_threadpool_size(pool);
+    job.split_n = balance(g->n, job.kd->nr, threads) > balance(g->m, job.kd->mr, threads) + 0.02;
     bib_threadpool_parallel_for(pool, job.split_n ? panels_n : panels_m, 1, run_chunk, &job);
     return atomic_load(&job.out_of_memory) ? BIB_E_NOMEM : BIB_OK;
 }

@@ -183,7 +183,7 @@ static void require_level(bib_cpu_level_t level) {
 }
 
 /* Shapes around every tile and block edge of both kernels (mr 6/14, nr
- * 16/32, kc 128/256, mc 144/1008, nc 1024/4096), plus the direct-B path (up
+ * 16/32, kc 256/384, mc 144/336, nc 1024/4096), plus the direct-B path (up
  * to 128 rows a thread) on both sides of its edge. */
 static const problem_t shapes[] = {
     {.m = 1, .n = 1, .k = 1},       {.m = 7, .n = 7, .k = 7},      {.m = 33, .n = 33, .k = 33},
@@ -191,8 +191,8 @@ static const problem_t shapes[] = {
     {.m = 15, .n = 33, .k = 257},   {.m = 6, .n = 16, .k = 5},     {.m = 5, .n = 300, .k = 17},
     {.m = 300, .n = 5, .k = 600},   {.m = 57, .n = 1100, .k = 40}, {.m = 337, .n = 513, .k = 520},
     {.m = 1023, .n = 130, .k = 65}, {.m = 29, .n = 70, .k = 0},    {.m = 64, .n = 64, .k = 1},
-    {.m = 56, .n = 96, .k = 300},   {.m = 128, .n = 70, .k = 129}, {.m = 129, .n = 70, .k = 129},
-    {.m = 1010, .n = 40, .k = 130}, {.m = 3, .n = 4100, .k = 5},   {.m = 2, .n = 4127, .k = 131},
+    {.m = 56, .n = 96, .k = 300},   {.m = 128, .n = 70, .k = 385}, {.m = 129, .n = 70, .k = 769},
+    {.m = 337, .n = 40, .k = 385},  {.m = 3, .n = 4100, .k = 5},   {.m = 2, .n = 4127, .k = 131},
     {.m = 1, .n = 4130, .k = 17},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
@@ -220,7 +220,7 @@ Test(gemm, avx512_matches_reference_on_edge_shapes) {
  * and every remainder), across a K block edge. */
 Test(gemm, every_row_count_matches_reference) {
     for (size_t m = 1; m <= 29; m++) {
-        problem_t p = {.m = m, .n = 45, .k = 131};
+        problem_t p = {.m = m, .n = 45, .k = 390};
         for (int level = BIB_CPU_LEVEL_SCALAR; level <= (int)best_level(); level++)
             check_level(&p, (bib_cpu_level_t)level, 500 + m);
     }
