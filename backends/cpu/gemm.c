@@ -7,7 +7,9 @@
  * threads or tiles; a K block leaves its exact fp32 accumulators in C and the
  * next K block reloads them, so every output is one unbroken fma chain over k
  * ascending, as the reference computes it. Micro-kernels live in
- * gemm_<level>.c. */
+ * gemm_<level>.c, one per row count, so a short M costs its own rows only;
+ * a single row (GEMV) has its own kernel that streams B. Packing buffers are
+ * kept per thread between calls. */
 #include "gemm.h"
 
 #include <math.h>
@@ -81,9 +83,16 @@ static void pack_b(const bib_gemm_t *g, size_t p0, size_t kc, size_t j0, size_t 
     if (!g->b_transposed) {
         for (size_t p = 0; p < kc; p++) {
             const float *restrict src = g->b + (p0 + p) * g->ldb + j0;
-            for (size_t q = 0; q < panels; q++) {
+            size_t full = nc / nr;
+            if (nr == 32) /* a constant size, so the copy is inlined */
+                for (size_t q = 0; q < full; q++)
+                    memcpy(out + q * kc * nr + p * nr, src + q * nr, 32 * sizeof(float));
+            else
+                for (size_t q = 0; q < full; q++)
+                    memcpy(out + q * kc * nr + p * nr, src + q * nr, nr * sizeof(float));
+            for (size_t q = full; q < panels; q++) {
                 float *restrict dst = out + q * kc * nr + p * nr;
-                size_t cols = nc - q * nr < nr ? nc - q * nr : nr;
+                size_t cols = nc - q * nr;
                 memcpy(dst, src + q * nr, cols * sizeof(float));
                 for (size_t j = cols; j < nr; j++)
                     dst[j] = 0.0f;
@@ -167,10 +176,18 @@ static size_t round_up(size_t x, size_t to) {
     return (x + to - 1) / to * to;
 }
 
+/* K blocks of at most kc, as even as they come (512 is 256 + 256, not
+ * 384 + 128: a short block pays a whole reload of C for little work). Only
+ * where the chain pauses changes, never its order. */
+static size_t k_block(size_t k, size_t kc) {
+    size_t blocks = (k + kc - 1) / kc;
+    return blocks <= 1 ? (k > 0 ? k : 1) : (k + blocks - 1) / blocks;
+}
+
 /* Scratch for a thread computing C[m0, m1) x [n0, n1). */
 static bool scratch_for(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, size_t rows, size_t cols,
                         scratch_t *s) {
-    size_t kc = g->k < kd->kc ? g->k : kd->kc;
+    size_t kc = k_block(g->k, kd->kc);
     if (kc == 0)
         kc = 1;
     size_t mc = rows < kd->mc ? rows : kd->mc;
@@ -225,11 +242,12 @@ static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t 
         return;
     }
     const bool direct_b = !g->b_transposed && m1 - m0 <= DIRECT_B_MAX_ROWS;
+    const size_t kblock = k_block(g->k, kd->kc);
     for (size_t jc = n0; jc < n1; jc += kd->nc) {
         size_t nc = n1 - jc < kd->nc ? n1 - jc : kd->nc;
         size_t p0 = 0;
         do {
-            size_t kc = g->k - p0 < kd->kc ? g->k - p0 : kd->kc;
+            size_t kc = g->k - p0 < kblock ? g->k - p0 : kblock;
             unsigned flags = (p0 > 0 ? BIB_GEMM_KERNEL_ACCUMULATE : 0) |
                              (p0 + kc == g->k ? BIB_GEMM_KERNEL_FINISH : 0);
             if (!direct_b)
