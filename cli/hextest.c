@@ -3,10 +3,10 @@
  * For each case file it checks that the assembly assembles to exactly the
  * raw words, that the raw words disassemble and re-assemble to the same
  * words, and that running the module gives the expected result, output or
- * error. It owns the case-file parser and the coverage listing; assembling,
+ * error, under the case's limits or the default fuel. It owns the coverage
+ * listing; the case files are parsed by cli/hexcase.c, and assembling,
  * loading and running go through libbib.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -16,147 +16,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "vm/module.h"
+#include "cli/cli.h"
+#include "cli/hexcase.h"
+#include "module/module.h"
 
 /* ---- case files ---------------------------------------------------------- */
 
-typedef struct hex_text {
-    char *text; /* NUL-terminated; NULL when the section is absent */
-    int line;   /* line of the section header in the case file */
-} hex_text_t;
-
+/* A parsed case file (cli/hexcase.h) and its path. */
 typedef struct hex_case {
     const char *path;
-    hex_text_t asm_src, raw, mem, result, out, error, options;
-    long truncate; /* -1: none */
-    long flip_byte, flip_bit;
-    bool out_no_newline; /* the section was -- stdout-no-newline */
+    bib_hexcase_t c;
 } hex_case_t;
-
-static void case_free(hex_case_t *tc) {
-    free(tc->asm_src.text);
-    free(tc->raw.text);
-    free(tc->mem.text);
-    free(tc->result.text);
-    free(tc->out.text);
-    free(tc->error.text);
-    free(tc->options.text);
-}
-
-/* Splits a case file into its "-- name" sections. Returns 0, or -1 with msg set. */
-static int case_parse(hex_case_t *tc, char *text, char *msg, size_t msglen) {
-    tc->truncate = -1;
-    tc->flip_byte = -1;
-    hex_text_t *cur = NULL;
-    size_t cap = 0, len = 0;
-    int lineno = 0;
-    char *line = text;
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) : strlen(line);
-        lineno++;
-        if (n >= 3 && strncmp(line, "-- ", 3) == 0) {
-            char name[32] = {0};
-            long x = 0, y = 0;
-            sscanf(line + 3, "%31s %ld %ld", name, &x, &y);
-            cur = NULL;
-            if (strcmp(name, "asm") == 0)
-                cur = &tc->asm_src;
-            else if (strcmp(name, "raw") == 0)
-                cur = &tc->raw;
-            else if (strcmp(name, "mem") == 0)
-                cur = &tc->mem;
-            else if (strcmp(name, "result") == 0)
-                cur = &tc->result;
-            else if (strcmp(name, "stdout") == 0)
-                cur = &tc->out;
-            else if (strcmp(name, "stdout-no-newline") == 0)
-                cur = &tc->out, tc->out_no_newline = true;
-            else if (strcmp(name, "error") == 0)
-                cur = &tc->error;
-            else if (strcmp(name, "options") == 0)
-                cur = &tc->options;
-            else if (strcmp(name, "truncate") == 0)
-                tc->truncate = x;
-            else if (strcmp(name, "flip") == 0)
-                tc->flip_byte = x, tc->flip_bit = y;
-            else {
-                snprintf(msg, msglen, "line %d: unknown section '-- %s'", lineno, name);
-                return -1;
-            }
-            if (cur) {
-                if (cur->text) {
-                    snprintf(msg, msglen, "line %d: section '-- %s' appears twice", lineno, name);
-                    return -1;
-                }
-                cur->text = bib_cli_zalloc(1, 1);
-                cur->line = lineno;
-                cap = 1, len = 0;
-            }
-        } else if (cur) {
-            if (len + n + 2 > cap) {
-                cap = (len + n + 2) * 2;
-                cur->text = bib_cli_grow(cur->text, cap);
-            }
-            memcpy(cur->text + len, line, n);
-            len += n;
-            cur->text[len++] = '\n';
-            cur->text[len] = 0;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    /* Every section line ends with a newline; output that does not (a last
-       print_char) is written as -- stdout-no-newline. */
-    if (tc->out_no_newline) {
-        size_t n = strlen(tc->out.text);
-        if (n > 0 && tc->out.text[n - 1] == '\n')
-            tc->out.text[n - 1] = '\0';
-    }
-    return 0;
-}
-
-/* Parses whitespace-separated hex numbers (a ';' or '#' starts a comment).
- * Returns the count, or -1 with msg set. */
-static long parse_hex_list(const char *text, int first_line, uint64_t max, uint64_t **out,
-                           char *msg, size_t msglen) {
-    size_t cap = 64, n = 0;
-    uint64_t *v = bib_cli_alloc(cap * sizeof *v);
-    int line = first_line + 1;
-    for (const char *p = text; *p;) {
-        if (*p == '\n')
-            line++;
-        if (*p == ';' || *p == '#') {
-            while (*p && *p != '\n')
-                p++;
-            continue;
-        }
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',') {
-            p++;
-            continue;
-        }
-        /* A value is the whole token up to the next separator: "0001000G" is
-           one bad token, not 0x1000 followed by "G". strtoull would also take
-           a sign or a 0x prefix, which a word of the listing never has. */
-        size_t len = strcspn(p, " \t\r\n,;#");
-        char *end;
-        errno = 0;
-        unsigned long long x = strtoull(p, &end, 16);
-        if (end != p + len || errno || x > max || !isxdigit((unsigned char)*p) ||
-            (len > 1 && (p[1] == 'x' || p[1] == 'X'))) {
-            snprintf(msg, msglen, "line %d: '%.*s' is not a hex value up to 0x%llx", line,
-                     (int)(len < 24 ? len : 24), p, (unsigned long long)max);
-            free(v);
-            return -1;
-        }
-        if (n == cap)
-            v = bib_cli_grow(v, (cap *= 2) * sizeof *v);
-        v[n++] = x;
-        p = end;
-    }
-    *out = v;
-    return (long)n;
-}
 
 static char *trim(char *s) {
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
@@ -203,9 +73,9 @@ static const char *status_kind(bib_status_t st) {
 
 /* Checks an error against "-- error" ("kind: substring"). */
 static int check_error(const hex_case_t *tc, bib_status_t st, const char *message, outcome_t *o) {
-    if (!tc->error.text)
+    if (!tc->c.error.text)
         return fail(o, "unexpected %s error: %s", status_kind(st), message);
-    char *want = bib_cli_strdup(tc->error.text);
+    char *want = bib_cli_strdup(tc->c.error.text);
     char *w = trim(want);
     char *colon = strchr(w, ':');
     int rc = 0;
@@ -223,28 +93,17 @@ static int check_error(const hex_case_t *tc, bib_status_t st, const char *messag
     return rc;
 }
 
+/* The case's limits: its own, else the command line's, else (fuel) the
+ * default that keeps a looping case from hanging the suite. */
 static void apply_options(const hex_case_t *tc, bib_options_t *opt) {
-    if (!tc->options.text)
-        return;
-    char *copy = bib_cli_strdup(tc->options.text), *save = NULL;
-    for (char *tok = strtok_r(copy, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
-        unsigned long long v;
-        if (sscanf(tok, "fuel=%llu", &v) == 1)
-            opt->fuel = v;
-        else if (sscanf(tok, "max-memory=%llu", &v) == 1)
-            opt->max_memory = v;
-        else if (sscanf(tok, "max-depth=%llu", &v) == 1)
-            opt->max_call_depth = (uint32_t)v;
-    }
-    free(copy);
-}
-
-static uint32_t option_regs(const hex_case_t *tc) {
-    const char *p = tc->options.text ? strstr(tc->options.text, "regs=") : NULL;
-    unsigned v = 16;
-    if (p)
-        sscanf(p, "regs=%u", &v);
-    return v ? v : 16;
+    if (tc->c.has_fuel)
+        opt->fuel = tc->c.fuel;
+    else if (opt->fuel == 0)
+        opt->fuel = BIB_HEXCASE_DEFAULT_FUEL;
+    if (tc->c.has_max_memory)
+        opt->max_memory = tc->c.max_memory;
+    if (tc->c.has_max_depth)
+        opt->max_call_depth = tc->c.max_depth;
 }
 
 /* A module holding the raw words: the assembled module's tables when there
@@ -315,7 +174,7 @@ static bib_module_t *raw_module(const hex_case_t *tc, const bib_module_t *assemb
     } else {
         m->func_count = 1;
         m->funcs = bib_cli_zalloc(1, sizeof *m->funcs);
-        m->funcs[0] = (bib_function_t){bib_cli_strdup("main"), 0, count, 0, option_regs(tc)};
+        m->funcs[0] = (bib_function_t){bib_cli_strdup("main"), 0, count, 0, tc->c.regs};
         m->data = bib_cli_zalloc(1, 1);
     }
     return m;
@@ -323,11 +182,11 @@ static bib_module_t *raw_module(const hex_case_t *tc, const bib_module_t *assemb
 
 /* Replaces the module's data with "-- mem" bytes. */
 static int apply_mem(const hex_case_t *tc, bib_module_t *m, outcome_t *o) {
-    if (!tc->mem.text)
+    if (!tc->c.mem.text)
         return 0;
     uint64_t *bytes;
     char msg[256];
-    long n = parse_hex_list(tc->mem.text, tc->mem.line, 0xFF, &bytes, msg, sizeof msg);
+    long n = bib_hexcase_words(tc->c.mem.text, tc->c.mem.line, 0xFF, &bytes, msg, sizeof msg);
     if (n < 0)
         return fail(o, "-- mem: %s", msg);
     free(m->data);
@@ -391,7 +250,7 @@ static int check_round_trip(const uint8_t *bytes, size_t size, const uint64_t *w
 
 static void count_coverage(runner_t *r, const bib_module_t *m) {
     for (uint32_t i = 0; i < m->code_count; i++) {
-        int op = bib_isa_find_code(m->code[i].op);
+        int op = bib_module_op(m, i);
         if (op >= 0)
             r->coverage[op]++;
     }
@@ -407,15 +266,15 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
     bib_diag_t d;
     char msg[256];
 
-    if (!tc->asm_src.text && !tc->raw.text)
+    if (!tc->c.asm_src.text && !tc->c.raw.text)
         return fail(o, "a case needs '-- asm' or '-- raw'");
-    if (!tc->result.text && !tc->out.text && !tc->error.text)
+    if (!tc->c.has_result && !tc->c.out.text && !tc->c.error.text)
         return fail(o, "a case needs '-- result', '-- stdout' or '-- error'");
 
-    if (tc->asm_src.text) {
+    if (tc->c.asm_src.text) {
         char *diag = NULL;
-        bib_status_t st = bib_assemble(tc->asm_src.text, strlen(tc->asm_src.text), tc->path, &bytes,
-                                       &size, &diag);
+        bib_status_t st = bib_assemble(tc->c.asm_src.text, strlen(tc->c.asm_src.text), tc->path,
+                                       &bytes, &size, &diag);
         if (st != BIB_OK) {
             rc = check_error(tc, st, diag ? diag : "", o);
             bib_free(diag);
@@ -427,8 +286,9 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
             goto done;
         }
     }
-    if (tc->raw.text) {
-        nwords = parse_hex_list(tc->raw.text, tc->raw.line, 0xFFFFFFFFu, &words, msg, sizeof msg);
+    if (tc->c.raw.text) {
+        nwords =
+            bib_hexcase_words(tc->c.raw.text, tc->c.raw.line, 0xFFFFFFFFu, &words, msg, sizeof msg);
         if (nwords < 0) {
             fail(o, "-- raw: %s", msg);
             goto done;
@@ -456,7 +316,7 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
         if (bib_module_read(bytes, size, &coverage_module, &d) == BIB_OK &&
             check_round_trip(bytes, size, words, nwords, o))
             goto done;
-    } else if (tc->mem.text) {
+    } else if (tc->c.mem.text) {
         if (apply_mem(tc, assembled, o))
             goto done;
         bib_free(bytes);
@@ -466,20 +326,21 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
             goto done;
         }
     }
-    if (tc->truncate >= 0) {
-        if ((size_t)tc->truncate > size) {
-            fail(o, "-- truncate %ld is past the module's %zu bytes", tc->truncate, size);
+    if (tc->c.truncate >= 0) {
+        if ((uint64_t)tc->c.truncate > size) {
+            fail(o, "-- truncate %lld is past the module's %zu bytes", (long long)tc->c.truncate,
+                 size);
             goto done;
         }
-        size = (size_t)tc->truncate;
+        size = (size_t)tc->c.truncate;
     }
-    if (tc->flip_byte >= 0) {
-        if ((size_t)tc->flip_byte >= size || tc->flip_bit < 0 || tc->flip_bit > 7) {
-            fail(o, "-- flip %ld %ld is outside the module's %zu bytes", tc->flip_byte,
-                 tc->flip_bit, size);
+    if (tc->c.flip_byte >= 0) {
+        if ((uint64_t)tc->c.flip_byte >= size) {
+            fail(o, "-- flip %lld %u is outside the module's %zu bytes", (long long)tc->c.flip_byte,
+                 tc->c.flip_bit, size);
             goto done;
         }
-        bytes[tc->flip_byte] ^= (uint8_t)(1u << tc->flip_bit);
+        bytes[tc->c.flip_byte] ^= (uint8_t)(1u << tc->c.flip_bit);
     }
 
     bib_options_t opt = *r->base;
@@ -501,28 +362,28 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
     fclose(out);
     if (st != BIB_OK) {
         rc = check_error(tc, st, bib_vm_error(vm), o);
-    } else if (tc->error.text) {
+        if (rc && !tc->c.has_fuel && r->base->fuel == 0 && strstr(o->why, "fuel exhausted")) {
+            size_t n = strlen(o->why);
+            snprintf(o->why + n, sizeof o->why - n,
+                     " (bib test's default fuel; a case that needs more sets fuel=N in "
+                     "'-- options')");
+        }
+    } else if (tc->c.error.text) {
         rc = fail(o, "expected an error, but the run ended with %lld", (long long)exit_value);
     } else {
         rc = 0;
-        if (tc->result.text) {
-            char *end;
-            const char *want_text = trim(tc->result.text);
-            long long want = strtoll(want_text, &end, 0);
-            if (*end)
-                rc = fail(o, "-- result: '%s' is not an integer", want_text);
-            else if (want != exit_value)
-                rc = fail(o, "result %lld, expected %lld", (long long)exit_value, want);
-        }
-        if (rc == 0 && tc->out.text && strcmp(tc->out.text, out_text) != 0) {
+        if (tc->c.has_result && tc->c.result != exit_value)
+            rc = fail(o, "result %lld, expected %lld", (long long)exit_value,
+                      (long long)tc->c.result);
+        if (rc == 0 && tc->c.out.text && strcmp(tc->c.out.text, out_text) != 0) {
             size_t n = strlen(out_text);
-            if (!tc->out_no_newline && n + 1 == strlen(tc->out.text) &&
-                strncmp(tc->out.text, out_text, n) == 0)
+            if (!tc->c.out_no_newline && n + 1 == strlen(tc->c.out.text) &&
+                strncmp(tc->c.out.text, out_text, n) == 0)
                 rc = fail(o, "stdout differs: it does not end with the newline that '-- stdout' "
                              "expects (write '-- stdout-no-newline' for output without one)");
             else
-                rc =
-                    fail(o, "stdout differs:\n--- expected\n%s--- got\n%s", tc->out.text, out_text);
+                rc = fail(o, "stdout differs:\n--- expected\n%s--- got\n%s", tc->c.out.text,
+                          out_text);
         }
     }
     free(out_text);
@@ -553,11 +414,11 @@ static void run_file(runner_t *r, const char *path) {
     if (bib_cli_read_file(path, &text, &len)) {
         rc = fail(&o, "cannot read the case file");
     } else {
-        char *s = bib_cli_grow(text, len + 1);
-        s[len] = 0;
         char msg[256];
-        rc = case_parse(&tc, s, msg, sizeof msg) ? fail(&o, "%s", msg) : run_case(r, &tc, &o);
-        free(s);
+        rc = bib_hexcase_parse(&tc.c, (const char *)text, len, msg, sizeof msg)
+                 ? fail(&o, "%s", msg)
+                 : run_case(r, &tc, &o);
+        free(text);
     }
     if (rc == 0) {
         r->passed++;
@@ -567,7 +428,7 @@ static void run_file(runner_t *r, const char *path) {
         r->failed++;
         printf("FAIL %s: %s\n", path, o.why);
     }
-    case_free(&tc);
+    bib_hexcase_free(&tc.c);
 }
 
 static int compare_names(const void *a, const void *b) {

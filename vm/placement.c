@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "placement.h"
+#include "isa/isa.h"
+#include "vm/fileio.h"
+#include "vm/placement.h"
 
 /* Bumped whenever the measurement changes, so old entries are measured again. */
 #define CACHE_MAGIC "bib-placement 2"
@@ -71,10 +73,7 @@ bool bib_placement_cpu_device(const bib_executor_ops_t *ops, bib_executor_t *ex)
 /* ---- the cache ----------------------------------------------------------------- */
 
 static uint64_t fnv64(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
+    return bib_fnv1a64(BIB_FNV1A64_BASIS, s, n);
 }
 
 /* The cache directory, created if missing; false when there is none. */
@@ -160,24 +159,20 @@ static bool cache_read(bib_place_model_t *m) {
     return true;
 }
 
-/* Writes the entry (to a temporary file renamed over the old one, so a
- * reader never sees half of it). Failure is silent: the cache is optional. */
+/* Writes the entry all or nothing (vm/fileio.h), so a reader never sees
+ * half of it. Failure is silent: the cache is optional. */
 static void cache_write(const bib_place_model_t *m) {
-    char path[4200], tmp[4300], body[2048];
+    char path[4200], body[2100], why[4400];
     if (!cache_path(m->key, path, sizeof path))
         return;
-    int n = cache_body(body, sizeof body, m);
-    if (n < 0 || (size_t)n >= sizeof body)
+    int n = cache_body(body, 2048, m);
+    if (n < 0 || n >= 2048)
         return;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
+    int k = snprintf(body + n, sizeof body - (size_t)n, "check %016" PRIx64 "\n",
+                     fnv64(body, (size_t)n));
+    if (k < 0 || (size_t)k >= sizeof body - (size_t)n)
         return;
-    bool ok =
-        fputs(body, f) >= 0 && fprintf(f, "check %016" PRIx64 "\n", fnv64(body, (size_t)n)) > 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0)
-        remove(tmp);
+    (void)bib_file_write(path, body, (size_t)(n + k), why, sizeof why);
 }
 
 /* ---- measuring ------------------------------------------------------------------ */
@@ -351,39 +346,6 @@ bib_status_t bib_placement_model(const bib_executor_ops_t *ops, bib_executor_t *
 }
 
 /* ---- the arithmetic --------------------------------------------------------------- */
-
-double bib_placement_flops(const bib_call_t *call) {
-    double out = 1;
-    for (uint32_t i = 0; i < call->out.rank; i++)
-        out *= call->out.dims[i];
-    switch (call->kernel) {
-    case BIB_KERNEL_MATMUL:
-        return 2.0 * out * call->in[0].dims[1] + 2 * out;
-    case BIB_KERNEL_ATTENTION: {
-        /* q[S,H,D] k[T,H,D]: scores and the weighted sum, 2SHTD each, and a
-           softmax of about 20 operations per score. */
-        double t = call->in[1].dims[0];
-        double d = call->in[0].dims[2];
-        double sh = (double)call->in[0].dims[0] * call->in[0].dims[1];
-        return sh * t * (4 * d + 20);
-    }
-    case BIB_KERNEL_SOFTMAX:
-    case BIB_KERNEL_LAYERNORM:
-    case BIB_KERNEL_RMSNORM:
-    case BIB_KERNEL_UNARY:
-    case BIB_KERNEL_RNG:
-        return 20 * out;
-    case BIB_KERNEL_REDUCE:
-    case BIB_KERNEL_ARGMAX: {
-        double in = 1;
-        for (uint32_t i = 0; i < call->in[0].rank; i++)
-            in *= call->in[0].dims[i];
-        return in;
-    }
-    default:
-        return out;
-    }
-}
 
 double bib_placement_run_cost(const bib_place_model_t *m, double flops) {
     return m->overhead_s + flops / m->flops_per_s;

@@ -10,7 +10,7 @@
  * gemm_<level>.c, one per row count, so a short M costs its own rows only;
  * a single row (GEMV) has its own kernel that streams B. Packing buffers are
  * kept per thread between calls. */
-#include "gemm.h"
+#include "backends/cpu/gemm.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
  * each lane one output's fma chain over k ascending; two ymm hold B's row, A
  * is broadcast from the packed panel. One kernel per row count (1 .. 6), all
  * from one template. */
-#include "gemm.h"
+#include "backends/cpu/gemm.h"
 
 #include <immintrin.h>
 

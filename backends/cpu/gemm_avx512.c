@@ -15,7 +15,7 @@
  * dnnl_sgemm: kc 384 (a K block is long, so C's tiles are reloaded
  * rarely; B's 48 KiB micro-panel streams from L2), mc 336 (A's 504 KiB
  * block stays in L2 beside it), nc 4096 (A packed once per K block). */
-#include "gemm.h"
+#include "backends/cpu/gemm.h"
 
 #include <immintrin.h>
 

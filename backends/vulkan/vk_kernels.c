@@ -135,8 +135,10 @@ static uint64_t bib_vk_rows(const bib_view_t *v, uint32_t *last) {
     return *last ? bib_view_count(v) / *last : 0;
 }
 
+/* per_row_out: the kernel writes one output per row (REDUCE, ARGMAX), so
+ * the rows are counted on the output: rows of length 0 still get theirs. */
 static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
-                                   uint32_t op, uint32_t param, int inputs) {
+                                   uint32_t op, uint32_t param, int inputs, bool per_row_out) {
     bib_vk_push_t p = {0};
     bib_status_t st;
     uint32_t *offs[3] = {&p.off_in0, &p.off_in1, &p.off_in2};
@@ -148,6 +150,8 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
             return st;
     uint32_t n;
     uint64_t rows = bib_vk_rows(&c->in[0], &n);
+    if (per_row_out)
+        rows = bib_view_count(&c->out);
     p.n[0] = (uint32_t)rows;
     p.n[1] = n;
     p.u[1] = param;
@@ -160,25 +164,26 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
 }
 
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "softmax", 0, 0, 1);
+    return bib_vk_rowwise(ex, c, "softmax", 0, 0, 1, false);
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
-    static const uint32_t ops[3] = {
+    static const uint32_t ops[BIB_REDUCE__COUNT] = {
         [BIB_REDUCE_SUM] = 0, [BIB_REDUCE_MAX] = 1, [BIB_REDUCE_MEAN] = 2};
-    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1);
+    _Static_assert(BIB_REDUCE__COUNT == 3, "shaders/vulkan/reduce.comp has an op per reduction");
+    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1, true);
 }
 
 static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "reduce", 3, 0, 1);
+    return bib_vk_rowwise(ex, c, "reduce", 3, 0, 1, true);
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3);
+    return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3, false);
 }
 
 static bib_status_t bib_vk_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "norm", 1, bib_vk_fbits(c->f[0]), 2);
+    return bib_vk_rowwise(ex, c, "norm", 1, bib_vk_fbits(c->f[0]), 2, false);
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */
@@ -226,7 +231,7 @@ static bib_status_t bib_vk_gather(bib_executor_t *ex, const bib_call_t *c) {
     uint32_t rows = c->in[0].dims[0];
     uint64_t width = rows ? bib_view_count(&c->in[0]) / rows : 0;
     uint64_t n = bib_view_count(&c->in[1]);
-    if (n == 0 || width == 0)
+    if (n == 0)
         return BIB_OK;
     /* An index out of range is an error the caller must see at this call, so
      * the indices are read back (one wait) and checked on the host. */
@@ -240,7 +245,7 @@ static bib_status_t bib_vk_gather(bib_executor_t *ex, const bib_call_t *c) {
                              "gather: index %d at position %llu is outside the table's %u rows",
                              (int)idx[r], (unsigned long long)r, rows);
     free(idx);
-    if (st != BIB_OK)
+    if (st != BIB_OK || width == 0)
         return st;
     p.n[0] = (uint32_t)n;
     p.n[1] = (uint32_t)width;
@@ -440,8 +445,14 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
     return st;
 }
 
+/* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
+ * executor: tools/isa-gen.c fails the build when the two disagree. */
+_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it an "
+                                        "entry below, or leave this executor out of its row");
+
 const bib_executor_ops_t bib_vulkan_executor = {
     .name = "vulkan",
+    .id = BIB_EXECUTOR_VULKAN,
     .init = bib_vk_init,
     .shutdown = bib_vk_shutdown,
     .error = bib_vk_error,

@@ -128,6 +128,46 @@ if [ $rc -eq 1 ] && [ "$(tail -1 "$T/hx.out")" = "1 passed, 4 failed" ] &&
     ok "bib test names each bad or failing case file and why"
 else bad "bib test on bad cases (exit $rc): $(cat "$T/hx.out")"; fi
 
+# Case files are parsed strictly: each mistake is one FAIL line naming the
+# file, the line and the field; none is ignored or wrapped.
+mkdir -p "$T/hs"
+HALT5='-- raw\n00010003 00000000 00000005 00000000 00000000\n000000ff 00000000 00000000 00000000 00000000\n'
+printf "unknown option\n${HALT5}-- options\nfuel=100 bogus=1\n-- result\n5\n" >"$T/hs/a.hex"
+printf "bad number\n${HALT5}-- options\nfuel=12abc\n-- result\n5\n" >"$T/hs/b.hex"
+printf "negative memory\n${HALT5}-- options\nmax-memory=-1\n-- result\n5\n" >"$T/hs/c.hex"
+printf "wrapping depth\n${HALT5}-- options\nmax-depth=4294967297\n-- result\n5\n" >"$T/hs/d.hex"
+printf "negative truncate\n${HALT5}-- truncate -1\n-- error\nload: x\n" >"$T/hs/e.hex"
+printf "negative flip\n${HALT5}-- flip 3 -1\n-- error\nload: x\n" >"$T/hs/f.hex"
+printf "overflowing result\n${HALT5}-- result\n99999999999999999999\n" >"$T/hs/g.hex"
+printf "empty result\n${HALT5}-- result\n\n" >"$T/hs/h.hex"
+printf "self jump\n-- raw\n00000001 0 0 0 0\n-- result\n0\n" >"$T/hs/i.hex"
+printf "self jump, fuel expected\n-- raw\n00000001 0 0 0 0\n-- options\nfuel=1000\n-- error\ntrap: fuel exhausted\n" >"$T/hs/j.hex"
+printf "flip bit 8\n${HALT5}-- flip 3 8\n-- error\nload: x\n" >"$T/hs/k.hex"
+printf "fuel 0\n${HALT5}-- options\nfuel=0\n-- result\n5\n" >"$T/hs/l.hex"
+start=$(date +%s)
+timeout 60 $BIB test "$T/hs" >"$T/hs.out" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+hs_ok=1
+for want in \
+    "a.hex: line 6: -- options: unknown option 'bogus=1' (fuel, max-memory, max-depth, regs)" \
+    "b.hex: line 6: -- options: fuel=12abc: '12abc' is not a number" \
+    "c.hex: line 6: -- options: max-memory=-1: '-1' is not a number" \
+    "d.hex: line 6: -- options: max-depth=4294967297: 4294967297 is outside 1..4294967295" \
+    "e.hex: line 5: -- truncate: '-1' is not a byte offset" \
+    "f.hex: line 5: -- flip: bit '-1' is not 0..7" \
+    "g.hex: line 6: -- result: '99999999999999999999' is outside the 64-bit range" \
+    "h.hex: line 5: -- result is empty" \
+    "i.hex: unexpected trap error: trap at pc 0 (JMP L0): fuel exhausted (100000000 instructions) (bib test's default fuel" \
+    "k.hex: line 5: -- flip: bit '8' is not 0..7" \
+    "l.hex: line 6: -- options: fuel=0: 0 is outside 1..18446744073709551615"; do
+    grep -qF "FAIL $T/hs/$want" "$T/hs.out" || { hs_ok=0; echo "  missing: FAIL .../$want"; }
+done
+if [ $rc -eq 1 ] && [ $hs_ok -eq 1 ] && [ "$(tail -1 "$T/hs.out")" = "1 passed, 11 failed" ] &&
+    [ "$(grep -c '^FAIL' "$T/hs.out")" -eq 11 ] && [ $took -lt 30 ]; then
+    ok "bib test refuses bad options, numbers, offsets and results, one line each, and a self-jump fails under the default fuel (${took} s)"
+else bad "bib test strict parsing (exit $rc, ${took} s): $(cat "$T/hs.out")"; fi
+
 v=$($BIB --version)
 case "$v" in *simd*executors*) ok "--version shows features: $v" ;; *) bad "--version: $v" ;; esac
 $BIB --help | grep -q "usage: bib" && ok "--help" || bad "--help"

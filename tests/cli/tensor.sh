@@ -141,5 +141,57 @@ else
     bad "trace: $(cat "$T/trace")"
 fi
 
+# Reductions over an empty last axis (a (3,0) input through '?' dims) give
+# defined bytes: SUM +0, MAX -Inf, MEAN the canonical NaN; the same on every
+# run and executor. ARGMAX over it traps naming the opcode and the shape.
+cat >"$T/empty.basm" <<'EOF2'
+.input a t0 f32[?, ?]
+.output s t1
+.output m t2
+.output e t3
+.func main regs=1
+    SUM t1, t0
+    MAX t2, t0
+    MEAN t3, t0
+    LDI r0, 0
+    HALT r0
+.end
+EOF2
+$PY -c "import numpy as np; np.save('$T/a30.npy', np.zeros((3, 0), '<f4'))"
+empty_ok=1
+for be in cpu vulkan; do
+    for i in 1 2 3; do
+        $BIB run "$T/empty.basm" --backend=$be --input "a=$T/a30.npy" --output "s=$T/s.$be.$i.npy" \
+            --output "m=$T/m.$be.$i.npy" --output "e=$T/e.$be.$i.npy" >/dev/null 2>"$T/err"
+        rc=$?
+        if [ $rc -eq 69 ] && [ $be = vulkan ]; then
+            echo "SKIP: empty reductions on vulkan: $(cat "$T/err")"
+            break
+        elif [ $rc -ne 0 ]; then
+            bad "empty reductions on $be, run $i: exit $rc: $(cat "$T/err")"
+            empty_ok=0
+            break
+        fi
+        for o in s m e; do
+            cmp -s "$T/$o.cpu.1.npy" "$T/$o.$be.$i.npy" || { empty_ok=0; bad "empty reduction $o on $be run $i differs from cpu run 1"; }
+        done
+    done
+done
+if [ $empty_ok -eq 1 ] && $PY -c "
+import numpy as np
+for o, want in (('s', 0x00000000), ('m', 0xFF800000), ('e', 0x7FC00000)):
+    y = np.load('$T/' + o + '.cpu.1.npy')
+    assert y.shape == (3,) and y.dtype == np.float32, (o, y.shape, y.dtype)
+    assert (y.view('<u4') == want).all(), (o, [hex(v) for v in y.view('<u4')])
+" 2>"$T/err"; then
+    ok "SUM, MAX, MEAN over a (3,0) input are +0, -Inf, NaN on every run and executor"
+else
+    bad "empty reductions: $(cat "$T/err")"
+fi
+printf '.input a t0 f32[?, ?]\n.output i t1\n.func main regs=1\n    ARGMAX t1, t0\n    LDI r0, 0\n    HALT r0\n.end\n' >"$T/argmax.basm"
+expect_fail "ARGMAX over an empty last axis traps naming the opcode and shape" 70 \
+    "ARGMAX over an empty last axis: t0 (a) is \[3,0\]" \
+    $BIB run "$T/argmax.basm" --input "a=$T/a30.npy" --output "i=$T/i.npy"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -4,7 +4,14 @@
 #
 #   make fuzz          build the harnesses, the seeds and dictionaries, then run
 #                      each harness for FUZZ_SECONDS (default 120) with one job
-#   make fuzz-build    only build them (build/fuzz/fuzz_load, fuzz_run, fuzz_diff, fuzz_asm)
+#   make fuzz-build    only build them (build/fuzz/fuzz_load, fuzz_run, fuzz_diff, fuzz_asm,
+#                      fuzz_npy, fuzz_hexcase)
+#
+# fuzz_npy and fuzz_hexcase drive the CLI's own parsers (cli/npy.c,
+# cli/hexcase.c), which need nothing of the library: they link only their
+# parser. Their seeds are the hex cases themselves (hexcase) and .npy files
+# written by make_seeds.py (npy); their dictionaries are tests/fuzz/*.dict.
+# tests/fuzz/README lists every harness, how to run it and what has run.
 #
 # The library is compiled again for the fuzz build ($(BUILD)/fuzz/obj), CPU
 # executor only, with the mimalloc calls mapped onto the C allocator
@@ -26,7 +33,7 @@ FUZZ_CFLAGS   = $(CSTD) -O1 -g -Wall -Wextra $(FPFLAGS) -Iinclude -I. -DBIB_EXEC
                 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP
 FUZZ_LDLIBS   = -lz -lm -lpthread -ldl $(SHADERC_LIBS)
 FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/tests/fuzz/mimalloc_shim.o
-FUZZ_NAMES    = load run diff asm
+FUZZ_NAMES    = load run diff asm npy hexcase
 FUZZ_BINS     = $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
 $(FUZZ_DIR)/obj/%_avx2.o:   FUZZ_CFLAGS += -mavx2 -mfma
@@ -39,6 +46,13 @@ $(FUZZ_DIR)/obj/%.o: %.c
 $(FUZZ_DIR)/libbib_fuzz.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The parser harnesses: their parser, compiled with coverage, and nothing else.
+$(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_DIR)/obj/cli/npy.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^
+
+$(FUZZ_DIR)/fuzz_hexcase: tests/fuzz/fuzz_hexcase.c $(FUZZ_DIR)/obj/cli/hexcase.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_DIR)/libbib_fuzz.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/libbib_fuzz.a $(FUZZ_LDLIBS)
@@ -56,7 +70,8 @@ fuzz-build: $(FUZZ_BINS) $(FUZZ_DIR)/.seeds
 fuzz: fuzz-build
 	@set -e; for h in $(FUZZ_NAMES); do \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$h $(FUZZ_DIR)/crashes/$$h $(FUZZ_DIR)/work; \
-	  if [ $$h = asm ]; then seeds=basm; dict=basm.dict; else seeds=bib; dict=bib.dict; fi; \
+	  case $$h in asm) seeds=basm; dict=basm.dict ;; npy) seeds=npy; dict=npy.dict ;; \
+	    hexcase) seeds=hexcase; dict=hexcase.dict ;; *) seeds=bib; dict=bib.dict ;; esac; \
 	  echo "==== fuzz_$$h for $(FUZZ_SECONDS) s"; \
 	  (cd $(FUZZ_DIR)/work && ../fuzz_$$h -fork=1 -ignore_crashes=1 -ignore_timeouts=1 \
 	     -ignore_ooms=1 -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \

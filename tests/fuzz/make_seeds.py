@@ -15,6 +15,10 @@ BIB is the CLI (build/bib). Writes:
   OUTDIR/bib.dict      opcode words (from isa/opcodes.def), the magic and
                        section types, as libFuzzer dictionary entries
   OUTDIR/basm.dict     mnemonics, directives and operand spellings
+  OUTDIR/seeds/hexcase/ every hex case file; for fuzz_hexcase
+  OUTDIR/seeds/npy/    .npy files of versions 1-3, dtypes <f4 <i4 <f8, empty,
+                       scalar and small shapes; for fuzz_npy
+  OUTDIR/npy.dict, OUTDIR/hexcase.dict  copies of tests/fuzz/*.dict
 Case outcomes are ignored: a case that expects an assembly error still makes
 a good text seed, and one that expects a trap a good module seed.
 """
@@ -59,7 +63,7 @@ def name_bytes(s):
 
 
 def container(sections_in):
-    """A .bib file from (type, flags, payload) tuples, as vm/format.c writes it."""
+    """A .bib file from (type, flags, payload) tuples, as module/format.c writes it."""
     n = len(sections_in)
     pos = 32 + 16 * n
     table, body = b"", b""
@@ -168,8 +172,39 @@ def main():
                   ",", "0x", "-1", "?", "\"", "\\n", ";", "main", "print_i64", "print_str"]
         for i, w in enumerate(words):
             d.write('w%d="%s"\n' % (i, w.replace("\\", "\\\\").replace('"', '\\"')))
-    print("make_seeds: %d module seeds, %d text seeds, %d opcodes in the dictionary"
-          % (len(os.listdir(bib_dir)), len(os.listdir(basm_dir)), len(rows)))
+    # fuzz_hexcase: the case files themselves; fuzz_npy: .npy files of every
+    # version, both dtypes, empty and scalar shapes, written byte by byte as
+    # numpy writes them (no numpy needed).
+    case_dir = os.path.join(out, "seeds", "hexcase")
+    npy_dir = os.path.join(out, "seeds", "npy")
+    os.makedirs(case_dir, exist_ok=True)
+    os.makedirs(npy_dir, exist_ok=True)
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests/hex/**/*.hex"), recursive=True)):
+        rel = os.path.relpath(path, os.path.join(ROOT, "tests/hex")).replace("/", "_")
+        open(os.path.join(case_dir, rel), "wb").write(open(path, "rb").read())
+    for version in (1, 2, 3):
+        for descr in ("<f4", "<i4", "<f8"):
+            for shape in ((), (0,), (3,), (2, 3), (3, 0), (1, 2, 1, 2)):
+                dims = "%d," % shape[0] if len(shape) == 1 else ", ".join(map(str, shape))
+                header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+                head_len = 10 if version == 1 else 12
+                pad = 64 - (head_len + len(header) + 1) % 64
+                header = header + " " * pad + "\n"
+                size = struct.pack("<H" if version == 1 else "<I", len(header))
+                count = 1
+                for d in shape:
+                    count *= d
+                body = bytes(range(256)) * (count * 8 // 256 + 1)
+                item = 8 if descr == "<f8" else 4
+                blob = b"\x93NUMPY" + bytes([version, 0]) + size + header.encode() + body[:count * item]
+                name = "v%d_%s_%s.npy" % (version, descr[1:], "x".join(map(str, shape)) or "scalar")
+                open(os.path.join(npy_dir, name), "wb").write(blob)
+    for name in ("npy.dict", "hexcase.dict"):
+        src = os.path.join(ROOT, "tests/fuzz", name)
+        open(os.path.join(out, name), "wb").write(open(src, "rb").read())
+    print("make_seeds: %d module seeds, %d text seeds, %d case seeds, %d npy seeds, %d opcodes in "
+          "the dictionary" % (len(os.listdir(bib_dir)), len(os.listdir(basm_dir)),
+                              len(os.listdir(case_dir)), len(os.listdir(npy_dir)), len(rows)))
 
 
 if __name__ == "__main__":

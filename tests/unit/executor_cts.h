@@ -410,7 +410,7 @@ CTS_TEST(matmul_large_matches_cpu) {
 static const uint32_t cts_sizes[] = {1, 7, 33, 1023, 70001};
 
 CTS_TEST(unary_ops_match_cpu) {
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++)
+    for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++)
         for (size_t s = 0; s < sizeof cts_sizes / sizeof cts_sizes[0]; s++) {
             uint32_t n = cts_sizes[s];
             float *x = malloc(n * 4);
@@ -434,7 +434,7 @@ CTS_TEST(unary_ops_match_cpu_on_small_and_tie_inputs) {
         x[i] = bib_f32_from_bits((i % 2 ? 0x80000000u : 0) |
                                  (uint32_t)(0x3f1f0000u + (uint32_t)i * 37));
     x[0] = bib_f32_from_bits(0x00000001u), x[1] = bib_f32_from_bits(0x80000001u), x[2] = 0x1p-30f;
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
+    for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++) {
         bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
         cts_tensor_t in = cts_tf(x, 1, N, 0, 0, 0);
         cts_compare(call, &in, 1, cts_tf(NULL, 1, N, 0, 0, 0), "unary near switch points");
@@ -457,7 +457,7 @@ CTS_TEST(exp_matches_cpu_at_its_range_edges) {
 }
 
 CTS_TEST(binary_ops_and_broadcasts_match_cpu) {
-    for (uint32_t op = BIB_BINARY_ADD; op <= BIB_BINARY_DIV; op++)
+    for (uint32_t op = BIB_BINARY_ADD; op < BIB_BINARY__COUNT; op++)
         for (int mode = 0; mode < 3; mode++) {
             uint32_t rows = 37, cols = 33;
             float *a = malloc(rows * cols * 4), *b = malloc(rows * cols * 4);
@@ -607,7 +607,7 @@ CTS_TEST(reduce_and_argmax_match_cpu) {
             uint32_t r, n;
             float *x = cts_rows(s, -30, 30, special, &r, &n);
             cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
-            for (uint32_t op = BIB_REDUCE_SUM; op <= BIB_REDUCE_MEAN; op++) {
+            for (uint32_t op = BIB_REDUCE_SUM; op < BIB_REDUCE__COUNT; op++) {
                 bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
                 cts_compare(call, &in, 1, cts_tf(NULL, 1, r, 0, 0, 0), "reduce");
             }
@@ -706,6 +706,92 @@ CTS_TEST(gather_matches_cpu_and_traps_out_of_range) {
     cts_compare(call, in, 2, cts_tf(NULL, 2, 7, 33, 0, 0), "gather out of range");
     idx[4] = -1;
     cts_compare(call, in, 2, cts_tf(NULL, 2, 7, 33, 0, 0), "gather negative");
+}
+
+/* Runs on the CPU and on the executor under test; both must succeed and
+ * write exactly `want` (the output buffers start as sentinel words, so an
+ * output left unwritten fails). */
+static void cts_expect(bib_call_t call, const cts_tensor_t *in, int nin, cts_tensor_t out,
+                       const uint32_t *want, const char *what) {
+    size_t n = cts_count(&out), total = n + cts_lead + CTS_GUARD;
+    uint32_t *got = malloc(total * 4);
+    cr_assert(got);
+    const bib_executor_ops_t *ops[2] = {&bib_cpu_executor, cts_ops};
+    bib_executor_t *exs[2] = {cts_cpu, cts_ex};
+    for (int e = 0; e < 2; e++) {
+        char err[512] = "";
+        bib_status_t st = cts_run_on(ops[e], exs[e], call, in, nin, &out, got, err, sizeof err);
+        cr_assert_eq(st, BIB_OK, "%s on %s: status %d (%s)", what, ops[e]->name, st, err);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(got[cts_lead + i], want[i], "%s on %s: element %zu is 0x%08x, want 0x%08x",
+                         what, ops[e]->name, i, got[cts_lead + i], want[i]);
+    }
+    free(got);
+}
+
+CTS_TEST(zero_size_operands_give_defined_bytes) {
+    static const float one[1] = {1.0f};
+    static const uint32_t zeros[12] = {0};
+    /* Reductions over rows of length 0: SUM +0, MAX -Inf, MEAN NaN; ARGMAX
+     * (which the VM refuses) 0. */
+    static const uint32_t want_reduce[3][3] = {{0, 0, 0},
+                                               {0xFF800000u, 0xFF800000u, 0xFF800000u},
+                                               {0x7FC00000u, 0x7FC00000u, 0x7FC00000u}};
+    cts_tensor_t empty_rows = cts_tf(one, 2, 3, 0, 0, 0);
+    for (uint32_t op = BIB_REDUCE_SUM; op <= BIB_REDUCE_MEAN; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
+        cts_expect(call, &empty_rows, 1, cts_tf(NULL, 1, 3, 0, 0, 0), want_reduce[op],
+                   "reduce of [3,0]");
+        cts_expect(call, &empty_rows, 1, cts_tf(NULL, 1, 3, 0, 0, 0), want_reduce[op],
+                   "reduce of [3,0]");
+    }
+    bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
+    cts_expect(am, &empty_rows, 1, (cts_tensor_t){NULL, BIB_DTYPE_I32, 1, {3}}, zeros,
+               "argmax of [3,0]");
+    /* MATMUL with K = 0: chains of no terms are +0; LINEAR adds the bias to
+     * them (+0 + -0 = +0). */
+    float bias[4] = {1.5f, -0.0f, -2.0f, 0.25f};
+    uint32_t want_bias[12];
+    for (int i = 0; i < 12; i++)
+        want_bias[i] = i % 4 == 1 ? 0 : bib_f32_bits(bias[i % 4]);
+    cts_tensor_t mm[3] = {cts_tf(one, 2, 3, 0, 0, 0), cts_tf(one, 2, 0, 4, 0, 0),
+                          cts_tf(bias, 1, 4, 0, 0, 0)};
+    bib_call_t matmul = {.kernel = BIB_KERNEL_MATMUL};
+    cts_expect(matmul, mm, 2, cts_tf(NULL, 2, 3, 4, 0, 0), zeros, "matmul [3,0].[0,4]");
+    cts_expect(matmul, mm, 3, cts_tf(NULL, 2, 3, 4, 0, 0), want_bias, "linear [3,0].[0,4]");
+    /* ATTENTION with no keys: each output is a chain of no terms, +0. */
+    float q[12];
+    for (int i = 0; i < 12; i++)
+        q[i] = (float)i;
+    cts_tensor_t att[3] = {cts_tf(q, 3, 2, 2, 3, 0), cts_tf(one, 3, 0, 2, 3, 0),
+                           cts_tf(one, 3, 0, 2, 3, 0)};
+    for (uint32_t causal = 0; causal <= 1; causal++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_ATTENTION, .sub = causal, .f = {0.5f, 0}};
+        cts_expect(call, att, 3, cts_tf(NULL, 3, 2, 2, 3, 0), zeros, "attention with T = 0");
+    }
+    /* Empty outputs: nothing to write, nothing written past them. */
+    static const uint32_t shapes[3][2] = {{0, 5}, {5, 0}, {0, 0}};
+    for (int s = 0; s < 3; s++) {
+        uint32_t r = shapes[s][0], c = shapes[s][1];
+        float g[5] = {1, 1, 1, 1, 1};
+        cts_tensor_t in[3] = {cts_tf(one, 2, r, c, 0, 0), cts_tf(g, 1, c, 0, 0, 0),
+                              cts_tf(g, 1, c, 0, 0, 0)};
+        cts_tensor_t same = cts_tf(NULL, 2, r, c, 0, 0);
+        cts_compare((bib_call_t){.kernel = BIB_KERNEL_SOFTMAX}, in, 1, same, "softmax empty");
+        cts_compare((bib_call_t){.kernel = BIB_KERNEL_LAYERNORM, .f = {1e-5f, 0}}, in, 3, same,
+                    "layernorm empty");
+        cts_compare((bib_call_t){.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_EXP}, in, 1, same,
+                    "exp empty");
+        cts_compare((bib_call_t){.kernel = BIB_KERNEL_TRANSPOSE}, in, 1,
+                    cts_tf(NULL, 2, c, r, 0, 0), "transpose empty");
+    }
+    /* GATHER from rows of width 0 still checks its indices. */
+    int32_t idx[2] = {1, 2};
+    cts_tensor_t gin[2] = {cts_tf(one, 2, 3, 0, 0, 0), {idx, BIB_DTYPE_I32, 1, {2}}};
+    bib_call_t gather = {.kernel = BIB_KERNEL_GATHER};
+    cts_compare(gather, gin, 2, cts_tf(NULL, 2, 2, 0, 0, 0), "gather of empty rows");
+    idx[1] = 3;
+    cts_compare(gather, gin, 2, cts_tf(NULL, 2, 2, 0, 0, 0), "gather of empty rows, bad index");
 }
 
 CTS_TEST(rng_matches_cpu) {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "vm/vm.h"
 
 /* ---- building modules in memory --------------------------------------------- */
@@ -643,12 +643,12 @@ Test(cpu, dim_of_a_bad_axis_and_tget_out_of_range_trap) {
 
 Test(cpu, alloc_dimensions_outside_the_range_trap) {
     tb_t b = {.tregs = 1};
-    E(&b, LDI, 20, 0, 0, 0);
+    E(&b, LDI, 20, -1, 0, 0);
     E(&b, ALLOC, 0, BIB_DTYPE_F32, 20, 1);
     E(&b, HALT, 0, 0, 0, 0);
     bib_vm_t *vm = vm_on("cpu", 0);
     load(vm, &b, 32);
-    expect_trap(vm, BIB_E_TRAP, "dimension 0 (r20 = 0) is outside 1..2147483647");
+    expect_trap(vm, BIB_E_TRAP, "dimension 0 (r20 = -1) is outside 0..2147483647");
     bib_vm_destroy(vm);
 }
 
