@@ -3,7 +3,7 @@
 #   make demo       install what is missing, build, run the examples
 #   make test       every test: unit (Criterion), spec-check, hex suites, oracle,
 #                   and the same again under ASan and UBSan (make sanitize)
-#   make bench      benchmarks beside their peers (Lua 5.4, OpenBLAS)
+#   make bench      benchmarks beside their peers (Lua 5.4, oneDNN, OpenBLAS)
 #   make deps       install missing Debian packages (run by the targets above)
 #   make install    install under PREFIX (/usr/local), DESTDIR honoured; make uninstall
 #   make fresh-check  the two commands above in a fresh Debian 12 root (mmdebstrap)
@@ -94,6 +94,11 @@ all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
                libedit-dev gnuplot-nox clang-format g++ pkgconf
+# Only `make bench` needs these: the peers its benchmarks run beside.
+BENCH_DEB_PACKAGES = libdnnl-dev
+$(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps
+	@$(if $(KIT),echo "bench deps: from the kit in $(KIT)",sh tools/install-deps.sh $(BENCH_DEB_PACKAGES))
+	@touch $@
 $(BUILD)/.deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@$(if $(KIT),echo "deps: from the kit in $(KIT)",sh tools/install-deps.sh $(DEB_PACKAGES))
@@ -189,9 +194,9 @@ sanitize:
 	@$(MAKE) -s --no-print-directory SANITIZE=1 BUILD=$(SAN_BUILD) test-bins
 	@BUILD=$(SAN_BUILD) BIB=$(SAN_BUILD)/bib PYTHON=$(PYTHON) BIB_TEST_SANITIZED=1 sh tools/run-tests.sh
 
-# Benchmark programs beside their peers (OpenBLAS for MATMUL).
-$(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -lopenblas $(LDLIBS)
+# Benchmark programs beside their peers (oneDNN and OpenBLAS for MATMUL).
+$(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a | $(BUILD)/.bench-deps
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -ldnnl -lgomp -lopenblas $(LDLIBS)
 
 # A GPU executor's speed through its ops table (make cuda-bench, gpu-check).
 $(BUILD)/gpu_bench: bench/gpu_bench.c $(BUILD)/libbib.a
