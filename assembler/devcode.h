@@ -2,7 +2,7 @@
  * (spec/device-code.md): GLSL compute shaders compiled with libshaderc,
  * SPIR-V reflection of bindings and push-constant size, CUDA C compiled to
  * PTX with nvcc, and reading the files a .shader or .kernel names. Used by
- * asm.c only; nothing here runs at module load or run time.
+ * asm_devcode.c only; nothing here runs at module load or run time.
  */
 #ifndef BIB_DEVCODE_H
 #define BIB_DEVCODE_H

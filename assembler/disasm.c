@@ -340,7 +340,7 @@ static const char *duplicate_function_name(const bib_module_t *m, const char ***
     return NULL;
 }
 
-/* The line asm.c gives the instruction after one with LINE when no .line
+/* The line asm_operands.c gives the instruction after one with LINE when no .line
    comes between them: LINE + 1, with 0 (unknown) staying 0. */
 static uint32_t line_after(uint32_t line) {
     return line == 0 ? 0 : line + 1;

@@ -1,0 +1,933 @@
+/* assembler/asm_directives.c: pass 1, the definitions (spec/assembly.md).
+ *
+ * Owns every directive: data (.byte ... .align, .memory), .func/.end and
+ * labels, .const, .import, the tensor declarations (.input, .output,
+ * .tensor, .dim) and the pass that walks the lines to collect them all, so
+ * that anything may be named before it is defined; then the data fixups.
+ *
+ * It does not parse instruction operands (asm_operands.c) nor device code
+ * blocks (asm_devcode.c), and it emits nothing: asm.c hands the results to
+ * the builder.
+ */
+#include "assembler/asm_internal.h"
+
+#include <limits.h>
+
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- pass 1: definitions ------------------------------------------------ */
+
+static int is_data_directive(span_t w) {
+    static const char *const names[] = {".byte", ".i16",   ".i32",   ".i64",  ".f32",
+                                        ".f64",  ".ascii", ".asciz", ".zero", ".align"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (bib_asm_word_is(w, names[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether n more bytes of data or tensor values keep the module within the
+   cap; reports the line where they do not, before anything is allocated. */
+static int fits_cap(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
+    /* Strictly below the cap: a module holds its headers and code besides,
+       and must stay readable under the same cap. */
+    uint64_t used = a->data_size + a->tensor_bytes;
+    if (n < a->max_size && used < a->max_size - n)
+        return 1;
+    bib_asm_diag_at(
+        a, si, where.col, where.len,
+        "%llu more bytes of data would make the module larger than the size cap of %llu "
+        "bytes (--max-file-size raises it)",
+        (unsigned long long)n, (unsigned long long)a->max_size);
+    a->too_large = 1;
+    return 0;
+}
+
+static uint8_t *data_reserve(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
+    uint64_t end = a->data_size + n;
+    if (end > UINT32_MAX || n > UINT32_MAX) {
+        bib_asm_diag_at(a, si, where.col, where.len,
+                        "data grows past 4 GiB, the most a module holds");
+        return NULL;
+    }
+    if (!fits_cap(a, si, where, n))
+        return NULL;
+    if (end > a->data_cap || a->data == NULL) { // even for n == 0: `at` below needs a base
+        uint64_t cap = a->data_cap ? a->data_cap : 256;
+        while (cap < end)
+            cap *= 2;
+        uint8_t *p = realloc(a->data, (size_t)cap);
+        if (p == NULL) {
+            bib_asm_out_of_memory(a);
+            return NULL;
+        }
+        a->data = p;
+        a->data_cap = cap;
+    }
+    uint8_t *at = a->data + a->data_size;
+    memset(at, 0, (size_t)n);
+    a->data_size = end;
+    return at;
+}
+
+static void put_le(uint8_t *p, uint64_t v, uint32_t width) {
+    for (uint32_t i = 0; i < width; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void pass1_data(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    span_t w = s->word;
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    if (bib_asm_word_is(w, ".zero") || bib_asm_word_is(w, ".align")) {
+        uint64_t n;
+        if (s->op_count != 1) {
+            bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' takes 1 operand, found %u", (int)w.len,
+                            w.p, s->op_count);
+            return;
+        }
+        if (!bib_asm_parse_unsigned(a, si, ops[0], UINT32_MAX, &n, "a byte count"))
+            return;
+        if (bib_asm_word_is(w, ".align")) {
+            if (n == 0 || (n & (n - 1)) != 0) {
+                bib_asm_diag_span(a, si, ops[0], "alignment %s is not a power of two", NULL);
+                return;
+            }
+            n = (n - a->data_size % n) % n;
+        }
+        data_reserve(a, si, ops[0], n);
+        return;
+    }
+    if (s->op_count == 0) {
+        bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' needs at least one value", (int)w.len, w.p);
+        return;
+    }
+    int ascii = bib_asm_word_is(w, ".ascii"), asciz = bib_asm_word_is(w, ".asciz");
+    for (uint32_t i = 0; i < s->op_count; i++) {
+        span_t op = ops[i];
+        if (ascii || asciz) {
+            if (op.len < 2 || op.p[0] != '"' ||
+                bib_asm_skip_quoted(op.p, op.p + op.len) != op.p + op.len) {
+                bib_asm_diag_span(a, si, op, "expected a string in double quotes, found '%s'",
+                                  NULL);
+                return;
+            }
+            uint8_t *tmp = malloc(op.len);
+            if (tmp == NULL) {
+                bib_asm_out_of_memory(a);
+                return;
+            }
+            uint32_t bad_at;
+            const char *why;
+            long n = bib_asm_unescape(op.p + 1, op.len - 2, tmp, &bad_at, &why);
+            if (n < 0) {
+                bib_asm_diag_at(a, si, op.col + 1 + bad_at, 2, "%s", why);
+                free(tmp);
+                return;
+            }
+            uint8_t *at = data_reserve(a, si, op, (uint64_t)n + (asciz ? 1 : 0));
+            if (at != NULL)
+                memcpy(at, tmp, (size_t)n);
+            free(tmp);
+            if (at == NULL)
+                return;
+            continue;
+        }
+        uint32_t width = bib_asm_word_is(w, ".byte")                                  ? 1
+                         : bib_asm_word_is(w, ".i16")                                 ? 2
+                         : (bib_asm_word_is(w, ".i32") || bib_asm_word_is(w, ".f32")) ? 4
+                                                                                      : 8;
+        if (bib_asm_word_is(w, ".f32") || bib_asm_word_is(w, ".f64")) {
+            uint64_t bits;
+            parse_result_t r = bib_asm_parse_float(op, (int)width * 8, &bits);
+            if (r != PARSE_OK) {
+                bib_asm_diag_span(a, si, op,
+                                  r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
+                                                   : "expected a float, found '%s'",
+                                  NULL);
+                return;
+            }
+            uint8_t *at = data_reserve(a, si, op, width);
+            if (at == NULL)
+                return;
+            put_le(at, bits, width);
+            continue;
+        }
+        asm_int_t v;
+        parse_result_t r = bib_asm_parse_int(op, &v);
+        if (r == PARSE_NOT && width >= 4 && bib_asm_name_length(op.p, op.p + op.len) > 0) {
+            /* A data label: its address is known only after pass 1. */
+            if (!bib_asm_grow_array((void **)&a->fixups, &a->fixup_cap, a->fixup_count + 1,
+                                    sizeof *a->fixups)) {
+                bib_asm_out_of_memory(a);
+                return;
+            }
+            a->fixups[a->fixup_count++] = (data_fixup_t){(uint32_t)a->data_size, width, si, op};
+            if (data_reserve(a, si, op, width) == NULL)
+                return;
+            continue;
+        }
+        if (r != PARSE_OK) {
+            bib_asm_diag_span(a, si, op,
+                              r == PARSE_RANGE      ? "value %s does not fit 64 bits"
+                              : r == PARSE_BAD_CHAR ? "bad character literal %s"
+                              : width >= 4 ? "expected an integer or a data label, found '%s'"
+                                           : "expected an integer, found '%s'",
+                              NULL);
+            return;
+        }
+        int64_t lo = width == 8 ? INT64_MIN : -((int64_t)1 << (8 * width - 1));
+        uint64_t hi = width == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * width)) - 1;
+        if (!bib_asm_int_fits(v, lo, hi)) {
+            char text[32];
+            bib_asm_int_text(v, text, sizeof text);
+            bib_asm_diag_at(a, si, op.col, op.len, "value %s does not fit %u bytes (%lld..%llu)",
+                            text, width, (long long)lo, (unsigned long long)hi);
+            return;
+        }
+        uint8_t *at = data_reserve(a, si, op, width);
+        if (at == NULL)
+            return;
+        put_le(at, bib_asm_int_bits(v), width);
+    }
+}
+
+static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
+    stmt_t *s = &a->stmts[si];
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    if (*current != ASM_NONE) {
+        bib_asm_diag_at(a, si, s->word.col, s->word.len,
+                        "'.func' inside function '%s' (missing '.end'?)", a->funcs[*current].name);
+        s->bad = 1;
+        return;
+    }
+    if (s->op_count == 0) {
+        bib_asm_diag_at(a, si, s->word.col, s->word.len, "'.func' needs a name");
+        s->bad = 1;
+        return;
+    }
+    char *name = bib_asm_parse_name(a, si, ops[0], "function");
+    /* A function whose name is bad still opens a scope, so its body does not
+       also report "instruction outside a function". */
+    if (name == NULL) {
+        s->bad = 1;
+        name = calloc(1, 1);
+        if (name == NULL) {
+            bib_asm_out_of_memory(a);
+            return;
+        }
+    }
+    if (!bib_asm_grow_array((void **)&a->funcs, &a->func_cap, a->func_count + 1,
+                            sizeof *a->funcs)) {
+        free(name);
+        bib_asm_out_of_memory(a);
+        s->bad = 1;
+        return;
+    }
+    uint32_t id = a->func_count++;
+    asm_func_t *f = &a->funcs[id];
+    *f = (asm_func_t){name, si, 0, 0, 0, 0, 0, -1, 0};
+    *current = id;
+    if (s->bad)
+        return;
+    sym_t *prev = bib_asm_sym_find(&a->syms, name, SYM_FUNC, 0);
+    if (prev != NULL) {
+        bib_asm_diag_at(a, si, ops[0].col, ops[0].len,
+                        "function '%s' is already defined on line %u", name,
+                        a->stmts[prev->stmt].line);
+    } else if (bib_asm_sym_add(&a->syms, name, SYM_FUNC, 0, id, si) == NULL) {
+        bib_asm_out_of_memory(a);
+    }
+    for (uint32_t i = 1; i < s->op_count; i++) {
+        span_t op = ops[i];
+        const char *eq = memchr(op.p, '=', op.len);
+        uint32_t klen = eq ? (uint32_t)(eq - op.p) : 0;
+        int is_args = klen == 4 && strncasecmp(op.p, "args", 4) == 0;
+        int is_regs = klen == 4 && strncasecmp(op.p, "regs", 4) == 0;
+        if (!is_args && !is_regs) {
+            bib_asm_diag_span(a, si, op, "expected 'args=N' or 'regs=N', found '%s'", NULL);
+            continue;
+        }
+        span_t value = {eq + 1, op.len - klen - 1, op.col + klen + 1};
+        uint64_t v;
+        if (!bib_asm_parse_unsigned(a, si, value, BIB_MAX_REGS, &v, "a register count"))
+            continue;
+        if (is_args) {
+            f->nargs = (uint32_t)v;
+        } else {
+            if (v == 0) {
+                bib_asm_diag_at(a, si, value.col, value.len, "regs must be at least 1");
+                continue;
+            }
+            f->nregs = (uint32_t)v;
+            f->regs_given = 1;
+        }
+    }
+    if (f->regs_given && f->nargs > f->nregs)
+        bib_asm_diag_at(
+            a, si, s->word.col, s->word.len,
+            "function '%s' takes %u arguments but has regs=%u (arguments live in registers)", name,
+            f->nargs, f->nregs);
+}
+
+/* ---- pass 1: tensor declarations ------------------------------------------ */
+
+static void note_treg(asm_state_t *a, uint32_t si, uint32_t reg) {
+    if (reg < BIB_MAX_TENSOR_REGS && reg + 1 > a->tregs_used) {
+        a->tregs_used = reg + 1;
+        a->tregs_stmt = si;
+    }
+}
+
+/* The index of symbolic dimension name, declared on first use; ASM_NONE when
+   out of memory. */
+static uint32_t dim_symbol(asm_state_t *a, uint32_t si, char *name) {
+    sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_DIM, 0);
+    if (sym != NULL) {
+        free(name);
+        return (uint32_t)sym->value;
+    }
+    if (!bib_asm_grow_array((void **)&a->dim_names, &a->dim_cap, a->dim_count + 1,
+                            sizeof *a->dim_names) ||
+        bib_asm_sym_add(&a->syms, name, SYM_DIM, 0, a->dim_count, si) == NULL) {
+        free(name);
+        bib_asm_out_of_memory(a);
+        return ASM_NONE;
+    }
+    a->dim_names[a->dim_count] = name;
+    return a->dim_count++;
+}
+
+int bib_asm_parse_dtype(span_t sp, uint32_t *dtype) {
+    if (bib_asm_word_is(sp, "f32"))
+        *dtype = BIB_DTYPE_F32;
+    else if (bib_asm_word_is(sp, "i32"))
+        *dtype = BIB_DTYPE_I32;
+    else
+        return 0;
+    return 1;
+}
+
+/* One dimension: an integer size, '?' or a symbolic name. */
+static int parse_dim(asm_state_t *a, uint32_t si, span_t d, int fixed_only, int64_t *out) {
+    if (d.len == 1 && d.p[0] == '?') {
+        *out = BIB_DIM_ANY;
+    } else if ((d.p[0] >= '0' && d.p[0] <= '9') || d.p[0] == '-' || d.p[0] == '+') {
+        uint64_t n;
+        if (!bib_asm_parse_unsigned(a, si, d, BIB_MAX_TENSOR_DIM, &n, "a dimension size"))
+            return 0;
+        if (n == 0) {
+            bib_asm_diag_at(a, si, d.col, d.len, "a dimension size is 1..%d, found 0",
+                            BIB_MAX_TENSOR_DIM);
+            return 0;
+        }
+        *out = (int64_t)n;
+    } else {
+        char *name = bib_asm_parse_name(a, si, d, "dimension");
+        if (name == NULL)
+            return 0;
+        uint32_t index = dim_symbol(a, si, name);
+        if (index == ASM_NONE)
+            return 0;
+        *out = BIB_DIM_SYMBOL(index);
+    }
+    if (fixed_only && *out < 0) {
+        bib_asm_diag_span(a, si, d, "a constant tensor needs fixed dimension sizes, found '%s'",
+                          NULL);
+        return 0;
+    }
+    return 1;
+}
+
+/* A type with its shape: "f32[2, n, ?]", "i32[]" or "f32" (rank 0). */
+static int parse_tensor_type(asm_state_t *a, uint32_t si, span_t sp, int fixed_only,
+                             asm_tensor_t *t) {
+    const char *p = sp.p, *end = sp.p + sp.len;
+    const char *open = memchr(p, '[', sp.len);
+    const char *name_end = open != NULL ? open : end;
+    while (name_end > p && bib_asm_is_space((unsigned char)name_end[-1]))
+        name_end--;
+    span_t type = {p, (uint32_t)(name_end - p), sp.col};
+    if (!bib_asm_parse_dtype(type, &t->dtype)) {
+        bib_asm_diag_span(a, si, type.len ? type : sp,
+                          "unknown element type '%s' (expected f32 or i32, as in f32[2, 3])", NULL);
+        return 0;
+    }
+    t->rank = 0;
+    if (open == NULL)
+        return 1;
+    if (end[-1] != ']') {
+        bib_asm_diag_span(a, si, sp, "expected a shape in brackets such as f32[2, 3], found '%s'",
+                          NULL);
+        return 0;
+    }
+    const char *q = open + 1, *close = end - 1;
+    while (q < close && bib_asm_is_space((unsigned char)*q))
+        q++;
+    while (q < close) {
+        const char *start = q;
+        while (q < close && *q != ',') {
+            const char *after = *q == '"' ? bib_asm_skip_quoted(q, close) : NULL;
+            q = after != NULL ? after : q + 1;
+        }
+        const char *stop = q;
+        while (stop > start && bib_asm_is_space((unsigned char)stop[-1]))
+            stop--;
+        span_t d = {start, (uint32_t)(stop - start), sp.col + (uint32_t)(start - p)};
+        if (d.len == 0) {
+            bib_asm_diag_at(a, si, d.col, 1, "missing dimension");
+            return 0;
+        }
+        if (t->rank == BIB_MAX_RANK) {
+            bib_asm_diag_span(a, si, d, "a tensor has at most 4 dimensions; '%s' is a fifth", NULL);
+            return 0;
+        }
+        if (!parse_dim(a, si, d, fixed_only, &t->dims[t->rank]))
+            return 0;
+        t->rank++;
+        if (q < close)
+            q++;
+        while (q < close && bib_asm_is_space((unsigned char)*q))
+            q++;
+        if (q == close && stop < close && close[-1] == ',') {
+            bib_asm_diag_at(a, si, sp.col + (uint32_t)(close - p), 1,
+                            "missing dimension after ','");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* One element of a .tensor value list, as its 32-bit pattern. */
+static int parse_element(asm_state_t *a, uint32_t si, span_t op, uint32_t dtype, uint32_t *out) {
+    if (dtype == BIB_DTYPE_F32) {
+        uint64_t bits;
+        parse_result_t r = bib_asm_parse_float(op, 32, &bits);
+        if (r != PARSE_OK) {
+            bib_asm_diag_span(a, si, op,
+                              r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
+                                               : "expected an f32 value, found '%s'",
+                              NULL);
+            return 0;
+        }
+        *out = (uint32_t)bits;
+        return 1;
+    }
+    asm_int_t v;
+    parse_result_t r = bib_asm_parse_int(op, &v);
+    if (r == PARSE_OK && bib_asm_int_fits(v, INT32_MIN, UINT32_MAX)) {
+        *out = (uint32_t)bib_asm_int_bits(v);
+        return 1;
+    }
+    bib_asm_diag_span(a, si, op,
+                      r == PARSE_OK || r == PARSE_RANGE
+                          ? "value %s does not fit i32 (-2147483648 .. 4294967295)"
+                          : "expected an i32 value, found '%s'",
+                      NULL);
+    return 0;
+}
+
+/* The values of a .tensor: the operands after "=" on its own line, then on
+   its continuation lines. */
+static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_tensor_t *t) {
+    stmt_t *s = &a->stmts[si];
+    /* The data must fit the 4 GiB container (with room for its headers). */
+    const uint64_t limit = (UINT32_MAX - 4096) / 4;
+    uint64_t numel = 1;
+    for (uint32_t k = 0; k < t->rank && numel <= limit; k++)
+        numel = numel > limit / (uint64_t)t->dims[k] ? limit + 1 : numel * (uint64_t)t->dims[k];
+    if (numel > limit) {
+        bib_asm_diag_at(a, si, s->word.col, s->word.len,
+                        "tensor '%s' has more elements than a module can hold (4 GiB)", t->name);
+        return 0;
+    }
+    t->numel = numel;
+    /* The values are counted first, so the memory taken follows the text
+       given, not the shape declared. */
+    uint64_t count = 0;
+    for (uint32_t j = si; j < a->stmt_count && (j == si || a->stmts[j].owner == si + 1); j++) {
+        const stmt_t *line = &a->stmts[j];
+        if (line->bad)
+            return 0; /* reported where it was split */
+        count += line->op_count - (j == si ? first : 0);
+    }
+    if (count == numel && !fits_cap(a, si, s->word, numel * 4))
+        return 0;
+    if (count == numel) {
+        t->values = malloc((size_t)numel * 4 + 4);
+        if (t->values == NULL) {
+            bib_asm_out_of_memory(a);
+            return 0;
+        }
+    }
+    uint64_t at = 0;
+    for (uint32_t j = si; j < a->stmt_count && (j == si || a->stmts[j].owner == si + 1); j++) {
+        const stmt_t *line = &a->stmts[j];
+        for (uint32_t i = j == si ? first : 0; i < line->op_count; i++, at++) {
+            span_t op = a->spans[line->op_first + i];
+            uint32_t bits;
+            if (!parse_element(a, j, op, t->dtype, &bits))
+                return 0;
+            if (t->values != NULL)
+                t->values[at] = bits;
+        }
+    }
+    if (count == numel)
+        a->tensor_bytes += numel * 4;
+    if (count != numel) {
+        bib_asm_diag_at(a, si, s->word.col, s->word.len,
+                        "tensor '%s' has %llu element%s but %llu value%s given", t->name,
+                        (unsigned long long)numel, numel == 1 ? "" : "s", (unsigned long long)count,
+                        count == 1 ? " is" : "s are");
+        return 0;
+    }
+    return 1;
+}
+
+static void pass1_tensor(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    span_t w = s->word;
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    uint32_t flags = bib_asm_word_is(w, ".input")    ? BIB_TENSOR_INPUT
+                     : bib_asm_word_is(w, ".output") ? BIB_TENSOR_OUTPUT
+                                                     : BIB_TENSOR_CONST;
+    uint32_t header = 0;
+    while (header < s->op_count && !(ops[header].len == 1 && ops[header].p[0] == '='))
+        header++;
+    int has_values = header < s->op_count;
+    if (flags != BIB_TENSOR_CONST && has_values) {
+        bib_asm_diag_span(a, si, ops[header], "'%s' values belong to '.tensor' declarations only",
+                          NULL);
+        return;
+    }
+    if ((flags == BIB_TENSOR_INPUT && header != 3) ||
+        (flags == BIB_TENSOR_OUTPUT && header != 2 && header != 3) ||
+        (flags == BIB_TENSOR_CONST && (header != 3 || !has_values))) {
+        bib_asm_diag_at(
+            a, si, w.col, w.len, "%s; found %u operand%s",
+            flags == BIB_TENSOR_INPUT ? "'.input' takes a name, a tensor register and a type "
+                                        "(.input x t0 f32[n, 4])"
+            : flags == BIB_TENSOR_OUTPUT
+                ? "'.output' takes a name, a tensor register and optionally a type "
+                  "(.output y t1 f32[n, 4])"
+                : "'.tensor' takes a name, a tensor register, a type, '=' and the values "
+                  "(.tensor w t2 f32[2] = 1.5, -2)",
+            header, header == 1 ? "" : "s");
+        return;
+    }
+    asm_tensor_t t;
+    memset(&t, 0, sizeof t);
+    t.stmt = si;
+    t.flags = flags;
+    if (!bib_asm_parse_reg(ops[1], 't', &t.reg) || t.reg >= BIB_MAX_TENSOR_REGS) {
+        bib_asm_diag_span(a, si, ops[1], "expected a tensor register (t0 .. t65535), found '%s'",
+                          NULL);
+        return;
+    }
+    if (header == 3 && !parse_tensor_type(a, si, ops[2], flags == BIB_TENSOR_CONST, &t))
+        return;
+    if ((t.name = bib_asm_parse_name(a, si, ops[0], "tensor")) == NULL)
+        return;
+    sym_t *prev = bib_asm_sym_find(&a->syms, t.name, SYM_TENSOR, 0);
+    if (prev != NULL) {
+        bib_asm_diag_at(a, si, ops[0].col, ops[0].len, "tensor '%s' is already declared on line %u",
+                        t.name, a->stmts[prev->stmt].line);
+        free(t.name);
+        return;
+    }
+    for (uint32_t i = 0; i < a->tensor_count && flags != BIB_TENSOR_OUTPUT; i++) {
+        const asm_tensor_t *o = &a->tensors[i];
+        if (o->reg == t.reg && o->flags != BIB_TENSOR_OUTPUT) {
+            bib_asm_diag_at(
+                a, si, ops[1].col, ops[1].len,
+                "t%u already holds %s '%s' (line %u): a register carries at most one input "
+                "or constant",
+                t.reg, o->flags == BIB_TENSOR_INPUT ? "input" : "constant", o->name,
+                a->stmts[o->stmt].line);
+            free(t.name);
+            return;
+        }
+    }
+    if (has_values && !parse_tensor_values(a, si, header + 1, &t)) {
+        free(t.name);
+        free(t.values);
+        return;
+    }
+    if (!bib_asm_grow_array((void **)&a->tensors, &a->tensor_cap, a->tensor_count + 1,
+                            sizeof *a->tensors) ||
+        bib_asm_sym_add(&a->syms, t.name, SYM_TENSOR, 0, a->tensor_count, si) == NULL) {
+        free(t.name);
+        free(t.values);
+        bib_asm_out_of_memory(a);
+        return;
+    }
+    a->tensors[a->tensor_count++] = t;
+    note_treg(a, si, t.reg);
+}
+
+/* Notes the registers an instruction names, for the default regs=. */
+static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib_opinfo_t *info) {
+    const stmt_t *s = &a->stmts[si];
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    uint32_t text = 0, prev_reg = ASM_NONE;
+    uint32_t program_geometry = 0, program_extra = 0;
+    for (int k = 0; k < 4 && text < s->op_count; k++) {
+        uint32_t kind = info->kinds[k];
+        if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
+            continue;
+        span_t op = ops[text++];
+        uint32_t reg;
+        if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) &&
+            bib_asm_parse_reg(op, 't', &reg)) {
+            note_treg(a, si, reg);
+            prev_reg = ASM_NONE;
+            continue;
+        }
+        if ((kind == BIB_K_RD || kind == BIB_K_RS) && bib_asm_parse_reg(op, 'r', &reg)) {
+            if (reg + 1 > f->regs_used && reg < BIB_MAX_REGS)
+                f->regs_used = reg + 1;
+            if (program_geometry > 0 && kind == BIB_K_RS && reg < BIB_MAX_REGS &&
+                reg + program_geometry > f->regs_used)
+                f->regs_used = reg + program_geometry;
+            program_geometry = 0;
+            prev_reg = kind == BIB_K_RS ? reg : ASM_NONE;
+            continue;
+        }
+        if (kind == BIB_K_SHADER || kind == BIB_K_KERNEL) {
+            /* Device code declared above sizes the frame: the launch size
+               registers and a shader's pushed words. */
+            char *name = bib_asm_name_length(op.p, op.p + op.len) == op.len && op.p[0] != '"'
+                             ? strndup(op.p, op.len)
+                             : NULL;
+            sym_t *sym = name ? bib_asm_sym_find(&a->syms, name,
+                                                 kind == BIB_K_SHADER ? SYM_SHADER : SYM_KERNEL, 0)
+                              : NULL;
+            free(name);
+            program_geometry = kind == BIB_K_SHADER ? 3 : 6;
+            program_extra =
+                sym != NULL && kind == BIB_K_SHADER ? a->shaders[sym->value].push_bytes / 4 : 0;
+            prev_reg = ASM_NONE;
+            continue;
+        }
+        uint64_t count;
+        asm_int_t v;
+        if (kind == BIB_K_COUNT && prev_reg != ASM_NONE && bib_asm_parse_int(op, &v) == PARSE_OK &&
+            !v.neg && v.mag <= BIB_MAX_REGS) {
+            count = v.mag + program_extra;
+            if (prev_reg + count > f->regs_used && prev_reg + count <= BIB_MAX_REGS)
+                f->regs_used = (uint32_t)(prev_reg + count);
+        }
+        prev_reg = ASM_NONE;
+    }
+}
+
+static void pass1_import(asm_state_t *a, uint32_t si, span_t op) {
+    char *name = bib_asm_parse_name(a, si, op, "host function");
+    if (name == NULL)
+        return;
+    if (bib_asm_sym_find(&a->syms, name, SYM_IMPORT, 0) == NULL) {
+        if (!bib_asm_grow_array((void **)&a->imports, &a->import_cap, a->import_count + 1,
+                                sizeof *a->imports) ||
+            bib_asm_sym_add(&a->syms, name, SYM_IMPORT, 0, a->import_count, si) == NULL) {
+            free(name);
+            bib_asm_out_of_memory(a);
+            return;
+        }
+        a->imports[a->import_count++] = name;
+        return;
+    }
+    free(name);
+}
+
+uint32_t bib_asm_add_const(asm_state_t *a, uint32_t type, uint64_t bits) {
+    if (!bib_asm_grow_array((void **)&a->consts, &a->const_cap, a->const_count + 1,
+                            sizeof *a->consts)) {
+        bib_asm_out_of_memory(a);
+        return ASM_NONE;
+    }
+    a->consts[a->const_count] = (bib_const_t){type, bits};
+    return a->const_count++;
+}
+
+/* Parses a constant value of the given type (".const" or "=" form). */
+int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t type,
+                              uint64_t *bits) {
+    if (type == BIB_CONST_F64) {
+        parse_result_t r = bib_asm_parse_float(op, 64, bits);
+        if (r != PARSE_OK) {
+            bib_asm_diag_span(a, si, op, "expected an f64 value, found '%s'", NULL);
+            return 0;
+        }
+        return 1;
+    }
+    asm_int_t v;
+    parse_result_t r = bib_asm_parse_int(op, &v);
+    if (r == PARSE_OK && bib_asm_int_fits(v, INT64_MIN, UINT64_MAX)) {
+        *bits = bib_asm_int_bits(v);
+        return 1;
+    }
+    bib_asm_diag_span(a, si, op,
+                      r == PARSE_RANGE || r == PARSE_OK ? "value %s does not fit 64 bits"
+                                                        : "expected an i64 value, found '%s'",
+                      NULL);
+    return 0;
+}
+
+static void pass1_const(asm_state_t *a, uint32_t si) {
+    stmt_t *s = &a->stmts[si];
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    if (s->op_count != 3) {
+        bib_asm_diag_at(a, si, s->word.col, s->word.len,
+                        "'.const' takes a name, a type (i64 or f64) and a value; found %u operands",
+                        s->op_count);
+        return;
+    }
+    uint32_t type;
+    if (bib_asm_word_is(ops[1], "i64")) {
+        type = BIB_CONST_I64;
+    } else if (bib_asm_word_is(ops[1], "f64")) {
+        type = BIB_CONST_F64;
+    } else {
+        bib_asm_diag_span(a, si, ops[1], "unknown constant type '%s' (expected i64 or f64)", NULL);
+        return;
+    }
+    char *name = bib_asm_parse_name(a, si, ops[0], "constant");
+    if (name == NULL)
+        return;
+    uint64_t bits;
+    if (bib_asm_parse_const_value(a, si, ops[2], type, &bits)) {
+        sym_t *prev = bib_asm_sym_find(&a->syms, name, SYM_CONST, 0);
+        if (prev != NULL) {
+            bib_asm_diag_at(a, si, ops[0].col, ops[0].len,
+                            "constant '%s' is already defined on line %u", name,
+                            a->stmts[prev->stmt].line);
+        } else {
+            uint32_t index = bib_asm_add_const(a, type, bits);
+            if (index != ASM_NONE &&
+                bib_asm_sym_add(&a->syms, name, SYM_CONST, 0, index, si) == NULL)
+                bib_asm_out_of_memory(a);
+        }
+    }
+    free(name);
+}
+
+int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi) {
+    const stmt_t *s = &a->stmts[si];
+    if (s->op_count >= lo && s->op_count <= hi)
+        return 1;
+    if (lo == hi)
+        bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u operand%s, found %u",
+                        (int)s->word.len, s->word.p, lo, lo == 1 ? "" : "s", s->op_count);
+    else
+        bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u to %u operands, found %u",
+                        (int)s->word.len, s->word.p, lo, hi, s->op_count);
+    return 0;
+}
+
+void bib_asm_pass1(asm_state_t *a) {
+    uint32_t current = ASM_NONE;
+    for (uint32_t si = 0; si < a->stmt_count && !a->stopped && !a->oom; si++) {
+        stmt_t *s = &a->stmts[si];
+        if (s->bad)
+            continue;
+        span_t w = s->word;
+        /* .func opens its scope before its own labels would matter; a label
+           on a .func line belongs to the data side, like any top-level one. */
+        for (uint32_t i = 0; i < s->label_count; i++) {
+            span_t l = a->spans[s->label_first + i];
+            char *name = bib_asm_parse_name(a, si, l, "label");
+            if (name == NULL)
+                continue;
+            uint32_t kind = current != ASM_NONE ? SYM_CODE : SYM_DATA;
+            uint32_t scope = current != ASM_NONE ? current + 1 : 0;
+            sym_t *prev = bib_asm_sym_find(&a->syms, name, kind, scope);
+            if (prev != NULL)
+                bib_asm_diag_at(a, si, l.col, l.len, "label '%s' is already defined on line %u",
+                                name, a->stmts[prev->stmt].line);
+            else if (bib_asm_sym_add(&a->syms, name, kind, scope,
+                                     current != ASM_NONE ? a->funcs[current].insn_count
+                                                         : a->data_size,
+                                     si) == NULL)
+                bib_asm_out_of_memory(a);
+            free(name);
+        }
+        if (w.len == 0) {
+            s->func = current;
+            continue;
+        }
+        if (bib_asm_word_is(w, ".func")) {
+            pass1_func(a, si, &current);
+            s->func = current;
+            continue;
+        }
+        s->func = current;
+        if (w.p[0] != '.') {
+            int index = bib_asm_find_mnemonic(w);
+            if (current == ASM_NONE) {
+                bib_asm_diag_at(
+                    a, si, w.col, w.len,
+                    "instruction outside a function (put it between '.func' and '.end')");
+                s->bad = 1;
+                continue;
+            }
+            if (index < 0)
+                continue; /* reported in pass 2, beside the operand errors */
+            asm_func_t *f = &a->funcs[current];
+            f->insn_count++;
+            f->last_op = index;
+            note_registers(a, si, f, &bib_isa_table[index]);
+            if (bib_isa_table[index].code == BIB_CODE_HOSTCALL) {
+                const span_t *ops = bib_asm_stmt_operands(a, s);
+                for (int k = 0, text = 0; k < 4 && text < (int)s->op_count; k++) {
+                    uint32_t kind = bib_isa_table[index].kinds[k];
+                    if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
+                        continue;
+                    if (kind == BIB_K_HOST &&
+                        bib_asm_name_length(ops[text].p, ops[text].p + ops[text].len) ==
+                            ops[text].len)
+                        pass1_import(a, si, ops[text]);
+                    text++;
+                }
+            }
+            continue;
+        }
+        if (bib_asm_word_is(w, ".end")) {
+            if (!bib_asm_expect_operands(a, si, 0, 0))
+                continue;
+            if (current == ASM_NONE) {
+                bib_asm_diag_at(a, si, w.col, w.len, "'.end' without '.func'");
+                continue;
+            }
+            a->funcs[current].ended = 1;
+            current = ASM_NONE;
+        } else if (is_data_directive(w)) {
+            if (current != ASM_NONE) {
+                bib_asm_diag_at(a, si, w.col, w.len,
+                                "data directive '%.*s' inside function '%s' (put data outside "
+                                "'.func' ... '.end')",
+                                (int)w.len, w.p, a->funcs[current].name);
+                continue;
+            }
+            pass1_data(a, si);
+        } else if (bib_asm_is_tensor_decl(w) || bib_asm_word_is(w, ".tensors") ||
+                   bib_asm_word_is(w, ".dim")) {
+            if (current != ASM_NONE) {
+                bib_asm_diag_at(
+                    a, si, w.col, w.len,
+                    "'%.*s' inside function '%s' (declare tensors outside '.func' ... '.end')",
+                    (int)w.len, w.p, a->funcs[current].name);
+                continue;
+            }
+            if (bib_asm_is_tensor_decl(w)) {
+                pass1_tensor(a, si);
+            } else if (bib_asm_word_is(w, ".dim")) {
+                for (uint32_t i = 0; i < s->op_count; i++) {
+                    char *name = bib_asm_parse_name(a, si, a->spans[s->op_first + i], "dimension");
+                    if (name != NULL)
+                        dim_symbol(a, si, name);
+                }
+            } else if (bib_asm_expect_operands(a, si, 1, 1)) {
+                uint64_t n;
+                if (a->tensors_stmt != ASM_NONE)
+                    bib_asm_diag_at(a, si, w.col, w.len, "'.tensors' is already given on line %u",
+                                    a->stmts[a->tensors_stmt].line);
+                else if (bib_asm_parse_unsigned(a, si, a->spans[s->op_first], BIB_MAX_TENSOR_REGS,
+                                                &n, "a tensor register count")) {
+                    a->tensors_stmt = si;
+                    a->tensors_given = (uint32_t)n;
+                }
+            }
+        } else if (bib_asm_word_is(w, ".shader") || bib_asm_word_is(w, ".kernel")) {
+            if (current != ASM_NONE) {
+                bib_asm_diag_at(
+                    a, si, w.col, w.len,
+                    "'%.*s' inside function '%s' (declare device code outside '.func' ... "
+                    "'.end')",
+                    (int)w.len, w.p, a->funcs[current].name);
+                continue;
+            }
+            bib_asm_pass1_devcode(a, si);
+        } else if (bib_asm_word_is(w, ".endshader") || bib_asm_word_is(w, ".endkernel")) {
+            if (!bib_asm_expect_operands(a, si, 0, 0))
+                continue;
+            if (si == 0 ||
+                (a->stmts[si - 1].body_of == 0 && bib_asm_block_end(a, &a->stmts[si - 1]) == NULL))
+                bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' without a '%s' block", (int)w.len, w.p,
+                                bib_asm_word_is(w, ".endshader") ? ".shader" : ".kernel");
+        } else if (bib_asm_word_is(w, ".const")) {
+            pass1_const(a, si);
+        } else if (bib_asm_word_is(w, ".import")) {
+            if (bib_asm_expect_operands(a, si, 1, 1))
+                pass1_import(a, si, a->spans[s->op_first]);
+        } else if (bib_asm_word_is(w, ".memory")) {
+            uint64_t size;
+            if (!bib_asm_expect_operands(a, si, 1, 1))
+                continue;
+            if (a->memory_stmt != ASM_NONE) {
+                bib_asm_diag_at(a, si, w.col, w.len, "'.memory' is already given on line %u",
+                                a->stmts[a->memory_stmt].line);
+                continue;
+            }
+            if (bib_asm_parse_unsigned(a, si, a->spans[s->op_first], BIB_MAX_MEMORY, &size,
+                                       "a memory size in bytes")) {
+                a->memory_size = size;
+                a->memory_stmt = si;
+            }
+        } else if (bib_asm_word_is(w, ".entry")) {
+            if (!bib_asm_expect_operands(a, si, 1, 1))
+                continue;
+            if (a->entry_stmt != ASM_NONE)
+                bib_asm_diag_at(a, si, w.col, w.len, "'.entry' is already given on line %u",
+                                a->stmts[a->entry_stmt].line);
+            else
+                a->entry_stmt = si;
+        } else if (bib_asm_word_is(w, ".source")) {
+            if (!bib_asm_expect_operands(a, si, 0, 1))
+                continue;
+            free(a->source_name);
+            a->source_name = NULL;
+            a->source_set = 1;
+            if (s->op_count == 1)
+                a->source_name = bib_asm_parse_name(a, si, a->spans[s->op_first], "source file");
+        } else if (bib_asm_word_is(w, ".nodebug")) {
+            if (bib_asm_expect_operands(a, si, 0, 0))
+                a->nodebug = 1;
+        } else if (bib_asm_word_is(w, ".data")) {
+            if (!bib_asm_expect_operands(a, si, 0, 0))
+                continue;
+            if (current != ASM_NONE)
+                bib_asm_diag_at(a, si, w.col, w.len,
+                                "'.data' inside function '%s' (missing '.end'?)",
+                                a->funcs[current].name);
+        } else if (bib_asm_word_is(w, ".line")) {
+            /* applied in pass 2, where instructions are emitted in order */
+        } else {
+            bib_asm_diag_span(a, si, w, "unknown directive '%s'", NULL);
+            s->bad = 1;
+        }
+    }
+    if (current != ASM_NONE && !a->stopped)
+        bib_asm_diag_at(a, a->funcs[current].stmt, a->stmts[a->funcs[current].stmt].word.col, 5,
+                        "function '%s' has no '.end'", a->funcs[current].name);
+}
+
+/* Data labels named in .i32/.i64 are resolved once every label is known. */
+void bib_asm_resolve_fixups(asm_state_t *a) {
+    for (uint32_t i = 0; i < a->fixup_count && !a->stopped; i++) {
+        data_fixup_t *fx = &a->fixups[i];
+        asm_int_t v;
+        if (!bib_asm_parse_int_expr(a, fx->stmt, fx->op, &v, 0))
+            continue;
+        if (!bib_asm_int_fits(v, fx->width == 8 ? INT64_MIN : INT32_MIN,
+                              fx->width == 8 ? UINT64_MAX : UINT32_MAX)) {
+            bib_asm_diag_span(a, fx->stmt, fx->op, "address %s does not fit the field", NULL);
+            continue;
+        }
+        put_le(a->data + fx->offset, bib_asm_int_bits(v), fx->width);
+    }
+}

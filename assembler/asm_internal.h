@@ -1,0 +1,266 @@
+/* assembler/asm_internal.h: what the assembler's files share (asm.c,
+ * asm_text.c, asm_lex.c, asm_directives.c, asm_devcode.c, asm_operands.c):
+ * the parsed lines, the symbol table, the assembler state and the functions
+ * one file calls in another. Not installed and not part of the library's
+ * interface; everything else stays static in its file.
+ */
+#ifndef BIB_ASM_INTERNAL_H
+#define BIB_ASM_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "assembler/asm.h"
+#include "assembler/devcode.h"
+
+#define ASM_MAX_ERRORS 50
+#define ASM_NONE UINT32_MAX
+
+/* ---- symbols ------------------------------------------------------------ */
+
+/* Symbol kinds share one table; code labels also carry their function as
+   scope, so two functions can each have "loop". */
+typedef enum sym_kind {
+    SYM_FUNC,
+    SYM_DATA,
+    SYM_CONST,
+    SYM_IMPORT,
+    SYM_CODE,
+    SYM_TENSOR, /* value: index in asm_state_t.tensors */
+    SYM_DIM,    /* value: symbolic dimension index */
+    SYM_SHADER, /* value: index in asm_state_t.shaders */
+    SYM_KERNEL, /* value: index in asm_state_t.kernels */
+    /* A .shader or .kernel whose declaration failed (its error is already
+       reported): uses of the name say nothing more. */
+    SYM_BROKEN_SHADER,
+    SYM_BROKEN_KERNEL,
+} sym_kind_t;
+
+typedef struct sym {
+    char *name;
+    uint32_t kind, scope;
+    uint64_t value;    /* function id, data address, pool index, import id, instruction index */
+    uint32_t label_id; /* code labels: builder label id, ASM_NONE until needed */
+    uint32_t stmt;     /* statement that defines it */
+} sym_t;
+
+typedef struct symtab {
+    sym_t *syms;
+    uint32_t count, cap;
+    uint32_t *slots; /* open addressing: index + 1, 0 = empty */
+    uint32_t nslots;
+} symtab_t;
+
+/* ---- parsed lines ------------------------------------------------------- */
+
+typedef struct span {
+    const char *p;
+    uint32_t len;
+    uint32_t col; /* 1-based byte column */
+} span_t;
+
+typedef struct stmt {
+    uint32_t line;
+    const char *text; /* the source line, for diagnostics */
+    uint32_t text_len;
+    uint32_t label_first, label_count; /* in asm_t.spans */
+    span_t word;                       /* mnemonic or directive; len 0 when none */
+    uint32_t op_first, op_count;       /* in asm_t.spans */
+    int bad;                           /* a syntax error was reported: skip it */
+    uint32_t func;                     /* enclosing function, ASM_NONE at top level */
+    int continued;                     /* a '.tensor' value list goes on on the next line */
+    uint32_t owner;   /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
+    uint32_t body_of; /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
+} stmt_t;
+
+typedef struct asm_func {
+    char *name;
+    uint32_t stmt; /* its .func line */
+    uint32_t nargs, nregs;
+    int regs_given;
+    uint32_t regs_used; /* highest register named + 1 */
+    uint32_t insn_count;
+    int last_op; /* opcode index of the last instruction, -1 when none */
+    int ended;
+} asm_func_t;
+
+/* A .input, .output or .tensor declaration. */
+typedef struct asm_tensor {
+    char *name;
+    uint32_t stmt, reg, flags, dtype, rank;
+    int64_t dims[BIB_MAX_RANK];
+    uint32_t *values; /* .tensor: the elements' bit patterns, numel of them */
+    uint64_t numel;
+} asm_tensor_t;
+
+/* A .shader or .kernel declaration, compiled in pass 1. */
+typedef struct asm_devcode {
+    char *name, *entry, *params; /* params: kernels only */
+    uint32_t stmt;
+    uint32_t bindings, push_bytes; /* shaders only */
+    uint32_t *words;               /* shader SPIR-V */
+    uint32_t word_count;
+    char *ptx; /* kernel PTX, NUL-terminated */
+    uint32_t ptx_bytes;
+} asm_devcode_t;
+
+typedef struct data_fixup {
+    uint32_t offset, width, stmt;
+    span_t op;
+} data_fixup_t;
+
+/* One error. Passes find errors out of line order; they are sorted by place
+   before they are printed. */
+typedef struct asm_diag {
+    uint32_t line, col, seq;
+    char *text;
+} asm_diag_t;
+
+typedef struct asm_state {
+    const char *file;
+    asm_diag_t *diags;
+    uint32_t errors, diag_cap;
+    int stopped;
+
+    stmt_t *stmts;
+    uint32_t stmt_count, stmt_cap;
+    span_t *spans;
+    uint32_t span_count, span_cap;
+
+    symtab_t syms;
+    asm_func_t *funcs;
+    uint32_t func_count, func_cap;
+    char **imports;
+    uint32_t import_count, import_cap;
+    bib_const_t *consts;
+    uint32_t const_count, const_cap;
+
+    uint8_t *data;
+    uint64_t data_size, data_cap;
+    data_fixup_t *fixups;
+    uint32_t fixup_count, fixup_cap;
+    uint64_t memory_size;
+    uint32_t memory_stmt; /* ASM_NONE when no .memory */
+    uint32_t entry_stmt;  /* ASM_NONE when no .entry */
+
+    asm_tensor_t *tensors;
+    uint32_t tensor_count, tensor_cap;
+    char **dim_names;
+    uint32_t dim_count, dim_cap;
+    uint32_t tregs_used;   /* highest tensor register named + 1 */
+    uint32_t tregs_stmt;   /* where that highest register is named */
+    uint32_t tensors_stmt; /* ASM_NONE when no .tensors */
+    uint32_t tensors_given;
+    int deny_device_code; /* .shader and .kernel are errors (the load policy, vm/api.c) */
+    asm_devcode_t *shaders, *kernels;
+    uint32_t shader_count, shader_cap, kernel_count, kernel_cap;
+    uint32_t *pc_stmt; /* the statement of each emitted instruction, by pc */
+    uint32_t pc_count, pc_cap;
+    int nodebug;
+    int strip; /* bib asm --strip: no debug section, no label names */
+    int source_set;
+    char *source_name;
+    const char *default_source; /* the file name given, or NULL */
+
+    int oom;
+    uint64_t max_size;     /* the cap on the data and tensor bytes (bib_assemble_capped) */
+    uint64_t tensor_bytes; /* the .tensor values so far */
+    int too_large;         /* a directive passed max_size: BIB_E_NOMEM */
+} asm_state_t;
+
+typedef struct bib_asm_pass2 {
+    asm_state_t *a;
+    bib_builder_t *b;
+    uint32_t func; /* current function */
+    uint32_t line; /* the next instruction's line, once a .line has set it */
+    int line_set;
+    uint32_t callee;              /* FN operand of the instruction being parsed */
+    uint32_t host_call;           /* the instruction has a HOST operand */
+    const asm_devcode_t *program; /* SHADER or KERNEL operand of the instruction, or NULL */
+} pass2_t;
+
+/* ---- operand values ----------------------------------------------------- */
+
+typedef struct asm_int {
+    int neg;
+    uint64_t mag;
+} asm_int_t;
+
+typedef enum parse_result {
+    PARSE_OK,
+    PARSE_NOT,      /* not this kind of literal */
+    PARSE_RANGE,    /* a literal, but its value does not fit */
+    PARSE_BAD_CHAR, /* a malformed character literal */
+} parse_result_t;
+
+/* ---- diagnostics (asm_lex.c) ----------------------------------------------- */
+
+void bib_asm_diag_at(asm_state_t *a, uint32_t stmt, uint32_t col, uint32_t len, const char *format,
+                     ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* ---- text buffer and identifier helpers (asm_text.c) ---- */
+
+void bib_asm_text_vprintf(bib_asm_text_t *t, const char *format, va_list ap);
+int bib_asm_is_ident_start(int c);
+int bib_asm_is_ident_char(int c);
+
+/* ---- lexer, symbols and diagnostics (asm_lex.c) ---- */
+
+sym_t *bib_asm_sym_find(symtab_t *st, const char *name, uint32_t kind, uint32_t scope);
+sym_t *bib_asm_sym_add(symtab_t *st, const char *name, uint32_t kind, uint32_t scope,
+                       uint64_t value, uint32_t stmt);
+void bib_asm_symtab_free(symtab_t *st);
+int bib_asm_grow_array(void **array, uint32_t *cap, uint32_t need, size_t elem);
+char *bib_asm_diags_text(asm_state_t *a);
+void bib_asm_diag_span(asm_state_t *a, uint32_t stmt, span_t sp, const char *format,
+                       const char *arg);
+void bib_asm_out_of_memory(asm_state_t *a);
+int bib_asm_is_space(int c);
+const char *bib_asm_skip_quoted(const char *p, const char *end);
+long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at, const char **why);
+const span_t *bib_asm_stmt_operands(const asm_state_t *a, const stmt_t *s);
+span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end);
+uint32_t bib_asm_name_length(const char *p, const char *end);
+int bib_asm_is_tensor_decl(span_t w);
+uint64_t bib_asm_int_bits(asm_int_t v);
+int bib_asm_int_fits(asm_int_t v, int64_t lo, uint64_t hi);
+void bib_asm_int_text(asm_int_t v, char *out, size_t cap);
+parse_result_t bib_asm_parse_int(span_t sp, asm_int_t *out);
+int bib_asm_looks_float(span_t sp);
+parse_result_t bib_asm_parse_float(span_t sp, int width, uint64_t *bits);
+char *bib_asm_parse_name(asm_state_t *a, uint32_t si, span_t sp, const char *what);
+int bib_asm_parse_reg(span_t sp, char prefix, uint32_t *index);
+int bib_asm_find_mnemonic(span_t w);
+int bib_asm_word_is(span_t w, const char *name);
+int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
+                           const char *what);
+int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *out, int floats_ok);
+int bib_asm_span_is(span_t sp, const char *text);
+const char *bib_asm_block_end(const asm_state_t *a, const stmt_t *s);
+void bib_asm_split_lines(asm_state_t *a, const char *src, size_t length);
+
+/* ---- pass 1 definitions and directives (asm_directives.c) ---- */
+
+int bib_asm_parse_dtype(span_t sp, uint32_t *dtype);
+uint32_t bib_asm_add_const(asm_state_t *a, uint32_t type, uint64_t bits);
+int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t type,
+                              uint64_t *bits);
+int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi);
+void bib_asm_pass1(asm_state_t *a);
+void bib_asm_resolve_fixups(asm_state_t *a);
+
+/* ---- .shader and .kernel declarations (asm_devcode.c) ---- */
+
+void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si);
+
+/* ---- pass 2 instruction operands (asm_operands.c) ---- */
+
+void bib_asm_builder_const(bib_builder_t *b, bib_const_t k);
+void bib_asm_pass2(pass2_t *p);
+
+#endif

@@ -1,0 +1,460 @@
+/* assembler/asm_operands.c: pass 2, the instructions.
+ *
+ * Checks each instruction's operands against the kinds in isa/opcodes.def
+ * (registers, immediates, constants, labels, functions, imports, tensors,
+ * shaders and kernels) and emits it through the builder, with its .line.
+ *
+ * It defines nothing: every name it resolves was collected by pass 1
+ * (asm_directives.c, asm_devcode.c).
+ */
+#include "assembler/asm_internal.h"
+
+#include <limits.h>
+
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- pass 2: instructions ----------------------------------------------- */
+
+/* After '.line N', each instruction gets the line after the one before it,
+   so one .line covers a run of one-instruction source lines. 0 (unknown)
+   stays unknown, and the line after UINT32_MAX wraps to 0. disasm.c
+   decides where to print '.line' by the same rule. */
+static uint32_t line_after(uint32_t line) {
+    return line == 0 ? 0 : line + 1;
+}
+
+void bib_asm_builder_const(bib_builder_t *b, bib_const_t k) {
+    double d;
+    memcpy(&d, &k.bits, sizeof d);
+    if (k.type == BIB_CONST_F64)
+        bib_builder_const_f64(b, d);
+    else
+        bib_builder_const_i64(b, (int64_t)k.bits);
+}
+
+static uint32_t code_label_id(pass2_t *p, sym_t *sym) {
+    if (sym->label_id == ASM_NONE)
+        sym->label_id = bib_builder_label(p->b);
+    return sym->label_id;
+}
+
+/* Parses one operand of the given kind into word(s). Returns 0 after a
+   diagnostic. prev_rs is the register of the operand before (for COUNT). */
+static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint32_t kind,
+                         span_t op, uint32_t prev_rs, uint32_t *word, uint32_t *word_hi) {
+    asm_state_t *a = p->a;
+    asm_func_t *f = &a->funcs[p->func];
+    uint32_t reg;
+    switch ((bib_operand_kind_t)kind) {
+    case BIB_K_RD:
+    case BIB_K_RS:
+        if (!bib_asm_parse_reg(op, 'r', &reg)) {
+            bib_asm_diag_span(a, si, op, "expected a register (r0, r1, ...), found '%s'", NULL);
+            return 0;
+        }
+        if (reg >= f->nregs) {
+            bib_asm_diag_at(a, si, op.col, op.len,
+                            "register r%u is out of range: function '%s' has regs=%u (r0..r%u)",
+                            reg, f->name, f->nregs, f->nregs - 1);
+            return 0;
+        }
+        *word = reg;
+        return 1;
+    case BIB_K_TD:
+    case BIB_K_TS:
+    case BIB_K_TM: {
+        if (bib_asm_parse_reg(op, 't', &reg)) {
+            if (reg >= BIB_MAX_TENSOR_REGS) {
+                bib_asm_diag_at(a, si, op.col, op.len,
+                                "tensor register t%u is out of range (t0..t%u)", reg,
+                                BIB_MAX_TENSOR_REGS - 1);
+                return 0;
+            }
+            *word = reg;
+            return 1;
+        }
+        if (bib_asm_name_length(op.p, op.p + op.len) != op.len) {
+            bib_asm_diag_span(a, si, op,
+                              "expected a tensor register (t0, t1, ...) or name, found '%s'", NULL);
+            return 0;
+        }
+        char *name = bib_asm_parse_name(a, si, op, "tensor");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_TENSOR, 0);
+        free(name);
+        if (sym == NULL) {
+            bib_asm_diag_span(
+                a, si, op,
+                "unknown tensor '%s' (declare it with .input, .output or .tensor, or name "
+                "a register t0, t1, ...)",
+                NULL);
+            return 0;
+        }
+        *word = a->tensors[sym->value].reg;
+        return 1;
+    }
+    case BIB_K_IMM: {
+        asm_int_t v;
+        if (!bib_asm_parse_int_expr(a, si, op, &v, 0))
+            return 0;
+        if (!bib_asm_int_fits(v, INT32_MIN, INT32_MAX)) {
+            char text[32];
+            bib_asm_int_text(v, text, sizeof text);
+            bib_asm_diag_at(a, si, op.col, op.len,
+                            "value %s does not fit a signed 32-bit immediate%s", text,
+                            info->code == BIB_CODE_LDI ? "; use LDI64" : "");
+            return 0;
+        }
+        *word = (uint32_t)bib_asm_int_bits(v);
+        return 1;
+    }
+    case BIB_K_IMMLO: {
+        asm_int_t v;
+        uint64_t bits;
+        if (bib_asm_parse_int_expr(a, si, op, &v, 1)) {
+            if (!bib_asm_int_fits(v, INT64_MIN, UINT64_MAX)) {
+                bib_asm_diag_span(a, si, op, "value %s does not fit 64 bits", NULL);
+                return 0;
+            }
+            bits = bib_asm_int_bits(v);
+        } else if (bib_asm_looks_float(op) && bib_asm_parse_float(op, 64, &bits) == PARSE_OK) {
+            /* the f64 bit pattern */
+        } else {
+            if (bib_asm_looks_float(op))
+                bib_asm_diag_span(a, si, op, "malformed float '%s'", NULL);
+            return 0;
+        }
+        *word = (uint32_t)bits;
+        *word_hi = (uint32_t)(bits >> 32);
+        return 1;
+    }
+    case BIB_K_COUNT: {
+        uint64_t n;
+        if (!bib_asm_parse_unsigned(a, si, op, UINT32_MAX, &n, "a count"))
+            return 0;
+        if (prev_rs != ASM_NONE && prev_rs + n > f->nregs) {
+            bib_asm_diag_at(a, si, op.col, op.len,
+                            "registers r%u..r%llu are out of range: function '%s' has regs=%u",
+                            prev_rs, (unsigned long long)(prev_rs + n - 1), f->name, f->nregs);
+            return 0;
+        }
+        if (p->callee != ASM_NONE && n != a->funcs[p->callee].nargs) {
+            bib_asm_diag_at(a, si, op.col, op.len,
+                            "function '%s' takes %u argument%s, this call passes %llu",
+                            a->funcs[p->callee].name, a->funcs[p->callee].nargs,
+                            a->funcs[p->callee].nargs == 1 ? "" : "s", (unsigned long long)n);
+            return 0;
+        }
+        if (p->program != NULL) {
+            int shader = p->program->params == NULL;
+            uint32_t want = shader ? p->program->bindings : (uint32_t)strlen(p->program->params);
+            uint32_t extra = shader ? p->program->push_bytes / 4 : 0;
+            if (n != want) {
+                bib_asm_diag_at(a, si, op.col, op.len, "%s '%s' takes %u %s, this passes %llu",
+                                shader ? "shader" : "kernel", p->program->name, want,
+                                shader ? "bindings" : "arguments", (unsigned long long)n);
+                return 0;
+            }
+            if (prev_rs != ASM_NONE && prev_rs + n + extra > f->nregs) {
+                bib_asm_diag_at(
+                    a, si, op.col, op.len,
+                    "registers r%u..r%llu (%llu arguments and %u pushed words) are out of "
+                    "range: function '%s' has regs=%u",
+                    prev_rs, (unsigned long long)(prev_rs + n + extra - 1), (unsigned long long)n,
+                    extra, f->name, f->nregs);
+                return 0;
+            }
+        }
+        if (p->host_call && n > BIB_MAX_HOST_ARGS) {
+            bib_asm_diag_at(a, si, op.col, op.len,
+                            "a host call passes at most %u arguments, found %llu",
+                            BIB_MAX_HOST_ARGS, (unsigned long long)n);
+            return 0;
+        }
+        *word = (uint32_t)n;
+        return 1;
+    }
+    case BIB_K_DTYPE:
+        if (!bib_asm_parse_dtype(op, word)) {
+            bib_asm_diag_span(a, si, op, "expected an element type (f32 or i32), found '%s'", NULL);
+            return 0;
+        }
+        return 1;
+    case BIB_K_CONST: {
+        if (op.len > 1 && op.p[0] == '=') {
+            span_t lit = {op.p + 1, op.len - 1, op.col + 1};
+            while (lit.len > 0 && bib_asm_is_space((unsigned char)lit.p[0])) {
+                lit.p++;
+                lit.len--;
+                lit.col++;
+            }
+            uint32_t type = bib_asm_looks_float(lit) ? BIB_CONST_F64 : BIB_CONST_I64;
+            uint64_t bits;
+            if (!bib_asm_parse_const_value(a, si, lit, type, &bits))
+                return 0;
+            for (uint32_t i = 0; i < a->const_count; i++) {
+                if (a->consts[i].type == type && a->consts[i].bits == bits) {
+                    *word = i;
+                    return 1;
+                }
+            }
+            uint32_t index = bib_asm_add_const(a, type, bits);
+            if (index == ASM_NONE)
+                return 0;
+            bib_asm_builder_const(p->b, a->consts[index]);
+            *word = index;
+            return 1;
+        }
+        char *name = bib_asm_parse_name(a, si, op, "constant");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_CONST, 0);
+        free(name);
+        if (sym == NULL) {
+            bib_asm_diag_span(a, si, op,
+                              "unknown constant '%s' (declare it with '.const' or write =VALUE)",
+                              NULL);
+            return 0;
+        }
+        *word = (uint32_t)sym->value;
+        return 1;
+    }
+    case BIB_K_TGT: {
+        char *name = bib_asm_parse_name(a, si, op, "label");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_CODE, p->func + 1);
+        free(name);
+        if (sym == NULL) {
+            bib_asm_diag_span(a, si, op, "unknown label '%s'", NULL);
+            return 0;
+        }
+        if (sym->value >= f->insn_count) {
+            bib_asm_diag_span(a, si, op,
+                              "label '%s' marks no instruction (it is at the end of the function)",
+                              NULL);
+            return 0;
+        }
+        *word = code_label_id(p, sym);
+        return 1;
+    }
+    case BIB_K_FN: {
+        char *name = bib_asm_parse_name(a, si, op, "function");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_FUNC, 0);
+        free(name);
+        if (sym == NULL) {
+            bib_asm_diag_span(a, si, op, "unknown function '%s'", NULL);
+            return 0;
+        }
+        p->callee = (uint32_t)sym->value;
+        *word = p->callee;
+        return 1;
+    }
+    case BIB_K_HOST: {
+        char *name = bib_asm_parse_name(a, si, op, "host function");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_IMPORT, 0);
+        free(name);
+        if (sym == NULL) /* pass 1 imports every well-formed name */
+            return 0;
+        p->host_call = 1;
+        *word = (uint32_t)sym->value;
+        return 1;
+    }
+    case BIB_K_SHADER:
+    case BIB_K_KERNEL: {
+        int shader = kind == BIB_K_SHADER;
+        char *name = bib_asm_parse_name(a, si, op, shader ? "shader" : "kernel");
+        if (name == NULL)
+            return 0;
+        sym_t *sym = bib_asm_sym_find(&a->syms, name, shader ? SYM_SHADER : SYM_KERNEL, 0);
+        int broken = sym == NULL &&
+                     bib_asm_sym_find(&a->syms, name,
+                                      shader ? SYM_BROKEN_SHADER : SYM_BROKEN_KERNEL, 0) != NULL;
+        free(name);
+        if (broken)
+            return 0;
+        if (sym == NULL) {
+            bib_asm_diag_span(a, si, op,
+                              shader ? "unknown shader '%s' (declare it with '.shader')"
+                                     : "unknown kernel '%s' (declare it with '.kernel')",
+                              NULL);
+            return 0;
+        }
+        p->program = shader ? &a->shaders[sym->value] : &a->kernels[sym->value];
+        *word = (uint32_t)sym->value;
+        return 1;
+    }
+    case BIB_K_NONE:
+    case BIB_K_IMMHI:
+    case BIB_K__N:
+        break;
+    }
+    return 0;
+}
+
+static void describe_operands(const bib_opinfo_t *info, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int k = 0; k < 4; k++) {
+        uint32_t kind = info->kinds[k];
+        if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
+            continue;
+        const char *name =
+            kind == BIB_K_IMMLO ? "imm64" : bib_isa_kind_name((bib_operand_kind_t)kind);
+        int n = snprintf(out + used, cap - used, "%s%s", used ? ", " : "", name);
+        if (n < 0 || (size_t)n >= cap - used)
+            return;
+        used += (size_t)n;
+    }
+}
+
+static void pass2_instruction(pass2_t *p, uint32_t si) {
+    asm_state_t *a = p->a;
+    stmt_t *s = &a->stmts[si];
+    int index = bib_asm_find_mnemonic(s->word);
+    if (index < 0) {
+        bib_asm_diag_span(a, si, s->word, "unknown mnemonic '%s'", NULL);
+        return;
+    }
+    const bib_opinfo_t *info = &bib_isa_table[index];
+    uint32_t expected = 0;
+    for (int k = 0; k < 4; k++)
+        if (info->kinds[k] != BIB_K_NONE && info->kinds[k] != BIB_K_IMMHI)
+            expected++;
+    if (s->op_count != expected) {
+        char kinds[96];
+        describe_operands(info, kinds, sizeof kinds);
+        bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%s' takes %u operand%s%s%s%s, found %u",
+                        info->name, expected, expected == 1 ? "" : "s", expected ? " (" : "", kinds,
+                        expected ? ")" : "", s->op_count);
+        return;
+    }
+    uint32_t words[4] = {0, 0, 0, 0};
+    uint32_t text = 0, prev_rs = ASM_NONE;
+    p->callee = ASM_NONE;
+    p->host_call = 0;
+    p->program = NULL;
+    for (int k = 0; k < 4; k++) {
+        uint32_t kind = info->kinds[k];
+        if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
+            continue;
+        span_t op = a->spans[s->op_first + text++];
+        uint32_t hi = 0;
+        if (!parse_operand(p, si, info, kind, op, kind == BIB_K_COUNT ? prev_rs : ASM_NONE,
+                           &words[k], &hi))
+            return;
+        if (kind == BIB_K_IMMLO && k < 3)
+            words[k + 1] = hi;
+        /* The launch size registers follow a device program operand. */
+        uint32_t geometry = p->program == NULL ? 0 : p->program->params == NULL ? 3 : 6;
+        if (kind == BIB_K_RS && k > 0 && geometry > 0 &&
+            (info->kinds[k - 1] == BIB_K_SHADER || info->kinds[k - 1] == BIB_K_KERNEL) &&
+            words[k] + geometry > a->funcs[p->func].nregs) {
+            bib_asm_diag_at(
+                a, si, op.col, op.len,
+                "registers r%u..r%u (the launch size) are out of range: function '%s' has "
+                "regs=%u",
+                words[k], words[k] + geometry - 1, a->funcs[p->func].name, a->funcs[p->func].nregs);
+            return;
+        }
+        prev_rs = kind == BIB_K_RS ? words[k] : ASM_NONE;
+    }
+    if (info->flags & BIB_F_RESERVED) {
+        bib_asm_diag_at(a, si, s->word.col, s->word.len,
+                        "'%s' is reserved: not implemented in this build", info->name);
+        return;
+    }
+    bib_builder_line(p->b, p->line_set ? p->line : s->line);
+    bib_builder_emit(p->b, info->code, words[0], words[1], words[2], words[3]);
+    if (p->line_set)
+        p->line = line_after(p->line);
+    if (!bib_asm_grow_array((void **)&a->pc_stmt, &a->pc_cap, a->pc_count + 1, sizeof *a->pc_stmt))
+        bib_asm_out_of_memory(a);
+    else
+        a->pc_stmt[a->pc_count++] = si;
+}
+
+static void terminator_list(char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        if ((bib_isa_table[i].flags & (BIB_F_TERM | BIB_F_RESERVED)) != BIB_F_TERM)
+            continue;
+        int n = snprintf(out + used, cap - used, "%s%s", used ? ", " : "", bib_isa_table[i].name);
+        if (n < 0 || (size_t)n >= cap - used)
+            return;
+        used += (size_t)n;
+    }
+}
+
+void bib_asm_pass2(pass2_t *p) {
+    asm_state_t *a = p->a;
+    p->func = ASM_NONE;
+    for (uint32_t si = 0; si < a->stmt_count && !a->stopped && !a->oom; si++) {
+        stmt_t *s = &a->stmts[si];
+        if (s->bad)
+            continue;
+        span_t w = s->word;
+        if (bib_asm_word_is(w, ".func")) {
+            p->func = s->func;
+            if (p->func == ASM_NONE)
+                continue;
+            asm_func_t *f = &a->funcs[p->func];
+            bib_builder_begin(p->b, p->func, f->nargs, f->nregs);
+            continue;
+        }
+        if (s->func != ASM_NONE && s->func == p->func) {
+            for (uint32_t i = 0; i < s->label_count; i++) {
+                span_t l = a->spans[s->label_first + i];
+                char *name = bib_asm_parse_name(a, si, l, "label");
+                sym_t *sym = name ? bib_asm_sym_find(&a->syms, name, SYM_CODE, p->func + 1) : NULL;
+                if (sym != NULL && sym->stmt == si) {
+                    bib_builder_bind(p->b, code_label_id(p, sym));
+                    bib_builder_label_name(p->b, name);
+                }
+                free(name);
+            }
+        }
+        if (w.len == 0)
+            continue;
+        if (w.p[0] != '.') {
+            if (p->func != ASM_NONE)
+                pass2_instruction(p, si);
+        } else if (bib_asm_word_is(w, ".end")) {
+            if (p->func == ASM_NONE)
+                continue;
+            asm_func_t *f = &a->funcs[p->func];
+            if (f->insn_count == 0) {
+                bib_asm_diag_at(a, si, w.col, w.len, "function '%s' has no instructions", f->name);
+            } else if (!(bib_isa_table[f->last_op].flags & BIB_F_TERM)) {
+                char terms[96];
+                terminator_list(terms, sizeof terms);
+                bib_asm_diag_at(
+                    a, si, w.col, w.len,
+                    "function '%s' falls off its end: its last instruction (%s) must be one "
+                    "of %s",
+                    f->name, bib_isa_table[f->last_op].name, terms);
+            }
+            bib_builder_end(p->b);
+            p->func = ASM_NONE;
+        } else if (bib_asm_word_is(w, ".line")) {
+            uint64_t n;
+            if (bib_asm_expect_operands(a, si, 1, 1) &&
+                bib_asm_parse_unsigned(a, si, a->spans[s->op_first], UINT32_MAX, &n,
+                                       "a line number")) {
+                p->line = (uint32_t)n;
+                p->line_set = 1;
+            }
+        }
+    }
+}
