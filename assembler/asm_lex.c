@@ -1,7 +1,7 @@
 /* assembler/asm_lex.c: the assembler's lexer, symbol table and diagnostics.
  *
- * Owns splitting the source into lines and raw blocks (bib_asm_split_lines), each
- * line into a word and its operand spans (parse_line), the literal readers
+ * Owns splitting the source into lines and raw blocks (bib_asm_split_lines),
+ * each line into a word and its operand spans (parse_line), the literal readers
  * (integers, floats, characters, strings, names, registers, mnemonics,
  * label+offset expressions), the symbol table, and the collected
  * "file:line:col: error:" messages with their source line and caret.
