@@ -369,6 +369,9 @@ typedef struct asm_state {
     const char *default_source; /* the file name given, or NULL */
 
     int oom;
+    uint64_t max_size;     /* the cap on the data and tensor bytes (bib_assemble_capped) */
+    uint64_t tensor_bytes; /* the .tensor values so far */
+    int too_large;         /* a directive passed max_size: BIB_E_NOMEM */
 } asm_state_t;
 
 static int grow_array(void **array, uint32_t *cap, uint32_t need, size_t elem) {
@@ -416,7 +419,13 @@ static void diag_at(asm_state_t *a, uint32_t stmt, uint32_t col, uint32_t len, c
     va_end(ap);
     bib_asm_text_put(&t, "\n", 1);
     if (s != NULL) {
-        bib_asm_text_put(&t, s->text, s->text_len);
+        /* A NUL in the line is shown as U+2400, one column, so the caret
+           stays under it and the text stays one C string. */
+        for (uint32_t i = 0; i < s->text_len; i++)
+            if (s->text[i] == '\0')
+                bib_asm_text_put(&t, "\xe2\x90\x80", 3);
+            else
+                bib_asm_text_put(&t, s->text + i, 1);
         bib_asm_text_put(&t, "\n", 1);
         /* Tabs are copied so that the caret lines up under any tab width. */
         for (uint32_t i = 0; i + 1 < col && i < s->text_len; i++)
@@ -1174,12 +1183,30 @@ static int is_data_directive(span_t w) {
     return 0;
 }
 
+/* Whether n more bytes of data or tensor values keep the module within the
+   cap; reports the line where they do not, before anything is allocated. */
+static int fits_cap(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
+    /* Strictly below the cap: a module holds its headers and code besides,
+       and must stay readable under the same cap. */
+    uint64_t used = a->data_size + a->tensor_bytes;
+    if (n < a->max_size && used < a->max_size - n)
+        return 1;
+    diag_at(a, si, where.col, where.len,
+            "%llu more bytes of data would make the module larger than the size cap of %llu "
+            "bytes (--max-file-size raises it)",
+            (unsigned long long)n, (unsigned long long)a->max_size);
+    a->too_large = 1;
+    return 0;
+}
+
 static uint8_t *data_reserve(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
     uint64_t end = a->data_size + n;
     if (end > UINT32_MAX || n > UINT32_MAX) {
         diag_at(a, si, where.col, where.len, "data grows past 4 GiB, the most a module holds");
         return NULL;
     }
+    if (!fits_cap(a, si, where, n))
+        return NULL;
     if (end > a->data_cap || a->data == NULL) { // even for n == 0: `at` below needs a base
         uint64_t cap = a->data_cap ? a->data_cap : 256;
         while (cap < end)
@@ -1560,25 +1587,38 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
         return 0;
     }
     t->numel = numel;
-    t->values = malloc((size_t)numel * 4 + 4);
-    if (t->values == NULL) {
-        out_of_memory(a);
-        return 0;
-    }
+    /* The values are counted first, so the memory taken follows the text
+       given, not the shape declared. */
     uint64_t count = 0;
     for (uint32_t j = si; j < a->stmt_count && (j == si || a->stmts[j].owner == si + 1); j++) {
         const stmt_t *line = &a->stmts[j];
         if (line->bad)
             return 0; /* reported where it was split */
-        for (uint32_t i = j == si ? first : 0; i < line->op_count; i++, count++) {
+        count += line->op_count - (j == si ? first : 0);
+    }
+    if (count == numel && !fits_cap(a, si, s->word, numel * 4))
+        return 0;
+    if (count == numel) {
+        t->values = malloc((size_t)numel * 4 + 4);
+        if (t->values == NULL) {
+            out_of_memory(a);
+            return 0;
+        }
+    }
+    uint64_t at = 0;
+    for (uint32_t j = si; j < a->stmt_count && (j == si || a->stmts[j].owner == si + 1); j++) {
+        const stmt_t *line = &a->stmts[j];
+        for (uint32_t i = j == si ? first : 0; i < line->op_count; i++, at++) {
             span_t op = a->spans[line->op_first + i];
             uint32_t bits;
             if (!parse_element(a, j, op, t->dtype, &bits))
                 return 0;
-            if (count < numel)
-                t->values[count] = bits;
+            if (t->values != NULL)
+                t->values[at] = bits;
         }
     }
+    if (count == numel)
+        a->tensor_bytes += numel * 4;
     if (count != numel) {
         diag_at(a, si, s->word.col, s->word.len,
                 "tensor '%s' has %llu element%s but %llu value%s given", t->name,
@@ -2858,8 +2898,15 @@ static void split_lines(asm_state_t *a, const char *src, size_t length) {
         s->text_len = (uint32_t)(stop - p);
         s->func = ASM_NONE;
         uint32_t si = a->stmt_count - 1;
+        const char *nul = memchr(p, '\0', (size_t)(stop - p));
         if ((size_t)(stop - p) > UINT32_MAX / 2) {
             diag_at(a, si, 1, 1, "line is too long");
+            s->bad = 1;
+            open = ASM_NONE;
+        } else if (nul != NULL) {
+            /* Text holds no NUL: one would end the line early in every C
+               string that carries it, and hide what follows. */
+            diag_at(a, si, (uint32_t)(nul - p) + 1, 1, "a NUL byte in the line");
             s->bad = 1;
             open = ASM_NONE;
         } else if (block != ASM_NONE && !line_is(s->text, s->text_len, block_close)) {
@@ -3042,6 +3089,9 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
     bib_builder_memory(b, a->memory_stmt != ASM_NONE ? a->memory_size : a->data_size);
     if (a->data_size > 0)
         bib_builder_data(b, 0, a->data, (size_t)a->data_size);
+    free(a->data); /* the builder holds the data now: keep one copy alive */
+    a->data = NULL;
+    a->data_cap = 0;
     bib_status_t st = bib_builder_finish(b, out, size);
     unsigned pc;
     if (st != BIB_OK && sscanf(bib_builder_error(b), "pc %u ", &pc) == 1 && pc < a->pc_count) {
@@ -3056,8 +3106,8 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
 }
 
 static bib_status_t assemble_text(const char *source, size_t length, const char *filename,
-                                  int deny_device_code, uint8_t **out, size_t *size,
-                                  char **diagnostics) {
+                                  int deny_device_code, uint64_t max_size, uint8_t **out,
+                                  size_t *size, char **diagnostics) {
     if (out != NULL)
         *out = NULL;
     if (size != NULL)
@@ -3074,6 +3124,7 @@ static bib_status_t assemble_text(const char *source, size_t length, const char 
     a.entry_stmt = ASM_NONE;
     a.tensors_stmt = ASM_NONE;
     a.deny_device_code = deny_device_code;
+    a.max_size = max_size ? max_size : BIB_FILE_SIZE_CAP_DEFAULT;
 
     /* Literals must read the same under any locale the embedder set. */
     locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
@@ -3083,6 +3134,8 @@ static bib_status_t assemble_text(const char *source, size_t length, const char 
         uselocale(previous);
         freelocale(c_locale);
     }
+    if (st != BIB_OK && (a.too_large || a.oom))
+        st = BIB_E_NOMEM;
     if (st != BIB_OK && diagnostics != NULL)
         *diagnostics = diags_text(&a);
     asm_free(&a);
@@ -3091,11 +3144,17 @@ static bib_status_t assemble_text(const char *source, size_t length, const char 
 
 bib_status_t bib_assemble(const char *source, size_t length, const char *filename, uint8_t **out,
                           size_t *size, char **diagnostics) {
-    return assemble_text(source, length, filename, 0, out, size, diagnostics);
+    return assemble_text(source, length, filename, 0, 0, out, size, diagnostics);
+}
+
+bib_status_t bib_assemble_capped(const char *source, size_t length, const char *filename,
+                                 uint64_t max_size, uint8_t **out, size_t *size,
+                                 char **diagnostics) {
+    return assemble_text(source, length, filename, 0, max_size, out, size, diagnostics);
 }
 
 bib_status_t bib_assemble_without_device_code(const char *source, size_t length,
-                                              const char *filename, uint8_t **out, size_t *size,
-                                              char **diagnostics) {
-    return assemble_text(source, length, filename, 1, out, size, diagnostics);
+                                              const char *filename, uint64_t max_size,
+                                              uint8_t **out, size_t *size, char **diagnostics) {
+    return assemble_text(source, length, filename, 1, max_size, out, size, diagnostics);
 }

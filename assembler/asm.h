@@ -45,10 +45,11 @@ uint32_t bib_builder_kernel(bib_builder_t *b, const char *name, const char *entr
 
 /* bib_assemble for a VM whose load policy denies device code
    (BIB_DENY_DEVICE_CODE): every .shader and .kernel is an error at its line,
-   before any file it names is read or any compiler (libshaderc, nvcc) runs. */
+   before any file it names is read or any compiler (libshaderc, nvcc) runs.
+   max_size caps the module as in bib_assemble_capped. */
 bib_status_t bib_assemble_without_device_code(const char *source, size_t length,
-                                              const char *filename, uint8_t **out, size_t *size,
-                                              char **diagnostics);
+                                              const char *filename, uint64_t max_size,
+                                              uint8_t **out, size_t *size, char **diagnostics);
 
 /* A growing NUL-terminated text buffer. On allocation failure it sets failed
    and stops growing; the text so far stays valid. */

@@ -700,10 +700,12 @@ static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
             if ((m->imports[i] = copy_string(b->imports[i])) == NULL)
                 goto nomem;
     }
+    /* The data moves into the module, as the device code does below: a
+       builder finishes once, and a large data section is not held twice. */
     if (b->data_size > 0) {
-        if ((m->data = malloc((size_t)b->data_size)) == NULL)
-            goto nomem;
-        memcpy(m->data, b->data, (size_t)b->data_size);
+        m->data = b->data;
+        b->data = NULL;
+        b->data_cap = 0;
     }
     m->data_size = (uint32_t)b->data_size;
     m->memory_size = b->memory_set ? b->memory_size : b->data_size;

@@ -9,6 +9,7 @@
  * An executor that cannot start here is a visible skip with its reason.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "bib.h"
 #include "cli.h"
+#include "vm/fileio.h"
 
 #define MAX_INPUTS 16
 #define MAX_EXECUTORS 4
@@ -234,6 +236,12 @@ static int make_dir(const char *dir) {
         fprintf(stderr, "bib: bench: cannot create '%s': %s\n", dir, strerror(errno));
         return -1;
     }
+    char probe[4200], why[4400];
+    snprintf(probe, sizeof probe, "%s/results.csv", dir);
+    if (bib_file_check_writable(probe, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        return -1;
+    }
     return 0;
 }
 
@@ -254,12 +262,24 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
     snprintf(dat, sizeof dat, "%s/data.dat", tmp);
     snprintf(plt, sizeof plt, "%s/chart.gp", tmp);
     snprintf(png, sizeof png, "%s/chart.png", dir);
+    /* gnuplot draws into a temporary file beside chart.png, renamed over it
+       once the drawing succeeded. */
+    bib_file_out_t out;
+    char why[4400];
+    if (bib_file_out_open(&out, png, why, sizeof why) != BIB_OK ||
+        bib_file_out_close(&out, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        bib_file_out_discard(&out);
+        rmdir(tmp);
+        return;
+    }
     FILE *f = fopen(dat, "w");
     FILE *g = f ? fopen(plt, "w") : NULL;
     if (f == NULL || g == NULL) {
         fprintf(stderr, "bib: bench: cannot write the chart data in %s\n", tmp);
         if (f)
             fclose(f);
+        bib_file_out_discard(&out);
         return;
     }
     fprintf(f, "workload");
@@ -287,7 +307,7 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
             "set ylabel 'GFLOP/s'\nset grid ytics\nset key outside top center horizontal\n"
             "set xtics rotate by -20\nset yrange [0:%.1f]\n"
             "plot for [c=2:%d] '%s' using c:xtic(1) title columnheader(c)\n",
-            png, top * 1.12, nex + 1, dat);
+            out.tmp, top * 1.12, nex + 1, dat);
     fclose(g);
     snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", plt);
     int rc = system(cmd);
@@ -299,8 +319,20 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
                  plt, plt);
         rc = system(cmd);
     }
-    if (rc != 0)
+    if (rc == 0) {
+        int fd = open(out.tmp, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)fsync(fd);
+            close(fd);
+        }
+    }
+    if (rc != 0) {
         fprintf(stderr, "bib: bench: gnuplot failed (exit %d); the data is in %s\n", rc, tmp);
+        bib_file_out_discard(&out);
+        return;
+    }
+    if (bib_file_out_commit(&out, why, sizeof why) != BIB_OK)
+        fprintf(stderr, "bib: bench: %s\n", why);
     else
         fprintf(stderr, "bib: bench: wrote %s\n", png);
     remove(dat);
@@ -327,6 +359,9 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
         make_ffn(&w[nw++], 256, 512, 2048);
         make_block(&w[nw++], 256, 512, 8);
     }
+    /* The folder first: a typo in -o costs nothing. */
+    if (make_dir(dir) != 0)
+        return BIB_EXIT_CANTCREATE;
     const int reps = quick ? 2 : 3;
     const char *const candidates[] = {"cpu", "cuda", "vulkan", "auto"};
     const char *names[MAX_EXECUTORS];
@@ -415,12 +450,12 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
             if (res[i][e].status != 0)
                 printf("\n%s on %s failed: %s\n", w[i].name, names[e], res[i][e].why);
 
-    /* CSV and chart. */
-    if (make_dir(dir) != 0)
-        return BIB_EXIT_CANTCREATE;
-    char path[4200];
+    /* CSV and chart: each file whole, or not written. */
+    char path[4200], why[4400];
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    FILE *f = fopen(path, "w");
+    char *csv = NULL;
+    size_t csv_len = 0;
+    FILE *f = open_memstream(&csv, &csv_len);
     if (f == NULL) {
         fprintf(stderr, "bib: bench: cannot write '%s': %s\n", path, strerror(errno));
         return BIB_EXIT_CANTCREATE;
@@ -434,7 +469,16 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
                     r->status == 0 ? w[i].flops / (r->best_ms * 1e-3) * 1e-9 : 0.0, r->reps,
                     (unsigned long long)r->hash, r->status == 0 ? "ok" : "failed");
         }
-    fclose(f);
+    bool written = false;
+    if (fclose(f) != 0)
+        snprintf(why, sizeof why, "cannot write '%s': %s", path, strerror(errno));
+    else
+        written = bib_file_write(path, csv, csv_len, why, sizeof why) == BIB_OK;
+    free(csv);
+    if (!written) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        return BIB_EXIT_CANTCREATE;
+    }
     fprintf(stderr, "bib: bench: wrote %s\n", path);
     chart(dir, w, nw, names, nex, res);
     return all_same ? 0 : BIB_EXIT_TESTFAIL;

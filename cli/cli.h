@@ -35,7 +35,16 @@ void *bib_cli_grow(void *p, size_t size);
 char *bib_cli_strdup(const char *s);
 /* A copy of n bytes (p may be NULL when n is 0) and a NUL after them. */
 void *bib_cli_memdup(const void *p, size_t n);
-/* Reads a whole file; prints the reason and returns -1 on failure. */
+/* --max-file-size: the cap on every file the command reads (0: the default,
+ * BIB_FILE_SIZE_CAP_DEFAULT). bib_cli_file_too_large is set once a file
+ * was refused for it. */
+extern uint64_t bib_cli_max_file_size;
+extern int bib_cli_file_too_large;
+/* Reads a whole file, at most bib_cli_max_file_size bytes, with a NUL after
+ * it (not counted in *size). Returns 0; or prints the reason and returns
+ * the exit code: BIB_EXIT_NOINPUT when it cannot be read, BIB_EXIT_NOMEM
+ * when it is over the cap ("bib: cannot read 'x': larger than the file size
+ * cap of N bytes (--max-file-size raises it)"). */
 int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size);
 int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags, int npaths,
                  char **paths);

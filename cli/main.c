@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "cli.h"
 #include "npy.h"
 #include "repl.h"
+#include "vm/fileio.h"
 #include "vm/module.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */
@@ -47,6 +49,9 @@ static void usage(FILE *out) {
             "  --fuel N             bound the work: one unit per instruction, more for large\n"
             "                       tensor opcodes (spec/cli.md); a trap when it runs out\n"
             "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
+            "  --max-file-size SIZE cap on every file read (module, source, .npy, case file)\n"
+            "                       and on a module assembled, default 1G; a larger one is\n"
+            "                       refused with exit status 71\n"
             "  --max-depth N        cap the call depth, default 10000\n"
             "  --backend NAME       tensor executor: cpu (default), vulkan, cuda, auto\n"
             "  --strict-device      GPU_* opcodes fail without a CUDA device (default: CPU)\n"
@@ -69,9 +74,11 @@ static void usage(FILE *out) {
             "\n"
             "exit status: the program's exit value (low 8 bits) for run; %d usage error,\n"
             "%d bad input file (format, verify, assembly, link, load policy), %d unreadable\n"
-            "file, %d trap (--device-timeout too), %d out of memory, %d executor unavailable\n",
+            "file, %d trap (--device-timeout too), %d out of memory or a file over\n"
+            "--max-file-size, %d executor unavailable, %d output not writable (every\n"
+            "output is written whole or not at all)\n",
             BIB_EXIT_USAGE, BIB_EXIT_DATA, BIB_EXIT_NOINPUT, BIB_EXIT_TRAP, BIB_EXIT_NOMEM,
-            BIB_EXIT_UNAVAILABLE);
+            BIB_EXIT_UNAVAILABLE, BIB_EXIT_CANTCREATE);
 }
 
 int bib_cli_exit_code(bib_status_t status) {
@@ -209,50 +216,19 @@ void *bib_cli_memdup(const void *p, size_t n) {
     return q;
 }
 
-int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bib: cannot open '%s': %s\n", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        uint8_t *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger, cap *= 2;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf || err) {
-        fprintf(stderr, "bib: cannot read '%s': %s\n", path, buf ? "read error" : "out of memory");
-        free(buf);
-        return -1;
-    }
-    *bytes = buf;
-    *size = n;
-    return 0;
-}
+uint64_t bib_cli_max_file_size;
+int bib_cli_file_too_large;
 
-static int write_file(const char *path, const uint8_t *bytes, size_t size) {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        fprintf(stderr, "bib: cannot create '%s': %s\n", path, strerror(errno));
-        return -1;
-    }
-    size_t n = fwrite(bytes, 1, size, f);
-    if (fclose(f) != 0 || n != size) {
-        fprintf(stderr, "bib: cannot write '%s'\n", path);
-        return -1;
-    }
-    return 0;
+int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size) {
+    char why[600];
+    bib_status_t st = bib_file_read(path, bib_cli_max_file_size, bytes, size, why, sizeof why);
+    if (st == BIB_OK)
+        return 0;
+    fprintf(stderr, "bib: %s\n", why);
+    if (st != BIB_E_NOMEM)
+        return BIB_EXIT_NOINPUT;
+    bib_cli_file_too_large = 1;
+    return BIB_EXIT_NOMEM;
 }
 
 /* Splits "NAME=PATH"; returns -1 with a message when there is no '='. */
@@ -271,35 +247,81 @@ static int split_tensor_file(const char *option, const char *spec, tensor_file_t
 
 static int set_inputs(bib_vm_t *vm, const tensor_file_t *inputs, int ninputs) {
     for (int i = 0; i < ninputs; i++) {
-        bib_npy_t npy;
-        char msg[512];
-        bib_status_t st = bib_npy_read(inputs[i].path, &npy, msg, sizeof msg);
+        char msg[600];
+        bib_status_t st = bib_npy_set_input(vm, inputs[i].name, inputs[i].path,
+                                            bib_cli_max_file_size, msg, sizeof msg);
         if (st != BIB_OK) {
             fprintf(stderr, "bib: --input %s: %s\n", inputs[i].name, msg);
             return st == BIB_E_IO ? BIB_EXIT_NOINPUT : bib_cli_exit_code(st);
-        }
-        st = bib_vm_set_input(vm, inputs[i].name, npy.dtype, npy.rank, npy.dims, npy.data);
-        bib_npy_free(&npy);
-        if (st != BIB_OK) {
-            fprintf(stderr, "bib: %s: %s\n", inputs[i].path, bib_vm_error(vm));
-            return bib_cli_exit_code(st);
         }
     }
     return 0;
 }
 
+/* Every output is written to a temporary file first; they are renamed into
+   place only once all are written, so a failure leaves every target as it
+   was. */
 static int write_outputs(bib_vm_t *vm, const tensor_file_t *outputs, int noutputs) {
-    for (int i = 0; i < noutputs; i++) {
+    bib_file_out_t files[MAX_TENSOR_FILES];
+    int written = 0, rc = 0;
+    char msg[600];
+    for (; written < noutputs; written++) {
+        const tensor_file_t *o = &outputs[written];
         bib_dtype_t dtype;
         uint32_t rank, dims[BIB_MAX_RANK];
         const void *data;
-        bib_status_t st = bib_vm_get_output(vm, outputs[i].name, &dtype, &rank, dims, &data);
+        bib_status_t st = bib_vm_get_output(vm, o->name, &dtype, &rank, dims, &data);
         if (st != BIB_OK) {
-            fprintf(stderr, "bib: --output %s: %s\n", outputs[i].spec, bib_vm_error(vm));
-            return bib_cli_exit_code(st);
+            fprintf(stderr, "bib: --output %s: %s\n", o->spec, bib_vm_error(vm));
+            rc = bib_cli_exit_code(st);
+            break;
         }
-        char msg[512];
-        if (bib_npy_write(outputs[i].path, dtype, rank, dims, data, msg, sizeof msg) != BIB_OK) {
+        if (bib_npy_begin(&files[written], o->path, dtype, rank, dims, data, msg, sizeof msg) !=
+            BIB_OK) {
+            fprintf(stderr, "bib: --output %s: %s\n", o->name, msg);
+            rc = BIB_EXIT_CANTCREATE;
+            break;
+        }
+    }
+    for (int i = 0; i < written; i++) {
+        if (rc != 0) {
+            bib_file_out_discard(&files[i]);
+        } else if (bib_file_out_commit(&files[i], msg, sizeof msg) != BIB_OK) {
+            fprintf(stderr, "bib: --output %s: %s\n", outputs[i].name, msg);
+            rc = BIB_EXIT_CANTCREATE;
+        }
+    }
+    return rc;
+}
+
+/* Before anything runs: no input or output named twice, no two outputs onto
+   one file, and every output's folder there and writable, so that a typo
+   costs nothing. */
+static int check_tensor_files(const tensor_file_t *inputs, int ninputs,
+                              const tensor_file_t *outputs, int noutputs) {
+    for (int i = 0; i < ninputs; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(inputs[i].name, inputs[j].name) == 0) {
+                fprintf(stderr, "bib: --input %s is given twice ('%s' and '%s')\n", inputs[i].name,
+                        inputs[j].spec, inputs[i].spec);
+                return BIB_EXIT_USAGE;
+            }
+    for (int i = 0; i < noutputs; i++)
+        for (int j = 0; j < i; j++) {
+            if (strcmp(outputs[i].name, outputs[j].name) == 0) {
+                fprintf(stderr, "bib: --output %s is given twice ('%s' and '%s')\n",
+                        outputs[i].name, outputs[j].spec, outputs[i].spec);
+                return BIB_EXIT_USAGE;
+            }
+            if (bib_file_same(outputs[i].path, outputs[j].path)) {
+                fprintf(stderr, "bib: --output %s and --output %s name the same file\n",
+                        outputs[j].spec, outputs[i].spec);
+                return BIB_EXIT_USAGE;
+            }
+        }
+    for (int i = 0; i < noutputs; i++) {
+        char msg[600];
+        if (bib_file_check_writable(outputs[i].path, msg, sizeof msg) != BIB_OK) {
             fprintf(stderr, "bib: --output %s: %s\n", outputs[i].name, msg);
             return BIB_EXIT_CANTCREATE;
         }
@@ -368,6 +390,9 @@ static int check_run_tensors(bib_vm_t *vm, const char *path, const tensor_file_t
 
 static int cmd_run(const bib_options_t *options, const char *path, const tensor_file_t *inputs,
                    int ninputs, const tensor_file_t *outputs, int noutputs, int profile) {
+    int checked = check_tensor_files(inputs, ninputs, outputs, noutputs);
+    if (checked != 0)
+        return checked;
     bib_vm_t *vm = NULL;
     bib_status_t st = bib_vm_create(options, &vm);
     if (st != BIB_OK) {
@@ -383,9 +408,9 @@ static int cmd_run(const bib_options_t *options, const char *path, const tensor_
         bib_vm_destroy(vm);
         return bib_cli_exit_code(st);
     }
-    int rc = set_inputs(vm, inputs, ninputs);
+    int rc = check_run_tensors(vm, path, inputs, ninputs, outputs, noutputs);
     if (rc == 0)
-        rc = check_run_tensors(vm, path, inputs, ninputs, outputs, noutputs);
+        rc = set_inputs(vm, inputs, ninputs);
     if (rc != 0) {
         bib_vm_destroy(vm);
         return rc;
@@ -406,10 +431,21 @@ static int cmd_run(const bib_options_t *options, const char *path, const tensor_
 }
 
 static int cmd_asm(const char *path, const char *out_path) {
+    if (bib_file_same(path, out_path)) {
+        fprintf(stderr, "bib: asm: the output '%s' is the source '%s' itself; give another -o\n",
+                out_path, path);
+        return BIB_EXIT_USAGE;
+    }
+    char why[600];
+    if (bib_file_check_writable(out_path, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: %s\n", why);
+        return BIB_EXIT_CANTCREATE;
+    }
     uint8_t *src;
     size_t len;
-    if (bib_cli_read_file(path, &src, &len))
-        return BIB_EXIT_NOINPUT;
+    int read = bib_cli_read_file(path, &src, &len);
+    if (read != 0)
+        return read;
     uint8_t *bytes = NULL;
     size_t size = 0;
     char *diag = NULL;
@@ -421,7 +457,8 @@ static int cmd_asm(const char *path, const char *out_path) {
         free(src);
         return BIB_EXIT_DATA;
     }
-    bib_status_t st = bib_assemble((const char *)src, len, path, &bytes, &size, &diag);
+    bib_status_t st = bib_assemble_capped((const char *)src, len, path, bib_cli_max_file_size,
+                                          &bytes, &size, &diag);
     free(src);
     if (st != BIB_OK) {
         fputs(diag ? diag : "bib: assembly failed\n", stderr);
@@ -429,7 +466,11 @@ static int cmd_asm(const char *path, const char *out_path) {
         return bib_cli_exit_code(st);
     }
     bib_free(diag);
-    int rc = write_file(out_path, bytes, size) ? BIB_EXIT_CANTCREATE : 0;
+    int rc = 0;
+    if (bib_file_write(out_path, bytes, size, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: %s\n", why);
+        rc = BIB_EXIT_CANTCREATE;
+    }
     bib_free(bytes);
     return rc;
 }
@@ -437,8 +478,9 @@ static int cmd_asm(const char *path, const char *out_path) {
 static int cmd_dis(const char *path) {
     uint8_t *bytes;
     size_t size;
-    if (bib_cli_read_file(path, &bytes, &size))
-        return BIB_EXIT_NOINPUT;
+    int read = bib_cli_read_file(path, &bytes, &size);
+    if (read != 0)
+        return read;
     char *text = NULL, *diag = NULL;
     bib_status_t st = bib_disassemble(bytes, size, &text, &diag);
     free(bytes);
@@ -473,6 +515,7 @@ int main(int argc, char **argv) {
         OPT_STRICT_DEVICE,
         OPT_JSON,
         OPT_QUICK,
+        OPT_MAXFILE,
         OPT_DEVICE_TIMEOUT,
         OPT_DENY,
         OPT_ALLOW_HOST,
@@ -492,6 +535,7 @@ int main(int argc, char **argv) {
         {"strict-device", no_argument, NULL, OPT_STRICT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
         {"quick", no_argument, NULL, OPT_QUICK},
+        {"max-file-size", required_argument, NULL, OPT_MAXFILE},
         {"device-timeout", required_argument, NULL, OPT_DEVICE_TIMEOUT},
         {"deny", required_argument, NULL, OPT_DENY},
         {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
@@ -501,6 +545,9 @@ int main(int argc, char **argv) {
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    /* Past `ulimit -f`, a write fails with EFBIG and is reported, where
+       SIGXFSZ would kill the command between a temporary file and its rename. */
+    signal(SIGXFSZ, SIG_IGN);
     bib_options_t options;
     bib_options_init(&options);
     bib_cli_test_flags_t test_flags = {0};
@@ -541,6 +588,13 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bib: --max-memory takes a size such as 64M, not '%s'\n", optarg);
                 return BIB_EXIT_USAGE;
             }
+            break;
+        case OPT_MAXFILE:
+            if (parse_size(optarg, &options.max_file_size) || options.max_file_size == 0) {
+                fprintf(stderr, "bib: --max-file-size takes a size such as 2G, not '%s'\n", optarg);
+                return BIB_EXIT_USAGE;
+            }
+            bib_cli_max_file_size = options.max_file_size;
             break;
         case OPT_MAXDEPTH:
             if (parse_u64(optarg, &v) || v == 0 || v > UINT32_MAX) {
@@ -736,7 +790,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bib: test takes at least one file or directory\n");
             return BIB_EXIT_USAGE;
         }
-        return bib_cli_test(&options, &test_flags, nfiles, files);
+        int rc = bib_cli_test(&options, &test_flags, nfiles, files);
+        /* A case file over the cap fails its case, and the whole with the
+           status every command gives for a file too large. */
+        return rc != 0 && bib_cli_file_too_large ? BIB_EXIT_NOMEM : rc;
     }
     fprintf(stderr, "bib: unknown command '%s' (try bib --help)\n", command);
     return BIB_EXIT_USAGE;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "npy.h"
+#include "vm/fileio.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -57,9 +58,11 @@ static const char *find_key(const char *header, const char *key) {
     return NULL;
 }
 
-bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, bib_npy_t *out,
-                           char *msg, size_t cap) {
-    memset(out, 0, sizeof *out);
+/* The prefix's version and header length: *start is where the header begins.
+   size is what is present of the file (at least its first 12 bytes when it
+   has them). */
+static bib_status_t parse_prefix(const uint8_t *bytes, size_t size, const char *path,
+                                 size_t *header_len_out, size_t *start_out, char *msg, size_t cap) {
     if (size < 10 || memcmp(bytes, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
         return bad(msg, cap, path, "it does not start with the .npy magic \\x93NUMPY");
     uint8_t major = bytes[6], minor = bytes[7];
@@ -79,6 +82,20 @@ bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, 
                  major, minor);
         return bad(msg, cap, path, why);
     }
+    *header_len_out = header_len;
+    *start_out = start;
+    return BIB_OK;
+}
+
+/* Parses the prefix and the header dict: dtype, rank, dims, and out->bytes,
+   the data's size; *data_at is where the data starts. */
+static bib_status_t parse_header(const uint8_t *bytes, size_t size, const char *path,
+                                 bib_npy_t *out, size_t *data_at_out, char *msg, size_t cap) {
+    memset(out, 0, sizeof *out);
+    size_t header_len, start;
+    bib_status_t prefix = parse_prefix(bytes, size, path, &header_len, &start, msg, cap);
+    if (prefix != BIB_OK)
+        return prefix;
     if (header_len > size - start)
         return bad(msg, cap, path, "the header is truncated");
     char *header = malloc(header_len + 1);
@@ -155,66 +172,147 @@ bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, 
         if (*p == 'L')
             p++;
     }
-    size_t data_at = start + header_len;
-    uint64_t need = count * 4;
-    if (need > size - data_at) {
-        char why[160];
-        snprintf(why, sizeof why, "the data is truncated: %llu bytes for the shape, %zu present",
-                 (unsigned long long)need, size - data_at);
-        st = bad(msg, cap, path, why);
-        goto done;
-    }
-    out->bytes = (size_t)need;
-    out->data = malloc(need ? (size_t)need : 1);
-    if (out->data == NULL) {
-        snprintf(msg, cap, "%s: out of memory for %llu bytes", path, (unsigned long long)need);
-        st = BIB_E_NOMEM;
-        goto done;
-    }
-    if (need > 0)
-        memcpy(out->data, bytes + data_at, (size_t)need);
+    *data_at_out = start + header_len;
+    out->bytes = (size_t)(count * 4);
 done:
     free(header);
     return st;
 }
 
-bib_status_t bib_npy_read(const char *path, bib_npy_t *out, char *msg, size_t cap) {
-    memset(out, 0, sizeof *out);
+bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, bib_npy_t *out,
+                           char *msg, size_t cap) {
+    size_t data_at;
+    bib_status_t st = parse_header(bytes, size, path, out, &data_at, msg, cap);
+    if (st != BIB_OK)
+        return st;
+    uint64_t need = out->bytes;
+    if (need > size - data_at) {
+        char why[160];
+        snprintf(why, sizeof why, "the data is truncated: %llu bytes for the shape, %zu present",
+                 (unsigned long long)need, size - data_at);
+        return bad(msg, cap, path, why);
+    }
+    out->data = malloc(need ? (size_t)need : 1);
+    if (out->data == NULL) {
+        snprintf(msg, cap, "%s: out of memory for %llu bytes", path, (unsigned long long)need);
+        return BIB_E_NOMEM;
+    }
+    if (need > 0)
+        memcpy(out->data, bytes + data_at, (size_t)need);
+    return BIB_OK;
+}
+
+/* Reads up to n bytes; fewer only at the end of the file or on an error. */
+static size_t read_up_to(FILE *f, void *to, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        size_t k = fread((uint8_t *)to + got, 1, n - got, f);
+        if (k == 0)
+            break;
+        got += k;
+    }
+    return got;
+}
+
+/* The bytes of the file up to the data: prefix and header, whose length the
+   prefix gives; *head is malloc'd. The header is bounded (NPY_HEADER_MAX) and
+   so is the file (max_file), before anything is allocated for either. */
+#define NPY_HEADER_MAX (1u << 20)
+
+static bib_status_t read_head(FILE *f, const char *path, uint64_t max_file, uint8_t **head,
+                              size_t *head_len, char *msg, size_t cap) {
+    uint8_t prefix[12];
+    size_t got = read_up_to(f, prefix, sizeof prefix);
+    size_t header_len, start;
+    bib_status_t st = parse_prefix(prefix, got, path, &header_len, &start, msg, cap);
+    if (st != BIB_OK)
+        return st;
+    if (header_len > NPY_HEADER_MAX)
+        return bad(msg, cap, path, "the header is longer than 1 MiB");
+    if (start + header_len > bib_file_cap(max_file))
+        return bib_file_too_large(path, max_file, msg, cap);
+    uint8_t *buf = malloc(start + header_len + 1);
+    if (buf == NULL) {
+        snprintf(msg, cap, "%s: out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    /* A short header (malformed: it cannot hold the keys) ends inside the
+       prefix read: only its own bytes are kept. */
+    size_t have = got < start + header_len ? got : start + header_len;
+    memcpy(buf, prefix, have);
+    if (start + header_len > have)
+        have += read_up_to(f, buf + have, start + header_len - have);
+    if (have < start + header_len) {
+        free(buf);
+        if (ferror(f)) {
+            snprintf(msg, cap, "cannot read '%s': %s", path, strerror(errno));
+            return BIB_E_IO;
+        }
+        return bad(msg, cap, path, "the header is truncated");
+    }
+    *head = buf;
+    *head_len = start + header_len;
+    return BIB_OK;
+}
+
+typedef struct npy_fill {
+    FILE *f;
+    const char *path;
+    char *msg;
+    size_t cap;
+    bib_status_t status;
+} npy_fill_t;
+
+/* Reads the data straight into the VM's buffer for the input. */
+static int fill_from_file(void *ctx, void *data, size_t bytes) {
+    npy_fill_t *fill = ctx;
+    size_t got = read_up_to(fill->f, data, bytes);
+    if (got == bytes)
+        return 0;
+    if (ferror(fill->f)) {
+        snprintf(fill->msg, fill->cap, "cannot read '%s': %s", fill->path, strerror(errno));
+        fill->status = BIB_E_IO;
+    } else {
+        char why[160];
+        snprintf(why, sizeof why, "the data is truncated: %zu bytes for the shape, %zu present",
+                 bytes, got);
+        fill->status = bad(fill->msg, fill->cap, fill->path, why);
+    }
+    return -1;
+}
+
+bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path, uint64_t max_file,
+                               char *msg, size_t cap) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         snprintf(msg, cap, "cannot open '%s': %s", path, strerror(errno));
         return BIB_E_IO;
     }
-    size_t alloc = 1 << 16, size = 0;
-    uint8_t *buf = malloc(alloc);
-    while (buf != NULL) {
-        size += fread(buf + size, 1, alloc - size, f);
-        if (size < alloc)
-            break;
-        uint8_t *grown = realloc(buf, alloc * 2);
-        if (grown == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        alloc *= 2;
+    uint8_t *head = NULL;
+    size_t head_len = 0, data_at;
+    bib_npy_t npy;
+    bib_status_t st = read_head(f, path, max_file, &head, &head_len, msg, cap);
+    if (st == BIB_OK)
+        st = parse_header(head, head_len, path, &npy, &data_at, msg, cap);
+    free(head);
+    if (st == BIB_OK && npy.bytes > bib_file_cap(max_file) - head_len)
+        st = bib_file_too_large(path, max_file, msg, cap);
+    if (st != BIB_OK) {
+        fclose(f);
+        return st;
     }
-    int err = ferror(f);
+    npy_fill_t fill = {f, path, msg, cap, BIB_OK};
+    st = bib_vm_set_input_fill(vm, name, npy.dtype, npy.rank, npy.dims, fill_from_file, &fill);
     fclose(f);
-    if (buf == NULL || err) {
-        snprintf(msg, cap, "cannot read '%s': %s", path,
-                 buf == NULL ? "out of memory" : "read error");
-        free(buf);
-        return buf == NULL ? BIB_E_NOMEM : BIB_E_IO;
-    }
-    bib_status_t st = bib_npy_parse(buf, size, path, out, msg, cap);
-    free(buf);
+    if (st == BIB_E_IO && fill.status != BIB_OK)
+        return fill.status;
+    if (st != BIB_OK)
+        snprintf(msg, cap, "%s", bib_vm_error(vm));
     return st;
 }
 
-bib_status_t bib_npy_write(const char *path, bib_dtype_t dtype, uint32_t rank, const uint32_t *dims,
-                           const void *data, char *msg, size_t cap) {
+bib_status_t bib_npy_begin(bib_file_out_t *file, const char *path, bib_dtype_t dtype, uint32_t rank,
+                           const uint32_t *dims, const void *data, char *msg, size_t cap) {
     char shape[128];
     size_t n = (size_t)snprintf(shape, sizeof shape, "(");
     uint64_t count = 1;
@@ -237,23 +335,27 @@ bib_status_t bib_npy_write(const char *path, bib_dtype_t dtype, uint32_t rank, c
     size_t header_len = padded - 10;
     prefix[8] = (uint8_t)header_len;
     prefix[9] = (uint8_t)(header_len >> 8);
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        snprintf(msg, cap, "cannot create '%s': %s", path, strerror(errno));
-        return BIB_E_IO;
-    }
-    fwrite(prefix, 1, sizeof prefix, f);
-    fwrite(header, 1, (size_t)len, f);
-    for (size_t i = total - 1; i < padded - 1; i++)
-        fputc(' ', f);
-    fputc('\n', f);
-    if (count > 0)
-        fwrite(data, 4, (size_t)count, f);
-    if (ferror(f) | (fclose(f) != 0)) {
-        snprintf(msg, cap, "cannot write '%s'", path);
-        return BIB_E_IO;
-    }
-    return BIB_OK;
+    bib_status_t st = bib_file_out_open(file, path, msg, cap);
+    if (st != BIB_OK)
+        return st;
+    bib_file_out_write(file, prefix, sizeof prefix);
+    bib_file_out_write(file, header, (size_t)len);
+    char spaces[64];
+    memset(spaces, ' ', sizeof spaces);
+    bib_file_out_write(file, spaces, padded - total);
+    bib_file_out_write(file, "\n", 1);
+    bib_file_out_write(file, data, (size_t)count * 4);
+    st = bib_file_out_close(file, msg, cap);
+    if (st != BIB_OK)
+        bib_file_out_discard(file);
+    return st;
+}
+
+bib_status_t bib_npy_write(const char *path, bib_dtype_t dtype, uint32_t rank, const uint32_t *dims,
+                           const void *data, char *msg, size_t cap) {
+    bib_file_out_t file;
+    bib_status_t st = bib_npy_begin(&file, path, dtype, rank, dims, data, msg, cap);
+    return st == BIB_OK ? bib_file_out_commit(&file, msg, cap) : st;
 }
 
 void bib_npy_free(bib_npy_t *npy) {

@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "npy.h"
+#include "vm/fileio.h"
 #include "repl.h"
 
 /* One line of the session's source and the session line it came from. */
@@ -978,17 +979,10 @@ static bool give_input(bib_vm_t *vm, const char *arg) {
     }
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-    bib_npy_t npy;
-    char msg[512];
-    bib_status_t st = bib_npy_read(eq + 1, &npy, msg, sizeof msg);
-    if (st != BIB_OK) {
-        error_line(":input %s: %s", name, msg);
-        return false;
-    }
-    st = bib_vm_set_input(vm, name, npy.dtype, npy.rank, npy.dims, npy.data);
-    bib_npy_free(&npy);
+    char msg[600];
+    bib_status_t st = bib_npy_set_input(vm, name, eq + 1, bib_cli_max_file_size, msg, sizeof msg);
     if (st != BIB_OK)
-        error_line("%s", bib_vm_error(vm));
+        error_line(":input %s: %s", name, msg);
     return st == BIB_OK;
 }
 
@@ -1126,18 +1120,30 @@ static char *history_path(void) {
     return path;
 }
 
-/* The next line without its newline (caller frees), or NULL at the end. */
-static char *read_line(repl_t *r) {
+/* The next line without its newline (caller frees), or NULL at the end.
+ * *nul_col is the column of the first NUL byte in it (0 when none), and
+ * *too_long says it passed the file size cap: the bytes after the cap are
+ * read and dropped, so no input grows the session past it. */
+static char *read_line(repl_t *r, size_t *nul_col, bool *too_long) {
+    *nul_col = 0;
+    *too_long = false;
     if (r->tty) {
         char *line = readline(r->pending ? "...> " : "bib> ");
         if (line != NULL && line[0] != '\0')
             add_history(line);
         return line;
     }
+    uint64_t max = bib_file_cap(bib_cli_max_file_size);
     size_t cap = 256, n = 0;
     char *buf = malloc(cap);
     int c;
     while (buf != NULL && (c = getchar()) != EOF && c != '\n') {
+        if (c == '\0' && *nul_col == 0 && !*too_long)
+            *nul_col = n + 1;
+        if (n >= max) {
+            *too_long = true;
+            continue;
+        }
         if (n + 1 == cap) {
             char *grown = realloc(buf, cap * 2);
             if (grown == NULL) {
@@ -1180,8 +1186,23 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
     if (file != NULL)
         cmd_load(&r, (char *)file);
     char *line;
-    while ((line = read_line(&r)) != NULL) {
+    size_t nul_col;
+    bool too_long;
+    while ((line = read_line(&r, &nul_col, &too_long)) != NULL) {
         r.lineno++;
+        if (nul_col != 0 || too_long) {
+            /* The text after a NUL would be lost without a word: the line is
+               refused whole, as a line that does not assemble is. */
+            if (too_long)
+                error_line("repl:%u: the line is longer than the file size cap of %" PRIu64
+                           " bytes; it is dropped",
+                           r.lineno, bib_file_cap(bib_cli_max_file_size));
+            else
+                error_line("repl:%u:%zu: a NUL byte in the line; it is dropped", r.lineno, nul_col);
+            free(line);
+            out_flush();
+            continue;
+        }
         const char *p = line;
         while (*p == ' ' || *p == '\t')
             p++;

@@ -72,8 +72,17 @@ typedef enum bib_trace_format {
  * the slowest elementwise opcodes. */
 #define BIB_FUEL_WORK_UNIT 1024
 
+/* The largest file (module, source, included device code) the library reads
+ * unless bib_options_t.max_file_size says otherwise, and the largest module an
+ * assembly may produce: 1 GiB. A larger one is BIB_E_NOMEM. */
+#define BIB_FILE_SIZE_CAP_DEFAULT ((uint64_t)1 << 30)
+
 typedef struct bib_options {
-    uint64_t max_memory;     /* cap on VM memory in bytes; 0 means the default, 256 MiB */
+    uint64_t max_memory;     /* cap on VM memory in bytes; 0 means the default, 256 MiB.
+                                Inputs count against it from bib_vm_set_input on. */
+    uint64_t max_file_size;  /* cap on a file bib_vm_load_file reads (and on the module
+                                it assembles from source); 0 means
+                                BIB_FILE_SIZE_CAP_DEFAULT */
     uint64_t fuel;           /* work a run may do; 0 means unlimited. An instruction takes
                                 one unit, so fuel N runs exactly N scalar instructions; a
                                 tensor opcode takes 1 + floor(W / BIB_FUEL_WORK_UNIT), W
@@ -189,6 +198,17 @@ bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index, bib_tensor_i
  * and the given shape. */
 bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
                               const uint32_t *dims, const void *data);
+
+/* bib_vm_set_input for data that is still to be read: once the shape fits the
+ * declaration and the input fits the memory cap (max_memory, less the other
+ * inputs given), fill(ctx, data, bytes) writes the input's bytes into the
+ * VM's own buffer, so nothing is read that the cap refuses and no copy is
+ * made. fill returns 0 when it wrote them all; otherwise the input keeps its
+ * previous value and the result is BIB_E_IO (the caller knows why). An input
+ * over the cap is BIB_E_NOMEM. */
+typedef int (*bib_input_fill_fn)(void *ctx, void *data, size_t bytes);
+bib_status_t bib_vm_set_input_fill(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
+                                   const uint32_t *dims, bib_input_fill_fn fill, void *ctx);
 
 /* After a run: the value of output `name`. *data points into the VM (valid
  * until the next run, load or destroy); the tensor is brought to the host
@@ -308,6 +328,15 @@ bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size);
  * messages and debug info. */
 bib_status_t bib_assemble(const char *source, size_t length, const char *filename, uint8_t **out,
                           size_t *size, char **diagnostics);
+
+/* bib_assemble with a cap on the module's size (0 means
+ * BIB_FILE_SIZE_CAP_DEFAULT, which bib_assemble uses): data (.zero, .align,
+ * .tensor and the other data directives) that would pass it is refused
+ * before any memory is taken for it, with BIB_E_NOMEM and a diagnostic at its
+ * line. */
+bib_status_t bib_assemble_capped(const char *source, size_t length, const char *filename,
+                                 uint64_t max_size, uint8_t **out, size_t *size,
+                                 char **diagnostics);
 
 /* Disassembles .bib bytes into .basm text that re-assembles to the same bytes.
  * On failure *diagnostics holds the reason. */

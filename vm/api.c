@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "../assembler/asm.h"
+#include "fileio.h"
 #include "vm.h"
 
 const char *bib_status_name(bib_status_t status) {
@@ -396,32 +397,13 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
         return BIB_E_USAGE;
     if (path == NULL)
         return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_load_file: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return bib_vm_fail(vm, BIB_E_IO, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, size = 0;
-    uint8_t *buf = malloc(cap);
-    while (buf != NULL) {
-        size += fread(buf + size, 1, cap - size, f);
-        if (size < cap)
-            break;
-        uint8_t *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (grown == NULL) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    bool bad = buf == NULL || ferror(f);
-    int err = errno;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return bib_vm_fail(vm, buf == NULL ? BIB_E_NOMEM : BIB_E_IO, "cannot read '%s': %s", path,
-                           buf == NULL ? "out of memory" : strerror(err));
-    }
+    uint8_t *buf;
+    size_t size;
+    char why[512];
+    bib_status_t read =
+        bib_file_read(path, vm->options.max_file_size, &buf, &size, why, sizeof why);
+    if (read != BIB_OK)
+        return bib_vm_fail(vm, read, "%s", why);
 
     /* The extension decides; any other name is sniffed for the magic. */
     static const uint8_t magic[4] = {0x7F, 'B', 'I', 'B'};
@@ -439,9 +421,11 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
        reads a file a directive names or runs a compiler on it. */
     bib_status_t st =
         vm->options.deny & BIB_DENY_DEVICE_CODE
-            ? bib_assemble_without_device_code((const char *)buf, size, path, &bytes, &nbytes,
+            ? bib_assemble_without_device_code((const char *)buf, size, path,
+                                               vm->options.max_file_size, &bytes, &nbytes,
                                                &diagnostics)
-            : bib_assemble((const char *)buf, size, path, &bytes, &nbytes, &diagnostics);
+            : bib_assemble_capped((const char *)buf, size, path, vm->options.max_file_size, &bytes,
+                                  &nbytes, &diagnostics);
     free(buf);
     if (st != BIB_OK) {
         const char *d = diagnostics != NULL ? diagnostics : "";

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "placement.h"
 
 /* Bumped whenever the measurement changes, so old entries are measured again. */
@@ -160,24 +161,20 @@ static bool cache_read(bib_place_model_t *m) {
     return true;
 }
 
-/* Writes the entry (to a temporary file renamed over the old one, so a
- * reader never sees half of it). Failure is silent: the cache is optional. */
+/* Writes the entry all or nothing (vm/fileio.h), so a reader never sees
+ * half of it. Failure is silent: the cache is optional. */
 static void cache_write(const bib_place_model_t *m) {
-    char path[4200], tmp[4300], body[2048];
+    char path[4200], body[2100], why[4400];
     if (!cache_path(m->key, path, sizeof path))
         return;
-    int n = cache_body(body, sizeof body, m);
-    if (n < 0 || (size_t)n >= sizeof body)
+    int n = cache_body(body, 2048, m);
+    if (n < 0 || n >= 2048)
         return;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
+    int k = snprintf(body + n, sizeof body - (size_t)n, "check %016" PRIx64 "\n",
+                     fnv64(body, (size_t)n));
+    if (k < 0 || (size_t)k >= sizeof body - (size_t)n)
         return;
-    bool ok =
-        fputs(body, f) >= 0 && fprintf(f, "check %016" PRIx64 "\n", fnv64(body, (size_t)n)) > 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0)
-        remove(tmp);
+    (void)bib_file_write(path, body, (size_t)(n + k), why, sizeof why);
 }
 
 /* ---- measuring ------------------------------------------------------------------ */

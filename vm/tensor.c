@@ -683,8 +683,9 @@ static void names_with(const bib_module_t *m, uint32_t flag, char *buf, size_t c
         snprintf(buf, cap, "none");
 }
 
-bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
-                              const uint32_t *dims, const void *data) {
+static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
+                              const uint32_t *dims, bib_input_fill_fn fill, void *ctx,
+                              bool no_data) {
     if (vm == NULL)
         return BIB_E_USAGE;
     if (vm->module == NULL)
@@ -715,7 +716,7 @@ bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
             return bib_vm_fail(vm, BIB_E_USAGE,
                                "input '%s': dimension %" PRIu32 " is larger than 2^31-1", name,
                                dims[i]);
-    if (count > 0 && data == NULL)
+    if (count > 0 && no_data)
         return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': data is NULL", name);
 
     /* Symbolic sizes as the other inputs already given fix them. */
@@ -733,13 +734,25 @@ bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     if (!ok)
         return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': %s", name, msg);
 
-    uint64_t bytes = count * 4;
+    /* The inputs count against the memory cap from here, before a byte of
+       theirs is read: each becomes a tensor of the run. */
+    uint64_t bytes = count * 4, held = 0;
+    for (uint32_t i = 0; i < m->tensor_count; i++)
+        if ((int)i != di && inputs[i].set)
+            held += inputs[i].bytes;
+    if (bytes > vm->options.max_memory || held > vm->options.max_memory - bytes)
+        return bib_vm_fail(vm, BIB_E_NOMEM,
+                           "input '%s': memory cap reached: %" PRIu64 " bytes, with %" PRIu64
+                           " for the other inputs, cap %" PRIu64 " bytes (max_memory)",
+                           name, bytes, held, vm->options.max_memory);
     void *copy = malloc(bytes ? (size_t)bytes : 1);
     if (copy == NULL)
         return bib_vm_fail(vm, BIB_E_NOMEM, "input '%s': host out of memory for %" PRIu64 " bytes",
                            name, bytes);
-    if (bytes > 0)
-        memcpy(copy, data, (size_t)bytes);
+    if (fill(ctx, copy, (size_t)bytes) != 0) {
+        free(copy);
+        return bib_vm_fail(vm, BIB_E_IO, "input '%s': its data could not be read", name);
+    }
     bib_input_t *in = &inputs[di];
     free(in->data);
     in->set = true;
@@ -751,6 +764,27 @@ bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     in->data = copy;
     in->bytes = bytes;
     return BIB_OK;
+}
+
+/* bib_vm_set_input's fill: ctx is the caller's data (NULL is refused once
+   the shape says there are bytes to copy). */
+static int copy_input(void *ctx, void *data, size_t bytes) {
+    if (bytes > 0)
+        memcpy(data, ctx, bytes);
+    return 0;
+}
+
+bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
+                              const uint32_t *dims, const void *data) {
+    return set_input(vm, name, dtype, rank, dims, copy_input, (void *)data, data == NULL);
+}
+
+bib_status_t bib_vm_set_input_fill(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
+                                   const uint32_t *dims, bib_input_fill_fn fill, void *ctx) {
+    if (fill == NULL)
+        return vm ? bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_set_input_fill: fill is NULL")
+                  : BIB_E_USAGE;
+    return set_input(vm, name, dtype, rank, dims, fill, ctx, false);
 }
 
 bib_status_t bib_vm_get_output(bib_vm_t *vm, const char *name, bib_dtype_t *dtype, uint32_t *rank,

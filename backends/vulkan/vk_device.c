@@ -22,6 +22,7 @@
 
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/vk_shaders.h"
+#include "vm/fileio.h"
 
 #define BIB_VK_SETS_PER_POOL 1024
 
@@ -400,15 +401,8 @@ static void bib_vk_cache_save(bib_executor_t *ex) {
         return;
     if (vkGetPipelineCacheData(ex->device, ex->pipeline_cache, &size, data) == VK_SUCCESS) {
         bib_vk_mkdirs(ex->cache_path);
-        char tmp[1100];
-        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", ex->cache_path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        if (f) {
-            bool ok = fwrite(data, 1, size, f) == size;
-            ok = fclose(f) == 0 && ok;
-            if (!ok || rename(tmp, ex->cache_path) != 0)
-                remove(tmp);
-        }
+        char why[1200];
+        (void)bib_file_write(ex->cache_path, data, size, why, sizeof why);
     }
     free(data);
 }

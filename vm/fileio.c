@@ -1,0 +1,359 @@
+/* vm/fileio.c: bounded reads and all-or-nothing writes (see vm/fileio.h). */
+#include "vm/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint64_t bib_file_cap(uint64_t max) {
+    return max ? max : BIB_FILE_SIZE_CAP_DEFAULT;
+}
+
+bib_status_t bib_file_too_large(const char *path, uint64_t max, char *why, size_t cap) {
+    snprintf(why, cap,
+             "cannot read '%s': larger than the file size cap of %" PRIu64
+             " bytes (--max-file-size raises it)",
+             path, bib_file_cap(max));
+    return BIB_E_NOMEM;
+}
+
+/* The pieces a file is read in until its end is known: growing a single
+   buffer would copy it at every doubling and, near the cap, hold the old and
+   the new one together (2 GiB and more to refuse a 1 GiB stream). */
+typedef struct chunk {
+    uint8_t *bytes;
+    size_t len, cap;
+} chunk_t;
+
+#define CHUNK_MIN ((size_t)1 << 16)
+#define CHUNK_MAX ((size_t)64 << 20)
+#define CHUNKS_MAX 128 /* 64 KiB doubling to 64 MiB, then 64 MiB each: far past 1 GiB */
+
+static void free_chunks(chunk_t *chunks, int count) {
+    for (int i = 0; i < count; i++)
+        free(chunks[i].bytes);
+}
+
+bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
+                           size_t cap) {
+    *bytes = NULL;
+    *size = 0;
+    max = bib_file_cap(max);
+    if (max > SIZE_MAX / 2)
+        max = SIZE_MAX / 2;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot open '%s': %s", path, strerror(errno));
+        return BIB_E_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        snprintf(why, cap, "cannot read '%s': %s", path, strerror(EISDIR));
+        return BIB_E_IO;
+    }
+    /* st_size only sizes the first piece: it is 0 for pipes and devices, and
+       a file may grow while it is read. One byte past max proves it too large. */
+    size_t first = CHUNK_MIN;
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max)
+        first = (size_t)st.st_size + 1;
+    chunk_t chunks[CHUNKS_MAX];
+    int count = 0;
+    size_t total = 0;
+    bib_status_t status = BIB_OK;
+    for (;;) {
+        chunk_t *c = count > 0 ? &chunks[count - 1] : NULL;
+        if (c == NULL || c->len == c->cap) {
+            size_t want = c == NULL ? first : total < CHUNK_MAX ? total : CHUNK_MAX;
+            if (want < CHUNK_MIN && c != NULL)
+                want = CHUNK_MIN;
+            if (count == CHUNKS_MAX || (c = &chunks[count], c->bytes = malloc(want)) == NULL) {
+                snprintf(why, cap, "cannot read '%s': out of memory", path);
+                status = BIB_E_NOMEM;
+                break;
+            }
+            c->len = 0;
+            c->cap = want;
+            count++;
+        }
+        ssize_t got = read(fd, c->bytes + c->len, c->cap - c->len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
+            status = BIB_E_IO;
+            break;
+        }
+        if (got == 0)
+            break;
+        c->len += (size_t)got;
+        total += (size_t)got;
+        if (total > max) {
+            status = bib_file_too_large(path, max, why, cap);
+            break;
+        }
+    }
+    close(fd);
+    if (status != BIB_OK) {
+        free_chunks(chunks, count);
+        return status;
+    }
+    /* One piece with room for the NUL is the answer as it is. */
+    uint8_t *buf;
+    if (count == 1 && chunks[0].len < chunks[0].cap) {
+        buf = chunks[0].bytes;
+    } else {
+        buf = malloc(total + 1);
+        if (buf == NULL) {
+            free_chunks(chunks, count);
+            snprintf(why, cap, "cannot read '%s': out of memory", path);
+            return BIB_E_NOMEM;
+        }
+        size_t at = 0;
+        for (int i = 0; i < count; i++) {
+            memcpy(buf + at, chunks[i].bytes, chunks[i].len);
+            at += chunks[i].len;
+            free(chunks[i].bytes);
+        }
+    }
+    buf[total] = 0;
+    *bytes = buf;
+    *size = total;
+    return BIB_OK;
+}
+
+/* The folder part of path ("." when it has none); the caller frees it. */
+static char *folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* The mode a plain create would give: 0666 less the umask, read from
+   /proc so that no other thread sees the umask change. */
+static mode_t create_mode(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    unsigned mask = 0;
+    bool found = false;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Umask: %o", &mask) == 1) {
+            found = true;
+            break;
+        }
+    if (f != NULL)
+        fclose(f);
+    if (!found) {
+        mask = umask(022);
+        umask((mode_t)mask);
+    }
+    return 0666 & ~(mode_t)mask;
+}
+
+bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why, size_t cap) {
+    memset(out, 0, sizeof *out);
+    out->path = strdup(path);
+    if (out->path == NULL) {
+        snprintf(why, cap, "cannot create '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        /* A device or a pipe (/dev/null, /dev/stdout): there is no file to
+           replace, so the bytes go to it directly. */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        out->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (out->f == NULL) {
+            snprintf(why, cap, "cannot write '%s': %s", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            bib_file_out_discard(out);
+            return BIB_E_IO;
+        }
+        return BIB_OK;
+    }
+    /* A link is followed: the file it names is replaced, and the link stays. */
+    struct stat lst;
+    out->target = exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL)
+                                                                           : strdup(path);
+    if (out->target == NULL) {
+        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    const char *slash = strrchr(out->target, '/');
+    size_t dir_len = slash ? (size_t)(slash - out->target) + 1 : 0;
+    const char *base = out->target + dir_len;
+    /* ".NAME.XXXXXX" beside the target: the same file system, so rename is atomic. */
+    size_t len = dir_len + 1 + strlen(base) + 8;
+    out->tmp = malloc(len);
+    if (out->tmp == NULL) {
+        bib_file_out_discard(out);
+        snprintf(why, cap, "cannot create '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    snprintf(out->tmp, len, "%.*s.%s.XXXXXX", (int)dir_len, out->target, base);
+    int fd = mkostemp(out->tmp, O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        free(out->tmp);
+        out->tmp = NULL;
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    /* mkstemp makes the file 0600: give it the mode of the file it replaces,
+       or the mode a plain create would. */
+    (void)fchmod(fd, exists ? st.st_mode & 07777 : create_mode());
+    out->f = fdopen(fd, "wb");
+    if (out->f == NULL) {
+        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        close(fd);
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    return BIB_OK;
+}
+
+void bib_file_out_write(bib_file_out_t *out, const void *bytes, size_t size) {
+    if (out->f == NULL || out->err != 0 || size == 0)
+        return;
+    errno = 0;
+    if (fwrite(bytes, 1, size, out->f) != size)
+        out->err = errno ? errno : EIO;
+}
+
+bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap) {
+    if (out->f == NULL) {
+        snprintf(why, cap, "cannot write '%s': it is not open", out->path ? out->path : "");
+        return BIB_E_IO;
+    }
+    int err = out->err;
+    errno = 0;
+    if (err == 0 && fflush(out->f) != 0)
+        err = errno ? errno : EIO;
+    if (err == 0 && fsync(fileno(out->f)) != 0 && errno != EINVAL) /* EINVAL: a pipe */
+        err = errno;
+    errno = 0;
+    if (fclose(out->f) != 0 && err == 0)
+        err = errno ? errno : EIO;
+    out->f = NULL;
+    if (err != 0) {
+        snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(err));
+        return BIB_E_IO;
+    }
+    return BIB_OK;
+}
+
+bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap) {
+    if (out->f != NULL) {
+        bib_status_t st = bib_file_out_close(out, why, cap);
+        if (st != BIB_OK) {
+            bib_file_out_discard(out);
+            return st;
+        }
+    }
+    if (out->tmp == NULL) { /* written directly (a device or a pipe) */
+        bib_file_out_discard(out);
+        return BIB_OK;
+    }
+    if (rename(out->tmp, out->target) != 0) {
+        snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(errno));
+        bib_file_out_discard(out);
+        return BIB_E_IO;
+    }
+    /* The rename itself reaches the disk with the folder. */
+    char *dir = folder_of(out->target);
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+    free(out->tmp);
+    out->tmp = NULL;
+    bib_file_out_discard(out);
+    return BIB_OK;
+}
+
+void bib_file_out_discard(bib_file_out_t *out) {
+    if (out->f != NULL)
+        fclose(out->f);
+    if (out->tmp != NULL)
+        unlink(out->tmp);
+    free(out->tmp);
+    free(out->path);
+    free(out->target);
+    memset(out, 0, sizeof *out);
+}
+
+bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, char *why,
+                            size_t cap) {
+    bib_file_out_t out;
+    bib_status_t st = bib_file_out_open(&out, path, why, cap);
+    if (st != BIB_OK)
+        return st;
+    bib_file_out_write(&out, bytes, size);
+    return bib_file_out_commit(&out, why, cap);
+}
+
+bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        snprintf(why, cap, "cannot write '%s': %s", path, strerror(EISDIR));
+        return BIB_E_IO;
+    }
+    if (exists && !S_ISREG(st.st_mode)) { /* a device or a pipe, written directly */
+        if (access(path, W_OK) == 0)
+            return BIB_OK;
+        snprintf(why, cap, "cannot write '%s': %s", path, strerror(errno));
+        return BIB_E_IO;
+    }
+    /* The folder that will hold the temporary file: a link's target's. */
+    char *target = exists ? realpath(path, NULL) : NULL;
+    char *dir = folder_of(target != NULL ? target : path);
+    free(target);
+    if (dir == NULL) {
+        snprintf(why, cap, "cannot write '%s': out of memory", path);
+        return BIB_E_NOMEM;
+    }
+    int err = 0;
+    if (stat(dir, &st) != 0)
+        err = errno;
+    else if (!S_ISDIR(st.st_mode))
+        err = ENOTDIR;
+    else if (access(dir, W_OK | X_OK) != 0)
+        err = errno;
+    if (err != 0)
+        snprintf(why, cap, "cannot write '%s': folder '%s': %s", path, dir, strerror(err));
+    free(dir);
+    return err ? BIB_E_IO : BIB_OK;
+}
+
+bool bib_file_same(const char *a, const char *b) {
+    struct stat sa, sb;
+    /* Devices and pipes (/dev/stdin and /dev/stdout on one terminal) are
+       never replaced, so never "the same file" in the sense that matters. */
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    /* One is still to be created: the same name in the same folder. */
+    const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
+    base_a = base_a ? base_a + 1 : a;
+    base_b = base_b ? base_b + 1 : b;
+    if (strcmp(base_a, base_b) != 0)
+        return false;
+    char *dir_a = folder_of(a), *dir_b = folder_of(b);
+    bool same = dir_a && dir_b && stat(dir_a, &sa) == 0 && stat(dir_b, &sb) == 0 &&
+                sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    free(dir_a);
+    free(dir_b);
+    return same;
+}

@@ -1,0 +1,76 @@
+/* vm/fileio.h: how BIB reads and writes files.
+ *
+ * Every read is bounded: a file larger than the cap is refused once the cap
+ * is passed, whatever it is (a regular file, a pipe, /dev/zero), since
+ * st_size says nothing for the last two. Every write is all or nothing: the
+ * bytes go to a temporary file beside the target, which is flushed to disk
+ * and then renamed over it, so the file that was there survives a full disk,
+ * a size limit or a crash. Used by the library (modules, sources, caches) and
+ * by the `bib` command (its inputs and outputs) alike.
+ */
+#ifndef BIB_VM_FILEIO_H
+#define BIB_VM_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bib.h"
+
+/* Reads the whole of path into *bytes (malloc'd, with a NUL after the last
+ * byte that *size does not count; the caller frees it). max is the largest
+ * size accepted, 0 meaning BIB_FILE_SIZE_CAP_DEFAULT. Returns BIB_OK;
+ * BIB_E_IO when the file cannot be opened or read (why: "cannot open 'x':
+ * No such file or directory"); BIB_E_NOMEM when it is larger than max (why:
+ * bib_file_too_large's text) or memory runs out. */
+bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
+                           size_t cap);
+
+/* The one message for a file over the size cap: "cannot read 'x': larger
+ * than the file size cap of N bytes (--max-file-size raises it)". Returns
+ * BIB_E_NOMEM, the status that goes with it. */
+bib_status_t bib_file_too_large(const char *path, uint64_t max, char *why, size_t cap);
+
+/* The cap that max stands for: max itself, or the default for 0. */
+uint64_t bib_file_cap(uint64_t max);
+
+/* A file being written: bytes go to a temporary file in the target's folder
+ * until bib_file_out_commit renames it over the target. */
+typedef struct bib_file_out {
+    char *path;   /* the target, as given (for messages) */
+    char *target; /* the file replaced: path, or the file a link at path names */
+    char *tmp;    /* the temporary file beside it; NULL when path is a device or a
+                     pipe (/dev/null, /dev/stdout), written directly */
+    FILE *f;      /* open on tmp until bib_file_out_close */
+    int err;      /* the first write's errno, 0 while all went well */
+} bib_file_out_t;
+
+/* Creates the temporary file for path. BIB_E_IO with why set ("cannot
+ * create 'out/x.npy': No such file or directory") on failure. */
+bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why, size_t cap);
+/* Appends bytes; a failure is remembered and reported by bib_file_out_close. */
+void bib_file_out_write(bib_file_out_t *out, const void *bytes, size_t size);
+/* Flushes the bytes to disk and closes the temporary file (still not in
+ * place). BIB_E_IO with why naming the target and the reason (strerror). */
+bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap);
+/* Renames the closed temporary file over the target and releases out. */
+bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap);
+/* Removes the temporary file and releases out (after any step; idempotent). */
+void bib_file_out_discard(bib_file_out_t *out);
+
+/* All of the above for one buffer: the target holds exactly bytes, or what it
+ * held before. */
+bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, char *why,
+                            size_t cap);
+
+/* Whether path could be written now: its folder exists, is a folder and is
+ * writable, and path is not a folder. BIB_E_IO with why set otherwise. */
+bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap);
+
+/* Whether two paths name the same file: the same regular file when both
+ * exist (devices and pipes never count), else the same name in the same
+ * folder. */
+bool bib_file_same(const char *a, const char *b);
+
+#endif
