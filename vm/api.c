@@ -6,9 +6,10 @@
  * functions, status names and the build line, and the run control of
  * stepped runs (start, step, continue, reload; inspection is in debug.c,
  * profiling in profile.c). The dispatch loop is in
- * interp.c, decoding in decode.c, instruction text in trace.c; the builder
- * and assembler (assembler/) and the container reader (vm/format.c) are
- * other modules this one calls.
+ * interp.c, decoding in decode.c, instruction text in trace.c; the container
+ * reader (module/format.c) is another module this one calls. Nothing here calls
+ * the assembler: bib_vm_load_file, which assembles source text before it
+ * loads it, lives with the assembler (assembler/load.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../assembler/asm.h"
-#include "fileio.h"
-#include "vm.h"
+#include "vm/vm.h"
 
 const char *bib_status_name(bib_status_t status) {
     switch (status) {
@@ -52,18 +51,6 @@ const char *bib_status_name(bib_status_t status) {
 
 void bib_free(void *ptr) {
     free(ptr);
-}
-
-void bib_options_init(bib_options_t *options) {
-    if (options == NULL)
-        return;
-    memset(options, 0, sizeof *options);
-    options->max_memory = BIB_MEMORY_CAP_DEFAULT;
-    options->fuel = 0;
-    options->max_call_depth = BIB_CALL_DEPTH_DEFAULT;
-    options->trace_format = BIB_TRACE_OFF;
-    options->trace = NULL;
-    options->backend = NULL;
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -126,10 +113,8 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
         return BIB_E_USAGE;
     *out = NULL;
     bib_options_t opt;
-    if (options != NULL)
-        opt = *options;
-    else
-        bib_options_init(&opt);
+    if (bib_options_take(options, &opt) != BIB_OK)
+        return BIB_E_USAGE;
     if (opt.trace_format != BIB_TRACE_OFF && opt.trace_format != BIB_TRACE_TEXT &&
         opt.trace_format != BIB_TRACE_JSON)
         return BIB_E_USAGE;
@@ -162,6 +147,17 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
         vm->options.allow_hosts = vm->allow_hosts;
     }
     vm->trace = opt.trace != NULL ? opt.trace : stderr;
+    if (opt.trace_write != NULL) {
+        vm->trace_owned = bib_stream_open(opt.trace_write, opt.trace_user, 1);
+        if (vm->trace_owned == NULL) {
+            free(vm->backend_name);
+            free(vm->device_name);
+            free(vm->allow_hosts);
+            free(vm);
+            return BIB_E_NOMEM;
+        }
+        vm->trace = vm->trace_owned;
+    }
     bib_blocks_init(&vm->blocks, BIB_BLOCK_SIZE_DEFAULT, opt.max_memory);
     bib_arena_init(&vm->load_arena, &vm->blocks);
     bib_arena_init(&vm->run_arena, &vm->blocks);
@@ -213,6 +209,10 @@ void bib_vm_destroy(bib_vm_t *vm) {
     free(vm->backend_name);
     free(vm->device_name);
     free(vm->allow_hosts);
+    if (vm->trace_owned != NULL)
+        fclose(vm->trace_owned);
+    if (vm->output_owned != NULL)
+        fclose(vm->output_owned);
     free(vm);
 }
 
@@ -385,62 +385,6 @@ bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const cha
     if (st != BIB_OK)
         return bib_vm_fail(vm, st, "%s: %s", name != NULL ? name : "module", diag.msg);
     return install(vm, m, name);
-}
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
-    if (vm == NULL)
-        return BIB_E_USAGE;
-    if (path == NULL)
-        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_load_file: path is NULL");
-    uint8_t *buf;
-    size_t size;
-    char why[512];
-    bib_status_t read =
-        bib_file_read(path, vm->options.max_file_size, &buf, &size, why, sizeof why);
-    if (read != BIB_OK)
-        return bib_vm_fail(vm, read, "%s", why);
-
-    /* The extension decides; any other name is sniffed for the magic. */
-    static const uint8_t magic[4] = {0x7F, 'B', 'I', 'B'};
-    bool is_text = ends_with(path, ".basm") ||
-                   (!ends_with(path, ".bib") && (size < 4 || memcmp(buf, magic, 4) != 0));
-    if (!is_text) {
-        bib_status_t st = bib_vm_load(vm, buf, size, path);
-        free(buf);
-        return st;
-    }
-    uint8_t *bytes = NULL;
-    size_t nbytes = 0;
-    char *diagnostics = NULL;
-    /* Under the load policy, device code is refused before the assembler
-       reads a file a directive names or runs a compiler on it. */
-    bib_status_t st =
-        vm->options.deny & BIB_DENY_DEVICE_CODE
-            ? bib_assemble_without_device_code((const char *)buf, size, path,
-                                               vm->options.max_file_size, &bytes, &nbytes,
-                                               &diagnostics)
-            : bib_assemble_capped((const char *)buf, size, path, vm->options.max_file_size, &bytes,
-                                  &nbytes, &diagnostics);
-    free(buf);
-    if (st != BIB_OK) {
-        const char *d = diagnostics != NULL ? diagnostics : "";
-        size_t n = strlen(d);
-        while (n > 0 && d[n - 1] == '\n')
-            n--;
-        st = bib_vm_fail(vm, st, "%s: assembly failed:\n%.*s", path, (int)n, d);
-        bib_free(diagnostics);
-        bib_free(bytes);
-        return st;
-    }
-    bib_free(diagnostics);
-    st = bib_vm_load(vm, bytes, nbytes, path);
-    bib_free(bytes);
-    return st;
 }
 
 /* ---- running -------------------------------------------------------------- */
@@ -908,6 +852,26 @@ bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out) {
         if (st != BIB_OK)
             return st;
     }
+    return BIB_OK;
+}
+
+bib_status_t bib_vm_register_output(bib_vm_t *vm, bib_write_fn write, void *user) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (write == NULL)
+        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_register_output: write is NULL");
+    FILE *f = bib_stream_open(write, user, 0);
+    if (f == NULL)
+        return bib_vm_fail(vm, BIB_E_NOMEM, "bib_vm_register_output: host out of memory");
+    bib_status_t st = bib_vm_register_stdio(vm, f);
+    if (st != BIB_OK) {
+        fclose(f);
+        return st;
+    }
+    /* The registry now points at the new stream; an earlier one is unused. */
+    if (vm->output_owned != NULL)
+        fclose(vm->output_owned);
+    vm->output_owned = f;
     return BIB_OK;
 }
 

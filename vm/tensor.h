@@ -1,11 +1,12 @@
 /* vm/tensor.h: tensors at run time (internal).
  *
- * Owns the tensor register file, tensor storage and where its valid copies
- * live, the executors a VM uses, the named inputs and outputs, and the one
- * entry point the interpreter calls for every tensor opcode
- * (bib_tensor_exec). The kernels themselves belong to the executors
- * (backends/); the module-side declarations (.input/.output/.tensor) come from
- * vm/module.h.
+ * The tensor register file, tensor storage and where its valid copies live,
+ * the executors a VM uses, the named inputs and outputs, and the one entry
+ * point the interpreter calls for every tensor opcode (bib_tensor_exec).
+ * vm/tensor_internal.h names the four files that implement it (opcode
+ * semantics, residency and placement, the public API, the GPU_* opcodes). The
+ * kernels themselves belong to the executors (backends/); the module-side
+ * declarations (.input/.output/.tensor) come from module/module.h.
  *
  * Residency. A tensor register holds a view: dtype, shape and a reference to
  * a storage. Storage is reference-counted (RESHAPE views share it; FREE drops
@@ -38,8 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../backends/backend.h"
-#include "../include/bib.h"
+#include "backends/backend.h"
+#include "include/bib.h"
 
 struct bib_vm;
 struct bib_dinsn;
@@ -122,6 +123,7 @@ typedef struct bib_tensor_state {
     int64_t *symbols;    /* per symbolic dimension: its size in this run, or -1 */
 
     const char *last_place; /* executor (or "host", "view") of the last tensor opcode, for traces */
+    uint64_t last_flops;    /* flops of the last tensor opcode's kernel call (--profile), or 0 */
     bib_tensor_stats_t stats;
 } bib_tensor_state_t;
 

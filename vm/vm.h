@@ -14,14 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "../include/bib.h"
-#include "../isa/isa.h"
-#include "arena.h"
-#include "blocks.h"
-#include "devprog.h"
-#include "module.h"
-#include "tensor.h"
+#include "include/bib.h"
+#include "isa/isa.h"
+#include "vm/arena.h"
+#include "vm/blocks.h"
+#include "vm/devprog.h"
+#include "module/module.h"
+#include "vm/tensor.h"
 
 #define BIB_CALL_DEPTH_DEFAULT 10000u
 
@@ -185,6 +186,8 @@ typedef struct bib_host_entry {
 struct bib_vm {
     bib_options_t options; /* defaults resolved: no zero means "default" left */
     FILE *trace;           /* where trace lines go */
+    FILE *trace_owned;     /* a bib_write_fn stream for the trace, closed with the VM */
+    FILE *output_owned;    /* a bib_write_fn stream for print_*, closed with the VM */
 
     bib_blocks_t blocks;    /* the memory cap and the blocks */
     bib_arena_t load_arena; /* decoded program: reset on every load */
@@ -242,6 +245,12 @@ struct bib_vm {
 /* ---- api.c -------------------------------------------------------------- */
 
 /* Sets the VM's error text (printf-style) and returns status. */
+/* options.c: *out = in's fields within in->size, defaults for the rest
+   (in NULL: all defaults); BIB_E_USAGE for a size this library does not know. */
+bib_status_t bib_options_take(const bib_options_t *in, bib_options_t *out);
+/* options.c: a FILE whose bytes go to write(user, ...); closing it frees it. */
+FILE *bib_stream_open(bib_write_fn write, void *user, int line_buffered);
+
 bib_status_t bib_vm_fail(bib_vm_t *vm, bib_status_t status, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -289,6 +298,24 @@ bib_status_t bib_interp_resume(bib_vm_t *vm, uint64_t budget);
 int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAND_TEXT]);
 /* "MNEMONIC op, op, ..." of the instruction at pc. */
 void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap);
+
+/* A register's 64 bits as the f64 they hold, and back (registers hold
+ * integers or f64 bit patterns). */
+static inline double bib_f64_from_bits(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline uint64_t bib_f64_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* Writes s to out as a JSON string: quoted, with '"', '\\' and control
+ * characters escaped (the one escaper of traces and profiles). */
+void bib_json_string(FILE *out, const char *s);
 
 /* Shortest decimal text that reads back to the same f64 (%.15g..%.17g). */
 void bib_format_f64(double value, char *buf, size_t cap);

@@ -63,7 +63,7 @@ def name_bytes(s):
 
 
 def container(sections_in):
-    """A .bib file from (type, flags, payload) tuples, as vm/format.c writes it."""
+    """A .bib file from (type, flags, payload) tuples, as module/format.c writes it."""
     n = len(sections_in)
     pos = 32 + 16 * n
     table, body = b"", b""
