@@ -19,6 +19,142 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Finding the #version the way glslang does before it compiles anything
+   (glslang's TInputScanner::scanVersion), so that its choice can be judged
+   first: a character reader over src, -1 at the end. */
+typedef struct glsl_scan {
+    const unsigned char *p;
+    size_t len, pos;
+    int at_end;
+} glsl_scan_t;
+
+static int scan_peek(glsl_scan_t *s) {
+    if (s->pos >= s->len) {
+        s->at_end = 1;
+        return -1;
+    }
+    return s->p[s->pos];
+}
+
+static int scan_get(glsl_scan_t *s) {
+    int c = scan_peek(s);
+    if (c >= 0)
+        s->pos++;
+    return c;
+}
+
+static void scan_unget(glsl_scan_t *s) {
+    if (!s->at_end && s->pos > 0)
+        s->pos--;
+}
+
+/* Skips blanks, newlines, and // and block comments. */
+static void scan_blanks_and_comments(glsl_scan_t *s) {
+    for (;;) {
+        int c = scan_peek(s);
+        while (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+            scan_get(s);
+            c = scan_peek(s);
+        }
+        if (c != '/')
+            return;
+        scan_get(s);
+        c = scan_peek(s);
+        if (c == '/') { /* to the end of the line; a backslash continues it */
+            scan_get(s);
+            c = scan_get(s);
+            for (;;) {
+                while (c >= 0 && c != '\\' && c != '\r' && c != '\n')
+                    c = scan_get(s);
+                if (c != '\\') {
+                    while (c == '\r' || c == '\n')
+                        c = scan_get(s);
+                    break;
+                }
+                c = scan_get(s);
+                if (c == '\r' && scan_peek(s) == '\n')
+                    scan_get(s);
+                c = scan_get(s);
+            }
+            if (c >= 0)
+                scan_unget(s);
+        } else if (c == '*') {
+            scan_get(s);
+            c = scan_get(s);
+            for (;;) {
+                while (c >= 0 && c != '*')
+                    c = scan_get(s);
+                if (c < 0 || (c = scan_get(s)) == '/')
+                    break;
+            }
+        } else {
+            scan_unget(s);
+            return;
+        }
+    }
+}
+
+/* The version number of the first line that reads, after blanks and
+   comments, '#' 'version' NUMBER [PROFILE]; 0 when there is none. *line is
+   that line (from 1). Digits accumulate across rejected lines, and wrap, as
+   glslang's do, and the digits of a rejected line count when no line is
+   accepted. */
+static uint32_t glsl_version(const char *src, size_t len, uint32_t *line) {
+    glsl_scan_t s = {(const unsigned char *)src, len, 0, 0};
+    uint32_t version = 0;
+    size_t digits_at = 0; /* the '#' of the last line whose digits were read */
+    int c;
+    for (int first = 1;; first = 0) {
+        if (!first) { /* the rest of this line and the line breaks after it */
+            if (scan_peek(&s) != '\n' && scan_peek(&s) != '\r')
+                do
+                    c = scan_get(&s);
+                while (c >= 0 && c != '\n' && c != '\r');
+            while (scan_peek(&s) == '\n' || scan_peek(&s) == '\r')
+                scan_get(&s);
+            if (scan_peek(&s) < 0)
+                break;
+        }
+        scan_blanks_and_comments(&s);
+        size_t hash = s.pos;
+        if (scan_get(&s) != '#')
+            continue;
+        do
+            c = scan_get(&s);
+        while (c == ' ' || c == '\t');
+        const char *word = "version";
+        while (*word != '\0' && c == *word) {
+            word++;
+            if (*word != '\0')
+                c = scan_get(&s);
+        }
+        if (*word != '\0')
+            continue;
+        do
+            c = scan_get(&s);
+        while (c == ' ' || c == '\t');
+        if (c >= '0' && c <= '9')
+            digits_at = hash;
+        while (c >= '0' && c <= '9') {
+            version = 10u * version + (uint32_t)(c - '0');
+            c = scan_get(&s);
+        }
+        if (version == 0)
+            continue;
+        while (c == ' ' || c == '\t')
+            c = scan_get(&s);
+        for (int n = 0; n < 13 && c >= 0 && c != ' ' && c != '\t' && c != '\n' && c != '\r'; n++)
+            c = scan_get(&s);
+        if (c >= 0 && c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            continue;
+        break;
+    }
+    *line = 1;
+    for (size_t i = 0; i < digits_at; i++)
+        *line += src[i] == '\n';
+    return version;
+}
+
 #ifdef BIB_GLSL_PLUGIN
 /* libbib.so: the compiler lives in libbib-glsl.so.N, found beside libbib.so
  * (its run path is $ORIGIN) or by the dynamic loader's search, and loaded
@@ -41,8 +177,8 @@ static void glsl_open(void) {
                  dlerror());
 }
 
-int bib_devcode_glsl(const char *src, size_t len, const char *name, const char *entry,
-                     uint32_t **words, uint32_t *count, char **errors) {
+static int glsl_run(const char *src, size_t len, const char *name, const char *entry,
+                    uint32_t **words, uint32_t *count, char **errors) {
     pthread_once(&glsl_once, glsl_open);
     if (glsl_compile == NULL) {
         *words = NULL;
@@ -53,11 +189,36 @@ int bib_devcode_glsl(const char *src, size_t len, const char *name, const char *
     return glsl_compile(src, len, name, entry, words, count, errors);
 }
 #else
-int bib_devcode_glsl(const char *src, size_t len, const char *name, const char *entry,
-                     uint32_t **words, uint32_t *count, char **errors) {
+static int glsl_run(const char *src, size_t len, const char *name, const char *entry,
+                    uint32_t **words, uint32_t *count, char **errors) {
     return bib_glsl_compile(src, len, name, entry, words, count, errors);
 }
 #endif
+
+int bib_devcode_glsl(const char *src, size_t len, const char *name, const char *entry,
+                     uint32_t **words, uint32_t *count, char **errors) {
+    *words = NULL;
+    *count = 0;
+    *errors = NULL;
+    /* With no #version glslang takes 110. For 110 to 140 it cannot even
+       declare its own built-in functions for a compute shader, and prints
+       them all (about 260 KB) on stdout; none of those versions can compile
+       a compute shader, so they are refused here, in one line. */
+    uint32_t line = 0, version = glsl_version(src, len, &line);
+    if (version == 0 || version == 110 || version == 120 || version == 130 || version == 140) {
+        const char *need = "a compute shader needs '#version 430' or later, or '#version 310 es'";
+        size_t cap = strlen(name) + strlen(need) + 64;
+        if ((*errors = malloc(cap)) == NULL)
+            return 0;
+        if (version == 0)
+            snprintf(*errors, cap, "no readable '#version' line: %s", need);
+        else
+            snprintf(*errors, cap, "%s:%u: error: '#version %u' is too old: %s", name, line,
+                     version, need);
+        return 0;
+    }
+    return glsl_run(src, len, name, entry, words, count, errors);
+}
 
 /* SPIR-V numbers used below (SPIR-V specification, section 3). */
 enum {

@@ -8,8 +8,8 @@
 #                      fuzz_npy, fuzz_hexcase)
 #
 # fuzz_npy and fuzz_hexcase drive the CLI's own parsers (cli/npy.c,
-# cli/hexcase.c), which need nothing of the library: they link only their
-# parser. Their seeds are the hex cases themselves (hexcase) and .npy files
+# cli/hexcase.c); fuzz_hexcase links only its parser, fuzz_npy the library
+# too (cli/npy.c also gives inputs to a VM). Their seeds are the hex cases themselves (hexcase) and .npy files
 # written by make_seeds.py (npy); their dictionaries are tests/fuzz/*.dict.
 # tests/fuzz/README lists every harness, how to run it and what has run.
 #
@@ -47,9 +47,11 @@ $(FUZZ_DIR)/libbib_fuzz.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The parser harnesses: their parser, compiled with coverage, and nothing else.
-$(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_DIR)/obj/cli/npy.o
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^
+# The parser harnesses: their parser, compiled with coverage.
+# cli/npy.c also gives inputs to a VM (bib_npy_set_input), so fuzz_npy links
+# the fuzz build of the library too, for the linker's sake.
+$(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_DIR)/obj/cli/npy.o $(FUZZ_DIR)/libbib_fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FUZZ_LDLIBS)
 
 $(FUZZ_DIR)/fuzz_hexcase: tests/fuzz/fuzz_hexcase.c $(FUZZ_DIR)/obj/cli/hexcase.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^

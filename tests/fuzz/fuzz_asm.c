@@ -6,7 +6,10 @@
  *     line is "file:line:col: error: ...", or
  *   - it succeeds, and its bytes read back as a verified module (the
  *     assembler never emits what the loader rejects) and disassemble to text
- *     that assembles to the same bytes.
+ *     that assembles to the same bytes;
+ *   - either way, nothing is written on standard output (which the harness
+ *     points at an unlinked temporary file and checks after every input:
+ *     glslang once printed its built-ins there).
  * Any violation aborts, so libFuzzer saves the input.
  *
  * The assembler can name files (.shader, .kernel, .include-style paths) and
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "include/bib.h"
 #include "module/module.h"
@@ -31,12 +35,31 @@ static void fail(const char *what, const char *detail) {
     abort();
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    char path[] = "/tmp/fuzz_asm-stdout-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || unlink(path) != 0 || dup2(fd, STDOUT_FILENO) < 0)
+        abort();
+    close(fd);
+    return 0;
+}
+
+/* Nothing the assembler does may print on stdout. */
+static void check_stdout(void) {
+    fflush(stdout);
+    if (lseek(STDOUT_FILENO, 0, SEEK_END) != 0)
+        fail("assemble", "something was printed on stdout");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *out = NULL;
     size_t out_size = 0;
     char *diagnostics = NULL;
     bib_status_t st =
         bib_assemble((const char *)data, size, "fuzz.basm", &out, &out_size, &diagnostics);
+    check_stdout();
     if (st != BIB_OK) {
         if (out != NULL)
             fail("assemble", "failed but returned bytes");

@@ -2,10 +2,13 @@
  * found that a hex case cannot express (the container's checksum keeps a
  * `-- flip` from reaching past the header), kept forever. Each test builds
  * the module from assembly, breaks the one field the fuzzer broke, writes it
- * with a valid checksum and loads the bytes as any embedder would. */
+ * with a valid checksum and loads the bytes as any embedder would; an
+ * assembler case feeds bib_assemble the text the fuzzer found. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "include/bib.h"
 #include "module/module.h"
@@ -74,4 +77,53 @@ Test(regression, symbolic_dimension_far_below_int32_is_rejected) {
     bib_module_t *m = module_from_asm(symbolic_input);
     m->tensors[0].dims[1] = BIB_DIM_SYMBOL(1) - ((int64_t)1 << 32);
     expect_load_error(m, BIB_E_VERIFY, "tensor 0 'x': dimension 1 is");
+}
+
+/* fuzz_asm: a GLSL block with no #version, or a #version below 150, made the
+   shader compiler (glslang) fail on its own built-in declarations and print
+   them, about 260 KB, on the process's standard output: into `bib run`'s
+   program output, or any embedder's. The assembler now refuses such a shader
+   itself, naming its #version, and nothing reaches stdout. */
+static void expect_glsl_refused(const char *glsl, const char *text) {
+    char src[512];
+    snprintf(src, sizeof src,
+             ".tensors 1\n.shader s glsl\n%s\nlayout(local_size_x = 1) in;\n"
+             "layout(std430, binding = 0) buffer V { float v[]; };\n"
+             "void main() { v[0] = 1.0; }\n.endshader\n"
+             ".func main regs=1\n    HALT r0\n.end\n",
+             glsl);
+    char path[] = "/tmp/bib-regression-stdout-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    unlink(path);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    cr_assert(saved >= 0 && dup2(fd, STDOUT_FILENO) >= 0);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diagnostics = NULL;
+    bib_status_t st = bib_assemble(src, strlen(src), "glsl.basm", &bytes, &size, &diagnostics);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    off_t printed = lseek(fd, 0, SEEK_END);
+    close(fd);
+    cr_expect_eq(printed, 0, "[%s] assembling printed %lld bytes on stdout", glsl,
+                 (long long)printed);
+    cr_expect_eq(st, BIB_E_ASM, "[%s] status %d", glsl, st);
+    cr_expect(diagnostics != NULL && strstr(diagnostics, text) != NULL,
+              "[%s] diagnostics '%s' lack '%s'", glsl, diagnostics ? diagnostics : "", text);
+    bib_free(bytes);
+    bib_free(diagnostics);
+}
+
+Test(regression, glsl_without_a_usable_version_prints_nothing) {
+    expect_glsl_refused(
+        "", "glsl.basm:2:1: error: shader 's' does not compile: no readable '#version' line");
+    expect_glsl_refused("#version 0x1b8", "no readable '#version' line");
+    expect_glsl_refused("#version 110abcdefghijklmnop", "'#version 110'");
+    expect_glsl_refused("#version 110", "glsl.basm:3:1: error: shader 's' line 1: '#version 110'");
+    expect_glsl_refused("// a comment\n#version 140 core", "line 2: '#version 140'");
+    expect_glsl_refused("#version 120 es", "'#version 120'");
+    expect_glsl_refused("/* c */ #  version 0130", "'#version 130'");
 }
