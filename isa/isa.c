@@ -10,11 +10,13 @@ const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #define TOP(...) BIB_ISA_ROW(BIB_CLASS_TENSOR, __VA_ARGS__)
 #define GOP(...) BIB_ISA_ROW(BIB_CLASS_CUDA, __VA_ARGS__)
 #define VOP(...) BIB_ISA_ROW(BIB_CLASS_VULKAN, __VA_ARGS__)
+#define COP(...) BIB_ISA_ROW(BIB_CLASS_COLLECTIVE, __VA_ARGS__)
 #include "opcodes.def"
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
+#undef COP
 #undef BIB_ISA_ROW
 };
 

@@ -50,6 +50,7 @@ typedef enum bib_opclass {
     BIB_CLASS_TENSOR,
     BIB_CLASS_CUDA,
     BIB_CLASS_VULKAN,
+    BIB_CLASS_COLLECTIVE, /* family 0x0004: between ranks (vm/collective.c) */
 } bib_opclass_t;
 
 /* Dense opcode index: the position of the row in isa/opcodes.def. */
@@ -59,11 +60,13 @@ typedef enum bib_opcode {
 #define TOP BIB_ISA_ROW
 #define GOP BIB_ISA_ROW
 #define VOP BIB_ISA_ROW
+#define COP BIB_ISA_ROW
 #include "opcodes.def"
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
+#undef COP
 #undef BIB_ISA_ROW
     BIB_OP__COUNT
 } bib_opcode_t;
@@ -75,11 +78,13 @@ enum {
 #define TOP BIB_ISA_ROW
 #define GOP BIB_ISA_ROW
 #define VOP BIB_ISA_ROW
+#define COP BIB_ISA_ROW
 #include "opcodes.def"
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
+#undef COP
 #undef BIB_ISA_ROW
 };
 

@@ -18,6 +18,8 @@ static const char *family_name(uint32_t family) {
         return "arithmetic";
     case 0x0003:
         return "tensor";
+    case 0x0004:
+        return "collective";
     case 0xC0DA:
         return "CUDA";
     case 0x564B:

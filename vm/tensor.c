@@ -1870,3 +1870,62 @@ bib_status_t bib_tensor_buffer_on(bib_vm_t *vm, uint32_t reg, const char *execut
     *buf = place == BIB_PLACE_HOST ? (void *)s->host : s->buf[place];
     return BIB_OK;
 }
+
+/* ---- the collectives' access (vm/collective.c) --------------------------------- */
+
+bib_status_t bib_tensor_charge(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t work) {
+    return charge_fuel(vm, ip, work);
+}
+
+const char *bib_tensor_reg_text(const bib_vm_t *vm, char *buf, size_t cap, uint32_t reg) {
+    return reg_text(vm, buf, cap, reg);
+}
+
+bib_status_t bib_tensor_host_in(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
+                                const bib_tensor_t **out) {
+    LIVE(t, reg);
+    CHECK(to_host(vm, ip, reg, t));
+    *out = t;
+    return BIB_OK;
+}
+
+bib_status_t bib_tensor_host_out(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg, uint32_t dtype,
+                                 uint32_t rank, const uint32_t *dims, uint8_t **host) {
+    bib_tensor_t *out = &vm->tensor.regs[reg];
+    char rt[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    *host = NULL;
+    if (out->storage != NULL) {
+        if (out->dtype != dtype || !same_shape(out, rank, dims))
+            return trap(vm, ip, BIB_E_TRAP,
+                        "shape mismatch: %s holds %s but the result is %s (a live destination "
+                        "must have the result's shape)",
+                        reg_text(vm, rt, sizeof rt, reg), tshape_typed(sh, out),
+                        shape_text(sh2, dtype, rank, dims));
+        /* The whole buffer is about to be written: no copy back is needed,
+           but a storage shared with a view keeps its other places' buffers. */
+        out->storage->valid = 1u << BIB_PLACE_HOST;
+        *host = out->storage->host;
+        return BIB_OK;
+    }
+    uint64_t count;
+    if (!count_of(rank, dims, &count))
+        return trap(vm, ip, BIB_E_NOMEM, "out of memory: %s would be %s, over 2^62 bytes",
+                    reg_text(vm, rt, sizeof rt, reg), shape_text(sh, dtype, rank, dims));
+    bib_storage_t *s;
+    bib_status_t st = storage_new(vm, count * 4, false, &s);
+    if (st != BIB_OK)
+        return trap(vm, ip, st, "out of memory allocating %s (%s, %" PRIu64 " bytes): %s",
+                    reg_text(vm, rt, sizeof rt, reg), shape_text(sh, dtype, rank, dims), count * 4,
+                    vm->blocks.error);
+    s->valid = 1u << BIB_PLACE_HOST;
+    out->storage = s;
+    out->dtype = dtype;
+    out->rank = rank;
+    memset(out->dims, 0, sizeof out->dims);
+    for (uint32_t i = 0; i < rank; i++)
+        out->dims[i] = dims[i];
+    out->count = count;
+    out->freed_at = 0;
+    *host = s->host;
+    return BIB_OK;
+}

@@ -19,6 +19,7 @@
 #include "../isa/isa.h"
 #include "arena.h"
 #include "blocks.h"
+#include "collective.h"
 #include "devprog.h"
 #include "module.h"
 #include "tensor.h"
