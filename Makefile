@@ -81,7 +81,7 @@ all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so
 # ---- dependencies ---------------------------------------------------------
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
-               libedit-dev gnuplot-nox clang-format
+               libedit-dev gnuplot-nox clang-format openmpi-bin libopenmpi-dev
 $(BUILD)/.deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@$(if $(KIT),echo "deps: from the kit in $(KIT)",sh tools/install-deps.sh $(DEB_PACKAGES))
