@@ -23,22 +23,21 @@
 typedef void *mpi_handle_t;
 
 #define BIB_MPI_API(X)                                                                             \
-    X(init, "MPI_Init", int, (int *, char ***))                                                  \
-    X(finalize, "MPI_Finalize", int, (void))                                                     \
-    X(comm_rank, "MPI_Comm_rank", int, (mpi_handle_t, int *))                                    \
-    X(comm_size, "MPI_Comm_size", int, (mpi_handle_t, int *))                                    \
-    X(iallgather, "MPI_Iallgather",                                                                \
-      int, (const void *, int, mpi_handle_t, void *, int, mpi_handle_t, mpi_handle_t,            \
-              mpi_handle_t *))                                                                     \
-    X(iallgatherv, "MPI_Iallgatherv",                                                              \
-      int, (const void *, int, mpi_handle_t, void *, const int *, const int *, mpi_handle_t,     \
-              mpi_handle_t, mpi_handle_t *))                                                       \
-    X(ialltoallv, "MPI_Ialltoallv",                                                                \
-      int, (const void *, const int *, const int *, mpi_handle_t, void *, const int *,           \
-              const int *, mpi_handle_t, mpi_handle_t, mpi_handle_t *))                            \
-    X(ibcast, "MPI_Ibcast", int, (void *, int, mpi_handle_t, int, mpi_handle_t, mpi_handle_t *)) \
-    X(test, "MPI_Test", int, (mpi_handle_t *, int *, void *))                                    \
-    X(abort, "MPI_Abort", int, (mpi_handle_t, int))                                              \
+    X(init, "MPI_Init", int, (int *, char ***))                                                    \
+    X(finalize, "MPI_Finalize", int, (void))                                                       \
+    X(comm_rank, "MPI_Comm_rank", int, (mpi_handle_t, int *))                                      \
+    X(comm_size, "MPI_Comm_size", int, (mpi_handle_t, int *))                                      \
+    X(iallgather, "MPI_Iallgather", int,                                                           \
+      (const void *, int, mpi_handle_t, void *, int, mpi_handle_t, mpi_handle_t, mpi_handle_t *))  \
+    X(iallgatherv, "MPI_Iallgatherv", int,                                                         \
+      (const void *, int, mpi_handle_t, void *, const int *, const int *, mpi_handle_t,            \
+       mpi_handle_t, mpi_handle_t *))                                                              \
+    X(ialltoallv, "MPI_Ialltoallv", int,                                                           \
+      (const void *, const int *, const int *, mpi_handle_t, void *, const int *, const int *,     \
+       mpi_handle_t, mpi_handle_t, mpi_handle_t *))                                                \
+    X(ibcast, "MPI_Ibcast", int, (void *, int, mpi_handle_t, int, mpi_handle_t, mpi_handle_t *))   \
+    X(test, "MPI_Test", int, (mpi_handle_t *, int *, void *))                                      \
+    X(abort, "MPI_Abort", int, (mpi_handle_t, int))                                                \
     X(error_string, "MPI_Error_string", int, (int, char *, int *))
 
 typedef struct mpi_api {
@@ -89,7 +88,7 @@ static bib_status_t load(mpi_api_t *api, char *why, size_t cap) {
                  err != NULL ? err : "not found");
         return BIB_E_UNAVAILABLE;
     }
-#define BIB_MPI_RESOLVE(field, symbol, ret, params)                                                       \
+#define BIB_MPI_RESOLVE(field, symbol, ret, params)                                                \
     *(void **)&api->field = dlsym(api->library, symbol);                                           \
     if (api->field == NULL) {                                                                      \
         snprintf(why, cap, "%s has no %s: not an Open MPI library", name, symbol);                 \

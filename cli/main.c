@@ -31,58 +31,59 @@ typedef struct tensor_file {
 #define MAX_TENSOR_FILES 64
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: bib <command> [options] [file]\n"
-            "\n"
-            "commands:\n"
-            "  run FILE          run a .bib module or a .basm source (assembled on the fly)\n"
-            "  asm FILE [-o OUT] assemble .basm source into a .bib module (default:\n"
-            "                    FILE with .basm replaced by .bib)\n"
-            "  dis FILE          disassemble a .bib module to .basm text on stdout\n"
-            "  test PATH...      run hex-program test cases (files or directories of *.hex)\n"
-            "  repl [FILE]       interactive session: type instructions, step, inspect\n"
-            "  info [--json]     describe the CPU, GPU devices, and what --backend=auto picks\n"
-            "  bench [--quick] [-o DIR]  time tensor workloads on every executor (default\n"
-            "                    DIR build/bench: results.csv, chart.png)\n"
-            "\n"
-            "options:\n"
-            "  --trace[=text|json]  print one line per executed instruction (to stderr)\n"
-            "  --profile[=json]     (run, repl) per-opcode times to stderr at exit\n"
-            "  --fuel N             bound the work: one unit per instruction, more for large\n"
-            "                       tensor opcodes (spec/cli.md); a trap when it runs out\n"
-            "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
-            "  --max-file-size SIZE cap on every file read (module, source, .npy, case file)\n"
-            "                       and on a module assembled, default 1G; a larger one is\n"
-            "                       refused with exit status 71\n"
-            "  --max-depth N        cap the call depth, default 10000\n"
-            "  --backend NAME       tensor executor: cpu (default), vulkan, cuda, auto\n"
-            "  --strict-device      GPU_* opcodes fail without a CUDA device (default: CPU)\n"
-            "  --device SEL         GPU device: an index or part of its name\n"
-            "  --threads N          CPU executor threads (default: one per core)\n"
-            "  --validation         GPU executors: enable validation layers\n"
-            "  --device-timeout T   the longest a wait for GPU work may take: 200ms, 5s, 1m;\n"
-            "                       past it the run traps (spec/security.md)\n"
-            "  --comm-timeout T     under mpirun: the longest one exchange between ranks may\n"
-            "                       wait, default 10m; past it every rank ends (spec/scale-out.md)\n"
-            "  --deny=device-code   refuse, at load, a module carrying Vulkan shaders or\n"
-            "                       CUDA kernels\n"
-            "  --allow-host=LIST    refuse, at load, a module importing a host function not\n"
-            "                       in LIST (NAME,NAME...; --allow-host= allows none)\n"
-            "  --input NAME=PATH    (run) give input tensor NAME from a .npy file\n"
-            "  --output NAME=PATH   (run) write output tensor NAME to a .npy file\n"
-            "  --coverage           (test) list implemented opcodes no case exercises\n"
-            "  -v, --verbose        (test) print every case, not only failures\n"
-            "  -o, --output FILE    (asm) where to write the module\n"
-            "  -h, --help           show this help\n"
-            "  -V, --version        show the version and the build's features\n"
-            "\n"
-            "exit status: the program's exit value (low 8 bits) for run; %d usage error,\n"
-            "%d bad input file (format, verify, assembly, link, load policy), %d unreadable\n"
-            "file, %d trap (--device-timeout too), %d out of memory or a file over\n"
-            "--max-file-size, %d executor unavailable, %d output not writable (every\n"
-            "output is written whole or not at all)\n",
-            BIB_EXIT_USAGE, BIB_EXIT_DATA, BIB_EXIT_NOINPUT, BIB_EXIT_TRAP, BIB_EXIT_NOMEM,
-            BIB_EXIT_UNAVAILABLE, BIB_EXIT_CANTCREATE);
+    fprintf(
+        out,
+        "usage: bib <command> [options] [file]\n"
+        "\n"
+        "commands:\n"
+        "  run FILE          run a .bib module or a .basm source (assembled on the fly)\n"
+        "  asm FILE [-o OUT] assemble .basm source into a .bib module (default:\n"
+        "                    FILE with .basm replaced by .bib)\n"
+        "  dis FILE          disassemble a .bib module to .basm text on stdout\n"
+        "  test PATH...      run hex-program test cases (files or directories of *.hex)\n"
+        "  repl [FILE]       interactive session: type instructions, step, inspect\n"
+        "  info [--json]     describe the CPU, GPU devices, and what --backend=auto picks\n"
+        "  bench [--quick] [-o DIR]  time tensor workloads on every executor (default\n"
+        "                    DIR build/bench: results.csv, chart.png)\n"
+        "\n"
+        "options:\n"
+        "  --trace[=text|json]  print one line per executed instruction (to stderr)\n"
+        "  --profile[=json]     (run, repl) per-opcode times to stderr at exit\n"
+        "  --fuel N             bound the work: one unit per instruction, more for large\n"
+        "                       tensor opcodes (spec/cli.md); a trap when it runs out\n"
+        "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
+        "  --max-file-size SIZE cap on every file read (module, source, .npy, case file)\n"
+        "                       and on a module assembled, default 1G; a larger one is\n"
+        "                       refused with exit status 71\n"
+        "  --max-depth N        cap the call depth, default 10000\n"
+        "  --backend NAME       tensor executor: cpu (default), vulkan, cuda, auto\n"
+        "  --strict-device      GPU_* opcodes fail without a CUDA device (default: CPU)\n"
+        "  --device SEL         GPU device: an index or part of its name\n"
+        "  --threads N          CPU executor threads (default: one per core)\n"
+        "  --validation         GPU executors: enable validation layers\n"
+        "  --device-timeout T   the longest a wait for GPU work may take: 200ms, 5s, 1m;\n"
+        "                       past it the run traps (spec/security.md)\n"
+        "  --comm-timeout T     under mpirun: the longest one exchange between ranks may\n"
+        "                       wait, default 10m; past it every rank ends (spec/scale-out.md)\n"
+        "  --deny=device-code   refuse, at load, a module carrying Vulkan shaders or\n"
+        "                       CUDA kernels\n"
+        "  --allow-host=LIST    refuse, at load, a module importing a host function not\n"
+        "                       in LIST (NAME,NAME...; --allow-host= allows none)\n"
+        "  --input NAME=PATH    (run) give input tensor NAME from a .npy file\n"
+        "  --output NAME=PATH   (run) write output tensor NAME to a .npy file\n"
+        "  --coverage           (test) list implemented opcodes no case exercises\n"
+        "  -v, --verbose        (test) print every case, not only failures\n"
+        "  -o, --output FILE    (asm) where to write the module\n"
+        "  -h, --help           show this help\n"
+        "  -V, --version        show the version and the build's features\n"
+        "\n"
+        "exit status: the program's exit value (low 8 bits) for run; %d usage error,\n"
+        "%d bad input file (format, verify, assembly, link, load policy), %d unreadable\n"
+        "file, %d trap (--device-timeout too), %d out of memory or a file over\n"
+        "--max-file-size, %d executor unavailable, %d output not writable (every\n"
+        "output is written whole or not at all)\n",
+        BIB_EXIT_USAGE, BIB_EXIT_DATA, BIB_EXIT_NOINPUT, BIB_EXIT_TRAP, BIB_EXIT_NOMEM,
+        BIB_EXIT_UNAVAILABLE, BIB_EXIT_CANTCREATE);
 }
 
 int bib_cli_exit_code(bib_status_t status) {
@@ -492,8 +493,9 @@ static int share_inputs(bib_vm_t *vm, const tensor_file_t *inputs, int ninputs) 
         if (bib_comm_rank() != 0) {
             bytes = malloc(note.size ? (size_t)note.size : 1);
             if (bytes == NULL) {
-                fprintf(stderr, "bib: rank %d of %d: --input %s: host out of memory for %llu "
-                                "bytes; ending every rank\n",
+                fprintf(stderr,
+                        "bib: rank %d of %d: --input %s: host out of memory for %llu "
+                        "bytes; ending every rank\n",
                         bib_comm_rank(), bib_comm_size(), inputs[i].name,
                         (unsigned long long)note.size);
                 bib_comm_abort(BIB_EXIT_NOMEM);
@@ -582,7 +584,8 @@ static int cmd_run_ranks(const bib_options_t *options, const char *path,
     if (bib_comm_rank() == 0) {
         code = check_tensor_files(inputs, ninputs, outputs, noutputs);
         if (code != 0)
-            snprintf(failure, sizeof failure, "the --input and --output files (rank 0's line above)");
+            snprintf(failure, sizeof failure,
+                     "the --input and --output files (rank 0's line above)");
     }
     bib_vm_t *vm = NULL;
     if (code == 0) {

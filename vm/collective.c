@@ -70,8 +70,7 @@ static const char *op_name(uint32_t code) {
     return i >= 0 ? bib_isa_table[i].name : "?";
 }
 
-static void shape_text(char *buf, size_t cap, uint32_t dtype, uint32_t rank,
-                       const uint32_t *dims) {
+static void shape_text(char *buf, size_t cap, uint32_t dtype, uint32_t rank, const uint32_t *dims) {
     size_t n = (size_t)snprintf(buf, cap, "%s[", dtype == BIB_DTYPE_I32 ? "i32" : "f32");
     for (uint32_t i = 0; i < rank && n < cap; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%s%" PRIu32, i ? "," : "", dims[i]);
