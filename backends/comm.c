@@ -24,6 +24,7 @@ typedef void *mpi_handle_t;
 
 #define BIB_MPI_API(X)                                                                             \
     X(init, "MPI_Init", int, (int *, char ***))                                                    \
+    X(initialized, "MPI_Initialized", int, (int *))                                                \
     X(finalize, "MPI_Finalize", int, (void))                                                       \
     X(comm_rank, "MPI_Comm_rank", int, (mpi_handle_t, int *))                                      \
     X(comm_size, "MPI_Comm_size", int, (mpi_handle_t, int *))                                      \
@@ -50,6 +51,7 @@ typedef struct mpi_api {
 
 static struct {
     bool started, stopped;
+    bool host_init; /* the host program called MPI_Init: it also finalizes */
     int rank, size;
     uint64_t timeout_ms;
     mpi_api_t mpi;
@@ -119,7 +121,10 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
     bib_status_t st = load(&comm.mpi, why, cap);
     if (st != BIB_OK)
         return st;
-    int rc = comm.mpi.init(NULL, NULL);
+    int already = 0, rc = comm.mpi.initialized(&already);
+    if (rc == 0 && !already)
+        rc = comm.mpi.init(NULL, NULL);
+    comm.host_init = already != 0;
     if (rc != 0) {
         mpi_error(rc, "MPI_Init", why, cap);
         return BIB_E_UNAVAILABLE;
@@ -132,9 +137,9 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
 }
 
 void bib_comm_stop(void) {
-    if (comm.started && !comm.stopped)
+    if (comm.started && !comm.stopped && !comm.host_init)
         comm.mpi.finalize();
-    comm.stopped = true;
+    comm.stopped = !comm.host_init;
 }
 
 void bib_comm_abort(int code) {

@@ -32,8 +32,9 @@
 bool bib_comm_launched(void);
 
 /* Loads libmpi.so.40 ($BIB_MPI_LIBRARY overrides the name) and initializes
- * MPI. timeout_ms bounds every later exchange (0: none). BIB_E_UNAVAILABLE
- * with why set when the library is missing or MPI_Init fails. */
+ * MPI, unless the host program already has (it then also finalizes it, and
+ * bib_comm_stop leaves MPI running). timeout_ms bounds every later exchange (0: none).
+ * BIB_E_UNAVAILABLE with why set when the library is missing or MPI_Init fails. */
 bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap);
 /* MPI_Finalize, once; nothing after it. */
 void bib_comm_stop(void);

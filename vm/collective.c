@@ -289,7 +289,8 @@ static void fold(float *acc, const float *parts, uint64_t len, int w, bool max) 
 
 /* Reduces src (n f32 elements, this rank's contribution) over the ranks:
    block r of the split of the n / unit units (each unit elements) goes to
-   rank r, folded; *mine gets this rank's folded block (malloc'd) and
+   rank r, folded; *mine gets this rank's folded block (malloc'd; the
+   caller frees it) and
    *mine_off, *mine_len its place in elements. */
 static void reduce_blocks(const bib_dinsn_t *ip, const float *src, uint64_t units, uint64_t unit,
                           bool max, float **mine, uint64_t *mine_off, uint64_t *mine_len) {
@@ -317,9 +318,9 @@ static void reduce_blocks(const bib_dinsn_t *ip, const float *src, uint64_t unit
             lost(bib_isa_table[ip->op].name, why);
         free(c);
     }
-    *mine = scratch(ip, *mine_len * 4);
-    fold(*mine, parts, *mine_len, w, max);
-    free(parts);
+    /* Folded in place into the first row: element i reads only column i. */
+    fold(parts, parts, *mine_len, w, max);
+    *mine = parts;
 }
 
 /* ---- the opcodes ---------------------------------------------------------------- */
