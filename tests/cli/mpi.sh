@@ -1,7 +1,7 @@
 #!/bin/sh
 # CLI tests for the collective opcodes under Open MPI (spec/scale-out.md):
-# examples/sharded_mlp.basm on 1, 2 and 3 ranks writes the bytes of
-# examples/mlp.basm run alone on the cpu; ALLREDUCE adds in rank order
+# examples/sharded_mlp.basm and sharded_attention.basm on 1, 2 and 3 ranks
+# write the bytes of examples/mlp.basm and attention.basm run alone; ALLREDUCE adds in rank order
 # (checked against numpy's float32 left fold, on values where another order
 # gives other bits); the other collectives against numpy; a trap, a shape
 # mismatch, an unreadable input and outputs that differ stop every rank with
@@ -41,6 +41,25 @@ for n in 1 2 3; do
         ok "sharded_mlp on $n rank(s) writes mlp.basm's bytes"
     else
         bad "sharded_mlp on $n rank(s): $(cat "$T/out")"
+    fi
+done
+# sharded_attention: head-sharded ATTENTION_CAUSAL, the bytes of attention.basm.
+$PY -c "
+import numpy as np
+r = np.random.default_rng(3)
+for n, s in (('q', (9, 32)), ('k', (11, 32)), ('v', (11, 32))):
+    np.save('$T/' + n + '.npy', r.standard_normal(s).astype(np.float32))
+" || bad "writing q, k, v"
+QKV="--input q=$T/q.npy --input k=$T/k.npy --input v=$T/v.npy"
+# shellcheck disable=SC2086
+$BIB run examples/attention.basm $QKV --output "o=$T/o.ref.npy" || bad "attention alone"
+for n in 1 2 3; do
+    # shellcheck disable=SC2086
+    if $MPIRUN -np $n $BIB run examples/sharded_attention.basm $QKV --output "o=$T/o.$n.npy" \
+        >"$T/out" 2>&1 && cmp -s "$T/o.ref.npy" "$T/o.$n.npy"; then
+        ok "sharded_attention on $n rank(s) writes attention.basm's bytes"
+    else
+        bad "sharded_attention on $n rank(s): $(cat "$T/out")"
     fi
 done
 # Fewer columns than ranks: some ranks hold an empty block.
@@ -228,6 +247,23 @@ if [ $rc -ne 0 ] && [ $took -lt 60 ] &&
     ok "a rank that never arrives ends every rank after --comm-timeout (${took}s)"
 else
     bad "timeout: exit $rc after ${took}s: $(cat "$T/out")"
+fi
+
+# ---- traced and profiled like every tensor opcode (alone) ----
+cat >"$T/alone.basm" <<'BASM'
+.tensor A t0 f32[2] = 1, 2
+.func main regs=2
+    ALLREDUCE t1, A
+    ALLGATHER t2, t1, 0
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+if $BIB run --trace "$T/alone.basm" 2>&1 | grep -q "ALLREDUCE t1, t0 .*t1=f32\[2\] t0=f32\[2\] on host hash=" &&
+    $BIB run --profile "$T/alone.basm" 2>&1 | grep -q "^ALLGATHER  *host  *1 "; then
+    ok "collectives are traced (shapes, hash) and profiled"
+else
+    bad "trace or profile of a collective: $($BIB run --trace --profile "$T/alone.basm" 2>&1)"
 fi
 
 # ---- the same binary without MPI ----
