@@ -227,18 +227,13 @@ static void header_for(const bib_vm_t *vm, const bib_dinsn_t *ip, const bib_tens
     }
 }
 
-/* The headers of every rank, or a trap with the verdict when they do not
-   go on. Without a communicator: only this rank's. */
+/* The headers of every rank (the communicator is started), or a trap with
+   the verdict when they do not go on. */
 static bib_status_t agree_at(bib_vm_t *vm, const bib_dinsn_t *ip, const header_t *mine,
                              header_t **all) {
-    const int n = bib_comm_size();
-    *all = calloc((size_t)n, sizeof **all);
+    *all = calloc((size_t)bib_comm_size(), sizeof **all);
     if (*all == NULL)
         lost(bib_isa_table[ip->op].name, "host out of memory for the headers");
-    if (!bib_comm_started()) {
-        (*all)[0] = *mine;
-        return BIB_OK;
-    }
     if (exchange(mine, *all, bib_isa_table[ip->op].name) == 0)
         return BIB_OK;
     free(*all);
@@ -300,9 +295,7 @@ static void reduce_blocks(const bib_dinsn_t *ip, const float *src, uint64_t unit
     *mine_off = off * unit;
     *mine_len = len * unit;
     float *parts = scratch(ip, (uint64_t)w * *mine_len * 4);
-    if (!bib_comm_started()) {
-        memcpy(parts, src, (size_t)(*mine_len * 4));
-    } else {
+    {
         uint64_t *c = scratch(ip, 4 * (uint64_t)w * sizeof *c);
         uint64_t *sc = c, *sd = c + w, *rc = c + 2 * w, *rd = c + 3 * w;
         for (int r = 0; r < w; r++) {
@@ -365,6 +358,13 @@ static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, bool max, boo
     /* The destination before any exchange: a failure here is this rank's
        error, which the others learn from its header. */
     uint8_t *out;
+    if (!bib_comm_started()) {
+        /* Alone: the fold of one rank, element by element, so in place too. */
+        const float *src = (const float *)in->storage->host;
+        CHECK(bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out));
+        fold((float *)out, src, out_count, 1, max);
+        return BIB_OK;
+    }
     if (ip->a != ip->b)
         CHECK(bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out));
     header_t mine, *all;
@@ -378,15 +378,10 @@ static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, bool max, boo
                   &block, &off, &len);
     if (ip->a == ip->b) {
         /* In place: the input has been sent; its buffer takes the result. */
-        bib_status_t st = bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out);
-        if (st != BIB_OK) {
-            if (bib_comm_started())
-                lost(bib_isa_table[ip->op].name, bib_vm_error(vm));
-            free(block);
-            return st;
-        }
+        if (bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out) != BIB_OK)
+            lost(bib_isa_table[ip->op].name, bib_vm_error(vm));
     }
-    if (scatter || !bib_comm_started()) {
+    if (scatter) {
         memcpy(out, block, (size_t)(len * 4));
     } else {
         uint64_t *c = scratch(ip, 2 * (uint64_t)w * sizeof *c);
@@ -417,9 +412,16 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
         return trap(vm, ip, "axis %" PRId64 " is outside %s %s (rank %" PRIu32 ")", axis,
                     bib_tensor_reg_text(vm, rt, sizeof rt, ip->b), sh, in->rank);
     }
-    if (ip->a == ip->b && bib_comm_size() > 1)
-        return trap(vm, ip, "ALLGATHER's result cannot replace its operand %s in place",
-                    bib_tensor_reg_text(vm, rt, sizeof rt, ip->b));
+    if (!bib_comm_started()) {
+        uint8_t *out;
+        uint32_t same[BIB_MAX_RANK];
+        memcpy(same, in->dims, sizeof same);
+        CHECK(bib_tensor_charge(vm, ip, 2 * in->count));
+        CHECK(bib_tensor_host_out(vm, ip, ip->a, in->dtype, in->rank, same, &out));
+        if (out != in->storage->host)
+            memcpy(out, in->storage->host, (size_t)(in->count * 4));
+        return BIB_OK;
+    }
     header_t mine, *all;
     header_for(vm, ip, in, (int32_t)at, &mine);
     CHECK(agree_at(vm, ip, &mine, &all));
@@ -454,33 +456,31 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
     }
     /* The destination is known only now: a second round tells every rank
        whether every rank has one. */
-    if (bib_comm_started()) {
-        header_t *again = scratch(ip, (uint64_t)w * sizeof *again);
-        if (st != BIB_OK) {
-            mine.kind = H_FAILED;
-            mine.exit_code = 70;
-            snprintf(mine.text, sizeof mine.text, "%s", bib_vm_error(vm));
-        }
-        int verdict = exchange(&mine, again, "ALLGATHER");
-        free(again);
-        if (verdict != 0) {
-            free(c);
-            return st != BIB_OK ? st : trap(vm, ip, "%s", agreement.verdict);
-        }
-    }
+    header_t *again = scratch(ip, (uint64_t)w * sizeof *again);
     if (st != BIB_OK) {
-        free(c);
-        return st;
+        mine.kind = H_FAILED;
+        mine.exit_code = 70;
+        snprintf(mine.text, sizeof mine.text, "%s", bib_vm_error(vm));
     }
+    int verdict = exchange(&mine, again, "ALLGATHER");
+    free(again);
+    if (verdict != 0) {
+        free(c);
+        return st != BIB_OK ? st : trap(vm, ip, "%s", agreement.verdict);
+    }
+    /* In place (the other ranks gave nothing along the axis): MPI wants the
+       send and receive buffers apart. */
+    uint8_t *copy = NULL;
     const uint8_t *src = in->storage->host;
+    if (src == out) {
+        copy = scratch(ip, in->count * 4);
+        memcpy(copy, src, (size_t)(in->count * 4));
+        src = copy;
+    }
     if (at == 0 || w == 1) {
-        if (bib_comm_started()) {
-            char why[600];
-            if (bib_comm_allgatherv(src, in->count * 4, out, c, c + w, why, sizeof why) != BIB_OK)
-                lost("ALLGATHER", why);
-        } else {
-            memcpy(out, src, (size_t)(in->count * 4));
-        }
+        char why[600];
+        if (bib_comm_allgatherv(src, in->count * 4, out, c, c + w, why, sizeof why) != BIB_OK)
+            lost("ALLGATHER", why);
     } else {
         /* Gathered rank by rank, then interleaved along the axis. */
         uint8_t *tmp = scratch(ip, total);
@@ -496,6 +496,7 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
             }
         free(tmp);
     }
+    free(copy);
     free(c);
     return BIB_OK;
 }
@@ -512,12 +513,14 @@ static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
     uint32_t dims[BIB_MAX_RANK];
     memcpy(dims, t->dims, sizeof dims);
     CHECK(bib_tensor_host_out(vm, ip, ip->a, t->dtype, t->rank, dims, &buf));
+    if (!bib_comm_started())
+        return BIB_OK;
     header_t mine, *all;
     header_for(vm, ip, t, (int32_t)root, &mine);
     CHECK(agree_at(vm, ip, &mine, &all));
     free(all);
     char why[600];
-    if (bib_comm_started() && bib_comm_bcast(buf, t->count * 4, (int)root, why, sizeof why))
+    if (bib_comm_bcast(buf, t->count * 4, (int)root, why, sizeof why) != BIB_OK)
         lost("BROADCAST", why);
     return BIB_OK;
 }
@@ -532,6 +535,8 @@ bib_status_t bib_collective_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *
         R[ip->a] = (uint64_t)bib_comm_size();
         return BIB_OK;
     case BIB_OP_BARRIER: {
+        if (!bib_comm_started())
+            return BIB_OK;
         header_t mine, *all;
         header_for(vm, ip, NULL, 0, &mine);
         CHECK(agree_at(vm, ip, &mine, &all));
