@@ -37,7 +37,7 @@ export LD_LIBRARY_PATH   := $(KIT_LIB)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH
 export VK_ADD_LAYER_PATH := $(KIT)/usr/share/vulkan/explicit_layer.d
 endif
 
-LIB_DIRS = isa vm assembler backends backends/cpu
+LIB_DIRS = isa module vm assembler backends backends/cpu backends/null
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Executor fragments add their objects (and generated sources) to LIB_OBJ,
@@ -76,7 +76,7 @@ $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
 .PHONY: all deps demo test test-bins sanitize unit spec spec-check hex bench clean format format-check
-all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so
+all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/.kernels-checked
 
 # ---- dependencies ---------------------------------------------------------
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
@@ -109,8 +109,12 @@ $(BUILD)/bib: $(CLI_OBJ) $(BUILD)/libbib.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libbib.a $(LDLIBS) -ledit
 
 # ---- spec -------------------------------------------------------------------
-$(BUILD)/isa-gen: tools/isa-gen.c $(BUILD)/obj/isa/isa.o
-	$(CC) $(CFLAGS) -o $@ $^
+$(BUILD)/isa-gen: tools/isa-gen.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+# Every build checks the executors' kernel tables against isa/kernels.def.
+$(BUILD)/.kernels-checked: $(BUILD)/isa-gen
+	$(BUILD)/isa-gen --check
+	@touch $@
 spec: $(BUILD)/isa-gen
 	$(BUILD)/isa-gen > spec/isa.md
 spec-check: $(BUILD)/isa-gen

@@ -10,7 +10,7 @@
  * This file also owns the text helpers (names, floats) that the disassembler
  * uses to print what this file reads.
  */
-#include "asm.h"
+#include "assembler/asm.h"
 
 #include <limits.h>
 
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "devcode.h"
+#include "assembler/devcode.h"
 
 #define ASM_MAX_ERRORS 50
 #define ASM_NONE UINT32_MAX

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
-#include "../vm/module.h"
+#include "include/bib.h"
+#include "module/module.h"
 
 /* Makes func the entry function instead of the default (the first "main",
    else function 0). */

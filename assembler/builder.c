@@ -10,7 +10,7 @@
  * Reading and writing the container belong to vm/; this file only fills a
  * module.
  */
-#include "asm.h"
+#include "assembler/asm.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -539,20 +539,8 @@ void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count) {
 /* Hands the tensor declarations to m (moved, not copied) and sizes the
    register file. */
 static bib_status_t build_tensors(bib_builder_t *b, bib_module_t *m) {
-    uint64_t used = 0;
-    for (uint32_t pc = 0; pc < m->code_count; pc++) {
-        const bib_insn_t *insn = &m->code[pc];
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
-        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
-        for (int k = 0; k < 4; k++) {
-            uint32_t kind = info->kinds[k];
-            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) && words[k] >= used)
-                used = (uint64_t)words[k] + 1;
-        }
-    }
-    for (uint32_t i = 0; i < b->tensor_count; i++)
-        if (b->tensors[i].reg >= used)
-            used = (uint64_t)b->tensors[i].reg + 1;
+    uint64_t used =
+        bib_module_tensor_regs_named(m->code, m->code_count, b->tensors, b->tensor_count);
     if (b->tensor_regs_set && b->tensor_regs < used)
         return fail(b, BIB_E_USAGE,
                     "finish: %u tensor registers set, but t%llu is used (need at least %llu)",

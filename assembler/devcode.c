@@ -6,7 +6,7 @@
  * VM's binding model needs (SPIR-V 1.0-1.6, section 2.3 "Physical Layout"):
  * decorations, types, constants and module-scope variables.
  */
-#include "devcode.h"
+#include "assembler/devcode.h"
 
 #include <errno.h>
 #include <shaderc/shaderc.h>

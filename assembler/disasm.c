@@ -7,10 +7,10 @@
  * function's start and wherever a line is not the one before it + 1, .entry
  * when the default rule would pick another function, .tensors and .dim when
  * the defaults would differ, every tensor declaration with its constant
- * values). Parsing and verifying the bytes belong to vm/format.c; this file
+ * values). Parsing and verifying the bytes belong to module/format.c; this file
  * only prints a verified module. spec/assembly.md describes the layout.
  */
-#include "asm.h"
+#include "assembler/asm.h"
 
 #include <locale.h>
 #include <stdlib.h>
@@ -155,24 +155,9 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
 
 #define DISASM_VALUES_PER_ROW 8
 
-/* The register count the assembler gives by default: the highest tensor
-   register an instruction or declaration names + 1. */
+/* The register count the assembler gives by default (the builder's). */
 static uint64_t tensor_regs_named(const bib_module_t *m) {
-    uint64_t used = 0;
-    for (uint32_t pc = 0; pc < m->code_count; pc++) {
-        const bib_insn_t *insn = &m->code[pc];
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
-        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
-        for (int k = 0; k < 4; k++) {
-            uint32_t kind = info->kinds[k];
-            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) && words[k] >= used)
-                used = (uint64_t)words[k] + 1;
-        }
-    }
-    for (uint32_t i = 0; i < m->tensor_count; i++)
-        if (m->tensors[i].reg >= used)
-            used = (uint64_t)m->tensors[i].reg + 1;
-    return used;
+    return bib_module_tensor_regs_named(m->code, m->code_count, m->tensors, m->tensor_count);
 }
 
 /* The assembler numbers symbolic dimensions by first use in the
@@ -413,7 +398,7 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
                 (pc == f->entry || m->lines[pc] != line_after(m->lines[pc - 1])))
                 bib_asm_text_printf(t, "    .line %u\n", m->lines[pc]);
             const bib_insn_t *insn = &m->code[pc];
-            const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+            const bib_opinfo_t *info = bib_module_info(m, pc);
             bib_asm_text_printf(t, "    %-8s", info->name);
             print_operands(t, m, insn, info);
             bib_asm_text_put(t, "\n", 1);
@@ -475,7 +460,7 @@ bib_status_t bib_disassemble(const void *bytes, size_t size, char **text, char *
     }
     free(sorted);
     for (uint32_t pc = 0; pc < m->code_count; pc++) {
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(m->code[pc].op)];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
         const uint32_t words[4] = {m->code[pc].a, m->code[pc].b, m->code[pc].c, m->code[pc].d};
         for (int k = 0; k < 4; k++)
             if (info->kinds[k] == BIB_K_TGT)

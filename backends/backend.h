@@ -17,7 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
+#include "include/bib.h"
+#include "isa/kernels.h"
 
 /* bib_dtype_t and BIB_MAX_RANK come from include/bib.h. */
 
@@ -30,51 +31,14 @@ typedef struct bib_view {
     uint32_t dims[BIB_MAX_RANK];
 } bib_view_t;
 
-/* Executor operations. One kernel may serve several opcodes (TADD and TSUB
- * are BIB_KERNEL_BINARY with a different sub-operation). */
-typedef enum bib_kernel {
-    BIB_KERNEL_MATMUL, /* out[M,N] = in0[M,K] . in1[K,N] (+ in2[N] bias) then act; sub = bib_act_t
-                        */
-    BIB_KERNEL_TRANSPOSE, /* out = in0 with its last two axes swapped */
-    BIB_KERNEL_SOFTMAX,   /* along the last axis */
-    BIB_KERNEL_UNARY,     /* sub = bib_unary_t, elementwise */
-    BIB_KERNEL_BINARY,    /* sub = bib_binary_t; in1 has in0's shape, or is a row [N] for in0's last
-                             axis, or one element */
-    BIB_KERNEL_SCALE,     /* out = in0 * f[0] */
-    BIB_KERNEL_REDUCE,    /* sub = bib_reduce_t, along the last axis; out drops that axis */
-    BIB_KERNEL_LAYERNORM, /* in1 = gamma[N], in2 = beta[N]; eps = f[0] */
-    BIB_KERNEL_RMSNORM,   /* in1 = gamma[N]; eps = f[0] */
-    BIB_KERNEL_ATTENTION, /* in0 = q[S,H,D], in1 = k[T,H,D], in2 = v[T,H,D]; out[S,H,D]; f[0] =
-                             scale; sub = causal */
-    BIB_KERNEL_GATHER,    /* out[N,D] = in0[V,D] rows at in1 (i32 [N]); an index out of range is an
-                             error */
-    BIB_KERNEL_ARGMAX,    /* out (i32) = index of the first maximum along the last axis */
-    BIB_KERNEL_FILL,      /* out[*] = f[0] */
-    BIB_KERNEL_RNG,  /* out[*] = uniform [0,1) from Philox4x32-10; seed = i[0], stream = i[1] */
-    BIB_KERNEL_COPY, /* out = in0, same element count */
-    BIB_KERNEL__COUNT
-} bib_kernel_t;
-
-typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU } bib_act_t;
-typedef enum bib_unary {
-    BIB_UNARY_RELU,
-    BIB_UNARY_SIGMOID,
-    BIB_UNARY_TANH,
-    BIB_UNARY_GELU,
-    BIB_UNARY_EXP,
-} bib_unary_t;
-typedef enum bib_binary {
-    BIB_BINARY_ADD,
-    BIB_BINARY_SUB,
-    BIB_BINARY_MUL,
-    BIB_BINARY_DIV
-} bib_binary_t;
-typedef enum bib_reduce { BIB_REDUCE_SUM, BIB_REDUCE_MAX, BIB_REDUCE_MEAN } bib_reduce_t;
+/* Executor operations: bib_kernel_t, the sub-operation enums and each
+ * kernel's descriptor (dtypes, shape rule, cost, the executors that have it)
+ * come from isa/kernels.def through isa/kernels.h. */
 
 /* One kernel invocation. Shapes have been checked by the VM before the call. */
 typedef struct bib_call {
     bib_kernel_t kernel;
-    uint32_t sub; /* bib_act_t, bib_unary_t, bib_binary_t, bib_reduce_t, or the causal flag */
+    uint32_t sub; /* below bib_kernel_table[kernel].subs: bib_act_t, bib_unary_t, ... */
     bib_view_t out;
     bib_view_t in[3]; /* unused inputs have buf == NULL */
     float f[2];
@@ -102,8 +66,21 @@ typedef struct bib_executor_config {
                             Neither the work nor the process is ever waited for without bound */
 } bib_executor_config_t;
 
+/* What the host machine offers the CPU executor, for `bib info` (the
+ * host_facts slot): its instruction-set features, whether the OS saves the
+ * wide registers, and the kernel level the executor would run at. */
+typedef struct bib_host_facts {
+    const char *features[16]; /* the features it can use ("avx2", "fma", ...) */
+    uint32_t nfeatures;
+    bool os_saves_ymm, os_saves_zmm;
+    bool level_ok;          /* level names the kernel level; else it says why there is none */
+    char level[200];        /* "avx2", or why the forced level cannot be used */
+    const char *best_level; /* the best level this CPU supports */
+} bib_host_facts_t;
+
 typedef struct bib_executor_ops {
-    const char *name; /* "cpu", "vulkan", "cuda" */
+    const char *name;     /* "cpu", "vulkan", "cuda" */
+    bib_executor_id_t id; /* its column in isa/kernels.def */
 
     /* Probes and starts the executor. When it cannot run here it returns
      * BIB_E_UNAVAILABLE and writes why ("no Vulkan loader", "no device") to
@@ -126,15 +103,23 @@ typedef struct bib_executor_ops {
     bib_status_t (*synchronize)(bib_executor_t *ex);
     bib_status_t (*memory)(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total_bytes);
 
-    /* Whether this executor runs the call (kernel, shapes, dtypes) at all. */
+    /* Whether this executor runs the call at all: its device limits (grid
+     * sizes, index widths, buffer ranges) on shapes the VM has checked, for a
+     * kernel the descriptor says it has. */
     bool (*supports)(bib_executor_t *ex, const bib_call_t *call);
-    /* One entry per tensor operation: runs (or records) the call. NULL where
-     * the executor lacks the kernel. */
+    /* One entry per kernel: runs (or records) the call. Exactly the kernels
+     * whose EXECUTORS column in isa/kernels.def names this executor have an
+     * entry, the others NULL; tools/isa-gen.c fails the build otherwise. The
+     * VM sends a call for a kernel this executor lacks to the CPU executor
+     * (bib_kernel_runs_on), never here. */
     bib_status_t (*kernels[BIB_KERNEL__COUNT])(bib_executor_t *ex, const bib_call_t *call);
 
     /* Optional (may be NULL): a line describing the device and its numerics
      * paths, for `bib info`. */
     const char *(*describe)(bib_executor_t *ex);
+    /* Optional (NULL but for the CPU executor): the host's facts for `bib
+     * info`, without starting the executor. */
+    void (*host_facts)(bib_host_facts_t *facts);
 
     /* Optional (NULL when unsupported): user device programs carried in the
      * module (spec/device-code.md), run by VK_COMPUTE and GPU_LAUNCH.

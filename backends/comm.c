@@ -7,7 +7,7 @@
  * build and no libmpi to run alone. RTLD_GLOBAL, because Open MPI's own
  * plugins resolve libmpi's symbols from the global scope.
  */
-#include "comm.h"
+#include "backends/comm.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
+#include "include/bib.h"
 
 /* Whether mpirun (Open MPI's launcher) started this process: the
  * environment holds OMPI_COMM_WORLD_SIZE. */

@@ -6,12 +6,12 @@
  */
 #include <string.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 #ifdef BIB_HAVE_VULKAN
-#include "vulkan/vulkan.h"
+#include "backends/vulkan/vulkan.h"
 #endif
 #ifdef BIB_HAVE_CUDA
-#include "cuda/cuda.h"
+#include "backends/cuda/cuda.h"
 #endif
 
 static const bib_executor_ops_t *const executors[] = {

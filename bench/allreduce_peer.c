@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "backends/comm.h"
-#include "bib.h"
+#include "include/bib.h"
 
 static double mpi_ms(float *buf, int count, int iters) {
     double best = 1e30;

@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bib.h"
-#include "cli.h"
+#include "include/bib.h"
+#include "cli/cli.h"
+#include "isa/isa.h"
 #include "vm/fileio.h"
 
 #define MAX_INPUTS 16
@@ -209,13 +210,12 @@ static void run_one(const bib_options_t *base, const char *backend, const worklo
         const void *data = NULL;
         bib_dtype_t dtype;
         uint32_t rank, dims[BIB_MAX_RANK];
-        r->hash = 0xcbf29ce484222325ull;
+        r->hash = BIB_FNV1A64_BASIS;
         if (bib_vm_get_output(vm, "y", &dtype, &rank, dims, &data) == BIB_OK) {
             size_t n = 4;
             for (uint32_t i = 0; i < rank; i++)
                 n *= dims[i];
-            for (size_t i = 0; i < n; i++)
-                r->hash = (r->hash ^ ((const uint8_t *)data)[i]) * 0x100000001b3ull;
+            r->hash = bib_fnv1a64(r->hash, data, n);
         }
     }
     bib_vm_destroy(vm);

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bib.h"
+#include "include/bib.h"
 
 /* Exit codes (sysexits.h values, all below 128). A program's own exit value
  * uses the low 8 bits, so a program may also exit with these numbers. */

@@ -7,7 +7,7 @@
  * line and the field. It allocates with malloc and reports running out of
  * memory like any other refusal, so a fuzzer can drive it on any bytes.
  */
-#include "hexcase.h"
+#include "cli/hexcase.h"
 
 #include <ctype.h>
 #include <stdarg.h>

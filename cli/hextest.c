@@ -16,9 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "hexcase.h"
-#include "vm/module.h"
+#include "cli/cli.h"
+#include "cli/hexcase.h"
+#include "module/module.h"
 
 /* ---- case files ---------------------------------------------------------- */
 
@@ -250,7 +250,7 @@ static int check_round_trip(const uint8_t *bytes, size_t size, const uint64_t *w
 
 static void count_coverage(runner_t *r, const bib_module_t *m) {
     for (uint32_t i = 0; i < m->code_count; i++) {
-        int op = bib_isa_find_code(m->code[i].op);
+        int op = bib_module_op(m, i);
         if (op >= 0)
             r->coverage[op]++;
     }

@@ -1,8 +1,8 @@
 /* cli/info.c: `bib info [--json]`, a thin wrapper over bib_info_report. */
 #include <stdio.h>
 
-#include "bib.h"
-#include "cli.h"
+#include "include/bib.h"
+#include "cli/cli.h"
 
 int bib_cli_info(const bib_options_t *options, int json) {
     char *report = NULL;

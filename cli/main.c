@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bib.h"
-#include "cli.h"
-#include "npy.h"
-#include "repl.h"
 #include "backends/comm.h"
+#include "cli/cli.h"
+#include "cli/npy.h"
+#include "cli/repl.h"
+#include "include/bib.h"
 #include "vm/collective.h"
 #include "vm/fileio.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */
 typedef struct tensor_file {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npy.h"
+#include "cli/npy.h"
 #include "vm/fileio.h"
 
 #define NPY_MAGIC "\x93NUMPY"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "vm/fileio.h"
 
 typedef struct bib_npy {

@@ -22,10 +22,10 @@
 
 #include <editline/readline.h>
 
-#include "cli.h"
-#include "npy.h"
+#include "cli/cli.h"
+#include "cli/npy.h"
 #include "vm/fileio.h"
-#include "repl.h"
+#include "cli/repl.h"
 
 /* One line of the session's source and the session line it came from. */
 typedef struct src_line {

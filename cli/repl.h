@@ -2,7 +2,7 @@
 #ifndef BIB_CLI_REPL_H
 #define BIB_CLI_REPL_H
 
-#include "bib.h"
+#include "include/bib.h"
 
 /* Runs a session on stdin: with a terminal, line editing and history
  * (libedit); otherwise plain lines with no prompt. file (may be NULL) is

@@ -1,24 +1,51 @@
 /* isa/isa.c: the opcode table as data, and instruction encoding. */
-#include "isa.h"
+#include "isa/isa.h"
 
 #include <strings.h>
 
 const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #define BIB_ISA_ROW(cls, name, code, k0, k1, k2, k3, fl, sem)                                      \
-    {#name, (code), {BIB_K_##k0, BIB_K_##k1, BIB_K_##k2, BIB_K_##k3}, (fl), cls, sem},
+    {#name, (code), {BIB_K_##k0, BIB_K_##k1, BIB_K_##k2, BIB_K_##k3}, (fl), cls, sem, -1, 0},
+#define BIB_ISA_KROW(cls, name, code, k0, k1, k2, k3, fl, kernel, sub, sem)                        \
+    {#name,                                                                                        \
+     (code),                                                                                       \
+     {BIB_K_##k0, BIB_K_##k1, BIB_K_##k2, BIB_K_##k3},                                             \
+     (fl),                                                                                         \
+     cls,                                                                                          \
+     sem,                                                                                          \
+     BIB_KERNEL_##kernel,                                                                          \
+     BIB_KOP_SUB(kernel, sub)},
 #define OP(...) BIB_ISA_ROW(BIB_CLASS_SCALAR, __VA_ARGS__)
 #define TOP(...) BIB_ISA_ROW(BIB_CLASS_TENSOR, __VA_ARGS__)
+#define KOP(...) BIB_ISA_KROW(BIB_CLASS_TENSOR, __VA_ARGS__)
 #define GOP(...) BIB_ISA_ROW(BIB_CLASS_CUDA, __VA_ARGS__)
+#define GKOP(...) BIB_ISA_KROW(BIB_CLASS_CUDA, __VA_ARGS__)
 #define VOP(...) BIB_ISA_ROW(BIB_CLASS_VULKAN, __VA_ARGS__)
 #define COP(...) BIB_ISA_ROW(BIB_CLASS_COLLECTIVE, __VA_ARGS__)
-#include "opcodes.def"
+#include "isa/opcodes.def"
 #undef OP
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #undef COP
+#undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
 };
+
+const bib_kernel_info_t bib_kernel_table[BIB_KERNEL__COUNT] = {
+#define KERNEL(name, dtype, shape, args, cost, per_element, subs, executors, contract)             \
+    {#name, dtype, shape, args, cost, per_element, subs, executors, contract},
+#include "isa/kernels.def"
+#undef KERNEL
+};
+
+/* Every sub-operation fits the opinfo's byte, and the GLSL and CUDA kernels
+   number the unary, binary and reduce ops as these enums do. */
+_Static_assert(BIB_UNARY__COUNT <= 256 && BIB_BINARY__COUNT <= 256 && BIB_REDUCE__COUNT <= 256,
+               "sub-operations fit bib_opinfo_t.sub");
+_Static_assert(BIB_KERNEL__COUNT <= 127, "kernels fit bib_opinfo_t.kernel");
 
 int bib_isa_find_code(uint32_t code) {
     /* Linear: used by the loader once per instruction and by tools; the

@@ -1,7 +1,8 @@
 /* isa/isa.h: the instruction set as data.
  *
  * Expands isa/opcodes.def into an enum of dense opcode indices and a table of
- * opcode descriptors. This header owns instruction encoding facts (width,
+ * opcode descriptors (with, for the opcodes that run a kernel, its row of
+ * isa/kernels.def). This header owns instruction encoding facts (width,
  * operand kinds, flags); it knows nothing of modules, verification or running.
  */
 #ifndef BIB_ISA_H
@@ -9,6 +10,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "isa/kernels.h"
 
 #define BIB_INSN_WORDS 5
 #define BIB_INSN_BYTES 20
@@ -56,17 +59,24 @@ typedef enum bib_opclass {
 /* Dense opcode index: the position of the row in isa/opcodes.def. */
 typedef enum bib_opcode {
 #define BIB_ISA_ROW(name, code, k0, k1, k2, k3, flags, sem) BIB_OP_##name,
+#define BIB_ISA_KROW(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                          \
+    BIB_ISA_ROW(name, code, k0, k1, k2, k3, flags, sem)
 #define OP BIB_ISA_ROW
 #define TOP BIB_ISA_ROW
+#define KOP BIB_ISA_KROW
 #define GOP BIB_ISA_ROW
+#define GKOP BIB_ISA_KROW
 #define VOP BIB_ISA_ROW
 #define COP BIB_ISA_ROW
-#include "opcodes.def"
+#include "isa/opcodes.def"
 #undef OP
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #undef COP
+#undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
     BIB_OP__COUNT
 } bib_opcode_t;
@@ -74,17 +84,24 @@ typedef enum bib_opcode {
 /* Encoded opcode words, as BIB_CODE_<name>. */
 enum {
 #define BIB_ISA_ROW(name, code, k0, k1, k2, k3, flags, sem) BIB_CODE_##name = (code),
+#define BIB_ISA_KROW(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                          \
+    BIB_ISA_ROW(name, code, k0, k1, k2, k3, flags, sem)
 #define OP BIB_ISA_ROW
 #define TOP BIB_ISA_ROW
+#define KOP BIB_ISA_KROW
 #define GOP BIB_ISA_ROW
+#define GKOP BIB_ISA_KROW
 #define VOP BIB_ISA_ROW
 #define COP BIB_ISA_ROW
-#include "opcodes.def"
+#include "isa/opcodes.def"
 #undef OP
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #undef COP
+#undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
 };
 
@@ -95,6 +112,10 @@ typedef struct bib_opinfo {
     uint32_t flags;
     bib_opclass_t opclass;
     const char *semantics;
+    /* KOP and GKOP rows: the kernel (bib_kernel_t) and its sub-operation;
+       every other row: kernel -1. */
+    int8_t kernel;
+    uint8_t sub;
 } bib_opinfo_t;
 
 extern const bib_opinfo_t bib_isa_table[BIB_OP__COUNT];
@@ -125,6 +146,16 @@ static inline void bib_write_u32le(uint8_t *p, uint32_t v) {
     p[2] = (uint8_t)(v >> 16);
     p[3] = (uint8_t)(v >> 24);
 }
+/* FNV-1a 64, the hash of THASH (spec/isa.md) and of every other fingerprint
+ * BIB takes: h continued over n bytes. Start from BIB_FNV1A64_BASIS. */
+#define BIB_FNV1A64_BASIS 0xcbf29ce484222325ull
+static inline uint64_t bib_fnv1a64(uint64_t h, const void *data, size_t n) {
+    const uint8_t *p = (const uint8_t *)data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 static inline uint64_t bib_read_u64le(const uint8_t *p) {
     return (uint64_t)bib_read_u32le(p) | (uint64_t)bib_read_u32le(p + 4) << 32;
 }

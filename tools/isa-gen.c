@@ -1,12 +1,117 @@
-/* tools/isa-gen.c: writes spec/isa.md from isa/opcodes.def.
+/* tools/isa-gen.c: writes spec/isa.md from isa/opcodes.def and
+ * isa/kernels.def, and checks the executors' kernel tables against them.
  *
  * `make spec` regenerates the file; `make spec-check` fails when the
- * committed copy differs from what this program prints.
+ * committed copy differs from what this program prints. `isa-gen --check`
+ * (run by every `make`, which fails with it) checks each executor compiled
+ * into this build: its id names it, and its kernels[] has an entry for
+ * exactly the kernels whose EXECUTORS column names it; and the CPU executor,
+ * where every call can fall back, has every kernel.
  */
 #include <stdio.h>
+#include <string.h>
 
-#include "bib.h"
+#include "backends/backend.h"
+#include "backends/null/null.h"
+#include "include/bib.h"
 #include "isa/isa.h"
+
+static const char *const executor_names[BIB_EXECUTOR__COUNT] = {
+    [BIB_EXECUTOR_CPU] = "cpu",
+    [BIB_EXECUTOR_VULKAN] = "vulkan",
+    [BIB_EXECUTOR_CUDA] = "cuda",
+    [BIB_EXECUTOR_NULL] = "null",
+};
+
+static int check_executors(void) {
+    int errors = 0;
+    for (int k = 0; k < BIB_KERNEL__COUNT; k++)
+        if (!bib_kernel_runs_on((bib_kernel_t)k, BIB_EXECUTOR_CPU)) {
+            fprintf(stderr,
+                    "isa-gen: isa/kernels.def: kernel %s does not name the cpu executor, where "
+                    "every call falls back\n",
+                    bib_kernel_table[k].name);
+            errors++;
+        }
+    /* The build's executors, then the null executor (the template, which no
+       run uses but the conformance suite runs). */
+    for (uint32_t e = 0; e <= bib_executor_count(); e++) {
+        const bib_executor_ops_t *ops =
+            e < bib_executor_count() ? bib_executor_at(e) : &bib_null_executor;
+        if ((unsigned)ops->id >= BIB_EXECUTOR__COUNT ||
+            strcmp(executor_names[ops->id], ops->name) != 0) {
+            fprintf(stderr, "isa-gen: executor '%s' has id %d, which isa/kernels.h names '%s'\n",
+                    ops->name, (int)ops->id,
+                    (unsigned)ops->id < BIB_EXECUTOR__COUNT ? executor_names[ops->id] : "nothing");
+            errors++;
+            continue;
+        }
+        for (int k = 0; k < BIB_KERNEL__COUNT; k++) {
+            bool has = ops->kernels[k] != NULL;
+            bool says = bib_kernel_runs_on((bib_kernel_t)k, ops->id);
+            if (has == says)
+                continue;
+            fprintf(stderr,
+                    "isa-gen: executor '%s': kernel %s %s in its kernels[] table but "
+                    "isa/kernels.def %s\n",
+                    ops->name, bib_kernel_table[k].name, has ? "has an entry" : "has no entry",
+                    has ? "does not name this executor in its row (add it)"
+                        : "names this executor in its row (give it the kernel, or take the "
+                          "executor out of the row: its calls then run on the cpu executor)");
+            errors++;
+        }
+    }
+    if (errors == 0)
+        printf("isa-gen: %u executors (null included) agree with isa/kernels.def (%d kernels)\n",
+               bib_executor_count() + 1, BIB_KERNEL__COUNT);
+    return errors ? 1 : 0;
+}
+
+static void print_kernels(void) {
+    static const char *const dtypes[BIB_DTYPES__COUNT] = {
+        [BIB_DTYPES_F32] = "f32",
+        [BIB_DTYPES_ANY] = "any (the result keeps it)",
+        [BIB_DTYPES_F32_TO_I32] = "f32 in, i32 out",
+        [BIB_DTYPES_GATHER] = "any table, i32 indices",
+    };
+    static const char *const shapes[BIB_SHAPE__COUNT] = {
+        [BIB_SHAPE_SAME] = "same, elementwise",
+        [BIB_SHAPE_ROWS] = "same, by rows (rank >= 1)",
+        [BIB_SHAPE_BROADCAST] = "same; in1 same, a row, or one element",
+        [BIB_SHAPE_PRODUCT] = "[M,K] . [K,N] -> [M,N]",
+        [BIB_SHAPE_TRANSPOSE] = "last two axes swapped",
+        [BIB_SHAPE_REDUCE] = "last axis dropped",
+        [BIB_SHAPE_INDEX] = "last axis (not empty) dropped",
+        [BIB_SHAPE_NORM] = "same; gamma (and beta) rows of the last axis",
+        [BIB_SHAPE_ATTENTION] = "q's",
+        [BIB_SHAPE_GATHER] = "indices' then the table's after the first",
+        [BIB_SHAPE_IN_PLACE] = "operand a's, in place",
+    };
+    static const char *const costs[BIB_COST__COUNT] = {
+        [BIB_COST_ELEMENTS] = "inputs + result",    [BIB_COST_ROWS] = "inputs + result",
+        [BIB_COST_PRODUCT] = "M*N*(K+1)",           [BIB_COST_ATTENTION] = "S*H*D*(2T+1)",
+        [BIB_COST_GATHER] = "indices + 2 * result",
+    };
+    printf("\n## Tensor kernels\n\n");
+    printf("Generated from isa/kernels.def. Each opcode of the tensor and CUDA families that "
+           "runs a kernel names it in the kernel column below; its tensor operands are "
+           "the call's result (operand a) and inputs (its ts operands, in order). W is the "
+           "work that fuel charges. An executor that lacks a kernel leaves its calls to the "
+           "cpu executor. (The null executor of backends/, a template for new executors that "
+           "no run uses, has every kernel.)\n\n");
+    printf("| kernel | dtypes | result shape | W | executors | call |\n");
+    printf("| --- | --- | --- | --- | --- | --- |\n");
+    for (int k = 0; k < BIB_KERNEL__COUNT; k++) {
+        const bib_kernel_info_t *d = &bib_kernel_table[k];
+        printf("| %s | %s | %s | %s | ", d->name, dtypes[d->dtype], shapes[d->shape],
+               costs[d->cost]);
+        int n = 0;
+        for (int e = 0; e < BIB_EXECUTOR__COUNT; e++)
+            if (e != BIB_EXECUTOR_NULL && bib_kernel_runs_on((bib_kernel_t)k, (bib_executor_id_t)e))
+                printf("%s%s", n++ ? ", " : "", executor_names[e]);
+        printf(" | %s |\n", d->contract);
+    }
+}
 
 static const char *family_name(uint32_t family) {
     switch (family) {
@@ -40,7 +145,13 @@ static void print_operands(const bib_opinfo_t *op) {
         printf("none");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--check") == 0)
+        return check_executors();
+    if (argc != 1) {
+        fprintf(stderr, "usage: isa-gen [--check]\n");
+        return 64;
+    }
     printf("# BIB instruction set\n\n");
     printf("Generated from isa/opcodes.def by tools/isa-gen.c; do not edit by hand "
            "(`make spec` rewrites it, `make spec-check` checks it).\n\n");
@@ -83,13 +194,16 @@ int main(void) {
         if (op->code >> 16 != family) {
             family = op->code >> 16;
             printf("\n## Family 0x%04X: %s\n\n", family, family_name(family));
-            printf("| code | mnemonic | operands | status | semantics |\n");
-            printf("| --- | --- | --- | --- | --- |\n");
+            printf("| code | mnemonic | operands | status | kernel | semantics |\n");
+            printf("| --- | --- | --- | --- | --- | --- |\n");
         }
         printf("| 0x%08X | %s | ", op->code, op->name);
         print_operands(op);
-        printf(" | %s | %s |\n", (op->flags & BIB_F_RESERVED) ? "reserved" : "implemented",
-               op->semantics);
+        printf(" | %s | ", (op->flags & BIB_F_RESERVED) ? "reserved" : "implemented");
+        if (op->kernel >= 0)
+            printf("%s", bib_kernel_table[op->kernel].name);
+        printf(" | %s |\n", op->semantics);
     }
+    print_kernels();
     return 0;
 }

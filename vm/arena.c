@@ -1,6 +1,6 @@
 /* vm/arena.c: bump allocation over blocks, large requests as tracked buffers.
  * See arena.h. */
-#include "arena.h"
+#include "vm/arena.h"
 
 #include <string.h>
 

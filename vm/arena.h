@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "blocks.h"
+#include "vm/blocks.h"
 
 typedef struct bib_arena_big bib_arena_big_t;
 

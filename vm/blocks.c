@@ -1,6 +1,6 @@
 /* vm/blocks.c: the VM's memory budget, fixed-size blocks and large buffers.
  * See blocks.h for the accounting rules. */
-#include "blocks.h"
+#include "vm/blocks.h"
 
 #include <mimalloc.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
+#include "include/bib.h"
 
 #define BIB_BLOCK_SIZE_DEFAULT 4096u
 #define BIB_BLOCK_COUNT_DEFAULT 65536u

@@ -25,7 +25,7 @@
  * until a kernel moves it. So a collective gives the same bits whichever
  * executor computed its input.
  */
-#include "collective.h"
+#include "vm/collective.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -33,9 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../backends/comm.h"
-#include "../backends/cpu/bmath.h"
-#include "vm.h"
+#include "backends/comm.h"
+#include "backends/cpu/bmath.h"
+#include "vm/vm.h"
 
 /* ---- headers and the verdict ------------------------------------------------- */
 
@@ -354,7 +354,7 @@ static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, bool max, boo
     }
     const uint64_t in_count = in->count, out_count = scatter ? dims[0] * unit : in_count;
     const uint32_t in_rank = in->rank;
-    CHECK(bib_tensor_charge(vm, ip, in_count + out_count));
+    CHECK(bib_tensor_charge_fuel(vm, ip, in_count + out_count));
     /* The destination before any exchange: a failure here is this rank's
        error, which the others learn from its header. */
     uint8_t *out;
@@ -416,7 +416,7 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
         uint8_t *out;
         uint32_t same[BIB_MAX_RANK];
         memcpy(same, in->dims, sizeof same);
-        CHECK(bib_tensor_charge(vm, ip, 2 * in->count));
+        CHECK(bib_tensor_charge_fuel(vm, ip, 2 * in->count));
         CHECK(bib_tensor_host_out(vm, ip, ip->a, in->dtype, in->rank, same, &out));
         if (out != in->storage->host)
             memcpy(out, in->storage->host, (size_t)(in->count * 4));
@@ -450,7 +450,7 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
                   total_axis, BIB_MAX_TENSOR_DIM);
     } else {
         dims[at] = (uint32_t)total_axis;
-        st = bib_tensor_charge(vm, ip, in->count + total / 4);
+        st = bib_tensor_charge_fuel(vm, ip, in->count + total / 4);
         if (st == BIB_OK)
             st = bib_tensor_host_out(vm, ip, ip->a, in->dtype, in->rank, dims, &out);
     }
@@ -508,7 +508,7 @@ static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
     if (root < 0 || root >= bib_comm_size())
         return trap(vm, ip, "root r%" PRIu32 " = %" PRId64 " is not a rank (ranks 0..%d)", ip->b,
                     root, bib_comm_size() - 1);
-    CHECK(bib_tensor_charge(vm, ip, 2 * t->count));
+    CHECK(bib_tensor_charge_fuel(vm, ip, 2 * t->count));
     uint8_t *buf;
     uint32_t dims[BIB_MAX_RANK];
     memcpy(dims, t->dims, sizeof dims);

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
+#include "include/bib.h"
 
 struct bib_vm;
 struct bib_dinsn;

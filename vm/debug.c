@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 void bib_debug_unload(bib_vm_t *vm) {
     free(vm->breaks);

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 /* The superinstruction (BIB_FUSED_ROWS) for first followed by second, or -1. */
 static int fused_op(const bib_dinsn_t *first, const bib_dinsn_t *second) {
@@ -116,7 +116,7 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
         for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
             const bib_insn_t *in = &m->code[pc];
             bib_dinsn_t *d = &code[pc];
-            int op = bib_isa_find_code(in->op);
+            int op = bib_module_op(m, pc);
             const bib_opinfo_t *info = &bib_isa_table[op];
             uint32_t words[4] = {in->a, in->b, in->c, in->d};
             d->op = (uint16_t)op;

@@ -12,12 +12,12 @@
  * (bib_tensor_buffer_on), so a tensor a shader wrote is read back by TGET or
  * an output like any other.
  */
-#include "devprog.h"
+#include "vm/devprog.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 static uint32_t pc_of(const bib_vm_t *vm, const bib_dinsn_t *ip) {
     return (uint32_t)(ip - vm->program.code);

@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../backends/backend.h"
-#include "../include/bib.h"
+#include "backends/backend.h"
+#include "include/bib.h"
 
 struct bib_vm;
 struct bib_dinsn;

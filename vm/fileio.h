@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bib.h"
+#include "include/bib.h"
 
 /* Reads the whole of path into *bytes (malloc'd, with a NUL after the last
  * byte that *size does not count; the caller frees it). max is the largest

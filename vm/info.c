@@ -16,8 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../backends/cpu/cpufeatures.h"
-#include "placement.h"
+#include "vm/placement.h"
 
 #define INFO_MAX_DEVICES 8
 
@@ -212,12 +211,12 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
     cpu_set_t set;
     int usable = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)online;
     uint64_t mem_total = meminfo_kib("MemTotal"), mem_avail = meminfo_kib("MemAvailable");
-    bib_cpu_features_t f;
-    bib_cpu_detect(&f);
-    bib_cpu_level_t level;
-    char level_why[200] = "";
-    bool level_ok = bib_cpu_level_select(&f, getenv(BIB_CPU_LEVEL_ENV), &level, level_why,
-                                         sizeof level_why) == BIB_OK;
+    /* Through the executor interface: the VM knows no CPUID. */
+    bib_host_facts_t hf;
+    memset(&hf, 0, sizeof hf);
+    snprintf(hf.level, sizeof hf.level, "the cpu executor reports no kernel level");
+    if (bib_cpu_executor.host_facts != NULL)
+        bib_cpu_executor.host_facts(&hf);
 
     /* The CPU executor and its model. */
     bib_place_model_t host;
@@ -269,10 +268,6 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
     const char *large_pick = host.measured ? auto_pick(&host, gpus, ngpu, large_n) : "cpu";
 
     sbuf_t b = {0};
-    const char *feat_names[] = {"sse2",    "avx",      "avx2",     "fma",
-                                "avx512f", "avx512dq", "avx512bw", "avx512vl"};
-    const bool feat[] = {f.sse2,    f.avx,      f.avx2,     f.fma,
-                         f.avx512f, f.avx512dq, f.avx512bw, f.avx512vl};
     if (!json) {
         put(&b, "%s\n\nCPU\n", bib_build_info());
         put(&b, "  model:    %s\n", model);
@@ -280,16 +275,15 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
         put(&b, "  memory:   %.1f GiB total, %.1f GiB available\n", (double)mem_total / (1 << 20),
             (double)mem_avail / (1 << 20));
         put(&b, "  features:");
-        for (size_t i = 0; i < sizeof feat / sizeof feat[0]; i++)
-            if (feat[i])
-                put(&b, " %s", feat_names[i]);
-        put(&b, " (CPUID; the OS saves YMM: %s, ZMM: %s)\n", f.os_ymm ? "yes" : "no",
-            f.os_zmm ? "yes" : "no");
-        if (level_ok)
-            put(&b, "  kernels:  %s (best this CPU supports: %s)\n", bib_cpu_level_name(level),
-                bib_cpu_level_name(bib_cpu_best_level(&f)));
+        for (uint32_t i = 0; i < hf.nfeatures; i++)
+            put(&b, " %s", hf.features[i]);
+        put(&b, " (CPUID; the OS saves YMM: %s, ZMM: %s)\n", hf.os_saves_ymm ? "yes" : "no",
+            hf.os_saves_zmm ? "yes" : "no");
+        if (hf.level_ok)
+            put(&b, "  kernels:  %s (best this CPU supports: %s)\n", hf.level,
+                hf.best_level != NULL ? hf.best_level : "?");
         else
-            put(&b, "  kernels:  %s\n", level_why);
+            put(&b, "  kernels:  %s\n", hf.level);
         put(&b, "  executor: %s\n", cpu_desc[0] ? cpu_desc : host_error);
         for (uint32_t i = 0; i < ngpu; i++) {
             executor_fact_t *e = &gpus[i];
@@ -350,16 +344,12 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
         put(&b, ",\"memory_total_bytes\":%" PRIu64 ",\"memory_available_bytes\":%" PRIu64,
             mem_total * 1024, mem_avail * 1024);
         put(&b, ",\"features\":[");
-        bool first = true;
-        for (size_t i = 0; i < sizeof feat / sizeof feat[0]; i++)
-            if (feat[i]) {
-                put(&b, "%s\"%s\"", first ? "" : ",", feat_names[i]);
-                first = false;
-            }
-        put(&b, "],\"os_saves_ymm\":%s,\"os_saves_zmm\":%s", f.os_ymm ? "true" : "false",
-            f.os_zmm ? "true" : "false");
+        for (uint32_t i = 0; i < hf.nfeatures; i++)
+            put(&b, "%s\"%s\"", i ? "," : "", hf.features[i]);
+        put(&b, "],\"os_saves_ymm\":%s,\"os_saves_zmm\":%s", hf.os_saves_ymm ? "true" : "false",
+            hf.os_saves_zmm ? "true" : "false");
         put(&b, ",\"kernel_level\":");
-        put_json(&b, level_ok ? bib_cpu_level_name(level) : level_why);
+        put_json(&b, hf.level);
         put(&b, ",\"executor\":");
         put_json(&b, cpu_desc[0] ? cpu_desc : host_error);
         put(&b, "},\"gpu_executors\":[");

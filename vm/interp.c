@@ -15,9 +15,9 @@
  * ljumptab.h): computed goto when the compiler is GNU C, a switch otherwise
  * (or when built with -DBIB_NO_COMPUTED_GOTO). The jump table is generated
  * from isa/opcodes.def: every OP row must have a handler here (a missing one
- * is a compile error); TOP rows share one handler that calls
+ * is a compile error); TOP and KOP rows share one handler that calls
  * bib_tensor_exec (vm/tensor.c), so the tensor opcodes cost the loop one
- * jump-table entry each and no code; GOP and VOP rows share one more,
+ * jump-table entry each and no code; GOP, GKOP and VOP rows share one more,
  * device_exec: user device programs (VK_*, GPU_LAUNCH) go to vm/devprog.c,
  * the collectives (COP rows) to vm/collective.c, the other GPU_* opcodes
  * (the CUDA executor driven directly) to bib_tensor_exec.
@@ -46,7 +46,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 #if defined(__GNUC__)
 #define BIB_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -77,18 +77,6 @@
    base + a signed 32-bit offset then never leaves [-2^31, 2^63), so the
    64-bit sum is exact or, when negative, far above any memory size. */
 #define BIB_ADDR_LIMIT ((uint64_t)1 << 62)
-
-static inline double bits_f64(uint64_t u) {
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
-static inline uint64_t f64_bits(double d) {
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return u;
-}
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define BIB_LE16(x) __builtin_bswap16(x)
@@ -132,11 +120,11 @@ static inline void mem_put64(uint8_t *p, uint64_t v) {
 static inline uint64_t f32_widen(uint32_t w) {
     float f;
     memcpy(&f, &w, sizeof f);
-    return f64_bits((double)f);
+    return bib_f64_bits((double)f);
 }
 
 static inline uint32_t f32_narrow(uint64_t bits) {
-    float f = (float)bits_f64(bits);
+    float f = (float)bib_f64_from_bits(bits);
     uint32_t w;
     memcpy(&w, &f, sizeof w);
     return w;
@@ -166,9 +154,9 @@ static inline uint64_t rem_s(uint64_t x, uint64_t y) {
    hardware's arithmetic gives, like FADD's. Equal values may differ only in
    the sign of zero: OR of the bits picks -0 for min, AND picks +0 for max. */
 static inline uint64_t fmin_bits(uint64_t xb, uint64_t yb) {
-    double x = bits_f64(xb), y = bits_f64(yb);
+    double x = bib_f64_from_bits(xb), y = bib_f64_from_bits(yb);
     if (x != x || y != y)
-        return f64_bits(x + y);
+        return bib_f64_bits(x + y);
     if (x < y)
         return xb;
     if (y < x)
@@ -177,9 +165,9 @@ static inline uint64_t fmin_bits(uint64_t xb, uint64_t yb) {
 }
 
 static inline uint64_t fmax_bits(uint64_t xb, uint64_t yb) {
-    double x = bits_f64(xb), y = bits_f64(yb);
+    double x = bib_f64_from_bits(xb), y = bib_f64_from_bits(yb);
     if (x != x || y != y)
-        return f64_bits(x + y);
+        return bib_f64_bits(x + y);
     if (x > y)
         return xb;
     if (y > x)
@@ -188,7 +176,7 @@ static inline uint64_t fmax_bits(uint64_t xb, uint64_t yb) {
 }
 
 static inline uint64_t ftoi_bits(uint64_t xb) {
-    double x = bits_f64(xb);
+    double x = bib_f64_from_bits(xb);
     if (x != x)
         return 0;
     if (x >= 9223372036854775808.0)
@@ -336,12 +324,12 @@ BIB_COLD static bib_status_t grow_regs(bib_vm_t *vm, const bib_dinsn_t *ip, uint
 #define BIB_INTERP_INSTANCE
 #define BIB_INSTRUMENTED 0
 #define BIB_INTERP_NAME interp_plain
-#include "interp.c"
+#include "vm/interp.c"
 #undef BIB_INSTRUMENTED
 #undef BIB_INTERP_NAME
 #define BIB_INSTRUMENTED 1
 #define BIB_INTERP_NAME interp_instrumented
-#include "interp.c"
+#include "vm/interp.c"
 #undef BIB_INSTRUMENTED
 #undef BIB_INTERP_NAME
 #undef BIB_INTERP_INSTANCE
@@ -474,13 +462,17 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     static const void *const jump_table[] = {
 #define OP(name, ...) &&L_##name,
 #define TOP(name, ...) &&L__tensor,
+#define KOP TOP
 #define GOP(name, ...) &&L__device,
+#define GKOP GOP
 #define VOP(name, ...) &&L__device,
 #define COP(name, ...) &&L__device,
-#include "../isa/opcodes.def"
+#include "isa/opcodes.def"
 #undef OP
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #undef COP
 #if !BIB_INSTRUMENTED
@@ -563,14 +555,14 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     }
 #define F_BINOP(name, expr)                                                                        \
     vmcase(name) {                                                                                 \
-        const double x = bits_f64(RB), y = bits_f64(RC);                                           \
-        RA = f64_bits(expr);                                                                       \
+        const double x = bib_f64_from_bits(RB), y = bib_f64_from_bits(RC);                         \
+        RA = bib_f64_bits(expr);                                                                   \
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
 #define F_CMP(name, expr)                                                                          \
     vmcase(name) {                                                                                 \
-        const double x = bits_f64(RB), y = bits_f64(RC);                                           \
+        const double x = bib_f64_from_bits(RB), y = bib_f64_from_bits(RC);                         \
         RA = (expr) ? 1u : 0u;                                                                     \
         ip++;                                                                                      \
         vmbreak;                                                                                   \
@@ -607,7 +599,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     }                                                                                              \
     fuel--
 #define X_INT const uint64_t x = RB, y = RC
-#define X_F64 const double x = bits_f64(RB), y = bits_f64(RC)
+#define X_F64 const double x = bib_f64_from_bits(RB), y = bib_f64_from_bits(RC)
 /* Compare, then JZ/JNZ of its result (taken: the branch's condition on r). */
 #define FUSED_CMP(name, operands, expr, taken)                                                     \
     vmfused(name) {                                                                                \
@@ -913,16 +905,16 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             F_BINOP(FDIV, x / y)
             INT_UNOP(FNEG, x ^ ((uint64_t)1 << 63))
             INT_UNOP(FABS, x & ~((uint64_t)1 << 63))
-            INT_UNOP(FSQRT, f64_bits(sqrt(bits_f64(x))))
+            INT_UNOP(FSQRT, bib_f64_bits(sqrt(bib_f64_from_bits(x))))
             INT_BINOP(FMIN, fmin_bits(x, y))
             INT_BINOP(FMAX, fmax_bits(x, y))
             F_CMP(FEQ, x == y)
             F_CMP(FNE, x != y)
             F_CMP(FLT, x < y)
             F_CMP(FLE, x <= y)
-            INT_UNOP(ITOF, f64_bits((double)(int64_t)x))
+            INT_UNOP(ITOF, bib_f64_bits((double)(int64_t)x))
             INT_UNOP(FTOI, ftoi_bits(x))
-            INT_UNOP(UTOF, f64_bits((double)x))
+            INT_UNOP(UTOF, bib_f64_bits((double)x))
 
 #if !BIB_INSTRUMENTED
             /* ---- superinstructions (BIB_FUSED_ROWS): two instructions, one dispatch ---- */
@@ -955,12 +947,16 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             /* ---- tensors: one entry point, out of the loop (tensor.c) ---- */
 #if !BIB_USE_COMPUTED_GOTO
 #define TOP(name, ...) case BIB_OP_##name:
+#define KOP TOP
 #define GOP(...)
+#define GKOP GOP
 #define VOP(...)
 #define COP(...)
-#include "../isa/opcodes.def"
+#include "isa/opcodes.def"
 #undef TOP
+#undef KOP
 #undef GOP
+#undef GKOP
 #undef VOP
 #undef COP
 #endif
@@ -976,10 +972,12 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             vmdevice
 #if !BIB_USE_COMPUTED_GOTO
 #define TOP(...)
+#define KOP TOP
 #define GOP(name, ...) case BIB_OP_##name:
+#define GKOP GOP
 #define VOP(name, ...) case BIB_OP_##name:
 #define COP(name, ...) case BIB_OP_##name:
-#include "../isa/opcodes.def"
+#include "isa/opcodes.def"
                 default :
 #endif
             {

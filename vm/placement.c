@@ -17,8 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "placement.h"
+#include "isa/isa.h"
+#include "vm/fileio.h"
+#include "vm/placement.h"
 
 /* Bumped whenever the measurement changes, so old entries are measured again. */
 #define CACHE_MAGIC "bib-placement 2"
@@ -72,10 +73,7 @@ bool bib_placement_cpu_device(const bib_executor_ops_t *ops, bib_executor_t *ex)
 /* ---- the cache ----------------------------------------------------------------- */
 
 static uint64_t fnv64(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
+    return bib_fnv1a64(BIB_FNV1A64_BASIS, s, n);
 }
 
 /* The cache directory, created if missing; false when there is none. */
@@ -348,39 +346,6 @@ bib_status_t bib_placement_model(const bib_executor_ops_t *ops, bib_executor_t *
 }
 
 /* ---- the arithmetic --------------------------------------------------------------- */
-
-double bib_placement_flops(const bib_call_t *call) {
-    double out = 1;
-    for (uint32_t i = 0; i < call->out.rank; i++)
-        out *= call->out.dims[i];
-    switch (call->kernel) {
-    case BIB_KERNEL_MATMUL:
-        return 2.0 * out * call->in[0].dims[1] + 2 * out;
-    case BIB_KERNEL_ATTENTION: {
-        /* q[S,H,D] k[T,H,D]: scores and the weighted sum, 2SHTD each, and a
-           softmax of about 20 operations per score. */
-        double t = call->in[1].dims[0];
-        double d = call->in[0].dims[2];
-        double sh = (double)call->in[0].dims[0] * call->in[0].dims[1];
-        return sh * t * (4 * d + 20);
-    }
-    case BIB_KERNEL_SOFTMAX:
-    case BIB_KERNEL_LAYERNORM:
-    case BIB_KERNEL_RMSNORM:
-    case BIB_KERNEL_UNARY:
-    case BIB_KERNEL_RNG:
-        return 20 * out;
-    case BIB_KERNEL_REDUCE:
-    case BIB_KERNEL_ARGMAX: {
-        double in = 1;
-        for (uint32_t i = 0; i < call->in[0].rank; i++)
-            in *= call->in[0].dims[i];
-        return in;
-    }
-    default:
-        return out;
-    }
-}
 
 double bib_placement_run_cost(const bib_place_model_t *m, double flops) {
     return m->overhead_s + flops / m->flops_per_s;

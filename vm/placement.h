@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../backends/backend.h"
-#include "tensor.h"
+#include "backends/backend.h"
+#include "vm/tensor.h"
 
 /* The cache key of a started executor: its name and its describe() line
  * (the CPU executor's also names the CPU model). */
@@ -33,10 +33,8 @@ bool bib_placement_cpu_device(const bib_executor_ops_t *ops, bib_executor_t *ex)
 bib_status_t bib_placement_model(const bib_executor_ops_t *ops, bib_executor_t *ex,
                                  bib_place_model_t *out, bool *cached, char *why, size_t why_len);
 
-/* The work of a call in flops (MATMUL 2MNK, the rest a few per element). */
-double bib_placement_flops(const bib_call_t *call);
-
-/* Seconds for a kernel of flops on the place m models. */
+/* Seconds for a kernel of flops on the place m models (flops: the call's
+ * estimated operations, bib_tensor_cost in vm/tensor_ops.h). */
 double bib_placement_run_cost(const bib_place_model_t *m, double flops);
 /* Seconds to copy bytes between the host and the device m models (0 for the host). */
 double bib_placement_copy_cost(const bib_place_model_t *m, uint64_t bytes);

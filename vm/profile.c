@@ -21,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "profile.h"
-#include "vm.h"
+#include "vm/profile.h"
+#include "vm/vm.h"
 
 /* Executor columns: "vm", "host", "view" and the executors of a build. */
 #define PROFILE_EXECUTORS 8
@@ -190,18 +190,12 @@ static uint64_t bytes_of(const bib_vm_t *vm, uint32_t reg) {
     return ts->regs[reg].count * 4;
 }
 
-static const bib_tensor_t *tensor_at(const bib_vm_t *vm, uint32_t reg) {
-    const bib_tensor_state_t *ts = &vm->tensor;
-    if (reg >= ts->reg_count || ts->regs[reg].storage == NULL)
-        return NULL;
-    return &ts->regs[reg];
-}
-
-/* The work of a tensor opcode that has just run, from its operands' shapes:
-   flops for the opcodes bound by arithmetic (2·M·N·K for a product; the
-   bias and activation of LINEAR* are not counted; attention is its two
-   products, 4·S·T·H·D, causal or not), bytes read and written for every
-   kernel. Register moves, views and element access count nothing. */
+/* The work of a tensor opcode that has just run: its kernel call's flops
+   (bib_tensor_cost, vm/tensor_ops.c: 2·M·N·K for a product, the bias and
+   activation of LINEAR* not counted; attention's two products, 4·S·T·H·D,
+   causal or not; 0 for every other kernel), and from its operands' shapes
+   the bytes read and written. Register moves, views and element access
+   count nothing. */
 static void tensor_work(const bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *flops,
                         uint64_t *bytes) {
     *flops = 0;
@@ -222,26 +216,8 @@ static void tensor_work(const bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *flo
     for (int k = 0; k < 4; k++)
         if (info->kinds[k] == BIB_K_TD || info->kinds[k] == BIB_K_TS || info->kinds[k] == BIB_K_TM)
             *bytes += bytes_of(vm, words[k]);
-    switch ((bib_opcode_t)ip->op) {
-    case BIB_OP_MATMUL:
-    case BIB_OP_LINEAR:
-    case BIB_OP_LINEAR_RELU:
-    case BIB_OP_LINEAR_GELU: {
-        const bib_tensor_t *out = tensor_at(vm, ip->a), *x = tensor_at(vm, ip->b);
-        if (out != NULL && x != NULL && x->rank > 0)
-            *flops = 2 * out->count * x->dims[x->rank - 1];
-        break;
-    }
-    case BIB_OP_ATTENTION:
-    case BIB_OP_ATTENTION_CAUSAL: {
-        const bib_tensor_t *q = tensor_at(vm, ip->b), *k = tensor_at(vm, ip->c);
-        if (q != NULL && k != NULL && k->rank >= 2)
-            *flops = 4 * q->count * k->dims[0]; /* q->count = S·H·D, T = k's first axis */
-        break;
-    }
-    default:
-        break;
-    }
+    if (info->kernel >= 0)
+        *flops = vm->tensor.last_flops;
 }
 
 bib_status_t bib_profile_close(bib_vm_t *vm, const bib_dinsn_t **trapped) {
@@ -425,20 +401,6 @@ static const char *clock_kind(const char *executor) {
                                            : "device timer";
 }
 
-static void json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s != '\0'; s++) {
-        const unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
-}
-
 bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
     if (vm == NULL || out == NULL)
         return BIB_E_USAGE;
@@ -491,7 +453,7 @@ bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
                 fputs("\"device\"}", out);
             } else {
                 fputs("\"host\",\"why\":", out);
-                json_string(out, c->why);
+                bib_json_string(out, c->why);
                 fputc('}', out);
             }
             first = false;

@@ -7,7 +7,7 @@
 #ifndef BIB_PROFILE_H
 #define BIB_PROFILE_H
 
-#include "vm.h"
+#include "vm/vm.h"
 
 /* The executor of place has just started. With --profile on, switches its
  * device clock on (ops->timing) or notes why it has none; otherwise does

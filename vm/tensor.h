@@ -1,11 +1,12 @@
 /* vm/tensor.h: tensors at run time (internal).
  *
- * Owns the tensor register file, tensor storage and where its valid copies
- * live, the executors a VM uses, the named inputs and outputs, and the one
- * entry point the interpreter calls for every tensor opcode
- * (bib_tensor_exec). The kernels themselves belong to the executors
- * (backends/); the module-side declarations (.input/.output/.tensor) come from
- * vm/module.h.
+ * The tensor register file, tensor storage and where its valid copies live,
+ * the executors a VM uses, the named inputs and outputs, and the one entry
+ * point the interpreter calls for every tensor opcode (bib_tensor_exec).
+ * vm/tensor_internal.h names the four files that implement it (opcode
+ * semantics, residency and placement, the public API, the GPU_* opcodes). The
+ * kernels themselves belong to the executors (backends/); the module-side
+ * declarations (.input/.output/.tensor) come from module/module.h.
  *
  * Residency. A tensor register holds a view: dtype, shape and a reference to
  * a storage. Storage is reference-counted (RESHAPE views share it; FREE drops
@@ -38,8 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../backends/backend.h"
-#include "../include/bib.h"
+#include "backends/backend.h"
+#include "include/bib.h"
 
 struct bib_vm;
 struct bib_dinsn;
@@ -122,6 +123,7 @@ typedef struct bib_tensor_state {
     int64_t *symbols;    /* per symbolic dimension: its size in this run, or -1 */
 
     const char *last_place; /* executor (or "host", "view") of the last tensor opcode, for traces */
+    uint64_t last_flops;    /* flops of the last tensor opcode's kernel call (--profile), or 0 */
     bib_tensor_stats_t stats;
 } bib_tensor_state_t;
 
@@ -163,19 +165,20 @@ bib_status_t bib_tensor_buffer_on(struct bib_vm *vm, uint32_t reg, const char *e
                                   bib_executor_t **ex, void **buf, bool write);
 
 /* For the collectives (vm/collective.c), which work on host copies:
- * bib_tensor_charge takes work elements' fuel (as every tensor opcode);
  * bib_tensor_host_in makes live t[reg]'s host copy valid (one download at
  * most) and returns it; bib_tensor_host_out returns t[reg]'s host buffer for
  * a result of dtype and shape, allocating it when t[reg] is empty and
  * trapping when a live t[reg] has another shape, and marks the host the only
  * valid place (the caller writes every element). Each traps with the VM
- * error set. bib_tensor_reg_text writes "t3" or "t3 (x)". */
-bib_status_t bib_tensor_charge(struct bib_vm *vm, const struct bib_dinsn *ip, uint64_t work);
+ * error set. bib_tensor_charge_fuel takes the fuel of work elements of
+ * tensor work (vm/tensor_ops.c), bib_tensor_reg_text writes "t3" or
+ * "t3 (x)". */
 bib_status_t bib_tensor_host_in(struct bib_vm *vm, const struct bib_dinsn *ip, uint32_t reg,
                                 const bib_tensor_t **out);
 bib_status_t bib_tensor_host_out(struct bib_vm *vm, const struct bib_dinsn *ip, uint32_t reg,
                                  uint32_t dtype, uint32_t rank, const uint32_t *dims,
                                  uint8_t **host);
+bib_status_t bib_tensor_charge_fuel(struct bib_vm *vm, const struct bib_dinsn *ip, uint64_t work);
 const char *bib_tensor_reg_text(const struct bib_vm *vm, char *buf, size_t cap, uint32_t reg);
 
 /* Whether place's executor is running and runs call (vm/placement.c asks). */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm.h"
+#include "vm/vm.h"
 
 static bool is_plain_name(const char *s) {
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
@@ -54,7 +54,7 @@ static void format_name(const char *name, char *out, size_t cap) {
 
 int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAND_TEXT]) {
     const bib_insn_t *in = &m->code[pc];
-    int op = bib_isa_find_code(in->op);
+    int op = bib_module_op(m, pc);
     if (op < 0)
         return 0;
     const bib_opinfo_t *info = &bib_isa_table[op];
@@ -130,7 +130,7 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
 
 void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap) {
     char ops[4][BIB_OPERAND_TEXT];
-    int op = bib_isa_find_code(m->code[pc].op);
+    int op = bib_module_op(m, pc);
     int n = bib_insn_operands(m, pc, ops);
     size_t used = (size_t)snprintf(buf, cap, "%s", op >= 0 ? bib_isa_table[op].name : "?");
     for (int i = 0; i < n && used < cap; i++)
@@ -185,7 +185,7 @@ static bool writes_f64(const bib_module_t *m, const bib_insn_t *in, int op) {
     }
 }
 
-static void json_string(FILE *out, const char *s) {
+void bib_json_string(FILE *out, const char *s) {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
         if (*p == '"' || *p == '\\')
@@ -202,7 +202,7 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
                     uint64_t value) {
     const bib_module_t *m = vm->module;
     const bib_insn_t *in = &m->code[pc];
-    int op = bib_isa_find_code(in->op);
+    int op = bib_module_op(m, pc);
     const bib_opinfo_t *info = &bib_isa_table[op];
     FILE *out = vm->trace;
 
@@ -239,7 +239,7 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
         for (int i = 0; i < n; i++) {
             if (i > 0)
                 fputc(',', out);
-            json_string(out, ops[i]);
+            bib_json_string(out, ops[i]);
         }
         fputs("],\"writes\":{", out);
         if (dest[0] != '\0')

@@ -14,15 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "../include/bib.h"
-#include "../isa/isa.h"
-#include "arena.h"
-#include "blocks.h"
-#include "collective.h"
-#include "devprog.h"
-#include "module.h"
-#include "tensor.h"
+#include "include/bib.h"
+#include "isa/isa.h"
+#include "module/module.h"
+#include "vm/arena.h"
+#include "vm/blocks.h"
+#include "vm/collective.h"
+#include "vm/devprog.h"
+#include "vm/tensor.h"
 
 #define BIB_CALL_DEPTH_DEFAULT 10000u
 
@@ -290,6 +291,24 @@ bib_status_t bib_interp_resume(bib_vm_t *vm, uint64_t budget);
 int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAND_TEXT]);
 /* "MNEMONIC op, op, ..." of the instruction at pc. */
 void bib_insn_format(const bib_module_t *m, uint32_t pc, char *buf, size_t cap);
+
+/* A register's 64 bits as the f64 they hold, and back (registers hold
+ * integers or f64 bit patterns). */
+static inline double bib_f64_from_bits(uint64_t u) {
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static inline uint64_t bib_f64_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* Writes s to out as a JSON string: quoted, with '"', '\\' and control
+ * characters escaped (the one escaper of traces and profiles). */
+void bib_json_string(FILE *out, const char *s);
 
 /* Shortest decimal text that reads back to the same f64 (%.15g..%.17g). */
 void bib_format_f64(double value, char *buf, size_t cap);

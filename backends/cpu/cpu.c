@@ -149,8 +149,30 @@ static const char *cpu_describe(bib_executor_t *ex) {
     return ex->description;
 }
 
+static void cpu_host_facts(bib_host_facts_t *facts) {
+    memset(facts, 0, sizeof *facts);
+    bib_cpu_features_t f;
+    bib_cpu_detect(&f);
+    const char *const names[] = {"sse2",    "avx",      "avx2",     "fma",
+                                 "avx512f", "avx512dq", "avx512bw", "avx512vl"};
+    const bool have[] = {f.sse2,    f.avx,      f.avx2,     f.fma,
+                         f.avx512f, f.avx512dq, f.avx512bw, f.avx512vl};
+    for (size_t i = 0; i < sizeof have / sizeof have[0]; i++)
+        if (have[i])
+            facts->features[facts->nfeatures++] = names[i];
+    facts->os_saves_ymm = f.os_ymm;
+    facts->os_saves_zmm = f.os_zmm;
+    bib_cpu_level_t level;
+    facts->level_ok = bib_cpu_level_select(&f, getenv(BIB_CPU_LEVEL_ENV), &level, facts->level,
+                                           sizeof facts->level) == BIB_OK;
+    if (facts->level_ok)
+        snprintf(facts->level, sizeof facts->level, "%s", bib_cpu_level_name(level));
+    facts->best_level = bib_cpu_level_name(bib_cpu_best_level(&f));
+}
+
 const bib_executor_ops_t bib_cpu_executor = {
     .name = "cpu",
+    .id = BIB_EXECUTOR_CPU,
     .init = cpu_init,
     .shutdown = cpu_shutdown,
     .error = cpu_error,
@@ -161,23 +183,15 @@ const bib_executor_ops_t bib_cpu_executor = {
     .synchronize = cpu_synchronize,
     .memory = cpu_memory,
     .supports = cpu_supports,
+    /* The reference: one entry point for every kernel the descriptor gives
+       the CPU executor (all of them: it is where every call falls back to). */
     .kernels =
         {
-            [BIB_KERNEL_MATMUL] = cpu_kernel,
-            [BIB_KERNEL_TRANSPOSE] = cpu_kernel,
-            [BIB_KERNEL_SOFTMAX] = cpu_kernel,
-            [BIB_KERNEL_UNARY] = cpu_kernel,
-            [BIB_KERNEL_BINARY] = cpu_kernel,
-            [BIB_KERNEL_SCALE] = cpu_kernel,
-            [BIB_KERNEL_REDUCE] = cpu_kernel,
-            [BIB_KERNEL_LAYERNORM] = cpu_kernel,
-            [BIB_KERNEL_RMSNORM] = cpu_kernel,
-            [BIB_KERNEL_ATTENTION] = cpu_kernel,
-            [BIB_KERNEL_GATHER] = cpu_kernel,
-            [BIB_KERNEL_ARGMAX] = cpu_kernel,
-            [BIB_KERNEL_FILL] = cpu_kernel,
-            [BIB_KERNEL_RNG] = cpu_kernel,
-            [BIB_KERNEL_COPY] = cpu_kernel,
+#define KERNEL(name, dtype, shape, args, cost, per_element, subs, executors, contract)             \
+    [BIB_KERNEL_##name] = ((executors)&BIB_RUNS_ON_CPU) ? cpu_kernel : NULL,
+#include "isa/kernels.def"
+#undef KERNEL
         },
     .describe = cpu_describe,
+    .host_facts = cpu_host_facts,
 };

@@ -1,6 +1,6 @@
 /* backends/cpu/cpufeatures.c: CPUID/XGETBV detection and the BIB_CPU_LEVEL /
  * BIB_THREADS choices. Holds no state: every answer is recomputed on request. */
-#include "cpufeatures.h"
+#include "backends/cpu/cpufeatures.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../include/bib.h"
+#include "include/bib.h"
 
 /* Environment variables read by the CPU executor (its caller passes getenv's
  * result in, so these functions stay testable and free of hidden state). */

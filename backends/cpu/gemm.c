@@ -8,7 +8,7 @@
  * next K block reloads them, so every output is one unbroken fma chain over k
  * ascending, as the reference computes it. Micro-kernels live in
  * gemm_<level>.c. */
-#include "gemm.h"
+#include "backends/cpu/gemm.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -22,9 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../include/bib.h"
-#include "cpufeatures.h"
-#include "threadpool.h"
+#include "include/bib.h"
+#include "backends/cpu/cpufeatures.h"
+#include "backends/cpu/threadpool.h"
 
 /* The one NaN a GEMM writes (quiet, positive, zero payload); NaN payloads
  * differ between fma implementations, so every executor writes this one. */

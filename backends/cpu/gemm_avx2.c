@@ -4,7 +4,7 @@
  * cpufeatures selected the avx2 level (or higher). 12 ymm accumulators, each
  * lane one output's fma chain over k ascending; two ymm hold B's row, A is
  * broadcast from the packed panel. */
-#include "gemm.h"
+#include "backends/cpu/gemm.h"
 
 #include <immintrin.h>
 

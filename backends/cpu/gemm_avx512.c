@@ -4,7 +4,7 @@
  * through bib_gemm_kernel_avx512 after cpufeatures selected the avx512 level.
  * 28 zmm accumulators, each lane one output's fma chain over k ascending;
  * two zmm hold B's row, A is broadcast from the packed panel. */
-#include "gemm.h"
+#include "backends/cpu/gemm.h"
 
 #include <immintrin.h>
 

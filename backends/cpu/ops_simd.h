@@ -203,7 +203,12 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
     case BIB_UNARY_EXP:
         V_MAP_ROW(x, y, n, V_FN(v_exp));
         return;
+    case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
+        break;
     }
+    /* An op with no vector form listed here runs the scalar reference (same
+       bits, element by element). */
+    bib_cpu_rowops_scalar.unary(op, x, y, n);
 }
 
 static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
@@ -216,6 +221,8 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
         return V_FN(v_canon)(V_MUL(a, b));
     case BIB_BINARY_DIV:
         return V_FN(v_canon)(V_DIV(a, b));
+    case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
+        break;
     }
     return a;
 }

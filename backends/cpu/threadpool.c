@@ -11,7 +11,7 @@
  * Idle threads poll briefly (kernel calls usually follow each other within
  * microseconds), yielding now and then so a poller never starves a thread it
  * shares a CPU with, and then sleep on `wake`. */
-#include "threadpool.h"
+#include "backends/cpu/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>

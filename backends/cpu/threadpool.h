@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../include/bib.h"
+#include "include/bib.h"
 
 typedef struct bib_threadpool bib_threadpool_t;
 

@@ -19,12 +19,18 @@
 #include "backends/cuda/cu_internal.h"
 
 const char *const bib_cu_fn_names[BIB_CU_FN__COUNT] = {
+#define BIB_CU_UNARY_ROW(id, symbol) #symbol,
+#include "backends/cuda/cu_unary_rows.h"
+#undef BIB_CU_UNARY_ROW
 #define BIB_CU_FN_NAME(id, module, symbol) symbol,
     BIB_CU_FUNCTIONS(BIB_CU_FN_NAME)
 #undef BIB_CU_FN_NAME
 };
 
 static const char *const bib_cu_fn_modules[BIB_CU_FN__COUNT] = {
+#define BIB_CU_UNARY_ROW(id, symbol) "elementwise",
+#include "backends/cuda/cu_unary_rows.h"
+#undef BIB_CU_UNARY_ROW
 #define BIB_CU_FN_MODULE(id, module, symbol) module,
     BIB_CU_FUNCTIONS(BIB_CU_FN_MODULE)
 #undef BIB_CU_FN_MODULE

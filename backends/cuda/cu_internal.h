@@ -95,7 +95,9 @@ typedef struct bib_cu_api {
 
 /* ---- kernels -------------------------------------------------------------
  * X(id, module, symbol): every kernel of shaders/cuda, looked up once at
- * init. The module is the .cu file's name (one embedded fatbin each). */
+ * init. The module is the .cu file's name (one embedded fatbin each). The
+ * unary kernels come first, one per elementwise unary opcode, from
+ * cu_unary_rows.h (module "elementwise"). */
 #define BIB_CU_FUNCTIONS(X)                                                                        \
     X(MATMUL_BIG_VEC_NONE, "matmul", "bib_matmul_big_vec_none")                                    \
     X(MATMUL_BIG_VEC_RELU, "matmul", "bib_matmul_big_vec_relu")                                    \
@@ -109,11 +111,6 @@ typedef struct bib_cu_api {
     X(MATMUL_SMALL_ANY_NONE, "matmul", "bib_matmul_small_any_none")                                \
     X(MATMUL_SMALL_ANY_RELU, "matmul", "bib_matmul_small_any_relu")                                \
     X(MATMUL_SMALL_ANY_GELU, "matmul", "bib_matmul_small_any_gelu")                                \
-    X(UNARY_RELU, "elementwise", "bib_unary_relu")                                                 \
-    X(UNARY_SIGMOID, "elementwise", "bib_unary_sigmoid")                                           \
-    X(UNARY_TANH, "elementwise", "bib_unary_tanh")                                                 \
-    X(UNARY_GELU, "elementwise", "bib_unary_gelu")                                                 \
-    X(UNARY_EXP, "elementwise", "bib_unary_exp")                                                   \
     X(SCALE, "elementwise", "bib_scale")                                                           \
     X(BINARY_ADD_SAME, "elementwise", "bib_binary_add_same")                                       \
     X(BINARY_ADD_ROW, "elementwise", "bib_binary_add_row")                                         \
@@ -147,6 +144,9 @@ typedef struct bib_cu_api {
     X(ATTENTION, "attention", "bib_attention")
 
 typedef enum bib_cu_fn {
+#define BIB_CU_UNARY_ROW(id, symbol) BIB_CU_FN_##id,
+#include "backends/cuda/cu_unary_rows.h"
+#undef BIB_CU_UNARY_ROW
 #define BIB_CU_FN_ENUM(id, module, symbol) BIB_CU_FN_##id,
     BIB_CU_FUNCTIONS(BIB_CU_FN_ENUM)
 #undef BIB_CU_FN_ENUM

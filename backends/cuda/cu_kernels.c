@@ -129,8 +129,18 @@ static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, 
     return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
 }
 
+/* The unary kernels are bib_cu_fn_t's first, in bib_unary_t order (generated
+   from the rows, cu_unary_rows.h); BIB_CU_FUNCTIONS lists the binary ones as
+   <op>_{SAME,ROW,ONE} in bib_binary_t order, and each MATMUL family as NONE,
+   RELU, GELU (bib_act_t). */
+_Static_assert(BIB_CU_FN_UNARY_RELU == 0, "the unary kernels come first");
+_Static_assert(BIB_CU_FN_BINARY_DIV_ONE - BIB_CU_FN_BINARY_ADD_SAME + 1 == 3 * BIB_BINARY__COUNT,
+               "a binary op was added to isa/opcodes.def: add its kernels to BIB_CU_FUNCTIONS");
+_Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU - BIB_CU_FN_MATMUL_BIG_VEC_NONE + 1 == BIB_ACT__COUNT,
+               "MATMUL's activations are bib_act_t");
+
 static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_elementwise(ex, c, (bib_cu_fn_t)(BIB_CU_FN_UNARY_RELU + c->sub), 0);
+    return bib_cu_elementwise(ex, c, (bib_cu_fn_t)c->sub, 0);
 }
 
 static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
@@ -209,7 +219,8 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
-    static const bib_cu_fn_t fns[3] = {[BIB_REDUCE_SUM] = BIB_CU_FN_REDUCE_SUM,
+    _Static_assert(BIB_REDUCE__COUNT == 3, "shaders/cuda/rows.cu has a kernel per reduction");
+    static const bib_cu_fn_t fns[BIB_REDUCE__COUNT] = {[BIB_REDUCE_SUM] = BIB_CU_FN_REDUCE_SUM,
                                        [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
                                        [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN};
     return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1, true);
@@ -410,8 +421,14 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
     }
 }
 
+/* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
+ * executor: tools/isa-gen.c fails the build when the two disagree. */
+_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it an "
+                                        "entry below, or leave this executor out of its row");
+
 const bib_executor_ops_t bib_cuda_executor = {
     .name = "cuda",
+    .id = BIB_EXECUTOR_CUDA,
     .init = bib_cu_init,
     .shutdown = bib_cu_shutdown,
     .error = bib_cu_error,

@@ -19,7 +19,7 @@
 #error "an 'i'/'f' parameter is the low 4 bytes of a little-endian slot"
 #endif
 
-/* BIB_MAX_KERNEL_PARAMS in vm/module.h: the verifier never lets more through. */
+/* BIB_MAX_KERNEL_PARAMS in module/module.h: the verifier never lets more through. */
 #define BIB_CU_PROGRAM_PARAMS 32u
 /* The JIT log kept for the error message; ex->error bounds what is shown. */
 #define BIB_CU_JIT_LOG 2048u

@@ -58,7 +58,8 @@ CU_NAMES    = $(CU_KERNELS:shaders/cuda/%.cu=%)
 CU_FATBINS  = $(CU_NAMES:%=$(CU_GEN)/%.fatbin)
 CU_SRC      = $(wildcard backends/cuda/*.c)
 CU_OBJ      = $(CU_SRC:%.c=$(BUILD)/obj/%.o)
-CU_HEADERS  = $(wildcard shaders/cuda/*.cuh) backends/cuda/cu_args.h backends/cpu/bmath.h
+CU_HEADERS  = $(wildcard shaders/cuda/*.cuh) backends/cuda/cu_args.h backends/cpu/bmath.h \
+              backends/cuda/cu_unary_rows.h isa/kernels.h isa/kernels.def isa/opcodes.def
 
 LIB_OBJ   += $(CU_OBJ) $(CU_GEN)/fatbins.o
 EXECUTORS += cuda

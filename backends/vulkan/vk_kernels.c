@@ -168,8 +168,9 @@ static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
-    static const uint32_t ops[3] = {
+    static const uint32_t ops[BIB_REDUCE__COUNT] = {
         [BIB_REDUCE_SUM] = 0, [BIB_REDUCE_MAX] = 1, [BIB_REDUCE_MEAN] = 2};
+    _Static_assert(BIB_REDUCE__COUNT == 3, "shaders/vulkan/reduce.comp has an op per reduction");
     return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1, true);
 }
 
@@ -444,8 +445,14 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
     return st;
 }
 
+/* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
+ * executor: tools/isa-gen.c fails the build when the two disagree. */
+_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it an "
+                                        "entry below, or leave this executor out of its row");
+
 const bib_executor_ops_t bib_vulkan_executor = {
     .name = "vulkan",
+    .id = BIB_EXECUTOR_VULKAN,
     .init = bib_vk_init,
     .shutdown = bib_vk_shutdown,
     .error = bib_vk_error,

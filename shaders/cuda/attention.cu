@@ -16,7 +16,7 @@
 // in1 = k[T,H,D], in2 = v[T,H,D], out[S,H,D], scratch; n[0] = S, n[1] = H,
 // n[2] = D, n[3] = T; u[0] = causal, u[1] = scale bits, u[2] = 1 when the
 // probabilities are in shared memory. Grid (up to S, H).
-#include "common.cuh"
+#include "shaders/cuda/common.cuh"
 
 using namespace bibcu;
 

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/bmath.h"
 #include "backends/cuda/cu_args.h"
+#include "isa/kernels.h"
 
 #if BIB_TREE_LANES != BIB_CU_ROW_THREADS
 #error "the CUDA row groups must have THE tree's lane count"
@@ -155,17 +156,17 @@ __device__ __forceinline__ float relu_(float x) {
     return x > 0.0f ? x : 0.0f;
 }
 
-// The ops of bib_unary_t (backend.h order).
-enum { UNARY_RELU, UNARY_SIGMOID, UNARY_TANH, UNARY_GELU, UNARY_EXP };
-
+// The ops of bib_unary_t (isa/kernels.h, from the rows of isa/opcodes.def):
+// a new unary opcode adds its case here.
+static_assert(BIB_UNARY__COUNT == 5, "a unary opcode was added: give unary<OP> its case");
 template <int OP> __device__ __forceinline__ float unary(float x) {
-    if (OP == UNARY_RELU)
+    if (OP == BIB_UNARY_RELU)
         return relu_(x);
-    if (OP == UNARY_SIGMOID)
+    if (OP == BIB_UNARY_SIGMOID)
         return sigmoid_(x);
-    if (OP == UNARY_TANH)
+    if (OP == BIB_UNARY_TANH)
         return tanh_(x);
-    if (OP == UNARY_GELU)
+    if (OP == BIB_UNARY_GELU)
         return gelu_(x);
     return exp_(x);
 }

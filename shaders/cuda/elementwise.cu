@@ -3,7 +3,7 @@
 // 64-bit indices, one element per step, so any grid size gives the same
 // result; each element depends on that element alone (in place is allowed).
 // FILL and COPY are driver memset/memcpy calls (cu_kernels.c): they move bits.
-#include "common.cuh"
+#include "shaders/cuda/common.cuh"
 
 using namespace bibcu;
 
@@ -67,11 +67,10 @@ template <int OP, int FORM> __device__ __forceinline__ void binary_all(const bib
         body;                                                                                      \
     }
 
-BIB_EW_KERNEL(bib_unary_relu, unary_all<UNARY_RELU>(a))
-BIB_EW_KERNEL(bib_unary_sigmoid, unary_all<UNARY_SIGMOID>(a))
-BIB_EW_KERNEL(bib_unary_tanh, unary_all<UNARY_TANH>(a))
-BIB_EW_KERNEL(bib_unary_gelu, unary_all<UNARY_GELU>(a))
-BIB_EW_KERNEL(bib_unary_exp, unary_all<UNARY_EXP>(a))
+// One kernel per elementwise unary opcode (its KOP row, isa/opcodes.def).
+#define BIB_CU_UNARY_ROW(id, symbol) BIB_EW_KERNEL(symbol, unary_all<BIB_##id>(a))
+#include "backends/cuda/cu_unary_rows.h"
+#undef BIB_CU_UNARY_ROW
 BIB_EW_KERNEL(bib_scale, scale_all(a))
 
 #define BIB_BINARY_KERNELS(opname, op)                                                             \

@@ -29,7 +29,7 @@
 // n[1] = N, n[2] = K; u[0] = 1 when there is a bias. Grid
 // (ceil(N/BN), ceil(M/BM)), remapped so that groups of 8 block-rows sweep
 // the columns together (better L2 reuse of B; no effect on any bit).
-#include "common.cuh"
+#include "shaders/cuda/common.cuh"
 
 using namespace bibcu;
 

@@ -8,7 +8,7 @@
 // length; LAYERNORM in1 = gamma, in2 = beta; RMSNORM in1 = gamma; u[0] =
 // eps bits. A row kernel may run in place (out == in0): every element is
 // read and written by the one lane that owns it.
-#include "common.cuh"
+#include "shaders/cuda/common.cuh"
 
 using namespace bibcu;
 

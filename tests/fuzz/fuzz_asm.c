@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "include/bib.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 static void fail(const char *what, const char *detail) {
     fprintf(stderr, "fuzz_asm: %s%s%s\n", what, detail != NULL ? ": " : "",

@@ -25,7 +25,7 @@
 #include <zlib.h>
 
 #include "isa/isa.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 /* Header fields the fix-up rewrites (spec/bib-format.md). */
 #define FUZZ_HDR_SECTION_COUNT 12u

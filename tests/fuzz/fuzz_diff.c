@@ -22,7 +22,7 @@
  *   build/fuzz/fuzz_diff crash-FILE
  */
 #define BIB_FUZZ_WANT_MUTATOR
-#include "fuzz_common.h"
+#include "tests/fuzz/fuzz_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  * Reproduce a saved input: build/fuzz/fuzz_load crash-FILE (or `build/bib dis FILE`).
  */
 #define BIB_FUZZ_WANT_MUTATOR
-#include "fuzz_common.h"
+#include "tests/fuzz/fuzz_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  * --fuel 100000 --max-memory 64M --threads 1 crash-FILE
  */
 #define BIB_FUZZ_WANT_MUTATOR
-#include "fuzz_common.h"
+#include "tests/fuzz/fuzz_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

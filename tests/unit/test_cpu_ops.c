@@ -118,7 +118,7 @@ static const uint32_t shapes[][2] = {{1, 1},   {1, 7},    {3, 33}, {2, 1023},  {
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
 Test(cpu_ops_identity, unary_every_op_every_level) {
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++)
+    for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++)
         for (size_t s = 0; s < NSHAPES; s++) {
             uint32_t r = shapes[s][0], c = shapes[s][1];
             float *x = random_f32((size_t)r * c, op == BIB_UNARY_EXP ? 120.0f : 12.0f, true);
@@ -134,7 +134,7 @@ Test(cpu_ops_identity, unary_every_op_every_level) {
 }
 
 Test(cpu_ops_identity, binary_same_row_and_scalar_broadcast) {
-    for (uint32_t op = BIB_BINARY_ADD; op <= BIB_BINARY_DIV; op++)
+    for (uint32_t op = BIB_BINARY_ADD; op < BIB_BINARY__COUNT; op++)
         for (size_t s = 0; s < NSHAPES; s++) {
             uint32_t r = shapes[s][0], c = shapes[s][1];
             float *a = random_f32((size_t)r * c, 1e3f, true);
@@ -194,7 +194,7 @@ Test(cpu_ops_identity, rmsnorm) {
     row_kernel_identity(BIB_KERNEL_RMSNORM, 0, 10.0f, 1e-6f);
 }
 Test(cpu_ops_identity, reduce_sum_max_mean) {
-    for (uint32_t op = BIB_REDUCE_SUM; op <= BIB_REDUCE_MEAN; op++)
+    for (uint32_t op = BIB_REDUCE_SUM; op < BIB_REDUCE__COUNT; op++)
         row_kernel_identity(BIB_KERNEL_REDUCE, op, 1e4f, 0);
 }
 Test(cpu_ops_identity, argmax) {
@@ -229,7 +229,7 @@ Test(cpu_ops_identity, unary_edge_values_every_level) {
     float x[NEDGE];
     for (size_t i = 0; i < NEDGE; i++)
         x[i] = bib_f32_from_bits(edge_bits[i]);
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
+    for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++) {
         bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
                            .sub = op,
                            .out = view2(NULL, BIB_DTYPE_F32, 1, NEDGE),
@@ -320,7 +320,7 @@ Test(cpu_ops_identity, softmax_short_rows) {
 Test(cpu_ops_identity, matmul_bias_and_activations) {
     static const uint32_t mnk[][3] = {{1, 1, 1}, {7, 33, 5}, {33, 7, 1023}, {64, 130, 17}};
     for (size_t s = 0; s < 4; s++)
-        for (uint32_t act = BIB_ACT_NONE; act <= BIB_ACT_GELU; act++) {
+        for (uint32_t act = BIB_ACT_NONE; act < BIB_ACT__COUNT; act++) {
             uint32_t m = mnk[s][0], n = mnk[s][1], k = mnk[s][2];
             float *a = random_f32((size_t)m * k, 3.0f, false);
             float *b = random_f32((size_t)k * n, 3.0f, false);
@@ -498,7 +498,7 @@ Test(cpu_ops, nan_outputs_are_canonical) {
     float y[5];
     env_t e;
     env_open(&e, best_level(), 1);
-    for (uint32_t op = BIB_UNARY_RELU; op <= BIB_UNARY_EXP; op++) {
+    for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++) {
         e.ctx.rowops->unary(op, x, y, 5);
         cr_assert_eq(bib_f32_bits(y[1]), 0x7FC00000u, "unary %u", op);
         cr_assert_eq(bib_f32_bits(y[3]), 0x7FC00000u, "unary %u", op);

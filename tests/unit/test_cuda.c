@@ -56,7 +56,7 @@ static uint64_t cuda_bytes_in_use(const bib_executor_t *ex) {
 #define CTS_SUITE cuda
 #define CTS_DEVICE_NOUN "CUDA"
 #define CTS_DESCRIBE_WORDS "compute capability", "GiB", "driver", "SMs"
-#include "executor_cts.h"
+#include "tests/unit/executor_cts.h"
 
 #ifndef BIB_HAVE_CUDA
 

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "bib.h"
+#include "include/bib.h"
 
 static const char fib_src[] = ".func main regs=2\n" /* line 1 */
                               "    LDI r0, 10\n"    /* pc 0 */

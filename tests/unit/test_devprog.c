@@ -20,7 +20,7 @@
 #include "backends/backend.h"
 #include "backends/vulkan/vulkan.h"
 #include "include/bib.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 static const char saxpy_glsl[] = "#version 450\n"
                                  "layout(local_size_x = 64) in;\n"
@@ -143,7 +143,7 @@ static void add_kernel(bib_module_t *m, const char *params) {
     k->ptx_bytes = (uint32_t)strlen(k->ptx);
 }
 
-static bib_status_t verify(const bib_module_t *m, bib_diag_t *diag) {
+static bib_status_t verify(bib_module_t *m, bib_diag_t *diag) {
     diag->msg[0] = '\0';
     return bib_module_verify(m, diag);
 }

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "vm/fileio.h"
 
 static char dir[64];

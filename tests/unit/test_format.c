@@ -6,7 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "vm/module.h"
+#include "module/module.h"
 
 static char *dup_str(const char *s) {
     char *d = malloc(strlen(s) + 1);

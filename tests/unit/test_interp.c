@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "vm/vm.h"
 
 /* ---- helpers ---------------------------------------------------------------- */

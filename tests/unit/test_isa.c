@@ -1,5 +1,6 @@
 /* tests/unit/test_isa.c: the opcode table (isa/opcodes.def) is consistent and
- * holds the codes the issue fixes; instructions encode and decode exactly. */
+ * holds the codes the issue fixes; instructions encode and decode exactly;
+ * the kernel table (isa/kernels.def) agrees with the opcodes that use it. */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <strings.h>
@@ -193,4 +194,126 @@ Test(isa, terminators) {
     cr_expect(bib_isa_table[BIB_OP_TRAP].flags & BIB_F_TERM);
     cr_expect(!(bib_isa_table[BIB_OP_JZ].flags & BIB_F_TERM));
     cr_expect(!(bib_isa_table[BIB_OP_CALL].flags & BIB_F_TERM));
+}
+
+/* ---- the tensor kernels (isa/kernels.def) and the KOP rows that run them ---- */
+
+#include "backends/callcheck.h"
+#include "vm/tensor_ops.h"
+
+Test(kernels, every_kernel_row_is_well_formed) {
+    for (int k = 0; k < BIB_KERNEL__COUNT; k++) {
+        const bib_kernel_info_t *d = &bib_kernel_table[k];
+        cr_expect(d->name != NULL && d->contract != NULL && d->contract[0] != '\0', "kernel %d", k);
+        cr_expect_lt((int)d->dtype, BIB_DTYPES__COUNT, "%s", d->name);
+        cr_expect_lt((int)d->shape, BIB_SHAPE__COUNT, "%s", d->name);
+        cr_expect_lt((int)d->args, BIB_ARGS__COUNT, "%s", d->name);
+        cr_expect_lt((int)d->cost, BIB_COST__COUNT, "%s", d->name);
+        cr_expect_geq(d->subs, 1u, "%s", d->name);
+        /* Every call can fall back to the CPU executor: it has every kernel. */
+        cr_expect(bib_kernel_runs_on((bib_kernel_t)k, BIB_EXECUTOR_CPU), "%s", d->name);
+    }
+}
+
+Test(kernels, every_kernel_opcode_names_a_kernel_its_operands_fit) {
+    int used[BIB_KERNEL__COUNT] = {0};
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        const bib_opinfo_t *op = &bib_isa_table[i];
+        if (op->kernel < 0)
+            continue;
+        cr_assert_lt(op->kernel, BIB_KERNEL__COUNT, "%s", op->name);
+        const bib_kernel_info_t *d = &bib_kernel_table[op->kernel];
+        used[op->kernel]++;
+        cr_expect(op->opclass == BIB_CLASS_TENSOR || op->opclass == BIB_CLASS_CUDA, "%s", op->name);
+        cr_expect_lt(op->sub, d->subs, "%s: sub %u of kernel %s", op->name, op->sub, d->name);
+        int inputs = 0;
+        for (int w = 1; w < 4; w++)
+            inputs += op->kinds[w] == BIB_K_TS;
+        if (d->shape == BIB_SHAPE_IN_PLACE) {
+            cr_expect_eq(op->kinds[0], BIB_K_TM, "%s: an in-place kernel modifies operand a",
+                         op->name);
+            cr_expect_eq(inputs, 0, "%s", op->name);
+        } else {
+            cr_expect_eq(op->kinds[0], BIB_K_TD, "%s: the result is operand a", op->name);
+            cr_expect(inputs >= 1 && inputs <= 3, "%s has %d tensor inputs", op->name, inputs);
+        }
+    }
+    for (int k = 0; k < BIB_KERNEL__COUNT; k++)
+        cr_expect_gt(used[k], 0, "no opcode runs kernel %s", bib_kernel_table[k].name);
+}
+
+/* The sub-operation enums are the KOP rows of their kernel, in row order: the
+   GLSL and CUDA kernels number them so. */
+Test(kernels, sub_operation_enums_follow_the_rows) {
+    uint32_t next[BIB_KERNEL__COUNT] = {0};
+    int rows[BIB_KERNEL__COUNT] = {0};
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        const bib_opinfo_t *op = &bib_isa_table[i];
+        if (op->kernel != BIB_KERNEL_UNARY && op->kernel != BIB_KERNEL_BINARY &&
+            op->kernel != BIB_KERNEL_REDUCE)
+            continue;
+        cr_expect_eq(op->sub, next[op->kernel]++, "%s", op->name);
+        rows[op->kernel]++;
+    }
+    cr_expect_eq(rows[BIB_KERNEL_UNARY], BIB_UNARY__COUNT);
+    cr_expect_eq(rows[BIB_KERNEL_BINARY], BIB_BINARY__COUNT);
+    cr_expect_eq(rows[BIB_KERNEL_REDUCE], BIB_REDUCE__COUNT);
+    cr_expect_eq(bib_isa_table[BIB_OP_RELU].sub, BIB_UNARY_RELU);
+    cr_expect_eq(bib_isa_table[BIB_OP_EXP].sub, BIB_UNARY_EXP);
+    cr_expect_eq(bib_isa_table[BIB_OP_TDIV].sub, BIB_BINARY_DIV);
+    cr_expect_eq(bib_isa_table[BIB_OP_MEAN].sub, BIB_REDUCE_MEAN);
+    cr_expect_eq(bib_isa_table[BIB_OP_LINEAR_GELU].sub, BIB_ACT_GELU);
+    cr_expect_eq(bib_isa_table[BIB_OP_GPU_ATTENTION_CAUSAL].kernel, BIB_KERNEL_ATTENTION);
+    cr_expect_eq(bib_isa_table[BIB_OP_GPU_ATTENTION_CAUSAL].sub, BIB_ATTENTION_CAUSAL);
+    cr_expect_eq(bib_isa_table[BIB_OP_ALLOC].kernel, -1);
+}
+
+static bib_view_t f32_view(uint32_t rank, uint32_t d0, uint32_t d1) {
+    static float cell;
+    bib_view_t v = {.buf = &cell, .dtype = BIB_DTYPE_F32, .rank = rank, .dims = {d0, d1}};
+    return v;
+}
+
+/* The GPU call check takes every sub-operation the descriptor gives a kernel
+   (it once stopped at BIB_UNARY_EXP, refusing the next unary op) and none
+   beyond. */
+Test(kernels, call_check_takes_exactly_the_kernels_sub_operations) {
+    for (int k = 0; k < BIB_KERNEL__COUNT; k++) {
+        if (k != BIB_KERNEL_UNARY && k != BIB_KERNEL_BINARY && k != BIB_KERNEL_REDUCE)
+            continue;
+        bib_call_t c = {.kernel = (bib_kernel_t)k, .in = {f32_view(2, 3, 4), f32_view(2, 3, 4)}};
+        c.out = k == BIB_KERNEL_REDUCE ? f32_view(1, 3, 0) : f32_view(2, 3, 4);
+        for (uint32_t sub = 0; sub < bib_kernel_table[k].subs; sub++) {
+            c.sub = sub;
+            cr_expect(bib_call_shapes_ok(&c, 0), "%s sub %u", bib_kernel_table[k].name, sub);
+        }
+        c.sub = bib_kernel_table[k].subs;
+        cr_expect_not(bib_call_shapes_ok(&c, 0), "%s sub %u", bib_kernel_table[k].name, c.sub);
+    }
+}
+
+Test(kernels, one_cost_model_gives_work_flops_and_estimate) {
+    /* [5,7] . [7,3] + bias: fuel work M*N*(K+1), flops 2MNK, estimate 2MNK + 2MN. */
+    bib_call_t mm = {.kernel = BIB_KERNEL_MATMUL,
+                     .out = f32_view(2, 5, 3),
+                     .in = {f32_view(2, 5, 7), f32_view(2, 7, 3), f32_view(1, 3, 0)}};
+    bib_tensor_cost_t c = bib_tensor_cost(&mm);
+    cr_expect_eq(c.work, 5u * 3 * 8);
+    cr_expect_eq(c.flops, 2u * 5 * 3 * 7);
+    cr_expect_eq(c.ops, 2.0 * 15 * 7 + 2 * 15);
+    /* Elementwise: inputs plus the result; no flops; 20 per element for exp. */
+    bib_call_t ex = {.kernel = BIB_KERNEL_UNARY,
+                     .sub = BIB_UNARY_EXP,
+                     .out = f32_view(2, 4, 6),
+                     .in = {f32_view(2, 4, 6)}};
+    c = bib_tensor_cost(&ex);
+    cr_expect_eq(c.work, 48u);
+    cr_expect_eq(c.flops, 0u);
+    cr_expect_eq(c.ops, 20.0 * 24);
+    /* A reduction's estimate counts the input it reads. */
+    bib_call_t sum = {
+        .kernel = BIB_KERNEL_REDUCE, .out = f32_view(1, 4, 0), .in = {f32_view(2, 4, 6)}};
+    c = bib_tensor_cost(&sum);
+    cr_expect_eq(c.work, 28u);
+    cr_expect_eq(c.ops, 24.0);
 }

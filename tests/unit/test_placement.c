@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "vm/placement.h"
 #include "vm/vm.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "include/bib.h"
-#include "vm/module.h"
+#include "module/module.h"
 
 /* The module that src assembles to, read back into memory. */
 static bib_module_t *module_from_asm(const char *src) {

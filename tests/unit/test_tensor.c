@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bib.h"
+#include "include/bib.h"
 #include "vm/vm.h"
 
 /* ---- building modules in memory --------------------------------------------- */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/module.h"
+#include "module/module.h"
 
 static char *dup_str(const char *s) {
     char *d = malloc(strlen(s) + 1);
@@ -63,6 +63,25 @@ static void expect_error(bib_module_t *m, const char *msg) {
 Test(verify, accepts_small_module) {
     bib_module_t *m = small_module();
     cr_assert_eq(bib_module_verify(m, &diag), BIB_OK, "%s", diag.msg);
+    bib_module_free(m);
+}
+
+/* Decode once: verifying stores each instruction's dense opcode index, which
+   the pre-decoder, traces and the disassembler read; verifying again after
+   the code changed decodes it again. */
+Test(verify, decodes_every_opcode_once_into_the_module) {
+    bib_module_t *m = small_module();
+    cr_assert_null(m->ops);
+    cr_assert_eq(bib_module_verify(m, &diag), BIB_OK, "%s", diag.msg);
+    cr_assert_not_null(m->ops);
+    for (uint32_t pc = 0; pc < m->code_count; pc++) {
+        cr_expect_eq(m->ops[pc], (uint16_t)bib_isa_find_code(m->code[pc].op), "pc %u", pc);
+        cr_expect_eq(bib_module_op(m, pc), bib_isa_find_code(m->code[pc].op), "pc %u", pc);
+    }
+    m->code[0].op = 0x0003FFFF; /* no row has it */
+    cr_expect_eq(bib_module_verify(m, &diag), BIB_E_VERIFY);
+    cr_expect_eq(m->ops[0], BIB_OP__COUNT);
+    cr_expect_eq(bib_module_op(m, 0), -1);
     bib_module_free(m);
 }
 

@@ -30,7 +30,7 @@
 /* 128: the 128x128 tiles with 8x8 per thread that big GPU problems use. */
 #define CTS_MATMUL_TILES_ENV "BIB_VK_MATMUL_TILES"
 #define CTS_MATMUL_TILES "64", "128"
-#include "executor_cts.h"
+#include "tests/unit/executor_cts.h"
 
 /* ---- the device and its probes ------------------------------------------ */
 

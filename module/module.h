@@ -1,5 +1,9 @@
-/* vm/module.h: a module in memory, and the functions that read, write and
+/* module/module.h: a module in memory, and the functions that read, write and
  * verify the .bib container (spec/bib-format.md).
+ *
+ * The container is the contract between the assembler, which writes modules,
+ * and the VM, which runs them: both include this directory (module/), which
+ * depends on isa/ alone.
  *
  * A bib_module_t owns every array it points to; bib_module_free releases them.
  * The reader returns only modules that passed the verifier, so everything past
@@ -11,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/bib.h"
-#include "../isa/isa.h"
+#include "include/bib.h"
+#include "isa/isa.h"
 
 /* File format version this build writes, and the versions it reads. */
 #define BIB_FORMAT_MAJOR 1
@@ -135,6 +139,10 @@ typedef struct bib_kernel_decl {
 typedef struct bib_module {
     bib_insn_t *code;
     uint32_t code_count;
+    /* Per instruction, its opcode decoded once: the dense index of its row
+       (bib_opcode_t), BIB_OP__COUNT for a word no row has. bib_module_verify
+       fills it first; NULL until then. Read it with bib_module_op. */
+    uint16_t *ops;
 
     bib_const_t *consts;
     uint32_t const_count;
@@ -191,11 +199,36 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
 
 /* Verifies a module built in memory: every opcode known and implemented,
  * every operand of the right kind and in range, every target inside its
- * function, functions tiling the code, no fall-through off a function's end. */
-bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag);
+ * function, functions tiling the code, no fall-through off a function's end.
+ * First decodes every opcode word once into m->ops (which the module owns);
+ * the verifier, the pre-decoder, traces and the disassembler then read the
+ * index, never the table. */
+bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag);
+
+/* The one decode of an instruction's opcode: the dense index of the row of
+ * instruction pc, or -1 for a word no row has. From m->ops once the module
+ * is verified; a module not verified yet is looked up in the table. */
+static inline int bib_module_op(const bib_module_t *m, uint32_t pc) {
+    if (m->ops != NULL)
+        return m->ops[pc] < BIB_OP__COUNT ? (int)m->ops[pc] : -1;
+    return bib_isa_find_code(m->code[pc].op);
+}
+
+/* The row of instruction pc, which must be a known opcode (verified). */
+static inline const bib_opinfo_t *bib_module_info(const bib_module_t *m, uint32_t pc) {
+    return &bib_isa_table[bib_module_op(m, pc)];
+}
 
 /* The function containing instruction pc (binary search); the module must be verified. */
 uint32_t bib_module_func_at(const bib_module_t *m, uint32_t pc);
+
+/* The highest tensor register that an instruction of code[0..count) (by its
+ * operand kinds) or a declaration of decls[0..ndecls) names, + 1; 0 when none
+ * does. The builder sizes the register file with it, and the disassembler
+ * writes .tensors only when a module's count differs from it. Unknown opcodes
+ * name nothing. */
+uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
+                                      const bib_tensor_decl_t *decls, uint32_t ndecls);
 
 /* Releases m and every array it points to with free(): the struct and its
  * arrays must come from malloc (as bib_module_read's do). NULL is a no-op. */

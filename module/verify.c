@@ -1,4 +1,4 @@
-/* vm/verify.c: the verifier, which makes untrusted modules safe to run.
+/* module/verify.c: the verifier, which makes untrusted modules safe to run.
  *
  * It proves, once, every fact the interpreter relies on without checking:
  * every opcode known and implemented, every operand in range for its kind,
@@ -10,7 +10,7 @@
  * dead (the rest is left to the VM's traps). It does not parse bytes
  * (format.c) and does not link imports (vm).
  */
-#include "module.h"
+#include "module/module.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -689,7 +689,7 @@ static bib_status_t verify_code(const bib_module_t *m, bib_diag_t *diag) {
         uint32_t last = f->entry + f->count - 1;
         for (uint32_t pc = f->entry; pc <= last; pc++) {
             const bib_insn_t *insn = &m->code[pc];
-            int index = bib_isa_find_code(insn->op);
+            int index = bib_module_op(m, pc);
             if (index < 0)
                 return bib_diag_set(diag, BIB_E_VERIFY, "pc %u: unknown opcode 0x%08X", pc,
                                     insn->op);
@@ -789,7 +789,7 @@ static bib_status_t lv_report(liveness_t *lv, uint32_t pc, const bib_opinfo_t *i
 static bib_status_t lv_step(liveness_t *lv, uint8_t *cur, uint32_t nlocal, uint32_t pc,
                             int report) {
     const bib_insn_t *insn = &lv->m->code[pc];
-    const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+    const bib_opinfo_t *info = bib_module_info(lv->m, pc);
     if (info->opclass != BIB_CLASS_TENSOR && info->opclass != BIB_CLASS_CUDA &&
         info->opclass != BIB_CLASS_COLLECTIVE) {
         if (info->flags & BIB_F_CALL)
@@ -823,7 +823,7 @@ static bib_status_t lv_step(liveness_t *lv, uint8_t *cur, uint32_t nlocal, uint3
 static uint32_t lv_successors(const liveness_t *lv, const bib_function_t *f, uint32_t last,
                               uint32_t out[5]) {
     const bib_insn_t *insn = &lv->m->code[last];
-    const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+    const bib_opinfo_t *info = bib_module_info(lv->m, last);
     const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
     uint32_t n = 0;
     if (info->flags & BIB_F_BRANCH)
@@ -841,7 +841,7 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
     uint32_t nlocal = 0;
     for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
         const bib_insn_t *insn = &m->code[pc];
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
         const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
         for (int k = 0; k < 4; k++) {
             uint32_t kind = info->kinds[k];
@@ -861,7 +861,7 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
     lv->block_of[0] = 1;
     for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
         const bib_insn_t *insn = &m->code[pc];
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
         if (!(info->flags & (BIB_F_BRANCH | BIB_F_TERM)))
             continue;
         const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
@@ -975,7 +975,7 @@ static bib_status_t verify_liveness(const bib_module_t *m, bib_diag_t *diag) {
             lv.entry_live[m->tensors[i].reg] = 1;
     for (uint32_t pc = 0; pc < m->code_count && !lv.entry_called; pc++) {
         const bib_insn_t *insn = &m->code[pc];
-        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(insn->op)];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
         const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
         for (int k = 0; k < 4; k++)
             if (info->kinds[k] == BIB_K_FN && words[k] == m->entry_func)
@@ -992,7 +992,22 @@ out:
     return st;
 }
 
-bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag) {
+/* Decodes every opcode word once (m->ops). */
+static bib_status_t decode_ops(bib_module_t *m, bib_diag_t *diag) {
+    _Static_assert(BIB_OP__COUNT < UINT16_MAX, "dense opcode indices fit m->ops");
+    uint16_t *ops = realloc(m->ops, (size_t)m->code_count * sizeof *ops);
+    if (ops == NULL)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory decoding %u instructions",
+                            m->code_count);
+    m->ops = ops;
+    for (uint32_t pc = 0; pc < m->code_count; pc++) {
+        int index = bib_isa_find_code(m->code[pc].op);
+        ops[pc] = (uint16_t)(index < 0 ? BIB_OP__COUNT : index);
+    }
+    return BIB_OK;
+}
+
+bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag) {
     if (m == NULL)
         return bib_diag_set(diag, BIB_E_USAGE, "no module to verify");
     if (m->code_count == 0 || m->code == NULL)
@@ -1001,7 +1016,9 @@ bib_status_t bib_module_verify(const bib_module_t *m, bib_diag_t *diag) {
         return bib_diag_set(diag, BIB_E_VERIFY,
                             "module has %u instructions, more than the limit %u", m->code_count,
                             BIB_MAX_CODE);
-    bib_status_t st = verify_pools(m, diag);
+    bib_status_t st = decode_ops(m, diag);
+    if (st == BIB_OK)
+        st = verify_pools(m, diag);
     if (st == BIB_OK)
         st = verify_imports(m, diag);
     if (st == BIB_OK)

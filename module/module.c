@@ -1,10 +1,10 @@
-/* vm/module.c: ownership of an in-memory module and the diagnostic helper.
+/* module/module.c: ownership of an in-memory module and the diagnostic helper.
  *
  * Every array a bib_module_t points to comes from malloc and is released here
  * with free; whoever fills a module (reader, builder, assembler) must allocate
  * with malloc. Reading, writing and verifying live in format.c and verify.c.
  */
-#include "module.h"
+#include "module/module.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +24,7 @@ void bib_module_free(bib_module_t *m) {
     if (m == NULL)
         return;
     free(m->code);
+    free(m->ops);
     free(m->consts);
     free(m->data);
     if (m->funcs != NULL)
@@ -62,4 +63,25 @@ void bib_module_free(bib_module_t *m) {
         }
     free(m->kernels);
     free(m);
+}
+
+uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
+                                      const bib_tensor_decl_t *decls, uint32_t ndecls) {
+    uint64_t used = 0;
+    for (uint32_t pc = 0; pc < count; pc++) {
+        int op = bib_isa_find_code(code[pc].op);
+        if (op < 0)
+            continue;
+        const bib_opinfo_t *info = &bib_isa_table[op];
+        const uint32_t words[4] = {code[pc].a, code[pc].b, code[pc].c, code[pc].d};
+        for (int k = 0; k < 4; k++) {
+            uint32_t kind = info->kinds[k];
+            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) && words[k] >= used)
+                used = (uint64_t)words[k] + 1;
+        }
+    }
+    for (uint32_t i = 0; i < ndecls; i++)
+        if (decls[i].reg >= used)
+            used = (uint64_t)decls[i].reg + 1;
+    return used;
 }

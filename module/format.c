@@ -1,4 +1,4 @@
-/* vm/format.c: the .bib container, bytes to module and back
+/* module/format.c: the .bib container, bytes to module and back
  * (spec/bib-format.md documents every byte).
  *
  * The reader treats its input as hostile: every offset and size is checked
@@ -8,7 +8,7 @@
  * reader then hands the module to the verifier (verify.c); it does not judge
  * instructions itself.
  */
-#include "module.h"
+#include "module/module.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,189 @@
+/* isa/kernels.h: the tensor kernels as data.
+ *
+ * Expands isa/kernels.def into bib_kernel_t and bib_kernel_table, and the
+ * KOP rows of isa/opcodes.def into the sub-operation enums whose members are
+ * opcodes (bib_unary_t, bib_binary_t, bib_reduce_t). This header owns what a
+ * kernel is (its operands' dtypes, its shape rule, its cost formula, the
+ * executors that have it); it knows nothing of registers, residency or any
+ * executor's code. Executors include it through backends/backend.h.
+ */
+#ifndef BIB_ISA_KERNELS_H
+#define BIB_ISA_KERNELS_H
+
+#include <stdint.h>
+
+/* ---- the columns' values --------------------------------------------------- */
+
+/* Operand dtypes (checked by the VM before a call; the result's dtype). */
+typedef enum bib_dtype_rule {
+    BIB_DTYPES_F32,        /* every operand and the result f32 */
+    BIB_DTYPES_ANY,        /* any dtype; the result has in0's (or out's own) */
+    BIB_DTYPES_F32_TO_I32, /* f32 operand, i32 result */
+    BIB_DTYPES_GATHER,     /* in0 any, in1 i32 indices; the result has in0's dtype */
+    BIB_DTYPES__COUNT
+} bib_dtype_rule_t;
+
+/* Result shape from the operands' shapes, and the operands' constraints. */
+typedef enum bib_shape_rule {
+    BIB_SHAPE_SAME,      /* in0's shape, element by element */
+    BIB_SHAPE_ROWS,      /* in0's shape, row by row along a last axis (rank >= 1) */
+    BIB_SHAPE_BROADCAST, /* in0's shape; in1 has it, is a row of in0's last axis, or one element */
+    BIB_SHAPE_PRODUCT,   /* [M,K] . [K,N] -> [M,N]; a third input is a bias row of N */
+    BIB_SHAPE_TRANSPOSE, /* rank >= 2, the last two axes swapped */
+    BIB_SHAPE_REDUCE,    /* rank >= 1, the last axis dropped */
+    BIB_SHAPE_INDEX,     /* as REDUCE, and the last axis is not empty (an index into it) */
+    BIB_SHAPE_NORM,      /* in0's shape (rank >= 1); further inputs are rows of its last axis */
+    BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
+    BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */
+    BIB_SHAPE_IN_PLACE,  /* no inputs: the result is the modified operand a itself */
+    BIB_SHAPE__COUNT
+} bib_shape_rule_t;
+
+/* The scalars of a call, from the instruction. */
+typedef enum bib_args_rule {
+    BIB_ARGS_NONE,
+    BIB_ARGS_SCALAR_C,  /* f[0] = the f64 r[c] rounded to f32 */
+    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5 */
+    BIB_ARGS_EPS_1E6,   /* f[0] = 1e-6 */
+    BIB_ARGS_ATTENTION, /* f[0] = 1 / sqrt(D) */
+    BIB_ARGS_FILL,      /* f[0] = r[b] rounded to f32, or i[0] = its low 32 bits (i32) */
+    BIB_ARGS_SEED,      /* i[0] = r[b] (seed), i[1] = immediate c (stream) */
+    BIB_ARGS__COUNT
+} bib_args_rule_t;
+
+/* The formulas of a call's cost (vm/tensor_ops.c bib_tensor_cost). */
+typedef enum bib_cost_form {
+    BIB_COST_ELEMENTS,  /* work: inputs + result elements; ops: per_element x result */
+    BIB_COST_ROWS,      /* work: as ELEMENTS; ops: per_element x in0's elements */
+    BIB_COST_PRODUCT,   /* work: M*N*(K+1); flops: 2*M*N*K */
+    BIB_COST_ATTENTION, /* work: S*H*D*(2T+1); flops: 4*S*H*D*T */
+    BIB_COST_GATHER,    /* work: indices + 2 x result elements */
+    BIB_COST__COUNT
+} bib_cost_form_t;
+
+/* The executors a descriptor can name; backends/backend.h gives each
+ * executor its id. */
+typedef enum bib_executor_id {
+    BIB_EXECUTOR_CPU,
+    BIB_EXECUTOR_VULKAN,
+    BIB_EXECUTOR_CUDA,
+    BIB_EXECUTOR_NULL, /* backends/null: the template, never one of a build's executors */
+    BIB_EXECUTOR__COUNT
+} bib_executor_id_t;
+
+#define BIB_RUNS_ON_CPU (1u << BIB_EXECUTOR_CPU)
+#define BIB_RUNS_ON_VULKAN (1u << BIB_EXECUTOR_VULKAN)
+#define BIB_RUNS_ON_CUDA (1u << BIB_EXECUTOR_CUDA)
+#define BIB_RUNS_ON_NULL (1u << BIB_EXECUTOR_NULL)
+#define BIB_RUNS_ON_ALL (BIB_RUNS_ON_CPU | BIB_RUNS_ON_VULKAN | BIB_RUNS_ON_CUDA | BIB_RUNS_ON_NULL)
+
+/* ---- sub-operations ----------------------------------------------------------- */
+
+/* MATMUL's activation (the LINEAR* opcodes). */
+typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU, BIB_ACT__COUNT } bib_act_t;
+/* ATTENTION's mask. */
+typedef enum bib_attention {
+    BIB_ATTENTION_PLAIN,
+    BIB_ATTENTION_CAUSAL,
+    BIB_ATTENTION__COUNT
+} bib_attention_t;
+
+/* BIB_KOP_IS(UNARY, k) is 1 when the token k is UNARY, else 0 (for the
+ * kernels that have a BIB_KOP_SAME_ line below); BIB_KOP_WHEN(c)(x) is x when
+ * c is 1, nothing when 0. They pick the KOP rows of one kernel out of
+ * isa/opcodes.def. */
+#define BIB_KOP_CAT_(a, b) a##b
+#define BIB_KOP_CAT(a, b) BIB_KOP_CAT_(a, b)
+#define BIB_KOP_SECOND_(a, b, ...) b
+#define BIB_KOP_CHECK_(...) BIB_KOP_SECOND_(__VA_ARGS__, 0, ~)
+#define BIB_KOP_IS(want, k) BIB_KOP_CHECK_(BIB_KOP_CAT(BIB_KOP_SAME_##want##_, k))
+#define BIB_KOP_WHEN(c) BIB_KOP_CAT(BIB_KOP_WHEN_, c)
+#define BIB_KOP_WHEN_0(...)
+#define BIB_KOP_WHEN_1(...) __VA_ARGS__
+#define BIB_KOP_SAME_MATMUL_MATMUL ~, 1
+#define BIB_KOP_SAME_UNARY_UNARY ~, 1
+#define BIB_KOP_SAME_BINARY_BINARY ~, 1
+#define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
+#define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
+
+/* The sub-operation of a KOP row as a number: its member of the kernel's
+ * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
+#define BIB_KOP_SUB(kernel, sub)                                                                   \
+    (0 BIB_KOP_WHEN(BIB_KOP_IS(MATMUL, kernel))(+BIB_ACT_##sub)                                    \
+         BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
+             BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
+                 BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
+                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub))
+
+/* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
+ * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
+ * them so. */
+typedef enum bib_unary {
+#define OP(...)
+#define TOP(...)
+#define GOP(...)
+#define VOP(...)
+#define COP(...)
+#define GKOP(...)
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(BIB_UNARY_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_UNARY__COUNT
+} bib_unary_t;
+
+/* Elementwise binary opcodes (with in1 broadcast), in row order. */
+typedef enum bib_binary {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(BIB_BINARY_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_BINARY__COUNT
+} bib_binary_t;
+
+/* Reductions along the last axis, in row order. */
+typedef enum bib_reduce {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(BIB_REDUCE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+#undef OP
+#undef TOP
+#undef GOP
+#undef VOP
+#undef COP
+#undef GKOP
+    BIB_REDUCE__COUNT
+} bib_reduce_t;
+
+/* ---- the kernels ------------------------------------------------------------- */
+
+typedef enum bib_kernel {
+#define KERNEL(name, dtype, shape, args, cost, per_element, subs, executors, contract)             \
+    BIB_KERNEL_##name,
+#include "isa/kernels.def"
+#undef KERNEL
+    BIB_KERNEL__COUNT
+} bib_kernel_t;
+
+typedef struct bib_kernel_info {
+    const char *name;
+    bib_dtype_rule_t dtype;
+    bib_shape_rule_t shape;
+    bib_args_rule_t args;
+    bib_cost_form_t cost;
+    uint32_t per_element;
+    uint32_t subs;
+    uint32_t executors; /* BIB_RUNS_ON_* */
+    const char *contract;
+} bib_kernel_info_t;
+
+extern const bib_kernel_info_t bib_kernel_table[BIB_KERNEL__COUNT];
+
+/* Whether executor id has kernel k (the descriptor's word, which the build
+ * checks against every executor's table). */
+static inline int bib_kernel_runs_on(bib_kernel_t k, bib_executor_id_t id) {
+    return (unsigned)k < BIB_KERNEL__COUNT && (bib_kernel_table[k].executors >> id) & 1u;
+}
+
+#endif
