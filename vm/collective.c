@@ -263,13 +263,12 @@ static void block_of(uint64_t n, int w, int r, uint64_t *off, uint64_t *len) {
 static void fold(float *acc, const float *parts, uint64_t len, int w, bool max) {
     for (uint64_t i = 0; i < len; i++) {
         if (max) {
-            float col[1];
             bool nan = false;
             int32_t best = bib_f32_order_key(-INFINITY);
             for (int s = 0; s < w; s++) {
-                col[0] = parts[(uint64_t)s * len + i];
-                nan |= col[0] != col[0];
-                int32_t k = bib_f32_order_key(col[0]);
+                const float x = parts[(uint64_t)s * len + i];
+                nan |= x != x;
+                const int32_t k = bib_f32_order_key(x);
                 best = k > best ? k : best;
             }
             acc[i] = nan ? bib_f32_canonical_nan() : bib_f32_from_order_key(best);
@@ -282,11 +281,10 @@ static void fold(float *acc, const float *parts, uint64_t len, int w, bool max) 
     }
 }
 
-/* Reduces src (n f32 elements, this rank's contribution) over the ranks:
-   block r of the split of the n / unit units (each unit elements) goes to
-   rank r, folded; *mine gets this rank's folded block (malloc'd; the
-   caller frees it) and
-   *mine_off, *mine_len its place in elements. */
+/* Reduces src (units * unit f32 elements, this rank's contribution) over
+   the ranks: block r of the split of the units goes to rank r, which folds
+   it; *mine gets this rank's folded block (malloc'd; the caller frees it),
+   *mine_off and *mine_len its place in elements. */
 static void reduce_blocks(const bib_dinsn_t *ip, const float *src, uint64_t units, uint64_t unit,
                           bool max, float **mine, uint64_t *mine_off, uint64_t *mine_len) {
     const int w = bib_comm_size(), me = bib_comm_rank();
@@ -295,22 +293,20 @@ static void reduce_blocks(const bib_dinsn_t *ip, const float *src, uint64_t unit
     *mine_off = off * unit;
     *mine_len = len * unit;
     float *parts = scratch(ip, (uint64_t)w * *mine_len * 4);
-    {
-        uint64_t *c = scratch(ip, 4 * (uint64_t)w * sizeof *c);
-        uint64_t *sc = c, *sd = c + w, *rc = c + 2 * w, *rd = c + 3 * w;
-        for (int r = 0; r < w; r++) {
-            uint64_t o, l;
-            block_of(units, w, r, &o, &l);
-            sc[r] = l * unit * 4;
-            sd[r] = o * unit * 4;
-            rc[r] = *mine_len * 4;
-            rd[r] = (uint64_t)r * *mine_len * 4;
-        }
-        char why[600];
-        if (bib_comm_alltoallv(src, sc, sd, parts, rc, rd, why, sizeof why) != BIB_OK)
-            lost(bib_isa_table[ip->op].name, why);
-        free(c);
+    uint64_t *c = scratch(ip, 4 * (uint64_t)w * sizeof *c);
+    uint64_t *sc = c, *sd = c + w, *rc = c + 2 * w, *rd = c + 3 * w;
+    for (int r = 0; r < w; r++) {
+        uint64_t o, l;
+        block_of(units, w, r, &o, &l);
+        sc[r] = l * unit * 4;
+        sd[r] = o * unit * 4;
+        rc[r] = *mine_len * 4;
+        rd[r] = (uint64_t)r * *mine_len * 4;
     }
+    char why[600];
+    if (bib_comm_alltoallv(src, sc, sd, parts, rc, rd, why, sizeof why) != BIB_OK)
+        lost(bib_isa_table[ip->op].name, why);
+    free(c);
     /* Folded in place into the first row: element i reads only column i. */
     fold(parts, parts, *mine_len, w, max);
     *mine = parts;
