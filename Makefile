@@ -3,8 +3,10 @@
 #   make demo       install what is missing, build, run the examples
 #   make test       every test: unit (Criterion), spec-check, hex suites, oracle,
 #                   and the same again under ASan and UBSan (make sanitize)
-#   make bench      benchmarks beside their peers (Lua 5.4, OpenBLAS)
+#   make bench      benchmarks beside their peers (Lua 5.4, oneDNN, OpenBLAS)
 #   make deps       install missing Debian packages (run by the targets above)
+#   make install    install under PREFIX (/usr/local), DESTDIR honoured; make uninstall
+#   make fresh-check  the two commands above in a fresh Debian 12 root (mmdebstrap)
 
 .DEFAULT_GOAL := all
 CC      ?= gcc
@@ -37,6 +39,11 @@ export LD_LIBRARY_PATH   := $(KIT_LIB)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH
 export VK_ADD_LAYER_PATH := $(KIT)/usr/share/vulkan/explicit_layer.d
 endif
 
+# The version is the header's; the soname carries its major number.
+VERSION := $(shell sed -n 's/^\#define BIB_VERSION_STRING "\(.*\)"/\1/p' include/bib.h)
+SOMAJOR  = $(firstword $(subst ., ,$(VERSION)))
+SONAME   = libbib.so.$(SOMAJOR)
+
 LIB_DIRS = isa module vm assembler backends backends/cpu backends/null
 LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -47,6 +54,8 @@ EXECUTORS = cpu
 -include backends/cuda/cuda.mk
 -include tests/fuzz/fuzz.mk
 CFLAGS  += -DBIB_EXECUTORS='"$(EXECUTORS)"'
+# The library exports only what include/bib.h marks BIB_API.
+$(LIB_OBJ): CFLAGS += -fvisibility=hidden
 
 # SANITIZE=1 (with its own BUILD; `make sanitize` sets both): everything again
 # under AddressSanitizer and UBSan, with mimalloc's few entry points mapped
@@ -75,13 +84,22 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
-.PHONY: all deps demo test test-bins sanitize unit spec spec-check hex bench clean format format-check
-all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/.kernels-checked
+.PHONY: all deps demo fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
+all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME) \
+     $(BUILD)/$(GLSL_PLUGIN) $(BUILD)/.kernels-checked
 
 # ---- dependencies ---------------------------------------------------------
+# g++ brings libstdc++-12-dev, which the static shaderc links against; pkgconf
+# is what tests/cli/install.sh builds examples/embed.c with.
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
-               libedit-dev gnuplot-nox clang-format openmpi-bin libopenmpi-dev
+               libedit-dev gnuplot-nox clang-format g++ pkgconf \
+               openmpi-bin libopenmpi-dev
+# Only `make bench` needs these: the peers its benchmarks run beside.
+BENCH_DEB_PACKAGES = libdnnl-dev
+$(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps
+	@$(if $(KIT),echo "bench deps: from the kit in $(KIT)",sh tools/install-deps.sh $(BENCH_DEB_PACKAGES))
+	@touch $@
 $(BUILD)/.deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@$(if $(KIT),echo "deps: from the kit in $(KIT)",sh tools/install-deps.sh $(DEB_PACKAGES))
@@ -98,8 +116,34 @@ $(BUILD)/libbib.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libbib.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# The shared library: libbib.so.MAJOR.MINOR.PATCH, soname libbib.so.MAJOR.
+# --exclude-libs keeps the symbols of the static shaderc and glslang inside.
+SO_LDFLAGS = -shared -Wl,-soname,$(SONAME) -Wl,--exclude-libs,ALL -Wl,--no-undefined \
+             -Wl,--gc-sections -Wl,-O1
+# It holds no shader compiler: GLSL in a .basm file is compiled by
+# libbib-glsl.so.MAJOR (assembler/glsl.c with the static shaderc, several MB
+# of C++), which libbib.so loads from beside itself ($ORIGIN) on first use.
+# libbib.a keeps glsl.c inside, so static programs need nothing at run time.
+# libmimalloc comes last among its dependencies: libbib calls mi_* by name,
+# and mimalloc also defines operator new and delete, which take the place of
+# libstdc++'s own for any C++ library that follows it there (when libbib.so
+# still held the shader compiler, lavapipe's LLVM then crashed in a Python
+# process, freeing with free what mimalloc had allocated).
+GLSL_PLUGIN = libbib-glsl.so.$(SOMAJOR)
+CFLAGS     += -DBIB_GLSL_LIBRARY='"$(GLSL_PLUGIN)"'
+SO_OBJ      = $(filter-out $(BUILD)/obj/assembler/devcode.o $(BUILD)/obj/assembler/glsl.o,$(LIB_OBJ)) \
+              $(BUILD)/obj/assembler/devcode_plugin.o
+$(BUILD)/obj/assembler/devcode_plugin.o: assembler/devcode.c | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fvisibility=hidden -DBIB_GLSL_PLUGIN -c $< -o $@
+$(BUILD)/libbib.so.$(VERSION): $(SO_OBJ) | $(BUILD)/$(GLSL_PLUGIN)
+	$(CC) $(SO_LDFLAGS) -Wl,-rpath,'$$ORIGIN' -o $@ $(SO_OBJ) \
+	    $(filter-out $(SHADERC_LIBS) -lmimalloc,$(LDLIBS)) -lmimalloc
+$(BUILD)/$(GLSL_PLUGIN): $(BUILD)/obj/assembler/glsl.o
+	$(CC) $(SO_LDFLAGS:-Wl,-soname,$(SONAME)=-Wl,-soname,$(GLSL_PLUGIN)) -o $@ $^ $(SAN_FLAGS) \
+	    $(SHADERC_LIBS) -lm
+$(BUILD)/$(SONAME) $(BUILD)/libbib.so: $(BUILD)/libbib.so.$(VERSION)
+	ln -sf libbib.so.$(VERSION) $@
 
 # The embedding example: a host program linked against libbib.
 $(BUILD)/embed: examples/embed.c $(BUILD)/libbib.a
@@ -151,9 +195,9 @@ sanitize:
 	@$(MAKE) -s --no-print-directory SANITIZE=1 BUILD=$(SAN_BUILD) test-bins
 	@BUILD=$(SAN_BUILD) BIB=$(SAN_BUILD)/bib PYTHON=$(PYTHON) BIB_TEST_SANITIZED=1 sh tools/run-tests.sh
 
-# Benchmark programs beside their peers (OpenBLAS for MATMUL).
-$(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -lopenblas $(LDLIBS)
+# Benchmark programs beside their peers (oneDNN and OpenBLAS for MATMUL).
+$(BUILD)/gemm_bench: bench/gemm_bench.c $(BUILD)/libbib.a | $(BUILD)/.bench-deps
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a -ldnnl -lgomp -lopenblas $(LDLIBS)
 
 # A GPU executor's speed through its ops table (make cuda-bench, gpu-check).
 $(BUILD)/gpu_bench: bench/gpu_bench.c $(BUILD)/libbib.a
@@ -169,10 +213,18 @@ $(BUILD)/allreduce_peer: bench/allreduce_peer.c $(BUILD)/libbib.a
 bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
 	@BUILD=$(BUILD) sh bench/run.sh
 
+include tools/install.mk
+
 demo: all
 	@sh tools/demo.sh
 
+# The README's two commands in a fresh Debian 12 root (tools/fresh-check.sh);
+# needs root and a Debian mirror.
+fresh-check:
+	@BUILD=$(BUILD) sh tools/fresh-check.sh
+
 FORMAT_SRC = $(LIB_SRC) $(CLI_SRC) $(UNIT_SRC) $(wildcard */*.h */*/*.h */*/*/*.h) tools/isa-gen.c \
+             include/bib.hpp $(wildcard tests/cpp/*.cpp) \
              $(wildcard bench/*.c examples/*.c tests/oracle/*.c tests/fuzz/*.c backends/*/testing/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)

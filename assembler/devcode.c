@@ -1,60 +1,63 @@
 /* assembler/devcode.c: device code for the assembler (see devcode.h).
  *
- * Owns the calls to the external compilers (libshaderc in-process, nvcc as a
- * child process) and the SPIR-V reflection that spares a .shader line from
- * declaring its bindings and push size. The reflection reads only what the
+ * Owns the calls to the external compilers (libshaderc in-process through
+ * glsl.c, linked in libbib.a and loaded from libbib-glsl.so by libbib.so;
+ * nvcc as a child process) and the SPIR-V reflection that spares a .shader
+ * line from declaring its bindings and push size. The reflection reads only what the
  * VM's binding model needs (SPIR-V 1.0-1.6, section 2.3 "Physical Layout"):
  * decorations, types, constants and module-scope variables.
  */
 #include "assembler/devcode.h"
+#include "assembler/glsl.h"
 
+#include <dlfcn.h>
 #include <errno.h>
-#include <shaderc/shaderc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef BIB_GLSL_PLUGIN
+/* libbib.so: the compiler lives in libbib-glsl.so.N, found beside libbib.so
+ * (its run path is $ORIGIN) or by the dynamic loader's search, and loaded
+ * once; it stays loaded for the life of the process. */
+typedef int (*glsl_compile_fn)(const char *, size_t, const char *, const char *, uint32_t **,
+                               uint32_t *, char **);
+static pthread_once_t glsl_once = PTHREAD_ONCE_INIT;
+static glsl_compile_fn glsl_compile;
+static char glsl_why[512];
+
+static void glsl_open(void) {
+    void *h = dlopen(BIB_GLSL_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (h != NULL)
+        *(void **)&glsl_compile = dlsym(h, BIB_GLSL_SYMBOL);
+    if (glsl_compile == NULL)
+        snprintf(glsl_why, sizeof glsl_why,
+                 "GLSL needs the shader compiler " BIB_GLSL_LIBRARY
+                 ", which could not be loaded (%s); install it beside libbib.so, or give "
+                 "the shader as SPIR-V",
+                 dlerror());
+}
+
 int bib_devcode_glsl(const char *src, size_t len, const char *name, const char *entry,
                      uint32_t **words, uint32_t *count, char **errors) {
-    *words = NULL;
-    *count = 0;
-    *errors = NULL;
-    shaderc_compiler_t compiler = shaderc_compiler_initialize();
-    shaderc_compile_options_t options = shaderc_compile_options_initialize();
-    if (compiler == NULL || options == NULL) {
-        shaderc_compile_options_release(options);
-        shaderc_compiler_release(compiler);
-        *errors = strdup("the shader compiler (libshaderc) could not start");
+    pthread_once(&glsl_once, glsl_open);
+    if (glsl_compile == NULL) {
+        *words = NULL;
+        *count = 0;
+        *errors = strdup(glsl_why);
         return 0;
     }
-    shaderc_compile_options_set_source_language(options, shaderc_source_language_glsl);
-    shaderc_compile_options_set_target_env(options, shaderc_target_env_vulkan,
-                                           shaderc_env_version_vulkan_1_1);
-    shaderc_compile_options_set_optimization_level(options, shaderc_optimization_level_performance);
-    shaderc_compilation_result_t r =
-        shaderc_compile_into_spv(compiler, src, len, shaderc_compute_shader, name, entry, options);
-    int ok = shaderc_result_get_compilation_status(r) == shaderc_compilation_status_success;
-    if (ok) {
-        size_t bytes = shaderc_result_get_length(r);
-        *words = malloc(bytes > 0 ? bytes : 4);
-        if (*words != NULL) {
-            memcpy(*words, shaderc_result_get_bytes(r), bytes);
-            *count = (uint32_t)(bytes / 4);
-        } else {
-            ok = 0;
-            *errors = strdup("out of memory for the compiled shader");
-        }
-    } else {
-        const char *msg = shaderc_result_get_error_message(r);
-        *errors = strdup(msg != NULL && msg[0] != '\0' ? msg : "the shader did not compile");
-    }
-    shaderc_result_release(r);
-    shaderc_compile_options_release(options);
-    shaderc_compiler_release(compiler);
-    return ok;
+    return glsl_compile(src, len, name, entry, words, count, errors);
 }
+#else
+int bib_devcode_glsl(const char *src, size_t len, const char *name, const char *entry,
+                     uint32_t **words, uint32_t *count, char **errors) {
+    return bib_glsl_compile(src, len, name, entry, words, count, errors);
+}
+#endif
 
 /* SPIR-V numbers used below (SPIR-V specification, section 3). */
 enum {

@@ -2,7 +2,10 @@
  *
  * It emits a function with the builder API (no assembly text), registers a
  * host function of its own, runs the module, and reads the result.
- *   cc -Iinclude examples/embed.c build/libbib.a -lmimalloc -lz -lm -lpthread -ldl -lvulkan
+ * After `make install`:
+ *   cc embed.c $(pkg-config --cflags --libs bib)                   (libbib.so)
+ *   cc embed.c $(pkg-config --cflags --static --libs bib | sed 's/-lbib /-l:libbib.a /')
+ *                                                                  (libbib.a)
  *   ./a.out          prints "sum of squares 1..10 = 385" and "host saw 385"
  */
 #include <stdio.h>

@@ -14,6 +14,28 @@
  *     the caller, who releases it with bib_free.
  *   - There is no global mutable state: any number of VMs and builders can
  *     live in one process. One VM must not be used by two threads at once.
+ *   - Nothing needs a FILE *: every function that writes to a stream has a
+ *     twin taking a bib_write_fn callback (or returning a string), for
+ *     bindings that have no C stdio.
+ *
+ * Stability (libbib.so.0, until version 1.0 within one minor version; from
+ * 1.0 on, for the whole major version):
+ *   - Every BIB_API function keeps its signature and meaning; new functions
+ *     are added, none removed.
+ *   - bib_options_t only grows at its end. A host fills it with
+ *     bib_options_init, which records the size it was compiled with in
+ *     options.size; bib_vm_create takes the fields within that size and
+ *     gives the rest their defaults, so a host built against an older bib.h
+ *     keeps working with a newer library.
+ *   - The other structs (bib_tensor_info_t, bib_run_stats_t, the debugging
+ *     and profiling structs) are filled by the library and are not
+ *     versioned: their layout may change in a new minor version before 1.0,
+ *     and only with the soname (libbib.so.N) after it.
+ *   - Status values and enum values keep their numbers; new ones are added
+ *     at the end. Error message texts are for people and may change.
+ *   - The bytecode format has its own version (spec/bib-format.md).
+ *   - Symbols that are not declared here are internal: libbib.so exports
+ *     only the BIB_API functions.
  */
 #ifndef BIB_H
 #define BIB_H
@@ -26,10 +48,18 @@
 extern "C" {
 #endif
 
+/* Marks the exported functions: the library is built with
+ * -fvisibility=hidden, so nothing else leaves libbib.so. */
+#if defined(__GNUC__) || defined(__clang__)
+#define BIB_API __attribute__((visibility("default")))
+#else
+#define BIB_API
+#endif
+
 #define BIB_VERSION_MAJOR 0
-#define BIB_VERSION_MINOR 1
+#define BIB_VERSION_MINOR 2
 #define BIB_VERSION_PATCH 0
-#define BIB_VERSION_STRING "0.1.0"
+#define BIB_VERSION_STRING "0.2.0"
 
 typedef enum bib_status {
     BIB_OK = 0,
@@ -47,10 +77,14 @@ typedef enum bib_status {
 } bib_status_t;
 
 /* Short name of a status ("trap", "format", ...). Never NULL. */
-const char *bib_status_name(bib_status_t status);
+BIB_API const char *bib_status_name(bib_status_t status);
 
 /* Releases memory that the library handed to the caller. */
-void bib_free(void *ptr);
+BIB_API void bib_free(void *ptr);
+
+/* Receives text the library writes (trace lines, print_* output): length
+ * bytes at bytes, not NUL-terminated, in the order written. */
+typedef void (*bib_write_fn)(void *user, const char *bytes, size_t length);
 
 /* A register value: registers are 64 bits, read as integer or f64 by each opcode. */
 typedef union bib_value {
@@ -77,12 +111,14 @@ typedef enum bib_trace_format {
  * assembly may produce: 1 GiB. A larger one is BIB_E_NOMEM. */
 #define BIB_FILE_SIZE_CAP_DEFAULT ((uint64_t)1 << 30)
 
+/* Options of a VM. Fill with bib_options_init, then set fields: a struct
+ * not initialised that way has size 0 and bib_vm_create refuses it.
+ * Fields are only ever appended (see Stability above). */
 typedef struct bib_options {
+    size_t size;             /* sizeof(bib_options_t) as the host compiled it; set by
+                                bib_options_init, never by hand */
     uint64_t max_memory;     /* cap on VM memory in bytes; 0 means the default, 256 MiB.
                                 Inputs count against it from bib_vm_set_input on. */
-    uint64_t max_file_size;  /* cap on a file bib_vm_load_file reads (and on the module
-                                it assembles from source); 0 means
-                                BIB_FILE_SIZE_CAP_DEFAULT */
     uint64_t fuel;           /* work a run may do; 0 means unlimited. An instruction takes
                                 one unit, so fuel N runs exactly N scalar instructions; a
                                 tensor opcode takes 1 + floor(W / BIB_FUEL_WORK_UNIT), W
@@ -99,7 +135,7 @@ typedef struct bib_options {
     int validation;      /* GPU executors: enable validation layers and extra checks */
     int strict_device;   /* GPU_* opcodes without a CUDA device: fail (BIB_E_UNAVAILABLE)
                             instead of running them on the CPU executor with a warning */
-
+    /* Since 0.2. */
     /* For modules the host did not write (spec/security.md). */
     uint32_t deny;              /* load policy: BIB_DENY_* bits; 0 denies nothing. Every load and
                                    reload refuses a module carrying what is denied (BIB_E_VERIFY,
@@ -112,6 +148,13 @@ typedef struct bib_options {
                                    limit. Past it the run traps with BIB_E_TIMEOUT at the
                                    instruction that waited, and that GPU executor is unusable
                                    in this VM from then on (device opcodes trap) */
+    uint64_t max_file_size;     /* cap on a file bib_vm_load_file reads (and on the module
+                                   it assembles from source); 0 means
+                                   BIB_FILE_SIZE_CAP_DEFAULT */
+    bib_write_fn trace_write;   /* when set, trace lines go here instead of to trace */
+    void *trace_user;           /* passed to trace_write */
+    /* New fields go here, at the end; a default other than zero goes in
+       defaults() of vm/options.c. */
 } bib_options_t;
 
 /* bib_options_t.deny bits. */
@@ -119,30 +162,46 @@ typedef struct bib_options {
     0x1u /* user device code: Vulkan shaders (section 17, VK_COMPUTE)                              \
             and CUDA kernels (section 18, GPU_LAUNCH) */
 
-/* Fills *options with the defaults. */
-void bib_options_init(bib_options_t *options);
+/* The smallest options.size bib_vm_create accepts: every field up to
+ * strict_device. The fields after it (the load policy, the device timeout,
+ * the file size cap, the trace callback, and those added later) take their
+ * defaults when a host's struct ends before them. */
+#define BIB_OPTIONS_SIZE_MIN (offsetof(bib_options_t, strict_device) + sizeof(int))
+
+/* Fills the first size bytes of *options with the defaults and sets
+ * options->size = size. Bindings that lay the struct out themselves call this
+ * with their own size; C and C++ hosts call bib_options_init. */
+BIB_API void bib_options_init_size(bib_options_t *options, size_t size);
+
+/* Fills *options with the defaults, recording this header's struct size. */
+static inline void bib_options_init(bib_options_t *options) {
+    bib_options_init_size(options, sizeof *options);
+}
 
 /* ---- the VM ------------------------------------------------------------ */
 
 typedef struct bib_vm bib_vm_t;
 
 /* Creates a VM. options may be NULL for the defaults. The caller owns *out and
- * releases it with bib_vm_destroy. */
-bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out);
-void bib_vm_destroy(bib_vm_t *vm);
+ * releases it with bib_vm_destroy. BIB_E_USAGE (and *out NULL) when
+ * options->size is below BIB_OPTIONS_SIZE_MIN or above this library's
+ * sizeof(bib_options_t) (options not made by bib_options_init, or a host
+ * built against a newer bib.h than the library), or trace_format is unknown. */
+BIB_API bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out);
+BIB_API void bib_vm_destroy(bib_vm_t *vm);
 
 /* The message for the last failure on this VM ("" when none). The text stays
  * valid until the next call on the VM. */
-const char *bib_vm_error(const bib_vm_t *vm);
+BIB_API const char *bib_vm_error(const bib_vm_t *vm);
 
 /* Loads a module from bytes. The whole module is validated and verified before
  * this returns; nothing runs. The bytes are copied. name is used in messages
  * (may be NULL). Replaces any module loaded before. */
-bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const char *name);
+BIB_API bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const char *name);
 
 /* Loads a .bib file, or assembles a .basm file (by extension, or when the file
  * does not start with the .bib magic) and loads the result. */
-bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
+BIB_API bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
 
 /* Runs the loaded module's entry function from a fresh state: registers,
  * linear memory (re-initialised from the data section) and per-run memory are
@@ -152,7 +211,7 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
  * stays usable. Traps with a cause a host may want to tell apart have their
  * own status and the same message: BIB_E_NOMEM (the memory cap) and
  * BIB_E_TIMEOUT (options.device_timeout_ms). */
-bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value);
+BIB_API bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value);
 
 /* Counters from the last run. */
 typedef struct bib_run_stats {
@@ -161,11 +220,11 @@ typedef struct bib_run_stats {
     uint64_t fuel;         /* fuel used: instructions plus the tensor work charged beyond
                               one unit per instruction (bib_options_t.fuel) */
 } bib_run_stats_t;
-void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats);
+BIB_API void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats);
 
 /* The linear memory of the last (or current) run. *size receives its length.
  * Returns NULL before the first run. Valid until the next run, load or destroy. */
-uint8_t *bib_vm_memory(bib_vm_t *vm, uint64_t *size);
+BIB_API uint8_t *bib_vm_memory(bib_vm_t *vm, uint64_t *size);
 
 /* ---- tensors ----------------------------------------------------------- */
 
@@ -188,16 +247,17 @@ typedef struct bib_tensor_info {
 
 /* The number of declared tensors, and each one's description (valid while the
  * module stays loaded). */
-uint32_t bib_vm_tensor_count(const bib_vm_t *vm);
-bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index, bib_tensor_info_t *info);
+BIB_API uint32_t bib_vm_tensor_count(const bib_vm_t *vm);
+BIB_API bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index,
+                                        bib_tensor_info_t *info);
 
 /* Gives the value of input `name` for the following runs; the data (rank
  * dims, row-major, little-endian) is copied. A wrong dtype or a shape that does
  * not fit the declaration (or the sizes other inputs gave its symbolic
  * dimensions) is BIB_E_USAGE with a message naming the tensor, the expected
  * and the given shape. */
-bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
-                              const uint32_t *dims, const void *data);
+BIB_API bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
+                                      uint32_t rank, const uint32_t *dims, const void *data);
 
 /* bib_vm_set_input for data that is still to be read: once the shape fits the
  * declaration and the input fits the memory cap (max_memory, less the other
@@ -207,14 +267,16 @@ bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
  * previous value and the result is BIB_E_IO (the caller knows why). An input
  * over the cap is BIB_E_NOMEM. */
 typedef int (*bib_input_fill_fn)(void *ctx, void *data, size_t bytes);
-bib_status_t bib_vm_set_input_fill(bib_vm_t *vm, const char *name, bib_dtype_t dtype, uint32_t rank,
-                                   const uint32_t *dims, bib_input_fill_fn fill, void *ctx);
+BIB_API bib_status_t bib_vm_set_input_fill(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
+                                           uint32_t rank, const uint32_t *dims,
+                                           bib_input_fill_fn fill, void *ctx);
 
 /* After a run: the value of output `name`. *data points into the VM (valid
  * until the next run, load or destroy); the tensor is brought to the host
  * from whichever executor holds it. */
-bib_status_t bib_vm_get_output(bib_vm_t *vm, const char *name, bib_dtype_t *dtype, uint32_t *rank,
-                               uint32_t dims[BIB_MAX_RANK], const void **data);
+BIB_API bib_status_t bib_vm_get_output(bib_vm_t *vm, const char *name, bib_dtype_t *dtype,
+                                       uint32_t *rank, uint32_t dims[BIB_MAX_RANK],
+                                       const void **data);
 
 /* ---- host functions ---------------------------------------------------- */
 
@@ -227,7 +289,8 @@ typedef bib_status_t (*bib_host_fn)(bib_vm_t *vm, void *user, const bib_value_t 
 /* Registers (or replaces) a host function by name. A module's imports are
  * resolved by name when it is loaded; an unresolved import is a BIB_E_LINK
  * error naming it. Register before loading. */
-bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_host_fn fn, void *user);
+BIB_API bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_host_fn fn,
+                                          void *user);
 
 /* Registers the standard output functions, writing to out:
  *   print_i64(x)        the decimal integer and a newline
@@ -236,11 +299,13 @@ bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_host_fn fn
  *   print_char(c)       one byte
  *   print_str(addr,len) len bytes of linear memory from addr (bounds-checked)
  * Each returns 0. */
-bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out);
+BIB_API bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out);
+/* The same functions, writing through write(user, ...) instead of a FILE. */
+BIB_API bib_status_t bib_vm_register_output(bib_vm_t *vm, bib_write_fn write, void *user);
 
 /* For host functions: sets the message of the trap they are about to return.
  * printf-style. */
-void bib_vm_trap(bib_vm_t *vm, const char *format, ...)
+BIB_API void bib_vm_trap(bib_vm_t *vm, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -250,53 +315,55 @@ void bib_vm_trap(bib_vm_t *vm, const char *format, ...)
 
 /* The opcode word of a mnemonic ("ADD" -> 0x00020000), or -1 when unknown.
  * spec/isa.md lists every opcode, its operands and its meaning. */
-int64_t bib_opcode(const char *mnemonic);
+BIB_API int64_t bib_opcode(const char *mnemonic);
 
 /* ---- emitting bytecode: the builder ------------------------------------ */
 
 typedef struct bib_builder bib_builder_t;
 
 /* Creates an empty module builder. The caller releases it with bib_builder_destroy. */
-bib_builder_t *bib_builder_create(void);
-void bib_builder_destroy(bib_builder_t *b);
-const char *bib_builder_error(const bib_builder_t *b);
+BIB_API bib_builder_t *bib_builder_create(void);
+BIB_API void bib_builder_destroy(bib_builder_t *b);
+BIB_API const char *bib_builder_error(const bib_builder_t *b);
 
 /* Names the source file for debug info (may be NULL). */
-void bib_builder_source(bib_builder_t *b, const char *filename);
+BIB_API void bib_builder_source(bib_builder_t *b, const char *filename);
 /* Sets the source line recorded for the instructions emitted after this call. */
-void bib_builder_line(bib_builder_t *b, uint32_t line);
+BIB_API void bib_builder_line(bib_builder_t *b, uint32_t line);
 
 /* Declares a function and returns its id (its index in the module). A function
  * may be declared before it is defined, so calls can refer to it. The first
  * function named "main" is the entry; without one, function 0 is. */
-uint32_t bib_builder_declare(bib_builder_t *b, const char *name);
+BIB_API uint32_t bib_builder_declare(bib_builder_t *b, const char *name);
 /* Starts the body of a declared function. nargs arguments arrive in r0..;
  * nregs is the register count of its frame (nregs >= nargs, at least 1).
  * Bodies are laid out in declaration (function id) order. */
-bib_status_t bib_builder_begin(bib_builder_t *b, uint32_t func, uint32_t nargs, uint32_t nregs);
+BIB_API bib_status_t bib_builder_begin(bib_builder_t *b, uint32_t func, uint32_t nargs,
+                                       uint32_t nregs);
 /* Ends the current function body. */
-bib_status_t bib_builder_end(bib_builder_t *b);
+BIB_API bib_status_t bib_builder_end(bib_builder_t *b);
 
 /* Labels: create one, then bind it to the next instruction emitted. */
-uint32_t bib_builder_label(bib_builder_t *b);
-bib_status_t bib_builder_bind(bib_builder_t *b, uint32_t label);
+BIB_API uint32_t bib_builder_label(bib_builder_t *b);
+BIB_API bib_status_t bib_builder_bind(bib_builder_t *b, uint32_t label);
 
 /* Imports a host function by name; returns its import id (deduplicated). */
-uint32_t bib_builder_import(bib_builder_t *b, const char *name);
+BIB_API uint32_t bib_builder_import(bib_builder_t *b, const char *name);
 /* Adds a constant-pool entry; returns its index. */
-uint32_t bib_builder_const_i64(bib_builder_t *b, int64_t value);
-uint32_t bib_builder_const_f64(bib_builder_t *b, double value);
+BIB_API uint32_t bib_builder_const_i64(bib_builder_t *b, int64_t value);
+BIB_API uint32_t bib_builder_const_f64(bib_builder_t *b, double value);
 
 /* Emits one instruction. The operand words are taken as the opcode's operand
  * kinds say: a jump-target operand is a label id, a function operand a
  * function id, a host operand an import id, a constant operand a pool index.
  * Every other operand is the raw word. */
-bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb,
-                              uint32_t c, uint32_t d);
+BIB_API bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb,
+                                      uint32_t c, uint32_t d);
 
 /* Linear memory: its size in bytes, and initial contents at an offset. */
-bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size);
-bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes, size_t size);
+BIB_API bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size);
+BIB_API bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes,
+                                      size_t size);
 
 /* Tensors: declarations of named inputs and outputs and of constant tensors.
  * dims[] entries are sizes, BIB_DIM_ANY for an open dimension, or a value
@@ -305,19 +372,21 @@ bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *byt
  * count x 4-byte elements in host order. The tensor register file is as large
  * as the highest register named, unless bib_builder_tensor_regs says more. */
 #define BIB_DIM_ANY (-1)
-int64_t bib_builder_tensor_dim(bib_builder_t *b, const char *name); /* 0 on failure */
-bib_status_t bib_builder_tensor_input(bib_builder_t *b, const char *name, uint32_t reg,
-                                      bib_dtype_t dtype, uint32_t rank, const int64_t *dims);
-bib_status_t bib_builder_tensor_output(bib_builder_t *b, const char *name, uint32_t reg,
-                                       bib_dtype_t dtype, uint32_t rank, const int64_t *dims);
-bib_status_t bib_builder_tensor_const(bib_builder_t *b, const char *name, uint32_t reg,
-                                      bib_dtype_t dtype, uint32_t rank, const int64_t *dims,
-                                      const void *data);
-void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count);
+BIB_API int64_t bib_builder_tensor_dim(bib_builder_t *b, const char *name); /* 0 on failure */
+BIB_API bib_status_t bib_builder_tensor_input(bib_builder_t *b, const char *name, uint32_t reg,
+                                              bib_dtype_t dtype, uint32_t rank,
+                                              const int64_t *dims);
+BIB_API bib_status_t bib_builder_tensor_output(bib_builder_t *b, const char *name, uint32_t reg,
+                                               bib_dtype_t dtype, uint32_t rank,
+                                               const int64_t *dims);
+BIB_API bib_status_t bib_builder_tensor_const(bib_builder_t *b, const char *name, uint32_t reg,
+                                              bib_dtype_t dtype, uint32_t rank, const int64_t *dims,
+                                              const void *data);
+BIB_API void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count);
 
 /* Resolves labels, checks the module, and writes the .bib bytes to *out
  * (caller frees with bib_free). The builder can be destroyed afterwards. */
-bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size);
+BIB_API bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size);
 
 /* ---- assembly text ----------------------------------------------------- */
 
@@ -326,21 +395,22 @@ bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size);
  * "file:line:col: error: message" followed by the offending source line.
  * Either out-pointer result is the caller's to bib_free. filename is used in
  * messages and debug info. */
-bib_status_t bib_assemble(const char *source, size_t length, const char *filename, uint8_t **out,
-                          size_t *size, char **diagnostics);
+BIB_API bib_status_t bib_assemble(const char *source, size_t length, const char *filename,
+                                  uint8_t **out, size_t *size, char **diagnostics);
 
 /* bib_assemble with a cap on the module's size (0 means
  * BIB_FILE_SIZE_CAP_DEFAULT, which bib_assemble uses): data (.zero, .align,
  * .tensor and the other data directives) that would pass it is refused
  * before any memory is taken for it, with BIB_E_NOMEM and a diagnostic at its
  * line. */
-bib_status_t bib_assemble_capped(const char *source, size_t length, const char *filename,
-                                 uint64_t max_size, uint8_t **out, size_t *size,
-                                 char **diagnostics);
+BIB_API bib_status_t bib_assemble_capped(const char *source, size_t length, const char *filename,
+                                         uint64_t max_size, uint8_t **out, size_t *size,
+                                         char **diagnostics);
 
 /* Disassembles .bib bytes into .basm text that re-assembles to the same bytes.
  * On failure *diagnostics holds the reason. */
-bib_status_t bib_disassemble(const void *bytes, size_t size, char **text, char **diagnostics);
+BIB_API bib_status_t bib_disassemble(const void *bytes, size_t size, char **text,
+                                     char **diagnostics);
 
 /* ==== debugging and profiling (vm/debug.c, vm/profile.c) ================ */
 /* Everything from here to the matching end marker belongs to the stepping,
@@ -360,20 +430,20 @@ typedef enum bib_stop {
  * piecewise; between calls the run is paused and the functions below read
  * its state. Breakpoints only stop stepped runs. A load, bib_vm_run or a new
  * bib_vm_start ends a stepped run. Trace and profile options apply. */
-bib_status_t bib_vm_start(bib_vm_t *vm);
+BIB_API bib_status_t bib_vm_start(bib_vm_t *vm);
 /* Executes at most count instructions. Returns BIB_OK when the run paused or
  * halted and the trap's status (BIB_E_TRAP, BIB_E_NOMEM, BIB_E_TIMEOUT) when it trapped;
  * *stop (may be NULL) says which. On a finished run: BIB_E_STATE. */
-bib_status_t bib_vm_step(bib_vm_t *vm, uint64_t count, bib_stop_t *stop);
+BIB_API bib_status_t bib_vm_step(bib_vm_t *vm, uint64_t count, bib_stop_t *stop);
 /* Runs until a breakpoint, the end or a trap. The instruction the run is
  * paused at executes even when it has a breakpoint, so continuing moves on. */
-bib_status_t bib_vm_continue(bib_vm_t *vm, bib_stop_t *stop);
+BIB_API bib_status_t bib_vm_continue(bib_vm_t *vm, bib_stop_t *stop);
 
 /* Sets (on != 0) or clears the breakpoint at pc of the loaded module. A load
  * clears every breakpoint. */
-bib_status_t bib_vm_break(bib_vm_t *vm, uint32_t pc, int on);
+BIB_API bib_status_t bib_vm_break(bib_vm_t *vm, uint32_t pc, int on);
 /* Writes up to cap breakpoint pcs, ascending, to pcs; returns how many there are. */
-uint32_t bib_vm_breakpoints(const bib_vm_t *vm, uint32_t *pcs, uint32_t cap);
+BIB_API uint32_t bib_vm_breakpoints(const bib_vm_t *vm, uint32_t *pcs, uint32_t cap);
 
 /* Where a stepped run is. */
 typedef struct bib_position {
@@ -387,7 +457,7 @@ typedef struct bib_position {
     int64_t exit_value;    /* BIB_STOP_HALTED: the value given to HALT or returned */
 } bib_position_t;
 /* BIB_E_STATE when there is no stepped run. */
-bib_status_t bib_vm_position(const bib_vm_t *vm, bib_position_t *pos);
+BIB_API bib_status_t bib_vm_position(const bib_vm_t *vm, bib_position_t *pos);
 
 /* One call frame of a stepped run: level 0 is the innermost, depth - 1 the
  * entry function's. regs points into the VM and is valid until the run
@@ -400,7 +470,7 @@ typedef struct bib_frame_info {
     uint32_t nregs;
     const bib_value_t *regs;
 } bib_frame_info_t;
-bib_status_t bib_vm_frame(const bib_vm_t *vm, uint32_t level, bib_frame_info_t *info);
+BIB_API bib_status_t bib_vm_frame(const bib_vm_t *vm, uint32_t level, bib_frame_info_t *info);
 
 /* The loaded module's functions, lines and instruction text. */
 typedef struct bib_function_info {
@@ -408,18 +478,19 @@ typedef struct bib_function_info {
     uint32_t entry, count; /* first pc and instruction count */
     uint32_t nargs, nregs;
 } bib_function_info_t;
-uint32_t bib_vm_function_count(const bib_vm_t *vm);
-bib_status_t bib_vm_function_info(const bib_vm_t *vm, uint32_t index, bib_function_info_t *info);
+BIB_API uint32_t bib_vm_function_count(const bib_vm_t *vm);
+BIB_API bib_status_t bib_vm_function_info(const bib_vm_t *vm, uint32_t index,
+                                          bib_function_info_t *info);
 /* The index of the function called name, or -1. */
-int64_t bib_vm_function_find(const bib_vm_t *vm, const char *name);
-uint32_t bib_vm_code_count(const bib_vm_t *vm);
+BIB_API int64_t bib_vm_function_find(const bib_vm_t *vm, const char *name);
+BIB_API uint32_t bib_vm_code_count(const bib_vm_t *vm);
 /* The source line recorded for pc (0 when unknown). */
-uint32_t bib_vm_pc_line(const bib_vm_t *vm, uint32_t pc);
+BIB_API uint32_t bib_vm_pc_line(const bib_vm_t *vm, uint32_t pc);
 /* The first pc recorded at line, or failing that at the nearest later line
  * of the same function; BIB_E_USAGE when no instruction has such a line. */
-bib_status_t bib_vm_line_pc(const bib_vm_t *vm, uint32_t line, uint32_t *pc);
+BIB_API bib_status_t bib_vm_line_pc(const bib_vm_t *vm, uint32_t line, uint32_t *pc);
 /* "MNEMONIC op, op" of the instruction at pc, as traces print it. */
-bib_status_t bib_vm_insn_text(const bib_vm_t *vm, uint32_t pc, char *buf, size_t cap);
+BIB_API bib_status_t bib_vm_insn_text(const bib_vm_t *vm, uint32_t pc, char *buf, size_t cap);
 
 /* A tensor register of the current (or last) run. */
 typedef struct bib_tensor_reg_info {
@@ -433,14 +504,14 @@ typedef struct bib_tensor_reg_info {
     uint64_t hash;      /* what THASH gives for it */
 } bib_tensor_reg_info_t;
 /* The size of the tensor register file (0 before a run). */
-uint32_t bib_vm_tensor_regs(const bib_vm_t *vm);
+BIB_API uint32_t bib_vm_tensor_regs(const bib_vm_t *vm);
 /* Describes t[reg]. Hashing reads the value on the host: a tensor valid only
  * on a device is copied back once (as TGET would); nothing else changes. */
-bib_status_t bib_vm_tensor_reg(bib_vm_t *vm, uint32_t reg, bib_tensor_reg_info_t *info);
+BIB_API bib_status_t bib_vm_tensor_reg(bib_vm_t *vm, uint32_t reg, bib_tensor_reg_info_t *info);
 /* Copies count elements (4 bytes each, little-endian) of t[reg] from element
  * first into dst; BIB_E_USAGE when the range is outside the tensor. */
-bib_status_t bib_vm_tensor_read(bib_vm_t *vm, uint32_t reg, uint64_t first, uint64_t count,
-                                void *dst);
+BIB_API bib_status_t bib_vm_tensor_read(bib_vm_t *vm, uint32_t reg, uint64_t first, uint64_t count,
+                                        void *dst);
 
 /* For interactive sessions (bib repl): replaces the loaded module with the
  * .bib bytes while keeping a stepped run's state (the entry frame's
@@ -452,18 +523,21 @@ bib_status_t bib_vm_tensor_read(bib_vm_t *vm, uint32_t reg, uint64_t first, uint
  * start at zero; linear memory takes the new size; data bytes that differ
  * from the old module's are written into it. Breakpoints are cleared. On
  * failure nothing changes. */
-bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const char *name,
-                           uint32_t offset);
+BIB_API bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const char *name,
+                                   uint32_t offset);
 
 /* Changes the trace format of the following runs and steps; out (NULL:
  * keep the current stream) is where the lines go. */
-bib_status_t bib_vm_set_trace(bib_vm_t *vm, bib_trace_format_t format, FILE *out);
+BIB_API bib_status_t bib_vm_set_trace(bib_vm_t *vm, bib_trace_format_t format, FILE *out);
+/* The same, the lines going through write(user, ...); write NULL: stderr. */
+BIB_API bib_status_t bib_vm_set_trace_writer(bib_vm_t *vm, bib_trace_format_t format,
+                                             bib_write_fn write, void *user);
 
 /* Profiling: with on != 0, every following run (bib_vm_run or stepped)
  * counts, per opcode and per executor, executions and host time (monotonic
  * clock), and the copies between host and devices. Each run starts from
  * zero. Off (the default) costs nothing. */
-bib_status_t bib_vm_profile(bib_vm_t *vm, int on);
+BIB_API bib_status_t bib_vm_profile(bib_vm_t *vm, int on);
 typedef struct bib_profile_row {
     const char *op;       /* mnemonic, or "upload" / "download" */
     const char *executor; /* "vm" for scalar opcodes, else the executor ("cpu", "vulkan", "host") */
@@ -473,18 +547,20 @@ typedef struct bib_profile_row {
     uint64_t bytes; /* tensor kernels and copies: bytes read and written; else 0 */
 } bib_profile_row_t;
 /* Rows of the last run, by total time, longest first. */
-uint32_t bib_vm_profile_rows(const bib_vm_t *vm);
-bib_status_t bib_vm_profile_row(const bib_vm_t *vm, uint32_t index, bib_profile_row_t *row);
+BIB_API uint32_t bib_vm_profile_rows(const bib_vm_t *vm);
+BIB_API bib_status_t bib_vm_profile_row(const bib_vm_t *vm, uint32_t index, bib_profile_row_t *row);
 /* Writes the profile of the last run as a table (json == 0) or one JSON
  * object (spec/cli.md gives both formats). */
-bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json);
+BIB_API bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json);
+/* The same text as a string in *text, the caller's to bib_free. */
+BIB_API bib_status_t bib_vm_profile_report(const bib_vm_t *vm, int json, char **text);
 
 /* ==== end of debugging and profiling ===================================== */
 
 /* ---- build features ---------------------------------------------------- */
 
 /* One line describing the build: version, SIMD level, executors compiled in. */
-const char *bib_build_info(void);
+BIB_API const char *bib_build_info(void);
 
 /* What this machine offers BIB, for `bib info`: the CPU (model, cores, memory,
  * SIMD features and the kernel level chosen), every Vulkan device and CUDA
@@ -493,7 +569,7 @@ const char *bib_build_info(void);
  * (calibrating once if no cached measurement exists). options selects
  * threads and device (may be NULL). json: one JSON object instead of text.
  * *report is the caller's to bib_free. */
-bib_status_t bib_info_report(const bib_options_t *options, int json, char **report);
+BIB_API bib_status_t bib_info_report(const bib_options_t *options, int json, char **report);
 
 #ifdef __cplusplus
 }

@@ -53,18 +53,6 @@ void bib_free(void *ptr) {
     free(ptr);
 }
 
-void bib_options_init(bib_options_t *options) {
-    if (options == NULL)
-        return;
-    memset(options, 0, sizeof *options);
-    options->max_memory = BIB_MEMORY_CAP_DEFAULT;
-    options->fuel = 0;
-    options->max_call_depth = BIB_CALL_DEPTH_DEFAULT;
-    options->trace_format = BIB_TRACE_OFF;
-    options->trace = NULL;
-    options->backend = NULL;
-}
-
 /* ---- errors --------------------------------------------------------------- */
 
 bib_status_t bib_vm_failv(bib_vm_t *vm, bib_status_t status, const char *format, va_list ap) {
@@ -125,10 +113,8 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
         return BIB_E_USAGE;
     *out = NULL;
     bib_options_t opt;
-    if (options != NULL)
-        opt = *options;
-    else
-        bib_options_init(&opt);
+    if (bib_options_take(options, &opt) != BIB_OK)
+        return BIB_E_USAGE;
     if (opt.trace_format != BIB_TRACE_OFF && opt.trace_format != BIB_TRACE_TEXT &&
         opt.trace_format != BIB_TRACE_JSON)
         return BIB_E_USAGE;
@@ -161,6 +147,17 @@ bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out) {
         vm->options.allow_hosts = vm->allow_hosts;
     }
     vm->trace = opt.trace != NULL ? opt.trace : stderr;
+    if (opt.trace_write != NULL) {
+        vm->trace_owned = bib_stream_open(opt.trace_write, opt.trace_user, 1);
+        if (vm->trace_owned == NULL) {
+            free(vm->backend_name);
+            free(vm->device_name);
+            free(vm->allow_hosts);
+            free(vm);
+            return BIB_E_NOMEM;
+        }
+        vm->trace = vm->trace_owned;
+    }
     bib_blocks_init(&vm->blocks, BIB_BLOCK_SIZE_DEFAULT, opt.max_memory);
     bib_arena_init(&vm->load_arena, &vm->blocks);
     bib_arena_init(&vm->run_arena, &vm->blocks);
@@ -212,6 +209,10 @@ void bib_vm_destroy(bib_vm_t *vm) {
     free(vm->backend_name);
     free(vm->device_name);
     free(vm->allow_hosts);
+    if (vm->trace_owned != NULL)
+        fclose(vm->trace_owned);
+    if (vm->output_owned != NULL)
+        fclose(vm->output_owned);
     free(vm);
 }
 
@@ -851,6 +852,26 @@ bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out) {
         if (st != BIB_OK)
             return st;
     }
+    return BIB_OK;
+}
+
+bib_status_t bib_vm_register_output(bib_vm_t *vm, bib_write_fn write, void *user) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (write == NULL)
+        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_register_output: write is NULL");
+    FILE *f = bib_stream_open(write, user, 0);
+    if (f == NULL)
+        return bib_vm_fail(vm, BIB_E_NOMEM, "bib_vm_register_output: host out of memory");
+    bib_status_t st = bib_vm_register_stdio(vm, f);
+    if (st != BIB_OK) {
+        fclose(f);
+        return st;
+    }
+    /* The registry now points at the new stream; an earlier one is unused. */
+    if (vm->output_owned != NULL)
+        fclose(vm->output_owned);
+    vm->output_owned = f;
     return BIB_OK;
 }
 

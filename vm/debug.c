@@ -311,3 +311,25 @@ bib_status_t bib_vm_set_trace(bib_vm_t *vm, bib_trace_format_t format, FILE *out
         vm->trace = out;
     return BIB_OK;
 }
+
+bib_status_t bib_vm_set_trace_writer(bib_vm_t *vm, bib_trace_format_t format, bib_write_fn write,
+                                     void *user) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    FILE *f = NULL;
+    if (write != NULL) {
+        f = bib_stream_open(write, user, 1);
+        if (f == NULL)
+            return bib_vm_fail(vm, BIB_E_NOMEM, "bib_vm_set_trace_writer: host out of memory");
+    }
+    bib_status_t st = bib_vm_set_trace(vm, format, f != NULL ? f : stderr);
+    if (st != BIB_OK) {
+        if (f != NULL)
+            fclose(f);
+        return st;
+    }
+    if (vm->trace_owned != NULL)
+        fclose(vm->trace_owned);
+    vm->trace_owned = f;
+    return BIB_OK;
+}

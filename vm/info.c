@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "vm/placement.h"
+#include "vm/vm.h"
 
 #define INFO_MAX_DEVICES 8
 
@@ -199,10 +200,8 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
         return BIB_E_USAGE;
     *report = NULL;
     bib_options_t o;
-    if (options != NULL)
-        o = *options;
-    else
-        bib_options_init(&o);
+    if (bib_options_take(options, &o) != BIB_OK)
+        return BIB_E_USAGE;
 
     /* CPU facts. */
     char model[256];

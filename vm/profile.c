@@ -494,3 +494,25 @@ bib_status_t bib_vm_profile_write(const bib_vm_t *vm, FILE *out, int json) {
     }
     return BIB_OK;
 }
+
+bib_status_t bib_vm_profile_report(const bib_vm_t *vm, int json, char **text) {
+    if (text == NULL)
+        return BIB_E_USAGE;
+    *text = NULL;
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL)
+        return bib_vm_fail((bib_vm_t *)vm, BIB_E_NOMEM, "profile report: host out of memory");
+    bib_status_t st = bib_vm_profile_write(vm, f, json);
+    if (fclose(f) != 0 && st == BIB_OK)
+        st = bib_vm_fail((bib_vm_t *)vm, BIB_E_NOMEM, "profile report: host out of memory");
+    if (st != BIB_OK) {
+        free(buf);
+        return st;
+    }
+    *text = buf;
+    return BIB_OK;
+}

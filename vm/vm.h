@@ -187,6 +187,8 @@ typedef struct bib_host_entry {
 struct bib_vm {
     bib_options_t options; /* defaults resolved: no zero means "default" left */
     FILE *trace;           /* where trace lines go */
+    FILE *trace_owned;     /* a bib_write_fn stream for the trace, closed with the VM */
+    FILE *output_owned;    /* a bib_write_fn stream for print_*, closed with the VM */
 
     bib_blocks_t blocks;    /* the memory cap and the blocks */
     bib_arena_t load_arena; /* decoded program: reset on every load */
@@ -244,6 +246,12 @@ struct bib_vm {
 /* ---- api.c -------------------------------------------------------------- */
 
 /* Sets the VM's error text (printf-style) and returns status. */
+/* options.c: *out = in's fields within in->size, defaults for the rest
+   (in NULL: all defaults); BIB_E_USAGE for a size this library does not know. */
+bib_status_t bib_options_take(const bib_options_t *in, bib_options_t *out);
+/* options.c: a FILE whose bytes go to write(user, ...); closing it frees it. */
+FILE *bib_stream_open(bib_write_fn write, void *user, int line_buffered);
+
 bib_status_t bib_vm_fail(bib_vm_t *vm, bib_status_t status, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

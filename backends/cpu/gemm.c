@@ -7,10 +7,13 @@
  * threads or tiles; a K block leaves its exact fp32 accumulators in C and the
  * next K block reloads them, so every output is one unbroken fma chain over k
  * ascending, as the reference computes it. Micro-kernels live in
- * gemm_<level>.c. */
+ * gemm_<level>.c, one per row count, so a short M costs its own rows only;
+ * a single row (GEMV) has its own kernel that streams B. Packing buffers are
+ * kept per thread between calls. */
 #include "backends/cpu/gemm.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -56,21 +59,19 @@ void bib_gemm_f32_reference(const bib_gemm_t *g) {
 
 /* ---- packing ------------------------------------------------------------ */
 
-/* A[i0 .. i0+mc)[p0 .. p0+kc) into ceil(mc/mr) panels of [kc][mr], rows past
- * mc zero (their outputs are computed and dropped). */
+/* A[i0 .. i0+mc)[p0 .. p0+kc) into panels of [kc][rows]: mr rows each, the
+ * last one the rows that are left (its kernel runs that many rows). */
 static void pack_a(const bib_gemm_t *g, size_t i0, size_t mc, size_t p0, size_t kc, uint32_t mr,
                    float *restrict out) {
+    const float *src[BIB_GEMM_MAX_MR];
     for (size_t ir = 0; ir < mc; ir += mr) {
         size_t rows = mc - ir < mr ? mc - ir : mr;
-        for (size_t r = 0; r < rows; r++) {
-            const float *restrict src = g->a + (i0 + ir + r) * g->lda + p0;
-            for (size_t p = 0; p < kc; p++)
-                out[p * mr + r] = src[p];
-        }
-        for (size_t r = rows; r < mr; r++)
-            for (size_t p = 0; p < kc; p++)
-                out[p * mr + r] = 0.0f;
-        out += kc * mr;
+        for (size_t r = 0; r < rows; r++)
+            src[r] = g->a + (i0 + ir + r) * g->lda + p0;
+        for (size_t p = 0; p < kc; p++)
+            for (size_t r = 0; r < rows; r++)
+                out[p * rows + r] = src[r][p];
+        out += kc * rows;
     }
 }
 
@@ -82,9 +83,16 @@ static void pack_b(const bib_gemm_t *g, size_t p0, size_t kc, size_t j0, size_t 
     if (!g->b_transposed) {
         for (size_t p = 0; p < kc; p++) {
             const float *restrict src = g->b + (p0 + p) * g->ldb + j0;
-            for (size_t q = 0; q < panels; q++) {
+            size_t full = nc / nr;
+            if (nr == 32) /* a constant size, so the copy is inlined */
+                for (size_t q = 0; q < full; q++)
+                    memcpy(out + q * kc * nr + p * nr, src + q * nr, 32 * sizeof(float));
+            else
+                for (size_t q = 0; q < full; q++)
+                    memcpy(out + q * kc * nr + p * nr, src + q * nr, nr * sizeof(float));
+            for (size_t q = full; q < panels; q++) {
                 float *restrict dst = out + q * kc * nr + p * nr;
-                size_t cols = nc - q * nr < nr ? nc - q * nr : nr;
+                size_t cols = nc - q * nr;
                 memcpy(dst, src + q * nr, cols * sizeof(float));
                 for (size_t j = cols; j < nr; j++)
                     dst[j] = 0.0f;
@@ -106,6 +114,55 @@ static void pack_b(const bib_gemm_t *g, size_t p0, size_t kc, size_t j0, size_t 
     }
 }
 
+/* ---- per-thread scratch -------------------------------------------------- */
+
+/* Packing buffers are kept by each thread from one call to the next (grown
+ * when a call needs more, freed when the thread ends), so a steady stream of
+ * GEMMs allocates and page-faults nothing. */
+typedef struct scratch_cache {
+    float *base;
+    size_t floats;
+} scratch_cache_t;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+static _Thread_local scratch_cache_t *scratch_mine; /* also keeps it reachable */
+
+static void scratch_free(void *p) {
+    scratch_cache_t *cache = p;
+    mi_free(cache->base);
+    mi_free(cache);
+}
+
+static void scratch_key_init(void) {
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static float *scratch_get(size_t floats) {
+    pthread_once(&scratch_once, scratch_key_init);
+    scratch_cache_t *cache = scratch_mine;
+    if (cache == NULL) {
+        if (!scratch_key_ok)
+            return NULL;
+        cache = mi_zalloc(sizeof *cache);
+        if (cache == NULL || pthread_setspecific(scratch_key, cache) != 0) {
+            mi_free(cache);
+            return NULL;
+        }
+        scratch_mine = cache;
+    }
+    if (cache->floats < floats) {
+        mi_free(cache->base);
+        cache->floats = 0;
+        cache->base = mi_malloc_aligned(floats * sizeof(float), ALIGN);
+        if (cache->base == NULL)
+            return NULL;
+        cache->floats = floats;
+    }
+    return cache->base;
+}
+
 /* ---- blocked driver ------------------------------------------------------ */
 
 typedef struct scratch {
@@ -115,21 +172,40 @@ typedef struct scratch {
     float *bias; /* nr padded bias for edge tiles */
 } scratch_t;
 
-static float *scratch_alloc(const bib_gemm_kernel_t *kd, scratch_t *s) {
-    size_t kc = kd->kc, mc = (kd->mc + kd->mr - 1) / kd->mr * kd->mr;
-    size_t nc = (kd->nc + kd->nr - 1) / kd->nr * kd->nr;
-    size_t total = mc * kc + kc * nc + (size_t)kd->mr * kd->nr + kd->nr;
-    float *base = mi_malloc_aligned(total * sizeof(float), ALIGN);
-    if (base == NULL)
-        return NULL;
-    s->a = base;
-    s->b = s->a + mc * kc;
-    s->tile = s->b + kc * nc;
-    s->bias = s->tile + (size_t)kd->mr * kd->nr;
-    return base;
+static size_t round_up(size_t x, size_t to) {
+    return (x + to - 1) / to * to;
 }
 
-/* An mr x nr tile that sticks out of C: run the kernel on a private tile and
+/* K blocks of at most kc, as even as they come (512 is 256 + 256, not
+ * 384 + 128: a short block pays a whole reload of C for little work). Only
+ * where the chain pauses changes, never its order. */
+static size_t k_block(size_t k, size_t kc) {
+    size_t blocks = (k + kc - 1) / kc;
+    return blocks <= 1 ? (k > 0 ? k : 1) : (k + blocks - 1) / blocks;
+}
+
+/* Scratch for a thread computing C[m0, m1) x [n0, n1). */
+static bool scratch_for(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, size_t rows, size_t cols,
+                        scratch_t *s) {
+    size_t kc = k_block(g->k, kd->kc);
+    if (kc == 0)
+        kc = 1;
+    size_t mc = rows < kd->mc ? rows : kd->mc;
+    size_t nc = round_up(cols < kd->nc ? cols : kd->nc, kd->nr);
+    size_t fa = round_up(mc * kc, ALIGN / sizeof(float));
+    size_t fb = round_up(kc * nc, ALIGN / sizeof(float));
+    size_t ft = (size_t)kd->mr * kd->nr;
+    float *base = scratch_get(fa + fb + ft + kd->nr);
+    if (base == NULL)
+        return false;
+    s->a = base;
+    s->b = s->a + fa;
+    s->tile = s->b + fb;
+    s->bias = s->tile + ft;
+    return true;
+}
+
+/* A rows x cols tile with cols < nr: run the kernel on a private tile and
  * copy the part that exists. Same chain per output, so the same bits. */
 static void edge_tile(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t *s, size_t kc,
                       const float *ap, const float *bp, size_t ldbp, float *c, size_t rows,
@@ -144,23 +220,34 @@ static void edge_tile(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_
         memset(s->bias + cols, 0, (nr - cols) * sizeof(float));
         tile_bias = s->bias;
     }
-    kd->kernel(kc, ap, bp, ldbp, s->tile, nr, flags, tile_bias);
+    kd->kernels[rows](kc, ap, bp, ldbp, s->tile, nr, flags, tile_bias);
     for (size_t r = 0; r < rows; r++)
         memcpy(c + r * g->ldc, s->tile + r * nr, cols * sizeof(float));
 }
 
-/* C[m0, m1) x [n0, n1) on the calling thread. */
+/* Up to this many rows per thread, B is read in place instead of packed: each
+ * panel of it then serves too few tiles to pay for the copy. */
+#define DIRECT_B_MAX_ROWS 128
+
+/* C[m0, m1) x [n0, n1) on the calling thread (BLIS order: jc, pc, ic, jr, ir). */
 static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t *s, size_t m0,
                     size_t m1, size_t n0, size_t n1) {
     const uint32_t mr = kd->mr, nr = kd->nr;
-    /* With few rows, each B panel serves few tiles: read B in place rather
-     * than pay a full copy of it (full panels only; the edge is packed). */
-    const bool direct_b = !g->b_transposed && m1 - m0 <= 4 * (size_t)mr;
+    if (m1 - m0 == 1 && kd->gemv != NULL && !g->b_transposed) {
+        float *c = g->c + m0 * g->ldc + n0;
+        kd->gemv(n1 - n0, g->k, g->a + m0 * g->lda, g->b + n0, g->ldb, c,
+                 g->bias != NULL ? g->bias + n0 : NULL);
+        if (g->post != NULL)
+            g->post(c, n1 - n0, g->post_ctx);
+        return;
+    }
+    const bool direct_b = !g->b_transposed && m1 - m0 <= DIRECT_B_MAX_ROWS;
+    const size_t kblock = k_block(g->k, kd->kc);
     for (size_t jc = n0; jc < n1; jc += kd->nc) {
         size_t nc = n1 - jc < kd->nc ? n1 - jc : kd->nc;
         size_t p0 = 0;
         do {
-            size_t kc = g->k - p0 < kd->kc ? g->k - p0 : kd->kc;
+            size_t kc = g->k - p0 < kblock ? g->k - p0 : kblock;
             unsigned flags = (p0 > 0 ? BIB_GEMM_KERNEL_ACCUMULATE : 0) |
                              (p0 + kc == g->k ? BIB_GEMM_KERNEL_FINISH : 0);
             if (!direct_b)
@@ -185,8 +272,8 @@ static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t 
                         size_t rows = mc - ir < mr ? mc - ir : mr;
                         const float *ap = s->a + ir * kc;
                         float *c = g->c + (ic + ir) * g->ldc + jc + jr;
-                        if (rows == mr && cols == nr)
-                            kd->kernel(kc, ap, bp, ldbp, c, g->ldc, flags, bias);
+                        if (cols == nr)
+                            kd->kernels[rows](kc, ap, bp, ldbp, c, g->ldc, flags, bias);
                         else
                             edge_tile(g, kd, s, kc, ap, bp, ldbp, c, rows, cols, flags, bias);
                     }
@@ -224,13 +311,25 @@ static void run_chunk(void *ctx, size_t begin, size_t end, uint32_t chunk) {
         m1 = end * job->kd->mr < g->m ? end * job->kd->mr : g->m;
     }
     scratch_t s;
-    float *base = scratch_alloc(job->kd, &s);
-    if (base == NULL) {
+    if (!scratch_for(g, job->kd, m1 - m0, n1 - n0, &s)) {
         atomic_store(&job->out_of_memory, true);
         return;
     }
     blocked(g, job->kd, &s, m0, m1, n0, n1);
-    mi_free(base);
+}
+
+/* How evenly cutting `len` into units of `unit` spreads it over `threads`
+ * (the pool's fixed cut): the mean share over the largest, 1 when even. */
+static double balance(size_t len, size_t unit, uint32_t threads) {
+    size_t units = (len + unit - 1) / unit, largest = 0;
+    for (uint32_t i = 0; i < threads; i++) {
+        size_t begin, end;
+        bib_threadpool_chunk(units, 1, threads, i, &begin, &end);
+        size_t share =
+            (end * unit < len ? end * unit : len) - (begin * unit < len ? begin * unit : len);
+        largest = share > largest ? share : largest;
+    }
+    return largest == 0 ? 0.0 : (double)len / threads / (double)largest;
 }
 
 /* Below this many multiply-adds a second thread costs more than it saves. */
@@ -256,7 +355,10 @@ bib_status_t bib_gemm_f32(bib_threadpool_t *pool, bib_cpu_level_t level, const b
     }
     size_t panels_m = (g->m + job.kd->mr - 1) / job.kd->mr;
     size_t panels_n = (g->n + job.kd->nr - 1) / job.kd->nr;
-    job.split_n = panels_n >= panels_m;
+    /* Rows or columns, whichever spreads the work more evenly over the
+     * threads (rows on a near tie: each thread then packs only its own A). */
+    uint32_t threads = bib_threadpool_size(pool);
+    job.split_n = balance(g->n, job.kd->nr, threads) > balance(g->m, job.kd->mr, threads) + 0.02;
     bib_threadpool_parallel_for(pool, job.split_n ? panels_n : panels_m, 1, run_chunk, &job);
     return atomic_load(&job.out_of_memory) ? BIB_E_NOMEM : BIB_OK;
 }

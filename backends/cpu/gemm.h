@@ -66,8 +66,9 @@ bib_status_t bib_gemm_f32(bib_threadpool_t *pool, bib_cpu_level_t level, const b
 void bib_gemm_f32_reference(const bib_gemm_t *g);
 
 /* ---- internal: the per-level micro-kernels (gemm_avx2.c, gemm_avx512.c) ----
- * A kernel computes one full mr x nr tile of C from packed panels:
- *   ap: [kc][mr] (A rows of the tile, k-major), bp: [kc] rows of nr floats,
+ * A kernel computes one rows x nr tile of C (rows = its index in `kernels`,
+ * 1 .. mr) from packed panels:
+ *   ap: [kc][rows] (A rows of the tile, k-major), bp: [kc] rows of nr floats,
  *   row p at bp + p*ldbp (ldbp == nr for a packed panel).
  * flags: BIB_GEMM_KERNEL_ACCUMULATE starts from the tile's current C values
  * (the previous K block's exact accumulators) instead of +0; BIB_GEMM_KERNEL_FINISH
@@ -80,11 +81,20 @@ enum {
 typedef void (*bib_gemm_kernel_fn)(size_t kc, const float *ap, const float *bp, size_t ldbp,
                                    float *c, size_t ldc, unsigned flags, const float *bias);
 
+/* One output row, B not transposed and read in place: c[0, n) = a[0, k) .
+ * B[k][n] (b[p*ldb + j]), then bias[0, n) (when non-NULL) and NaN
+ * canonicalisation, the same chains as the tiles. */
+typedef void (*bib_gemm_gemv_fn)(size_t n, size_t k, const float *a, const float *b, size_t ldb,
+                                 float *c, const float *bias);
+
+#define BIB_GEMM_MAX_MR 14
+
 typedef struct bib_gemm_kernel {
     const char *name;
     uint32_t mr, nr;     /* register tile */
-    uint32_t kc, mc, nc; /* cache blocks: kc for L1, mc rows of packed A, nc columns of packed B */
-    bib_gemm_kernel_fn kernel;
+    uint32_t kc, mc, nc; /* cache blocks: kc x nr of B in L1, mc x kc of A in L2, kc x nc of B */
+    bib_gemm_kernel_fn kernels[BIB_GEMM_MAX_MR + 1]; /* [rows], rows = 1 .. mr */
+    bib_gemm_gemv_fn gemv;                           /* nullable: rows of one use the tiles */
 } bib_gemm_kernel_t;
 
 extern const bib_gemm_kernel_t bib_gemm_kernel_avx2;

@@ -183,14 +183,17 @@ static void require_level(bib_cpu_level_t level) {
 }
 
 /* Shapes around every tile and block edge of both kernels (mr 6/14, nr
- * 16/32, kc 256, mc 144/336, nc 512/1024), plus the direct-B path (few rows). */
+ * 16/32, kc 256/384, mc 144/336, nc 1024/4096), plus the direct-B path (up
+ * to 128 rows a thread) on both sides of its edge. */
 static const problem_t shapes[] = {
     {.m = 1, .n = 1, .k = 1},       {.m = 7, .n = 7, .k = 7},      {.m = 33, .n = 33, .k = 33},
     {.m = 1, .n = 100, .k = 300},   {.m = 100, .n = 1, .k = 300},  {.m = 14, .n = 32, .k = 256},
     {.m = 15, .n = 33, .k = 257},   {.m = 6, .n = 16, .k = 5},     {.m = 5, .n = 300, .k = 17},
     {.m = 300, .n = 5, .k = 600},   {.m = 57, .n = 1100, .k = 40}, {.m = 337, .n = 513, .k = 520},
     {.m = 1023, .n = 130, .k = 65}, {.m = 29, .n = 70, .k = 0},    {.m = 64, .n = 64, .k = 1},
-    {.m = 56, .n = 96, .k = 300},
+    {.m = 56, .n = 96, .k = 300},   {.m = 128, .n = 70, .k = 385}, {.m = 129, .n = 70, .k = 769},
+    {.m = 337, .n = 40, .k = 385},  {.m = 3, .n = 4100, .k = 5},   {.m = 2, .n = 4127, .k = 131},
+    {.m = 1, .n = 4130, .k = 17},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -211,6 +214,16 @@ Test(gemm, avx2_matches_reference_on_edge_shapes) {
 Test(gemm, avx512_matches_reference_on_edge_shapes) {
     require_level(BIB_CPU_LEVEL_AVX512);
     check_shapes(BIB_CPU_LEVEL_AVX512);
+}
+
+/* Every row count a kernel has (1 .. 14, so 1 .. 29 covers two full tiles
+ * and every remainder), across a K block edge. */
+Test(gemm, every_row_count_matches_reference) {
+    for (size_t m = 1; m <= 29; m++) {
+        problem_t p = {.m = m, .n = 45, .k = 390};
+        for (int level = BIB_CPU_LEVEL_SCALAR; level <= (int)best_level(); level++)
+            check_level(&p, (bib_cpu_level_t)level, 500 + m);
+    }
 }
 
 static void check_all_levels(const problem_t *p, uint64_t seed) {
@@ -247,9 +260,9 @@ Test(gemm, leading_dimensions_wider_than_rows_are_respected) {
 
 Test(gemm, bias_is_added_once_after_the_chain) {
     const problem_t ps[] = {
-        {.m = 33, .n = 47, .k = 300, .bias = true},
-        {.m = 2, .n = 65, .k = 9, .bias = true},
-        {.m = 19, .n = 23, .k = 0, .bias = true},
+        {.m = 33, .n = 47, .k = 300, .bias = true}, {.m = 2, .n = 65, .k = 9, .bias = true},
+        {.m = 19, .n = 23, .k = 0, .bias = true},   {.m = 1, .n = 2100, .k = 21, .bias = true},
+        {.m = 1, .n = 37, .k = 0, .bias = true},
     };
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         check_all_levels(&ps[i], 500 + i);
@@ -260,6 +273,7 @@ Test(gemm, special_values_match_reference_bits) {
         {.m = 31, .n = 77, .k = 40, .special = true},
         {.m = 100, .n = 130, .k = 270, .special = true, .bias = true},
         {.m = 4, .n = 33, .k = 20, .special = true, .b_transposed = true},
+        {.m = 1, .n = 2077, .k = 19, .special = true, .bias = true},
     };
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         check_all_levels(&ps[i], 600 + i);

@@ -950,7 +950,9 @@ Test(trace, untraced_run_writes_nothing_to_the_trace_stream) {
 
 Test(api, build_info_names_version_simd_and_executors) {
     const char *info = bib_build_info();
-    cr_assert_eq(strncmp(info, "bib 0.1.0 (simd: ", 17), 0, "%s", info);
+    cr_assert_eq(strncmp(info, "bib " BIB_VERSION_STRING " (simd: ",
+                         strlen("bib " BIB_VERSION_STRING " (simd: ")),
+                 0, "%s", info);
     cr_assert_not_null(strstr(info, "executors: cpu"), "%s", info);
     cr_assert_not_null(strstr(info, BIB_EXECUTORS ")"), "%s", info);
 }
