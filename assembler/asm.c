@@ -364,6 +364,7 @@ typedef struct asm_state {
     uint32_t *pc_stmt; /* the statement of each emitted instruction, by pc */
     uint32_t pc_count, pc_cap;
     int nodebug;
+    int strip; /* bib asm --strip: no debug section, no label names */
     int source_set;
     char *source_name;
     const char *default_source; /* the file name given, or NULL */
@@ -2805,8 +2806,10 @@ static void pass2(pass2_t *p) {
                 span_t l = a->spans[s->label_first + i];
                 char *name = parse_name(a, si, l, "label");
                 sym_t *sym = name ? sym_find(&a->syms, name, SYM_CODE, p->func + 1) : NULL;
-                if (sym != NULL && sym->stmt == si)
+                if (sym != NULL && sym->stmt == si) {
                     bib_builder_bind(p->b, code_label_id(p, sym));
+                    bib_builder_label_name(p->b, name);
+                }
                 free(name);
             }
         }
@@ -3085,6 +3088,8 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
         bib_builder_entry(b, entry);
     if (a->nodebug)
         bib_builder_nodebug(b);
+    if (a->strip)
+        bib_builder_strip(b);
     bib_builder_source(b, a->source_set ? a->source_name : a->default_source);
     bib_builder_memory(b, a->memory_stmt != ASM_NONE ? a->memory_size : a->data_size);
     if (a->data_size > 0)
@@ -3106,7 +3111,7 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
 }
 
 static bib_status_t assemble_text(const char *source, size_t length, const char *filename,
-                                  int deny_device_code, uint64_t max_size, uint8_t **out,
+                                  int deny_device_code, int strip, uint64_t max_size, uint8_t **out,
                                   size_t *size, char **diagnostics) {
     if (out != NULL)
         *out = NULL;
@@ -3124,6 +3129,7 @@ static bib_status_t assemble_text(const char *source, size_t length, const char 
     a.entry_stmt = ASM_NONE;
     a.tensors_stmt = ASM_NONE;
     a.deny_device_code = deny_device_code;
+    a.strip = strip;
     a.max_size = max_size ? max_size : BIB_FILE_SIZE_CAP_DEFAULT;
 
     /* Literals must read the same under any locale the embedder set. */
@@ -3144,17 +3150,23 @@ static bib_status_t assemble_text(const char *source, size_t length, const char 
 
 bib_status_t bib_assemble(const char *source, size_t length, const char *filename, uint8_t **out,
                           size_t *size, char **diagnostics) {
-    return assemble_text(source, length, filename, 0, 0, out, size, diagnostics);
+    return assemble_text(source, length, filename, 0, 0, 0, out, size, diagnostics);
 }
 
 bib_status_t bib_assemble_capped(const char *source, size_t length, const char *filename,
                                  uint64_t max_size, uint8_t **out, size_t *size,
                                  char **diagnostics) {
-    return assemble_text(source, length, filename, 0, max_size, out, size, diagnostics);
+    return assemble_text(source, length, filename, 0, 0, max_size, out, size, diagnostics);
+}
+
+bib_status_t bib_assemble_stripped(const char *source, size_t length, const char *filename,
+                                   uint64_t max_size, uint8_t **out, size_t *size,
+                                   char **diagnostics) {
+    return assemble_text(source, length, filename, 0, 1, max_size, out, size, diagnostics);
 }
 
 bib_status_t bib_assemble_without_device_code(const char *source, size_t length,
                                               const char *filename, uint64_t max_size,
                                               uint8_t **out, size_t *size, char **diagnostics) {
-    return assemble_text(source, length, filename, 1, max_size, out, size, diagnostics);
+    return assemble_text(source, length, filename, 1, 0, max_size, out, size, diagnostics);
 }

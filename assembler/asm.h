@@ -25,6 +25,19 @@ void bib_builder_entry(bib_builder_t *b, uint32_t func);
    bib_builder_line were called. */
 void bib_builder_nodebug(bib_builder_t *b);
 
+/* Leaves out the debug section and the label names: `bib asm --strip`. */
+void bib_builder_strip(bib_builder_t *b);
+
+/* Names the code label bound here (at the next instruction of the function
+   being built), for the module's labels section and the disassembler. */
+void bib_builder_label_name(bib_builder_t *b, const char *name);
+
+/* bib_assemble_capped without the source name, line numbers and label names
+   (bib asm --strip). */
+bib_status_t bib_assemble_stripped(const char *source, size_t length, const char *filename,
+                                   uint64_t max_size, uint8_t **out, size_t *size,
+                                   char **diagnostics);
+
 /* Like bib_builder_finish, but hands back the verified module as well as its
    bytes (either out-pointer may be NULL). The caller releases *module with
    bib_module_free and *out with bib_free. */

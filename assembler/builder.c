@@ -13,6 +13,7 @@
 #include "assembler/asm.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,12 @@ typedef struct builder_label {
     uint32_t func;  /* BUILDER_NONE until bound */
     uint32_t index; /* instruction index inside func */
 } builder_label_t;
+
+/* A code label's name, where it was given (bib_builder_label_name). */
+typedef struct builder_name {
+    uint32_t func, index;
+    char *name;
+} builder_name_t;
 
 struct bib_builder {
     char error[512];
@@ -58,6 +65,9 @@ struct bib_builder {
     char *source_name;
     int debug;   /* source or line was set: write a debug section */
     int nodebug; /* ... unless told not to */
+    int strip;   /* no debug section and no label names */
+    builder_name_t *names;
+    uint32_t name_count, name_cap;
     uint32_t line;
 
     uint32_t entry;
@@ -144,6 +154,9 @@ void bib_builder_destroy(bib_builder_t *b) {
     }
     free(b->funcs);
     free(b->labels);
+    for (uint32_t i = 0; i < b->name_count; i++)
+        free(b->names[i].name);
+    free(b->names);
     for (uint32_t i = 0; i < b->import_count; i++)
         free(b->imports[i]);
     free(b->imports);
@@ -252,6 +265,63 @@ void bib_builder_line(bib_builder_t *b, uint32_t line) {
 
 void bib_builder_nodebug(bib_builder_t *b) {
     b->nodebug = 1;
+}
+
+void bib_builder_strip(bib_builder_t *b) {
+    b->nodebug = 1;
+    b->strip = 1;
+}
+
+void bib_builder_label_name(bib_builder_t *b, const char *name) {
+    if (b->current == BUILDER_NONE || name == NULL || name[0] == '\0')
+        return;
+    if (!grow((void **)&b->names, &b->name_cap, (uint64_t)b->name_count + 1, sizeof *b->names) ||
+        (b->names[b->name_count].name = copy_string(name)) == NULL) {
+        fail(b, BIB_E_NOMEM, "out of memory naming label '%s'", name);
+        return;
+    }
+    b->names[b->name_count].func = b->current;
+    b->names[b->name_count].index = b->funcs[b->current].count;
+    b->name_count++;
+}
+
+static int compare_labels(const void *x, const void *y) {
+    const bib_label_t *a = x, *b = y;
+    if (a->pc != b->pc)
+        return a->pc < b->pc ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* The label names, as absolute pcs in the module's one order. A name past
+   its function's last instruction marks no pc and is left out, as is one
+   the disassembler would give (L<number>). */
+static bool place_label_names(const bib_builder_t *b, bib_module_t *m) {
+    if (b->strip || b->name_count == 0)
+        return true;
+    m->labels = calloc(b->name_count, sizeof *m->labels);
+    if (m->labels == NULL)
+        return false;
+    for (uint32_t i = 0; i < b->name_count; i++) {
+        const builder_name_t *n = &b->names[i];
+        const bib_function_t *f = &m->funcs[n->func];
+        const char *p = n->name + 1;
+        while (n->name[0] == 'L' && *p >= '0' && *p <= '9')
+            p++;
+        if (n->index >= f->count || (n->name[0] == 'L' && p > n->name + 1 && *p == '\0'))
+            continue;
+        bib_label_t *l = &m->labels[m->label_count];
+        if ((l->name = copy_string(n->name)) == NULL)
+            return false;
+        l->pc = f->entry + n->index;
+        m->label_count++;
+    }
+    if (m->label_count == 0) {
+        free(m->labels);
+        m->labels = NULL;
+        return true;
+    }
+    qsort(m->labels, m->label_count, sizeof *m->labels, compare_labels);
+    return true;
 }
 
 void bib_builder_entry(bib_builder_t *b, uint32_t func) {
@@ -674,6 +744,8 @@ static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
         }
     }
 
+    if (!place_label_names(b, m))
+        goto nomem;
     if (b->const_count > 0) {
         if ((m->consts = malloc(b->const_count * sizeof *m->consts)) == NULL)
             goto nomem;

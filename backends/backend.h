@@ -66,6 +66,23 @@ typedef struct bib_executor_config {
                             Neither the work nor the process is ever waited for without bound */
 } bib_executor_config_t;
 
+/* What a device is and how it computes, field by field (`bib info --json`).
+ * A string is "" and a number 0 where the executor does not know. */
+typedef struct bib_device_facts {
+    char name[256];
+    char kind[32];                /* "discrete GPU", "integrated GPU", "CPU" (lavapipe)... */
+    char fma[96];                 /* how fma is computed: "native (fused, probed)"... */
+    char denormals[96];           /* "preserved (probed)", "flushed"... */
+    char rounding[96];            /* "nearest-even (probed)"... */
+    int fp64;                     /* 1: the device computes f64 */
+    uint64_t memory_bytes;        /* device memory */
+    uint64_t max_buffer_bytes;    /* the largest buffer a tensor may take */
+    uint32_t max_workgroup;       /* threads in one workgroup (block) at most */
+    uint64_t shared_memory_bytes; /* workgroup (block) shared memory */
+    uint32_t compute_units;       /* SMs (CUDA); 0 where not reported */
+    uint32_t max_threads;         /* the CPU executor's thread cap */
+} bib_device_facts_t;
+
 /* What the host machine offers the CPU executor, for `bib info` (the
  * host_facts slot): its instruction-set features, whether the OS saves the
  * wide registers, and the kernel level the executor would run at. */
@@ -117,6 +134,10 @@ typedef struct bib_executor_ops {
     /* Optional (may be NULL): a line describing the device and its numerics
      * paths, for `bib info`. */
     const char *(*describe)(bib_executor_t *ex);
+    /* Optional (may be NULL): the same facts one by one, for `bib info
+     * --json`. */
+    void (*facts)(bib_executor_t *ex, bib_device_facts_t *out);
+
     /* Optional (NULL but for the CPU executor): the host's facts for `bib
      * info`, without starting the executor. */
     void (*host_facts)(bib_host_facts_t *facts);

@@ -245,9 +245,84 @@ static int make_dir(const char *dir) {
     return 0;
 }
 
-/* Draws DIR/chart.png: GFLOP/s per workload, one bar per executor. */
-static void chart(const char *dir, const workload_t *w, int nw, const char *const *names, int nex,
-                  result_t (*res)[MAX_EXECUTORS]) {
+/* The JSON string value that follows key in json at or after from ("" when
+   absent); escapes other than \" and \\ are kept as written. */
+static const char *json_value(const char *json, const char *from, const char *key, char *buf,
+                              size_t cap) {
+    buf[0] = '\0';
+    const char *p = strstr(from, key);
+    if (p == NULL)
+        return NULL;
+    p += strlen(key);
+    size_t n = 0;
+    for (; *p && *p != '"' && n + 1 < cap; p++) {
+        if (*p == '\\' && p[1])
+            p++;
+        buf[n++] = *p;
+    }
+    buf[n] = '\0';
+    (void)json;
+    return p;
+}
+
+/* What each executor runs on, for the chart's subtitle: "cpu: AMD EPYC (2
+   threads)", "vulkan: llvmpipe (CPU, software Vulkan)"; from bib info. */
+static void device_names(const bib_options_t *options, const char *const *names, int nex,
+                         char (*out)[160]) {
+    char *report = NULL;
+    bib_options_t o = *options;
+    o.backend = NULL;
+    bool have = bib_info_report(&o, 1, &report) == BIB_OK && report != NULL;
+    char model[128] = "", threads[64] = "";
+    if (have) {
+        json_value(report, report, "\"model\":\"", model, sizeof model);
+        const char *cpu = strstr(report, "\"cpu\":{");
+        if (cpu != NULL)
+            json_value(report, cpu, "\"executor\":\"cpu: ", threads, sizeof threads);
+    }
+    for (int e = 0; e < nex; e++) {
+        if (strcmp(names[e], "cpu") == 0) {
+            /* "avx512, 2 threads, fp32 ..." -> "2 threads" */
+            char *t = strchr(threads, ',');
+            char count[32] = "";
+            if (t != NULL)
+                snprintf(count, sizeof count, "%.*s", (int)strcspn(t + 2, ","), t + 2);
+            snprintf(out[e], sizeof out[e], "cpu: %s%s%s%s", model[0] ? model : "the CPU",
+                     count[0] ? " (" : "", count, count[0] ? ")" : "");
+            continue;
+        }
+        if (strcmp(names[e], "auto") == 0) {
+            snprintf(out[e], sizeof out[e], "auto: picks an executor per instruction");
+            continue;
+        }
+        snprintf(out[e], sizeof out[e], "%s: device not described", names[e]);
+        char key[64], name[128], kind[64];
+        snprintf(key, sizeof key, "{\"name\":\"%s\",\"devices\":[{", names[e]);
+        const char *at = have ? strstr(report, key) : NULL;
+        if (at == NULL || json_value(report, at, "\"describe\":\"", name, sizeof name) == NULL)
+            continue;
+        const char *after = strstr(at, "\"describe\":\"");
+        after = after ? strchr(after + 12, '"') : NULL;
+        /* Past the describe string: the fields name and kind follow it. */
+        const char *fields = after ? strstr(after + 1, ",\"name\":\"") : NULL;
+        if (fields == NULL)
+            continue;
+        json_value(report, fields, ",\"name\":\"", name, sizeof name);
+        json_value(report, fields, ",\"kind\":\"", kind, sizeof kind);
+        /* lavapipe and other CPU Vulkan drivers: say so, lest its bars read
+           as a GPU's. */
+        if (strcmp(names[e], "vulkan") == 0 && strcmp(kind, "CPU") == 0)
+            snprintf(kind, sizeof kind, "CPU, software Vulkan");
+        snprintf(out[e], sizeof out[e], "%s: %.90s (%s)", names[e], name, kind);
+    }
+    bib_free(report);
+}
+
+/* Draws DIR/chart.png: GFLOP/s per workload on a log axis, one bar per
+   executor with its value on it, and a subtitle naming each executor's
+   device, the machine and the date. */
+static void chart(const bib_options_t *options, const char *dir, const workload_t *w, int nw,
+                  const char *const *names, int nex, result_t (*res)[MAX_EXECUTORS]) {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         fprintf(stderr, "bib: bench: gnuplot is not installed (apt install gnuplot-nox): no "
                         "chart drawn\n");
@@ -258,7 +333,7 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
         fprintf(stderr, "bib: bench: no temporary directory for the chart: %s\n", strerror(errno));
         return;
     }
-    char dat[4200], plt[4200], png[4200], cmd[8600];
+    char dat[4200], plt[4200], png[4200], cmd[20000];
     snprintf(dat, sizeof dat, "%s/data.dat", tmp);
     snprintf(plt, sizeof plt, "%s/chart.gp", tmp);
     snprintf(png, sizeof png, "%s/chart.png", dir);
@@ -286,37 +361,84 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
     for (int e = 0; e < nex; e++)
         fprintf(f, " %s", names[e]);
     fprintf(f, "\n");
-    double top = 1.0;
+    double top = 0, bottom = 0;
     for (int i = 0; i < nw; i++) {
         fprintf(f, "%s", w[i].name);
         for (int e = 0; e < nex; e++) {
-            double gflops =
-                res[i][e].status == 0 ? w[i].flops / (res[i][e].best_ms * 1e-3) * 1e-9 : 0.0;
+            if (res[i][e].status != 0 || res[i][e].best_ms <= 0) {
+                fprintf(f, " NaN"); /* failed: no bar */
+                continue;
+            }
+            double gflops = w[i].flops / (res[i][e].best_ms * 1e-3) * 1e-9;
             top = gflops > top ? gflops : top;
-            fprintf(f, " %.4f", gflops);
+            bottom = bottom == 0 || gflops < bottom ? gflops : bottom;
+            fprintf(f, " %.6g", gflops);
         }
         fprintf(f, "\n");
     }
     fclose(f);
+    if (top <= 0)
+        top = bottom = 1;
+    /* The subtitle: each executor's device, the machine, the date. */
+    char devices[MAX_EXECUTORS][160];
+    device_names(options, names, nex, devices);
+    char subtitle[1024] = "";
+    size_t sn = 0;
+    for (int e = 0; e < nex && sn < sizeof subtitle; e++)
+        sn += (size_t)snprintf(subtitle + sn, sizeof subtitle - sn, "%s%s", e ? "\\n" : "",
+                               devices[e]);
+    char host[128] = "", date[32] = "";
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm) != NULL)
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    /* Quotes and backslashes would end or change gnuplot's string. */
+    for (char *p = subtitle; *p; p++)
+        if (*p == '"' || (*p == '\\' && p[1] != 'n'))
+            *p = ' ';
+    for (char *p = host; *p; p++)
+        if (*p == '"' || *p == '\\')
+            *p = ' ';
+    /* Log axis: the executors differ by orders of magnitude. Bars of
+       column c sit at x + (c - 2 - (nex - 1) / 2) / (nex + 1) in a
+       clustered histogram with gap 1; each value is written above its bar. */
+    int height = 560 + 18 * nex;
     fprintf(g,
-            "set terminal pngcairo size 1000,520 noenhanced font ',10'\n"
-            "set output '%s'\n"
-            "set title 'bib bench: GFLOP/s per workload (higher is better)'\n"
+            "set terminal pngcairo size 1100,%d noenhanced font ',10'\n"
+            "if (!exists('outfile')) outfile = 'chart.png'\n"
+            "if (!exists('datafile')) datafile = 'chart.dat'\n"
+            "set output outfile\n"
+            "set title \"bib bench: GFLOP/s per workload (higher is better, log scale)\\n"
+            "%s\\nmachine %s, %s\" font ',10'\n"
             "set style data histogram\nset style histogram clustered gap 1\n"
             "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-            "set ylabel 'GFLOP/s'\nset grid ytics\nset key outside top center horizontal\n"
-            "set xtics rotate by -20\nset yrange [0:%.1f]\n"
-            "plot for [c=2:%d] '%s' using c:xtic(1) title columnheader(c)\n",
-            out.tmp, top * 1.12, nex + 1, dat);
+            "set ylabel 'GFLOP/s (log scale)'\nset grid ytics mytics\n"
+            "set logscale y\nset yrange [%.6g:%.6g]\n"
+            "set key inside top left vertical box opaque\n"
+            "set lmargin 12\nset rmargin 6\nset bmargin 7\nset tmargin %d\n"
+            "set xtics rotate by 25 right nomirror\nset xrange [-0.6:%d.6]\n"
+            "n = %d\n"
+            "plot for [c=2:n+1] datafile using c:xtic(1) title columnheader(c), \\\n"
+            "     for [c=2:n+1] datafile skip 1 using ($0 + (c - 2 - (n - 1) / 2.0) / (n + "
+            "1)):(column(c) * "
+            "1.15):(sprintf('%%.3g', column(c))) with labels rotate by 90 left font ',8' "
+            "notitle\n",
+            height, subtitle, host[0] ? host : "unknown", date, bottom / 4, top * 12, 4 + nex,
+            nw - 1, nex);
     fclose(g);
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", plt);
+    /* The script and data stay beside the chart (chart.gp, chart.dat), so
+       that `cd DIR && gnuplot chart.gp` redraws it; here they are drawn from
+       the temporary folder. */
+    snprintf(cmd, sizeof cmd, "gnuplot -e \"outfile='%s'; datafile='%s'\" '%s' 2>&1", out.tmp, dat,
+             plt);
     int rc = system(cmd);
     if (rc != 0) {
         /* pngcairo is missing from some builds: the plain png terminal then. */
         snprintf(cmd, sizeof cmd,
-                 "sed -i 's/^set terminal pngcairo.*/set terminal png size 1000,520/' '%s' && "
-                 "gnuplot '%s'",
-                 plt, plt);
+                 "sed -i 's/^set terminal pngcairo.*/set terminal png size 1100,640/' '%s' && "
+                 "gnuplot -e \"outfile='%s'; datafile='%s'\" '%s'",
+                 plt, out.tmp, dat, plt);
         rc = system(cmd);
     }
     if (rc == 0) {
@@ -335,6 +457,18 @@ static void chart(const char *dir, const workload_t *w, int nw, const char *cons
         fprintf(stderr, "bib: bench: %s\n", why);
     else
         fprintf(stderr, "bib: bench: wrote %s\n", png);
+    const char *keep[2][2] = {{plt, "chart.gp"}, {dat, "chart.dat"}};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *bytes;
+        size_t size;
+        char target[4200];
+        snprintf(target, sizeof target, "%s/%s", dir, keep[k][1]);
+        if (bib_file_read(keep[k][0], 0, &bytes, &size, why, sizeof why) != BIB_OK ||
+            bib_file_write(target, bytes, size, why, sizeof why) != BIB_OK)
+            fprintf(stderr, "bib: bench: %s\n", why);
+        else
+            free(bytes);
+    }
     remove(dat);
     remove(plt);
     rmdir(tmp);
@@ -480,6 +614,189 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
         return BIB_EXIT_CANTCREATE;
     }
     fprintf(stderr, "bib: bench: wrote %s\n", path);
-    chart(dir, w, nw, names, nex, res);
+    chart(options, dir, w, nw, names, nex, res);
     return all_same ? 0 : BIB_EXIT_TESTFAIL;
+}
+
+/* ---- bib bench FILE ---------------------------------------------------------------- */
+
+/* Writes s as a JSON string. */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s) {
+    if (strpbrk(s, ",\"\n\r") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Reads every output on the host, so that work a device still has queued is
+   inside the timed run, as it is in bench's own workloads. */
+static bib_status_t read_outputs(bib_vm_t *vm) {
+    uint32_t count = bib_vm_tensor_count(vm);
+    for (uint32_t i = 0; i < count; i++) {
+        bib_tensor_info_t t;
+        if (bib_vm_tensor_info(vm, i, &t) != BIB_OK || !t.is_output)
+            continue;
+        bib_dtype_t dtype;
+        uint32_t rank, dims[BIB_MAX_RANK];
+        const void *data;
+        bib_status_t st = bib_vm_get_output(vm, t.name, &dtype, &rank, dims, &data);
+        if (st != BIB_OK)
+            return st;
+    }
+    return BIB_OK;
+}
+
+int bib_cli_bench_module(bib_vm_t *vm, const char *path, const char *backend,
+                         const bib_cli_bench_flags_t *flags) {
+    for (int i = 0; i < flags->warmup; i++) {
+        int64_t exit_value;
+        bib_status_t st = bib_vm_run(vm, &exit_value);
+        if (st == BIB_OK)
+            st = read_outputs(vm);
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: bench: %s: warmup run %d: %s\n", path, i + 1, bib_vm_error(vm));
+            return bib_cli_exit_code(st);
+        }
+    }
+    double *times = bib_cli_alloc(sizeof *times * (size_t)flags->repetitions);
+    for (int i = 0; i < flags->repetitions; i++) {
+        int64_t exit_value;
+        double t0 = now_s();
+        bib_status_t st = bib_vm_run(vm, &exit_value);
+        if (st == BIB_OK)
+            st = read_outputs(vm);
+        times[i] = (now_s() - t0) * 1e3;
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: bench: %s: run %d: %s\n", path, i + 1, bib_vm_error(vm));
+            free(times);
+            return bib_cli_exit_code(st);
+        }
+    }
+    /* The times in run order for JSON, sorted for the statistics. */
+    double *sorted = bib_cli_alloc(sizeof *sorted * (size_t)flags->repetitions);
+    memcpy(sorted, times, sizeof *sorted * (size_t)flags->repetitions);
+    qsort(sorted, (size_t)flags->repetitions, sizeof *sorted, cmp_double);
+    int n = flags->repetitions;
+    double min = sorted[0], max = sorted[n - 1];
+    double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    free(sorted);
+    /* One more run, profiled: the instrumented loop times each opcode (and is
+       slower), so it is not one of the timed runs. */
+    bib_vm_profile(vm, 1);
+    int64_t exit_value;
+    bib_status_t st = bib_vm_run(vm, &exit_value);
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: bench: %s: profiled run: %s\n", path, bib_vm_error(vm));
+        free(times);
+        return bib_cli_exit_code(st);
+    }
+    uint32_t rows = bib_vm_profile_rows(vm);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) {
+        free(times);
+        return BIB_EXIT_NOMEM;
+    }
+    if (flags->format == BIB_BENCH_JSON) {
+        fprintf(f, "{\"file\":");
+        json_string(f, path);
+        fprintf(f, ",\"backend\":");
+        json_string(f, backend);
+        fprintf(f,
+                ",\"warmup\":%d,\"repetitions\":%d,\"min_ms\":%.6f,\"median_ms\":%.6f,"
+                "\"max_ms\":%.6f,\"times_ms\":[",
+                flags->warmup, n, min, median, max);
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%s%.6f", i ? "," : "", times[i]);
+        fprintf(f, "],\"profile\":[");
+    } else if (flags->format == BIB_BENCH_CSV) {
+        fprintf(f, "kind,name,executor,count,min_ms,median_ms,max_ms,total_ms,mean_us,flops,"
+                   "bytes\n");
+        fprintf(f, "run,");
+        csv_field(f, path);
+        fprintf(f, ",");
+        csv_field(f, backend);
+        fprintf(f, ",%d,%.6f,%.6f,%.6f,,,,\n", n, min, median, max);
+    } else {
+        fprintf(f, "%s on %s: %d timed run%s after %d untimed\n\n", path, backend, n,
+                n == 1 ? "" : "s", flags->warmup);
+        fprintf(f, "| runs | min ms | median ms | max ms |\n|---:|---:|---:|---:|\n");
+        fprintf(f, "| %d | %.3f | %.3f | %.3f |\n\n", n, min, median, max);
+        fprintf(f, "Per opcode, from one more run with the profiler on (spec/cli.md, "
+                   "Profiles):\n\n");
+        fprintf(f, "| op | executor | count | total ms | mean us | GFLOP/s | GB/s |\n"
+                   "|---|---|---:|---:|---:|---:|---:|\n");
+    }
+    for (uint32_t i = 0; i < rows; i++) {
+        bib_profile_row_t r;
+        if (bib_vm_profile_row(vm, i, &r) != BIB_OK)
+            continue;
+        double mean_us = r.count ? r.seconds / (double)r.count * 1e6 : 0;
+        if (flags->format == BIB_BENCH_JSON) {
+            fprintf(f, "%s{\"op\":", i ? "," : "");
+            json_string(f, r.op);
+            fprintf(f, ",\"executor\":");
+            json_string(f, r.executor);
+            fprintf(f,
+                    ",\"count\":%llu,\"total_ms\":%.6f,\"mean_us\":%.6f,\"flops\":%llu,"
+                    "\"bytes\":%llu}",
+                    (unsigned long long)r.count, r.seconds * 1e3, mean_us,
+                    (unsigned long long)r.flops, (unsigned long long)r.bytes);
+        } else if (flags->format == BIB_BENCH_CSV) {
+            fprintf(f, "op,");
+            csv_field(f, r.op);
+            fprintf(f, ",");
+            csv_field(f, r.executor);
+            fprintf(f, ",%llu,,,,%.6f,%.6f,%llu,%llu\n", (unsigned long long)r.count,
+                    r.seconds * 1e3, mean_us, (unsigned long long)r.flops,
+                    (unsigned long long)r.bytes);
+        } else {
+            char gflops[32] = "-", gbps[32] = "-";
+            if (r.flops && r.seconds > 0)
+                snprintf(gflops, sizeof gflops, "%.3f", (double)r.flops / r.seconds * 1e-9);
+            if (r.bytes && r.seconds > 0)
+                snprintf(gbps, sizeof gbps, "%.3f", (double)r.bytes / r.seconds * 1e-9);
+            fprintf(f, "| %s | %s | %llu | %.3f | %.3f | %s | %s |\n", r.op, r.executor,
+                    (unsigned long long)r.count, r.seconds * 1e3, mean_us, gflops, gbps);
+        }
+    }
+    if (flags->format == BIB_BENCH_JSON)
+        fprintf(f, "]}\n");
+    free(times);
+    int rc = 0;
+    char why[600];
+    if (fclose(f) != 0) {
+        fprintf(stderr, "bib: bench: cannot write the report: %s\n", strerror(errno));
+        rc = BIB_EXIT_NOMEM;
+    } else if (bib_file_write(flags->output ? flags->output : "-", text, len, why, sizeof why) !=
+               BIB_OK) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        rc = BIB_EXIT_CANTCREATE;
+    }
+    free(text);
+    return rc;
 }

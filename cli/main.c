@@ -4,22 +4,28 @@
  * assembles or checks bytecode lives in the library; `bib test` lives in
  * cli/hextest.c, .npy files in cli/npy.c.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <inttypes.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "assembler/asm.h"
 #include "backends/comm.h"
+#include "backends/cpu/cpufeatures.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/npy.h"
 #include "cli/repl.h"
 #include "include/bib.h"
+#include "module/module.h"
 #include "vm/collective.h"
 #include "vm/fileio.h"
-#include "module/module.h"
+#include "vm/tensor.h"
 
 /* A --input or --output NAME=PATH pair (pointers into argv). */
 typedef struct tensor_file {
@@ -29,62 +35,6 @@ typedef struct tensor_file {
 } tensor_file_t;
 
 #define MAX_TENSOR_FILES 64
-
-static void usage(FILE *out) {
-    fprintf(
-        out,
-        "usage: bib <command> [options] [file]\n"
-        "\n"
-        "commands:\n"
-        "  run FILE          run a .bib module or a .basm source (assembled on the fly)\n"
-        "  asm FILE [-o OUT] assemble .basm source into a .bib module (default:\n"
-        "                    FILE with .basm replaced by .bib)\n"
-        "  dis FILE          disassemble a .bib module to .basm text on stdout\n"
-        "  test PATH...      run hex-program test cases (files or directories of *.hex)\n"
-        "  repl [FILE]       interactive session: type instructions, step, inspect\n"
-        "  info [--json]     describe the CPU, GPU devices, and what --backend=auto picks\n"
-        "  bench [--quick] [-o DIR]  time tensor workloads on every executor (default\n"
-        "                    DIR build/bench: results.csv, chart.png)\n"
-        "\n"
-        "options:\n"
-        "  --trace[=text|json]  print one line per executed instruction (to stderr)\n"
-        "  --profile[=json]     (run, repl) per-opcode times to stderr at exit\n"
-        "  --fuel N             bound the work: one unit per instruction, more for large\n"
-        "                       tensor opcodes (spec/cli.md); a trap when it runs out\n"
-        "  --max-memory SIZE    cap VM memory (bytes; K, M, G suffixes), default 256M\n"
-        "  --max-file-size SIZE cap on every file read (module, source, .npy, case file)\n"
-        "                       and on a module assembled, default 1G; a larger one is\n"
-        "                       refused with exit status 71\n"
-        "  --max-depth N        cap the call depth, default 10000\n"
-        "  --backend NAME       tensor executor: cpu (default), vulkan, cuda, auto\n"
-        "  --strict-device      GPU_* opcodes fail without a CUDA device (default: CPU)\n"
-        "  --device SEL         GPU device: an index or part of its name\n"
-        "  --threads N          CPU executor threads (default: one per core)\n"
-        "  --validation         GPU executors: enable validation layers\n"
-        "  --device-timeout T   the longest a wait for GPU work may take: 200ms, 5s, 1m;\n"
-        "                       past it the run traps (spec/security.md)\n"
-        "  --comm-timeout T     under mpirun: the longest one exchange between ranks may\n"
-        "                       wait, default 10m; past it every rank ends (spec/scale-out.md)\n"
-        "  --deny=device-code   refuse, at load, a module carrying Vulkan shaders or\n"
-        "                       CUDA kernels\n"
-        "  --allow-host=LIST    refuse, at load, a module importing a host function not\n"
-        "                       in LIST (NAME,NAME...; --allow-host= allows none)\n"
-        "  --input NAME=PATH    (run) give input tensor NAME from a .npy file\n"
-        "  --output NAME=PATH   (run) write output tensor NAME to a .npy file\n"
-        "  --coverage           (test) list implemented opcodes no case exercises\n"
-        "  -v, --verbose        (test) print every case, not only failures\n"
-        "  -o, --output FILE    (asm) where to write the module\n"
-        "  -h, --help           show this help\n"
-        "  -V, --version        show the version and the build's features\n"
-        "\n"
-        "exit status: the program's exit value (low 8 bits) for run; %d usage error,\n"
-        "%d bad input file (format, verify, assembly, link, load policy), %d unreadable\n"
-        "file, %d trap (--device-timeout too), %d out of memory or a file over\n"
-        "--max-file-size, %d executor unavailable, %d output not writable (every\n"
-        "output is written whole or not at all)\n",
-        BIB_EXIT_USAGE, BIB_EXIT_DATA, BIB_EXIT_NOINPUT, BIB_EXIT_TRAP, BIB_EXIT_NOMEM,
-        BIB_EXIT_UNAVAILABLE, BIB_EXIT_CANTCREATE);
-}
 
 int bib_cli_exit_code(bib_status_t status) {
     switch (status) {
@@ -393,19 +343,241 @@ static int check_run_tensors(bib_vm_t *vm, const char *path, const tensor_file_t
     return 0;
 }
 
+/* ---- printing outputs -------------------------------------------------------- */
+
+/* Tensors up to this many elements are printed whole; larger ones as their
+   shape and hash. */
+#define PRINT_MAX_ELEMENTS 256
+
+/* An f32 as numpy prints it: the fewest digits that read back as the same
+   float, and a point on integral values ("1.", "0.5", "-3e-05", "nan"). */
+static void format_f32(float x, char *buf, size_t cap) {
+    if (isnan(x)) {
+        snprintf(buf, cap, "nan");
+        return;
+    }
+    if (isinf(x)) {
+        snprintf(buf, cap, x < 0 ? "-inf" : "inf");
+        return;
+    }
+    int digits = 1;
+    for (; digits < 9; digits++) {
+        snprintf(buf, cap, "%.*g", digits, (double)x);
+        if (strtof(buf, NULL) == x)
+            break;
+    }
+    /* Positional, as numpy prints them, unless very large or small. */
+    int exponent = x == 0 ? 0 : (int)floor(log10(fabs((double)x)));
+    if (exponent > -5 && exponent < 16)
+        snprintf(buf, cap, "%.*f", digits - 1 - exponent > 0 ? digits - 1 - exponent : 0,
+                 (double)x);
+    else
+        snprintf(buf, cap, "%.*g", digits, (double)x);
+    if (strpbrk(buf, ".e") == NULL && strlen(buf) + 2 <= cap)
+        strcat(buf, ".");
+}
+
+static void format_element(bib_dtype_t dtype, const void *data, uint64_t i, char *buf, size_t cap) {
+    if (dtype == BIB_DTYPE_I32) {
+        int32_t v;
+        memcpy(&v, (const uint8_t *)data + i * 4, 4);
+        snprintf(buf, cap, "%" PRId32, v);
+    } else {
+        float v;
+        memcpy(&v, (const uint8_t *)data + i * 4, 4);
+        format_f32(v, buf, cap);
+    }
+}
+
+/* One level of numpy's nesting: "[a b]" innermost, rows on their own lines
+   indented under their bracket, blocks of rows a blank line apart. */
+static void print_level(FILE *out, bib_dtype_t dtype, uint32_t rank, const uint32_t *dims,
+                        const void *data, uint32_t level, uint64_t first, int width) {
+    uint64_t stride = 1;
+    for (uint32_t k = level + 1; k < rank; k++)
+        stride *= dims[k];
+    fputc('[', out);
+    for (uint32_t i = 0; i < dims[level]; i++) {
+        if (level + 1 == rank) {
+            char text[32];
+            format_element(dtype, data, first + i, text, sizeof text);
+            fprintf(out, "%s%*s", i ? " " : "", width, text);
+            continue;
+        }
+        if (i > 0) {
+            for (uint32_t k = level + 1; k < rank; k++)
+                fputc('\n', out);
+            fprintf(out, "%*s", (int)level + 1, "");
+        }
+        print_level(out, dtype, rank, dims, data, level + 1, first + i * stride, width);
+    }
+    fputc(']', out);
+}
+
+/* Prints one output: "NAME: f32[2,3]" and its values, or for a large one
+   the shape, the hash THASH gives and how to save it. */
+static void print_output(FILE *out, const char *name, bib_dtype_t dtype, uint32_t rank,
+                         const uint32_t *dims, const void *data) {
+    uint64_t count = 1;
+    fprintf(out, "%s: %s[", name, dtype == BIB_DTYPE_I32 ? "i32" : "f32");
+    for (uint32_t k = 0; k < rank; k++) {
+        fprintf(out, "%s%" PRIu32, k ? "," : "", dims[k]);
+        count *= dims[k];
+    }
+    fputc(']', out);
+    if (count > PRINT_MAX_ELEMENTS) {
+        fprintf(out,
+                " hash=%016" PRIx64 " (%" PRIu64 " elements; --output %s=PATH.npy saves them)\n",
+                bib_tensor_hash((uint32_t)dtype, rank, dims, data, count * 4), count, name);
+        return;
+    }
+    int width = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        char text[32];
+        format_element(dtype, data, i, text, sizeof text);
+        if ((int)strlen(text) > width)
+            width = (int)strlen(text);
+    }
+    fputc('\n', out);
+    if (rank == 0) {
+        char text[32];
+        format_element(dtype, data, 0, text, sizeof text);
+        fprintf(out, "%s\n", text);
+        return;
+    }
+    print_level(out, dtype, rank, dims, data, 0, 0, width);
+    fputc('\n', out);
+}
+
+/* Every output the module declares, in declaration order. */
+static int print_outputs(bib_vm_t *vm) {
+    uint32_t count = bib_vm_tensor_count(vm);
+    for (uint32_t i = 0; i < count; i++) {
+        bib_tensor_info_t t;
+        if (bib_vm_tensor_info(vm, i, &t) != BIB_OK || !t.is_output)
+            continue;
+        bib_dtype_t dtype;
+        uint32_t rank, dims[BIB_MAX_RANK];
+        const void *data;
+        bib_status_t st = bib_vm_get_output(vm, t.name, &dtype, &rank, dims, &data);
+        if (st != BIB_OK) {
+            fprintf(stderr, "bib: output %s: %s\n", t.name, bib_vm_error(vm));
+            return bib_cli_exit_code(st);
+        }
+        print_output(stdout, t.name, dtype, rank, dims, data);
+    }
+    return 0;
+}
+
+/* The exit status for a program's exit value: the value itself in 0..63 and
+   80..255; bib's own codes (64..79) and what does not fit a status are
+   BIB_EXIT_PROGRAM_RANGE, said on stderr, so that HALT 70 never reads as a
+   trap, nor HALT 256 as success. */
+static int program_exit_status(int64_t value) {
+    if ((value >= 0 && value < 64) || (value >= 80 && value <= 255))
+        return (int)value;
+    fprintf(stderr,
+            "bib: the program's exit value %" PRId64
+            " is not one bib passes on (0-63, 80-255): exit status %d\n",
+            value, BIB_EXIT_PROGRAM_RANGE);
+    return BIB_EXIT_PROGRAM_RANGE;
+}
+
+/* ---- commands ---------------------------------------------------------------- */
+
+typedef struct run_request {
+    const char *path;
+    const tensor_file_t *inputs;
+    int ninputs;
+    const tensor_file_t *outputs;
+    int noutputs;
+    int print_outputs; /* no --output: print every output */
+    int profile;
+    const char *function; /* --function NAME, or NULL for the entry function */
+    char **args;          /* the ARGs after "--" */
+    int nargs;
+} run_request_t;
+
+/* The function's signature, for messages: "fib (.func fib args=1)". */
+static void describe_function(bib_vm_t *vm, const char *name, char *buf, size_t cap) {
+    int64_t index = bib_vm_function_find(vm, name);
+    bib_function_info_t info;
+    if (index < 0 || bib_vm_function_info(vm, (uint32_t)index, &info) != BIB_OK)
+        snprintf(buf, cap, "%s", name);
+    else
+        snprintf(buf, cap, "%s takes %" PRIu32 " argument%s (.func %s args=%" PRIu32 ")", name,
+                 info.nargs, info.nargs == 1 ? "" : "s", name, info.nargs);
+}
+
+int bib_cli_parse_arg(const char *text, bib_value_t *out) {
+    char *end;
+    errno = 0;
+    long long i = strtoll(text, &end, 0);
+    if (end != text && *end == '\0') {
+        if (errno == ERANGE)
+            return -1;
+        out->i = i;
+        return 0;
+    }
+    errno = 0;
+    double f = strtod(text, &end);
+    if (end == text || *end != '\0' || isspace((unsigned char)text[0]))
+        return -1;
+    out->f = f;
+    return 0;
+}
+
+/* Runs the entry function, or with --function the function named, its ARGs
+   in its first registers. */
+static bib_status_t run_program(bib_vm_t *vm, const run_request_t *req, int64_t *exit_value,
+                                int *rc) {
+    if (req->function == NULL && req->nargs == 0)
+        return bib_vm_run(vm, exit_value);
+    const char *name = req->function;
+    if (name == NULL) {
+        /* A module's entry function takes no arguments (spec/bib-format.md). */
+        fprintf(stderr,
+                "bib: the entry function takes no arguments; %d ARG%s after -- go to the "
+                "function --function NAME names\n",
+                req->nargs, req->nargs == 1 ? "" : "s");
+        *rc = BIB_EXIT_USAGE;
+        return BIB_E_USAGE;
+    }
+    char signature[300];
+    describe_function(vm, name, signature, sizeof signature);
+    bib_value_t args[256];
+    if (req->nargs > (int)(sizeof args / sizeof args[0])) {
+        fprintf(stderr, "bib: %d ARGs: at most 256 (%s)\n", req->nargs, signature);
+        *rc = BIB_EXIT_USAGE;
+        return BIB_E_USAGE;
+    }
+    for (int i = 0; i < req->nargs; i++)
+        if (bib_cli_parse_arg(req->args[i], &args[i]) != 0) {
+            fprintf(stderr,
+                    "bib: ARG %d '%s' is not an integer (42, -7, 0x2a) or a number (2.5, "
+                    "1e-3); %s\n",
+                    i + 1, req->args[i], signature);
+            *rc = BIB_EXIT_USAGE;
+            return BIB_E_USAGE;
+        }
+    bib_status_t st = bib_vm_call(vm, name, args, (uint32_t)req->nargs, exit_value);
+    if (st == BIB_E_USAGE) {
+        fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
+        *rc = BIB_EXIT_USAGE;
+    }
+    return st;
+}
+
 /* --comm-timeout: under mpirun, the longest one exchange between ranks may
    wait (backends/comm.h). */
 static uint64_t comm_timeout_ms = 10 * 60 * 1000;
 
-static int cmd_run_ranks(const bib_options_t *options, const char *path,
-                         const tensor_file_t *inputs, int ninputs, const tensor_file_t *outputs,
-                         int noutputs, int profile);
+static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req);
 
-static int cmd_run(const bib_options_t *options, const char *path, const tensor_file_t *inputs,
-                   int ninputs, const tensor_file_t *outputs, int noutputs, int profile) {
+static int cmd_run(const bib_options_t *options, const run_request_t *req) {
     if (bib_comm_launched())
-        return cmd_run_ranks(options, path, inputs, ninputs, outputs, noutputs, profile);
-    int checked = check_tensor_files(inputs, ninputs, outputs, noutputs);
+        return cmd_run_ranks(options, req);
+    int checked = check_tensor_files(req->inputs, req->ninputs, req->outputs, req->noutputs);
     if (checked != 0)
         return checked;
     bib_vm_t *vm = NULL;
@@ -415,34 +587,46 @@ static int cmd_run(const bib_options_t *options, const char *path, const tensor_
         return bib_cli_exit_code(st);
     }
     bib_vm_register_stdio(vm, stdout);
-    if (profile)
+    if (req->profile)
         bib_vm_profile(vm, 1);
-    st = bib_vm_load_file(vm, path);
+    st = bib_vm_load_file(vm, req->path);
     if (st != BIB_OK) {
         fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
         bib_vm_destroy(vm);
         return bib_cli_exit_code(st);
     }
-    int rc = check_run_tensors(vm, path, inputs, ninputs, outputs, noutputs);
+    int rc =
+        check_run_tensors(vm, req->path, req->inputs, req->ninputs, req->outputs, req->noutputs);
     if (rc == 0)
-        rc = set_inputs(vm, inputs, ninputs);
+        rc = set_inputs(vm, req->inputs, req->ninputs);
     if (rc != 0) {
         bib_vm_destroy(vm);
         return rc;
     }
     int64_t exit_value = 0;
-    st = bib_vm_run(vm, &exit_value);
+    st = run_program(vm, req, &exit_value, &rc);
     fflush(stdout);
-    if (profile)
-        bib_vm_profile_write(vm, stderr, profile == 2);
+    if (rc != 0) {
+        bib_vm_destroy(vm);
+        return rc;
+    }
+    if (req->profile)
+        bib_vm_profile_write(vm, stderr, req->profile == 2);
     if (st != BIB_OK) {
         fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
         bib_vm_destroy(vm);
         return bib_cli_exit_code(st);
     }
-    rc = write_outputs(vm, outputs, noutputs);
+    rc = req->print_outputs ? print_outputs(vm) : write_outputs(vm, req->outputs, req->noutputs);
+    /* A function called by name returns a value, printed as wasmtime
+       --invoke prints it; the entry function's is the exit status. */
+    if (rc == 0 && req->function != NULL)
+        printf("%" PRId64 "\n", exit_value);
+    fflush(stdout);
     bib_vm_destroy(vm);
-    return rc != 0 ? rc : (int)(exit_value & 0xFF);
+    if (rc != 0 || req->function != NULL)
+        return rc;
+    return program_exit_status(exit_value);
 }
 
 /* ---- bib run under mpirun (spec/scale-out.md) ---------------------------------- */
@@ -572,9 +756,10 @@ static int check_outputs_agree(bib_vm_t *vm, const tensor_file_t *outputs, int n
    runs it; rank 0 reads the inputs and shares them, and writes the outputs.
    Every way a rank can fail ends in one agreement with the others, so every
    rank exits with the same error naming the rank that failed. */
-static int cmd_run_ranks(const bib_options_t *options, const char *path,
-                         const tensor_file_t *inputs, int ninputs, const tensor_file_t *outputs,
-                         int noutputs, int profile) {
+static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req) {
+    const char *path = req->path;
+    const tensor_file_t *inputs = req->inputs, *outputs = req->outputs;
+    const int ninputs = req->ninputs, noutputs = req->noutputs, profile = req->profile;
     char why[600], verdict[1200], failure[1200] = "";
     if (bib_comm_start(comm_timeout_ms, why, sizeof why) != BIB_OK) {
         fprintf(stderr, "bib: started by mpirun, but %s\n", why);
@@ -617,14 +802,16 @@ static int cmd_run_ranks(const bib_options_t *options, const char *path,
         return agreed;
     }
     int64_t exit_value = 0;
-    bib_status_t st = bib_vm_run(vm, &exit_value);
+    int usage = 0;
+    bib_status_t st = run_program(vm, req, &exit_value, &usage);
     fflush(stdout);
     if (profile)
         bib_vm_profile_write(vm, stderr, profile == 2);
     if (st != BIB_OK)
         snprintf(failure, sizeof failure, "%s", bib_vm_error(vm));
-    code = bib_collective_agree(1, st != BIB_OK ? failure : NULL, bib_cli_exit_code(st), verdict,
-                                sizeof verdict);
+    code =
+        bib_collective_agree(1, st != BIB_OK ? failure : NULL,
+                             usage != 0 ? usage : bib_cli_exit_code(st), verdict, sizeof verdict);
     if (code == 0)
         code = check_outputs_agree(vm, outputs, noutputs);
     else
@@ -633,13 +820,61 @@ static int cmd_run_ranks(const bib_options_t *options, const char *path,
         bib_vm_destroy(vm);
         return code;
     }
-    int rc = bib_comm_rank() == 0 ? write_outputs(vm, outputs, noutputs) : 0;
+    int rc = 0;
+    if (bib_comm_rank() == 0) {
+        rc = req->print_outputs ? print_outputs(vm) : write_outputs(vm, outputs, noutputs);
+        if (rc == 0 && req->function != NULL)
+            printf("%" PRId64 "\n", exit_value);
+        fflush(stdout);
+    }
     bib_vm_destroy(vm);
     bib_comm_stop();
-    return rc != 0 ? rc : (int)(exit_value & 0xFF);
+    if (rc != 0 || req->function != NULL)
+        return rc;
+    return program_exit_status(exit_value);
 }
 
-static int cmd_asm(const char *path, const char *out_path) {
+/* bib bench FILE: loaded and given its inputs as run does them, then timed. */
+static int cmd_bench_file(const bib_options_t *options, const char *path,
+                          const tensor_file_t *inputs, int ninputs,
+                          const bib_cli_bench_flags_t *flags) {
+    int checked = check_tensor_files(inputs, ninputs, NULL, 0);
+    char why[600];
+    if (checked == 0 && flags->output != NULL &&
+        bib_file_check_writable(flags->output, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: bench: %s\n", why);
+        checked = BIB_EXIT_CANTCREATE;
+    }
+    if (checked != 0)
+        return checked;
+    bib_vm_t *vm = NULL;
+    bib_status_t st = bib_vm_create(options, &vm);
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: cannot create the VM: %s\n", bib_status_name(st));
+        return bib_cli_exit_code(st);
+    }
+    /* What the module prints would mix with the report: it goes nowhere. */
+    FILE *sink = fopen("/dev/null", "w");
+    bib_vm_register_stdio(vm, sink != NULL ? sink : stderr);
+    st = bib_vm_load_file(vm, path);
+    int rc = 0;
+    if (st != BIB_OK) {
+        fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
+        rc = bib_cli_exit_code(st);
+    }
+    if (rc == 0)
+        rc = check_run_tensors(vm, path, inputs, ninputs, NULL, 0);
+    if (rc == 0)
+        rc = set_inputs(vm, inputs, ninputs);
+    if (rc == 0)
+        rc = bib_cli_bench_module(vm, path, options->backend ? options->backend : "cpu", flags);
+    bib_vm_destroy(vm);
+    if (sink != NULL)
+        fclose(sink);
+    return rc;
+}
+
+static int cmd_asm(const char *path, const char *out_path, int strip) {
     if (bib_file_same(path, out_path)) {
         fprintf(stderr, "bib: asm: the output '%s' is the source '%s' itself; give another -o\n",
                 out_path, path);
@@ -666,8 +901,10 @@ static int cmd_asm(const char *path, const char *out_path) {
         free(src);
         return BIB_EXIT_DATA;
     }
-    bib_status_t st = bib_assemble_capped((const char *)src, len, path, bib_cli_max_file_size,
-                                          &bytes, &size, &diag);
+    bib_status_t st = strip ? bib_assemble_stripped((const char *)src, len, path,
+                                                    bib_cli_max_file_size, &bytes, &size, &diag)
+                            : bib_assemble_capped((const char *)src, len, path,
+                                                  bib_cli_max_file_size, &bytes, &size, &diag);
     free(src);
     if (st != BIB_OK) {
         fputs(diag ? diag : "bib: assembly failed\n", stderr);
@@ -684,7 +921,18 @@ static int cmd_asm(const char *path, const char *out_path) {
     return rc;
 }
 
-static int cmd_dis(const char *path) {
+/* out_path NULL or "-": stdout. */
+static int cmd_dis(const char *path, const char *out_path) {
+    char why[600];
+    if (out_path != NULL && bib_file_same(path, out_path)) {
+        fprintf(stderr, "bib: dis: the output '%s' is the module '%s' itself; give another -o\n",
+                out_path, path);
+        return BIB_EXIT_USAGE;
+    }
+    if (out_path != NULL && bib_file_check_writable(out_path, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: %s\n", why);
+        return BIB_EXIT_CANTCREATE;
+    }
     uint8_t *bytes;
     size_t size;
     int read = bib_cli_read_file(path, &bytes, &size);
@@ -702,68 +950,93 @@ static int cmd_dis(const char *path) {
         bib_free(diag);
         return bib_cli_exit_code(st);
     }
-    fputs(text, stdout);
+    int rc = 0;
+    if (bib_file_write(out_path != NULL ? out_path : "-", text, strlen(text), why, sizeof why) !=
+        BIB_OK) {
+        fprintf(stderr, "bib: %s\n", why);
+        rc = BIB_EXIT_CANTCREATE;
+    }
     bib_free(text);
     bib_free(diag);
-    return 0;
+    return rc;
+}
+
+/* Finds the command word wherever it stands among the options: a first
+   pass over every option any command takes, quietly, on a copy of argv
+   (getopt permutes it, putting the words last). Returns the command's index
+   in argv, or argc when there is none. */
+static int find_command(int argc, char **argv, int *help, int *version) {
+    struct option table[BIB_CLI_MAX_OPTIONS + 2];
+    char shorts[80];
+    bib_cli_getopt_all(table, shorts, sizeof shorts);
+    char **copy = bib_cli_alloc(sizeof *copy * (size_t)(argc + 1));
+    memcpy(copy, argv, sizeof *copy * (size_t)(argc + 1));
+    opterr = 0;
+    optind = 0;
+    for (int c; (c = getopt_long(argc, copy, shorts, table, NULL)) != -1;) {
+        *help |= c == 'h';
+        *version |= c == 'V';
+    }
+    int at = argc;
+    for (int i = 1; optind < argc && i < argc; i++)
+        if (argv[i] == copy[optind])
+            at = i;
+    free(copy);
+    return at;
 }
 
 int main(int argc, char **argv) {
-    enum {
-        OPT_TRACE = 256,
-        OPT_FUEL,
-        OPT_MAXMEM,
-        OPT_MAXDEPTH,
-        OPT_COVERAGE,
-        OPT_BACKEND,
-        OPT_DEVICE,
-        OPT_THREADS,
-        OPT_VALIDATION,
-        OPT_INPUT,
-        OPT_PROFILE,
-        OPT_STRICT_DEVICE,
-        OPT_JSON,
-        OPT_QUICK,
-        OPT_MAXFILE,
-        OPT_DEVICE_TIMEOUT,
-        OPT_DENY,
-        OPT_ALLOW_HOST,
-        OPT_COMM_TIMEOUT,
-    };
-    static const struct option long_options[] = {
-        {"trace", optional_argument, NULL, OPT_TRACE},
-        {"fuel", required_argument, NULL, OPT_FUEL},
-        {"max-memory", required_argument, NULL, OPT_MAXMEM},
-        {"max-depth", required_argument, NULL, OPT_MAXDEPTH},
-        {"coverage", no_argument, NULL, OPT_COVERAGE},
-        {"backend", required_argument, NULL, OPT_BACKEND},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"validation", no_argument, NULL, OPT_VALIDATION},
-        {"input", required_argument, NULL, OPT_INPUT},
-        {"profile", optional_argument, NULL, OPT_PROFILE},
-        {"strict-device", no_argument, NULL, OPT_STRICT_DEVICE},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"quick", no_argument, NULL, OPT_QUICK},
-        {"max-file-size", required_argument, NULL, OPT_MAXFILE},
-        {"device-timeout", required_argument, NULL, OPT_DEVICE_TIMEOUT},
-        {"deny", required_argument, NULL, OPT_DENY},
-        {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
-        {"comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT},
-        {"verbose", no_argument, NULL, 'v'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
-    };
     /* Past `ulimit -f`, a write fails with EFBIG and is reported, where
        SIGXFSZ would kill the command between a temporary file and its rename. */
     signal(SIGXFSZ, SIG_IGN);
+    /* Everything after "--" is run's ARGs, never options. */
+    char **run_args = NULL;
+    int nrun_args = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            run_args = argv + i + 1;
+            nrun_args = argc - i - 1;
+            argc = i;
+            break;
+        }
+    int help = 0, version = 0;
+    int at = find_command(argc, argv, &help, &version);
+    if (at >= argc) {
+        /* No command: only --help and --version make sense. */
+        if (help) {
+            bib_cli_usage(stdout);
+            return 0;
+        }
+        if (version) {
+            printf("%s\n", bib_build_info());
+            return 0;
+        }
+        if (argc > 1)
+            fprintf(stderr, "bib: no command given (bib help lists them)\n");
+        else
+            bib_cli_usage(stderr);
+        return BIB_EXIT_USAGE;
+    }
+    int found = bib_cli_command_find(argv[at]);
+    if (found < 0)
+        return bib_cli_unknown_command(argv[at]);
+    bib_cli_command_t command = (bib_cli_command_t)found;
+    /* The command word leaves argv, so that getopt's words are the files. */
+    for (int i = at; i + 1 < argc; i++)
+        argv[i] = argv[i + 1];
+    argc--;
+
+    struct option long_options[BIB_CLI_MAX_OPTIONS + 1];
+    char shorts[80];
+    bib_cli_getopt_table(command, long_options, shorts, sizeof shorts);
     bib_options_t options;
     bib_options_init(&options);
     bib_cli_test_flags_t test_flags = {0};
     int profile = 0; /* --profile: 1 table, 2 JSON */
-    int json = 0, quick = 0;
+    int json = 0, quick = 0, print_none = 0, strip = 0;
+    bib_cli_bench_flags_t bench = {.repetitions = 10, .warmup = 1, .format = BIB_BENCH_MARKDOWN};
+    int bench_file_options = 0; /* --repetitions, --warmup or --format given */
+    const char *function = NULL;
     /* -o/--output is asm's module path, or run's NAME=PATH (repeatable):
        which one is known once the command is. */
     const char *out_args[MAX_TENSOR_FILES];
@@ -771,14 +1044,14 @@ int main(int argc, char **argv) {
     tensor_file_t inputs[MAX_TENSOR_FILES];
     int ninputs = 0;
     int c;
-    /* GNU getopt permutes, so options may come before or after the command and file. */
     /* The leading ':' and opterr = 0: getopt stays quiet and the cases ':'
        and '?' below say what was wrong, in bib's own words. */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:hvV", long_options, NULL)) != -1) {
+    optind = 0;
+    while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
         uint64_t v;
         switch (c) {
-        case OPT_TRACE:
+        case BIB_OPT_TRACE:
             if (!optarg || strcmp(optarg, "text") == 0)
                 options.trace_format = BIB_TRACE_TEXT;
             else if (strcmp(optarg, "json") == 0)
@@ -788,26 +1061,26 @@ int main(int argc, char **argv) {
                 return BIB_EXIT_USAGE;
             }
             break;
-        case OPT_FUEL:
+        case BIB_OPT_FUEL:
             if (parse_u64(optarg, &options.fuel) || options.fuel == 0) {
                 fprintf(stderr, "bib: --fuel takes a positive amount of fuel, not '%s'\n", optarg);
                 return BIB_EXIT_USAGE;
             }
             break;
-        case OPT_MAXMEM:
+        case BIB_OPT_MAXMEM:
             if (parse_size(optarg, &options.max_memory) || options.max_memory == 0) {
                 fprintf(stderr, "bib: --max-memory takes a size such as 64M, not '%s'\n", optarg);
                 return BIB_EXIT_USAGE;
             }
             break;
-        case OPT_MAXFILE:
+        case BIB_OPT_MAXFILE:
             if (parse_size(optarg, &options.max_file_size) || options.max_file_size == 0) {
                 fprintf(stderr, "bib: --max-file-size takes a size such as 2G, not '%s'\n", optarg);
                 return BIB_EXIT_USAGE;
             }
             bib_cli_max_file_size = options.max_file_size;
             break;
-        case OPT_MAXDEPTH:
+        case BIB_OPT_MAXDEPTH:
             if (parse_u64(optarg, &v) || v == 0 || v > UINT32_MAX) {
                 fprintf(stderr, "bib: --max-depth takes a positive frame count, not '%s'\n",
                         optarg);
@@ -815,33 +1088,33 @@ int main(int argc, char **argv) {
             }
             options.max_call_depth = (uint32_t)v;
             break;
-        case OPT_COVERAGE:
+        case BIB_OPT_COVERAGE:
             test_flags.coverage = 1;
             break;
-        case OPT_BACKEND:
+        case BIB_OPT_BACKEND:
             options.backend = optarg;
             break;
-        case OPT_DEVICE:
+        case BIB_OPT_DEVICE:
             options.device = optarg;
             break;
-        case OPT_THREADS:
-            if (parse_u64(optarg, &v) || v == 0 || v > 4096) {
-                fprintf(stderr, "bib: --threads takes a thread count from 1 to 4096, not '%s'\n",
-                        optarg);
+        case BIB_OPT_THREADS:
+            if (parse_u64(optarg, &v) || v == 0 || v > BIB_CPU_MAX_THREADS) {
+                fprintf(stderr, "bib: --threads takes a thread count from 1 to %d, not '%s'\n",
+                        BIB_CPU_MAX_THREADS, optarg);
                 return BIB_EXIT_USAGE;
             }
             options.threads = (uint32_t)v;
             break;
-        case OPT_VALIDATION:
+        case BIB_OPT_VALIDATION:
             options.validation = 1;
             break;
-        case OPT_STRICT_DEVICE:
+        case BIB_OPT_STRICT_DEVICE:
             options.strict_device = 1;
             break;
-        case OPT_JSON:
+        case BIB_OPT_JSON:
             json = 1;
             break;
-        case OPT_DEVICE_TIMEOUT:
+        case BIB_OPT_DEVICE_TIMEOUT:
             if (parse_duration_ms(optarg, &options.device_timeout_ms)) {
                 fprintf(stderr,
                         "bib: --device-timeout takes a duration such as 200ms or 5s, not "
@@ -850,7 +1123,7 @@ int main(int argc, char **argv) {
                 return BIB_EXIT_USAGE;
             }
             break;
-        case OPT_COMM_TIMEOUT:
+        case BIB_OPT_COMM_TIMEOUT:
             if (parse_duration_ms(optarg, &comm_timeout_ms)) {
                 fprintf(stderr,
                         "bib: --comm-timeout takes a duration such as 30s or 10m, not '%s'\n",
@@ -858,7 +1131,7 @@ int main(int argc, char **argv) {
                 return BIB_EXIT_USAGE;
             }
             break;
-        case OPT_DENY:
+        case BIB_OPT_DENY:
             /* A list, so that later kinds can join device-code. */
             for (const char *p = optarg;;) {
                 const char *comma = strchr(p, ',');
@@ -874,7 +1147,7 @@ int main(int argc, char **argv) {
                 p = comma + 1;
             }
             break;
-        case OPT_ALLOW_HOST:
+        case BIB_OPT_ALLOW_HOST:
             if (!valid_name_list(optarg)) {
                 fprintf(stderr,
                         "bib: --allow-host takes host function names separated by commas, not "
@@ -884,10 +1157,40 @@ int main(int argc, char **argv) {
             }
             options.allow_hosts = optarg;
             break;
-        case OPT_QUICK:
+        case BIB_OPT_QUICK:
             quick = 1;
             break;
-        case OPT_PROFILE:
+        case BIB_OPT_FUNCTION:
+            function = optarg;
+            break;
+        case BIB_OPT_STRIP:
+            strip = 1;
+            break;
+        case BIB_OPT_REPETITIONS:
+        case BIB_OPT_WARMUP:
+            if (parse_u64(optarg, &v) || v > 1000000 || (c == BIB_OPT_REPETITIONS && v == 0)) {
+                fprintf(stderr, "bib: --%s takes a count from %d to 1000000, not '%s'\n",
+                        c == BIB_OPT_WARMUP ? "warmup" : "repetitions", c == BIB_OPT_WARMUP ? 0 : 1,
+                        optarg);
+                return BIB_EXIT_USAGE;
+            }
+            *(c == BIB_OPT_WARMUP ? &bench.warmup : &bench.repetitions) = (int)v;
+            bench_file_options = 1;
+            break;
+        case BIB_OPT_FORMAT:
+            if (strcmp(optarg, "md") == 0 || strcmp(optarg, "markdown") == 0)
+                bench.format = BIB_BENCH_MARKDOWN;
+            else if (strcmp(optarg, "csv") == 0)
+                bench.format = BIB_BENCH_CSV;
+            else if (strcmp(optarg, "json") == 0)
+                bench.format = BIB_BENCH_JSON;
+            else {
+                fprintf(stderr, "bib: --format takes md, csv or json, not '%s'\n", optarg);
+                return BIB_EXIT_USAGE;
+            }
+            bench_file_options = 1;
+            break;
+        case BIB_OPT_PROFILE:
             if (!optarg || strcmp(optarg, "text") == 0)
                 profile = 1;
             else if (strcmp(optarg, "json") == 0)
@@ -897,7 +1200,7 @@ int main(int argc, char **argv) {
                 return BIB_EXIT_USAGE;
             }
             break;
-        case OPT_INPUT:
+        case BIB_OPT_INPUT:
             if (ninputs == MAX_TENSOR_FILES) {
                 fprintf(stderr, "bib: at most %d --input options\n", MAX_TENSOR_FILES);
                 return BIB_EXIT_USAGE;
@@ -910,6 +1213,10 @@ int main(int argc, char **argv) {
             test_flags.verbose = 1;
             break;
         case 'o':
+            if (command == BIB_CMD_RUN && optarg[0] == '\0') {
+                print_none = 1; /* --output=: print nothing */
+                break;
+            }
             if (nout == MAX_TENSOR_FILES) {
                 fprintf(stderr, "bib: at most %d --output options\n", MAX_TENSOR_FILES);
                 return BIB_EXIT_USAGE;
@@ -917,94 +1224,117 @@ int main(int argc, char **argv) {
             out_args[nout++] = optarg;
             break;
         case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            printf("%s\n", bib_build_info());
+            bib_cli_command_usage(stdout, command);
             return 0;
         case ':':
-            fprintf(stderr, "bib: option '%s' needs a value (try bib --help)\n", argv[optind - 1]);
+            fprintf(stderr, "bib: option '%s' needs a value (bib help %s lists %s's options)\n",
+                    argv[optind - 1], bib_cli_command_name(command), bib_cli_command_name(command));
             return BIB_EXIT_USAGE;
         default:
-            if (optopt != 0)
-                fprintf(stderr, "bib: unknown option '-%c' (try bib --help)\n", optopt);
-            else
-                fprintf(stderr, "bib: unknown or ambiguous option '%s' (try bib --help)\n",
-                        argv[optind - 1]);
-            return BIB_EXIT_USAGE;
+            if (optopt != 0) {
+                char text[3] = {'-', (char)optopt, '\0'};
+                return bib_cli_bad_option(command, text);
+            }
+            return bib_cli_bad_option(command, argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        usage(stderr);
-        return BIB_EXIT_USAGE;
-    }
-    const char *command = argv[optind++];
     int nfiles = argc - optind;
     char **files = argv + optind;
+    if (run_args != NULL && command != BIB_CMD_RUN) {
+        fprintf(stderr, "bib: %s takes no ARGs after --\n", bib_cli_command_name(command));
+        return BIB_EXIT_USAGE;
+    }
 
-    if (strcmp(command, "run") == 0) {
+    switch (command) {
+    case BIB_CMD_RUN: {
         if (nfiles != 1) {
-            fprintf(stderr, "bib: run takes one file\n");
+            fprintf(stderr, "bib: run takes one file (- for stdin)\n");
             return BIB_EXIT_USAGE;
         }
         tensor_file_t outputs[MAX_TENSOR_FILES];
         for (int i = 0; i < nout; i++)
             if (split_tensor_file("--output", out_args[i], &outputs[i]))
                 return BIB_EXIT_USAGE;
-        return cmd_run(&options, files[0], inputs, ninputs, outputs, nout, profile);
+        if (print_none && nout > 0) {
+            fprintf(stderr, "bib: --output= (print no output) and --output %s contradict\n",
+                    out_args[0]);
+            return BIB_EXIT_USAGE;
+        }
+        run_request_t req = {.path = files[0],
+                             .inputs = inputs,
+                             .ninputs = ninputs,
+                             .outputs = outputs,
+                             .noutputs = nout,
+                             .print_outputs = !print_none && nout == 0,
+                             .profile = profile,
+                             .function = function,
+                             .args = run_args,
+                             .nargs = nrun_args};
+        return cmd_run(&options, &req);
     }
-    if (ninputs > 0) {
-        fprintf(stderr, "bib: --input is an option of run\n");
-        return BIB_EXIT_USAGE;
-    }
-    if (strcmp(command, "asm") == 0) {
+    case BIB_CMD_ASM: {
         if (nfiles != 1 || nout > 1) {
             fprintf(stderr, "bib: asm takes one file and at most one -o OUT\n");
             return BIB_EXIT_USAGE;
         }
         if (nout == 1)
-            return cmd_asm(files[0], out_args[0]);
-        /* No -o: prog.basm -> prog.bib beside it (any other name gains .bib). */
+            return cmd_asm(files[0], out_args[0], strip);
         const char *in = files[0];
+        if (strcmp(in, "-") == 0) {
+            fprintf(stderr, "bib: asm -: the source is stdin, so give -o OUT.bib (-o - for "
+                            "stdout)\n");
+            return BIB_EXIT_USAGE;
+        }
+        /* No -o: prog.basm -> prog.bib beside it (any other name gains .bib). */
         size_t len = strlen(in);
         if (len > 5 && strcmp(in + len - 5, ".basm") == 0)
             len -= 5;
         char *out = bib_cli_alloc(len + 5);
         memcpy(out, in, len);
         memcpy(out + len, ".bib", 5);
-        int rc = cmd_asm(in, out);
+        int rc = cmd_asm(in, out, strip);
         free(out);
         return rc;
     }
-    if (strcmp(command, "dis") == 0) {
-        if (nfiles != 1) {
-            fprintf(stderr, "bib: dis takes one file\n");
+    case BIB_CMD_DIS:
+        if (nfiles != 1 || nout > 1) {
+            fprintf(stderr, "bib: dis takes one file and at most one -o OUT\n");
             return BIB_EXIT_USAGE;
         }
-        return cmd_dis(files[0]);
-    }
-    if (strcmp(command, "info") == 0) {
-        if (nfiles != 0 || nout != 0) {
+        return cmd_dis(files[0], nout ? out_args[0] : NULL);
+    case BIB_CMD_INFO:
+        if (nfiles != 0) {
             fprintf(stderr, "bib: info takes no file\n");
             return BIB_EXIT_USAGE;
         }
         return bib_cli_info(&options, json);
-    }
-    if (strcmp(command, "bench") == 0) {
-        if (nfiles != 0 || nout > 1) {
-            fprintf(stderr, "bib: bench takes no file, and at most one -o DIR\n");
+    case BIB_CMD_BENCH:
+        if (nfiles > 1 || nout > 1) {
+            fprintf(stderr, "bib: bench takes at most one file, and at most one -o\n");
+            return BIB_EXIT_USAGE;
+        }
+        if (nfiles == 1) {
+            if (quick) {
+                fprintf(stderr, "bib: bench FILE times FILE: --quick is for the workloads "
+                                "(--repetitions N sets the runs)\n");
+                return BIB_EXIT_USAGE;
+            }
+            bench.output = nout ? out_args[0] : NULL;
+            return cmd_bench_file(&options, files[0], inputs, ninputs, &bench);
+        }
+        if (bench_file_options || ninputs > 0) {
+            fprintf(stderr, "bib: --repetitions, --warmup, --format and --input are for bench "
+                            "FILE\n");
             return BIB_EXIT_USAGE;
         }
         return bib_cli_bench(&options, nout ? out_args[0] : "build/bench", quick);
-    }
-    if (strcmp(command, "repl") == 0) {
-        if (nfiles > 1 || nout != 0) {
+    case BIB_CMD_REPL:
+        if (nfiles > 1) {
             fprintf(stderr, "bib: repl takes at most one file\n");
             return BIB_EXIT_USAGE;
         }
         return bib_cli_repl(&options, nfiles == 1 ? files[0] : NULL, profile);
-    }
-    if (strcmp(command, "test") == 0) {
+    case BIB_CMD_TEST: {
         if (nfiles < 1) {
             fprintf(stderr, "bib: test takes at least one file or directory\n");
             return BIB_EXIT_USAGE;
@@ -1014,6 +1344,22 @@ int main(int argc, char **argv) {
            status every command gives for a file too large. */
         return rc != 0 && bib_cli_file_too_large ? BIB_EXIT_NOMEM : rc;
     }
-    fprintf(stderr, "bib: unknown command '%s' (try bib --help)\n", command);
+    case BIB_CMD_HELP:
+        if (nfiles == 0) {
+            bib_cli_usage(stdout);
+            return 0;
+        }
+        if (nfiles > 1) {
+            fprintf(stderr, "bib: help takes at most one command\n");
+            return BIB_EXIT_USAGE;
+        }
+        found = bib_cli_command_find(files[0]);
+        if (found < 0)
+            return bib_cli_unknown_command(files[0]);
+        bib_cli_command_usage(stdout, (bib_cli_command_t)found);
+        return 0;
+    case BIB_CMD_COUNT:
+        break;
+    }
     return BIB_EXIT_USAGE;
 }

@@ -24,8 +24,10 @@
 
 #include "cli/cli.h"
 #include "cli/npy.h"
-#include "vm/fileio.h"
 #include "cli/repl.h"
+#include "isa/isa.h"
+#include "module/module.h"
+#include "vm/fileio.h"
 
 /* One line of the session's source and the session line it came from. */
 typedef struct src_line {
@@ -61,9 +63,15 @@ typedef struct repl {
     size_t nbreaks;
     char **inputs; /* :input NAME=PATH specs, given again to a new VM (:backend) */
     size_t ninputs;
+
+    /* The module of the interactive source as last committed (NULL when
+       none): an instruction appended to main is spliced into it, so that a
+       line costs the same however long the session. */
+    bib_module_t *module;
 } repl_t;
 
 static bool give_input(bib_vm_t *vm, const char *arg);
+static void cmd_complete(repl_t *r, const char *line);
 static int main_info(repl_t *r, bib_function_info_t *info);
 
 static void out_flush(void) {
@@ -354,7 +362,13 @@ static bib_vm_t *new_vm(repl_t *r) {
     return vm;
 }
 
+static void forget_module(repl_t *r) {
+    bib_module_free(r->module);
+    r->module = NULL;
+}
+
 static void reset_session(repl_t *r) {
+    forget_module(r);
     src_free(&r->top);
     src_free(&r->funcs);
     src_free(&r->body);
@@ -397,6 +411,179 @@ static bool assemble(repl_t *r, uint8_t **bytes, size_t *size) {
     return st == BIB_OK;
 }
 
+/* ---- one instruction appended to main, without reassembling the session ---- */
+
+/* Index of name among the module's imports, appended when new (-1: out of
+   memory). */
+static int64_t import_index(bib_module_t *m, const char *name) {
+    for (uint32_t i = 0; i < m->import_count; i++)
+        if (strcmp(m->imports[i], name) == 0)
+            return i;
+    char **v = realloc(m->imports, (m->import_count + 1) * sizeof *v);
+    if (v == NULL)
+        return -1;
+    m->imports = v;
+    if ((v[m->import_count] = strdup(name)) == NULL)
+        return -1;
+    return m->import_count++;
+}
+
+static int64_t const_index(bib_module_t *m, bib_const_t k) {
+    for (uint32_t i = 0; i < m->const_count; i++)
+        if (m->consts[i].type == k.type && m->consts[i].bits == k.bits)
+            return i;
+    bib_const_t *v = realloc(m->consts, (m->const_count + 1) * sizeof *v);
+    if (v == NULL)
+        return -1;
+    m->consts = v;
+    v[m->const_count] = k;
+    return m->const_count++;
+}
+
+/* Assembles the last line of main (an instruction, no label) in a small
+   source: the directives, the functions, and a main holding one NOP per
+   label main has so far, then the line. Its instructions are spliced into
+   the committed module before the closing HALT, their labels, constants
+   and imports mapped by name and value. The result is what assembling the
+   whole session gives (BIB_REPL_CHECK=1 compares the two). Returns false
+   whenever the line is not such a case or anything differs from plan: the
+   caller then assembles the whole session, which also gives the
+   diagnostics. */
+static bool splice_line(repl_t *r, uint8_t **bytes, size_t *size) {
+    bib_module_t *m = r->module;
+    if (m == NULL || r->file != NULL || r->body.n == 0 || m->func_count == 0 ||
+        m->entry_func != m->func_count - 1 || m->lines == NULL)
+        return false;
+    const src_line_t *line = &r->body.v[r->body.n - 1];
+    const char *p = line->text;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    const char *q = p;
+    while (is_name_char((unsigned char)*q))
+        q++;
+    if (q == p || *q == ':' || *p == '.')
+        return false; /* a label, a directive or nothing */
+    bib_function_t *main_fn = &m->funcs[m->entry_func];
+    uint32_t halt = main_fn->entry + main_fn->count - 1;
+    if (main_fn->entry + main_fn->count != m->code_count)
+        return false;
+    /* The probe: labels of main in pc order, each on a NOP of its own. */
+    gen_t g;
+    memset(&g, 0, sizeof g);
+    bool ok = gen_src(&g, &r->top, false) && gen_src(&g, &r->funcs, false) &&
+              gen_line(&g, ".func main", 0);
+    uint32_t first_label = m->label_count;
+    for (uint32_t i = 0; i < m->label_count; i++)
+        if (m->labels[i].pc >= main_fn->entry) {
+            first_label = i;
+            break;
+        }
+    char text[300];
+    for (uint32_t i = first_label; ok && i < m->label_count; i++) {
+        snprintf(text, sizeof text, "%s: NOP", m->labels[i].name);
+        ok = gen_line(&g, text, 0);
+    }
+    ok = ok && gen_line(&g, line->text, 0) && gen_line(&g, "    HALT r0", 0) &&
+         gen_line(&g, ".end", 0);
+    uint8_t *probe_bytes = NULL;
+    size_t probe_size = 0;
+    char *diag = NULL;
+    bib_module_t *probe = NULL;
+    ok = ok && bib_assemble(g.text, g.len, "repl", &probe_bytes, &probe_size, &diag) == BIB_OK &&
+         bib_module_read(probe_bytes, probe_size, &probe, NULL) == BIB_OK;
+    gen_free(&g);
+    bib_free(diag);
+    bib_free(probe_bytes);
+    uint32_t nlabels = m->label_count - first_label;
+    const bib_function_t *pm = ok ? &probe->funcs[probe->func_count - 1] : NULL;
+    /* The same functions before main, and the line's instructions after the
+       label NOPs. */
+    ok = ok && probe->func_count == m->func_count && pm->count > nlabels + 1;
+    for (uint32_t i = 0; ok && i + 1 < m->func_count; i++)
+        ok = strcmp(probe->funcs[i].name, m->funcs[i].name) == 0;
+    uint32_t added = ok ? pm->count - nlabels - 1 : 0;
+    bib_insn_t *insns = ok ? malloc(added * sizeof *insns) : NULL;
+    ok = ok && insns != NULL;
+    for (uint32_t k = 0; ok && k < added; k++) {
+        bib_insn_t in = probe->code[pm->entry + nlabels + k];
+        const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(in.op)];
+        uint32_t *words[4] = {&in.a, &in.b, &in.c, &in.d};
+        for (int w = 0; ok && w < 4; w++) {
+            int64_t v = *words[w];
+            switch ((bib_operand_kind_t)info->kinds[w]) {
+            case BIB_K_TGT:
+                /* Only a label's NOP, or the line itself (a jump to itself). */
+                if (v >= pm->entry && v < pm->entry + nlabels)
+                    v = m->labels[first_label + (v - pm->entry)].pc;
+                else if (v == pm->entry + nlabels + k)
+                    v = halt + k;
+                else
+                    ok = false;
+                break;
+            case BIB_K_CONST:
+                v = const_index(m, probe->consts[v]);
+                break;
+            case BIB_K_HOST:
+                v = import_index(m, probe->imports[v]);
+                break;
+            default:
+                break;
+            }
+            ok = ok && v >= 0;
+            *words[w] = (uint32_t)v;
+        }
+        insns[k] = in;
+    }
+    uint32_t nregs = ok && pm->nregs > main_fn->nregs ? pm->nregs : main_fn->nregs;
+    /* The tensor register file, inferred like regs from the registers named. */
+    uint32_t tregs =
+        ok && probe->tensor_regs > m->tensor_regs ? probe->tensor_regs : m->tensor_regs;
+    bib_module_free(probe);
+    if (ok) {
+        /* Before the closing HALT: its pc moves, and nothing else does. */
+        bib_insn_t *code = realloc(m->code, (m->code_count + added) * sizeof *code);
+        uint32_t *lines = code ? realloc(m->lines, (m->code_count + added) * sizeof *lines) : NULL;
+        if (code != NULL)
+            m->code = code;
+        if (lines != NULL)
+            m->lines = lines;
+        ok = code != NULL && lines != NULL;
+        if (ok) {
+            m->code[halt + added] = m->code[halt];
+            m->lines[halt + added] = m->lines[halt];
+            for (uint32_t k = 0; k < added; k++) {
+                m->code[halt + k] = insns[k];
+                m->lines[halt + k] = line->origin;
+            }
+            m->code_count += added;
+            main_fn->count += added;
+            main_fn->nregs = nregs;
+            m->tensor_regs = tregs;
+        }
+    }
+    free(insns);
+    if (!ok || bib_module_write(m, bytes, size, NULL) != BIB_OK) {
+        /* The module may be half changed: the full path rebuilds it. */
+        forget_module(r);
+        return false;
+    }
+    if (getenv("BIB_REPL_CHECK") != NULL) {
+        uint8_t *full = NULL;
+        size_t full_size = 0;
+        char *d = NULL;
+        gen_t all;
+        if (generate(r, &all, r->lineno, true) &&
+            bib_assemble(all.text, all.len, "repl", &full, &full_size, &d) == BIB_OK &&
+            (full_size != *size || memcmp(full, *bytes, full_size) != 0))
+            error_line("internal: line %" PRIu32 " spliced differs from the session assembled",
+                       r->lineno);
+        gen_free(&all);
+        bib_free(full);
+        bib_free(d);
+    }
+    return true;
+}
+
 /* Swaps the assembled source in, keeping the run's state, and runs the new
    instructions of main. Returns false (nothing changed) when it cannot. */
 static bool commit(repl_t *r, bool adds_to_main) {
@@ -424,8 +611,13 @@ static bool commit(repl_t *r, bool adds_to_main) {
     }
     uint8_t *bytes = NULL;
     size_t size = 0;
-    if (!assemble(r, &bytes, &size))
+    /* splice_line changes r->module in place: a line refused after it is
+       forgotten, and the next line assembles the whole session again. */
+    bool spliced = adds_to_main && r->loaded && splice_line(r, &bytes, &size);
+    if (!spliced && !assemble(r, &bytes, &size)) {
+        forget_module(r);
         return false;
+    }
     bib_status_t st;
     if (!r->loaded) {
         st = bib_vm_load(r->vm, bytes, size, "repl");
@@ -435,11 +627,29 @@ static bool commit(repl_t *r, bool adds_to_main) {
     } else {
         st = bib_vm_reload(r->vm, bytes, size, "repl", offset);
     }
-    bib_free(bytes);
+    if (st != BIB_OK && spliced) {
+        /* Refused as a whole module: the full path says why, in the
+           session's words. */
+        bib_free(bytes);
+        bytes = NULL;
+        forget_module(r);
+        spliced = false;
+        if (!assemble(r, &bytes, &size))
+            return false;
+        st = bib_vm_reload(r->vm, bytes, size, "repl", offset);
+    }
     if (st != BIB_OK) {
+        bib_free(bytes);
+        forget_module(r);
         error_line("%s", bib_vm_error(r->vm));
         return false;
     }
+    if (!spliced) {
+        forget_module(r);
+        if (bib_module_read(bytes, size, &r->module, NULL) != BIB_OK)
+            r->module = NULL;
+    }
+    bib_free(bytes);
     r->loaded = true;
     uint32_t old_count = r->main_count;
     if (main_info(r, &mi) == 0)
@@ -936,6 +1146,52 @@ static void cmd_backend(repl_t *r, const char *name) {
     printf("backend %s: state reset (:run runs the program again)\n", r->backend);
 }
 
+/* :call NAME ARG...: runs one function on a VM of its own, so the session's
+   state stays as it was; prints what it returns. */
+static void cmd_call(repl_t *r, const char *name, char **argv, int argc) {
+    if (name == NULL) {
+        error_line(":call takes a function name and its arguments: :call NAME ARG...");
+        return;
+    }
+    if (!r->loaded && r->file == NULL) {
+        error_line("nothing to call: type a .func block, or :load FILE");
+        return;
+    }
+    bib_value_t args[64];
+    if (argc > 64) {
+        error_line(":call takes at most 64 arguments");
+        return;
+    }
+    for (int i = 0; i < argc; i++)
+        if (bib_cli_parse_arg(argv[i], &args[i]) != 0) {
+            error_line("argument %d '%s' is not an integer (42, -7, 0x2a) or a number (2.5, 1e-3)",
+                       i + 1, argv[i]);
+            return;
+        }
+    bib_vm_t *vm = new_vm(r);
+    if (vm == NULL)
+        return;
+    bool ok;
+    if (r->file != NULL) {
+        ok = bib_vm_load_file(vm, r->file) == BIB_OK;
+    } else {
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        ok = assemble(r, &bytes, &size) && bib_vm_load(vm, bytes, size, "repl") == BIB_OK;
+        bib_free(bytes);
+    }
+    for (size_t i = 0; ok && i < r->ninputs; i++)
+        ok = give_input(vm, r->inputs[i]);
+    int64_t result = 0;
+    bib_status_t st = ok ? bib_vm_call(vm, name, args, (uint32_t)argc, &result) : BIB_E_STATE;
+    out_flush();
+    if (st == BIB_OK)
+        printf("%s = %" PRId64 " (0x%" PRIx64 ")\n", name, result, (uint64_t)result);
+    else if (*bib_vm_error(vm))
+        error_line("%s", bib_vm_error(vm));
+    bib_vm_destroy(vm);
+}
+
 static void cmd_trace(repl_t *r, const char *arg) {
     bib_trace_format_t f;
     if (arg != NULL && (strcmp(arg, "on") == 0 || strcmp(arg, "text") == 0))
@@ -1028,6 +1284,9 @@ static const char help_text[] =
     "  :where, :bt        the position, the call frames\n"
     "  :list              the session's source\n"
     "  :backend cpu|vulkan|cuda|auto  switch the tensor executor (restarts the state)\n"
+    "  :complete LINE     what Tab offers at the end of LINE, one a line\n"
+    "  :call NAME ARG...  run function NAME with these arguments on a fresh state\n"
+    "                     (the session's is kept) and print what it returns\n"
     "  :trace on|off|json   trace executed instructions to stderr\n"
     "  :profile [on|off|json]  profile runs; no argument: show the profile\n"
     "  :reset             forget everything: an empty session\n"
@@ -1035,6 +1294,12 @@ static const char help_text[] =
 
 /* Runs one ':' command; returns false for :quit. */
 static bool command(repl_t *r, char *line) {
+    /* :complete takes the rest of the line as it is. */
+    const char *complete_arg = NULL;
+    if (strncmp(line, ":complete", 9) == 0 && (line[9] == ' ' || line[9] == '\t')) {
+        complete_arg = line + 10;
+        line[9] = '\0';
+    }
     char *save = NULL;
     char *cmd = strtok_r(line + 1, " \t", &save);
     char *a = strtok_r(NULL, " \t", &save);
@@ -1065,6 +1330,16 @@ static bool command(repl_t *r, char *line) {
         cmd_step(r, NULL, true);
     } else if (strcmp(cmd, "run") == 0) {
         cmd_run(r);
+    } else if (strcmp(cmd, "complete") == 0) {
+        cmd_complete(r, complete_arg != NULL ? complete_arg : "");
+    } else if (strcmp(cmd, "call") == 0) {
+        char *rest[65];
+        int n = 0;
+        if (b != NULL)
+            rest[n++] = b;
+        for (char *w; n < 65 && (w = strtok_r(NULL, " \t", &save)) != NULL;)
+            rest[n++] = w;
+        cmd_call(r, a, rest, n);
     } else if (strcmp(cmd, "where") == 0) {
         bib_position_t pos;
         static const char *const state[] = {"", "paused", "breakpoint", "halted", "trapped"};
@@ -1095,6 +1370,196 @@ static bool command(repl_t *r, char *line) {
 }
 
 /* ---- input ---------------------------------------------------------------------------- */
+
+/* ---- completion ------------------------------------------------------------------------ */
+
+static const char *const command_names[] = {
+    ":help",  ":quit",    ":regs",  ":mem",      ":tensors", ":tensor",   ":load",  ":input",
+    ":break", ":delete",  ":step",  ":continue", ":run",     ":call",     ":where", ":bt",
+    ":list",  ":backend", ":trace", ":profile",  ":reset",   ":complete",
+};
+
+static const char *const directive_names[] = {
+    ".func",  ".end",    ".memory",  ".data",   ".asciz",  ".ascii",   ".byte",
+    ".i16",   ".i32",    ".i64",     ".f32",    ".f64",    ".zero",    ".align",
+    ".const", ".import", ".input",   ".output", ".tensor", ".tensors", ".dim",
+    ".entry", ".source", ".nodebug", ".shader", ".kernel",
+};
+
+/* The candidates gathered for one completion, each malloc'd. */
+typedef struct completions {
+    char **v;
+    size_t n, cap;
+} completions_t;
+
+static void offer(completions_t *c, const char *word, size_t len, const char *candidate,
+                  bool any_case) {
+    if ((any_case ? strncasecmp(candidate, word, len) : strncmp(candidate, word, len)) != 0)
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->v[i], candidate) == 0)
+            return;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 32;
+        c->v = bib_cli_grow(c->v, c->cap * sizeof *c->v);
+    }
+    c->v[c->n++] = bib_cli_strdup(candidate);
+}
+
+/* The code labels defined in the session (or the loaded file). */
+static void offer_labels(const repl_t *r, completions_t *c, const char *word, size_t len) {
+    const src_t *parts[2] = {&r->funcs, &r->body};
+    char name[256];
+    for (int k = 0; k < 2 && r->file_text == NULL; k++)
+        for (size_t i = 0; i < parts[k]->n; i++) {
+            const char *q = parts[k]->v[i].text;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            size_t n = 0;
+            while (is_name_char((unsigned char)q[n]) && n + 1 < sizeof name)
+                n++;
+            if (n > 0 && q[n] == ':') {
+                memcpy(name, q, n);
+                name[n] = '\0';
+                offer(c, word, len, name, false);
+            }
+        }
+    for (const char *p = r->file_text; p != NULL && *p != '\0';) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t n = 0;
+        while (is_name_char((unsigned char)p[n]) && n + 1 < sizeof name)
+            n++;
+        if (n > 0 && p[n] == ':' && p[0] != '.') {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            offer(c, word, len, name, false);
+        }
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+}
+
+/* What Tab offers for word, the last word of line (the text before the
+   cursor): commands and opcodes (and directives) as the first word;
+   registers, tensor registers, labels, functions and tensor names after. */
+static void complete_word(repl_t *r, const char *line, const char *word, completions_t *c) {
+    size_t len = strlen(word);
+    const char *first = line;
+    while (*first == ' ' || *first == '\t')
+        first++;
+    bool is_first = first == word || first + strspn(first, " \t") == word;
+    if (is_first) {
+        for (size_t i = 0; i < sizeof command_names / sizeof *command_names; i++)
+            offer(c, word, len, command_names[i], false);
+        for (size_t i = 0; i < sizeof directive_names / sizeof *directive_names; i++)
+            offer(c, word, len, directive_names[i], true);
+        for (int i = 0; i < BIB_OP__COUNT; i++)
+            offer(c, word, len, bib_isa_table[i].name, true);
+        return;
+    }
+    /* Operands, and the arguments of :break, :tensor, :call, :backend. */
+    bib_frame_info_t f;
+    uint32_t nregs = 16;
+    if (bib_vm_frame(r->vm, 0, &f) == BIB_OK && f.nregs > nregs)
+        nregs = f.nregs;
+    char name[32];
+    if (strncmp(first, ":backend", 8) == 0) {
+        const char *const backends[] = {"cpu", "vulkan", "cuda", "auto"};
+        for (int i = 0; i < 4; i++)
+            offer(c, word, len, backends[i], false);
+        return;
+    }
+    if (strncmp(first, ":trace", 6) == 0 || strncmp(first, ":profile", 8) == 0) {
+        const char *const modes[] = {"on", "off", "json"};
+        for (int i = 0; i < 3; i++)
+            offer(c, word, len, modes[i], false);
+        return;
+    }
+    if (first[0] != ':' && (len == 0 || word[0] == 'r'))
+        for (uint32_t i = 0; i < nregs; i++) {
+            snprintf(name, sizeof name, "r%" PRIu32, i);
+            offer(c, word, len, name, false);
+        }
+    uint32_t tregs = bib_vm_tensor_regs(r->vm);
+    if (len == 0 || word[0] == 't')
+        for (uint32_t i = 0; i < tregs; i++) {
+            snprintf(name, sizeof name, "t%" PRIu32, i);
+            offer(c, word, len, name, false);
+        }
+    uint32_t ntensors = bib_vm_tensor_count(r->vm);
+    for (uint32_t i = 0; i < ntensors; i++) {
+        bib_tensor_info_t t;
+        if (bib_vm_tensor_info(r->vm, i, &t) == BIB_OK)
+            offer(c, word, len, t.name, false);
+    }
+    if (strncmp(first, ":tensor", 7) == 0)
+        return;
+    offer_labels(r, c, word, len);
+    uint32_t nfuncs = bib_vm_function_count(r->vm);
+    for (uint32_t i = 0; i < nfuncs; i++) {
+        bib_function_info_t fi;
+        if (bib_vm_function_info(r->vm, i, &fi) == BIB_OK)
+            offer(c, word, len, fi.name, false);
+    }
+}
+
+static int compare_strings(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* :complete LINE: what Tab would offer at the end of LINE, one a line (for
+   scripts and tests; a terminal session gets them from Tab). */
+static void cmd_complete(repl_t *r, const char *line) {
+    const char *word = line + strlen(line);
+    while (word > line && word[-1] != ' ' && word[-1] != '\t' && word[-1] != ',')
+        word--;
+    completions_t c = {0};
+    complete_word(r, line, word, &c);
+    qsort(c.v, c.n, sizeof *c.v, compare_strings);
+    for (size_t i = 0; i < c.n; i++) {
+        printf("%s\n", c.v[i]);
+        free(c.v[i]);
+    }
+    free(c.v);
+}
+
+/* libedit's side: the session being completed, and the candidates of the
+   current Tab, handed out one by one. */
+static repl_t *completing;
+static completions_t tab;
+
+static char *tab_generator(const char *text, int state) {
+    (void)text;
+    static size_t next;
+    if (state == 0)
+        next = 0;
+    return next < tab.n ? strdup(tab.v[next++]) : NULL;
+}
+
+static char **tab_complete(const char *text, int start, int end) {
+    (void)end;
+    for (size_t i = 0; i < tab.n; i++)
+        free(tab.v[i]);
+    tab.n = 0;
+    /* ":load FILE" and ":input NAME=FILE": file names, libedit's default. */
+    const char *line = rl_line_buffer;
+    while (*line == ' ')
+        line++;
+    if (strncmp(line, ":load", 5) == 0 || strncmp(line, ":input", 6) == 0)
+        return NULL;
+    char *before = bib_cli_memdup(rl_line_buffer, (size_t)start);
+    size_t tlen = strlen(text);
+    char *upto = bib_cli_alloc((size_t)start + tlen + 1);
+    memcpy(upto, before, (size_t)start);
+    memcpy(upto + start, text, tlen + 1);
+    complete_word(completing, upto, upto + start, &tab);
+    free(before);
+    free(upto);
+    rl_attempted_completion_over = 1;
+    return rl_completion_matches(text, tab_generator);
+}
 
 /* $XDG_CACHE_HOME/bib/repl_history, else ~/.cache/bib/repl_history; NULL
    when neither can be made. */
@@ -1182,6 +1647,9 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
         history = history_path();
         if (history != NULL)
             read_history(history);
+        completing = &r;
+        rl_attempted_completion_function = tab_complete;
+        rl_basic_word_break_characters = " \t,";
     }
     if (file != NULL)
         cmd_load(&r, (char *)file);

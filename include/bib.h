@@ -200,7 +200,8 @@ BIB_API const char *bib_vm_error(const bib_vm_t *vm);
 BIB_API bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const char *name);
 
 /* Loads a .bib file, or assembles a .basm file (by extension, or when the file
- * does not start with the .bib magic) and loads the result. */
+ * does not start with the .bib magic) and loads the result. The path "-"
+ * reads stdin, module or source by its first bytes. */
 BIB_API bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
 
 /* Runs the loaded module's entry function from a fresh state: registers,
@@ -212,6 +213,16 @@ BIB_API bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path);
  * own status and the same message: BIB_E_NOMEM (the memory cap) and
  * BIB_E_TIMEOUT (options.device_timeout_ms). */
 BIB_API bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value);
+
+/* Runs the loaded module's function `name` from a fresh state, as bib_vm_run
+ * runs the entry function, with its first nargs registers set to args (each
+ * 64 bits: an integer in .i, a float in .f). nargs must be what the
+ * function's `.func NAME args=N` declares. On BIB_OK, *result (may be NULL)
+ * is the value it returned or gave HALT. No such function, or another
+ * count, is BIB_E_USAGE with a message naming the function and its args=;
+ * traps are as for bib_vm_run. */
+BIB_API bib_status_t bib_vm_call(bib_vm_t *vm, const char *name, const bib_value_t *args,
+                                 uint32_t nargs, int64_t *result);
 
 /* Counters from the last run. */
 typedef struct bib_run_stats {

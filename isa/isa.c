@@ -1,6 +1,7 @@
 /* isa/isa.c: the opcode table as data, and instruction encoding. */
 #include "isa/isa.h"
 
+#include <pthread.h>
 #include <strings.h>
 
 const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
@@ -34,6 +35,27 @@ const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #undef BIB_ISA_ROW
 };
 
+/* Codes to rows: an open-addressing hash built once, since the loader, the
+   verifier and the disassembler look up every instruction (a REPL session
+   reloads its module per line). The interpreter never looks codes up. */
+#define CODE_SLOTS 1024u /* a power of two, over four times BIB_OP__COUNT */
+_Static_assert(BIB_OP__COUNT * 4 <= CODE_SLOTS, "CODE_SLOTS must grow with the opcode table");
+static int16_t code_slots[CODE_SLOTS]; /* row + 1; 0 is empty */
+static pthread_once_t code_slots_once = PTHREAD_ONCE_INIT;
+
+static uint32_t code_hash(uint32_t code) {
+    return (code * 2654435761u) >> 22; /* the top 10 bits: 0..CODE_SLOTS-1 */
+}
+
+static void build_code_slots(void) {
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        uint32_t h = code_hash(bib_isa_table[i].code);
+        while (code_slots[h] != 0)
+            h = (h + 1) & (CODE_SLOTS - 1);
+        code_slots[h] = (int16_t)(i + 1);
+    }
+}
+
 const bib_kernel_info_t bib_kernel_table[BIB_KERNEL__COUNT] = {
 #define KERNEL(name, dtype, shape, args, cost, per_element, subs, executors, contract)             \
     {#name, dtype, shape, args, cost, per_element, subs, executors, contract},
@@ -48,12 +70,14 @@ _Static_assert(BIB_UNARY__COUNT <= 256 && BIB_BINARY__COUNT <= 256 && BIB_REDUCE
 _Static_assert(BIB_KERNEL__COUNT <= 127, "kernels fit bib_opinfo_t.kernel");
 
 int bib_isa_find_code(uint32_t code) {
-    /* Linear: used by the loader once per instruction and by tools; the
-       interpreter never looks codes up. */
-    for (int i = 0; i < BIB_OP__COUNT; i++)
-        if (bib_isa_table[i].code == code)
-            return i;
-    return -1;
+    pthread_once(&code_slots_once, build_code_slots);
+    for (uint32_t h = code_hash(code);; h = (h + 1) & (CODE_SLOTS - 1)) {
+        int row = code_slots[h] - 1;
+        if (row < 0)
+            return -1;
+        if (bib_isa_table[row].code == code)
+            return row;
+    }
 }
 
 int bib_isa_find_name(const char *name) {

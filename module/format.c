@@ -77,6 +77,8 @@ static const char *section_name(uint32_t type) {
         return "symbols";
     case BIB_SEC_DEBUG:
         return "debug";
+    case BIB_SEC_LABELS:
+        return "labels";
     case BIB_SEC_TENSORS:
         return "tensors";
     case BIB_SEC_SHADERS:
@@ -88,10 +90,13 @@ static const char *section_name(uint32_t type) {
     }
 }
 
+/* The smallest label record: a pc and a one-byte name. */
+#define LABEL_MIN_BYTES (4u + 2u + 1u)
 #define TENSORS_SLOT 5
 #define SHADERS_SLOT 6
 #define KERNELS_SLOT 7
-#define KNOWN_SLOTS 8
+#define LABELS_SLOT 8
+#define KNOWN_SLOTS 9
 
 /* Sections this build parses; the slot index into reader_t.found. */
 static int known_slot(uint32_t type) {
@@ -108,6 +113,8 @@ static int known_slot(uint32_t type) {
         return SHADERS_SLOT;
     case BIB_SEC_KERNELS:
         return KERNELS_SLOT;
+    case BIB_SEC_LABELS:
+        return LABELS_SLOT;
     default:
         return -1;
     }
@@ -545,6 +552,36 @@ static bib_status_t read_debug(const uint8_t *b, const section_t *s, bib_module_
     return cursor_finish(&c);
 }
 
+/* The labels section: a count, then per label its pc and name. What they
+   mean (pcs in the code, the order, the names) is the verifier's. */
+static bib_status_t read_labels(const uint8_t *b, const section_t *s, bib_module_t *m,
+                                bib_diag_t *diag) {
+    cursor_t c = cursor_open(b, s, "labels", diag);
+    uint32_t count = 0;
+    bib_status_t st = cursor_u32(&c, "the label count", &count);
+    if (st != BIB_OK)
+        return st;
+    if (count == 0 || count > cursor_left(&c) / LABEL_MIN_BYTES)
+        return bib_diag_set(diag, BIB_E_FORMAT, "byte %u: label count %u %s", s->offset, count,
+                            count == 0 ? "is 0 (a module without labels has no labels section)"
+                                       : "cannot fit in the bytes left in the labels section");
+    m->labels = calloc(count, sizeof *m->labels);
+    if (m->labels == NULL)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u labels", count);
+    m->label_count = count;
+    char field[64];
+    for (uint32_t i = 0; i < count; i++) {
+        snprintf(field, sizeof field, "the pc of label %u", i);
+        st = cursor_u32(&c, field, &m->labels[i].pc);
+        snprintf(field, sizeof field, "the name of label %u", i);
+        if (st == BIB_OK)
+            st = cursor_name(&c, field, BIB_MAX_NAME, 0, &m->labels[i].name);
+        if (st != BIB_OK)
+            return st;
+    }
+    return cursor_finish(&c);
+}
+
 static bib_status_t cursor_u64(cursor_t *c, const char *field, uint64_t *v) {
     bib_status_t st = cursor_need(c, 8, field);
     if (st != BIB_OK)
@@ -827,6 +864,8 @@ bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **o
         st = read_symbols(bytes, &found[BIB_SEC_SYMBOLS - 1], m, diag);
     if (st == BIB_OK && found[BIB_SEC_DEBUG - 1].entry_pos != 0)
         st = read_debug(bytes, &found[BIB_SEC_DEBUG - 1], m, diag);
+    if (st == BIB_OK && found[LABELS_SLOT].entry_pos != 0)
+        st = read_labels(bytes, &found[LABELS_SLOT], m, diag);
     if (st == BIB_OK && found[TENSORS_SLOT].entry_pos != 0)
         st = read_tensors(bytes, &found[TENSORS_SLOT], m, diag);
     if (st == BIB_OK && found[SHADERS_SLOT].entry_pos != 0)
@@ -995,6 +1034,15 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
         sec[n++] =
             (out_section_t){BIB_SEC_DEBUG, 0, 0,
                             NAME_LENGTH_BYTES + source_len + 4 + (uint64_t)runs * LINE_RUN_BYTES};
+    uint64_t labels_size = 4;
+    for (uint32_t i = 0; i < m->label_count; i++) {
+        bib_status_t st = check_name(m->labels[i].name, "label", i, diag);
+        if (st != BIB_OK)
+            return st;
+        labels_size += 4 + NAME_LENGTH_BYTES + strlen(m->labels[i].name);
+    }
+    if (m->label_count > 0)
+        sec[n++] = (out_section_t){BIB_SEC_LABELS, 0, 0, labels_size};
     if (has_tensors)
         sec[n++] = (out_section_t){BIB_SEC_TENSORS, BIB_SECTION_REQUIRED, 0, tensors_size};
     if (m->shader_count > 0)
@@ -1073,6 +1121,14 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
                 bib_write_u32le(p + 4, len);
                 p += LINE_RUN_BYTES;
                 k += len;
+            }
+            break;
+        case BIB_SEC_LABELS:
+            bib_write_u32le(p, m->label_count);
+            p += 4;
+            for (uint32_t k = 0; k < m->label_count; k++) {
+                bib_write_u32le(p, m->labels[k].pc);
+                p = put_name(p + 4, m->labels[k].name);
             }
             break;
         case BIB_SEC_TENSORS:

@@ -37,6 +37,9 @@ void bib_module_free(bib_module_t *m) {
     free(m->imports);
     free(m->source_name);
     free(m->lines);
+    for (uint32_t i = 0; i < m->label_count; i++)
+        free(m->labels[i].name);
+    free(m->labels);
     if (m->tensors != NULL)
         for (uint32_t i = 0; i < m->tensor_count; i++) {
             free(m->tensors[i].name);

@@ -29,6 +29,7 @@ typedef enum bib_section_type {
     BIB_SEC_DATA = 3,
     BIB_SEC_SYMBOLS = 4,
     BIB_SEC_DEBUG = 5,
+    BIB_SEC_LABELS = 6,
     BIB_SEC_TENSORS = 16,
     BIB_SEC_SHADERS = 17,
     BIB_SEC_KERNELS = 18,
@@ -55,6 +56,12 @@ typedef enum bib_section_type {
 /* Section flag: a reader that does not know the section's type must fail. */
 #define BIB_SECTION_REQUIRED 1u
 #define BIB_MAX_SOURCE_NAME 4095u /* bytes in the debug source file name */
+
+/* A code label's name and the pc it marks. */
+typedef struct bib_label {
+    uint32_t pc;
+    char *name; /* owned */
+} bib_label_t;
 
 typedef enum bib_const_type {
     BIB_CONST_I64 = 1,
@@ -160,6 +167,11 @@ typedef struct bib_module {
 
     char *source_name; /* debug: may be NULL */
     uint32_t *lines;   /* debug: source line per instruction (0 = unknown); NULL when absent */
+
+    /* Code label names (section BIB_SEC_LABELS, optional), ascending by pc
+       and then by name. */
+    bib_label_t *labels;
+    uint32_t label_count;
 
     /* Tensors (section BIB_SEC_TENSORS, present when tensor_regs > 0). */
     uint32_t tensor_regs; /* size of the tensor register file; TD/TS/TM operands are below it */

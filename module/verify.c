@@ -12,6 +12,7 @@
  */
 #include "module/module.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -992,6 +993,79 @@ out:
     return st;
 }
 
+/* Whether name is what the disassembler calls an unnamed target: L<digits>. */
+static bool generated_label(const char *name) {
+    if (name[0] != 'L' || name[1] == '\0')
+        return false;
+    for (const char *p = name + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
+typedef struct label_key {
+    uint32_t func;
+    const char *name;
+    uint32_t index;
+} label_key_t;
+
+static int compare_label_keys(const void *a, const void *b) {
+    const label_key_t *x = a, *y = b;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : (x->index < y->index ? -1 : x->index > y->index);
+}
+
+/* The labels section: each label names a pc of the code, in ascending order
+   of pc and then name (one order, so one module has one encoding), and no
+   name is given twice in one function, nor is an L<digits> name the
+   disassembler would print for an unnamed target. */
+static bib_status_t verify_labels(const bib_module_t *m, bib_diag_t *diag) {
+    if (m->label_count == 0)
+        return BIB_OK;
+    if (m->labels == NULL)
+        return bib_diag_set(diag, BIB_E_VERIFY, "module has %u labels but no label table",
+                            m->label_count);
+    for (uint32_t i = 0; i < m->label_count; i++) {
+        const bib_label_t *l = &m->labels[i];
+        if (l->name == NULL || l->name[0] == '\0')
+            return bib_diag_set(diag, BIB_E_VERIFY, "label %u has no name", i);
+        if (l->pc >= m->code_count)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "label %u '%s' marks pc %u, outside the %u instructions of the "
+                                "code",
+                                i, l->name, l->pc, m->code_count);
+        if (generated_label(l->name))
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "label %u '%s' at pc %u has the form L<number> the disassembler "
+                                "gives unnamed targets",
+                                i, l->name, l->pc);
+        if (i > 0) {
+            const bib_label_t *prev = &m->labels[i - 1];
+            if (prev->pc > l->pc || (prev->pc == l->pc && strcmp(prev->name, l->name) >= 0))
+                return bib_diag_set(diag, BIB_E_VERIFY,
+                                    "label %u '%s' at pc %u comes after label %u '%s' at pc %u: "
+                                    "labels must ascend by pc, then by name",
+                                    i, l->name, l->pc, i - 1, prev->name, prev->pc);
+        }
+    }
+    label_key_t *keys = malloc((size_t)m->label_count * sizeof *keys);
+    if (keys == NULL)
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u labels", m->label_count);
+    for (uint32_t i = 0; i < m->label_count; i++)
+        keys[i] = (label_key_t){bib_module_func_at(m, m->labels[i].pc), m->labels[i].name, i};
+    qsort(keys, m->label_count, sizeof *keys, compare_label_keys);
+    bib_status_t st = BIB_OK;
+    for (uint32_t i = 1; i < m->label_count && st == BIB_OK; i++)
+        if (keys[i].func == keys[i - 1].func && strcmp(keys[i].name, keys[i - 1].name) == 0)
+            st = bib_diag_set(
+                diag, BIB_E_VERIFY, "label '%s' is given twice in function '%s' (labels %u and %u)",
+                keys[i].name, m->funcs[keys[i].func].name, keys[i - 1].index, keys[i].index);
+    free(keys);
+    return st;
+}
+
 /* Decodes every opcode word once (m->ops). */
 static bib_status_t decode_ops(bib_module_t *m, bib_diag_t *diag) {
     _Static_assert(BIB_OP__COUNT < UINT16_MAX, "dense opcode indices fit m->ops");
@@ -1023,6 +1097,8 @@ bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag) {
         st = verify_imports(m, diag);
     if (st == BIB_OK)
         st = verify_functions(m, diag);
+    if (st == BIB_OK)
+        st = verify_labels(m, diag);
     if (st == BIB_OK)
         st = verify_tensors(m, diag);
     if (st == BIB_OK)

@@ -445,21 +445,70 @@ static bib_status_t prepare_run(bib_vm_t *vm, const char *caller) {
     return BIB_OK;
 }
 
-bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
-    if (vm == NULL)
-        return BIB_E_USAGE;
-    bib_status_t st = prepare_run(vm, "bib_vm_run");
-    if (st != BIB_OK)
+/* Runs f from a fresh state, its first nargs registers set to args. */
+static bib_status_t run_function(bib_vm_t *vm, const bib_dfunc_t *f, const bib_value_t *args,
+                                 uint32_t nargs, int64_t *exit_value, const char *caller) {
+    /* The interpreter starts at the program's entry: f is the entry for
+       this run only. */
+    const bib_dfunc_t *entry = vm->program.entry;
+    vm->program.entry = f;
+    bib_status_t st = prepare_run(vm, caller);
+    if (st != BIB_OK) {
+        vm->program.entry = entry;
         return st;
+    }
+    for (uint32_t i = 0; i < nargs; i++)
+        vm->regs[i] = args[i].u;
     vm->running = true;
     vm->has_run = true;
     vm->memory_dirty = vm->memory_size > 0;
     st = bib_interp_run(vm, exit_value);
     vm->running = false;
+    vm->program.entry = entry;
     vm->stats.peak_memory = vm->blocks.peak;
     if (vm->options.trace_format != BIB_TRACE_OFF)
         fflush(vm->trace);
     return st;
+}
+
+bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (vm->module == NULL)
+        return bib_vm_fail(vm, BIB_E_STATE, "no module loaded: call bib_vm_load first");
+    return run_function(vm, vm->program.entry, NULL, 0, exit_value, "bib_vm_run");
+}
+
+bib_status_t bib_vm_call(bib_vm_t *vm, const char *name, const bib_value_t *args, uint32_t nargs,
+                         int64_t *result) {
+    if (vm == NULL)
+        return BIB_E_USAGE;
+    if (vm->module == NULL)
+        return bib_vm_fail(vm, BIB_E_STATE, "no module loaded: call bib_vm_load first");
+    if (name == NULL || (nargs > 0 && args == NULL))
+        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_call: %s is NULL",
+                           name == NULL ? "name" : "args");
+    int64_t index = bib_vm_function_find(vm, name);
+    if (index < 0) {
+        /* The functions it has, as many as fit the message. */
+        char list[256];
+        size_t n = 0;
+        list[0] = '\0';
+        for (uint32_t i = 0; i < vm->module->func_count && n < sizeof list; i++) {
+            const char *f = vm->module->funcs[i].name;
+            if (f != NULL)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", f);
+        }
+        return bib_vm_fail(vm, BIB_E_USAGE, "no function '%s' in the module (its functions: %s)",
+                           name, list);
+    }
+    const bib_dfunc_t *f = &vm->program.funcs[index];
+    if (f->nargs != nargs)
+        return bib_vm_fail(vm, BIB_E_USAGE,
+                           "function %s takes %" PRIu32 " argument%s (.func %s args=%" PRIu32
+                           "), not %" PRIu32,
+                           name, f->nargs, f->nargs == 1 ? "" : "s", name, f->nargs, nargs);
+    return run_function(vm, f, args, nargs, result, "bib_vm_call");
 }
 
 /* ---- stepped runs ---------------------------------------------------------- */

@@ -45,7 +45,9 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
     max = bib_file_cap(max);
     if (max > SIZE_MAX / 2)
         max = SIZE_MAX / 2;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* "-" is stdin, read under the same cap as any file. */
+    int fd = strcmp(path, "-") == 0 ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                                    : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, cap, "cannot open '%s': %s", path, strerror(errno));
         return BIB_E_IO;
@@ -163,6 +165,20 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
     if (out->path == NULL) {
         snprintf(why, cap, "cannot create '%s': out of memory", path);
         return BIB_E_NOMEM;
+    }
+    if (strcmp(path, "-") == 0) {
+        /* stdout: written directly, after what the process printed before. */
+        fflush(stdout);
+        int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
+        out->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (out->f == NULL) {
+            snprintf(why, cap, "cannot write to stdout: %s", strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            bib_file_out_discard(out);
+            return BIB_E_IO;
+        }
+        return BIB_OK;
     }
     struct stat st;
     bool exists = stat(path, &st) == 0;
@@ -305,6 +321,8 @@ bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, ch
 }
 
 bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
+    if (strcmp(path, "-") == 0) /* stdout: a failed write is reported when it happens */
+        return BIB_OK;
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
@@ -339,6 +357,9 @@ bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
 }
 
 bool bib_file_same(const char *a, const char *b) {
+    /* "-" is a stream (stdin to read, stdout to write), never a file. */
+    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0)
+        return strcmp(a, b) == 0;
     struct stat sa, sb;
     /* Devices and pipes (/dev/stdin and /dev/stdout on one terminal) are
        never replaced, so never "the same file" in the sense that matters. */

@@ -20,7 +20,8 @@
 
 /* Reads the whole of path into *bytes (malloc'd, with a NUL after the last
  * byte that *size does not count; the caller frees it). max is the largest
- * size accepted, 0 meaning BIB_FILE_SIZE_CAP_DEFAULT. Returns BIB_OK;
+ * size accepted, 0 meaning BIB_FILE_SIZE_CAP_DEFAULT. The path "-" is stdin
+ * (read to its end, under the same cap). Returns BIB_OK;
  * BIB_E_IO when the file cannot be opened or read (why: "cannot open 'x':
  * No such file or directory"); BIB_E_NOMEM when it is larger than max (why:
  * bib_file_too_large's text) or memory runs out. */
@@ -46,7 +47,8 @@ typedef struct bib_file_out {
     int err;      /* the first write's errno, 0 while all went well */
 } bib_file_out_t;
 
-/* Creates the temporary file for path. BIB_E_IO with why set ("cannot
+/* Creates the temporary file for path. The path "-" is stdout, written
+ * directly (there is nothing to replace). BIB_E_IO with why set ("cannot
  * create 'out/x.npy': No such file or directory") on failure. */
 bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why, size_t cap);
 /* Appends bytes; a failure is remembered and reported by bib_file_out_close. */
@@ -65,12 +67,13 @@ bib_status_t bib_file_write(const char *path, const void *bytes, size_t size, ch
                             size_t cap);
 
 /* Whether path could be written now: its folder exists, is a folder and is
- * writable, and path is not a folder. BIB_E_IO with why set otherwise. */
+ * writable, and path is not a folder ("-", stdout, always is). BIB_E_IO with
+ * why set otherwise. */
 bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap);
 
 /* Whether two paths name the same file: the same regular file when both
  * exist (devices and pipes never count), else the same name in the same
- * folder. */
+ * folder. "-" (a stream) is only the same as "-". */
 bool bib_file_same(const char *a, const char *b);
 
 #endif

@@ -74,10 +74,44 @@ static void put_json(sbuf_t *b, const char *s) {
     put(b, "\"");
 }
 
+/* A device's facts as JSON members (after others: each starts with a comma). */
+static void put_facts(sbuf_t *b, const bib_device_facts_t *f) {
+    const char *names[] = {"name", "kind", "fma", "denormals", "rounding"};
+    const char *values[] = {f->name, f->kind, f->fma, f->denormals, f->rounding};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        put(b, ",\"%s\":", names[i]);
+        if (values[i][0])
+            put_json(b, values[i]);
+        else
+            put(b, "null");
+    }
+    put(b, ",\"fp64\":%s", f->fp64 ? "true" : "false");
+    put(b, ",\"memory_bytes\":");
+    if (f->memory_bytes)
+        put(b, "%" PRIu64, f->memory_bytes);
+    else
+        put(b, "null");
+    put(b, ",\"limits\":{");
+    const char *lnames[] = {"max_buffer_bytes", "max_workgroup", "shared_memory_bytes",
+                            "compute_units", "max_threads"};
+    uint64_t lvalues[] = {f->max_buffer_bytes, f->max_workgroup, f->shared_memory_bytes,
+                          f->compute_units, f->max_threads};
+    for (size_t i = 0; i < sizeof lnames / sizeof lnames[0]; i++) {
+        put(b, "%s\"%s\":", i ? "," : "", lnames[i]);
+        if (lvalues[i])
+            put(b, "%" PRIu64, lvalues[i]);
+        else
+            put(b, "null");
+    }
+    put(b, "}");
+}
+
 /* ---- the facts ------------------------------------------------------------------ */
 
 typedef struct device_fact {
     char text[512]; /* describe() */
+    bool has_facts;
+    bib_device_facts_t facts; /* facts(), when the executor has it */
 } device_fact_t;
 
 typedef struct executor_fact {
@@ -146,6 +180,9 @@ static void gather_executor(const bib_options_t *o, const bib_executor_ops_t *op
         }
         const char *d = ops->describe != NULL ? ops->describe(ex) : NULL;
         snprintf(e->devices[i].text, sizeof e->devices[i].text, "%s", d ? d : ops->name);
+        e->devices[i].has_facts = ops->facts != NULL;
+        if (ops->facts != NULL)
+            ops->facts(ex, &e->devices[i].facts);
         ops->shutdown(ex);
         /* A selector the executor ignores would give the same device forever. */
         if (i > 0 && strcmp(e->devices[i].text, e->devices[i - 1].text) == 0)
@@ -222,12 +259,19 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
     memset(&host, 0, sizeof host);
     bool host_cached = false;
     char cpu_desc[256] = "", host_error[256] = "";
+    bib_device_facts_t cpu_facts;
+    bool has_cpu_facts = false;
     {
         bib_executor_config_t c = {.threads = o.threads};
         bib_executor_t *ex = NULL;
         char why[256] = "";
         if (bib_cpu_executor.init(&c, &ex, why, sizeof why) == BIB_OK) {
             snprintf(cpu_desc, sizeof cpu_desc, "%s", bib_cpu_executor.describe(ex));
+            if (bib_cpu_executor.facts != NULL) {
+                bib_cpu_executor.facts(ex, &cpu_facts);
+                cpu_facts.memory_bytes = mem_total * 1024;
+                has_cpu_facts = true;
+            }
             if (bib_placement_model(&bib_cpu_executor, ex, &host, &host_cached, why, sizeof why) !=
                 BIB_OK)
                 snprintf(host_error, sizeof host_error, "measuring failed: %s", why);
@@ -351,6 +395,8 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
         put_json(&b, hf.level);
         put(&b, ",\"executor\":");
         put_json(&b, cpu_desc[0] ? cpu_desc : host_error);
+        if (has_cpu_facts)
+            put_facts(&b, &cpu_facts);
         put(&b, "},\"gpu_executors\":[");
         for (uint32_t i = 0; i < ngpu; i++) {
             executor_fact_t *e = &gpus[i];
@@ -360,6 +406,8 @@ bib_status_t bib_info_report(const bib_options_t *options, int json, char **repo
             for (uint32_t d = 0; d < e->ndevices; d++) {
                 put(&b, "%s{\"index\":%" PRIu32 ",\"describe\":", d ? "," : "", d);
                 put_json(&b, e->devices[d].text);
+                if (e->devices[d].has_facts)
+                    put_facts(&b, &e->devices[d].facts);
                 put(&b, "}");
             }
             put(&b, "],\"absent\":");

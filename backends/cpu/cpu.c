@@ -149,6 +149,18 @@ static const char *cpu_describe(bib_executor_t *ex) {
     return ex->description;
 }
 
+static void cpu_facts(bib_executor_t *ex, bib_device_facts_t *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "cpu: %s, %u thread%s", bib_cpu_level_name(ex->ctx.level),
+             ex->threads, ex->threads == 1 ? "" : "s");
+    snprintf(out->kind, sizeof out->kind, "CPU");
+    snprintf(out->fma, sizeof out->fma, "fused (one fma chain per output, spec/numerics.md)");
+    snprintf(out->denormals, sizeof out->denormals, "preserved (FTZ/DAZ off)");
+    snprintf(out->rounding, sizeof out->rounding, "nearest-even");
+    out->fp64 = 1;
+    out->max_threads = BIB_CPU_MAX_THREADS;
+}
+
 static void cpu_host_facts(bib_host_facts_t *facts) {
     memset(facts, 0, sizeof *facts);
     bib_cpu_features_t f;
@@ -193,5 +205,6 @@ const bib_executor_ops_t bib_cpu_executor = {
 #undef KERNEL
         },
     .describe = cpu_describe,
+    .facts = cpu_facts,
     .host_facts = cpu_host_facts,
 };

@@ -471,12 +471,27 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
              ex->name, ex->ordinal, ex->cc_major, ex->cc_minor, ex->sm_count,
              (double)ex->total_memory / (double)(1ull << 30), ex->driver_version / 1000,
              ex->driver_version % 1000 / 10, ex->binary_version);
+    bib_device_facts_t *f = &ex->facts;
+    snprintf(f->name, sizeof f->name, "%s", ex->name);
+    snprintf(f->kind, sizeof f->kind, "GPU (compute capability %d.%d)", ex->cc_major,
+             ex->cc_minor);
+    snprintf(f->fma, sizeof f->fma, "fused (__fmaf_rn), no contraction (--fmad=false)");
+    snprintf(f->denormals, sizeof f->denormals, "preserved (-ftz=false)");
+    snprintf(f->rounding, sizeof f->rounding, "nearest-even, IEEE div/sqrt");
+    f->fp64 = 1;
+    f->memory_bytes = ex->total_memory;
+    f->max_buffer_bytes = ex->total_memory;
+    f->compute_units = (uint32_t)ex->sm_count;
     *out = ex;
     return BIB_OK;
 }
 
 const char *bib_cu_error(const bib_executor_t *ex) {
     return ex ? ex->error : "";
+}
+
+void bib_cu_facts(bib_executor_t *ex, bib_device_facts_t *out) {
+    *out = ex->facts;
 }
 
 const char *bib_cu_describe(bib_executor_t *ex) {

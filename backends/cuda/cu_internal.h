@@ -184,6 +184,7 @@ typedef struct bib_cu_buffer {
 struct bib_executor {
     char error[512];
     char describe[512];
+    bib_device_facts_t facts;
     bib_cu_api_t api;
 
     /* device */
@@ -239,6 +240,7 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
 void bib_cu_shutdown(bib_executor_t *ex);
 const char *bib_cu_error(const bib_executor_t *ex);
 const char *bib_cu_describe(bib_executor_t *ex);
+void bib_cu_facts(bib_executor_t *ex, bib_device_facts_t *out);
 bib_status_t bib_cu_synchronize(bib_executor_t *ex);
 bib_status_t bib_cu_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -458,6 +458,7 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_COPY] = bib_cu_copy,
         },
     .describe = bib_cu_describe,
+    .facts = bib_cu_facts,
     .program_create = bib_cu_program_create,
     .program_dispatch = bib_cu_program_dispatch,
     .program_destroy = bib_cu_program_destroy,

@@ -1294,12 +1294,35 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
              den32 ? ", DenormPreserve declared" : "",
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
              rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
+    bib_device_facts_t *f = &ex->facts;
+    snprintf(f->name, sizeof f->name, "%s", ex->props.deviceName);
+    snprintf(f->kind, sizeof f->kind, "%s", bib_vk_type_name(ex->props.deviceType));
+    snprintf(f->fma, sizeof f->fma, "%s",
+             ex->fma_path == BIB_VK_FMA_NATIVE ? "native (fused, probed)"
+                                               : "emulated (fp64 round-to-odd; fma() not fused)");
+    snprintf(f->denormals, sizeof f->denormals, "%s%s",
+             ex->probe_denormals ? "preserved (probed)" : "flushed",
+             den32 ? ", DenormPreserve declared" : "");
+    snprintf(f->rounding, sizeof f->rounding, "%s%s",
+             ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
+             rte32 ? ", RoundingModeRTE declared" : "");
+    f->fp64 = ex->has_f64;
+    uint64_t free_bytes = 0;
+    if (bib_vk_memory_query(ex, &free_bytes, &f->memory_bytes) != BIB_OK)
+        f->memory_bytes = 0;
+    f->max_buffer_bytes = ex->props.limits.maxStorageBufferRange;
+    f->max_workgroup = ex->props.limits.maxComputeWorkGroupInvocations;
+    f->shared_memory_bytes = ex->props.limits.maxComputeSharedMemorySize;
     *out = ex;
     return BIB_OK;
 }
 
 const char *bib_vk_error(const bib_executor_t *ex) {
     return ex ? ex->error : "";
+}
+
+void bib_vk_facts(bib_executor_t *ex, bib_device_facts_t *out) {
+    *out = ex->facts;
 }
 
 const char *bib_vk_describe(bib_executor_t *ex) {

@@ -67,6 +67,7 @@ typedef struct bib_vk_push {
 struct bib_executor {
     char error[512];
     char describe[512];
+    bib_device_facts_t facts;
 
     /* instance and device */
     VkInstance instance;
@@ -154,6 +155,7 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
 void bib_vk_shutdown(bib_executor_t *ex);
 const char *bib_vk_error(const bib_executor_t *ex);
 const char *bib_vk_describe(bib_executor_t *ex);
+void bib_vk_facts(bib_executor_t *ex, bib_device_facts_t *out);
 bib_status_t bib_vk_synchronize(bib_executor_t *ex);
 bib_status_t bib_vk_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...)
 #if defined(__GNUC__)

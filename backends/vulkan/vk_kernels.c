@@ -482,6 +482,7 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_RNG] = bib_vk_rng,
         },
     .describe = bib_vk_describe,
+    .facts = bib_vk_facts,
     .program_create = bib_vk_program_create,
     .program_dispatch = bib_vk_program_dispatch,
     .program_destroy = bib_vk_program_destroy,

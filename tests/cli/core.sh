@@ -95,7 +95,7 @@ done
 [ $bad_flip -eq 0 ] && ok "bit-flipped modules ($count) are rejected at load with exit 65" || bad "bit-flipped modules: $bad_flip of $count not rejected cleanly"
 
 expect_fail "unknown command" 64 "unknown command" $BIB frobnicate
-expect_fail "an unknown option is named in one line" 64 "^bib: unknown or ambiguous option '--bogus' (try bib --help)$" \
+expect_fail "an unknown option is named in one line" 64 "^bib: unknown or ambiguous option '--bogus' for run (bib help run lists its options)$" \
     $BIB run --bogus examples/fib.basm
 expect_fail "an option without its value is named" 64 "^bib: option '--fuel' needs a value" $BIB run examples/fib.basm --fuel
 if [ "$($BIB run --bogus examples/fib.basm 2>&1 | wc -l)" -eq 1 ]; then ok "a usage error is one line, not the help"; else bad "a usage error prints more than one line"; fi

@@ -72,6 +72,44 @@ for m in a['models']:
 assert a['threshold'] is None or a['threshold']['flops_from_host'] >= 0
 " 2>"$T/err"; then ok "--json carries the cpu, devices and auto's choice"; else bad "--json content: $(cat "$T/err")"; fi
 
+# The numerics and limits are fields, not only the describe string.
+if $PY -c "
+import json, sys
+r = json.load(open('$T/json'))
+devices = [r['cpu']] + [d for g in r['gpu_executors'] for d in g['devices']]
+for d in devices:
+    for k in ('name', 'kind', 'fma', 'denormals', 'rounding'):
+        assert isinstance(d[k], str) and d[k], (k, d)
+    assert isinstance(d['fp64'], bool), d
+    assert d['memory_bytes'] is None or d['memory_bytes'] > 0, d
+    assert set(d['limits']) == {'max_buffer_bytes', 'max_workgroup', 'shared_memory_bytes', 'compute_units', 'max_threads'}, d
+    for v in d['limits'].values():
+        assert v is None or (isinstance(v, int) and v > 0), d
+assert r['cpu']['kind'] == 'CPU' and r['cpu']['limits']['max_threads'] == 256, r['cpu']
+for g in r['gpu_executors']:
+    for d in g['devices']:
+        if g['name'] == 'vulkan':
+            # the same facts as the describe string, one by one
+            assert 'fma: ' + d['fma'] in d['describe'] and 'denormals: ' + d['denormals'] in d['describe'], d
+            assert d['limits']['max_buffer_bytes'] > 0 and d['limits']['max_workgroup'] > 0, d
+" 2>"$T/err"; then ok "--json gives fma, denormals, rounding, memory and limits as fields of every device"; else bad "--json device fields: $(cat "$T/err")"; fi
+
+# A CUDA device's fields, on the mock driver (tests/unit builds it).
+MOCK=${BUILD:-build}/tests/libcuda_mock.so
+if [ -f "$MOCK" ]; then
+    if BIB_CUDA_LIBRARY="$MOCK" $BIB info --json 2>/dev/null | $PY -c "
+import json, sys
+r = json.load(sys.stdin)
+cuda = [g for g in r['gpu_executors'] if g['name'] == 'cuda'][0]
+d = cuda['devices'][0]
+assert d['name'] == 'BIB mock CUDA device' and d['kind'].startswith('GPU'), d
+assert 'fused' in d['fma'] and 'preserved' in d['denormals'] and 'nearest-even' in d['rounding'], d
+assert d['fp64'] is True and d['memory_bytes'] == 1 << 30 and d['limits']['compute_units'] == 4, d
+" 2>"$T/err"; then ok "a CUDA device's numerics and limits are fields too (mock driver)"; else bad "cuda fields: $(cat "$T/err")"; fi
+else
+    echo "SKIP CUDA device fields: no $MOCK (built with build/tests/test_cuda when nvcc exists)"
+fi
+
 $BIB info extra >/dev/null 2>"$T/err"
 if [ $? -eq 64 ]; then ok "bib info with a file is a usage error"; else bad "bib info extra: $(cat "$T/err")"; fi
 

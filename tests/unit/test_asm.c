@@ -570,11 +570,41 @@ Test(asm_round_trip, disassembly_names_constants_and_labels) {
     cr_assert_eq(bib_assemble(src, strlen(src), "x.basm", &bytes, &size, &diag), BIB_OK);
     cr_assert_eq(bib_disassemble(bytes, size, &text, &diag), BIB_OK);
     cr_expect(strstr(text, ".const k0 f64 1.5\n"), "%s", text);
-    cr_expect(strstr(text, "L1:\n"), "%s", text);
-    cr_expect(strstr(text, "JNZ      r0, L1\n"), "%s", text);
+    cr_expect(strstr(text, "back:\n"), "%s", text);
+    cr_expect(strstr(text, "JNZ      r0, back\n"), "%s", text);
     cr_expect(strstr(text, ".func main args=0 regs=1"), "%s", text);
     cr_expect_eq(count_of(text, "L0:"), 0, "labels only where targeted");
     bib_free(text);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+    /* Stripped, the names are gone and the targets get L<pc>. */
+    cr_assert_eq(bib_assemble_stripped(src, strlen(src), "x.basm", 0, &bytes, &size, &diag),
+                 BIB_OK);
+    cr_assert_eq(bib_disassemble(bytes, size, &text, &diag), BIB_OK);
+    cr_expect(strstr(text, "L1:\n"), "%s", text);
+    cr_expect(strstr(text, "JNZ      r0, L1\n"), "%s", text);
+    cr_expect(strstr(text, "back") == NULL && strstr(text, ".source") == NULL &&
+                  strstr(text, ".nodebug") != NULL,
+              "%s", text);
+    bib_free(text);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+/* A label named like the disassembler's own (L<number>) is not stored: the
+   disassembler prints L<pc> for it, and the text reassembles to the same
+   bytes. */
+Test(asm_round_trip, labels_named_like_generated_ones_are_not_stored) {
+    uint8_t *bytes;
+    size_t size;
+    char *diag, *text;
+    const char *src = ".func main regs=1\nL7:\n  JNZ r0, L7\nend:\n  HALT r0\n.end\n";
+    cr_assert_eq(bib_assemble(src, strlen(src), "x.basm", &bytes, &size, &diag), BIB_OK);
+    cr_assert_eq(bib_disassemble(bytes, size, &text, &diag), BIB_OK);
+    cr_expect(strstr(text, "L0:\n") && strstr(text, "JNZ      r0, L0\n") && strstr(text, "end:\n"),
+              "%s", text);
+    bib_free(text);
+    assert_round_trip(bytes, size);
     bib_free(bytes);
 }
 
@@ -612,7 +642,7 @@ Test(asm_round_trip, typical_program_needs_line_only_at_functions_and_gaps) {
     cr_expect_eq(count_of(text, ".line"), 3, "%s", text);
     cr_expect(strstr(text, "    .line 3\n    LDI      r0, 30\n    CALL"), "%s", text);
     cr_expect(strstr(text, "    .line 10\n    LDI      r1, 2\n"), "%s", text);
-    cr_expect(strstr(text, "L11:\n    .line 18\n    RET      r0\n"), "%s", text);
+    cr_expect(strstr(text, "small:\n    .line 18\n    RET      r0\n"), "%s", text);
     bib_free(text);
     assert_round_trip(bytes, size);
     bib_free(bytes);

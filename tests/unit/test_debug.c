@@ -257,3 +257,54 @@ Test(debug, profiling_off_leaves_no_rows) {
     cr_assert_eq(bib_vm_profile_write(vm, stderr, 0), BIB_E_STATE);
     bib_vm_destroy(vm);
 }
+
+/* bib_vm_call: a function by name, its arguments in its first registers. */
+Test(call, runs_a_function_by_name_with_its_arguments) {
+    bib_vm_t *vm = load(fib_src, NULL);
+    bib_value_t n = {.i = 20};
+    int64_t result = 0;
+    cr_assert_eq(bib_vm_call(vm, "fib", &n, 1, &result), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(result, 6765);
+    /* The entry function still runs as before, from a fresh state. */
+    cr_assert_eq(bib_vm_run(vm, &result), BIB_OK);
+    cr_assert_eq(result, 55);
+    bib_vm_destroy(vm);
+}
+
+Test(call, passes_floats_as_their_bits) {
+    static const char src[] = ".func main regs=1\n    HALT r0\n.end\n"
+                              ".func twice args=1 regs=2\n    FADD r1, r0, r0\n    FTOI r1, r1\n"
+                              "    RET r1\n.end\n";
+    bib_vm_t *vm = load(src, NULL);
+    bib_value_t x = {.f = 10.75};
+    int64_t result = 0;
+    cr_assert_eq(bib_vm_call(vm, "twice", &x, 1, &result), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(result, 21);
+    bib_vm_destroy(vm);
+}
+
+Test(call, a_wrong_count_names_the_signature) {
+    bib_vm_t *vm = load(fib_src, NULL);
+    bib_value_t args[2] = {{.i = 1}, {.i = 2}};
+    cr_assert_eq(bib_vm_call(vm, "fib", args, 2, NULL), BIB_E_USAGE);
+    cr_assert_str_eq(bib_vm_error(vm), "function fib takes 1 argument (.func fib args=1), not 2");
+    cr_assert_eq(bib_vm_call(vm, "fob", args, 1, NULL), BIB_E_USAGE);
+    cr_assert_str_eq(bib_vm_error(vm),
+                     "no function 'fob' in the module (its functions: main, fib)");
+    cr_assert_eq(bib_vm_call(vm, "fib", NULL, 1, NULL), BIB_E_USAGE);
+    bib_vm_destroy(vm);
+}
+
+Test(call, traps_like_a_run) {
+    static const char src[] = ".func main regs=1\n    HALT r0\n.end\n"
+                              ".func div args=2 regs=3\n    DIV r2, r0, r1\n    RET r2\n.end\n";
+    bib_vm_t *vm = load(src, NULL);
+    bib_value_t args[2] = {{.i = 1}, {.i = 0}};
+    cr_assert_eq(bib_vm_call(vm, "div", args, 2, NULL), BIB_E_TRAP);
+    cr_assert(strstr(bib_vm_error(vm), "division by zero") != NULL, "%s", bib_vm_error(vm));
+    args[1].i = 1;
+    int64_t result = 0;
+    cr_assert_eq(bib_vm_call(vm, "div", args, 2, &result), BIB_OK);
+    cr_assert_eq(result, 1);
+    bib_vm_destroy(vm);
+}

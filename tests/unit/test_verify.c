@@ -827,3 +827,64 @@ Test(liveness, too_many_blocks_times_registers_falls_back_to_unknown) {
     m->tensor_regs = regs;
     expect_ok(m);
 }
+
+/* The labels section (spec/bib-format.md, type 6). */
+static bib_module_t *labelled(const char *a, uint32_t pa, const char *b, uint32_t pb) {
+    bib_module_t *m = small_module();
+    m->label_count = 2;
+    m->labels = calloc(2, sizeof *m->labels);
+    m->labels[0] = (bib_label_t){pa, dup_str(a)};
+    m->labels[1] = (bib_label_t){pb, dup_str(b)};
+    return m;
+}
+
+Test(verify, labels_accepted) {
+    bib_module_t *m = labelled("skip", 5, "done", 6);
+    cr_assert_eq(bib_module_verify(m, &diag), BIB_OK, "%s", diag.msg);
+    bib_module_free(m);
+    /* The same name in two functions. */
+    m = labelled("top", 0, "top", 7);
+    cr_assert_eq(bib_module_verify(m, &diag), BIB_OK, "%s", diag.msg);
+    bib_module_free(m);
+}
+
+Test(verify, label_outside_the_code) {
+    expect_error(labelled("skip", 5, "done", 9),
+                 "label 1 'done' marks pc 9, outside the 9 instructions of the code");
+}
+
+Test(verify, labels_out_of_order) {
+    expect_error(labelled("done", 6, "skip", 5),
+                 "label 1 'skip' at pc 5 comes after label 0 'done' at pc 6: labels must ascend "
+                 "by pc, then by name");
+    expect_error(labelled("b", 5, "a", 5),
+                 "label 1 'a' at pc 5 comes after label 0 'b' at pc 5: labels must ascend by pc, "
+                 "then by name");
+}
+
+Test(verify, label_named_twice_in_a_function) {
+    expect_error(labelled("x", 1, "x", 5), "label 'x' is given twice in function 'main' (labels 0 "
+                                           "and 1)");
+}
+
+Test(verify, label_named_like_a_generated_one) {
+    expect_error(labelled("L5", 5, "done", 6), "label 0 'L5' at pc 5 has the form L<number> the "
+                                               "disassembler gives unnamed targets");
+}
+
+/* The section survives writing and reading, and a hostile count is refused
+   before anything is allocated for it. */
+Test(verify, labels_round_trip_through_the_format) {
+    bib_module_t *m = labelled("skip", 5, "done", 6);
+    uint8_t *bytes;
+    size_t size;
+    cr_assert_eq(bib_module_write(m, &bytes, &size, &diag), BIB_OK, "%s", diag.msg);
+    bib_module_free(m);
+    bib_module_t *back = NULL;
+    cr_assert_eq(bib_module_read(bytes, size, &back, &diag), BIB_OK, "%s", diag.msg);
+    cr_assert_eq(back->label_count, 2);
+    cr_expect_str_eq(back->labels[0].name, "skip");
+    cr_expect_eq(back->labels[1].pc, 6);
+    bib_module_free(back);
+    free(bytes);
+}
