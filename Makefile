@@ -55,7 +55,8 @@ EXECUTORS = cpu
 -include tests/fuzz/fuzz.mk
 CFLAGS  += -DBIB_EXECUTORS='"$(EXECUTORS)"'
 # The library exports only what include/bib.h marks BIB_API.
-$(LIB_OBJ): CFLAGS += -fvisibility=hidden
+LIB_VISIBILITY = -fvisibility=hidden
+$(LIB_OBJ): CFLAGS += $(LIB_VISIBILITY)
 
 # SANITIZE=1 (with its own BUILD; `make sanitize` sets both): everything again
 # under AddressSanitizer and UBSan, with mimalloc's few entry points mapped
@@ -108,7 +109,7 @@ deps:
 	@sh tools/install-deps.sh $(DEB_PACKAGES)
 
 # ---- library and CLI --------------------------------------------------------
-$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps
+$(BUILD)/obj/%.o: %.c $(BUILD)/.flags | $(BUILD)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -133,7 +134,7 @@ GLSL_PLUGIN = libbib-glsl.so.$(SOMAJOR)
 CFLAGS     += -DBIB_GLSL_LIBRARY='"$(GLSL_PLUGIN)"'
 SO_OBJ      = $(filter-out $(BUILD)/obj/assembler/devcode.o $(BUILD)/obj/assembler/glsl.o,$(LIB_OBJ)) \
               $(BUILD)/obj/assembler/devcode_plugin.o
-$(BUILD)/obj/assembler/devcode_plugin.o: assembler/devcode.c | $(BUILD)/.deps
+$(BUILD)/obj/assembler/devcode_plugin.o: assembler/devcode.c $(BUILD)/.flags | $(BUILD)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fvisibility=hidden -DBIB_GLSL_PLUGIN -c $< -o $@
 $(BUILD)/libbib.so.$(VERSION): $(SO_OBJ) | $(BUILD)/$(GLSL_PLUGIN)
@@ -233,5 +234,14 @@ format-check:
 
 clean:
 	rm -rf $(BUILD)
+
+# Objects follow the compiler and its flags as they follow their sources: a
+# pulled Makefile that changes a flag (visibility, a define), or another CC,
+# rebuilds them instead of linking objects made under the old flags.
+BUILD_FLAGS := $(CC) $(CFLAGS) $(LIB_VISIBILITY)
+ifneq ($(BUILD_FLAGS),$(file <$(BUILD)/.flags))
+$(shell mkdir -p $(BUILD))
+$(file >$(BUILD)/.flags,$(BUILD_FLAGS))
+endif
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

@@ -87,7 +87,7 @@ $(CU_GEN)/fatbins.c: $(CU_FATBINS) backends/cuda/cuda.mk
 	   done; \
 	   echo '    {0, 0, 0},'; echo '};'; } > $@.tmp && mv $@.tmp $@
 
-$(CU_GEN)/fatbins.o: $(CU_GEN)/fatbins.c backends/cuda/cu_internal.h
+$(CU_GEN)/fatbins.o: $(CU_GEN)/fatbins.c backends/cuda/cu_internal.h $(BUILD)/.flags
 	$(CC) $(CFLAGS) -isystem $(CUDA_INC) -c $< -o $@
 
 # A mock libcuda.so.1 (backends/cuda/testing) for the driver-free tests of

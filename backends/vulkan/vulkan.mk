@@ -40,7 +40,7 @@ $(VK_GEN)/shaders.c: $(VK_INC) backends/vulkan/vulkan.mk
 	   done; \
 	   echo '    {0, 0, 0, 0, 0},'; echo '};'; } > $@.tmp && mv $@.tmp $@
 
-$(VK_GEN)/shaders.o: $(VK_GEN)/shaders.c backends/vulkan/vk_shaders.h
+$(VK_GEN)/shaders.o: $(VK_GEN)/shaders.c backends/vulkan/vk_shaders.h $(BUILD)/.flags
 	$(CC) $(CFLAGS) -c $< -o $@
 
 -include $(wildcard $(VK_GEN)/*.d)
