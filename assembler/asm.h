@@ -21,6 +21,15 @@
    else function 0). */
 void bib_builder_entry(bib_builder_t *b, uint32_t func);
 
+/* The line of the instruction after one with LINE when no '.line' comes
+   between them: LINE + 1, so one '.line' covers a run of one-instruction
+   source lines. 0 (unknown) stays unknown, and the line after UINT32_MAX
+   wraps to 0. The assembler numbers instructions by it and the disassembler
+   prints '.line' only where it does not hold. */
+static inline uint32_t bib_asm_line_after(uint32_t line) {
+    return line == 0 ? 0 : line + 1;
+}
+
 /* Leaves the debug section out even if bib_builder_source or
    bib_builder_line were called. */
 void bib_builder_nodebug(bib_builder_t *b);

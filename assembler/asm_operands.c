@@ -20,14 +20,6 @@
 
 /* ---- pass 2: instructions ----------------------------------------------- */
 
-/* After '.line N', each instruction gets the line after the one before it,
-   so one .line covers a run of one-instruction source lines. 0 (unknown)
-   stays unknown, and the line after UINT32_MAX wraps to 0. disasm.c
-   decides where to print '.line' by the same rule. */
-static uint32_t line_after(uint32_t line) {
-    return line == 0 ? 0 : line + 1;
-}
-
 void bib_asm_builder_const(bib_builder_t *b, bib_const_t k) {
     double d;
     memcpy(&d, &k.bits, sizeof d);
@@ -377,7 +369,7 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
     bib_builder_line(p->b, p->line_set ? p->line : s->line);
     bib_builder_emit(p->b, info->code, words[0], words[1], words[2], words[3]);
     if (p->line_set)
-        p->line = line_after(p->line);
+        p->line = bib_asm_line_after(p->line);
     if (!bib_asm_grow_array((void **)&a->pc_stmt, &a->pc_cap, a->pc_count + 1, sizeof *a->pc_stmt))
         bib_asm_out_of_memory(a);
     else

@@ -340,12 +340,6 @@ static const char *duplicate_function_name(const bib_module_t *m, const char ***
     return NULL;
 }
 
-/* The line asm_operands.c gives the instruction after one with LINE when no .line
-   comes between them: LINE + 1, with 0 (unknown) staying 0. */
-static uint32_t line_after(uint32_t line) {
-    return line == 0 ? 0 : line + 1;
-}
-
 static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t *targeted) {
     bib_asm_text_printf(
         t,
@@ -418,7 +412,7 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
                 bib_asm_text_put(t, ":\n", 2);
             }
             if (m->lines != NULL &&
-                (pc == f->entry || m->lines[pc] != line_after(m->lines[pc - 1])))
+                (pc == f->entry || m->lines[pc] != bib_asm_line_after(m->lines[pc - 1])))
                 bib_asm_text_printf(t, "    .line %u\n", m->lines[pc]);
             const bib_insn_t *insn = &m->code[pc];
             const bib_opinfo_t *info = bib_module_info(m, pc);
