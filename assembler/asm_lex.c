@@ -374,6 +374,25 @@ int bib_asm_is_tensor_decl(span_t w) {
            (w.len == 7 && strncasecmp(w.p, ".tensor", 7) == 0);
 }
 
+/* Adds the list item from start to p, less trailing blanks, to the statement's
+   operands; an empty one is an error ("missing WHAT"). 0 stops the list. */
+static int push_item(asm_state_t *a, uint32_t si, const char *start, const char *p,
+                     const char *what) {
+    stmt_t *s = &a->stmts[si];
+    const char *stop = p;
+    while (stop > start && bib_asm_is_space((unsigned char)stop[-1]))
+        stop--;
+    if (stop == start) {
+        bib_asm_diag_at(a, si, (uint32_t)(start - s->text) + 1, 1, "missing %s", what);
+        s->bad = 1;
+        return 0;
+    }
+    if (!push_span(a, bib_asm_make_span(s, start, stop)))
+        return 0;
+    s->op_count++;
+    return 1;
+}
+
 /* Splits a '.tensor' value list at commas into the statement's operands. A
    list that ends with ',' or '\\' goes on on the next line. */
 static void split_values(asm_state_t *a, uint32_t si, const char *p, const char *end) {
@@ -392,17 +411,8 @@ static void split_values(asm_state_t *a, uint32_t si, const char *p, const char 
             const char *q = *p == '\'' ? bib_asm_skip_quoted(p, end) : NULL;
             p = q != NULL ? q : p + 1;
         }
-        const char *stop = p;
-        while (stop > start && bib_asm_is_space((unsigned char)stop[-1]))
-            stop--;
-        if (stop == start) {
-            bib_asm_diag_at(a, si, (uint32_t)(start - s->text) + 1, 1, "missing value");
-            s->bad = 1;
+        if (!push_item(a, si, start, p, "value"))
             return;
-        }
-        if (!push_span(a, bib_asm_make_span(s, start, stop)))
-            return;
-        s->op_count++;
         if (p >= end)
             return;
         p++;
@@ -553,17 +563,8 @@ static void parse_line(asm_state_t *a, uint32_t si) {
                 break;
             p++;
         }
-        const char *stop = p;
-        while (stop > start && bib_asm_is_space((unsigned char)stop[-1]))
-            stop--;
-        if (stop == start) {
-            bib_asm_diag_at(a, si, (uint32_t)(start - s->text) + 1, 1, "missing operand");
-            s->bad = 1;
+        if (!push_item(a, si, start, p, "operand"))
             return;
-        }
-        if (!push_span(a, bib_asm_make_span(s, start, stop)))
-            return;
-        s->op_count++;
         if (p >= end)
             return;
         int comma = *p == ',';
