@@ -94,7 +94,8 @@ all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$
 # is what tests/cli/install.sh builds examples/embed.c with.
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
-               libedit-dev gnuplot-nox clang-format g++ pkgconf
+               libedit-dev gnuplot-nox clang-format g++ pkgconf \
+               openmpi-bin libopenmpi-dev
 # Only `make bench` needs these: the peers its benchmarks run beside.
 BENCH_DEB_PACKAGES = libdnnl-dev
 $(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps
@@ -205,6 +206,10 @@ $(BUILD)/gpu_bench: bench/gpu_bench.c $(BUILD)/libbib.a
 
 $(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+
+# BIB's ALLREDUCE beside MPI_Allreduce (bench/allreduce.bench.sh); mpicc links libmpi.
+$(BUILD)/allreduce_peer: bench/allreduce_peer.c $(BUILD)/libbib.a
+	mpicc $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
 bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
 	@BUILD=$(BUILD) sh bench/run.sh

@@ -117,6 +117,9 @@ static const option_row_t options[] = {
     {"device-timeout", required_argument, BIB_OPT_DEVICE_TIMEOUT, VM_COMMANDS, "--device-timeout T",
      "the longest a wait for GPU work may take: 200ms, 5s, 1m;\n"
      "                       past it the run traps (spec/security.md)"},
+    {"comm-timeout", required_argument, BIB_OPT_COMM_TIMEOUT, ON(BIB_CMD_RUN), "--comm-timeout T",
+     "under mpirun: the longest one exchange between ranks may\n"
+     "                       wait, default 10m; past it every rank ends (spec/scale-out.md)"},
     {"deny", required_argument, BIB_OPT_DENY, VM_COMMANDS, "--deny=device-code",
      "refuse, at load, a module carrying Vulkan shaders or\n"
      "                       CUDA kernels"},

@@ -47,6 +47,7 @@ enum {
     BIB_OPT_REPETITIONS,
     BIB_OPT_WARMUP,
     BIB_OPT_FORMAT,
+    BIB_OPT_COMM_TIMEOUT,
 };
 
 /* The command called name, or -1. */

@@ -12,7 +12,7 @@ _bib() {
     case $prev in
     --backend) COMPREPLY=($(compgen -W "cpu vulkan cuda auto" -- "$cur")); return ;;
     --trace) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
-    --fuel|--max-memory|--max-depth|--threads|--device|--device-timeout|--allow-host) return ;;
+    --fuel|--max-memory|--max-depth|--threads|--device|--device-timeout|--comm-timeout|--allow-host) return ;;
     --deny) COMPREPLY=($(compgen -W "device-code" -- "$cur")); return ;;
     -o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
@@ -29,7 +29,7 @@ _bib() {
                   --deny=device-code --allow-host= --help"
     local opts
     case $cmd in
-    run) opts="$common --input --output --profile --profile=json" ;;
+    run) opts="$common --input --output --profile --profile=json --comm-timeout" ;;
     asm) opts="-o --output" ;;
     dis) opts="" ;;
     test) opts="$common --coverage --verbose -v" ;;

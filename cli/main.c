@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "assembler/asm.h"
+#include "backends/comm.h"
 #include "backends/cpu/cpufeatures.h"
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -22,6 +23,7 @@
 #include "cli/repl.h"
 #include "include/bib.h"
 #include "module/module.h"
+#include "vm/collective.h"
 #include "vm/fileio.h"
 #include "vm/tensor.h"
 
@@ -566,7 +568,15 @@ static bib_status_t run_program(bib_vm_t *vm, const run_request_t *req, int64_t 
     return st;
 }
 
+/* --comm-timeout: under mpirun, the longest one exchange between ranks may
+   wait (backends/comm.h). */
+static uint64_t comm_timeout_ms = 10 * 60 * 1000;
+
+static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req);
+
 static int cmd_run(const bib_options_t *options, const run_request_t *req) {
+    if (bib_comm_launched())
+        return cmd_run_ranks(options, req);
     int checked = check_tensor_files(req->inputs, req->ninputs, req->outputs, req->noutputs);
     if (checked != 0)
         return checked;
@@ -614,6 +624,211 @@ static int cmd_run(const bib_options_t *options, const run_request_t *req) {
         printf("%" PRId64 "\n", exit_value);
     fflush(stdout);
     bib_vm_destroy(vm);
+    if (rc != 0 || req->function != NULL)
+        return rc;
+    return program_exit_status(exit_value);
+}
+
+/* ---- bib run under mpirun (spec/scale-out.md) ---------------------------------- */
+
+/* An error line of this rank, and every rank's verdict: "bib: rank 1 of 3: ...". */
+static int rank_fail(int code, const char *verdict) {
+    fprintf(stderr, "bib: rank %d of %d: %s\n", bib_comm_rank(), bib_comm_size(), verdict);
+    fflush(stderr);
+    bib_comm_stop();
+    return code;
+}
+
+/* What rank 0 says about one input file before its bytes follow. */
+typedef struct input_note {
+    int32_t code; /* 0, or the exit code of a file rank 0 could not read */
+    uint32_t pad;
+    uint64_t size;
+    char text[496];
+} input_note_t;
+
+/* Rank 0 reads every --input file and broadcasts its bytes; every rank
+   parses the same bytes and gives the VM the tensor, so a malformed file is
+   the same error on every rank. Returns 0 or the exit code with the line
+   printed. */
+static int share_inputs(bib_vm_t *vm, const tensor_file_t *inputs, int ninputs) {
+    char why[600], msg[1200];
+    for (int i = 0; i < ninputs; i++) {
+        input_note_t note;
+        memset(&note, 0, sizeof note);
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        if (bib_comm_rank() == 0) {
+            bib_status_t st = bib_file_read(inputs[i].path, bib_cli_max_file_size, &bytes, &size,
+                                            note.text, sizeof note.text);
+            if (st != BIB_OK)
+                note.code = st == BIB_E_IO ? BIB_EXIT_NOINPUT : bib_cli_exit_code(st);
+            note.size = size;
+        }
+        if (bib_comm_bcast(&note, sizeof note, 0, why, sizeof why) != BIB_OK) {
+            fprintf(stderr, "bib: rank %d of %d: sharing --input %s: %s; ending every rank\n",
+                    bib_comm_rank(), bib_comm_size(), inputs[i].name, why);
+            bib_comm_abort(BIB_EXIT_TRAP);
+        }
+        if (note.code != 0) {
+            snprintf(msg, sizeof msg, "rank 0: --input %s: %s", inputs[i].name, note.text);
+            return rank_fail(note.code, msg);
+        }
+        if (bib_comm_rank() != 0) {
+            bytes = malloc(note.size ? (size_t)note.size : 1);
+            if (bytes == NULL) {
+                fprintf(stderr,
+                        "bib: rank %d of %d: --input %s: host out of memory for %llu "
+                        "bytes; ending every rank\n",
+                        bib_comm_rank(), bib_comm_size(), inputs[i].name,
+                        (unsigned long long)note.size);
+                bib_comm_abort(BIB_EXIT_NOMEM);
+            }
+            size = (size_t)note.size;
+        }
+        if (bib_comm_bcast(bytes, size, 0, why, sizeof why) != BIB_OK) {
+            fprintf(stderr, "bib: rank %d of %d: sharing --input %s: %s; ending every rank\n",
+                    bib_comm_rank(), bib_comm_size(), inputs[i].name, why);
+            bib_comm_abort(BIB_EXIT_TRAP);
+        }
+        bib_npy_t npy;
+        bib_status_t st = bib_npy_parse(bytes, size, inputs[i].path, &npy, why, sizeof why);
+        free(bytes);
+        if (st == BIB_OK) {
+            st = bib_vm_set_input(vm, inputs[i].name, npy.dtype, npy.rank, npy.dims, npy.data);
+            if (st != BIB_OK)
+                snprintf(why, sizeof why, "%s", bib_vm_error(vm));
+            bib_npy_free(&npy);
+        }
+        if (st != BIB_OK) {
+            snprintf(msg, sizeof msg, "--input %s: %s", inputs[i].name, why);
+            return rank_fail(bib_cli_exit_code(st), msg);
+        }
+    }
+    return 0;
+}
+
+/* After a run that every rank finished: each output must hold the same
+   bytes on every rank (rank 0 writes it), or it is an error naming the
+   ranks. */
+static int check_outputs_agree(bib_vm_t *vm, const tensor_file_t *outputs, int noutputs) {
+    const int n = bib_comm_size();
+    for (int o = 0; o < noutputs; o++) {
+        bib_dtype_t dtype;
+        uint32_t rank, dims[BIB_MAX_RANK];
+        const void *data;
+        uint64_t h = 0;
+        if (bib_vm_get_output(vm, outputs[o].name, &dtype, &rank, dims, &data) == BIB_OK) {
+            uint64_t count = 1;
+            for (uint32_t i = 0; i < rank; i++)
+                count *= dims[i];
+            /* FNV-1a over dtype, shape and bytes. */
+            h = 0xcbf29ce484222325ull;
+            const uint32_t head[2] = {(uint32_t)dtype, rank};
+            const uint8_t *parts[3] = {(const uint8_t *)head, (const uint8_t *)dims, data};
+            const uint64_t lens[3] = {sizeof head, rank * 4ull, count * 4};
+            for (int p = 0; p < 3; p++)
+                for (uint64_t i = 0; i < lens[p]; i++)
+                    h = (h ^ parts[p][i]) * 0x100000001b3ull;
+        }
+        uint64_t *all = bib_cli_zalloc((size_t)n, sizeof *all);
+        char why[600], msg[700];
+        if (bib_comm_allgather(&h, all, sizeof h, why, sizeof why) != BIB_OK) {
+            fprintf(stderr, "bib: rank %d of %d: comparing output %s: %s; ending every rank\n",
+                    bib_comm_rank(), n, outputs[o].name, why);
+            bib_comm_abort(BIB_EXIT_TRAP);
+        }
+        for (int r = 1; r < n; r++)
+            if (all[r] != all[0]) {
+                snprintf(msg, sizeof msg,
+                         "output %s differs between rank 0 and rank %d: every rank must end with "
+                         "the same outputs (ALLGATHER the shards), rank 0 writes them",
+                         outputs[o].name, r);
+                free(all);
+                return rank_fail(BIB_EXIT_TRAP, msg);
+            }
+        free(all);
+    }
+    return 0;
+}
+
+/* bib run as one of the ranks mpirun started: every rank loads the module and
+   runs it; rank 0 reads the inputs and shares them, and writes the outputs.
+   Every way a rank can fail ends in one agreement with the others, so every
+   rank exits with the same error naming the rank that failed. */
+static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req) {
+    const char *path = req->path;
+    const tensor_file_t *inputs = req->inputs, *outputs = req->outputs;
+    const int ninputs = req->ninputs, noutputs = req->noutputs, profile = req->profile;
+    char why[600], verdict[1200], failure[1200] = "";
+    if (bib_comm_start(comm_timeout_ms, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: started by mpirun, but %s\n", why);
+        return BIB_EXIT_UNAVAILABLE;
+    }
+    int code = 0;
+    if (bib_comm_rank() == 0) {
+        code = check_tensor_files(inputs, ninputs, outputs, noutputs);
+        if (code != 0)
+            snprintf(failure, sizeof failure,
+                     "the --input and --output files (rank 0's line above)");
+    }
+    bib_vm_t *vm = NULL;
+    if (code == 0) {
+        bib_status_t st = bib_vm_create(options, &vm);
+        if (st != BIB_OK) {
+            snprintf(failure, sizeof failure, "cannot create the VM: %s", bib_status_name(st));
+            code = bib_cli_exit_code(st);
+        }
+    }
+    if (code == 0) {
+        bib_vm_register_stdio(vm, stdout);
+        if (profile)
+            bib_vm_profile(vm, 1);
+        bib_status_t st = bib_vm_load_file(vm, path);
+        if (st != BIB_OK) {
+            snprintf(failure, sizeof failure, "%s", bib_vm_error(vm));
+            code = bib_cli_exit_code(st);
+        } else if ((code = check_run_tensors(vm, path, inputs, ninputs, outputs, noutputs)) != 0) {
+            snprintf(failure, sizeof failure, "the command line (the line above)");
+        }
+    }
+    int agreed = bib_collective_agree(0, code ? failure : NULL, code, verdict, sizeof verdict);
+    if (agreed == 0)
+        agreed = share_inputs(vm, inputs, ninputs);
+    else
+        agreed = rank_fail(agreed, verdict);
+    if (agreed != 0) {
+        bib_vm_destroy(vm);
+        return agreed;
+    }
+    int64_t exit_value = 0;
+    int usage = 0;
+    bib_status_t st = run_program(vm, req, &exit_value, &usage);
+    fflush(stdout);
+    if (profile)
+        bib_vm_profile_write(vm, stderr, profile == 2);
+    if (st != BIB_OK)
+        snprintf(failure, sizeof failure, "%s", bib_vm_error(vm));
+    code =
+        bib_collective_agree(1, st != BIB_OK ? failure : NULL,
+                             usage != 0 ? usage : bib_cli_exit_code(st), verdict, sizeof verdict);
+    if (code == 0)
+        code = check_outputs_agree(vm, outputs, noutputs);
+    else
+        code = rank_fail(code, verdict);
+    if (code != 0) {
+        bib_vm_destroy(vm);
+        return code;
+    }
+    int rc = 0;
+    if (bib_comm_rank() == 0) {
+        rc = req->print_outputs ? print_outputs(vm) : write_outputs(vm, outputs, noutputs);
+        if (rc == 0 && req->function != NULL)
+            printf("%" PRId64 "\n", exit_value);
+        fflush(stdout);
+    }
+    bib_vm_destroy(vm);
+    bib_comm_stop();
     if (rc != 0 || req->function != NULL)
         return rc;
     return program_exit_status(exit_value);
@@ -904,6 +1119,14 @@ int main(int argc, char **argv) {
                 fprintf(stderr,
                         "bib: --device-timeout takes a duration such as 200ms or 5s, not "
                         "'%s'\n",
+                        optarg);
+                return BIB_EXIT_USAGE;
+            }
+            break;
+        case BIB_OPT_COMM_TIMEOUT:
+            if (parse_duration_ms(optarg, &comm_timeout_ms)) {
+                fprintf(stderr,
+                        "bib: --comm-timeout takes a duration such as 30s or 10m, not '%s'\n",
                         optarg);
                 return BIB_EXIT_USAGE;
             }

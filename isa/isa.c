@@ -22,6 +22,7 @@ const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #define GOP(...) BIB_ISA_ROW(BIB_CLASS_CUDA, __VA_ARGS__)
 #define GKOP(...) BIB_ISA_KROW(BIB_CLASS_CUDA, __VA_ARGS__)
 #define VOP(...) BIB_ISA_ROW(BIB_CLASS_VULKAN, __VA_ARGS__)
+#define COP(...) BIB_ISA_ROW(BIB_CLASS_COLLECTIVE, __VA_ARGS__)
 #include "isa/opcodes.def"
 #undef OP
 #undef TOP
@@ -29,6 +30,7 @@ const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #undef GOP
 #undef GKOP
 #undef VOP
+#undef COP
 #undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
 };

@@ -53,6 +53,7 @@ typedef enum bib_opclass {
     BIB_CLASS_TENSOR,
     BIB_CLASS_CUDA,
     BIB_CLASS_VULKAN,
+    BIB_CLASS_COLLECTIVE, /* family 0x0004: between ranks (vm/collective.c) */
 } bib_opclass_t;
 
 /* Dense opcode index: the position of the row in isa/opcodes.def. */
@@ -66,6 +67,7 @@ typedef enum bib_opcode {
 #define GOP BIB_ISA_ROW
 #define GKOP BIB_ISA_KROW
 #define VOP BIB_ISA_ROW
+#define COP BIB_ISA_ROW
 #include "isa/opcodes.def"
 #undef OP
 #undef TOP
@@ -73,6 +75,7 @@ typedef enum bib_opcode {
 #undef GOP
 #undef GKOP
 #undef VOP
+#undef COP
 #undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
     BIB_OP__COUNT
@@ -89,6 +92,7 @@ enum {
 #define GOP BIB_ISA_ROW
 #define GKOP BIB_ISA_KROW
 #define VOP BIB_ISA_ROW
+#define COP BIB_ISA_ROW
 #include "isa/opcodes.def"
 #undef OP
 #undef TOP
@@ -96,6 +100,7 @@ enum {
 #undef GOP
 #undef GKOP
 #undef VOP
+#undef COP
 #undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
 };

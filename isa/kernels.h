@@ -123,6 +123,7 @@ typedef enum bib_unary {
 #define TOP(...)
 #define GOP(...)
 #define VOP(...)
+#define COP(...)
 #define GKOP(...)
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(BIB_UNARY_##sub, )
@@ -150,6 +151,7 @@ typedef enum bib_reduce {
 #undef TOP
 #undef GOP
 #undef VOP
+#undef COP
 #undef GKOP
     BIB_REDUCE__COUNT
 } bib_reduce_t;

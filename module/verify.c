@@ -791,7 +791,8 @@ static bib_status_t lv_step(liveness_t *lv, uint8_t *cur, uint32_t nlocal, uint3
                             int report) {
     const bib_insn_t *insn = &lv->m->code[pc];
     const bib_opinfo_t *info = bib_module_info(lv->m, pc);
-    if (info->opclass != BIB_CLASS_TENSOR && info->opclass != BIB_CLASS_CUDA) {
+    if (info->opclass != BIB_CLASS_TENSOR && info->opclass != BIB_CLASS_CUDA &&
+        info->opclass != BIB_CLASS_COLLECTIVE) {
         if (info->flags & BIB_F_CALL)
             memset(cur, LV_UNKNOWN, nlocal);
         return BIB_OK;

@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPCODES_DEF = os.path.join(ROOT, "isa", "opcodes.def")
 
 ROW = re.compile(
-    r"^\s*(OP|TOP|GOP|VOP)\(\s*(\w+)\s*,\s*(0x[0-9A-Fa-f]+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
+    r"^\s*(OP|TOP|KOP|GOP|GKOP|VOP|COP)\(\s*(\w+)\s*,\s*(0x[0-9A-Fa-f]+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,"
     r"\s*(\w+)\s*,\s*(\w+)\s*,"
 )
 

@@ -123,6 +123,8 @@ static const char *family_name(uint32_t family) {
         return "arithmetic";
     case 0x0003:
         return "tensor";
+    case 0x0004:
+        return "collective";
     case 0xC0DA:
         return "CUDA";
     case 0x564B:
@@ -177,8 +179,9 @@ int main(int argc, char **argv) {
     printf("A run with fuel (`--fuel N`, `bib_options_t.fuel`) charges every instruction before "
            "it runs. Scalar instructions (families control, memory, arithmetic) and device-program "
            "opcodes (VK_*, GPU_LAUNCH) take 1, so fuel N runs exactly N scalar instructions. A "
-           "tensor opcode (family tensor and the CUDA "
-           "family's GPU_* opcodes) takes 1 + floor(W / %d), W its work in elements from the "
+           "tensor opcode (family tensor, the CUDA "
+           "family's GPU_* opcodes and the tensor collectives) takes 1 + floor(W / %d), W its work "
+           "in elements from the "
            "operand shapes: the multiply-adds and results for MATMUL and LINEAR* (M*N*(K+1)) and "
            "ATTENTION* (S*H*D*(2T+1)), otherwise the elements read plus written (spec/cli.md "
            "lists each opcode's W). The charge depends on shapes only, so it is the same on every "

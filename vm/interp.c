@@ -19,8 +19,8 @@
  * bib_tensor_exec (vm/tensor.c), so the tensor opcodes cost the loop one
  * jump-table entry each and no code; GOP, GKOP and VOP rows share one more,
  * device_exec: user device programs (VK_*, GPU_LAUNCH) go to vm/devprog.c,
- * the other GPU_* opcodes (the CUDA executor driven directly) to
- * bib_tensor_exec.
+ * the collectives (COP rows) to vm/collective.c, the other GPU_* opcodes
+ * (the CUDA executor driven directly) to bib_tensor_exec.
  *
  * The plain loop runs superinstructions that decode.c marks (xop != op):
  * a compare and the JZ/JNZ that tests it, an ADD/SUB/ADDI and the JMP after
@@ -250,13 +250,15 @@ BIB_COLD static bib_status_t trap_reserved(bib_vm_t *vm, const bib_dinsn_t *ip) 
                           "opcode %s is not implemented in this build", bib_isa_table[ip->op].name);
 }
 
-/* CUDA and Vulkan family rows; the verifier lets through only those this
-   build implements. */
+/* CUDA, Vulkan and collective family rows; the verifier lets through only
+   those this build implements. */
 BIB_COLD static bib_status_t device_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
     if (bib_isa_table[ip->op].flags & BIB_F_RESERVED)
         return trap_reserved(vm, ip);
     if (bib_isa_table[ip->op].opclass == BIB_CLASS_VULKAN || ip->op == BIB_OP_GPU_LAUNCH)
         return bib_devprog_exec(vm, ip, R);
+    if (bib_isa_table[ip->op].opclass == BIB_CLASS_COLLECTIVE)
+        return bib_collective_exec(vm, ip, R);
     return bib_tensor_exec(vm, ip, R);
 }
 
@@ -464,6 +466,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define GOP(name, ...) &&L__device,
 #define GKOP GOP
 #define VOP(name, ...) &&L__device,
+#define COP(name, ...) &&L__device,
 #include "isa/opcodes.def"
 #undef OP
 #undef TOP
@@ -471,6 +474,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #undef GOP
 #undef GKOP
 #undef VOP
+#undef COP
 #if !BIB_INSTRUMENTED
 #define BIB_FUSED_LABEL(name, ...) &&LX_##name,
 #define BIB_LATCH_LABEL(lead, test) &&LX_L_##lead##_##test,
@@ -947,12 +951,14 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define GOP(...)
 #define GKOP GOP
 #define VOP(...)
+#define COP(...)
 #include "isa/opcodes.def"
 #undef TOP
 #undef KOP
 #undef GOP
 #undef GKOP
 #undef VOP
+#undef COP
 #endif
             vmtensor {
                 WITH_FUEL(st = bib_tensor_exec(vm, ip, R));
@@ -970,6 +976,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define GOP(name, ...) case BIB_OP_##name:
 #define GKOP GOP
 #define VOP(name, ...) case BIB_OP_##name:
+#define COP(name, ...) case BIB_OP_##name:
 #include "isa/opcodes.def"
                 default :
 #endif
@@ -1078,6 +1085,7 @@ save:
 #undef TOP
 #undef GOP
 #undef VOP
+#undef COP
 #endif
 }
 

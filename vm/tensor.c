@@ -677,3 +677,51 @@ bib_status_t bib_tensor_buffer_on(bib_vm_t *vm, uint32_t reg, const char *execut
     *buf = place == BIB_PLACE_HOST ? (void *)s->host : s->buf[place];
     return BIB_OK;
 }
+
+/* ---- the collectives' host copies (vm/collective.c) ----------------------------- */
+
+bib_status_t bib_tensor_host_in(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
+                                const bib_tensor_t **out) {
+    LIVE(t, reg);
+    CHECK(bib_tensor_to_host(vm, ip, reg, t));
+    *out = t;
+    return BIB_OK;
+}
+
+bib_status_t bib_tensor_host_out(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg, uint32_t dtype,
+                                 uint32_t rank, const uint32_t *dims, uint8_t **host) {
+    bib_tensor_t *out = &vm->tensor.regs[reg];
+    char rt[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    *host = NULL;
+    if (out->storage != NULL) {
+        if (out->dtype != dtype || !bib_tensor_same_shape(out, rank, dims))
+            return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                                   "shape mismatch: %s holds %s but the result is %s (a live "
+                                   "destination must have the result's shape)",
+                                   bib_tensor_reg_text(vm, rt, sizeof rt, reg),
+                                   bib_tensor_shape_typed(sh, out),
+                                   bib_tensor_shape_text(sh2, dtype, rank, dims));
+        /* The whole buffer is about to be written: no copy back is needed,
+           but a storage shared with a view keeps its other places' buffers. */
+        out->storage->valid = 1u << BIB_PLACE_HOST;
+        *host = out->storage->host;
+        return BIB_OK;
+    }
+    uint64_t count;
+    if (!bib_tensor_count_of(rank, dims, &count))
+        return bib_tensor_trap(vm, ip, BIB_E_NOMEM,
+                               "out of memory: %s would be %s, over 2^62 bytes",
+                               bib_tensor_reg_text(vm, rt, sizeof rt, reg),
+                               bib_tensor_shape_text(sh, dtype, rank, dims));
+    bib_storage_t *s;
+    bib_status_t st = bib_storage_new(vm, count * 4, false, &s);
+    if (st != BIB_OK)
+        return bib_tensor_trap(
+            vm, ip, st, "out of memory allocating %s (%s, %" PRIu64 " bytes): %s",
+            bib_tensor_reg_text(vm, rt, sizeof rt, reg),
+            bib_tensor_shape_text(sh, dtype, rank, dims), count * 4, vm->blocks.error);
+    s->valid = 1u << BIB_PLACE_HOST;
+    bib_tensor_bind(out, s, dtype, rank, dims, count);
+    *host = s->host;
+    return BIB_OK;
+}

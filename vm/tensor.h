@@ -164,6 +164,23 @@ void bib_tensor_trace(struct bib_vm *vm, uint32_t pc, bool json, char *buf, size
 bib_status_t bib_tensor_buffer_on(struct bib_vm *vm, uint32_t reg, const char *executor,
                                   bib_executor_t **ex, void **buf, bool write);
 
+/* For the collectives (vm/collective.c), which work on host copies:
+ * bib_tensor_host_in makes live t[reg]'s host copy valid (one download at
+ * most) and returns it; bib_tensor_host_out returns t[reg]'s host buffer for
+ * a result of dtype and shape, allocating it when t[reg] is empty and
+ * trapping when a live t[reg] has another shape, and marks the host the only
+ * valid place (the caller writes every element). Each traps with the VM
+ * error set. bib_tensor_charge_fuel takes the fuel of work elements of
+ * tensor work (vm/tensor_ops.c), bib_tensor_reg_text writes "t3" or
+ * "t3 (x)". */
+bib_status_t bib_tensor_host_in(struct bib_vm *vm, const struct bib_dinsn *ip, uint32_t reg,
+                                const bib_tensor_t **out);
+bib_status_t bib_tensor_host_out(struct bib_vm *vm, const struct bib_dinsn *ip, uint32_t reg,
+                                 uint32_t dtype, uint32_t rank, const uint32_t *dims,
+                                 uint8_t **host);
+bib_status_t bib_tensor_charge_fuel(struct bib_vm *vm, const struct bib_dinsn *ip, uint64_t work);
+const char *bib_tensor_reg_text(const struct bib_vm *vm, char *buf, size_t cap, uint32_t reg);
+
 /* Whether place's executor is running and runs call (vm/placement.c asks). */
 bool bib_tensor_place_runs(struct bib_vm *vm, int place, const bib_call_t *call);
 

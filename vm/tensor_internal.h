@@ -79,8 +79,8 @@ const char *bib_tensor_dtype_name(uint32_t dtype);
 const char *bib_tensor_shape_text(char *buf, uint32_t dtype, uint32_t rank, const uint32_t *dims);
 const char *bib_tensor_shape(char *buf, const bib_tensor_t *t);
 const char *bib_tensor_shape_typed(char *buf, const bib_tensor_t *t);
-/* "t3" or "t3 (x)", with the register's declared name. */
-const char *bib_tensor_reg_text(const bib_vm_t *vm, char *buf, size_t cap, uint32_t reg);
+/* "t3" or "t3 (x)", with the register's declared name: bib_tensor_reg_text,
+   in vm/tensor.h (the collectives use it too). */
 /* A trap at ip's pc with a formatted cause. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
@@ -109,8 +109,8 @@ bib_status_t bib_tensor_need_live(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t 
             return st_;                                                                            \
     } while (0)
 
-/* Takes the fuel of work elements of tensor work (see the definition). */
-bib_status_t bib_tensor_charge_fuel(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t work);
+/* The fuel of work elements of tensor work: bib_tensor_charge_fuel, in
+   vm/tensor.h (the collectives charge theirs too). */
 /* Brings t (operand reg) to the host for the host's own access; traps on failure. */
 bib_status_t bib_tensor_to_host(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                                 const bib_tensor_t *t);

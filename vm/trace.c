@@ -225,11 +225,14 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
 
     char ops[4][BIB_OPERAND_TEXT];
     int n = bib_insn_operands(m, pc, ops);
-    /* Tensor opcodes (and the GPU_* ones that run through vm/tensor.c) add
-       operand shapes, the executor and the result's hash. */
+    /* Tensor opcodes (and the GPU_* ones that run through vm/tensor.c, and
+       the tensor collectives) add operand shapes, the executor and the
+       result's hash. */
     char tensor[768] = "";
     if (info->opclass == BIB_CLASS_TENSOR ||
-        (info->opclass == BIB_CLASS_CUDA && op != BIB_OP_GPU_LAUNCH))
+        (info->opclass == BIB_CLASS_CUDA && op != BIB_OP_GPU_LAUNCH) ||
+        (info->opclass == BIB_CLASS_COLLECTIVE && info->kinds[0] != BIB_K_RD &&
+         info->kinds[0] != BIB_K_NONE))
         bib_tensor_trace(vm, pc, vm->options.trace_format == BIB_TRACE_JSON, tensor, sizeof tensor);
     if (vm->options.trace_format == BIB_TRACE_JSON) {
         fprintf(out, "{\"pc\":%" PRIu32 ",\"op\":\"%s\",\"args\":[", pc, info->name);

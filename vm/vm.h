@@ -18,10 +18,11 @@
 
 #include "include/bib.h"
 #include "isa/isa.h"
+#include "module/module.h"
 #include "vm/arena.h"
 #include "vm/blocks.h"
+#include "vm/collective.h"
 #include "vm/devprog.h"
-#include "module/module.h"
 #include "vm/tensor.h"
 
 #define BIB_CALL_DEPTH_DEFAULT 10000u

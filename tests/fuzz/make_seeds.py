@@ -117,7 +117,7 @@ def assemble(bib, text, out_path):
 def opcode_rows():
     rows = []
     for line in open(os.path.join(ROOT, "isa/opcodes.def")):
-        m = re.match(r"\s*[TGV]?OP\((\w+),\s*(0x[0-9A-Fa-f]+)", line)
+        m = re.match(r"\s*(?:[TGVCK]|GK)?OP\((\w+),\s*(0x[0-9A-Fa-f]+)", line)
         if m:
             rows.append((m.group(1), int(m.group(2), 16)))
     return rows

@@ -69,14 +69,35 @@ Test(isa, fixed_codes_from_the_issue) {
         const char *name;
         uint32_t code;
     } fixed[] = {
-        {"NOP", 0x00000000},       {"HALT", 0x000000FF},       {"ALLOC", 0x00010000},
-        {"FREE", 0x00010001},      {"LOAD", 0x00010010},       {"STORE", 0x00010011},
-        {"ADD", 0x00020000},       {"SUB", 0x00020001},        {"MUL", 0x00020002},
-        {"DIV", 0x00020003},       {"MATMUL", 0x00030000},     {"TRANSPOSE", 0x00030001},
-        {"SOFTMAX", 0x00030002},   {"RELU", 0x00030003},       {"GPU_INIT", 0xC0DA0001},
-        {"GPU_ALLOC", 0xC0DA0010}, {"GPU_MATMUL", 0xC0DA0020}, {"GPU_SYNC", 0xC0DA00F0},
-        {"VK_INIT", 0x564B0001},   {"VK_COMPUTE", 0x564B0010}, {"VK_SUBMIT", 0x564B0020},
+        {"NOP", 0x00000000},
+        {"HALT", 0x000000FF},
+        {"ALLOC", 0x00010000},
+        {"FREE", 0x00010001},
+        {"LOAD", 0x00010010},
+        {"STORE", 0x00010011},
+        {"ADD", 0x00020000},
+        {"SUB", 0x00020001},
+        {"MUL", 0x00020002},
+        {"DIV", 0x00020003},
+        {"MATMUL", 0x00030000},
+        {"TRANSPOSE", 0x00030001},
+        {"SOFTMAX", 0x00030002},
+        {"RELU", 0x00030003},
+        {"GPU_INIT", 0xC0DA0001},
+        {"GPU_ALLOC", 0xC0DA0010},
+        {"GPU_MATMUL", 0xC0DA0020},
+        {"GPU_SYNC", 0xC0DA00F0},
+        {"VK_INIT", 0x564B0001},
+        {"VK_COMPUTE", 0x564B0010},
+        {"VK_SUBMIT", 0x564B0020},
         {"VK_SYNC", 0x564B00F0},
+        {"RANK", 0x00040000},
+        {"WORLD", 0x00040001},
+        {"BARRIER", 0x00040002},
+        {"BROADCAST", 0x00040010},
+        {"ALLGATHER", 0x00040011},
+        {"ALLREDUCE", 0x00040012},
+        {"REDUCE_SCATTER", 0x00040014},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         int index = bib_isa_find_name(fixed[i].name);
@@ -111,6 +132,9 @@ Test(isa, family_is_high_half_of_code) {
             break;
         case BIB_CLASS_SCALAR:
             cr_expect_leq(family, 0x0002u, "%s family 0x%04X", op->name, family);
+            break;
+        case BIB_CLASS_COLLECTIVE:
+            cr_expect_eq(family, 0x0004u, "%s", op->name);
             break;
         }
     }

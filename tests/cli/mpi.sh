@@ -1,0 +1,279 @@
+#!/bin/sh
+# CLI tests for the collective opcodes under Open MPI (spec/scale-out.md):
+# examples/sharded_mlp.basm and sharded_attention.basm on 1, 2 and 3 ranks
+# write the bytes of examples/mlp.basm and attention.basm run alone; ALLREDUCE adds in rank order
+# (checked against numpy's float32 left fold, on values where another order
+# gives other bits); the other collectives against numpy; a trap, a shape
+# mismatch, an unreadable input and outputs that differ stop every rank with
+# one line naming the rank; a rank that never arrives ends the run after
+# --comm-timeout. Prints SKIP with the reason where mpirun is absent.
+# Prints one line per check and "N passed, N failed" at the end.
+set -u
+BIB=${BIB:-build/bib}
+PY=${PYTHON:-/usr/bin/python3}
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: mpi: mpirun is not installed (make deps installs openmpi-bin)"
+    echo "0 passed, 0 failed"
+    exit 0
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# Open MPI refuses root without these; two cores need --oversubscribe for 3
+# ranks. Every run is bounded.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN="timeout 120 mpirun --oversubscribe --allow-run-as-root"
+
+# ---- sharded_mlp: the bytes of mlp.basm alone, on 1, 2 and 3 ranks ----
+$PY tools/make-npy.py "$T/in" --n 7 --d 33 --h 20 --o 5 >/dev/null || bad "make-npy.py"
+IN="--input x=$T/in/x.npy --input W1=$T/in/W1.npy --input b1=$T/in/b1.npy --input W2=$T/in/W2.npy --input b2=$T/in/b2.npy"
+# shellcheck disable=SC2086
+$BIB run examples/mlp.basm --backend=cpu $IN --output "y=$T/y.ref.npy" || bad "mlp alone"
+for n in 1 2 3; do
+    # shellcheck disable=SC2086
+    if $MPIRUN -np $n $BIB run examples/sharded_mlp.basm $IN --output "y=$T/y.$n.npy" \
+        >"$T/out" 2>&1 && cmp -s "$T/y.ref.npy" "$T/y.$n.npy"; then
+        ok "sharded_mlp on $n rank(s) writes mlp.basm's bytes"
+    else
+        bad "sharded_mlp on $n rank(s): $(cat "$T/out")"
+    fi
+done
+# sharded_attention: head-sharded ATTENTION_CAUSAL, the bytes of attention.basm.
+$PY -c "
+import numpy as np
+r = np.random.default_rng(3)
+for n, s in (('q', (9, 32)), ('k', (11, 32)), ('v', (11, 32))):
+    np.save('$T/' + n + '.npy', r.standard_normal(s).astype(np.float32))
+" || bad "writing q, k, v"
+QKV="--input q=$T/q.npy --input k=$T/k.npy --input v=$T/v.npy"
+# shellcheck disable=SC2086
+$BIB run examples/attention.basm $QKV --output "o=$T/o.ref.npy" || bad "attention alone"
+for n in 1 2 3; do
+    # shellcheck disable=SC2086
+    if $MPIRUN -np $n $BIB run examples/sharded_attention.basm $QKV --output "o=$T/o.$n.npy" \
+        >"$T/out" 2>&1 && cmp -s "$T/o.ref.npy" "$T/o.$n.npy"; then
+        ok "sharded_attention on $n rank(s) writes attention.basm's bytes"
+    else
+        bad "sharded_attention on $n rank(s): $(cat "$T/out")"
+    fi
+done
+# Fewer columns than ranks: some ranks hold an empty block.
+$PY tools/make-npy.py "$T/small" --n 3 --d 4 --h 2 --o 2 >/dev/null || bad "make-npy.py small"
+SMALL="--input x=$T/small/x.npy --input W1=$T/small/W1.npy --input b1=$T/small/b1.npy --input W2=$T/small/W2.npy --input b2=$T/small/b2.npy"
+# shellcheck disable=SC2086
+$BIB run examples/mlp.basm $SMALL --output "y=$T/ys.ref.npy" || bad "small mlp alone"
+# shellcheck disable=SC2086
+if $MPIRUN -np 3 $BIB run examples/sharded_mlp.basm $SMALL --output "y=$T/ys.3.npy" >"$T/out" 2>&1 &&
+    cmp -s "$T/ys.ref.npy" "$T/ys.3.npy"; then
+    ok "sharded_mlp with 2 columns on 3 ranks (an empty block) writes mlp.basm's bytes"
+else
+    bad "sharded_mlp, empty block: $(cat "$T/out")"
+fi
+# The batch on another executor: the same bytes with the layers on Vulkan,
+# where there is a Vulkan device.
+# shellcheck disable=SC2086
+if $BIB run examples/mlp.basm --backend=vulkan $IN --output "y=$T/y.vk.npy" >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    if $MPIRUN -np 2 $BIB run examples/sharded_mlp.basm --backend=vulkan $IN \
+        --output "y=$T/y.vk2.npy" >"$T/out" 2>&1 && cmp -s "$T/y.ref.npy" "$T/y.vk2.npy"; then
+        ok "sharded_mlp on 2 ranks with --backend=vulkan writes the cpu's bytes"
+    else
+        bad "sharded_mlp on vulkan: $(cat "$T/out")"
+    fi
+else
+    echo "SKIP: sharded_mlp on vulkan: no Vulkan device here"
+fi
+
+# ---- each collective against numpy, 3 ranks; rank r contributes row r of P ----
+cat >"$T/coll.basm" <<'BASM'
+.input  P  t0 f32[w, n]
+.output S  t1 f32[n]
+.output M  t2 f32[n]
+.output G  t3 f32[w, n]
+.output B  t4 f32[n]
+.output RS t5 f32[w, n]
+.func main regs=8
+    RANK r0
+    LDI r1, 1
+    ALLOC t8, i32, r1, 1
+    LDI r2, 0
+    TSET t8, r2, r0
+    GATHER t9, P, t8            ; [1, n]: this rank's row
+    DIM r3, P, 1
+    RESHAPE t10, t9, r3, 1      ; [n]
+    ALLREDUCE S, t10
+    ALLREDUCE_MAX M, t10
+    ALLGATHER G, t9, 0
+    COPY B, t10
+    LDI r4, 2
+    BROADCAST B, r4
+    REDUCE_SCATTER t14, P
+    ALLGATHER t15, t14, 0
+    COPY RS, t15
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+$PY - "$T" <<'PY' || bad "writing P.npy"
+import sys, numpy as np
+# Row 0 is big and rows 1 and 2 cancel in another order: ((a + b) + c) and
+# (a + (b + c)) differ in float32 here.
+a = np.array([1e8, 1.0, -3.5, 0.1, 16777216.0, 0.0, -0.0, 7.0], np.float32)
+b = np.array([-1e8, 1e-8, 2.25, 0.2, 1.0, -0.0, -0.0, -7.0], np.float32)
+c = np.array([1.0, -1.0, 1.25, 0.3, 1.0, 0.0, -0.0, 1e-30], np.float32)
+P = np.stack([a, b, c])
+left = (P[0] + P[1]) + P[2]
+right = P[0] + (P[1] + P[2])
+assert left.tobytes() != right.tobytes(), "the data must tell the orders apart"
+np.save(sys.argv[1] + "/P.npy", P)
+PY
+if $MPIRUN -np 3 $BIB run "$T/coll.basm" --input "P=$T/P.npy" --output "S=$T/S.npy" \
+    --output "M=$T/M.npy" --output "G=$T/G.npy" --output "B=$T/B.npy" --output "RS=$T/RS.npy" \
+    >"$T/out" 2>&1; then
+    if $PY - "$T" <<'PY'; then ok "ALLREDUCE is the left fold in rank order; the others match numpy"; else bad "collectives against numpy"; fi
+import sys, numpy as np
+d = sys.argv[1]
+P = np.load(d + "/P.npy")
+left = (P[0] + P[1]) + P[2]
+S = np.load(d + "/S.npy")
+assert S.tobytes() == left.tobytes(), (S, left)
+assert np.load(d + "/M.npy").tobytes() == P.max(axis=0).tobytes()
+assert np.load(d + "/G.npy").tobytes() == P.tobytes()
+assert np.load(d + "/B.npy").tobytes() == P[2].tobytes()
+# REDUCE_SCATTER of the [3, n] stack: every rank the same stack, so the
+# fold is ((P + P) + P), rank r keeps row r; gathered back: the whole.
+three = (P + P) + P
+assert np.load(d + "/RS.npy").tobytes() == three.tobytes()
+PY
+else
+    bad "collectives on 3 ranks: $(cat "$T/out")"
+fi
+# Bit-identical run to run.
+$MPIRUN -np 3 $BIB run "$T/coll.basm" --input "P=$T/P.npy" --output "S=$T/S2.npy" \
+    --output "M=$T/M2.npy" --output "G=$T/G2.npy" --output "B=$T/B2.npy" --output "RS=$T/RS2.npy" \
+    >/dev/null 2>&1
+if cmp -s "$T/S.npy" "$T/S2.npy" && cmp -s "$T/RS.npy" "$T/RS2.npy"; then
+    ok "the same bytes run to run"
+else
+    bad "ALLREDUCE differs run to run"
+fi
+
+# ---- faults: every rank exits with one line naming the rank and the cause ----
+# expect_all NAME NP CODE PATTERN ARGS...: exit CODE and NP lines matching PATTERN
+expect_all() {
+    name=$1 np=$2 code=$3 pattern=$4
+    shift 4
+    $MPIRUN -np "$np" "$@" >"$T/out" 2>&1
+    rc=$?
+    lines=$(grep -c -- "$pattern" "$T/out")
+    if [ $rc -eq "$code" ] && [ "$lines" -eq "$np" ]; then ok "$name"; else
+        bad "$name: exit $rc (want $code), $lines lines (want $np): $(cat "$T/out")"
+    fi
+}
+cat >"$T/trap.basm" <<'BASM'
+.tensor A t0 f32[2] = 1, 2
+.func main regs=4
+    RANK r0
+    LDI r1, 1
+    JNE r0, r1, go
+    LDI r2, 0
+    DIV r3, r1, r2
+go:
+    ALLREDUCE t1, A
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+expect_all "a rank that traps stops every rank (rank and trap named)" 3 70 \
+    "bib: rank [012] of 3: rank 1: trap at pc 4 (DIV r3, r1, r2) line 7: division by zero" \
+    $BIB run "$T/trap.basm"
+cat >"$T/shape.basm" <<'BASM'
+.func main regs=4
+    RANK r0
+    ADDI r0, r0, 2
+    ALLOC t0, f32, r0, 1
+    ALLREDUCE t1, t0
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+expect_all "mismatched shapes name both ranks' shapes" 2 70 \
+    "rank 0 is at ALLREDUCE (pc 3) with f32\[2\], rank 1 is at ALLREDUCE (pc 3) with f32\[3\]" \
+    $BIB run "$T/shape.basm"
+expect_all "an input rank 0 cannot read stops every rank" 2 66 \
+    "rank [01] of 2: rank 0: --input P: cannot .*nothing.npy" \
+    $BIB run "$T/coll.basm" --input "P=$T/nothing.npy"
+cat >"$T/own.basm" <<'BASM'
+.output R t0 f32[1]
+.func main regs=4
+    LDI r1, 1
+    ALLOC R, f32, r1, 1
+    RANK r0
+    ITOF r0, r0
+    LDI r2, 0
+    TSET R, r2, r0
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+expect_all "outputs that differ between ranks are an error" 2 70 \
+    "output R differs between rank 0 and rank 1" $BIB run "$T/own.basm" --output "R=$T/R.npy"
+[ -e "$T/R.npy" ] && bad "an output was written although the ranks disagree"
+cat >"$T/hang.basm" <<'BASM'
+.tensor A t0 f32[2] = 1, 2
+.func main regs=4
+    RANK r0
+    LDI r1, 1
+    JNE r0, r1, go
+spin:
+    JMP spin
+go:
+    ALLREDUCE t1, A
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+start=$(date +%s)
+$MPIRUN -np 2 $BIB run --comm-timeout 2s "$T/hang.basm" >"$T/out" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+if [ $rc -ne 0 ] && [ $took -lt 60 ] &&
+    grep -q "rank 0 of 2: ALLREDUCE: .*no answer from every rank within 2000 ms (--comm-timeout)" "$T/out"; then
+    ok "a rank that never arrives ends every rank after --comm-timeout (${took}s)"
+else
+    bad "timeout: exit $rc after ${took}s: $(cat "$T/out")"
+fi
+
+# ---- traced and profiled like every tensor opcode (alone) ----
+cat >"$T/alone.basm" <<'BASM'
+.tensor A t0 f32[2] = 1, 2
+.func main regs=2
+    ALLREDUCE t1, A
+    ALLGATHER t2, t1, 0
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+if $BIB run --trace "$T/alone.basm" 2>&1 | grep -q "ALLREDUCE t1, t0 .*t1=f32\[2\] t0=f32\[2\] on host hash=" &&
+    $BIB run --profile "$T/alone.basm" 2>&1 | grep -q "^ALLGATHER  *host  *1 "; then
+    ok "collectives are traced (shapes, hash) and profiled"
+else
+    bad "trace or profile of a collective: $($BIB run --trace --profile "$T/alone.basm" 2>&1)"
+fi
+
+# ---- the same binary without MPI ----
+if OMPI_COMM_WORLD_SIZE=2 BIB_MPI_LIBRARY=libmpi-absent.so.40 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
+    bad "a missing libmpi under mpirun's environment ran"
+elif grep -q "bib: started by mpirun, but libmpi-absent.so.40 could not be loaded" "$T/out"; then
+    ok "without libmpi, a run under mpirun's environment says so (exit 69)"
+else
+    bad "missing libmpi: $(cat "$T/out")"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
