@@ -5,6 +5,9 @@
 #include <mimalloc.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 void bib_blocks_init(bib_blocks_t *b, size_t block_size, uint64_t cap) {
     memset(b, 0, sizeof *b);
@@ -95,6 +98,23 @@ void bib_blocks_free(bib_blocks_t *b, void *block) {
     b->in_use -= b->block_size;
 }
 
+void bib_host_advise_large(void *p, uint64_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    /* Transparent huge pages where the system grants them on request: a
+       64 MB tensor then faults in 32 times instead of 16384, which is most
+       of the time of reading it from a file or filling it with a kernel. */
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (size < 2 * huge)
+        return;
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t hi = ((uintptr_t)p + (uintptr_t)size) & ~(huge - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice only: refusal is harmless */
+#else
+    (void)p, (void)size;
+#endif
+}
+
 bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, int zero,
                                   void **out) {
     *out = NULL;
@@ -113,6 +133,8 @@ bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, 
         b->in_use -= size;
         return host_oom(b, size);
     }
+    if (!zero)
+        bib_host_advise_large(p, size);
     *out = p;
     return BIB_OK;
 }

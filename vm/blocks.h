@@ -62,6 +62,10 @@ void bib_blocks_free(bib_blocks_t *b, void *block);
 bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, int zero,
                                   void **out);
 void bib_blocks_big_free(bib_blocks_t *b, void *ptr, uint64_t size);
+/* Asks the system to back the whole 2 MB pages inside [p, p + size) with
+ * huge pages (Linux's madvise MADV_HUGEPAGE; nothing elsewhere, or under
+ * 4 MB). Advice only: the buffer's contents and use are unchanged. */
+void bib_host_advise_large(void *p, uint64_t size);
 
 /* Starts a new peak measurement from the bytes in use now. */
 void bib_blocks_reset_peak(bib_blocks_t *b);

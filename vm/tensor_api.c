@@ -233,6 +233,7 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     if (copy == NULL)
         return bib_vm_fail(vm, BIB_E_NOMEM, "input '%s': host out of memory for %" PRIu64 " bytes",
                            name, bytes);
+    bib_host_advise_large(copy, bytes);
     if (fill(ctx, copy, (size_t)bytes) != 0) {
         free(copy);
         return bib_vm_fail(vm, BIB_E_IO, "input '%s': its data could not be read", name);
