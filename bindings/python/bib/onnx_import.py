@@ -17,8 +17,8 @@ node, its op, the attribute or input at fault and why: the importer never
 writes a program that computes something else than the model.
 """
 
-import math
 import re
+import warnings
 
 import numpy as np
 import onnx
@@ -1766,7 +1766,9 @@ def _onnx_type_of(arr):
 def load_model(path):
     """onnx.load with its failures as Refused('model')."""
     try:
-        model = onnx.load(path)
+        with warnings.catch_warnings():  # protobuf's warning says it again
+            warnings.simplefilter("ignore")
+            model = onnx.load(path)
     except Exception as e:  # protobuf's DecodeError, OSError
         raise Refused("cannot read '%s' as an ONNX model: %s" % (path, e), "model") from None
     return model
