@@ -162,6 +162,29 @@ class Val:
         return self.array is not None
 
 
+_BROADCASTS = []
+
+
+def library_broadcasts():
+    """Whether this libbib's BINARY opcodes take general numpy broadcasting
+    (ONNX-PLAN.md): asked once by running TADD of [2,1] and [1,3]."""
+    if not _BROADCASTS:
+        try:
+            b = Builder()
+            b.tensor_input("x", 0, "f32", [2, 1])
+            b.tensor_input("y", 1, "f32", [1, 3])
+            b.tensor_output("z", 2, "f32", [2, 3])
+            main = b.declare("main")
+            b.begin(main, 0, 1)
+            b.emit("TADD", 2, 0, 1).emit("LDI", 0, 0).emit("HALT", 0).end()
+            r = b.finish().run({"x": np.array([[1], [2]], np.float32), "y": np.array([[10, 20, 30]], np.float32)},
+                               backend="cpu")
+            _BROADCASTS.append(r["z"].tolist() == [[11, 21, 31], [12, 22, 32]])
+        except Error:
+            _BROADCASTS.append(False)
+    return _BROADCASTS[0]
+
+
 def _bib_dtype(onnx_type):
     if onnx_type == TensorProto.FLOAT:
         return "f32"
@@ -646,6 +669,10 @@ class Importer:
                 return self.reshape(node, y, [last])
             return None
 
+        if library_broadcasts():
+            out = self.rt(out_shape, dtype, out_type or a.onnx_type)
+            self.emit(mnemonic, out.reg, self.reg_of(node, a), self.reg_of(node, b))
+            return out
         order = [(a, b)]
         if commutes:
             order.append((b, a))
@@ -777,6 +804,82 @@ class Importer:
         n = self.unary(node, "RELU", self.scale(node, x, -1.0))
         self.set(node, 0, self.binary(node, "TADD", p, self.scale(node, n, -alpha)))
 
+    def op_Elu(self, node):
+        # x < 0 ? (exp(x) - 1) * alpha : x, in ONNX's order of operations
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        self.need(node, "WHERE")
+        neg = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        e = self.binary(node, "TSUB", self.unary(node, "EXP", x), self.scalar_const(1.0))
+        self.set(node, 0, self.where(node, neg, self.scale(node, e, alpha), x))
+
+    def op_Selu(self, node):
+        # x <= 0 ? (exp(x) * alpha - alpha) * gamma : x * gamma
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.67326319217681884765625)))
+        gamma = float(np.float32(node.attr("gamma", 1.05070102214813232421875)))
+        self.need(node, "WHERE")
+        le = self.binary(node, "TLE", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        e = self.binary(node, "TSUB", self.scale(node, self.unary(node, "EXP", x), alpha), self.scalar_const(alpha))
+        self.set(node, 0, self.where(node, le, self.scale(node, e, gamma), self.scale(node, x, gamma)))
+
+    def op_Celu(self, node):
+        # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        zero = self.scalar_const(0.0)
+        e = self.unary(node, "EXP", self.binary(node, "TDIV", x, self.scalar_const(alpha)))
+        e = self.scale(node, self.binary(node, "TSUB", e, self.scalar_const(1.0)), alpha)
+        self.set(node, 0, self.binary(node, "TADD", self.binary(node, "TMAX", x, zero),
+                                      self.binary(node, "TMIN", e, zero)))
+
+    def hard_sigmoid(self, node, x, alpha, beta):
+        # max(0, min(1, alpha * x + beta))
+        v = self.binary(node, "TADD", self.scale(node, x, alpha), self.scalar_const(beta))
+        v = self.binary(node, "TMIN", v, self.scalar_const(1.0))
+        return self.binary(node, "TMAX", v, self.scalar_const(0.0))
+
+    def op_HardSigmoid(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 0.2)))
+        beta = float(np.float32(node.attr("beta", 0.5)))
+        self.set(node, 0, self.hard_sigmoid(node, x, alpha, beta))
+
+    def op_HardSwish(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.binary(node, "TMUL", x, self.hard_sigmoid(node, x, float(np.float32(1 / 6)), 0.5)))
+
+    def op_ThresholdedRelu(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        self.need(node, "WHERE")
+        gt = self.binary(node, "TGT", x, self.scalar_const(alpha), out_type=TensorProto.BOOL)
+        self.set(node, 0, self.where(node, gt, x, self.scalar_const(0.0)))
+
+    def op_PRelu(self, node):
+        x, slope = self.get(node, 0), self.get(node, 1)
+        self.f32_only(node, x, slope)
+        self.need(node, "WHERE")
+        neg = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        self.set(node, 0, self.where(node, neg, self.binary(node, "TMUL", x, slope, True), x))
+
+    def op_Shrink(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        bias = float(np.float32(node.attr("bias", 0.0)))
+        lambd = float(np.float32(node.attr("lambd", 0.5)))
+        self.need(node, "WHERE")
+        lo = self.binary(node, "TLT", x, self.scalar_const(-lambd), out_type=TensorProto.BOOL)
+        hi = self.binary(node, "TGT", x, self.scalar_const(lambd), out_type=TensorProto.BOOL)
+        up = self.where(node, hi, self.binary(node, "TSUB", x, self.scalar_const(bias)), self.scalar_const(0.0))
+        self.set(node, 0, self.where(node, lo, self.binary(node, "TADD", x, self.scalar_const(bias)), up))
+
     # binary math
     def _binary_op(mnemonic, commutes, np_fn=None, exact_fold=True):
         def f(self, node):
@@ -833,37 +936,31 @@ class Importer:
 
     # matrix products
     def matmul(self, node, a, b, bias=None, act=None):
-        """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*."""
+        """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*, which
+        take numpy.matmul's shapes (batch axes broadcast, rank-1 operands)."""
         self.f32_only(node, a, b)
         ra, rb = len(a.shape), len(b.shape)
         if ra == 0 or rb == 0:
             self.refuse(node, "a rank-0 operand", "shape")
-        a2 = a if ra > 1 else self.reshape(node, a, [1, a.shape[0]])
-        b2 = b if rb > 1 else self.reshape(node, b, [b.shape[0], 1])
-        if a2.shape[-1] != b2.shape[-2]:
-            self.refuse(node, "inner dimensions %s and %s differ" % (a2.shape[-1], b2.shape[-2]), "shape")
-        batch_b = b2.shape[:-2]
-        if any(d != 1 for d in batch_b):
-            self.refuse(node, "a batched right operand %s: BIB's MATMUL takes [K,N] here" % shape_text(b.shape), "shape")
-        m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-        lead = a2.shape[:-2]
-        flat = self.reshape(node, a2, [dims_prod(lead + [m]), k])
-        bb = self.reshape(node, b2, [k, n])
-        out = self.rt([flat.shape[0], n], "f32")
+        ka = a.shape[-1]
+        kb = b.shape[0] if rb == 1 else b.shape[-2]
+        if ka != kb:
+            self.refuse(node, "inner dimensions %s and %s differ" % (ka, kb), "shape")
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if batch is None:
+            self.refuse(node, "batch axes %s and %s do not broadcast" % (shape_text(a.shape[:-2]),
+                        shape_text(b.shape[:-2])), "shape")
+        if len(batch) > 4:
+            self.refuse(node, "%d batch axes (BIB's MATMUL takes up to 4)" % len(batch), "shape")
+        shape = list(batch) + ([a.shape[-2]] if ra > 1 else []) + ([b.shape[-1]] if rb > 1 else [])
+        out = self.rt(shape, "f32")
         if bias is None and act is None:
-            self.emit("MATMUL", out.reg, self.reg_of(node, flat), self.reg_of(node, bb))
+            self.emit("MATMUL", out.reg, self.reg_of(node, a), self.reg_of(node, b))
         else:
             mnem = {None: "LINEAR", "RELU": "LINEAR_RELU", "GELU": "LINEAR_GELU", "GELU_ERF": "LINEAR_GELU_ERF"}[act]
             self.need(node, mnem)
-            self.emit(mnem, out.reg, self.reg_of(node, flat), self.reg_of(node, bb), self.reg_of(node, bias))
-        shape = lead + [m, n]
-        if rb == 1:
-            shape = lead + [m]
-        if ra == 1:
-            shape = shape[:-2] + shape[-1:] if rb > 1 else lead
-        if rb > 2:
-            shape = list(batch_b[: max(0, rb - 2 - len(lead))]) + shape
-        return self.reshape(node, out, shape)
+            self.emit(mnem, out.reg, self.reg_of(node, a), self.reg_of(node, b), self.reg_of(node, bias))
+        return out
 
     def op_MatMul(self, node):
         self.set(node, 0, self.matmul(node, self.get(node, 0), self.get(node, 1)))
@@ -1440,13 +1537,29 @@ class Importer:
         c, a, b = self.get(node, 0), self.get(node, 1), self.get(node, 2)
         if a.onnx_type != b.onnx_type:
             self.refuse(node, "inputs of two types", "dtype")
+        self.set(node, 0, self.where(node, c, a, b))
+
+    def where(self, node, c, a, b):
         self.need(node, "WHERE")
         shape = broadcast_shapes(c.shape, a.shape, b.shape)
         if shape is None:
             self.refuse(node, "shapes that do not broadcast", "shape")
+        if not library_broadcasts():
+            # WHERE takes a condition of the result's shape, and values of
+            # that shape, a row over its last axis, or one element.
+            c = self.expand(node, c, shape)
+
+            def fit(v):
+                if list(v.shape) == shape or dims_prod(v.shape) == 1:
+                    return v
+                if shape and v.shape and v.shape[-1] == shape[-1] and all(d == 1 for d in v.shape[:-1]):
+                    return self.reshape(node, v, [shape[-1]])
+                return self.expand(node, v, shape)
+
+            a, b = fit(a), fit(b)
         out = self.rt(shape, a.dtype, a.onnx_type)
         self.emit("WHERE", out.reg, self.reg_of(node, c), self.reg_of(node, a), self.reg_of(node, b))
-        self.set(node, 0, out)
+        return out
 
     def op_Clip(self, node):
         x = self.get(node, 0)
