@@ -502,10 +502,17 @@ class Importer:
         for n in nodes:
             if n.index in self.skip:
                 continue
+            first = self.treg
             if n.index in self.fused:
                 self.fused[n.index]()
             else:
                 self.lower(n)
+            # The node's temporaries (not its outputs) are freed at once.
+            results = {self.vals[o].reg for o in n.outputs if o and o in self.vals}
+            for reg in range(first, self.treg):
+                if reg not in results and reg not in self.keep:
+                    self.emit("FREE", reg)
+                    self.keep.add(reg)
             for name in frees.get(n.index, []):
                 v = self.vals.get(name)
                 if name in self.graph_outputs or v is None or v.const or v.reg is None or v.reg in self.keep:
