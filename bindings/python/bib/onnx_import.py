@@ -467,6 +467,10 @@ class Importer:
                 raise Refused("graph input '%s': rank %d (BIB tensors have at most %d)" % (vi.name, len(shape),
                               MAX_RANK), "shape")
             if 0 in shape and not ZERO_DIMS:
+                if dtype == "i32":
+                    # An empty list of axes or indices: useful only bound.
+                    raise NeedsConstant("graph input '%s': shape %s has a zero-size dimension, which this libbib "
+                                        "refuses; bind it" % (vi.name, shape_text(shape)), vi.name)
                 raise Refused("graph input '%s': shape %s has a zero-size dimension, which this libbib refuses"
                               % (vi.name, shape_text(shape)), "shape")
             name = sanitize(vi.name, self.names, "input%d" % len(self.inputs))
@@ -1041,6 +1045,37 @@ class Importer:
             self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
         self.set(node, 0, self.permute(node, x, perm))
 
+    def op_DepthToSpace(self, node):
+        x = self.get(node, 0)
+        bs = int(node.attr("blocksize"))
+        mode = node.attr("mode", "DCR")
+        if len(x.shape) != 4 or mode not in ("DCR", "CRD"):
+            self.refuse(node, "attribute 'mode' = %s or a rank-%d input" % (mode, len(x.shape)), "attribute")
+        b, c, h, w = x.shape
+        c2 = dim_div(c, bs * bs)
+        if c2 is None:
+            self.refuse(node, "channels %s are not a multiple of blocksize^2" % c, "shape")
+        if mode == "DCR":
+            v = self.reshape(node, x, [b, bs, bs, c2, h, w])
+            v = self.permute(node, v, [0, 3, 4, 1, 5, 2])
+        else:
+            v = self.reshape(node, x, [b, c2, bs, bs, h, w])
+            v = self.permute(node, v, [0, 1, 4, 2, 5, 3])
+        self.set(node, 0, self.reshape(node, v, [b, c2, dim_mul(h, bs), dim_mul(w, bs)]))
+
+    def op_SpaceToDepth(self, node):
+        x = self.get(node, 0)
+        bs = int(node.attr("blocksize"))
+        if len(x.shape) != 4:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        b, c, h, w = x.shape
+        h2, w2 = dim_div(h, bs), dim_div(w, bs)
+        if h2 is None or w2 is None:
+            self.refuse(node, "spatial dims %s, %s are not multiples of the blocksize" % (h, w), "shape")
+        v = self.reshape(node, x, [b, c, h2, bs, w2, bs])
+        v = self.permute(node, v, [0, 3, 5, 1, 2, 4])
+        self.set(node, 0, self.reshape(node, v, [b, dim_mul(c, bs * bs), h2, w2]))
+
     def op_Reshape(self, node):
         x = self.get(node, 0)
         shape = self.const_input(node, 1, "the shape")
@@ -1246,10 +1281,12 @@ class Importer:
         out = self.rt(shape, x.dtype, x.onnx_type)
         self.scalar(3 * rank)
         for k, (s, e, st) in enumerate(triples):
-            if st < 0 and e == -1:
-                # -1 as an end would count from the end in the VM's rule:
-                # "before the first element" is -(n+1).
-                e = -int(x.shape[k]) - 1
+            # Bounds are clamped above; a -1 left by a negative step means
+            # "before the first element", which the VM's rule (negative
+            # counts from the end) reads from -(n+1).
+            if st < 0:
+                s = -int(x.shape[k]) - 1 if s == -1 else s
+                e = -int(x.shape[k]) - 1 if e == -1 else e
             self.load_int(("scratch", 3 * k), s)
             self.load_int(("scratch", 3 * k + 1), e)
             self.load_int(("scratch", 3 * k + 2), st)
@@ -1337,19 +1374,24 @@ class Importer:
 
     def op_Tile(self, node):
         x = self.get(node, 0)
-        reps = self.const_input(node, 1, "the repeats").reshape(-1).tolist()
-        # [d0, d1] tiled by [r0, r1] = [r0, d0, r1, d1] expanded from [1, d0, 1, d1].
-        rank = len(x.shape)
-        if 2 * rank > 4:
-            self.refuse(node, "a rank-%d input (tiling goes through rank %d)" % (rank, 2 * rank), "shape")
-        up = []
-        big = []
-        for d, r in zip(x.shape, reps):
-            up += [1, d]
-            big += [int(r), d]
-        v = self.reshape(node, x, up)
-        v = self.expand(node, v, big)
-        self.set(node, 0, self.reshape(node, v, [dim_mul(int(r), d) for d, r in zip(x.shape, reps)]))
+        reps = [int(r) for r in self.const_input(node, 1, "the repeats").reshape(-1).tolist()]
+        if len(reps) != len(x.shape):
+            self.refuse(node, "%d repeats for a rank-%d input" % (len(reps), len(x.shape)), "shape")
+        # One axis at a time: [pre, d, post] viewed as [pre, 1, d, post],
+        # expanded to [pre, r, d, post], viewed as [pre, r*d, post].
+        v = x
+        for k, r in enumerate(reps):
+            if r == 1:
+                continue
+            shape = list(v.shape)
+            pre, post = dims_prod(shape[:k]), dims_prod(shape[k + 1:])
+            up = self.reshape(node, v, [pre, 1, shape[k], post])
+            big = self.expand(node, up, [pre, r, shape[k], post])
+            shape[k] = dim_mul(r, shape[k])
+            v = self.reshape(node, big, shape)
+        if v is x and not x.const:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
 
     # reductions
     def reduce(self, node, kind, x, axes, keepdims):
