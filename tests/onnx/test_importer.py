@@ -141,6 +141,21 @@ class SymbolicBatch(unittest.TestCase):
         self.assertEqual(body, ["LINEAR_RELU", "LINEAR"])
 
 
+    def test_gemm_with_transposed_weight_then_relu_is_one_linear_relu(self):
+        # nn.Linear as torch exports it for a 2-D input: Gemm(x, W[N,K], b, transB=1).
+        w, b = rng((16, 8), 14), rng((16,), 15)
+        m = model(
+            [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["y"])],
+            [helper.make_tensor_value_info("x", F, ["N", 8])],
+            [helper.make_tensor_value_info("y", F, ["N", 16])],
+            [init("w", w), init("b", b)],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT", "DIM", "MUL")], ["LINEAR_RELU"])
+        x = rng((3, 8), 16)
+        np.testing.assert_allclose(mod.run({"x": x})["y"], np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-5)
+
+
 class Patterns(unittest.TestCase):
     def layernorm_graph(self, eps, opset=17):
         nodes = [
