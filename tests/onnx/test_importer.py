@@ -299,16 +299,19 @@ class CommandLine(unittest.TestCase):
         return p, d, src, out
 
     def test_an_unsupported_attribute_is_one_line_naming_node_op_attribute_and_why(self):
+        c = np.ones(3, np.float32)
         m = model(
-            [helper.make_node("ArgMax", ["x"], ["y"], name="pick", axis=1, select_last_index=1)],
-            [helper.make_tensor_value_info("x", F, [2, 3])],
-            [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 1])],
+            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn", training_mode=1)],
+            [helper.make_tensor_value_info("x", F, [2, 3, 4])],
+            [helper.make_tensor_value_info("y", F, [2, 3, 4])],
+            [init("s", c), init("b", c), init("m", c), init("v", c)],
         )
         p, _d, src, out = self.run_tool(m)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(
             p.stderr,
-            "bib-onnx: %s: node 'pick' (ArgMax): attribute 'select_last_index' = 1: BIB takes the first extreme\n" % src,
+            "bib-onnx: %s: node 'bn' (BatchNormalization): attribute 'training_mode' = 1: BIB runs inference only\n"
+            % src,
         )
         self.assertFalse(os.path.exists(out))
 

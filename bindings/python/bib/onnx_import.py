@@ -922,6 +922,14 @@ class Importer:
         if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 1.0:
             self.set(node, 0, x)
             return
+        if y.onnx_type in (TensorProto.INT32, TensorProto.INT64) and not y.const:
+            # numpy's float ** int: the exponent as f32 (exact below 2^24).
+            self.need(node, "CAST")
+            yf = self.rt(y.shape, "f32")
+            self.emit("CAST", yf.reg, self.reg_of(node, y), 1)
+            y = yf
+        elif y.const and y.array.dtype.kind in "iu":
+            y = self.const_val(y.array.astype(np.float32))
         self.f32_only(node, y)
         self.set(node, 0, self.binary(node, "TPOW", x, y))
 
@@ -1480,8 +1488,22 @@ class Importer:
         rank = len(x.shape)
         axis = self.axis_of(node, node.attr("axis", 0), rank)
         keepdims = node.attr("keepdims", 1)
-        if node.attr("select_last_index", 0):
-            self.refuse(node, "attribute 'select_last_index' = 1: BIB takes the first extreme")
+        last = node.attr("select_last_index", 0)
+        n = x.shape[axis]
+        if last:
+            # The last extreme of x is the first of x reversed along the
+            # axis, at n - 1 - its index there.
+            if not isinstance(n, int):
+                self.refuse(node, "attribute 'select_last_index' = 1 over a dynamic axis", "shape")
+            x = self.slice(node, x, [-1], [-(1 << 62)], [axis], [-1])
+        idx = self.arg_first(node, x, which, axis, keepdims)
+        if last:
+            idx = self.binary(node, "TMUL", idx, self.const_val(np.array([-1], np.int64)))
+            idx = self.binary(node, "TADD", idx, self.const_val(np.array([n - 1], np.int64)))
+        self.set(node, 0, idx)
+
+    def arg_first(self, node, x, which, axis, keepdims):
+        rank = len(x.shape)
         shape_keep = [1 if k == axis else d for k, d in enumerate(x.shape)]
         shape_drop = [d for k, d in enumerate(x.shape) if k != axis]
         out_shape = shape_keep if keepdims else shape_drop
@@ -1498,11 +1520,10 @@ class Importer:
                     self.need(node, mnem, "an axis other than the last")
             out = self.rt([d for k, d in enumerate(v.shape) if k != rank - 1], "i32", TensorProto.INT64)
             self.emit("ARGMAX", out.reg, self.reg_of(node, v))
-            self.set(node, 0, self.reshape(node, out, out_shape))
-            return
+            return self.reshape(node, out, out_shape)
         out = self.rt(out_shape, "i32", TensorProto.INT64)
         self.emit(mnem, out.reg, self.reg_of(node, x), axis, 1 if keepdims else 0)
-        self.set(node, 0, out)
+        return out
 
     def op_ArgMax(self, node):
         self.arg(node, "MAX")
