@@ -301,7 +301,7 @@ class CommandLine(unittest.TestCase):
     def test_an_unsupported_attribute_is_one_line_naming_node_op_attribute_and_why(self):
         c = np.ones(3, np.float32)
         m = model(
-            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn", training_mode=1)],
+            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn", training_mode=1)],
             [helper.make_tensor_value_info("x", F, [2, 3, 4])],
             [helper.make_tensor_value_info("y", F, [2, 3, 4])],
             [init("s", c), init("b", c), init("m", c), init("v", c)],
