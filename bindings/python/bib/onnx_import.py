@@ -250,6 +250,10 @@ class _Node:
 
 
 class Importer:
+    """One import: the values by ONNX name, the code emitted so far (as
+    (mnemonic, a, b, c, d) with scratch and symbol registers still named),
+    the declarations; finish() builds the module."""
+
     def __init__(self, model, bind=None):
         self.model = model
         self.graph = model.graph
@@ -258,8 +262,6 @@ class Importer:
         for o in model.opset_import:
             if o.domain in ("", "ai.onnx"):
                 self.opset = o.version
-            elif o.domain not in ("ai.onnx.ml",):
-                pass
         if self.opset == 0:
             domains = sorted({n.domain for n in self.graph.node if n.domain not in ("", "ai.onnx")})
             raise Refused("the model imports no opset of ONNX's default domain (its nodes are in %s)"
@@ -272,7 +274,6 @@ class Importer:
         self.vals = {}
         self.code = []  # (mnemonic, a, b, c, d)
         self.treg = 0
-        self.sym_regs = {}  # symbol -> scalar register holding it at run time
         self.sym_source = {}  # symbol -> (tensor reg, axis)
         self.scratch_max = 0
         self.consts = []  # (name, reg, array)
@@ -280,7 +281,6 @@ class Importer:
         self.input_onnx_names = []
         self.outputs = []
         self.names = set()
-        self.sym_names = {}
         self.input_regs = set()
         self.const_regs = set()
         self.keep = set()  # registers never freed (inputs, outputs, constants)
@@ -327,10 +327,10 @@ class Importer:
         returns the first register (as a marker resolved at finish)."""
         self.scalar(len(dims))
         for k, d in enumerate(dims):
-            self.load_int(("scratch", k), d, node)
+            self.load_int(("scratch", k), d)
         return ("scratch", 0)
 
-    def load_int(self, reg, d, node=None):
+    def load_int(self, reg, d):
         if isinstance(d, int):
             if -(1 << 31) <= d < (1 << 31):
                 self.emit("LDI", reg, d)
@@ -740,8 +740,6 @@ class Importer:
 
     def op_Identity(self, node):
         self.set(node, 0, self.get(node, 0))
-
-    fold_Identity = None
 
     def op_Dropout(self, node):
         x = self.get(node, 0)

@@ -83,7 +83,7 @@ class _Graph:
         return cs[0] if len(cs) == 1 and name not in self.outputs else None
 
 
-def _trailing_axes(node, rank_hint=None):
+def _trailing_axes(node):
     """The axes of a ReduceMean, or None (axes given as an input)."""
     axes = node.attrs.get("axes")
     if axes is None and len(node.inputs) > 1:
@@ -164,8 +164,6 @@ def _layernorm(g, div):
     n_axes = rank - axis
 
     def lower():
-        from .onnx_import import Val  # noqa: F401  (the values are Val)
-
         xval = imp.vals[x]
         tail = xval.shape[axis:]
         gv = imp.vals[gamma] if gamma else None
@@ -183,7 +181,6 @@ def _layernorm(g, div):
 
 
 def _gelu_erf(g, erf):
-    imp = g.imp
     a = erf.inputs[0]
     div = g.prod(a, "Div")
     x = None
