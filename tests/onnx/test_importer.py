@@ -81,6 +81,32 @@ class Folding(unittest.TestCase):
         x = rng((2, 3, 4), 1)
         np.testing.assert_array_equal(mod.run({"x": x})["y"], x.reshape(2, 12))
 
+    def test_products_of_dynamic_dims_are_folded_and_loaded_at_run_time(self):
+        # y = reshape(x, [shape[0] * shape[1], shape[2]]) for x [N, 3, 4].
+        nodes = [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+            helper.make_node("Gather", ["s", "i1"], ["c"], axis=0),
+            helper.make_node("Gather", ["s", "i2"], ["w"], axis=0),
+            helper.make_node("Mul", ["n", "c"], ["nc"]),
+            helper.make_node("Unsqueeze", ["nc", "ax0"], ["nc1"]),
+            helper.make_node("Unsqueeze", ["w", "ax0"], ["w1"]),
+            helper.make_node("Concat", ["nc1", "w1"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        ]
+        i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+        m = model(
+            nodes,
+            [helper.make_tensor_value_info("x", F, ["N", 3, 4])],
+            [helper.make_tensor_value_info("y", F, ["M", 4])],
+            [init("i0", i64(0)), init("i1", i64(1)), init("i2", i64(2)), init("ax0", i64([0]))],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "MUL", "DIM", "HALT")], ["RESHAPE"])
+        for n in (2, 5):
+            x = rng((n, 3, 4), n)
+            np.testing.assert_array_equal(mod.run({"x": x})["y"], x.reshape(3 * n, 4))
+
     def test_constant_arithmetic_and_cast_are_folded(self):
         # w = Cast(c, float) * 2 + 1 is a constant; y = x + w is one TADD.
         nodes = [

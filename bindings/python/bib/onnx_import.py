@@ -348,6 +348,13 @@ class Importer:
     # -- values
     def const_val(self, array, onnx_type=None):
         array = np.asarray(array)
+        if array.dtype == object:
+            # Shape data: Python ints and Syms; all ints is plain int64 again.
+            flat = [int(e) if isinstance(e, (int, np.integer)) else e for e in array.reshape(-1).tolist()]
+            if all(isinstance(e, int) for e in flat):
+                array = np.array(flat, np.int64).reshape(array.shape)
+            else:
+                array = np.array(flat + [None], object)[:-1].reshape(array.shape)
         if onnx_type is None:
             onnx_type = _onnx_type_of(array)
         return Val(array.shape, _bib_dtype(onnx_type), onnx_type, array=array)
@@ -1852,7 +1859,8 @@ class Importer:
     def fold_Div(self, node, a):
         x, y = a
         if x.dtype == object or y.dtype == object:
-            return [np.array(_obj_div(x, y), object)] if x.dtype == object else None
+            q = _obj_div(x, y) if x.dtype == object else None
+            return None if q is None else [np.array(q, object)]
         if x.dtype.kind in "iu":
             return [np.trunc(x / y).astype(x.dtype)]
         return [np.divide(x, y).astype(x.dtype)]
@@ -1896,8 +1904,7 @@ def _fold2(fn, a):
             if fn is np.add:
                 return np.array(np.frompyfunc(_dim_add_strict, 2, 1)(x, y), object)
             if fn is np.subtract:
-                return np.array(np.frompyfunc(lambda p, q: _dim_add_strict(p, -q if isinstance(q, int) else None),
-                                              2, 1)(x, y), object)
+                return np.array(np.frompyfunc(_dim_sub_strict, 2, 1)(x, y), object)
         except ValueError:
             return None
         return None
@@ -1913,6 +1920,14 @@ def _dim_add_strict(p, q):
     if p == 0:
         return q
     raise ValueError("symbolic sum")
+
+
+def _dim_sub_strict(p, q):
+    if p == q:
+        return 0
+    if isinstance(q, int):
+        return _dim_add_strict(p, -q)
+    raise ValueError("symbolic difference")
 
 
 def _obj_div(x, y):
