@@ -1719,6 +1719,58 @@ class Importer:
                 v = self.binary(node, "TADD", var, self.scalar_const(eps))
                 self.set(node, 2, self.unary(node, "RECIP", self.unary(node, "SQRT", v)))
 
+    def op_InstanceNormalization(self, node):
+        # Layer norm of each (n, c) over the spatial axes, then scale and
+        # bias per channel.
+        x, scale, bias = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        self.f32_only(node, x, scale, bias)
+        eps = node.attr("epsilon", 1e-5)
+        rank = len(x.shape)
+        if rank < 3:
+            self.refuse(node, "a rank-%d input" % rank, "shape")
+        c = x.shape[1]
+        flat = self.reshape(node, x, [dims_prod(x.shape[:2]), dims_prod(x.shape[2:])])
+        hw = flat.shape[1]
+        if not isinstance(hw, int):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        ones = self.const_val(np.ones([hw], np.float32))
+        zeros = self.const_val(np.zeros([hw], np.float32))
+        y = self.reshape(node, self.layernorm(node, flat, ones, zeros, eps, 1), x.shape)
+        per_channel = [c] + [1] * (rank - 2)
+        y = self.binary(node, "TMUL", y, self.reshape(node, scale, per_channel))
+        self.set(node, 0, self.binary(node, "TADD", y, self.reshape(node, bias, per_channel)))
+
+    def op_MeanVarianceNormalization(self, node):
+        # ONNX's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axes = sorted(self.axis_of(node, a, rank) for a in node.attr("axes", [0, 2, 3]))
+        mean = self.reduce(node, "MEAN", x, axes, 1)
+        ex2 = self.reduce(node, "MEAN", self.binary(node, "TMUL", x, x), axes, 1)
+        var = self.binary(node, "TSUB", ex2, self.binary(node, "TMUL", mean, mean))
+        std = self.binary(node, "TADD", self.unary(node, "SQRT", var), self.scalar_const(1e-9))
+        self.set(node, 0, self.binary(node, "TDIV", self.binary(node, "TSUB", x, mean), std))
+
+    def op_Hardmax(self, node):
+        # 1.0 where the first maximum along the axis is, else 0.0.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1 if self.opset >= 13 else 1), rank)
+        if self.opset < 13 and axis != rank - 1:
+            self.refuse(node, "attribute 'axis' before opset 13 (over the flattened axes)")
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "a dynamic axis", "shape")
+        idx = self.arg_first(node, x, "MAX", axis, 1)
+        iota = self.const_val(np.arange(n, dtype=np.int64).reshape([n if k == axis else 1 for k in range(rank)]))
+        hit = self.binary(node, "TEQ", idx, iota, True, out_type=TensorProto.BOOL)
+        self.need(node, "CAST")
+        out = self.rt(hit.shape, "f32")
+        self.emit("CAST", out.reg, self.reg_of(node, hit), 1)
+        self.set(node, 0, out)
+
     def consumers_of(self, name):
         return self.consumers.get(name) or (name in self.graph_outputs)
 
