@@ -128,6 +128,20 @@ class Folding(unittest.TestCase):
         np.testing.assert_array_equal(mod.run({"x": x})["y"], x + np.array([3, 5, 7], np.float32))
 
 
+class Memory(unittest.TestCase):
+    def test_each_intermediate_is_freed_after_its_last_reader(self):
+        # Eight Relus in a chain over 1 MiB tensors: at most the input and two
+        # intermediates are live at once, not all nine.
+        names = ["x"] + ["h%d" % k for k in range(7)] + ["y"]
+        nodes = [helper.make_node("Relu", [a], [b]) for a, b in zip(names, names[1:])]
+        m = model(nodes, [helper.make_tensor_value_info("x", F, [1 << 18])],
+                  [helper.make_tensor_value_info("y", F, [1 << 18])])
+        mod = onnx_import.import_model(m)
+        self.assertEqual(ops(mod).count("FREE"), 7)
+        r = mod.run({"x": rng((1 << 18,), 17)})
+        self.assertLessEqual(r.stats.peak_memory, 3 * (1 << 20) + (1 << 16))
+
+
 class SymbolicBatch(unittest.TestCase):
     def mlp(self):
         w1, b1 = rng((8, 16), 3), rng((16,), 4)
@@ -343,15 +357,15 @@ class CommandLine(unittest.TestCase):
 
     def test_an_unknown_op_is_refused_by_name(self):
         m = model(
-            [helper.make_node("Hardmax", ["x"], ["y"], name="hm")],
-            [helper.make_tensor_value_info("x", F, [2, 3])],
-            [helper.make_tensor_value_info("y", F, [2, 3])],
+            [helper.make_node("Det", ["x"], ["y"], name="det")],
+            [helper.make_tensor_value_info("x", F, [2, 3, 3])],
+            [helper.make_tensor_value_info("y", F, [2])],
         )
         p, _d, src, _out = self.run_tool(m)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(
             p.stderr,
-            "bib-onnx: %s: node 'hm' (Hardmax): the op Hardmax is not supported by bib-onnx (spec/onnx.md lists "
+            "bib-onnx: %s: node 'det' (Det): the op Det is not supported by bib-onnx (spec/onnx.md lists "
             "the ops)\n" % src,
         )
 
