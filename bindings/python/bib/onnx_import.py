@@ -786,13 +786,13 @@ class Importer:
         x = self.get(node, 0)
         if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
             self.f32_only(node, x)
-        self.set(node, 0, self.unary(node, "ABS", x))
+        self.set(node, 0, self.unary(node, "TABS", x))
 
     def op_Neg(self, node):
         x = self.get(node, 0)
         if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
             self.f32_only(node, x)
-        self.set(node, 0, self.unary(node, "NEG", x))
+        self.set(node, 0, self.unary(node, "TNEG", x))
 
     def op_Softplus(self, node):
         x = self.get(node, 0)
@@ -805,8 +805,8 @@ class Importer:
     def op_Softsign(self, node):
         x = self.get(node, 0)
         self.f32_only(node, x)
-        self.need(node, "ABS")
-        a = self.unary(node, "ABS", x)
+        self.need(node, "TABS")
+        a = self.unary(node, "TABS", x)
         d = self.binary(node, "TADD", a, self.scalar_const(1.0))
         self.set(node, 0, self.binary(node, "TDIV", x, d))
 
@@ -1449,7 +1449,7 @@ class Importer:
                 return
             v = x
             if pre == "abs":
-                v = self.unary(node, "ABS", v)
+                v = self.unary(node, "TABS", v)
             elif pre == "square":
                 v = self.binary(node, "TMUL", v, v)
             elif pre == "exp":
@@ -1513,11 +1513,12 @@ class Importer:
         shape_drop = [d for k, d in enumerate(x.shape) if k != axis]
         out_shape = shape_keep if keepdims else shape_drop
         mnem = "ARG%s_AXIS" % which
+        if which == "MIN" and not self.have(mnem):
+            # The first minimum of x is the first maximum of -x.
+            self.need(node, "TNEG", "ArgMin")
+            return self.arg_first(node, self.unary(node, "TNEG", x), "MAX", axis, keepdims)
         if axis == rank - 1 and which == "MAX" or not self.have(mnem):
             v = x
-            if which == "MIN":
-                self.need(node, "NEG", "ArgMin")
-                v = self.unary(node, "NEG", v)
             if axis != rank - 1:
                 if axis == rank - 2:
                     v = self.transpose_last2(node, v)
@@ -1557,11 +1558,17 @@ class Importer:
             self.emit(mnem, out.reg, self.reg_of(node, x), axis)
             self.set(node, 0, out)
             return
+        # The axis moved last, the last-axis kernel, moved back: the bits
+        # SOFTMAX_AXIS defines.
         if axis == rank - 2:
             t = self.transpose_last2(node, x)
             self.set(node, 0, self.transpose_last2(node, self.softmax_last(node, t, log)))
             return
-        self.need(node, mnem, "axis %d of a rank-%d input" % (axis, rank))
+        self.need(node, "PERMUTE", "axis %d of a rank-%d input" % (axis, rank))
+        perm = [k for k in range(rank) if k != axis] + [axis]
+        back = [perm.index(k) for k in range(rank)]
+        t = self.softmax_last(node, self.permute(node, x, perm), log)
+        self.set(node, 0, self.permute(node, t, back))
 
     def softmax_last(self, node, x, log):
         return self.unary(node, "LOGSOFTMAX" if log else "SOFTMAX", x)
