@@ -27,8 +27,6 @@ from onnx import TensorProto, numpy_helper, shape_inference
 from . import Builder, Error, UsageError, _capi, opcode
 
 MAX_RANK = _capi.MAX_RANK
-# Whether this libbib takes zero-size dimensions in tensor declarations.
-ZERO_DIMS = False
 
 MIN_OPSET = 1
 MAX_OPSET = 17
@@ -183,6 +181,26 @@ def library_broadcasts():
         except Error:
             _BROADCASTS.append(False)
     return _BROADCASTS[0]
+
+
+_ZERO_DIMS = []
+
+
+def library_takes_zero_dims():
+    """Whether this libbib takes a zero-size dimension in a tensor
+    declaration (asked once, by verifying such a module)."""
+    if not _ZERO_DIMS:
+        try:
+            b = Builder()
+            b.tensor_input("x", 0, "f32", [0])
+            main = b.declare("main")
+            b.begin(main, 0, 1)
+            b.emit("LDI", 0, 0).emit("HALT", 0).end()
+            b.finish().vm(backend="cpu")
+            _ZERO_DIMS.append(True)
+        except Error:
+            _ZERO_DIMS.append(False)
+    return _ZERO_DIMS[0]
 
 
 def _bib_dtype(onnx_type):
@@ -473,7 +491,7 @@ class Importer:
             if len(shape) > MAX_RANK:
                 raise Refused("graph input '%s': rank %d (BIB tensors have at most %d)" % (vi.name, len(shape),
                               MAX_RANK), "shape")
-            if 0 in shape and not ZERO_DIMS:
+            if 0 in shape and not library_takes_zero_dims():
                 if dtype == "i32":
                     # An empty list of axes or indices: useful only bound.
                     raise NeedsConstant("graph input '%s': shape %s has a zero-size dimension, which this libbib "
