@@ -1695,20 +1695,22 @@ class Importer:
         bt = self.reshape(node, self.expand_const(node, beta, x.shape[axis:]), [n])
         out = self.rt(v.shape, "f32")
         eps32 = float(np.float32(eps))
-        if self.have("LAYERNORM_EPS") and (g.const and bt.const or self.have("CONCAT")):
-            if g.const and bt.const:
+        packed = g.const and bt.const
+        if eps32 == float(np.float32(1e-5)) and not (packed and self.have("LAYERNORM_EPS")):
+            # LAYERNORM's fixed eps; gamma and beta as they are.
+            self.emit("LAYERNORM", out.reg, self.reg_of(node, v), self.reg_of(node, g), self.reg_of(node, bt))
+        else:
+            self.need(node, "LAYERNORM_EPS", "an epsilon other than 1e-5")
+            if packed:
                 gb = self.const_val(np.stack([g.array, bt.array]).astype(np.float32))
             else:
+                self.need(node, "CONCAT", "a scale or bias given at run time")
                 gb = self.rt([2, n], "f32")
                 g2, b2 = self.reshape(node, g, [1, n]), self.reshape(node, bt, [1, n])
                 self.emit("CONCAT", gb.reg, self.reg_of(node, g2), self.reg_of(node, b2), 0)
             self.scalar(1)
             self.load_f64(("scratch", 0), eps32)
             self.emit("LAYERNORM_EPS", out.reg, self.reg_of(node, v), self.reg_of(node, gb), ("scratch", 0))
-        elif eps32 == float(np.float32(1e-5)):
-            self.emit("LAYERNORM", out.reg, self.reg_of(node, v), self.reg_of(node, g), self.reg_of(node, bt))
-        else:
-            self.need(node, "LAYERNORM_EPS", "an epsilon other than 1e-5")
         return self.reshape(node, out, x.shape)
 
     def expand_const(self, node, v, shape):
