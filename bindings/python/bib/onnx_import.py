@@ -35,7 +35,8 @@ MAX_OPSET = 17
 class Refused(Exception):
     """A model or node the importer cannot lower. reason is a short class of
     the cause (for the node-test table): 'op', 'attribute', 'dtype', 'shape',
-    'opcode' or 'model'."""
+    'opcode' or 'model'; 'bug' when the module built does not verify (the
+    node-test runner counts that as a failure)."""
 
     def __init__(self, text, reason="op", node=None):
         super().__init__(text)
@@ -2064,7 +2065,7 @@ def import_model(model, bind=None, name=None):
         module = imp.finish(name)
     except Error as e:
         raise Refused("the module does not verify (an importer bug, please report it): %s" % e.message,
-                      "model") from None
+                      "bug") from None
     # The BIB name of each graph input and output, by ONNX name.
     module.onnx_inputs = {vi: n for vi, (n, _r, _d, _s) in zip(imp.input_onnx_names, imp.inputs)}
     module.onnx_outputs = {o.name: n for o, (n, _r, _d, _s) in zip(imp.graph.output, imp.outputs)}
