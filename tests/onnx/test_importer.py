@@ -394,6 +394,33 @@ class CommandLine(unittest.TestCase):
         self.assertIn(".input x t0 f32[N, 3]", text)
         self.assertEqual(bib.assemble(text).bytes, data)
 
+    def test_usage_errors_are_exit_64(self):
+        p = subprocess.run([TOOL, "m.onnx"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 64)
+        self.assertIn("-o", p.stderr)
+        p = subprocess.run([TOOL, "m.onnx", "-o", "m.bib", "--bind", "nothing"], capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (64, "bib-onnx: --bind nothing: give NAME=PATH.npy\n"))
+
+    def test_bind_fixes_an_input_at_import_time(self):
+        # Reshape's shape as a graph input: refused by name, imported bound.
+        m = model(
+            [helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
+            [helper.make_tensor_value_info("x", F, [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+            [helper.make_tensor_value_info("y", F, [3, 4])],
+        )
+        p, d, src, out = self.run_tool(m)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(
+            p.stderr,
+            "bib-onnx: %s: node 'rs' (Reshape): input 'shape' (the shape) must be a constant or an initializer: "
+            "BIB takes the shape at import time\n" % src,
+        )
+        np.save(os.path.join(d, "shape.npy"), np.array([3, 4], np.int64))
+        p, d, src, out = self.run_tool(m, "--bind", "shape=%s" % os.path.join(d, "shape.npy"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        x = rng((2, 6), 18)
+        np.testing.assert_array_equal(bib.load(out).run({"x": x})["y"], x.reshape(3, 4))
+
     def test_a_file_that_is_not_onnx_is_exit_2(self):
         d = tempfile.mkdtemp()
         src = os.path.join(d, "bad.onnx")
