@@ -306,6 +306,43 @@ class Patterns(unittest.TestCase):
         self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT")], ["GELU_ERF"])
 
 
+    def attention_graph(self, divisor, d=8):
+        nodes = [
+            helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0, 2]),
+            helper.make_node("Div", ["qt", "c"], ["qs"]),
+            helper.make_node("Transpose", ["k"], ["kt"], perm=[1, 2, 0]),
+            helper.make_node("MatMul", ["qs", "kt"], ["s"]),
+            helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+            helper.make_node("Transpose", ["v"], ["vt"], perm=[1, 0, 2]),
+            helper.make_node("MatMul", ["p", "vt"], ["o"]),
+            helper.make_node("Transpose", ["o"], ["y"], perm=[1, 0, 2]),
+        ]
+        return model(
+            nodes,
+            [helper.make_tensor_value_info(n, F, [5, 3, d]) for n in "qkv"],
+            [helper.make_tensor_value_info("y", F, [5, 3, d])],
+            [init("c", np.float32(divisor))],
+        )
+
+    def test_torch_multi_head_attention_is_one_attention(self):
+        mod = onnx_import.import_model(self.attention_graph(math.sqrt(8)))
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT")], ["ATTENTION"])
+        q, k, v = rng((5, 3, 8), 19), rng((5, 3, 8), 20), rng((5, 3, 8), 21)
+        s = np.einsum("shd,thd->hst", q, k) / np.sqrt(8)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        ref = np.einsum("hst,thd->shd", p, v)
+        np.testing.assert_allclose(mod.run({"q": q, "k": k, "v": v})["y"], ref, rtol=1e-4, atol=1e-5)
+
+    def test_attention_with_another_scale_is_not_attention(self):
+        try:
+            mod = onnx_import.import_model(self.attention_graph(3.0))
+        except onnx_import.Refused as e:
+            self.assertIn("PERMUTE", e.text)  # the Transposes one by one need it
+            return
+        self.assertNotIn("ATTENTION", ops(mod))
+
+
 class Names(unittest.TestCase):
     def test_names_that_are_not_identifiers_are_sanitised(self):
         m = model(
