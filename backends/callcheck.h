@@ -42,4 +42,8 @@ typedef enum bib_call_rule {
  * bib_call_rule_t bits that also apply. */
 bool bib_call_shapes_ok(const bib_call_t *call, uint32_t rules);
 
+/* STRIDED: whether every element the call's p[] reads lies inside its
+ * source (in0, or in1 past the split), so a kernel trusts its indices. */
+bool bib_call_strided_ok(const bib_call_t *call);
+
 #endif

@@ -36,6 +36,8 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
     BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */
     BIB_SHAPE_IN_PLACE,  /* no inputs: the result is the modified operand a itself */
+    BIB_SHAPE_STRIDED,   /* a strided copy: the result's shape and the call's p[] by the sub
+                            (bib_strided_t: PERMUTE, EXPAND, SLICE, CONCAT) */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -105,6 +107,23 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_BINARY_BINARY ~, 1
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
+#define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
+/* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
+ * x that another row added, else 1. */
+#define BIB_KOP_USE_PROBE_USE(x) ~, 1
+#define BIB_KOP_NOT_0 1
+#define BIB_KOP_NOT_1 0
+#define BIB_KOP_ADDS(sub) BIB_KOP_CAT(BIB_KOP_NOT_, BIB_KOP_CHECK_(BIB_KOP_USE_PROBE_##sub))
+#define BIB_KOP_ADDS_IN(want, kernel, sub) BIB_KOP_AND(BIB_KOP_IS(want, kernel), BIB_KOP_ADDS(sub))
+#define BIB_KOP_AND(a, b) BIB_KOP_CAT(BIB_KOP_AND_, BIB_KOP_CAT(a, b))
+#define BIB_KOP_AND_00 0
+#define BIB_KOP_AND_01 0
+#define BIB_KOP_AND_10 0
+#define BIB_KOP_AND_11 1
+#define BIB_UNARY_USE(x) BIB_UNARY_##x
+#define BIB_BINARY_USE(x) BIB_BINARY_##x
+#define BIB_REDUCE_USE(x) BIB_REDUCE_##x
+#define BIB_STRIDED_USE(x) BIB_STRIDED_##x
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -113,7 +132,8 @@ typedef enum bib_attention {
          BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
-                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub))
+                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
+                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -126,7 +146,7 @@ typedef enum bib_unary {
 #define COP(...)
 #define GKOP(...)
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(BIB_UNARY_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(UNARY, kernel, sub))(BIB_UNARY_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_UNARY__COUNT
@@ -135,7 +155,7 @@ typedef enum bib_unary {
 /* Elementwise binary opcodes (with in1 broadcast), in row order. */
 typedef enum bib_binary {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(BIB_BINARY_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(BINARY, kernel, sub))(BIB_BINARY_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_BINARY__COUNT
@@ -144,7 +164,17 @@ typedef enum bib_binary {
 /* Reductions along the last axis, in row order. */
 typedef enum bib_reduce {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(BIB_REDUCE_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(REDUCE, kernel, sub))(BIB_REDUCE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_REDUCE__COUNT
+} bib_reduce_t;
+
+/* The strided copies (STRIDED's sub): the VM's rule for the result's shape
+ * and the call's p[]; the kernel runs them all alike. */
+typedef enum bib_strided {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(STRIDED, kernel, sub))(BIB_STRIDED_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
 #undef OP
@@ -153,8 +183,8 @@ typedef enum bib_reduce {
 #undef VOP
 #undef COP
 #undef GKOP
-    BIB_REDUCE__COUNT
-} bib_reduce_t;
+    BIB_STRIDED__COUNT
+} bib_strided_t;
 
 /* ---- the kernels ------------------------------------------------------------- */
 

@@ -608,9 +608,10 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                                 "%u",
                                 pc, info->name, slot, v, BIB_MAX_RANK);
         /* A count after a register operand sizes the register range that
-           starts there (r[c..c+d) for CALL, HOSTCALL and ALLOC). */
+           starts there (r[c..c+d) for CALL, HOSTCALL and ALLOC; r[c..c+3d)
+           for a range of triples, SLICE's). */
         if (k > 0 && info->kinds[k - 1] == BIB_K_RS) {
-            uint64_t end = (uint64_t)words[k - 1] + v;
+            uint64_t end = (uint64_t)words[k - 1] + (info->flags & BIB_F_RANGE3 ? 3ull * v : v);
             if (end > f->nregs)
                 return bib_diag_set(diag, BIB_E_VERIFY,
                                     "pc %u (%s): register range r%u..r%llu (%c=%u, %c=%u) is "

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/callcheck.h"
 #include "backends/cpu/bmath.h"
 #include "backends/cpu/gemm.h"
 
@@ -273,6 +274,11 @@ static void task_reduce(void *arg, size_t begin, size_t end, uint32_t chunk) {
     for (size_t r = begin; r < end; r++) {
         if (c->sub == BIB_REDUCE_MAX) {
             y[r] = t->ctx->rowops->max(x + r * n, n);
+        } else if (c->sub == BIB_REDUCE_MIN) {
+            /* MIN and PROD: the scalar reference at every level. */
+            y[r] = bib_min(x + r * n, n);
+        } else if (c->sub == BIB_REDUCE_PROD) {
+            y[r] = bib_f32_canon(bib_tree_prod(x + r * n, n));
         } else {
             float s = t->ctx->rowops->sum(x + r * n, n);
             y[r] = bib_f32_canon(c->sub == BIB_REDUCE_MEAN ? s / (float)n : s);
@@ -356,6 +362,43 @@ static void task_transpose(void *arg, size_t begin, size_t end, uint32_t chunk) 
             uint32_t *dst = y + o * rows;
             for (size_t r = r0; r < r1; r++)
                 dst[r] = src[r * cols];
+        }
+    }
+}
+
+/* STRIDED: output rows along its last (padded) axis; each element reads the
+ * word its p[] names (backends/callcheck.c checked every one). */
+static void task_strided(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const int64_t *p = c->p;
+    const uint32_t *x0 = (const uint32_t *)c->in[0].buf + c->in[0].offset;
+    const uint32_t *x1 = c->in[1].buf ? (const uint32_t *)c->in[1].buf + c->in[1].offset : NULL;
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    uint32_t d[BIB_MAX_RANK];
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + c->out.rank;
+        d[k] = at >= BIB_MAX_RANK ? c->out.dims[at - BIB_MAX_RANK] : 1;
+    }
+    const size_t n = d[BIB_MAX_RANK - 1];
+    const int64_t axis = p[14], split = p[15];
+    for (size_t r = begin; r < end; r++) {
+        int64_t i[BIB_MAX_RANK] = {0};
+        size_t rem = r;
+        for (int k = BIB_MAX_RANK - 2; k >= 0; k--) {
+            i[k] = (int64_t)(rem % d[k]);
+            rem /= d[k];
+        }
+        int64_t at0 = p[0], at1 = p[7];
+        for (int k = 0; k < BIB_MAX_RANK - 1; k++) {
+            at0 += i[k] * p[1 + k];
+            at1 += i[k] * p[8 + k];
+        }
+        uint32_t *yr = y + r * n;
+        for (size_t j = 0; j < n; j++) {
+            i[BIB_MAX_RANK - 1] = (int64_t)j;
+            yr[j] = i[axis] >= split ? x1[at1 + (int64_t)j * p[13]] : x0[at0 + (int64_t)j * p[6]];
         }
     }
 }
@@ -521,7 +564,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 16, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -556,6 +599,8 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return true;
     case BIB_KERNEL_RNG:
         return c->out.dtype == BIB_DTYPE_F32;
+    case BIB_KERNEL_STRIDED:
+        return bib_call_strided_ok(c);
     case BIB_KERNEL__COUNT:
         break;
     }
@@ -632,6 +677,11 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_RNG:
         run_parallel(ctx, count, ELEMENT_GRAIN, task_rng, &t);
         return BIB_OK;
+    case BIB_KERNEL_STRIDED: {
+        size_t n = view_last(&c->out);
+        run_parallel(ctx, n ? count / n : 0, row_grain(n), task_strided, &t);
+        return BIB_OK;
+    }
     case BIB_KERNEL_COPY:
         memmove((uint32_t *)c->out.buf + c->out.offset, (uint32_t *)c->in[0].buf + c->in[0].offset,
                 count * sizeof(uint32_t));

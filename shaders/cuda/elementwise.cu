@@ -60,6 +60,35 @@ template <int OP, int FORM> __device__ __forceinline__ void binary_all(const bib
     }
 }
 
+// STRIDED: a copy of raw 32-bit words. Output element e, at index
+// (i0..i5) of the output padded to rank 6 in front (n[0..5]), is
+// in0[s[0] + sum i_k s[1+k]], or where i_{s[14]} >= s[15]
+// in1[s[7] + sum i_k s[8+k]] (backends/callcheck.c checked every index).
+__device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
+    const uint32_t *x0 = u32(a.in0), *x1 = u32(a.in1);
+    uint32_t *y = u32(a.out);
+    uint64_t total = 1;
+#pragma unroll
+    for (int k = 0; k < 6; k++)
+        total *= a.n[k];
+    for (uint64_t e = first_index(); e < total; e += grid_stride()) {
+        int64_t i[6];
+        uint64_t rem = e;
+#pragma unroll
+        for (int k = 5; k >= 0; k--) {
+            i[k] = static_cast<int64_t>(rem % a.n[k]);
+            rem /= a.n[k];
+        }
+        const bool second = i[a.s[14]] >= a.s[15];
+        const int64_t *p = second ? a.s + 7 : a.s;
+        int64_t at = p[0];
+#pragma unroll
+        for (int k = 0; k < 6; k++)
+            at += i[k] * p[1 + k];
+        y[e] = second ? x1[at] : x0[at];
+    }
+}
+
 } // namespace
 
 #define BIB_EW_KERNEL(name, body)                                                                  \
@@ -159,3 +188,4 @@ extern "C" __global__ void __launch_bounds__(256) bib_rng(const bib_cu_args_t a)
         }
     }
 }
+BIB_EW_KERNEL(bib_strided, strided_all(a))

@@ -1,4 +1,4 @@
-// shaders/cuda/rows.cu: the row kernels: SOFTMAX, REDUCE (sum, max, mean),
+// shaders/cuda/rows.cu: the row kernels: SOFTMAX, REDUCE (sum, max, mean, min, prod),
 // ARGMAX, LAYERNORM, RMSNORM, each along the last axis with one block of 64
 // threads per row (THE tree of spec/numerics.md; common.cuh). Blocks walk
 // rows with a stride of gridDim.x; the loop condition depends on blockIdx
@@ -87,7 +87,7 @@ template <int VPT> __device__ __forceinline__ void softmax_rows(const bib_cu_arg
         softmax_row<VPT>(x + row * n, y + row * n, n, sm);
 }
 
-enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN };
+enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN, REDUCE_MIN, REDUCE_PROD };
 
 template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_t &a) {
     __shared__ tree_smem sm;
@@ -98,7 +98,27 @@ template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_
     float *y = f32(a.out);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
-        if (OP == REDUCE_MAX) {
+        if (OP == REDUCE_PROD) {
+            float part = 1.0f;
+            for (uint32_t i = l; i < n; i += L)
+                part = __fmul_rn(part, xr[i]);
+            float s = tree_prod(sm, part);
+            if (l == 0)
+                y[row] = canon(s);
+        } else if (OP == REDUCE_MIN) {
+            int32_t best = order_key(__int_as_float(0x7f800000));
+            bool nan = false;
+            for (uint32_t i = l; i < n; i += L) {
+                float xi = xr[i];
+                if (isnan_(xi))
+                    nan = true;
+                else
+                    best = min(best, order_key(xi));
+            }
+            float m = tree_min(sm, best, nan);
+            if (l == 0)
+                y[row] = m;
+        } else if (OP == REDUCE_MAX) {
             int32_t best = order_key(neg_inf());
             bool nan = false;
             for (uint32_t i = l; i < n; i += L) {
@@ -250,6 +270,8 @@ BIB_ROW_KERNEL(bib_softmax_r64, softmax_rows<64>(a))
 BIB_ROW_KERNEL(bib_reduce_sum, reduce_rows<REDUCE_SUM>(a))
 BIB_ROW_KERNEL(bib_reduce_max, reduce_rows<REDUCE_MAX>(a))
 BIB_ROW_KERNEL(bib_reduce_mean, reduce_rows<REDUCE_MEAN>(a))
+BIB_ROW_KERNEL(bib_reduce_min, reduce_rows<REDUCE_MIN>(a))
+BIB_ROW_KERNEL(bib_reduce_prod, reduce_rows<REDUCE_PROD>(a))
 BIB_ROW_KERNEL(bib_argmax, argmax_rows(a))
 BIB_ROW_KERNEL(bib_layernorm, layernorm_rows(a))
 BIB_ROW_KERNEL(bib_rmsnorm, rmsnorm_rows(a))
