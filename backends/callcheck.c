@@ -86,7 +86,32 @@ bool bib_call_strided_ok(const bib_call_t *c) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 16, "a kernel was added to isa/kernels.def: give it its "
+bool bib_call_take_ok(const bib_call_t *c) {
+    const bib_view_t *o = &c->out;
+    if (!o->buf || !c->in[0].buf || !c->in[1].buf || o->rank > BIB_MAX_RANK ||
+        c->in[1].dtype != BIB_DTYPE_I32 || c->in[0].dtype != o->dtype || c->p[13] < 0 ||
+        c->p[13] > UINT32_MAX || c->p[12] < 0)
+        return false;
+    uint32_t lo[BIB_MAX_RANK] = {0}, hi[BIB_MAX_RANK];
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        hi[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    int64_t min, max;
+    if (!strided_span(lo, hi, 0, c->p, &min, &max))
+        return true; /* an empty output reads nothing */
+    if (c->p[13] == 0)
+        return false; /* a position to fill, and no element to pick */
+    __int128 top = (__int128)max + (__int128)(c->p[13] - 1) * c->p[12];
+    if (min < 0 || top >= (__int128)bib_view_count(&c->in[0]))
+        return false;
+    if (!strided_span(lo, hi, 0, c->p + 6, &min, &max) || min < 0 ||
+        (uint64_t)max >= bib_view_count(&c->in[1]))
+        return false;
+    return true;
+}
+
+_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_call_shapes_ok");
 
 bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
@@ -133,6 +158,8 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
         return o->buf && x->buf && bib_view_count(o) == bib_view_count(x);
     case BIB_KERNEL_STRIDED:
         return bib_call_strided_ok(c);
+    case BIB_KERNEL_TAKE:
+        return bib_call_take_ok(c);
     default:
         return false;
     }

@@ -36,6 +36,8 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
     BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */
     BIB_SHAPE_IN_PLACE,  /* no inputs: the result is the modified operand a itself */
+    BIB_SHAPE_TAKE,      /* elements picked along an axis by i32 indices (bib_take_t: AXIS as
+                            numpy.take, ELEMENTS as ONNX GatherElements) */
     BIB_SHAPE_STRIDED,   /* a strided copy: the result's shape and the call's p[] by the sub
                             (bib_strided_t: PERMUTE, EXPAND, SLICE, CONCAT) */
     BIB_SHAPE__COUNT
@@ -108,6 +110,7 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
 #define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
+#define BIB_KOP_SAME_TAKE_TAKE ~, 1
 /* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
  * x that another row added, else 1. */
 #define BIB_KOP_USE_PROBE_USE(x) ~, 1
@@ -124,6 +127,7 @@ typedef enum bib_attention {
 #define BIB_BINARY_USE(x) BIB_BINARY_##x
 #define BIB_REDUCE_USE(x) BIB_REDUCE_##x
 #define BIB_STRIDED_USE(x) BIB_STRIDED_##x
+#define BIB_TAKE_USE(x) BIB_TAKE_##x
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -133,7 +137,8 @@ typedef enum bib_attention {
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
                      BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
-                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub))
+                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
+                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -177,14 +182,23 @@ typedef enum bib_strided {
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(STRIDED, kernel, sub))(BIB_STRIDED_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
+    BIB_STRIDED__COUNT
+} bib_strided_t;
+
+/* The index rules of TAKE's opcodes: the VM's shape rule and p[]. */
+typedef enum bib_take {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(TAKE, kernel, sub))(BIB_TAKE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
 #undef COP
 #undef GKOP
-    BIB_STRIDED__COUNT
-} bib_strided_t;
+    BIB_TAKE__COUNT
+} bib_take_t;
 
 /* ---- the kernels ------------------------------------------------------------- */
 

@@ -328,6 +328,8 @@ static bib_status_t strided_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
                                  bib_kspec_t *k, bib_tensor_t *const *t, kresult_t *r);
 static bib_status_t broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
                                     bib_tensor_t *const *t, kresult_t *r);
+static bib_status_t take_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                              bib_tensor_t *const *t, kresult_t *r);
 
 static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
                                bib_kspec_t *k, bib_tensor_t *const *t, kresult_t *r) {
@@ -441,6 +443,8 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     }
     case BIB_SHAPE_STRIDED:
         return strided_rule(vm, ip, R, k, t, r);
+    case BIB_SHAPE_TAKE:
+        return take_rule(vm, ip, k, t, r);
     case BIB_SHAPE__COUNT:
         break;
     }
@@ -479,7 +483,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 12 && BIB_ARGS__COUNT == 7,
+_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 13 && BIB_ARGS__COUNT == 7,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* ---- strided copies ---------------------------------------------------------------- */
@@ -728,6 +732,101 @@ static bib_status_t strided_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
     }
     return bib_tensor_trap(vm, ip, BIB_E_TRAP, "opcode %s has no strided rule",
                            bib_isa_table[ip->op].name);
+}
+
+/* ---- GATHER_AXIS and GATHER_ELEMENTS ---------------------------------------------- */
+
+/* Every index of idx (operand reg) must lie in [-n, n): checked here, on the
+ * host, so the trap names the opcode, the index, its place and the bound. */
+static bib_status_t check_indices(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
+                                  const bib_tensor_t *idx, uint32_t axis, uint32_t table_reg,
+                                  const bib_tensor_t *table) {
+    if (idx->count == 0)
+        return BIB_OK;
+    CHECK(bib_tensor_to_host(vm, ip, reg, idx));
+    const int64_t n = table->dims[axis];
+    const uint8_t *w = idx->storage->host;
+    for (uint64_t i = 0; i < idx->count; i++) {
+        int64_t v = (int32_t)bib_read_u32le(w + 4 * i);
+        if (v >= -n && v < n)
+            continue;
+        char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+        return bib_tensor_trap(
+            vm, ip, BIB_E_TRAP,
+            "%s: index %" PRId64 " at position %" PRIu64 " of %s %s is outside "
+            "%" PRId64 "..%" PRId64 " (axis %" PRIu32 " of %s %s)",
+            bib_isa_table[ip->op].name, v, i, bib_tensor_reg_text(vm, rt, sizeof rt, reg),
+            bib_tensor_shape(sh, idx), -n, n - 1, axis,
+            bib_tensor_reg_text(vm, rt2, sizeof rt2, table_reg), bib_tensor_shape(sh2, table));
+    }
+    return BIB_OK;
+}
+
+static bib_status_t take_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                              bib_tensor_t *const *t, kresult_t *r) {
+    const bib_tensor_t *a = t[0], *idx = t[1];
+    const char *name = bib_isa_table[ip->op].name;
+    char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    uint32_t axis;
+    CHECK(need_axis(vm, ip, "axis d", ip->x.imm, k->in_regs[0], a, &axis));
+    int64_t st[BIB_MAX_RANK], ist[BIB_MAX_RANK], p0[BIB_MAX_RANK] = {0}, p1[BIB_MAX_RANK] = {0};
+    strides_of(a->rank, a->dims, st);
+    strides_of(idx->rank, idx->dims, ist);
+    memset(r->dims, 0, sizeof r->dims);
+    if (k->sub == BIB_TAKE_AXIS) {
+        /* t[b]'s axes before d, the indices' axes, t[b]'s after d. */
+        uint32_t rank = a->rank - 1 + idx->rank;
+        if (rank > BIB_MAX_RANK)
+            return bib_tensor_trap(
+                vm, ip, BIB_E_TRAP,
+                "%s: the result of %s %s at %s %s would have rank %" PRIu32 ", more than %d", name,
+                bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, a),
+                bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), bib_tensor_shape(sh2, idx),
+                rank, BIB_MAX_RANK);
+        uint32_t o = 0;
+        for (uint32_t i = 0; i < axis; i++, o++) {
+            r->dims[o] = a->dims[i];
+            p0[o] = st[i];
+        }
+        for (uint32_t i = 0; i < idx->rank; i++, o++) {
+            r->dims[o] = idx->dims[i];
+            p1[o] = ist[i];
+        }
+        for (uint32_t i = axis + 1; i < a->rank; i++, o++) {
+            r->dims[o] = a->dims[i];
+            p0[o] = st[i];
+        }
+        r->rank = rank;
+    } else {
+        /* The indices' shape; each axis but d within t[b]'s. */
+        bool fits = idx->rank == a->rank;
+        for (uint32_t i = 0; fits && i < a->rank; i++)
+            fits = i == axis || idx->dims[i] <= a->dims[i];
+        if (!fits)
+            return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                                   "%s: indices %s are %s, data %s is %s; the indices need the "
+                                   "data's rank and, but on axis %" PRIu32 ", no larger sizes",
+                                   name, bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[1]),
+                                   bib_tensor_shape(sh, idx),
+                                   bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[0]),
+                                   bib_tensor_shape(sh2, a), axis);
+        r->rank = idx->rank;
+        for (uint32_t i = 0; i < idx->rank; i++) {
+            r->dims[i] = idx->dims[i];
+            p0[i] = i == axis ? 0 : st[i];
+            p1[i] = ist[i];
+        }
+    }
+    CHECK(check_indices(vm, ip, k->in_regs[1], idx, axis, k->in_regs[0], a));
+    memset(k->p, 0, sizeof k->p);
+    const uint32_t pad = BIB_MAX_RANK - r->rank;
+    for (uint32_t i = 0; i < r->rank; i++) {
+        k->p[pad + i] = p0[i];
+        k->p[6 + pad + i] = p1[i];
+    }
+    k->p[12] = st[axis];
+    k->p[13] = a->dims[axis];
+    return BIB_OK;
 }
 
 /* ---- opcodes made of several calls ------------------------------------------------ */

@@ -403,6 +403,56 @@ static void task_strided(void *arg, size_t begin, size_t end, uint32_t chunk) {
     }
 }
 
+/* TAKE: rows along the output's last (padded) axis; each element picks
+ * in0 at its position with the indexed axis at in1's index (the VM checked
+ * every index: run_take checks them again for direct callers). */
+static void task_take(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const int64_t *p = c->p;
+    const uint32_t *x = (const uint32_t *)c->in[0].buf + c->in[0].offset;
+    const int32_t *idx = view_i32(&c->in[1]);
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    uint32_t d[BIB_MAX_RANK];
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + c->out.rank;
+        d[k] = at >= BIB_MAX_RANK ? c->out.dims[at - BIB_MAX_RANK] : 1;
+    }
+    const size_t n = d[BIB_MAX_RANK - 1];
+    for (size_t r = begin; r < end; r++) {
+        size_t rem = r;
+        int64_t at0 = 0, at1 = 0;
+        for (int k = BIB_MAX_RANK - 2; k >= 0; k--) {
+            int64_t i = (int64_t)(rem % d[k]);
+            rem /= d[k];
+            at0 += i * p[k];
+            at1 += i * p[6 + k];
+        }
+        for (size_t j = 0; j < n; j++) {
+            int64_t v = idx[at1 + (int64_t)j * p[11]];
+            if (v < 0)
+                v += p[13];
+            y[r * n + j] = x[at0 + (int64_t)j * p[5] + v * p[12]];
+        }
+    }
+}
+
+static bib_status_t run_take(const bib_cpu_ctx_t *ctx, const bib_call_t *c, task_t *t) {
+    size_t n = view_count(&c->in[1]);
+    const int32_t *idx = view_i32(&c->in[1]);
+    for (size_t i = 0; i < n; i++)
+        if (idx[i] < -c->p[13] || idx[i] >= c->p[13]) {
+            snprintf(ctx->error, ctx->error_len,
+                     "take: index %d at position %zu is outside -%lld..%lld", (int)idx[i], i,
+                     (long long)c->p[13], (long long)c->p[13] - 1);
+            return BIB_E_TRAP;
+        }
+    size_t last = view_last(&c->out);
+    run_parallel(ctx, last ? view_count(&c->out) / last : 0, row_grain(last), task_take, t);
+    return BIB_OK;
+}
+
 static void task_rng(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     task_t *t = arg;
@@ -564,7 +614,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 16, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -601,6 +651,8 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return c->out.dtype == BIB_DTYPE_F32;
     case BIB_KERNEL_STRIDED:
         return bib_call_strided_ok(c);
+    case BIB_KERNEL_TAKE:
+        return bib_call_take_ok(c);
     case BIB_KERNEL__COUNT:
         break;
     }
@@ -682,6 +734,8 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, n ? count / n : 0, row_grain(n), task_strided, &t);
         return BIB_OK;
     }
+    case BIB_KERNEL_TAKE:
+        return run_take(ctx, c, &t);
     case BIB_KERNEL_COPY:
         memmove((uint32_t *)c->out.buf + c->out.offset, (uint32_t *)c->in[0].buf + c->in[0].offset,
                 count * sizeof(uint32_t));

@@ -128,6 +128,7 @@ typedef struct bib_cu_api {
     X(GATHER, "elementwise", "bib_gather")                                                         \
     X(RNG, "elementwise", "bib_rng")                                                               \
     X(STRIDED, "elementwise", "bib_strided")                                                       \
+    X(TAKE, "elementwise", "bib_take")                                                             \
     X(SOFTMAX_S, "rows", "bib_softmax_s")                                                          \
     X(SOFTMAX_R1, "rows", "bib_softmax_r1")                                                        \
     X(SOFTMAX_R2, "rows", "bib_softmax_r2")                                                        \

@@ -310,6 +310,27 @@ static bib_status_t bib_cu_strided(bib_executor_t *ex, const bib_call_t *c) {
                          0, &p);
 }
 
+static bib_status_t bib_cu_take(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "take output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "take table", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "take indices", &p.in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    memcpy(p.s, c->p, sizeof p.s);
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    return bib_cu_launch(ex, BIB_CU_FN_TAKE, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0,
+                         &p);
+}
+
 /* ---- GATHER and RNG ------------------------------------------------------ */
 
 static bib_status_t bib_cu_gather(bib_executor_t *ex, const bib_call_t *c) {
@@ -449,7 +470,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 16, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -482,6 +503,7 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_FILL] = bib_cu_fill,
             [BIB_KERNEL_RNG] = bib_cu_rng,
             [BIB_KERNEL_STRIDED] = bib_cu_strided,
+            [BIB_KERNEL_TAKE] = bib_cu_take,
             [BIB_KERNEL_COPY] = bib_cu_copy,
         },
     .describe = bib_cu_describe,

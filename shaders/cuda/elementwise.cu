@@ -89,6 +89,36 @@ __device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
     }
 }
 
+// TAKE (GATHER_AXIS, GATHER_ELEMENTS): output element e, at index (i0..i5)
+// of the output padded to rank 6 (n[0..5]), is in0[sum i_k s[k] + j s[12]]
+// with j = in1[sum i_k s[6+k]] (i32), plus s[13] when negative. The VM
+// checked every index; the clamp only keeps a bad direct call in the buffer.
+__device__ __forceinline__ void take_all(const bib_cu_args_t &a) {
+    const uint32_t *x = u32(a.in0);
+    const int32_t *idx = i32(a.in1);
+    uint32_t *y = u32(a.out);
+    uint64_t total = 1;
+#pragma unroll
+    for (int k = 0; k < 6; k++)
+        total *= a.n[k];
+    for (uint64_t e = first_index(); e < total; e += grid_stride()) {
+        uint64_t rem = e;
+        int64_t at0 = 0, at1 = 0;
+#pragma unroll
+        for (int k = 5; k >= 0; k--) {
+            int64_t i = static_cast<int64_t>(rem % a.n[k]);
+            rem /= a.n[k];
+            at0 += i * a.s[k];
+            at1 += i * a.s[6 + k];
+        }
+        int64_t j = idx[at1];
+        if (j < 0)
+            j += a.s[13];
+        j = j < 0 ? 0 : j >= a.s[13] ? a.s[13] - 1 : j;
+        y[e] = x[at0 + j * a.s[12]];
+    }
+}
+
 } // namespace
 
 #define BIB_EW_KERNEL(name, body)                                                                  \
@@ -189,3 +219,4 @@ extern "C" __global__ void __launch_bounds__(256) bib_rng(const bib_cu_args_t a)
     }
 }
 BIB_EW_KERNEL(bib_strided, strided_all(a))
+BIB_EW_KERNEL(bib_take, take_all(a))

@@ -5,7 +5,8 @@ For inputs of rank 0 to 6, with empty axes among them, one generated .basm
 program per case runs PERMUTE, EXPAND, SLICE (negative starts, ends and
 steps, out-of-range bounds), CONCAT, REDUCE_SUM/MEAN/MAX/MIN/PROD (random
 axis bitmasks, keepdims both ways), SOFTMAX_AXIS and ARGMAX_AXIS (negative
-axes), and TADD/TMUL/TDIV under numpy broadcasting, through `bib run
+axes), GATHER_AXIS and GATHER_ELEMENTS (negative indices), and TADD/TMUL/TDIV
+under numpy broadcasting, through `bib run
 --input/--output`. Checks, per case:
   - the CPU executor's bytes equal numpy's (moves, MAX, MIN, ARGMAX and the
     broadcast arithmetic, which are exact in float32), or an emulation in
@@ -248,6 +249,27 @@ def build_case(rng, shape):
         imm = axis - rank if rng.random() < 0.5 else axis
         prog.body.append(f"    CONCAT {prog.out('C')}, X, C2, {imm}")
         refs["C"] = np.concatenate([x, y], axis=axis)
+    if rank >= 1:
+        # GATHER_AXIS (numpy.take) and GATHER_ELEMENTS, negative indices too.
+        axis = int(rng.integers(0, rank))
+        n = shape[axis]
+        imm = axis - rank if rng.random() < 0.5 else axis
+        irank = int(rng.integers(0, min(2, 7 - rank) + 1))
+        ishape = tuple(int(rng.integers(1, 4)) for _ in range(irank)) if n else (0,) * max(irank, 1)
+        if len(ishape) + rank - 1 > 6:
+            ishape = ishape[:6 - rank + 1]
+        idx = rng.integers(-n, n, size=ishape).astype(np.int32) if n else np.zeros(ishape, np.int32)
+        prog.tensor_input("I", idx)
+        prog.body.append(f"    GATHER_AXIS {prog.out('GA')}, X, I, {imm}")
+        refs["GA"] = np.take(x, idx.astype(np.int64), axis=axis)
+        eshape = [int(rng.integers(0, d + 1)) for d in shape]
+        eshape[axis] = int(rng.integers(1, 4)) if n else 0
+        eidx = rng.integers(-n, n, size=eshape).astype(np.int32) if n else np.zeros(eshape, np.int32)
+        prog.tensor_input("J", eidx)
+        prog.body.append(f"    GATHER_ELEMENTS {prog.out('GE')}, X, J, {imm}")
+        coords = list(np.indices(eidx.shape, sparse=False))
+        coords[axis] = np.where(eidx < 0, eidx + n, eidx)
+        refs["GE"] = x[tuple(coords)] if eidx.size else np.zeros(eidx.shape, np.float32)
     # The reductions, each with its own random axes and keepdims.
     for kind in ("SUM", "MEAN", "MAX", "MIN", "PROD"):
         mask = int(rng.integers(0, 1 << rank)) if rank else 0
@@ -320,7 +342,7 @@ def check_case(label, prog, refs, have):
 SHAPES = [
     (), (5,), (0,), (3, 4), (4, 0), (1, 7), (2, 3, 4), (3, 1, 5), (0, 2, 3),
     (2, 3, 2, 3), (2, 1, 3, 0), (2, 2, 1, 3, 2), (3, 2, 2, 1, 2, 2), (1, 2, 0, 2, 1, 2),
-    (2, 150), (130, 3),
+    (2, 150), (130, 3), (6,), (4, 5),
 ]
 
 

@@ -569,6 +569,35 @@ CTS_TEST(strided_copies_match_cpu) {
     free(y);
 }
 
+CTS_TEST(take_matches_cpu_with_negative_indices) {
+    /* x [3, 40, 7]; GATHER_AXIS on axis 1 with indices [5, 9] in -40..39,
+     * then GATHER_ELEMENTS on axis 2 with indices [3, 40, 5] in -7..6. */
+    enum { A = 3, B = 40, C = 7 };
+    float *x = malloc(A * B * C * 4);
+    int32_t *ia = malloc(5 * 9 * 4), *ie = malloc(A * B * 5 * 4);
+    cr_assert(x && ia && ie);
+    cts_fill_data(x, A * B * C, -1, 1, true);
+    for (int i = 0; i < 5 * 9; i++)
+        ia[i] = (int32_t)(cts_rnd() % (2 * B)) - B;
+    for (int i = 0; i < A * B * 5; i++)
+        ie[i] = (int32_t)(cts_rnd() % (2 * C)) - C;
+    cts_tensor_t in[2] = {{x, BIB_DTYPE_F32, 3, {A, B, C}}, {ia, BIB_DTYPE_I32, 2, {5, 9}}};
+    /* out [3, 5, 9, 7] padded to [1, 1, 3, 5, 9, 7]. */
+    bib_call_t take = {.kernel = BIB_KERNEL_TAKE, .sub = BIB_TAKE_AXIS};
+    const int64_t p[14] = {0, 0, B * C, 0, 0, 1, 0, 0, 0, 9, 1, 0, C, B};
+    memcpy(take.p, p, sizeof p);
+    cts_compare(take, in, 2, (cts_tensor_t){NULL, BIB_DTYPE_F32, 4, {A, 5, 9, C}}, "take axis");
+    /* out [3, 40, 5] padded to [1, 1, 1, 3, 40, 5]. */
+    in[1] = (cts_tensor_t){ie, BIB_DTYPE_I32, 3, {A, B, 5}};
+    bib_call_t el = {.kernel = BIB_KERNEL_TAKE, .sub = BIB_TAKE_ELEMENTS};
+    const int64_t q[14] = {0, 0, 0, B * C, C, 0, 0, 0, 0, B * 5, 5, 1, 1, C};
+    memcpy(el.p, q, sizeof q);
+    cts_compare(el, in, 2, (cts_tensor_t){NULL, BIB_DTYPE_F32, 3, {A, B, 5}}, "take elements");
+    free(x);
+    free(ia);
+    free(ie);
+}
+
 CTS_TEST(fill_and_copy_match_cpu) {
     float x[1023];
     cts_fill_data(x, 1023, -1, 1, true);
