@@ -111,6 +111,7 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
 #define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
 #define BIB_KOP_SAME_TAKE_TAKE ~, 1
+#define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
 /* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
  * x that another row added, else 1. */
 #define BIB_KOP_USE_PROBE_USE(x) ~, 1
@@ -128,6 +129,7 @@ typedef enum bib_attention {
 #define BIB_REDUCE_USE(x) BIB_REDUCE_##x
 #define BIB_STRIDED_USE(x) BIB_STRIDED_##x
 #define BIB_TAKE_USE(x) BIB_TAKE_##x
+#define BIB_ARGMAX_USE(x) BIB_ARGMAX_##x
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -138,7 +140,8 @@ typedef enum bib_attention {
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
                      BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
                          BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
-                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub))
+                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)               \
+                                 BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -191,14 +194,23 @@ typedef enum bib_take {
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(TAKE, kernel, sub))(BIB_TAKE_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
+    BIB_TAKE__COUNT
+} bib_take_t;
+
+/* ARGMAX's comparison: the first maximum or the first minimum. */
+typedef enum bib_argmax {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(ARGMAX, kernel, sub))(BIB_ARGMAX_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
 #undef COP
 #undef GKOP
-    BIB_TAKE__COUNT
-} bib_take_t;
+    BIB_ARGMAX__COUNT
+} bib_argmax_t;
 
 /* ---- the kernels ------------------------------------------------------------- */
 

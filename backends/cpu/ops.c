@@ -292,16 +292,19 @@ static void task_argmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
     size_t n = t->row_len;
     const float *x = view_f32(&t->call->in[0]);
     int32_t *y = view_i32(&t->call->out);
+    /* MIN: the first maximum of the keys' complements (~k reverses the
+     * order and never overflows). */
+    const int32_t flip = t->call->sub == BIB_ARGMAX_MIN ? -1 : 0;
     for (size_t r = begin; r < end; r++) {
         const float *row = x + r * n;
         size_t best = 0;
-        int32_t best_key = n ? bib_f32_order_key(row[0]) : 0;
+        int32_t best_key = n ? bib_f32_order_key(row[0]) ^ flip : 0;
         for (size_t i = 0; i < n; i++) {
             if (row[i] != row[i]) {
                 best = i;
                 break;
             }
-            int32_t k = bib_f32_order_key(row[i]);
+            int32_t k = bib_f32_order_key(row[i]) ^ flip;
             if (k > best_key) {
                 best_key = k;
                 best = i;

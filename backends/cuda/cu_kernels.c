@@ -229,7 +229,7 @@ static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, 0, 1, true);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1, true);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {

@@ -178,7 +178,7 @@ static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "reduce", 3, 0, 1, true);
+    return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1, true);
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {

@@ -145,7 +145,8 @@ template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_
 }
 
 // ARGMAX (out is i32): the index of the first NaN if the row has one, else
-// of the first maximum in the order -0 < +0; 0 for an empty row.
+// of the first maximum (u[0] = 1: minimum) in the order -0 < +0; 0 for an
+// empty row.
 __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     __shared__ int32_t keys[L];
     __shared__ uint32_t at_s[L], nan_s[L];
@@ -155,6 +156,8 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     const uint32_t n = static_cast<uint32_t>(a.n[1]);
     const float *x = f32(a.in0);
     int32_t *y = i32(a.out);
+    // u[0] = 1: ARGMIN, the first maximum of the keys' complements.
+    const int32_t flip = a.u[0] ? -1 : 0;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
         int32_t best = order_key(neg_inf());
@@ -166,7 +169,7 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
                 first_nan = i;
                 break;
             }
-            int32_t k = order_key(xi);
+            int32_t k = order_key(xi) ^ flip;
             if (at == none || k > best) {
                 best = k;
                 at = i;

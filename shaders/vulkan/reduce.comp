@@ -49,7 +49,7 @@ void main() {
                 if (bib_isnan(x)) {
                     first_nan = min(first_nan, i);
                 } else {
-                    int k = bib_order_key(x);
+                    int k = op == 6u ? ~bib_order_key(x) : bib_order_key(x);
                     if (at == 0xffffffffu || k > best) {
                         best = k;
                         at = i;

@@ -4,11 +4,11 @@
 For inputs of rank 0 to 6, with empty axes among them, one generated .basm
 program per case runs PERMUTE, EXPAND, SLICE (negative starts, ends and
 steps, out-of-range bounds), CONCAT, REDUCE_SUM/MEAN/MAX/MIN/PROD (random
-axis bitmasks, keepdims both ways), SOFTMAX_AXIS and ARGMAX_AXIS (negative
+axis bitmasks, keepdims both ways), SOFTMAX_AXIS, ARGMAX_AXIS and ARGMIN_AXIS (negative
 axes), GATHER_AXIS and GATHER_ELEMENTS (negative indices), and TADD/TMUL/TDIV
 under numpy broadcasting, through `bib run
 --input/--output`. Checks, per case:
-  - the CPU executor's bytes equal numpy's (moves, MAX, MIN, ARGMAX and the
+  - the CPU executor's bytes equal numpy's (moves, MAX, MIN, ARGMAX, ARGMIN and the
     broadcast arithmetic, which are exact in float32), or an emulation in
     float32 numpy of spec/numerics.md's fixed tree over the reduced elements
     in row-major order of the reduced axes (SUM, MEAN, PROD), or the bits of
@@ -293,6 +293,8 @@ def build_case(rng, shape):
             keep = int(rng.integers(0, 2))
             prog.body.append(f"    ARGMAX_AXIS {prog.out('AM')}, X, {imm}, {keep}")
             refs["AM"] = np.argmax(x, axis=axis, keepdims=bool(keep)).astype(np.int32)
+            prog.body.append(f"    ARGMIN_AXIS {prog.out('AN')}, X, {imm}, {1 - keep}")
+            refs["AN"] = np.argmin(x, axis=axis, keepdims=not keep).astype(np.int32)
     # Broadcasting arithmetic, operands both ways round.
     other = broadcast_partner(rng, shape)
     z = values(rng, other)

@@ -692,9 +692,11 @@ CTS_TEST(reduce_and_argmax_match_cpu) {
                 bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
                 cts_compare(call, &in, 1, cts_tf(NULL, 1, r, 0, 0, 0), "reduce");
             }
-            bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
             cts_tensor_t out = {NULL, BIB_DTYPE_I32, 1, {r}};
-            cts_compare(am, &in, 1, out, "argmax");
+            for (uint32_t op = 0; op < BIB_ARGMAX__COUNT; op++) {
+                bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX, .sub = op};
+                cts_compare(am, &in, 1, out, op == BIB_ARGMAX_MIN ? "argmin" : "argmax");
+            }
             free(x);
         }
 }
