@@ -473,16 +473,20 @@ Test(verify_tensors, rank_over_four) {
 
 Test(verify_tensors, bad_dimensions) {
     bib_module_t *m = decl_module();
-    m->tensors[0].dims[1] = 0;
-    expect_error(m, "tensor 0 'x': dimension 1 is 0; expected 1..2147483647, -1 (any) or a "
+    m->tensors[0].dims[1] = -5;
+    expect_error(m, "tensor 0 'x': dimension 1 is -5; expected 0..2147483647, -1 (any) or a "
                     "symbol -2-i for i < 1");
+    /* 0 is a size: an empty tensor. */
+    m = decl_module();
+    m->tensors[0].dims[1] = 0;
+    expect_ok(m);
     m = decl_module();
     m->tensors[0].dims[0] = BIB_DIM_SYMBOL(1);
-    expect_error(m, "tensor 0 'x': dimension 0 is -3; expected 1..2147483647, -1 (any) or a "
+    expect_error(m, "tensor 0 'x': dimension 0 is -3; expected 0..2147483647, -1 (any) or a "
                     "symbol -2-i for i < 1");
     m = decl_module();
     m->tensors[0].dims[1] = 0x80000000ll;
-    expect_error(m, "tensor 0 'x': dimension 1 is 2147483648; expected 1..2147483647, -1 (any) "
+    expect_error(m, "tensor 0 'x': dimension 1 is 2147483648; expected 0..2147483647, -1 (any) "
                     "or a symbol -2-i for i < 1");
 }
 
