@@ -16,7 +16,9 @@ under numpy broadcasting, through `bib run
     also within 1e-5 of a float64 softmax);
   - every other configuration gives the same bytes: the CPU at the scalar,
     avx2 and avx512 levels (where the machine has them) with 1 and 2
-    threads, and Vulkan (lavapipe here; SKIP with the reason when absent).
+    threads, and Vulkan (lavapipe here; SKIP with the reason when absent);
+  - batch invariance: a row's bytes do not depend on how many rows came
+    with it (batches of 1, 2, 5 and 13).
 
 Prints one line per check and `N passed, N failed` last; exits 1 on failure.
 """
@@ -341,6 +343,40 @@ def check_case(label, prog, refs, have):
             report(same, f"{label}: {what} gives the cpu's bytes for every output")
 
 
+def batch_invariance(have):
+    """Each row's bytes are the same whatever the batch: x[:b] for b in 1, 2,
+    5 and 13 against the first b rows of the full run, every executor."""
+    rng = np.random.default_rng(8)
+    full = values(rng, (13, 3, 70))
+    bias = values(rng, (3, 1))
+    results = {}
+    for b in (13, 1, 2, 5):
+        prog = Program()
+        prog.tensor_input("X", np.ascontiguousarray(full[:b]))
+        prog.tensor_input("B", bias)
+        prog.body.append(f"    REDUCE_SUM {prog.out('RS')}, X, 6, 0")
+        prog.body.append(f"    REDUCE_PROD {prog.out('RP')}, X, 2, 1")
+        prog.body.append(f"    SOFTMAX_AXIS {prog.out('SM')}, X, 1")
+        prog.body.append(f"    ARGMIN_AXIS {prog.out('AN')}, X, -2, 0")
+        prog.body.append(f"    TADD {prog.out('BA')}, X, B")
+        first = prog.regs([2, 0, 1])
+        prog.body.append(f"    PERMUTE {prog.out('P')}, X, r{first}, 3")
+        for config in have:
+            with tempfile.TemporaryDirectory() as tmp:
+                got, err = run(prog, config, tmp)
+            what = " ".join(str(c) for c in config if c != "")
+            if got is None:
+                report(False, f"batch {b} on {what}: {err}")
+                continue
+            if b == 13:
+                results[what] = got
+                continue
+            ref = results[what]
+            same = all(same_bits(got[n], ref[n][:b]) for n in ("RS", "RP", "SM", "AN", "BA"))
+            same = same and same_bits(got["P"], ref["P"][:, :b])
+            report(same, f"batch {b} on {what}: every row's bytes equal the batch of 13's")
+
+
 SHAPES = [
     (), (5,), (0,), (3, 4), (4, 0), (1, 7), (2, 3, 4), (3, 1, 5), (0, 2, 3),
     (2, 3, 2, 3), (2, 1, 3, 0), (2, 2, 1, 3, 2), (3, 2, 2, 1, 2, 2), (1, 2, 0, 2, 1, 2),
@@ -356,6 +392,7 @@ def main():
     for shape in SHAPES:
         prog, refs = build_case(rng, shape)
         check_case(f"x{list(shape)}", prog, refs, have)
+    batch_invariance(have)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
