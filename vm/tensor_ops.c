@@ -585,20 +585,25 @@ static void strided_params(bib_kspec_t *k, uint32_t rank, const uint32_t *dims, 
     }
 }
 
-/* A negative axis counts from the end; traps outside the rank. */
-static bib_status_t need_axis(bib_vm_t *vm, const bib_dinsn_t *ip, const char *what, int64_t axis,
+/* A negative axis counts from the end; traps outside the rank. where says
+ * where the axis came from ("r3", "operand d"). */
+static bib_status_t need_axis(bib_vm_t *vm, const bib_dinsn_t *ip, const char *where, int64_t axis,
                               uint32_t reg, const bib_tensor_t *t, uint32_t *out) {
     int64_t at = axis < 0 ? axis + (int64_t)t->rank : axis;
     if (at >= 0 && at < (int64_t)t->rank) {
         *out = (uint32_t)at;
         return BIB_OK;
     }
-    char rt[300], sh[BIB_SHAPE_TEXT];
-    return bib_tensor_trap(
-        vm, ip, BIB_E_TRAP,
-        "%s: %s %" PRId64 " is outside %s %s (rank %" PRIu32 ": %" PRId64 "..%" PRIu32 ")",
-        bib_isa_table[ip->op].name, what, axis, bib_tensor_reg_text(vm, rt, sizeof rt, reg),
-        bib_tensor_shape(sh, t), t->rank, -(int64_t)t->rank, t->rank ? t->rank - 1 : 0);
+    char rt[300], sh[BIB_SHAPE_TEXT], range[64];
+    if (t->rank == 0)
+        snprintf(range, sizeof range, "a scalar has no axis");
+    else
+        snprintf(range, sizeof range, "rank %" PRIu32 ": axes %" PRId64 "..%" PRIu32, t->rank,
+                 -(int64_t)t->rank, t->rank - 1);
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s: axis %" PRId64 " (%s) is outside %s %s (%s)",
+                           bib_isa_table[ip->op].name, axis, where,
+                           bib_tensor_reg_text(vm, rt, sizeof rt, reg), bib_tensor_shape(sh, t),
+                           range);
 }
 
 /* The register range an opcode reads must hold the rank of its input. */
@@ -623,7 +628,7 @@ static bib_status_t permute_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
     for (uint32_t i = 0; i < a->rank; i++) {
         uint32_t from;
         char what[40];
-        snprintf(what, sizeof what, "axis r%" PRIu32, ip->c + i);
+        snprintf(what, sizeof what, "r%" PRIu32, ip->c + i);
         CHECK(need_axis(vm, ip, what, (int64_t)R[ip->c + i], k->in_regs[0], a, &from));
         if (seen & (1u << from))
             return bib_tensor_trap(vm, ip, BIB_E_TRAP,
@@ -749,7 +754,7 @@ static bib_status_t concat_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t
                                rt, bib_tensor_shape_typed(sh, a), rt2,
                                bib_tensor_shape_typed(sh2, b));
     uint32_t axis;
-    CHECK(need_axis(vm, ip, "axis d", ip->x.imm, k->in_regs[0], a, &axis));
+    CHECK(need_axis(vm, ip, "operand d", ip->x.imm, k->in_regs[0], a, &axis));
     bool same = a->rank == b->rank;
     for (uint32_t i = 0; same && i < a->rank; i++)
         same = i == axis || a->dims[i] == b->dims[i];
@@ -830,7 +835,7 @@ static bib_status_t take_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *
     const char *name = bib_isa_table[ip->op].name;
     char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
     uint32_t axis;
-    CHECK(need_axis(vm, ip, "axis d", ip->x.imm, k->in_regs[0], a, &axis));
+    CHECK(need_axis(vm, ip, "operand d", ip->x.imm, k->in_regs[0], a, &axis));
     int64_t st[BIB_MAX_RANK], ist[BIB_MAX_RANK], p0[BIB_MAX_RANK] = {0}, p1[BIB_MAX_RANK] = {0};
     strides_of(a->rank, a->dims, st);
     strides_of(idx->rank, idx->dims, ist);
@@ -953,7 +958,7 @@ static bib_status_t op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
         mask = c != 0 ? c : (uint32_t)((1u << a->rank) - 1);
     } else {
         uint32_t axis;
-        CHECK(need_axis(vm, ip, "axis c", (int32_t)ip->c, k->in_regs[0], a, &axis));
+        CHECK(need_axis(vm, ip, "operand c", (int32_t)ip->c, k->in_regs[0], a, &axis));
         mask = 1u << axis;
     }
     bool keep = false;
@@ -1042,9 +1047,16 @@ static bib_status_t op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
 
 static bib_status_t broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
                                     bib_tensor_t *const *t, kresult_t *r) {
-    if (broadcast_dims(t[0]->rank, t[0]->dims, t[1]->rank, t[1]->dims, &r->rank, r->dims))
-        return BIB_OK;
     char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    uint64_t count;
+    if (broadcast_dims(t[0]->rank, t[0]->dims, t[1]->rank, t[1]->dims, &r->rank, r->dims)) {
+        if (bib_tensor_count_of(r->rank, r->dims, &count))
+            return BIB_OK;
+        return bib_tensor_trap(vm, ip, BIB_E_NOMEM,
+                               "out of memory: the broadcast of %s and %s is %s, over 2^62 bytes",
+                               bib_tensor_shape(sh, t[0]), bib_tensor_shape(sh2, t[1]),
+                               bib_tensor_shape_text(rt, 0, r->rank, r->dims));
+    }
     return bib_tensor_trap(
         vm, ip, BIB_E_TRAP,
         "shape mismatch: %s is %s, %s is %s; they do not broadcast (numpy's rule: each axis, "
