@@ -456,6 +456,87 @@ static bib_status_t run_take(const bib_cpu_ctx_t *ctx, const bib_call_t *c, task
     return BIB_OK;
 }
 
+/* The tiled STRIDED: when an output axis q other than the last reads in0
+ * with stride 1 and the last does not (a transpose of some kind), rows read
+ * one word per cache line. Then the output goes in tiles of STRIDED_TILE
+ * along q by STRIDED_TILE along the last axis, whose reads and writes each
+ * stay within STRIDED_TILE cache lines. A unit of work is one block of q
+ * at one position of the other axes; the words moved are the same. */
+#define STRIDED_TILE 32
+
+typedef struct strided_tiles {
+    const bib_call_t *call;
+    uint32_t d[BIB_MAX_RANK];
+    size_t ostride[BIB_MAX_RANK]; /* the output's own (contiguous) strides */
+    int q;                        /* the axis read with stride 1 */
+    size_t qblocks;
+} strided_tiles_t;
+
+static void task_strided_tiled(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const strided_tiles_t *st = arg;
+    const bib_call_t *c = st->call;
+    const int64_t *p = c->p;
+    const uint32_t *x = (const uint32_t *)c->in[0].buf + c->in[0].offset;
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    const int last = BIB_MAX_RANK - 1, q = st->q;
+    const size_t n = st->d[last], nq = st->d[q];
+    const int64_t sj = p[1 + last];
+    for (size_t u = begin; u < end; u++) {
+        size_t rem = u / st->qblocks, q0 = (u % st->qblocks) * STRIDED_TILE;
+        size_t q1 = q0 + STRIDED_TILE < nq ? q0 + STRIDED_TILE : nq;
+        int64_t at = p[0];
+        size_t yo = 0;
+        for (int k = last - 1; k >= 0; k--) {
+            if (k == q)
+                continue;
+            size_t i = rem % st->d[k];
+            rem /= st->d[k];
+            at += (int64_t)i * p[1 + k];
+            yo += i * st->ostride[k];
+        }
+        for (size_t j0 = 0; j0 < n; j0 += STRIDED_TILE) {
+            size_t j1 = j0 + STRIDED_TILE < n ? j0 + STRIDED_TILE : n;
+            for (size_t j = j0; j < j1; j++) {
+                const uint32_t *src = x + at + (int64_t)j * sj;
+                uint32_t *dst = y + yo + j;
+                for (size_t i = q0; i < q1; i++)
+                    dst[i * st->ostride[q]] = src[i];
+            }
+        }
+    }
+}
+
+/* Runs a STRIDED call, tiled when that helps (see above). */
+static void run_strided(const bib_cpu_ctx_t *ctx, const bib_call_t *c, task_t *t) {
+    strided_tiles_t st = {.call = c, .q = -1};
+    size_t count = view_count(&c->out);
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + c->out.rank;
+        st.d[k] = at >= BIB_MAX_RANK ? c->out.dims[at - BIB_MAX_RANK] : 1;
+    }
+    size_t o = 1;
+    for (int k = BIB_MAX_RANK - 1; k >= 0; k--) {
+        st.ostride[k] = o;
+        o *= st.d[k];
+    }
+    const int last = BIB_MAX_RANK - 1;
+    /* One source (no split reachable), and the last axis strided. */
+    bool one_source = c->p[15] >= (int64_t)st.d[c->p[14]];
+    if (one_source && count > 0 && st.d[last] > 1 && c->p[1 + last] != 1)
+        for (int k = last - 1; k >= 0 && st.q < 0; k--)
+            if (c->p[1 + k] == 1 && st.d[k] > 1)
+                st.q = k;
+    if (st.q < 0) {
+        size_t n = st.d[last];
+        run_parallel(ctx, n ? count / n : 0, row_grain(n), task_strided, t);
+        return;
+    }
+    st.qblocks = (st.d[st.q] + STRIDED_TILE - 1) / STRIDED_TILE;
+    size_t units = count / st.d[st.q] / st.d[last] * st.qblocks;
+    run_parallel(ctx, units, row_grain((size_t)STRIDED_TILE * st.d[last]), task_strided_tiled, &st);
+}
+
 static void task_rng(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     task_t *t = arg;
@@ -732,11 +813,9 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_RNG:
         run_parallel(ctx, count, ELEMENT_GRAIN, task_rng, &t);
         return BIB_OK;
-    case BIB_KERNEL_STRIDED: {
-        size_t n = view_last(&c->out);
-        run_parallel(ctx, n ? count / n : 0, row_grain(n), task_strided, &t);
+    case BIB_KERNEL_STRIDED:
+        run_strided(ctx, c, &t);
         return BIB_OK;
-    }
     case BIB_KERNEL_TAKE:
         return run_take(ctx, c, &t);
     case BIB_KERNEL_COPY:
