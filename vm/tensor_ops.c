@@ -400,8 +400,7 @@ static bib_status_t product_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_
     return BIB_OK;
 }
 
-/* The kernel's shape rule: traps on operand shapes it does not take, else
- * writes the result's shape (and how the call may alias its output). */
+/* The rules of the opcodes on any axes, below. */
 static bib_status_t strided_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
                                  bib_kspec_t *k, bib_tensor_t *const *t, kresult_t *r);
 static bib_status_t broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
@@ -409,6 +408,8 @@ static bib_status_t broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, const b
 static bib_status_t take_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
                               bib_tensor_t *const *t, kresult_t *r);
 
+/* The kernel's shape rule: traps on operand shapes it does not take, else
+ * writes the result's shape (and how the call may alias its output). */
 static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
                                bib_kspec_t *k, bib_tensor_t *const *t, kresult_t *r) {
     char rt[300], rt2[300], rt3[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], sh3[BIB_SHAPE_TEXT];
