@@ -306,6 +306,7 @@ static bib_status_t bib_cu_strided(bib_executor_t *ex, const bib_call_t *c) {
     uint64_t n = bib_view_count(o);
     if (n == 0)
         return BIB_OK;
+    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
     return bib_cu_launch(ex, BIB_CU_FN_STRIDED, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1,
                          0, &p);
 }
@@ -327,6 +328,7 @@ static bib_status_t bib_cu_take(bib_executor_t *ex, const bib_call_t *c) {
     uint64_t n = bib_view_count(o);
     if (n == 0)
         return BIB_OK;
+    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
     return bib_cu_launch(ex, BIB_CU_FN_TAKE, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0,
                          &p);
 }

@@ -64,7 +64,9 @@ template <int OP, int FORM> __device__ __forceinline__ void binary_all(const bib
 // (i0..i5) of the output padded to rank 6 in front (n[0..5]), is
 // in0[s[0] + sum i_k s[1+k]], or where i_{s[14]} >= s[15]
 // in1[s[7] + sum i_k s[8+k]] (backends/callcheck.c checked every index).
-__device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
+// I is the index type of the decomposition: 32-bit when the output has
+// fewer than 2^32 elements (64-bit division is slow on the device).
+template <typename I> __device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
     const uint32_t *x0 = u32(a.in0), *x1 = u32(a.in1);
     uint32_t *y = u32(a.out);
     uint64_t total = 1;
@@ -73,11 +75,12 @@ __device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
         total *= a.n[k];
     for (uint64_t e = first_index(); e < total; e += grid_stride()) {
         int64_t i[6];
-        uint64_t rem = e;
+        I rem = static_cast<I>(e);
 #pragma unroll
         for (int k = 5; k >= 0; k--) {
-            i[k] = static_cast<int64_t>(rem % a.n[k]);
-            rem /= a.n[k];
+            const I d = static_cast<I>(a.n[k]);
+            i[k] = static_cast<int64_t>(rem % d);
+            rem /= d;
         }
         const bool second = i[a.s[14]] >= a.s[15];
         const int64_t *p = second ? a.s + 7 : a.s;
@@ -93,7 +96,7 @@ __device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
 // of the output padded to rank 6 (n[0..5]), is in0[sum i_k s[k] + j s[12]]
 // with j = in1[sum i_k s[6+k]] (i32), plus s[13] when negative. The VM
 // checked every index; the clamp only keeps a bad direct call in the buffer.
-__device__ __forceinline__ void take_all(const bib_cu_args_t &a) {
+template <typename I> __device__ __forceinline__ void take_all(const bib_cu_args_t &a) {
     const uint32_t *x = u32(a.in0);
     const int32_t *idx = i32(a.in1);
     uint32_t *y = u32(a.out);
@@ -102,12 +105,13 @@ __device__ __forceinline__ void take_all(const bib_cu_args_t &a) {
     for (int k = 0; k < 6; k++)
         total *= a.n[k];
     for (uint64_t e = first_index(); e < total; e += grid_stride()) {
-        uint64_t rem = e;
+        I rem = static_cast<I>(e);
         int64_t at0 = 0, at1 = 0;
 #pragma unroll
         for (int k = 5; k >= 0; k--) {
-            int64_t i = static_cast<int64_t>(rem % a.n[k]);
-            rem /= a.n[k];
+            const I d = static_cast<I>(a.n[k]);
+            const int64_t i = static_cast<int64_t>(rem % d);
+            rem /= d;
             at0 += i * a.s[k];
             at1 += i * a.s[6 + k];
         }
@@ -218,5 +222,5 @@ extern "C" __global__ void __launch_bounds__(256) bib_rng(const bib_cu_args_t a)
         }
     }
 }
-BIB_EW_KERNEL(bib_strided, strided_all(a))
-BIB_EW_KERNEL(bib_take, take_all(a))
+BIB_EW_KERNEL(bib_strided, if (a.u[0]) strided_all<uint64_t>(a); else strided_all<uint32_t>(a))
+BIB_EW_KERNEL(bib_take, if (a.u[0]) take_all<uint64_t>(a); else take_all<uint32_t>(a))
