@@ -161,36 +161,45 @@ class Val:
         return self.array is not None
 
 
-_BROADCASTS = []
+_PROBES = {}
+
+
+def _probe(name, dtype, shapes, mnemonic, inputs, want):
+    """Whether this libbib runs mnemonic on inputs (by shape) to want: asked
+    once per name, on the cpu executor, for what the opcode table cannot say
+    (an operand form an existing opcode gained)."""
+    if name not in _PROBES:
+        try:
+            b = Builder()
+            for k, shape in enumerate(shapes):
+                b.tensor_input("x%d" % k, k, dtype, shape)
+            b.tensor_output("z", len(shapes), dtype, list(np.shape(want)))
+            main = b.declare("main")
+            b.begin(main, 0, 1)
+            b.emit(mnemonic, len(shapes), *range(len(shapes))).emit("LDI", 0, 0).emit("HALT", 0).end()
+            np_type = np.float32 if dtype == "f32" else np.int32
+            feed = {"x%d" % k: np.array(v, np_type) for k, v in enumerate(inputs)}
+            r = b.finish().run(feed, backend="cpu")
+            _PROBES[name] = r["z"].tolist() == want
+        except Error:
+            _PROBES[name] = False
+    return _PROBES[name]
 
 
 def library_broadcasts():
-    """Whether this libbib's BINARY opcodes take general numpy broadcasting
-    (ONNX-PLAN.md): asked once by running TADD of [2,1] and [1,3]."""
-    if not _BROADCASTS:
-        try:
-            b = Builder()
-            b.tensor_input("x", 0, "f32", [2, 1])
-            b.tensor_input("y", 1, "f32", [1, 3])
-            b.tensor_output("z", 2, "f32", [2, 3])
-            main = b.declare("main")
-            b.begin(main, 0, 1)
-            b.emit("TADD", 2, 0, 1).emit("LDI", 0, 0).emit("HALT", 0).end()
-            r = b.finish().run({"x": np.array([[1], [2]], np.float32), "y": np.array([[10, 20, 30]], np.float32)},
-                               backend="cpu")
-            _BROADCASTS.append(r["z"].tolist() == [[11, 21, 31], [12, 22, 32]])
-        except Error:
-            _BROADCASTS.append(False)
-    return _BROADCASTS[0]
+    """Whether BINARY opcodes take general numpy broadcasting (ONNX-PLAN.md)."""
+    return _probe("broadcast", "f32", [[2, 1], [1, 3]], "TADD", [[[1], [2]], [[10, 20, 30]]],
+                  [[11, 21, 31], [12, 22, 32]])
 
 
-_ZERO_DIMS = []
+def library_i32_arithmetic():
+    """Whether TADD, TSUB, TMUL take i32 operands (wrapping)."""
+    return _probe("i32", "i32", [[2], [2]], "TMUL", [[3, -4], [5, 6]], [15, -24])
 
 
 def library_takes_zero_dims():
-    """Whether this libbib takes a zero-size dimension in a tensor
-    declaration (asked once, by verifying such a module)."""
-    if not _ZERO_DIMS:
+    """Whether a tensor declaration may have a zero-size dimension."""
+    if "zero" not in _PROBES:
         try:
             b = Builder()
             b.tensor_input("x", 0, "f32", [0])
@@ -198,10 +207,10 @@ def library_takes_zero_dims():
             b.begin(main, 0, 1)
             b.emit("LDI", 0, 0).emit("HALT", 0).end()
             b.finish().vm(backend="cpu")
-            _ZERO_DIMS.append(True)
+            _PROBES["zero"] = True
         except Error:
-            _ZERO_DIMS.append(False)
-    return _ZERO_DIMS[0]
+            _PROBES["zero"] = False
+    return _PROBES["zero"]
 
 
 def _bib_dtype(onnx_type):
@@ -325,6 +334,11 @@ class Importer:
                 "opcode",
                 node.name,
             )
+
+    def need_i32(self, node, mnemonic):
+        if not library_i32_arithmetic():
+            raise Refused("%s: integer arithmetic: this libbib's %s takes f32 only" % (node.where(), mnemonic),
+                          "opcode", node.name)
 
     # -- registers and code
     def new_treg(self):
@@ -923,8 +937,7 @@ class Importer:
                 self.refuse(node, "inputs of two types", "dtype")
             if a.onnx_type != TensorProto.FLOAT:
                 if a.onnx_type in (TensorProto.INT32, TensorProto.INT64) and mnemonic in ("TADD", "TSUB", "TMUL"):
-                    if not self.have("CAST"):
-                        self.refuse(node, "integer inputs: this libbib has f32 arithmetic only", "dtype")
+                    self.need_i32(node, mnemonic)
                 else:
                     self.f32_only(node, a, b)
             self.set(node, 0, self.binary(node, mnemonic, a, b, commutes))
@@ -1522,6 +1535,7 @@ class Importer:
             x = self.slice(node, x, [-1], [-(1 << 62)], [axis], [-1])
         idx = self.arg_first(node, x, which, axis, keepdims)
         if last:
+            self.need_i32(node, "TMUL")
             idx = self.binary(node, "TMUL", idx, self.const_val(np.array([-1], np.int64)))
             idx = self.binary(node, "TADD", idx, self.const_val(np.array([n - 1], np.int64)))
         self.set(node, 0, idx)
