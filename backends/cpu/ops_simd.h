@@ -203,6 +203,14 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
     case BIB_UNARY_EXP:
         V_MAP_ROW(x, y, n, V_FN(v_exp));
         return;
+    case BIB_UNARY_ERF:
+    case BIB_UNARY_LOG:
+    case BIB_UNARY_SQRT:
+    case BIB_UNARY_RSQRT:
+    case BIB_UNARY_RECIP:
+    case BIB_UNARY_ABS:
+    case BIB_UNARY_NEG:
+    case BIB_UNARY_GELU_ERF:
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }
@@ -221,6 +229,9 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
         return V_FN(v_canon)(V_MUL(a, b));
     case BIB_BINARY_DIV:
         return V_FN(v_canon)(V_DIV(a, b));
+    case BIB_BINARY_POW: /* row_binary runs these on the scalar reference */
+    case BIB_BINARY_MIN:
+    case BIB_BINARY_MAX:
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
     }
@@ -229,6 +240,11 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
 
 static void V_FN(row_binary)(bib_binary_t op, const float *a, const float *b, size_t b_step,
                              float *y, size_t n) {
+    if (op == BIB_BINARY_POW || op == BIB_BINARY_MIN || op == BIB_BINARY_MAX) {
+        /* No vector form: the scalar reference, element by element. */
+        bib_cpu_rowops_scalar.binary(op, a, b, b_step, y, n);
+        return;
+    }
     size_t i = 0;
     VF bs = V_SET1(b[0]);
     for (; i + V_WIDTH <= n; i += V_WIDTH) {
@@ -428,6 +444,33 @@ static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
         V_STORE_TAIL(y + i, n - i, V_DIV(V_LOAD_TAIL(y + i, n - i, 0.0f), sv));
 }
 
+/* log-softmax: the sum of exp(x - m) through the tree (tail lanes masked to
+ * +0), one scalar log, then (x - m) - log(s) in a second pass, so y may be
+ * x. When m is not finite the scalar reference's x - m makes every output
+ * NaN; otherwise s >= 1 (the maximum's term is exactly 1), log(s) is finite
+ * and (x - m) - log(s) is never NaN. */
+static void V_FN(row_logsoftmax)(const float *x, float *y, size_t n) {
+    float m = V_FN(row_max)(x, n);
+    if (!isfinite(m)) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = bib_f32_canonical_nan();
+        return;
+    }
+    VF mv = V_SET1(m);
+    float s;
+#define V_EXPDEV(v) V_FN(v_exp_nonpos)(V_SUB(v, mv))
+    V_TREE_ROW(x, n, V_EXPDEV, s);
+#undef V_EXPDEV
+    VF lv = V_SET1(bib_log(s));
+    size_t i = 0;
+    for (; i + V_WIDTH <= n; i += V_WIDTH) {
+        V_PREFETCH_NEXT_ROW(x, n, i);
+        V_STORE(y + i, V_SUB(V_SUB(V_LOAD(x + i), mv), lv));
+    }
+    if (i < n)
+        V_STORE_TAIL(y + i, n - i, V_SUB(V_SUB(V_LOAD_TAIL(x + i, n - i, 0.0f), mv), lv));
+}
+
 static void V_FN(row_layernorm)(const float *x, const float *gamma, const float *beta, float eps,
                                 float *y, size_t n) {
     float nf = (float)n, sum, sq;
@@ -486,6 +529,7 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .binary = V_FN(row_binary),
     .scale = V_FN(row_scale),
     .softmax = V_FN(row_softmax),
+    .logsoftmax = V_FN(row_logsoftmax),
     .layernorm = V_FN(row_layernorm),
     .rmsnorm = V_FN(row_rmsnorm),
     .sum = V_FN(row_sum),
