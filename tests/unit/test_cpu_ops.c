@@ -932,7 +932,7 @@ Test(cpu_ops_math, erf_log_and_pow_stay_within_their_ulp_bounds) {
         if (x > 0 && fabs(ref) >= 0x1p-126 && fabs(ref) <= 0x1.fffffep127)
             worst_pow = fmax(worst_pow, ulps(bib_pow(x, y), ref));
     }
-    cr_assert_leq(worst_erf, 1.0, "erf: %.3f ULP", worst_erf);
+    cr_assert_leq(worst_erf, 1.1, "erf: %.3f ULP", worst_erf);
     cr_assert_leq(worst_log, 0.6, "log: %.3f ULP", worst_log);
     cr_assert_leq(worst_pow, 3.0, "pow: %.3f ULP", worst_pow);
 }
