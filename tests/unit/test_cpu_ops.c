@@ -1027,3 +1027,27 @@ Test(cpu_ops_math, row_results_do_not_depend_on_the_batch) {
     }
     free(x), free(gb);
 }
+
+/* The vector forms of ERF and GELU_ERF (both branches on every lane, then a
+ * select) against the scalar reference over bit patterns of every binade
+ * and around their branch points (|x| = 1, u = -1/2 and 1, erfc's 10.5,
+ * exp's underflow in the tail). */
+Test(cpu_ops_math, erf_and_gelu_erf_vector_forms_match_the_reference) {
+    enum { N = 1 << 16 };
+    float *x = malloc(N * sizeof *x);
+    static const float centers[] = {1.0f,       -1.0f,      0.70710677f, -0.70710677f, 1.4142135f,
+                                    14.849242f, -14.84924f, 10.5f,       -13.2f,       -0.5f};
+    for (uint32_t i = 0; i < N; i++)
+        x[i] = i % 2
+                   ? bib_f32_from_bits(next_u32() ^ (next_u32() << 16))
+                   : bib_f32_from_bits(bib_f32_bits(centers[(i / 2) % 10]) + (i / 20) % 512 - 256);
+    static const bib_unary_t ops[] = {BIB_UNARY_ERF, BIB_UNARY_GELU_ERF};
+    for (int k = 0; k < 2; k++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                           .sub = ops[k],
+                           .out = view1(NULL, BIB_DTYPE_F32, N),
+                           .in = {view1(x, BIB_DTYPE_F32, N)}};
+        check_identity(k ? "gelu_erf bit patterns" : "erf bit patterns", call, N * 4);
+    }
+    free(x);
+}
