@@ -180,6 +180,7 @@ static inline float bib_relu(float x) {
  * that LOG rounds once and POW multiplies by y without losing the low bits.
  * LOG_P0..P4 minimize the relative error of P on [0, 0.0295]. */
 #define BIB_LOG_P0 0x1.555556p-1f
+#define BIB_LOG_P0_LO -0x1.555556p-26f /* 2/3 - P0, rounded */
 #define BIB_LOG_P1 0x1.999998p-2f
 #define BIB_LOG_P2 0x1.249326p-2f
 #define BIB_LOG_P3 0x1.c679fep-3f
@@ -262,21 +263,31 @@ static inline void bib_log_hl(float x, float *hi, float *lo) {
     float r = fmaf(-sh, d, f); /* f - sh d, exact */
     r = fmaf(-sh, dl, r);
     float sl = r / d;
+    /* t = 2 atanh(s) - 2s = s^3 P(s^2) as th + tl: s^3 ~ sh^3 + 3 sh^2 sl with
+       sh^3 = sh (z + ze) = c + ce + sh ze exactly, and P = P0 + z R(z) where
+       P0 = 2/3 is P0 + P0_LO. */
     float z = sh * sh;
-    float p = BIB_LOG_P4;
-    p = fmaf(p, z, BIB_LOG_P3);
-    p = fmaf(p, z, BIB_LOG_P2);
-    p = fmaf(p, z, BIB_LOG_P1);
-    p = fmaf(p, z, BIB_LOG_P0);
-    float t = (sh * z) * p; /* 2 atanh(s) - 2s */
+    float ze = fmaf(sh, sh, -z); /* sh^2 == z + ze */
+    float rz = BIB_LOG_P4;
+    rz = fmaf(rz, z, BIB_LOG_P3);
+    rz = fmaf(rz, z, BIB_LOG_P2);
+    rz = fmaf(rz, z, BIB_LOG_P1);
+    float c = sh * z;
+    float ce = fmaf(sh, z, -c); /* sh z == c + ce */
+    float th = BIB_LOG_P0 * c;
+    float the = fmaf(BIB_LOG_P0, c, -th); /* P0 c == th + the */
+    float cube_lo = (ce + sh * ze) + 3.0f * (z * sl);
+    float tl = ((the + BIB_LOG_P0 * cube_lo) + BIB_LOG_P0_LO * c) + c * (z * rz);
     float kf = (float)k;
     float kh = kf * BIB_EXP_LN2_HI; /* exact: 8 + 12 bits */
     float kl = kf * BIB_EXP_LN2_LO;
     float kle = fmaf(kf, BIB_EXP_LN2_LO, -kl); /* kf LN2_LO == kl + kle */
     float s2 = sh + sh;
-    float h = kh + s2;
-    float l = s2 - (h - kh); /* |kh| >= |s2| or kh == 0: exact */
-    float small = l + (((sl + sl) + t) + (kl + kle));
+    float h1 = kh + s2;
+    float l1 = s2 - (h1 - kh); /* |kh| >= |s2| or kh == 0: exact */
+    float h = h1 + th;
+    float l2 = th - (h - h1); /* |h1| >= |th|: exact */
+    float small = (l1 + l2) + (((sl + sl) + tl) + (kl + kle));
     *hi = h + small;
     *lo = small - (*hi - h); /* |h| >= |small|: exact */
 }

@@ -202,21 +202,30 @@ __device__ __forceinline__ void log_hl_(float x, float &hi, float &lo) {
     r = __fmaf_rn(-sh, dl, r);
     float sl = __fdiv_rn(r, d);
     float z = __fmul_rn(sh, sh);
-    float p = BIB_LOG_P4;
-    p = __fmaf_rn(p, z, BIB_LOG_P3);
-    p = __fmaf_rn(p, z, BIB_LOG_P2);
-    p = __fmaf_rn(p, z, BIB_LOG_P1);
-    p = __fmaf_rn(p, z, BIB_LOG_P0);
-    float t = __fmul_rn(__fmul_rn(sh, z), p);
+    float ze = __fmaf_rn(sh, sh, -z);
+    float rz = BIB_LOG_P4;
+    rz = __fmaf_rn(rz, z, BIB_LOG_P3);
+    rz = __fmaf_rn(rz, z, BIB_LOG_P2);
+    rz = __fmaf_rn(rz, z, BIB_LOG_P1);
+    float c = __fmul_rn(sh, z);
+    float ce = __fmaf_rn(sh, z, -c);
+    float th = __fmul_rn(BIB_LOG_P0, c);
+    float the = __fmaf_rn(BIB_LOG_P0, c, -th);
+    float cube_lo = __fadd_rn(__fadd_rn(ce, __fmul_rn(sh, ze)), __fmul_rn(3.0f, __fmul_rn(z, sl)));
+    float tl = __fadd_rn(__fadd_rn(__fadd_rn(the, __fmul_rn(BIB_LOG_P0, cube_lo)),
+                                   __fmul_rn(BIB_LOG_P0_LO, c)),
+                         __fmul_rn(c, __fmul_rn(z, rz)));
     float kf = static_cast<float>(k); // |k| <= 150: exact
     float kh = __fmul_rn(kf, BIB_EXP_LN2_HI);
     float kl = __fmul_rn(kf, BIB_EXP_LN2_LO);
     float kle = __fmaf_rn(kf, BIB_EXP_LN2_LO, -kl);
     float s2 = __fadd_rn(sh, sh);
-    float h = __fadd_rn(kh, s2);
-    float l = __fsub_rn(s2, __fsub_rn(h, kh));
-    float small =
-        __fadd_rn(l, __fadd_rn(__fadd_rn(__fadd_rn(sl, sl), t), __fadd_rn(kl, kle)));
+    float h1 = __fadd_rn(kh, s2);
+    float l1 = __fsub_rn(s2, __fsub_rn(h1, kh));
+    float h = __fadd_rn(h1, th);
+    float l2 = __fsub_rn(th, __fsub_rn(h, h1));
+    float small = __fadd_rn(__fadd_rn(l1, l2),
+                            __fadd_rn(__fadd_rn(__fadd_rn(sl, sl), tl), __fadd_rn(kl, kle)));
     hi = __fadd_rn(h, small);
     lo = __fsub_rn(small, __fsub_rn(hi, h));
 }

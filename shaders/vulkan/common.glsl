@@ -364,6 +364,7 @@ float bib_relu(float x) {
 // ---- log, erf, gelu_erf, pow (bmath.h, spec/numerics.md section 5a) -------
 
 #define BIB_LOG_P0 uintBitsToFloat(0x3f2aaaabu)
+#define BIB_LOG_P0_LO uintBitsToFloat(0xb2aaaaabu)
 #define BIB_LOG_P1 uintBitsToFloat(0x3eccccccu)
 #define BIB_LOG_P2 uintBitsToFloat(0x3e924993u)
 #define BIB_LOG_P3 uintBitsToFloat(0x3e633cffu)
@@ -443,27 +444,48 @@ void bib_log_hl(float xin, out float hi, out float lo) {
     r = bib_fma(nsh, dl, r);
     precise float sl = bib_div(r, d);
     precise float z = sh * sh;
-    precise float p = BIB_LOG_P4;
-    p = bib_fma(p, z, BIB_LOG_P3);
-    p = bib_fma(p, z, BIB_LOG_P2);
-    p = bib_fma(p, z, BIB_LOG_P1);
-    p = bib_fma(p, z, BIB_LOG_P0);
-    precise float shz = sh * z;
-    precise float t = shz * p;
+    precise float nz = -z;
+    precise float ze = bib_fma(sh, sh, nz);
+    precise float rz = BIB_LOG_P4;
+    rz = bib_fma(rz, z, BIB_LOG_P3);
+    rz = bib_fma(rz, z, BIB_LOG_P2);
+    rz = bib_fma(rz, z, BIB_LOG_P1);
+    precise float c = sh * z;
+    precise float nc = -c;
+    precise float ce = bib_fma(sh, z, nc);
+    precise float th = BIB_LOG_P0 * c;
+    precise float nth = -th;
+    precise float the = bib_fma(BIB_LOG_P0, c, nth);
+    precise float shze = sh * ze;
+    precise float cl1 = ce + shze;
+    precise float zsl = z * sl;
+    precise float zsl3 = 3.0 * zsl;
+    precise float cube_lo = cl1 + zsl3;
+    precise float tl1 = BIB_LOG_P0 * cube_lo;
+    precise float tl2 = the + tl1;
+    precise float tl3 = BIB_LOG_P0_LO * c;
+    precise float tl4 = tl2 + tl3;
+    precise float zr = z * rz;
+    precise float czr = c * zr;
+    precise float tl = tl4 + czr;
     precise float kf = float(k);
     precise float kh = kf * BIB_EXP_LN2_HI;
     precise float kl = kf * BIB_EXP_LN2_LO;
     precise float nkl = -kl;
     precise float kle = bib_fma(kf, BIB_EXP_LN2_LO, nkl);
     precise float s2 = sh + sh;
-    precise float h = kh + s2;
-    precise float hk = h - kh;
-    precise float l = s2 - hk;
+    precise float h1 = kh + s2;
+    precise float hk = h1 - kh;
+    precise float l1 = s2 - hk;
+    precise float h = h1 + th;
+    precise float hd1 = h - h1;
+    precise float l2 = th - hd1;
+    precise float l12 = l1 + l2;
     precise float sl2 = sl + sl;
-    precise float a1 = sl2 + t;
+    precise float a1 = sl2 + tl;
     precise float a2 = kl + kle;
     precise float a3 = a1 + a2;
-    precise float small = l + a3;
+    precise float small = l12 + a3;
     precise float hh = h + small;
     precise float hd = hh - h;
     precise float ll = small - hd;

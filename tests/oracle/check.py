@@ -23,7 +23,7 @@ from scipy import special
 BOUNDS = {
     "exp": 2, "tanh": 2, "sigmoid": 3, "gelu": 4, "div": 0.5,
     "softmax": 8, "layernorm": 64, "rmsnorm": 4, "mean": 4, "max": 0,
-    "erf": 1.1, "log": 0.6, "pow": 6, "gelu_erf": 5, "sqrt": 0.5, "rsqrt": 1.5, "recip": 0.5,
+    "erf": 1.1, "log": 0.55, "pow": 1.5, "gelu_erf": 6, "sqrt": 0.5, "rsqrt": 1.5, "recip": 0.5,
     "logsoftmax": 4,
 }
 
