@@ -48,7 +48,7 @@ typedef enum bib_shape_rule {
 typedef enum bib_args_rule {
     BIB_ARGS_NONE,
     BIB_ARGS_SCALAR_C,  /* f[0] = the f64 r[c] rounded to f32 */
-    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5 */
+    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5, or the f64 of the opcode's RS operand rounded to f32 */
     BIB_ARGS_EPS_1E6,   /* f[0] = 1e-6 */
     BIB_ARGS_ATTENTION, /* f[0] = 1 / sqrt(D) */
     BIB_ARGS_FILL,      /* f[0] = r[b] rounded to f32, or i[0] = its low 32 bits (i32) */
@@ -85,7 +85,22 @@ typedef enum bib_executor_id {
 /* ---- sub-operations ----------------------------------------------------------- */
 
 /* MATMUL's activation (the LINEAR* opcodes). */
-typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU, BIB_ACT__COUNT } bib_act_t;
+typedef enum bib_act {
+    BIB_ACT_NONE,
+    BIB_ACT_RELU,
+    BIB_ACT_GELU,
+    BIB_ACT_GELU_ERF,
+    BIB_ACT__COUNT
+} bib_act_t;
+/* SOFTMAX's form: softmax, or log-softmax (LOGSOFTMAX). */
+typedef enum bib_softmax { BIB_SOFTMAX_NONE, BIB_SOFTMAX_LOG, BIB_SOFTMAX__COUNT } bib_softmax_t;
+/* LAYERNORM's operands: gamma in1 and beta in2 with eps 1e-5 (NONE), or
+ * gamma and beta as the rows of in1 [2,N] with eps from the instruction. */
+typedef enum bib_layernorm {
+    BIB_LAYERNORM_NONE,
+    BIB_LAYERNORM_PACKED,
+    BIB_LAYERNORM__COUNT
+} bib_layernorm_t;
 /* ATTENTION's mask. */
 typedef enum bib_attention {
     BIB_ATTENTION_PLAIN,
@@ -110,6 +125,8 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_BINARY_BINARY ~, 1
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
+#define BIB_KOP_SAME_SOFTMAX_SOFTMAX ~, 1
+#define BIB_KOP_SAME_LAYERNORM_LAYERNORM ~, 1
 #define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
 #define BIB_KOP_SAME_TAKE_TAKE ~, 1
 #define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
@@ -142,7 +159,10 @@ typedef enum bib_attention {
                      BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
                          BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
                              BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)               \
-                                 BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub))
+                                 BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub)       \
+                                     BIB_KOP_WHEN(BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub) \
+                                         BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(              \
+                                             +BIB_LAYERNORM_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number

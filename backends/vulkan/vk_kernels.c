@@ -164,7 +164,7 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
 }
 
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "softmax", 0, 0, 1, false);
+    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1, false);
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
@@ -182,6 +182,9 @@ static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
+    /* PACKED: gamma and beta are the rows of in1 (norm.comp's op 2). */
+    if (c->sub == BIB_LAYERNORM_PACKED)
+        return bib_vk_rowwise(ex, c, "norm", 2, bib_vk_fbits(c->f[0]), 2, false);
     return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3, false);
 }
 
