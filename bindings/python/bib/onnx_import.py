@@ -1630,6 +1630,52 @@ class Importer:
     op_Greater = _compare("TGT")
     op_GreaterOrEqual = _compare("TGE")
 
+    def op_IsNaN(self, node):
+        # NaN is the one value that is not equal to itself.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "TNOT")
+        eq = self.binary(node, "TEQ", x, x, out_type=TensorProto.BOOL)
+        out = self.rt(x.shape, "i32", TensorProto.BOOL)
+        self.emit("TNOT", out.reg, self.reg_of(node, eq))
+        self.set(node, 0, out)
+
+    def op_IsInf(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        pos, neg = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+        hits = []
+        if pos:
+            hits.append(self.binary(node, "TEQ", x, self.scalar_const(np.inf), out_type=TensorProto.BOOL))
+        if neg:
+            hits.append(self.binary(node, "TEQ", x, self.scalar_const(-np.inf), out_type=TensorProto.BOOL))
+        if not hits:
+            if not is_static(x.shape):
+                self.refuse(node, "detect_positive = detect_negative = 0 on a dynamic shape", "shape")
+            self.set(node, 0, self.const_val(np.zeros([int(d) for d in x.shape], np.bool_), TensorProto.BOOL))
+            return
+        out = hits[0] if len(hits) == 1 else self.binary(node, "TOR", hits[0], hits[1], out_type=TensorProto.BOOL)
+        self.set(node, 0, out)
+
+    def op_Sign(self, node):
+        # x > 0 ? 1 : (x < 0 ? -1 : x): zeros keep their sign, NaN stays NaN.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        gt = self.binary(node, "TGT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        lt = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        low = self.where(node, lt, self.scalar_const(-1.0), x)
+        self.set(node, 0, self.where(node, gt, self.scalar_const(1.0), low))
+
+    def op_EyeLike(self, node):
+        x = self.get(node, 0)
+        if len(x.shape) != 2 or not is_static(x.shape):
+            self.refuse(node, "an input that is not a static matrix", "shape")
+        et = node.attr("dtype", x.onnx_type)
+        if _bib_dtype(et) is None:
+            self.refuse(node, "attribute 'dtype' = %s" % _DTYPE_NAME.get(et), "dtype")
+        arr = np.eye(x.shape[0], x.shape[1], k=node.attr("k", 0)).astype(_np_for(et))
+        self.set(node, 0, self.const_val(arr, et))
+
     def op_Not(self, node):
         x = self.get(node, 0)
         self.need(node, "TNOT")
@@ -1812,6 +1858,67 @@ class Importer:
         out = self.rt(hit.shape, "f32")
         self.emit("CAST", out.reg, self.reg_of(node, hit), 1)
         self.set(node, 0, out)
+
+    def nll(self, node, logp, target, weight, reduction, ignore):
+        """ONNX's negative log-likelihood of logp [N,C,...] at the class
+        indices target [N,...], as its reference computes it: -logp at the
+        target (0 where target == ignore), times the gathered weight, then
+        summed, or divided by the sum of the weights ('mean')."""
+        if reduction not in ("none", "sum", "mean"):
+            self.refuse(node, "attribute 'reduction' = '%s'" % reduction)
+        if len(logp.shape) < 2 or target.dtype != "i32":
+            self.refuse(node, "an input of rank < 2 or a non-integer target", "shape")
+        ign = None
+        t = target
+        if ignore is not None:
+            ign = self.binary(node, "TEQ", target, self.const_val(np.array([ignore], np.int64)), out_type=TensorProto.BOOL)
+            t = self.where(node, ign, self.const_val(np.array([0], np.int64)), target)
+        self.need(node, "GATHER_ELEMENTS")
+        tk = self.reshape(node, t, [t.shape[0], 1] + list(t.shape[1:]))
+        g = self.rt(tk.shape, "f32")
+        self.emit("GATHER_ELEMENTS", g.reg, self.reg_of(node, logp), self.reg_of(node, tk), 1)
+        loss = self.unary(node, "TNEG", self.reshape(node, g, t.shape))
+        zero = self.scalar_const(0.0)
+        if ign is not None:
+            loss = self.where(node, ign, zero, loss)
+        w = None
+        if weight is not None:
+            self.need(node, "GATHER_AXIS")
+            w = self.rt(t.shape, "f32")
+            self.emit("GATHER_AXIS", w.reg, self.reg_of(node, weight), self.reg_of(node, t), 0)
+            if ign is not None:
+                w = self.where(node, ign, zero, w)
+            loss = self.binary(node, "TMUL", w, loss)
+        elif ign is not None:
+            w = self.where(node, ign, zero, self.scalar_const(1.0))
+        every = list(range(len(t.shape)))
+        if reduction == "none":
+            return loss
+        total = self.reduce(node, "SUM", loss, every, 0)
+        if reduction == "sum":
+            return total
+        if w is not None:
+            return self.binary(node, "TDIV", total, self.reduce(node, "SUM", w, every, 0))
+        return self.reduce(node, "MEAN", loss, every, 0)
+
+    def op_NegativeLogLikelihoodLoss(self, node):
+        x, target = self.get(node, 0), self.get(node, 1)
+        weight = self.get(node, 2, optional=True)
+        self.f32_only(node, x, weight)
+        self.set(node, 0, self.nll(node, x, target, weight, node.attr("reduction", "mean"), node.attr("ignore_index")))
+
+    def op_SoftmaxCrossEntropyLoss(self, node):
+        x, target = self.get(node, 0), self.get(node, 1)
+        weight = self.get(node, 2, optional=True)
+        self.f32_only(node, x, weight)
+        if len(x.shape) < 2:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        self.need(node, "LOGSOFTMAX_AXIS")
+        logp = self.rt(x.shape, "f32")
+        self.emit("LOGSOFTMAX_AXIS", logp.reg, self.reg_of(node, x), 1)
+        self.set(node, 0, self.nll(node, logp, target, weight, node.attr("reduction", "mean"),
+                                   node.attr("ignore_index")))
+        self.set(node, 1, logp)
 
     def consumers_of(self, name):
         return self.consumers.get(name) or (name in self.graph_outputs)
