@@ -520,8 +520,36 @@ class Importer:
             self.keep.add(reg)
             self.vals[vi.name] = Val(shape, dtype, et, reg=reg)
 
+    def inferred_shapes(self):
+        """The shapes ONNX's shape inference gives, by value name (an int
+        per known dim, None for the others)."""
+        shapes = {}
+        for vi in list(self.graph.value_info) + list(self.graph.output):
+            t = vi.type
+            if t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
+                shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.tensor_type.shape.dim]
+        return shapes
+
+    def check_shapes(self, node):
+        """Each result's shape against ONNX's inference: a difference is an
+        importer bug, refused rather than written."""
+        for name in node.outputs:
+            v = self.vals.get(name)
+            want = self.inferred.get(name)
+            if v is None or want is None:
+                continue
+            if len(want) != len(v.shape) or any(w is not None and isinstance(d, int) and w != d
+                                                for w, d in zip(want, v.shape)):
+                raise Refused(
+                    "%s: output '%s' has the shape %s, ONNX infers %s (an importer bug, please report it)"
+                    % (node.where(), name, shape_text(v.shape), shape_text(["?" if w is None else w for w in want])),
+                    "bug",
+                    node.name,
+                )
+
     def run(self):
         self.declare_inputs()
+        self.inferred = self.inferred_shapes()
         nodes = [_Node(n, i) for i, n in enumerate(self.graph.node)]
         self.nodes = nodes
         self.consumers = {}
@@ -551,6 +579,7 @@ class Importer:
                 self.fused[n.index]()
             else:
                 self.lower(n)
+            self.check_shapes(n)
             # The node's temporaries (not its outputs) are freed at once.
             results = {self.vals[o].reg for o in n.outputs if o and o in self.vals}
             for reg in range(first, self.treg):
