@@ -1119,6 +1119,67 @@ class Importer:
             self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
         self.set(node, 0, self.permute(node, x, perm))
 
+    def op_Resize(self, node):
+        """Resize is separable: along each resized axis the result is a
+        constant matrix times the input, computed here with the formulas of
+        ONNX's reference (coordinate transform, neighbours with edge
+        padding, nearest / linear / cubic coefficients). Nearest becomes
+        GATHER_AXIS of the chosen indices (exact); linear and cubic a MATMUL
+        by the matrix along that axis."""
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        mode = node.attr("mode", "nearest")
+        ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+        nearest = node.attr("nearest_mode", "round_prefer_floor")
+        a = node.attr("cubic_coeff_a", -0.75)
+        exclude = node.attr("exclude_outside", 0)
+        node.attr("extrapolation_value")
+        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+            self.refuse(node, "attribute 'coordinate_transformation_mode' = '%s'" % ctm)
+        if mode not in ("nearest", "linear", "cubic"):
+            self.refuse(node, "attribute 'mode' = '%s'" % mode)
+        if not is_static(x.shape):
+            self.refuse(node, "a dynamic input shape", "shape")
+        scales = self.const_input(node, 2, "the scales", optional=True) if len(node.inputs) > 2 else None
+        sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
+        if node.inputs[1:2] and node.inputs[1]:
+            self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
+        if sizes is not None and sizes.size:
+            out = [int(v) for v in sizes.reshape(-1)]
+            factors = [o / i for o, i in zip(out, x.shape)]
+        elif scales is not None and scales.size:
+            factors = [float(v) for v in scales.reshape(-1)]
+            out = [int(np.floor(i * f)) for i, f in zip(x.shape, factors)]
+        else:
+            self.refuse(node, "neither scales nor sizes", "attribute")
+        if len(out) != rank:
+            self.refuse(node, "%d scales for a rank-%d input" % (len(out), rank), "shape")
+        v = x
+        for k in range(rank):
+            if out[k] == x.shape[k] and factors[k] == 1.0:
+                continue
+            m = _resize_matrix(x.shape[k], out[k], factors[k], mode, ctm, nearest, a, exclude)
+            if mode == "nearest":
+                idx = self.const_val(m.argmax(axis=1).astype(np.int64))
+                self.need(node, "GATHER_AXIS")
+                shape = list(v.shape)
+                shape[k] = out[k]
+                res = self.rt(shape, "f32")
+                self.emit("GATHER_AXIS", res.reg, self.reg_of(node, v), self.reg_of(node, idx), k)
+                v = res
+            elif k == rank - 1:
+                v = self.matmul(node, v, self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+            elif k == rank - 2:
+                v = self.matmul(node, self.const_val(m.astype(np.float32)), v)
+            else:
+                perm = [j for j in range(rank) if j != k] + [k]
+                t = self.matmul(node, self.permute(node, v, perm), self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+                v = self.permute(node, t, [perm.index(j) for j in range(rank)])
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
     def op_DepthToSpace(self, node):
         x = self.get(node, 0)
         bs = int(node.attr("blocksize"))
@@ -2123,6 +2184,60 @@ class Importer:
 
     def fold_Max(self, node, a):
         return [np.maximum.reduce(a)] if all(x.dtype != object for x in a) else None
+
+
+def _resize_matrix(n_in, n_out, scale, mode, ctm, nearest, a, exclude):
+    """The [n_out, n_in] matrix of a 1-D Resize, as ONNX's reference
+    (onnx/backend/test/case/node/resize.py) computes each output."""
+    m = np.zeros((n_out, n_in))
+    width = scale * n_in  # the reference's output width: not rounded
+    for x in range(n_out):
+        if ctm == "align_corners":
+            x_ori = 0.0 if width == 1 else x * (n_in - 1) / (width - 1)
+        elif ctm == "asymmetric":
+            x_ori = x / scale
+        elif ctm == "pytorch_half_pixel":
+            x_ori = -0.5 if width == 1 else (x + 0.5) / scale - 0.5
+        else:
+            x_ori = (x + 0.5) / scale - 0.5
+        x_ori = float(x_ori)
+        ratio = 1.0 if x_ori.is_integer() else x_ori - np.floor(x_ori)
+        if mode == "nearest":
+            if x_ori.is_integer():
+                coeffs = [0.0, 1.0]
+            elif nearest == "round_prefer_floor":
+                coeffs = [float(ratio <= 0.5), float(ratio > 0.5)]
+            elif nearest == "round_prefer_ceil":
+                coeffs = [float(ratio < 0.5), float(ratio >= 0.5)]
+            elif nearest == "floor":
+                coeffs = [1.0, 0.0]
+            else:
+                coeffs = [0.0, 1.0]
+        elif mode == "linear":
+            coeffs = [1 - ratio, ratio]
+        else:
+            r = ratio
+            coeffs = [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                      ((a + 2) * r - (a + 3)) * r * r + 1,
+                      ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                      ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a]
+        n = len(coeffs)
+        # The n nearest indexes of the edge-padded input, the smaller first.
+        pad = int(np.ceil(n / 2))
+        xp = x_ori + pad
+        lo = int(np.floor(xp))
+        cands = [i for i in range(lo - n - 1, lo + n + 2) if 0 <= i < n_in + 2 * pad]
+        idxes = sorted(sorted(cands, key=lambda i: (abs(xp - i), i))[:n])
+        idxes = [i - pad for i in idxes]
+        coeffs = np.array(coeffs, np.float64)
+        if exclude:
+            for j, i in enumerate(idxes):
+                if i < 0 or i >= n_in:
+                    coeffs[j] = 0
+            coeffs /= coeffs.sum()
+        for c, i in zip(coeffs, idxes):
+            m[x, min(max(i, 0), n_in - 1)] += c
+    return m
 
 
 def _fold2(fn, a):
