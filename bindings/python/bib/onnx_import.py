@@ -1141,10 +1141,20 @@ class Importer:
             self.refuse(node, "attribute 'mode' = '%s'" % mode)
         if not is_static(x.shape):
             self.refuse(node, "a dynamic input shape", "shape")
-        scales = self.const_input(node, 2, "the scales", optional=True) if len(node.inputs) > 2 else None
-        sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
-        if node.inputs[1:2] and node.inputs[1]:
-            self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
+        if node.op == "Upsample" or self.opset < 11:
+            # Upsample and Resize-10: scales (an attribute before opset 9),
+            # the asymmetric transform, nearest rounding down.
+            ctm, nearest = "asymmetric", "floor"
+            sizes = None
+            scales = node.attr("scales")
+            scales = np.array(scales) if scales is not None else self.const_input(node, 1, "the scales")
+            if mode == "nearest" and any(abs(f - round(f)) > 0 or f < 1 for f in scales.reshape(-1)):
+                self.refuse(node, "nearest with a scale that is not a whole number before opset 11")
+        else:
+            scales = self.const_input(node, 2, "the scales", optional=True) if len(node.inputs) > 2 else None
+            sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
+            if node.inputs[1:2] and node.inputs[1]:
+                self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
         if sizes is not None and sizes.size:
             out = [int(v) for v in sizes.reshape(-1)]
             factors = [o / i for o, i in zip(out, x.shape)]
@@ -1179,6 +1189,8 @@ class Importer:
         if v is x:
             v = self.unary(node, "COPY", x)
         self.set(node, 0, v)
+
+    op_Upsample = op_Resize
 
     def op_DepthToSpace(self, node):
         x = self.get(node, 0)
