@@ -463,6 +463,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
     call.f[0] = k->f0;
     call.i[0] = k->i0;
     call.i[1] = k->i1;
+    memcpy(call.p, k->p, sizeof k->p);
     call.out = view_shaped(dtype, rank, dims, k->attention_2d);
     call.out.buf = (void *)&placeholder;
     const bib_tensor_t *in[3] = {NULL, NULL, NULL};

@@ -132,9 +132,10 @@ typedef struct kspec {
     int nin;
     float f0;
     int64_t i0, i1;
-    bool elementwise;  /* out may alias an input without a temporary */
-    bool attention_2d; /* rank-2 q/k/v: run as [S,1,D] */
-    bool forced;       /* run on place, whatever the backend (GPU_* opcodes) */
+    int64_t p[BIB_PARAM_BLOCK]; /* BIB_ARGS_BLOCK's parameters (call.p) */
+    bool elementwise;           /* out may alias an input without a temporary */
+    bool attention_2d;          /* rank-2 q/k/v: run as [S,1,D] */
+    bool forced;                /* run on place, whatever the backend (GPU_* opcodes) */
     int place;
     bool charged; /* the opcode's fuel is already taken (GPU_ALLOC's zeroes) */
 } bib_kspec_t;

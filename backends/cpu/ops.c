@@ -512,6 +512,174 @@ static bib_status_t run_gather(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     return BIB_OK;
 }
 
+/* ---- CONV, POOL, BATCHNORM ------------------------------------------------ */
+
+/* A call's spatial geometry: rank-3 views are 2-D with H = KH = 1 (the
+ * VM's checks make the h words 1, 1, 0, 0 then). */
+typedef struct geom {
+    size_t n, c, h, w;      /* x [N,C,H,W] */
+    size_t oc, oh, ow;      /* out [N,OC,OH,OW] */
+    size_t kh, kw;          /* window taps */
+    int64_t sh, sw, dh, dw; /* stride, dilation */
+    int64_t pt, pl;         /* the low pads (the high ones only size the output) */
+} geom_t;
+
+static geom_t call_geom(const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bool one_d = x->rank == 3;
+    geom_t g = {.n = x->dims[0],
+                .c = x->dims[1],
+                .h = one_d ? 1 : x->dims[2],
+                .w = x->dims[x->rank - 1],
+                .oc = o->dims[1],
+                .oh = one_d ? 1 : o->dims[2],
+                .ow = o->dims[o->rank - 1]};
+    const int64_t *p = c->p;
+    if (c->kernel == BIB_KERNEL_CONV) {
+        const bib_view_t *wt = &c->in[1];
+        g.kh = one_d ? 1 : wt->dims[2];
+        g.kw = wt->dims[wt->rank - 1];
+        g.sh = p[1], g.sw = p[2], g.dh = p[3], g.dw = p[4], g.pt = p[5], g.pl = p[6];
+    } else {
+        g.kh = (size_t)p[0], g.kw = (size_t)p[1];
+        g.sh = p[2], g.sw = p[3], g.dh = p[4], g.dw = p[5], g.pt = p[6], g.pl = p[7];
+    }
+    return g;
+}
+
+/* The outputs [lo, hi) of a row of ow whose tap at offset off = k*d - pad
+ * (input position ow*s + off) falls inside 0..n-1. */
+static void tap_range(int64_t off, int64_t s, size_t n, size_t ow, size_t *lo, size_t *hi) {
+    /* ow*s + off >= 0  and  ow*s + off <= n - 1 */
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t last = (int64_t)n - 1 - off;
+    int64_t b = last < 0 ? 0 : last / s + 1;
+    if (b > (int64_t)ow)
+        b = (int64_t)ow;
+    if (a > b)
+        a = b;
+    *lo = (size_t)a, *hi = (size_t)b;
+}
+
+/* CONV: a task unit is one output row (n, o, oh). The row itself holds the
+ * OW accumulators; the loops run c, kh, kw ascending outside the positions,
+ * so each output receives its fmas in the contract's order (spec/numerics.md
+ * section 12a): every lane its own chain, never split along the taps. */
+static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const geom_t g = call_geom(c);
+    const size_t groups = (size_t)c->p[0], cg = g.c / groups, og = g.oc / groups;
+    const float *x = view_f32(&c->in[0]), *wt = view_f32(&c->in[1]);
+    float *y = view_f32(&c->out);
+    for (size_t row = begin; row < end; row++) {
+        size_t oh = row % g.oh, o = (row / g.oh) % g.oc, n = row / (g.oh * g.oc);
+        size_t c0 = (o / og) * cg;
+        float *acc = y + row * g.ow;
+        for (size_t j = 0; j < g.ow; j++)
+            acc[j] = 0.0f;
+        for (size_t ci = 0; ci < cg; ci++) {
+            const float *xc = x + (n * g.c + c0 + ci) * g.h * g.w;
+            const float *wc = wt + (o * cg + ci) * g.kh * g.kw;
+            for (size_t i = 0; i < g.kh; i++) {
+                int64_t ih = (int64_t)oh * g.sh - g.pt + (int64_t)i * g.dh;
+                if (ih < 0 || ih >= (int64_t)g.h)
+                    continue;
+                const float *xr = xc + (size_t)ih * g.w;
+                for (size_t j = 0; j < g.kw; j++) {
+                    int64_t off = (int64_t)j * g.dw - g.pl;
+                    size_t lo, hi;
+                    tap_range(off, g.sw, g.w, g.ow, &lo, &hi);
+                    float wv = wc[i * g.kw + j];
+                    if (g.sw == 1) {
+                        t->ctx->rowops->axpy(wv, xr + (int64_t)lo + off, acc + lo, hi - lo);
+                    } else {
+                        for (size_t q = lo; q < hi; q++)
+                            acc[q] = fmaf(wv, xr[(int64_t)q * g.sw + off], acc[q]);
+                    }
+                }
+            }
+        }
+        for (size_t j = 0; j < g.ow; j++)
+            acc[j] = bib_f32_canon(acc[j]);
+    }
+}
+
+/* POOL: a task unit is one output row (n, c, oh); each output walks its
+ * window's taps in (kh, kw) ascending order, skipping the padding. */
+static void task_pool(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const geom_t g = call_geom(c);
+    const bool avg = c->sub == BIB_POOL_AVG, include_pad = c->p[11] != 0;
+    /* The padded extent the divisor counts with count_include_pad. */
+    const int64_t h_end = (int64_t)g.h + c->p[8], w_end = (int64_t)g.w + c->p[9];
+    const float *x = view_f32(&c->in[0]);
+    float *y = view_f32(&c->out);
+    for (size_t row = begin; row < end; row++) {
+        size_t oh = row % g.oh, plane = row / g.oh;
+        const float *xp = x + plane * g.h * g.w;
+        for (size_t ow = 0; ow < g.ow; ow++) {
+            int64_t h0 = (int64_t)oh * g.sh - g.pt, w0 = (int64_t)ow * g.sw - g.pl;
+            float sum = 0.0f;
+            int32_t best = bib_f32_order_key(-INFINITY);
+            bool nan = false;
+            uint32_t count = 0;
+            for (size_t i = 0; i < g.kh; i++) {
+                int64_t ih = h0 + (int64_t)i * g.dh;
+                bool h_in = ih >= 0 && ih < (int64_t)g.h;
+                for (size_t j = 0; j < g.kw; j++) {
+                    int64_t iw = w0 + (int64_t)j * g.dw;
+                    bool w_in = iw >= 0 && iw < (int64_t)g.w;
+                    if (h_in && w_in) {
+                        float v = xp[(size_t)ih * g.w + (size_t)iw];
+                        if (avg) {
+                            sum = sum + v;
+                        } else if (v != v) {
+                            nan = true;
+                        } else {
+                            int32_t key = bib_f32_order_key(v);
+                            best = key > best ? key : best;
+                        }
+                        count++;
+                    } else if (include_pad && ih >= -g.pt && ih < h_end && iw >= -g.pl &&
+                               iw < w_end) {
+                        count++;
+                    }
+                }
+            }
+            float out;
+            if (avg) {
+                out = sum / (float)count;
+            } else if (nan) {
+                out = bib_f32_canonical_nan();
+            } else {
+                out = bib_f32_from_order_key(best);
+            }
+            y[row * g.ow + ow] = bib_f32_canon(out);
+        }
+    }
+}
+
+/* BATCHNORM: a task unit is one (n, c) plane. */
+static void task_batchnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const size_t channels = c->in[0].dims[1], plane = t->row_len;
+    const float *x = view_f32(&c->in[0]), *st = view_f32(&c->in[1]);
+    float *y = view_f32(&c->out);
+    for (size_t u = begin; u < end; u++) {
+        size_t ch = u % channels;
+        float scale = st[ch], bias = st[channels + ch], mean = st[2 * channels + ch];
+        float den = sqrtf(st[3 * channels + ch] + c->f[0]);
+        for (size_t e = u * plane; e < (u + 1) * plane; e++)
+            y[e] = bib_f32_canon(((x[e] - mean) / den) * scale + bias);
+    }
+}
+
 static bool all_f32(const bib_call_t *c, int inputs) {
     if (c->out.dtype != BIB_DTYPE_F32)
         return false;
@@ -521,7 +689,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 18, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -556,6 +724,15 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return true;
     case BIB_KERNEL_RNG:
         return c->out.dtype == BIB_DTYPE_F32;
+    case BIB_KERNEL_CONV:
+        return all_f32(c, 2) && (c->in[0].rank == 3 || c->in[0].rank == 4) &&
+               c->in[1].rank == c->in[0].rank && c->out.rank == c->in[0].rank && c->p[0] >= 1;
+    case BIB_KERNEL_POOL:
+        return all_f32(c, 1) && (c->in[0].rank == 3 || c->in[0].rank == 4) &&
+               c->out.rank == c->in[0].rank;
+    case BIB_KERNEL_BATCHNORM:
+        return all_f32(c, 2) && c->in[0].rank >= 2 && c->in[1].rank == 2 && c->in[1].dims[0] == 4 &&
+               c->in[1].dims[1] == c->in[0].dims[1];
     case BIB_KERNEL__COUNT:
         break;
     }
@@ -632,6 +809,24 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_RNG:
         run_parallel(ctx, count, ELEMENT_GRAIN, task_rng, &t);
         return BIB_OK;
+    case BIB_KERNEL_CONV: {
+        /* Rows of OW outputs; the grain by the row's fmas. */
+        geom_t g = call_geom(c);
+        size_t taps = (g.c / (size_t)c->p[0]) * g.kh * g.kw;
+        run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * (taps ? taps : 1)), task_conv, &t);
+        return BIB_OK;
+    }
+    case BIB_KERNEL_POOL: {
+        geom_t g = call_geom(c);
+        run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * g.kh * g.kw), task_pool, &t);
+        return BIB_OK;
+    }
+    case BIB_KERNEL_BATCHNORM: {
+        size_t planes = c->in[0].dims[0] * c->in[0].dims[1];
+        t.row_len = planes ? count / planes : 0;
+        run_parallel(ctx, planes, row_grain(t.row_len), task_batchnorm, &t);
+        return BIB_OK;
+    }
     case BIB_KERNEL_COPY:
         memmove((uint32_t *)c->out.buf + c->out.offset, (uint32_t *)c->in[0].buf + c->in[0].offset,
                 count * sizeof(uint32_t));
