@@ -464,6 +464,110 @@ st = np.zeros((4, 2), np.float32)
 expect_error("BATCHNORM channel mismatch", "BATCHNORM", [("x", x, None), ("stats", st, None)],
              (1, 3, 5, 5), 0, ["BATCHNORM statistics", "are [4,2]", "must be [4,3]"])
 
+# ---- the GPU executors run these kernels themselves (no fallback to the CPU) ---------------
+x = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)
+w = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+stt = np.stack([np.ones(2), np.zeros(2), np.zeros(2), np.ones(2)]).astype(np.float32)
+# One block for all: CONV reads groups 1, strides 1, dilations 1, pad top 1;
+# the pools kernel 1x1, strides 1, dilations 1, no pads.
+src = """.input x t0 f32[1, 2, 6, 6]
+.input w t1 f32[2, 2, 3, 3]
+.input s t2 f32[4, 2]
+.func main regs=12
+""" + "".join("    LDI r%d, %d\n" % (i, v) for i, v in enumerate([1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])) + """\
+    CONV t3, t0, t1, r0
+    MAXPOOL t4, t3, r0
+    AVGPOOL t5, t3, r0
+    BATCHNORM t6, t3, t2, r0
+    LDI r0, 0
+    HALT r0
+.end
+"""
+path = os.path.join(T, "placed.basm")
+with open(path, "w") as f:
+    f.write(src)
+args = []
+for name, arr in (("x", x), ("w", w), ("s", stt)):
+    np.save(os.path.join(T, name + ".p.npy"), arr)
+    args.append("--input=%s=%s" % (name, os.path.join(T, name + ".p.npy")))
+for label, extra, env in RUNS:
+    if not label.startswith(("vulkan", "cuda")):
+        continue
+    e = dict(os.environ)
+    e.update(env)
+    r = subprocess.run([BIB, "run", path, "--profile"] + extra + args, capture_output=True,
+                       text=True, env=e)
+    if r.returncode == 69:
+        continue
+    rows = {ln.split()[0]: ln.split()[1] for ln in r.stderr.splitlines() if len(ln.split()) > 1}
+    want = label.split("-")[0]
+    missing = [op for op in ("CONV", "MAXPOOL", "AVGPOOL", "BATCHNORM") if rows.get(op) != want]
+    if r.returncode == 0 and not missing:
+        ok("%s runs CONV, MAXPOOL, AVGPOOL and BATCHNORM itself (--profile)" % label)
+    else:
+        bad("%s: exit %d, not run there: %s; %s" % (label, r.returncode, missing, r.stderr))
+
+# ---- a small CNN: Conv2d -> bias -> ReLU -> MaxPool2d -> Linear ------------------------
+CNN = """.input x t0 f32[n, 1, 12, 12]
+.input w t1 f32[4, 1, 3, 3]
+.input bn t2 f32[4, 4]
+.input W t3 f32[144, 10]
+.input b t4 f32[10]
+.output y t9 f32[n, 10]
+.func main regs=12
+""" + "".join("    LDI r%d, %d\n" % (i, v) for i, v in enumerate([1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])) + """\
+    CONV      t5, t0, t1, r0      ; [n,4,12,12], pads 1
+    LDI64     r0, 0               ; eps = 0: BATCHNORM with scale 1, mean 0, var 1 adds the bias
+    BATCHNORM t6, t5, t2, r0
+    RELU      t6, t6
+""" + "".join("    LDI r%d, %d\n" % (i, v) for i, v in enumerate([2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 0, 0])) + """\
+    MAXPOOL   t7, t6, r0          ; [n,4,6,6]
+    DIM       r0, t7, 0
+    LDI       r1, 144
+    RESHAPE   t8, t7, r0, 2       ; [n,144]
+    LINEAR    y, t8, t3, t4       ; [n,10]
+    LDI       r0, 0
+    HALT      r0
+.end
+"""
+x = rng.standard_normal((6, 1, 12, 12)).astype(np.float32)
+w = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+cb = rng.standard_normal(4).astype(np.float32)
+bn = np.stack([np.ones(4), cb, np.zeros(4), np.ones(4)]).astype(np.float32)
+W = (rng.standard_normal((144, 10)) * 0.1).astype(np.float32)
+b = rng.standard_normal(10).astype(np.float32)
+h, _, _ = conv_ref(x.astype(np.float64), w.astype(np.float64), 1, (1, 1), (1, 1), (1, 1, 1, 1))
+h = np.maximum(h + cb.reshape(1, 4, 1, 1), 0)
+h = pool_ref(h, False, (2, 2), (2, 2), (1, 1), (0, 0, 0, 0), 0, 0)
+ref = h.reshape(6, 144) @ W.astype(np.float64) + b
+
+
+def cnn(xs, tag):
+    inputs = [("x", xs, ["n", None, None, None]), ("w", w, None), ("bn", bn, None),
+              ("W", W, None), ("b", b, None)]
+    path = os.path.join(T, tag + ".basm")
+    with open(path, "w") as f:
+        f.write(CNN)
+    return run(CNN, inputs, tag=tag)
+
+
+y = identical("CNN (Conv2d, bias, ReLU, MaxPool2d, Linear)", cnn(x, "cnn"))
+if y is not None:
+    if y.shape == (6, 10) and np.allclose(y, ref, rtol=1e-5, atol=1e-5):
+        ok("CNN: matches numpy's float64 forward pass (max error %.2g)" % abs(y - ref).max())
+    else:
+        bad("CNN: differs from numpy: %s" % (abs(y - ref).max() if y.shape == ref.shape else
+                                            y.shape))
+    one = cnn(x[2:3], "cnn1")
+    three = cnn(x[3:6], "cnn3")
+    if all(not isinstance(v, str) and load(v).tobytes() == y[2:3].tobytes()
+           for v in one.values()) and all(
+            not isinstance(v, str) and load(v).tobytes() == y[3:6].tobytes()
+            for v in three.values()):
+        ok("CNN batch invariance: images alone and in threes give the bytes of the batch of 6")
+    else:
+        bad("CNN batch invariance: an image's bytes change with the batch")
+
 # ---- the verifier: the parameter block must fit the frame ---------------------------------
 src = """.input x t0 f32[1, 3, 5, 5]
 .output y t9 f32[1, 3, 4, 4]
