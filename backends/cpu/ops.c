@@ -561,10 +561,17 @@ static void tap_range(int64_t off, int64_t s, size_t n, size_t ow, size_t *lo, s
     *lo = (size_t)a, *hi = (size_t)b;
 }
 
-/* CONV: a task unit is one output row (n, o, oh). The row itself holds the
- * OW accumulators; the loops run c, kh, kw ascending outside the positions,
- * so each output receives its fmas in the contract's order (spec/numerics.md
- * section 12a): every lane its own chain, never split along the taps. */
+/* a[i] = fma(w, +0, a[i]) for i < n: the padding taps of a row. */
+static void fma_zero(float w, float *a, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        a[i] = fmaf(w, 0.0f, a[i]);
+}
+
+/* CONV, the direct form: a task unit is one output row (n, o, oh). The row
+ * itself holds the OW accumulators; the loops run c, kh, kw ascending outside
+ * the positions, so each output receives its fmas in the contract's order
+ * (spec/numerics.md section 12a), padding taps as fma(w, +0, acc): every
+ * lane its own chain, never split along the taps. */
 static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     task_t *t = arg;
@@ -584,26 +591,120 @@ static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
             const float *wc = wt + (o * cg + ci) * g.kh * g.kw;
             for (size_t i = 0; i < g.kh; i++) {
                 int64_t ih = (int64_t)oh * g.sh - g.pt + (int64_t)i * g.dh;
-                if (ih < 0 || ih >= (int64_t)g.h)
-                    continue;
-                const float *xr = xc + (size_t)ih * g.w;
+                bool h_pad = ih < 0 || ih >= (int64_t)g.h;
+                const float *xr = xc + (h_pad ? 0 : (size_t)ih * g.w);
                 for (size_t j = 0; j < g.kw; j++) {
+                    float wv = wc[i * g.kw + j];
+                    if (h_pad) {
+                        fma_zero(wv, acc, g.ow);
+                        continue;
+                    }
                     int64_t off = (int64_t)j * g.dw - g.pl;
                     size_t lo, hi;
                     tap_range(off, g.sw, g.w, g.ow, &lo, &hi);
-                    float wv = wc[i * g.kw + j];
+                    fma_zero(wv, acc, lo);
                     if (g.sw == 1) {
                         t->ctx->rowops->axpy(wv, xr + (int64_t)lo + off, acc + lo, hi - lo);
                     } else {
                         for (size_t q = lo; q < hi; q++)
                             acc[q] = fmaf(wv, xr[(int64_t)q * g.sw + off], acc[q]);
                     }
+                    fma_zero(wv, acc + hi, g.ow - hi);
                 }
             }
         }
         for (size_t j = 0; j < g.ow; j++)
             acc[j] = bib_f32_canon(acc[j]);
     }
+}
+
+/* CONV through the GEMM: per image and group, out[og, OH*OW] = w[og, K] .
+ * col[K, OH*OW] with K = C/g * KH * KW in (c, kh, kw) order and padding
+ * taps +0 in col, which is the contract's chain exactly (the GEMM's is
+ * fma over k ascending from +0, then canonical NaN). col holds a fixed block
+ * of CONV_COLS output positions at a time; the block only bounds memory,
+ * never what a chain adds. */
+#define CONV_COLS ((size_t)2048)
+/* Where the GEMM form takes over: a group's outputs and taps. */
+#define CONV_GEMM_MIN_OUT 4
+#define CONV_GEMM_MIN_TAPS 8
+
+/* Row r = (c, kh, kw) of the column block: the input under tap r for the
+ * output positions p0 .. p0+cols, +0 where the tap is padding. */
+static void conv_col_row(const geom_t *g, const float *xg, size_t r, size_t p0, size_t cols,
+                         float *dst) {
+    size_t ci = r / (g->kh * g->kw), i = r / g->kw % g->kh, j = r % g->kw;
+    const float *xc = xg + ci * g->h * g->w;
+    int64_t off = (int64_t)j * g->dw - g->pl;
+    size_t lo, hi;
+    tap_range(off, g->sw, g->w, g->ow, &lo, &hi);
+    size_t oh = p0 / g->ow, ow = p0 % g->ow;
+    for (size_t q = 0; q < cols; oh++, ow = 0) {
+        size_t run = g->ow - ow < cols - q ? g->ow - ow : cols - q;
+        int64_t ih = (int64_t)oh * g->sh - g->pt + (int64_t)i * g->dh;
+        float *d = dst + q - ow; /* d[ow'] for ow' in [ow, ow + run) */
+        size_t end = ow + run;
+        if (ih < 0 || ih >= (int64_t)g->h) {
+            for (size_t u = ow; u < end; u++)
+                d[u] = 0.0f;
+        } else {
+            const float *xr = xc + (size_t)ih * g->w;
+            size_t a = lo > ow ? lo : ow, b = hi < end ? hi : end;
+            if (a > b)
+                a = b = (lo > end ? end : a);
+            for (size_t u = ow; u < a; u++)
+                d[u] = 0.0f;
+            if (g->sw == 1) {
+                if (b > a)
+                    memcpy(d + a, xr + (int64_t)a + off, (b - a) * sizeof *d);
+            } else {
+                for (size_t u = a; u < b; u++)
+                    d[u] = xr[(int64_t)u * g->sw + off];
+            }
+            for (size_t u = b; u < end; u++)
+                d[u] = 0.0f;
+        }
+        q += run;
+    }
+}
+
+static bib_status_t conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+    const geom_t g = call_geom(c);
+    const size_t groups = (size_t)c->p[0], cg = g.c / groups, og = g.oc / groups;
+    const size_t k = cg * g.kh * g.kw, positions = g.oh * g.ow;
+    const float *x = view_f32(&c->in[0]), *wt = view_f32(&c->in[1]);
+    float *y = view_f32(&c->out);
+    float *col = malloc(k * CONV_COLS * sizeof *col);
+    if (!col) {
+        snprintf(ctx->error, ctx->error_len, "conv: out of memory for a %zu x %zu column block", k,
+                 CONV_COLS);
+        return BIB_E_NOMEM;
+    }
+    bib_status_t st = BIB_OK;
+    for (size_t n = 0; n < g.n && st == BIB_OK; n++) {
+        for (size_t gi = 0; gi < groups && st == BIB_OK; gi++) {
+            const float *xg = x + (n * g.c + gi * cg) * g.h * g.w;
+            for (size_t p0 = 0; p0 < positions && st == BIB_OK; p0 += CONV_COLS) {
+                size_t cols = positions - p0 < CONV_COLS ? positions - p0 : CONV_COLS;
+                for (size_t r = 0; r < k; r++)
+                    conv_col_row(&g, xg, r, p0, cols, col + r * cols);
+                bib_gemm_t gm = {.m = og,
+                                 .n = cols,
+                                 .k = k,
+                                 .a = wt + gi * og * k,
+                                 .lda = k,
+                                 .b = col,
+                                 .ldb = cols,
+                                 .c = y + (n * g.oc + gi * og) * positions + p0,
+                                 .ldc = positions};
+                st = bib_gemm_f32(ctx->pool, ctx->level, &gm);
+            }
+        }
+    }
+    free(col);
+    if (st != BIB_OK)
+        snprintf(ctx->error, ctx->error_len, "conv: out of memory for packing buffers");
+    return st;
 }
 
 /* POOL: a task unit is one output row (n, c, oh); each output walks its
@@ -810,9 +911,14 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, count, ELEMENT_GRAIN, task_rng, &t);
         return BIB_OK;
     case BIB_KERNEL_CONV: {
-        /* Rows of OW outputs; the grain by the row's fmas. */
+        /* Both forms compute the same chains (the GEMM where a group has
+         * enough outputs and taps to fill its tiles); rows of OW outputs
+         * otherwise, the grain by the row's fmas. */
         geom_t g = call_geom(c);
+        size_t og = g.oc / (size_t)c->p[0];
         size_t taps = (g.c / (size_t)c->p[0]) * g.kh * g.kw;
+        if (og >= CONV_GEMM_MIN_OUT && taps >= CONV_GEMM_MIN_TAPS && g.oh * g.ow > 0 && g.n > 0)
+            return conv_gemm(ctx, c);
         run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * (taps ? taps : 1)), task_conv, &t);
         return BIB_OK;
     }

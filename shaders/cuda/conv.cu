@@ -1,9 +1,10 @@
 // shaders/cuda/conv.cu: CONV, MAXPOOL, AVGPOOL and BATCHNORM (spec/numerics.md
 // 12a). One thread per output element in a grid-stride loop of 64-bit
 // indices, so any grid gives the same result; x is [N,C,H,W] (1-D runs as
-// H = 1). The taps of each output run in (c, kh, kw) ascending order with the
-// padding skipped: for CONV one fma chain from +0, for AVGPOOL a chain of
-// adds then one correctly rounded divide, for MAXPOOL the order-key maximum.
+// H = 1). The taps of each output run in (c, kh, kw) ascending order: for
+// CONV one fma chain from +0 with a padding tap's input +0, for AVGPOOL a
+// chain of adds over the taps inside the input then one correctly rounded
+// divide, for MAXPOOL the order-key maximum of those taps.
 //
 // Arguments (two 32-bit words to a 64-bit n[], lo | hi << 32):
 //   CONV:  n0 = (C/g, O/g), n1 = (H, W), n2 = (O, 0), n3 = (OH, OW),
@@ -107,13 +108,12 @@ extern "C" __global__ void __launch_bounds__(256) bib_conv(const bib_cu_args_t a
             const float *wc = w + (o * cg + c) * kh * kw;
             for (int64_t i = 0; i < kh; i++) {
                 const int64_t ih = h0 + i * dh;
-                if (ih < 0 || ih >= H)
-                    continue;
+                const bool h_in = ih >= 0 && ih < H;
                 for (int64_t j = 0; j < kw; j++) {
                     const int64_t iw = w0 + j * dw;
-                    if (iw < 0 || iw >= W)
-                        continue;
-                    acc = __fmaf_rn(wc[i * kw + j], xc[ih * W + iw], acc);
+                    // A padding tap: fma(w, +0, acc).
+                    const float xv = h_in && iw >= 0 && iw < W ? xc[ih * W + iw] : 0.0f;
+                    acc = __fmaf_rn(wc[i * kw + j], xv, acc);
                 }
             }
         }

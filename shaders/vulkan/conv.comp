@@ -1,8 +1,9 @@
 // conv.comp: CONV, MAXPOOL, AVGPOOL and BATCHNORM (spec/numerics.md 12a), one
 // invocation per output element in a grid-stride loop. x is [N,C,H,W] (1-D
-// runs as H = 1); the taps of each output run in (c, kh, kw) ascending order,
-// padding skipped: for CONV one fma chain from +0, for AVGPOOL a chain of
-// adds then one correctly rounded divide, for MAXPOOL the order-key maximum.
+// runs as H = 1); the taps of each output run in (c, kh, kw) ascending order:
+// for CONV one fma chain from +0 with a padding tap's input +0, for AVGPOOL
+// a chain of adds over the taps inside the input then one correctly rounded
+// divide, for MAXPOOL the order-key maximum of those taps.
 // Specialization constant 1: 0 conv | 1 maxpool | 2 avgpool | 3 avgpool
 // counting the padding | 4 batchnorm.
 // Push, CONV: n0 = C/g, n1 = H, n2 = W, n3 = O, n4 = OH, n5 = OW,
@@ -62,14 +63,13 @@ void main() {
                 uint wb = pc.off_in1 + (o * cg + c) * uint(kh * kw);
                 for (int i = 0; i < kh; i++) {
                     int ih = h0 + i * dh;
-                    if (ih < 0 || ih >= int(H))
-                        continue;
+                    bool h_in = ih >= 0 && ih < int(H);
                     for (int j = 0; j < kw; j++) {
                         int iw = w0 + j * dw;
-                        if (iw < 0 || iw >= int(W))
-                            continue;
-                        acc = bib_fma(in1_f[wb + uint(i * kw + j)],
-                                      in0_f[xb + uint(ih) * W + uint(iw)], acc);
+                        precise float xv = 0.0; // a padding tap: fma(w, +0, acc)
+                        if (h_in && iw >= 0 && iw < int(W))
+                            xv = in0_f[xb + uint(ih) * W + uint(iw)];
+                        acc = bib_fma(in1_f[wb + uint(i * kw + j)], xv, acc);
                     }
                 }
             }

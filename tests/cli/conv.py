@@ -313,6 +313,22 @@ if y is not None:
         bad("MAXPOOL special values: got %s, want %s" % ([hex(b) for b in bits],
                                                          [hex(b) for b in want]))
 
+# ---- CONV: a padding tap is a +0 input (ONNX / PyTorch zero padding) ---------------------
+x = np.array([[[1.0, 2.0]]], np.float32)
+w = np.array([[[np.inf, 1.0]]], np.float32)
+inputs = [("x", x, ["n", None, None]), ("w", w, None)]
+res = run(program("CONV", inputs, (1, 1, 3), [1, 1, 1, 1, 1, 0, 1, 0, 1, 0, 0, 0]), inputs)
+y = identical("CONV special values", res)
+if y is not None:
+    bits = y.view(np.uint32).ravel().tolist()
+    # Taps (pad, 1): Inf * +0 is NaN; (1, 2): Inf; (2, pad): Inf * 2 then fma(1, +0, Inf).
+    want = [0x7FC00000, 0x7F800000, 0x7F800000]
+    if bits == want:
+        ok("CONV: an Inf weight on a padding tap gives NaN (canonical), as zero padding does")
+    else:
+        bad("CONV special values: got %s, want %s" % ([hex(b) for b in bits],
+                                                      [hex(b) for b in want]))
+
 # ---- AVGPOOL: the divide is correctly rounded -------------------------------------------
 x = np.array([[[1.0, 1.0, 0.0, 0.1, 0.2, 0.4]]], np.float32)
 inputs = [("x", x, ["n", None, None])]
