@@ -1,21 +1,27 @@
-"""tests/cli/conv.py: CONV, MAXPOOL, AVGPOOL and BATCHNORM against a direct
+#!/usr/bin/python3
+"""tests/oracle/conv.py: CONV, MAXPOOL, AVGPOOL and BATCHNORM against a direct
 numpy oracle (float64, with an error bound), and bit identity across the
 executors: the CPU at every SIMD level this machine has with 1 and 2 threads,
 Vulkan (lavapipe here) and the CUDA kernels under the CPU emulation when
 build/tests/libcuda_emu.so exists. Also batch invariance (one image's bytes
-whatever the batch), the empty batch and the error messages. Run by
-tests/cli/conv.sh; prints one line per check and "N passed, N failed".
+whatever the batch), the empty batch, a small CNN end to end and the error
+messages. Prints one line per check and "N passed, N failed" last; exits 1 on
+failure.
 """
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-BIB = os.environ.get("BIB", "build/bib")
-BUILD = os.environ.get("BUILD", "build")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+BIB = os.environ.get("BIB", os.path.join(BUILD, "bib"))
 T = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, T, True)
 passed = failed = 0
 
 
@@ -57,11 +63,13 @@ def executors():
     if os.path.exists(EMU):
         runs.append(("cuda-emu", ["--backend=cuda", "--strict-device"],
                      {"BIB_CUDA_LIBRARY": EMU, "XDG_CACHE_HOME": T}))
+    else:
+        SKIPPED.add("cuda-emu: no %s (built with build/tests/test_cuda when nvcc exists)" % EMU)
     return runs
 
 
-RUNS = executors()
 SKIPPED = set()
+RUNS = executors()
 
 
 def window_out(n, k, s, d, lo, hi, ceil=False):
