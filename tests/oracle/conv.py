@@ -531,29 +531,9 @@ for label, extra, env in RUNS:
     else:
         bad("%s: exit %d, not run there: %s; %s" % (label, r.returncode, missing, r.stderr))
 
-# ---- a small CNN: Conv2d -> bias -> ReLU -> MaxPool2d -> Linear ------------------------
-CNN = """.input x t0 f32[n, 1, 12, 12]
-.input w t1 f32[4, 1, 3, 3]
-.input bn t2 f32[4, 4]
-.input W t3 f32[144, 10]
-.input b t4 f32[10]
-.output y t9 f32[n, 10]
-.func main regs=12
-""" + "".join("    LDI r%d, %d\n" % (i, v) for i, v in enumerate([1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])) + """\
-    CONV      t5, t0, t1, r0      ; [n,4,12,12], pads 1
-    LDI64     r0, 0               ; eps = 0: BATCHNORM with scale 1, mean 0, var 1 adds the bias
-    BATCHNORM t6, t5, t2, r0
-    RELU      t6, t6
-""" + "".join("    LDI r%d, %d\n" % (i, v) for i, v in enumerate([2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 0, 0])) + """\
-    MAXPOOL   t7, t6, r0          ; [n,4,6,6]
-    DIM       r0, t7, 0
-    LDI       r1, 144
-    RESHAPE   t8, t7, r0, 2       ; [n,144]
-    LINEAR    y, t8, t3, t4       ; [n,10]
-    LDI       r0, 0
-    HALT      r0
-.end
-"""
+# ---- examples/cnn.basm: Conv2d -> bias -> ReLU -> MaxPool2d -> Linear -------------------
+with open(os.path.join(ROOT, "examples", "cnn.basm")) as f:
+    CNN = f.read()
 x = rng.standard_normal((6, 1, 12, 12)).astype(np.float32)
 w = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
 cb = rng.standard_normal(4).astype(np.float32)
@@ -569,9 +549,6 @@ ref = h.reshape(6, 144) @ W.astype(np.float64) + b
 def cnn(xs, tag):
     inputs = [("x", xs, ["n", None, None, None]), ("w", w, None), ("bn", bn, None),
               ("W", W, None), ("b", b, None)]
-    path = os.path.join(T, tag + ".basm")
-    with open(path, "w") as f:
-        f.write(CNN)
     return run(CNN, inputs, tag=tag)
 
 
@@ -591,6 +568,62 @@ if y is not None:
         ok("CNN batch invariance: images alone and in threes give the bytes of the batch of 6")
     else:
         bad("CNN batch invariance: an image's bytes change with the batch")
+
+# ---- PyTorch's definitions (when torch is installed): the output sizes, ceil_mode, --------
+# ---- count_include_pad's divisor, groups and dilation ----------------------------------------
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+    SKIPPED.add("PyTorch cross-check: torch is not installed")
+if torch is not None:
+    def torch_case(name, op, x, block, ref_fn, w=None):
+        inputs = [("x", x, None)] + ([("w", w, None)] if w is not None else [])
+        with torch.no_grad():
+            ref = ref_fn(torch.from_numpy(x)).numpy()
+        res = run(program(op, inputs, ref.shape, block), inputs, RUNS[:1], "torch")
+        got = list(res.values())[0]
+        if isinstance(got, str):
+            bad("PyTorch %s: %s" % (name, got))
+            return
+        y = load(got)
+        if y.shape == ref.shape and np.allclose(y, ref, rtol=1e-5, atol=1e-5):
+            ok("PyTorch %s: same shape %s and values" % (name, ref.shape))
+        else:
+            bad("PyTorch %s: shape %s vs %s, max diff %s" % (
+                name, y.shape, ref.shape, abs(y - ref).max() if y.shape == ref.shape else "-"))
+
+    x = rng.standard_normal((2, 3, 9, 10)).astype(np.float32)
+    for k, s_, p_, ceil, inc in (((3, 3), (2, 2), 1, 1, 1), ((3, 2), (2, 3), 1, 1, 0),
+                                 ((2, 2), (2, 2), 1, 1, 1), ((3, 3), (3, 3), 1, 0, 1),
+                                 ((4, 4), (3, 3), 2, 1, 1)):
+        blk = [k[0], k[1], s_[0], s_[1], 1, 1, p_, p_, p_, p_, ceil, inc]
+        torch_case("AvgPool2d k%s s%s p%d ceil %d include_pad %d" % (k, s_, p_, ceil, inc),
+                   "AVGPOOL", x, blk,
+                   lambda t, k=k, s_=s_, p_=p_, ceil=ceil, inc=inc: F.avg_pool2d(
+                       t, k, s_, p_, ceil_mode=bool(ceil), count_include_pad=bool(inc)))
+    for k, s_, p_, d, ceil in (((3, 3), (2, 2), 1, 1, 1), ((2, 3), (2, 2), 1, 2, 1),
+                               ((3, 3), (1, 2), 0, 2, 0)):
+        blk = [k[0], k[1], s_[0], s_[1], d, d, p_, p_, p_, p_, ceil, 0]
+        torch_case("MaxPool2d k%s s%s p%d d%d ceil %d" % (k, s_, p_, d, ceil), "MAXPOOL", x, blk,
+                   lambda t, k=k, s_=s_, p_=p_, d=d, ceil=ceil: F.max_pool2d(
+                       t, k, s_, p_, d, ceil_mode=bool(ceil)))
+    x4 = rng.standard_normal((2, 4, 9, 10)).astype(np.float32)
+    for g, st_, p_, d in ((1, (1, 1), 1, 1), (2, (2, 1), 2, 2), (4, (1, 3), 1, 1)):
+        w = rng.standard_normal((8, 4 // g, 3, 3)).astype(np.float32)
+        blk = [g, st_[0], st_[1], d, d, p_, p_, p_, p_, 0, 0, 0]
+        torch_case("Conv2d groups %d stride %s pad %d dilation %d" % (g, st_, p_, d), "CONV", x4,
+                   blk, lambda t, w=w, g=g, st_=st_, p_=p_, d=d: F.conv2d(
+                       t, torch.from_numpy(w), None, st_, p_, d, g), w)
+    x1 = rng.standard_normal((2, 4, 17)).astype(np.float32)
+    w1 = rng.standard_normal((6, 2, 4)).astype(np.float32)
+    torch_case("Conv1d groups 2 stride 2 pad 3 dilation 2", "CONV", x1,
+               [2, 1, 2, 1, 2, 0, 3, 0, 3, 0, 0, 0],
+               lambda t: F.conv1d(t, torch.from_numpy(w1), None, 2, 3, 2, 2), w1)
+    torch_case("AvgPool1d k3 s2 p1 ceil include_pad", "AVGPOOL", x1,
+               [1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 1],
+               lambda t: F.avg_pool1d(t, 3, 2, 1, ceil_mode=True, count_include_pad=True))
 
 # ---- the verifier: the parameter block must fit the frame ---------------------------------
 src = """.input x t0 f32[1, 3, 5, 5]
