@@ -561,11 +561,18 @@ static void tap_range(int64_t off, int64_t s, size_t n, size_t ow, size_t *lo, s
     *lo = (size_t)a, *hi = (size_t)b;
 }
 
-/* a[i] = fma(w, +0, a[i]) for i < n: the padding taps of a row. */
+/* a[i] = fma(w, +0, a[i]) for i < n: the padding taps of a row. The
+ * product w * +0 is exact (a zero, or NaN for an infinite or NaN w), so the
+ * fma is that one add: the same bits, without an fma per element. */
 static void fma_zero(float w, float *a, size_t n) {
+    const float z = w * 0.0f;
     for (size_t i = 0; i < n; i++)
-        a[i] = fmaf(w, 0.0f, a[i]);
+        a[i] = a[i] + z;
 }
+
+/* The strided taps of a row gathered into a contiguous block, so the chain
+ * step is an axpy at every stride. */
+#define CONV_GATHER 256
 
 /* CONV, the direct form: a task unit is one output row (n, o, oh). The row
  * itself holds the OW accumulators; the loops run c, kh, kw ascending outside
@@ -606,8 +613,13 @@ static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
                     if (g.sw == 1) {
                         t->ctx->rowops->axpy(wv, xr + (int64_t)lo + off, acc + lo, hi - lo);
                     } else {
-                        for (size_t q = lo; q < hi; q++)
-                            acc[q] = fmaf(wv, xr[(int64_t)q * g.sw + off], acc[q]);
+                        float gathered[CONV_GATHER];
+                        for (size_t q0 = lo; q0 < hi; q0 += CONV_GATHER) {
+                            size_t m = hi - q0 < CONV_GATHER ? hi - q0 : CONV_GATHER;
+                            for (size_t q = 0; q < m; q++)
+                                gathered[q] = xr[(int64_t)(q0 + q) * g.sw + off];
+                            t->ctx->rowops->axpy(wv, gathered, acc + q0, m);
+                        }
                     }
                     fma_zero(wv, acc + hi, g.ow - hi);
                 }
