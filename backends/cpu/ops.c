@@ -633,10 +633,13 @@ static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
 /* CONV through the GEMM: per image and group, out[og, OH*OW] = w[og, K] .
  * col[K, OH*OW] with K = C/g * KH * KW in (c, kh, kw) order and padding
  * taps +0 in col, which is the contract's chain exactly (the GEMM's is
- * fma over k ascending from +0, then canonical NaN). col holds a fixed block
- * of CONV_COLS output positions at a time; the block only bounds memory,
- * never what a chain adds. */
+ * fma over k ascending from +0, then canonical NaN). col holds a block of
+ * up to CONV_COLS output positions at a time, fewer when K is long (about
+ * CONV_COL_BYTES in all); the block only bounds memory, never what a chain
+ * adds. Returns false, having written nothing, when col cannot be had (the
+ * direct form then runs the same chains). */
 #define CONV_COLS ((size_t)2048)
+#define CONV_COL_BYTES ((size_t)16 << 20)
 /* Where the GEMM form takes over: a group's outputs and taps. */
 #define CONV_GEMM_MIN_OUT 4
 #define CONV_GEMM_MIN_TAPS 8
@@ -680,24 +683,23 @@ static void conv_col_row(const geom_t *g, const float *xg, size_t r, size_t p0, 
     }
 }
 
-static bib_status_t conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+static bool conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c, bib_status_t *status) {
     const geom_t g = call_geom(c);
     const size_t groups = (size_t)c->p[0], cg = g.c / groups, og = g.oc / groups;
     const size_t k = cg * g.kh * g.kw, positions = g.oh * g.ow;
     const float *x = view_f32(&c->in[0]), *wt = view_f32(&c->in[1]);
     float *y = view_f32(&c->out);
-    float *col = malloc(k * CONV_COLS * sizeof *col);
-    if (!col) {
-        snprintf(ctx->error, ctx->error_len, "conv: out of memory for a %zu x %zu column block", k,
-                 CONV_COLS);
-        return BIB_E_NOMEM;
-    }
+    size_t block = CONV_COL_BYTES / sizeof(float) / k;
+    block = block < 16 ? 16 : block > CONV_COLS ? CONV_COLS : block;
+    float *col = malloc(k * block * sizeof *col);
+    if (!col)
+        return false;
     bib_status_t st = BIB_OK;
     for (size_t n = 0; n < g.n && st == BIB_OK; n++) {
         for (size_t gi = 0; gi < groups && st == BIB_OK; gi++) {
             const float *xg = x + (n * g.c + gi * cg) * g.h * g.w;
-            for (size_t p0 = 0; p0 < positions && st == BIB_OK; p0 += CONV_COLS) {
-                size_t cols = positions - p0 < CONV_COLS ? positions - p0 : CONV_COLS;
+            for (size_t p0 = 0; p0 < positions && st == BIB_OK; p0 += block) {
+                size_t cols = positions - p0 < block ? positions - p0 : block;
                 for (size_t r = 0; r < k; r++)
                     conv_col_row(&g, xg, r, p0, cols, col + r * cols);
                 bib_gemm_t gm = {.m = og,
@@ -716,7 +718,8 @@ static bib_status_t conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     free(col);
     if (st != BIB_OK)
         snprintf(ctx->error, ctx->error_len, "conv: out of memory for packing buffers");
-    return st;
+    *status = st;
+    return true;
 }
 
 /* POOL: a task unit is one output row (n, c, oh); each output walks its
@@ -929,8 +932,10 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         geom_t g = call_geom(c);
         size_t og = g.oc / (size_t)c->p[0];
         size_t taps = (g.c / (size_t)c->p[0]) * g.kh * g.kw;
-        if (og >= CONV_GEMM_MIN_OUT && taps >= CONV_GEMM_MIN_TAPS && g.oh * g.ow > 0 && g.n > 0)
-            return conv_gemm(ctx, c);
+        bib_status_t st;
+        if (og >= CONV_GEMM_MIN_OUT && taps >= CONV_GEMM_MIN_TAPS && g.oh * g.ow > 0 && g.n > 0 &&
+            conv_gemm(ctx, c, &st))
+            return st;
         run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * (taps ? taps : 1)), task_conv, &t);
         return BIB_OK;
     }

@@ -468,7 +468,8 @@ static void conv_contract(const conv_geo_t *q, const float *x, const float *w, f
 Test(cpu_ops_identity, conv_matches_contract_in_both_forms) {
     /* GEMM form (4+ outputs per group, 8+ taps) and the direct form
      * (depthwise, few outputs), strides 1 and above, dilation, asymmetric
-     * pads wider than the kernel, position counts past the column block. */
+     * pads wider than the kernel, position counts past the column block
+     * (whose length follows K). */
     static const conv_geo_t geos[] = {
         {2, 3, 7, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
         {1, 8, 9, 11, 8, 2, 3, 3, {2, 3}, {2, 1}, {2, 0, 1, 3}},
@@ -476,6 +477,8 @@ Test(cpu_ops_identity, conv_matches_contract_in_both_forms) {
         {1, 4, 6, 7, 2, 1, 2, 3, {1, 2}, {1, 2}, {3, 4, 3, 4}},
         {1, 2, 50, 60, 5, 1, 3, 3, {1, 1}, {1, 1}, {0, 2, 1, 0}},
         {3, 1, 1, 300, 4, 1, 1, 5, {1, 3}, {1, 2}, {0, 4, 0, 1}},
+        /* K = 2304: column blocks shorter than 2048 positions */
+        {1, 256, 45, 45, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
     };
     for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
         const conv_geo_t *q = &geos[gi];
