@@ -90,7 +90,7 @@ typedef enum bib_executor_id {
 
 /* ---- sub-operations ----------------------------------------------------------- */
 
-/* MATMUL's activation (the LINEAR* opcodes). */
+/* MATMUL's activation (the LINEAR* opcodes); BATCHNORM's (NONE, RELU). */
 typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU, BIB_ACT__COUNT } bib_act_t;
 /* ATTENTION's mask. */
 typedef enum bib_attention {
@@ -117,6 +117,7 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
 #define BIB_KOP_SAME_POOL_POOL ~, 1
+#define BIB_KOP_SAME_BATCHNORM_BATCHNORM ~, 1
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -126,7 +127,8 @@ typedef enum bib_attention {
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
                      BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
-                         BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub))
+                         BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub)                   \
+                             BIB_KOP_WHEN(BIB_KOP_IS(BATCHNORM, kernel))(+BIB_ACT_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number

@@ -779,7 +779,7 @@ static void task_pool(void *arg, size_t begin, size_t end, uint32_t chunk) {
     }
 }
 
-/* BATCHNORM: a task unit is one (n, c) plane. */
+/* BATCHNORM (and BATCHNORM_RELU): a task unit is one (n, c) plane. */
 static void task_batchnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     task_t *t = arg;
@@ -791,8 +791,12 @@ static void task_batchnorm(void *arg, size_t begin, size_t end, uint32_t chunk) 
         size_t ch = u % channels;
         float scale = st[ch], bias = st[channels + ch], mean = st[2 * channels + ch];
         float den = sqrtf(st[3 * channels + ch] + c->f[0]);
-        for (size_t e = u * plane; e < (u + 1) * plane; e++)
-            y[e] = bib_f32_canon(((x[e] - mean) / den) * scale + bias);
+        if (c->sub == BIB_ACT_RELU)
+            for (size_t e = u * plane; e < (u + 1) * plane; e++)
+                y[e] = bib_relu(((x[e] - mean) / den) * scale + bias);
+        else
+            for (size_t e = u * plane; e < (u + 1) * plane; e++)
+                y[e] = bib_f32_canon(((x[e] - mean) / den) * scale + bias);
     }
 }
 

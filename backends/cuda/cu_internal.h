@@ -146,7 +146,8 @@ typedef struct bib_cu_api {
     X(POOL_MAX, "conv", "bib_pool_max")                                                            \
     X(POOL_AVG, "conv", "bib_pool_avg")                                                            \
     X(POOL_AVG_PAD, "conv", "bib_pool_avg_pad")                                                    \
-    X(BATCHNORM, "conv", "bib_batchnorm")
+    X(BATCHNORM, "conv", "bib_batchnorm")                                                          \
+    X(BATCHNORM_RELU, "conv", "bib_batchnorm_relu")
 
 typedef enum bib_cu_fn {
 #define BIB_CU_UNARY_ROW(id, symbol) BIB_CU_FN_##id,

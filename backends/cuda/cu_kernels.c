@@ -361,8 +361,8 @@ static bib_status_t bib_cu_batchnorm(bib_executor_t *ex, const bib_call_t *c) {
     p.n[1] = x->dims[1];
     p.n[2] = n / planes;
     p.u[0] = bib_cu_fbits(c->f[0]);
-    return bib_cu_launch(ex, BIB_CU_FN_BATCHNORM, bib_cu_ew_blocks(ex, n), 1, 1,
-                         BIB_CU_EW_THREADS, 1, 0, &p);
+    bib_cu_fn_t fn = c->sub == BIB_ACT_RELU ? BIB_CU_FN_BATCHNORM_RELU : BIB_CU_FN_BATCHNORM;
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
 }
 
 static bib_status_t bib_cu_gather(bib_executor_t *ex, const bib_call_t *c) {

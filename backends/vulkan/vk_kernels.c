@@ -307,7 +307,7 @@ static bib_status_t bib_vk_batchnorm(bib_executor_t *ex, const bib_call_t *c) {
     p.n[1] = x->dims[1];
     p.n[2] = planes ? (uint32_t)(n / planes) : 1;
     p.u[0] = bib_vk_fbits(c->f[0]);
-    uint32_t op = 4;
+    uint32_t op = c->sub == BIB_ACT_RELU ? 5 : 4;
     bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, c->in[1].buf, NULL, NULL};
     if (n == 0)
         return BIB_OK;

@@ -134,8 +134,8 @@ extern "C" __global__ void __launch_bounds__(256) bib_pool_avg_pad(const bib_cu_
 }
 
 // BATCHNORM: den = sqrt(var + eps); out = canon(((x - mean) / den) * scale + bias),
-// each step one rounding.
-extern "C" __global__ void __launch_bounds__(256) bib_batchnorm(const bib_cu_args_t a) {
+// each step one rounding; RELU then applies relu to it.
+template <bool RELU> __device__ __forceinline__ void batchnorm_all(const bib_cu_args_t &a) {
     const float *x = f32(a.in0), *st = f32(a.in1);
     float *y = f32(a.out);
     const uint64_t channels = a.n[1], plane = a.n[2];
@@ -144,6 +144,15 @@ extern "C" __global__ void __launch_bounds__(256) bib_batchnorm(const bib_cu_arg
         const uint64_t c = e / plane % channels;
         const float den = __fsqrt_rn(__fadd_rn(st[3 * channels + c], eps));
         const float q = __fdiv_rn(__fsub_rn(x[e], st[2 * channels + c]), den);
-        y[e] = canon(__fadd_rn(__fmul_rn(q, st[c]), st[channels + c]));
+        const float r = __fadd_rn(__fmul_rn(q, st[c]), st[channels + c]);
+        y[e] = RELU ? relu_(r) : canon(r);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) bib_batchnorm(const bib_cu_args_t a) {
+    batchnorm_all<false>(a);
+}
+
+extern "C" __global__ void __launch_bounds__(256) bib_batchnorm_relu(const bib_cu_args_t a) {
+    batchnorm_all<true>(a);
 }

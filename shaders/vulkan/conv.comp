@@ -5,7 +5,7 @@
 // a chain of adds over the taps inside the input then one correctly rounded
 // divide, for MAXPOOL the order-key maximum of those taps.
 // Specialization constant 1: 0 conv | 1 maxpool | 2 avgpool | 3 avgpool
-// counting the padding | 4 batchnorm.
+// counting the padding | 4 batchnorm | 5 batchnorm then relu.
 // Push, CONV: n0 = C/g, n1 = H, n2 = W, n3 = O, n4 = OH, n5 = OW,
 //   off_in2 = outputs, off_scratch = O/g; u0..u3 = (kh, kw), (sh, sw),
 //   (dh, dw), (pt, pl), each pair lo | hi << 16. in1 = w.
@@ -26,7 +26,7 @@ uint hi16(uint v) {
 
 void main() {
     uint step = gl_NumWorkGroups.x * 256u;
-    if (OP == 4u) {
+    if (OP >= 4u) {
         precise float eps = uintBitsToFloat(pc.u0);
         for (uint e = gl_GlobalInvocationID.x; e < pc.n0; e += step) {
             uint c = (e / pc.n2) % pc.n1;
@@ -39,7 +39,7 @@ void main() {
             precise float q = bib_div(d, den);
             precise float g = q * scale;
             precise float y = g + bias;
-            out_f[pc.off_out + e] = bib_canon(y);
+            out_f[pc.off_out + e] = OP == 5u ? bib_relu(y) : bib_canon(y);
         }
         return;
     }

@@ -155,6 +155,9 @@ def shape_text(shape, sym):
 
 
 def program(op, inputs, out_shape, block):
+    if op == "BATCHNORM_RELU":
+        return program("BATCHNORM", inputs, out_shape, block).replace("BATCHNORM y,",
+                                                                       "BATCHNORM_RELU y,")
     """inputs: list of (name, array, symbols or None); block: the 12 words or an eps."""
     lines = []
     for i, (name, arr, sym) in enumerate(inputs):
@@ -380,6 +383,14 @@ for shape in ((2, 3, 4, 5), (3, 4), (2, 5, 7), (1, 3, 2, 2, 2)):
             ok("BATCHNORM: the bits of ((x - mean) / sqrt(var + eps)) * scale + bias in f32")
         else:
             bad("BATCHNORM: differs from the f32 sequence of the spec")
+        yr = identical("BATCHNORM_RELU %s" % (shape,),
+                       run(program("BATCHNORM_RELU", inputs, shape, eps_bits), inputs))
+        if yr is not None:
+            want = np.where(y > 0, y, np.float32(0)).astype(np.float32)
+            if yr.tobytes() == want.tobytes():
+                ok("BATCHNORM_RELU: the bits of relu(BATCHNORM) (negatives and -0 to +0)")
+            else:
+                bad("BATCHNORM_RELU: differs from relu of BATCHNORM's bits")
 
 # ---- batch invariance ---------------------------------------------------------------
 x, w, block = conv_case("batch of 7", (7, 3, 10, 10), (4, 3, 3, 3), p=(1, 1, 1, 1), s=(1, 1))
@@ -503,6 +514,7 @@ src = """.input x t0 f32[1, 2, 6, 6]
     MAXPOOL t4, t3, r0
     AVGPOOL t5, t3, r0
     BATCHNORM t6, t3, t2, r0
+    BATCHNORM_RELU t7, t3, t2, r0
     LDI r0, 0
     HALT r0
 .end
@@ -525,9 +537,11 @@ for label, extra, env in RUNS:
         continue
     rows = {ln.split()[0]: ln.split()[1] for ln in r.stderr.splitlines() if len(ln.split()) > 1}
     want = label.split("-")[0]
-    missing = [op for op in ("CONV", "MAXPOOL", "AVGPOOL", "BATCHNORM") if rows.get(op) != want]
+    missing = [op for op in ("CONV", "MAXPOOL", "AVGPOOL", "BATCHNORM", "BATCHNORM_RELU")
+               if rows.get(op) != want]
     if r.returncode == 0 and not missing:
-        ok("%s runs CONV, MAXPOOL, AVGPOOL and BATCHNORM itself (--profile)" % label)
+        ok("%s runs CONV, MAXPOOL, AVGPOOL, BATCHNORM and BATCHNORM_RELU itself (--profile)"
+           % label)
     else:
         bad("%s: exit %d, not run there: %s; %s" % (label, r.returncode, missing, r.stderr))
 

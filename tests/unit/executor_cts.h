@@ -737,8 +737,12 @@ CTS_TEST(batchnorm_matches_cpu) {
         cts_fill_data(st, 3 * d[1], -2, 2, s == 2);
         cts_fill_data(st + 3 * d[1], d[1], 0, 3, s == 2); /* var, with -0, Inf, NaN when special */
         cts_tensor_t in[2] = {cts_tf(x, 4, d[0], d[1], d[2], d[3]), cts_tf(st, 2, 4, d[1], 0, 0)};
-        bib_call_t bn = {.kernel = BIB_KERNEL_BATCHNORM, .f = {s == 1 ? 0.0f : 1e-5f, 0}};
-        cts_compare(bn, in, 2, cts_tf(NULL, 4, d[0], d[1], d[2], d[3]), "batchnorm");
+        for (uint32_t sub = 0; sub <= BIB_ACT_RELU; sub++) {
+            bib_call_t bn = {
+                .kernel = BIB_KERNEL_BATCHNORM, .sub = sub, .f = {s == 1 ? 0.0f : 1e-5f, 0}};
+            cts_compare(bn, in, 2, cts_tf(NULL, 4, d[0], d[1], d[2], d[3]),
+                        sub ? "batchnorm_relu" : "batchnorm");
+        }
         free(x), free(st);
     }
 }
