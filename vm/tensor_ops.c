@@ -349,7 +349,8 @@ static const char *const pool_words[BIB_PARAM_BLOCK] = {
     "kernel h", "kernel w", "stride h",   "stride w",  "dilation h", "dilation w",
     "pad top",  "pad left", "pad bottom", "pad right", "ceil_mode",  "count_include_pad"};
 
-/* Word i of the block (starting at register first) must lie in lo..hi. */
+/* Word i of the block must lie in lo..hi; the trap names the word, its
+ * register and its value. */
 static bib_status_t block_word(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
                                const char *const *names, int i, int64_t lo, int64_t hi,
                                const char *why) {
@@ -362,6 +363,17 @@ static bib_status_t block_word(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
 }
 
 #define BLOCK_MAX ((int64_t)BIB_MAX_TENSOR_DIM)
+
+/* Pads up to 2^31-1 on a small input can ask for more outputs along an axis
+ * than a dimension holds. */
+static bib_status_t output_fits(bib_vm_t *vm, const bib_dinsn_t *ip, int64_t oh, int64_t ow) {
+    if (oh <= BLOCK_MAX && ow <= BLOCK_MAX)
+        return BIB_OK;
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                           "%s output would be %" PRId64 " x %" PRId64
+                           " positions, over 2147483647 along an axis",
+                           bib_isa_table[ip->op].name, oh, ow);
+}
 
 static bib_status_t conv_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
                                bib_tensor_t *const *t, kresult_t *r) {
@@ -408,6 +420,7 @@ static bib_status_t conv_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
                                ",%" PRId64 ",%" PRId64 ")",
                                name, rt, sh, rt2, sh2, k->p[3], k->p[4], k->p[5], k->p[6], k->p[7],
                                k->p[8]);
+    CHECK(output_fits(vm, ip, oh, ow));
     r->rank = x->rank;
     r->dims[0] = (uint32_t)n;
     r->dims[1] = (uint32_t)o;
@@ -452,6 +465,7 @@ static bib_status_t pool_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
                                ",%" PRId64 ",%" PRId64 ",%" PRId64 ")",
                                name, rt, sh, k->p[0], k->p[1], k->p[4], k->p[5], k->p[6], k->p[7],
                                k->p[8], k->p[9]);
+    CHECK(output_fits(vm, ip, oh, ow));
     r->rank = x->rank;
     if (!one_d)
         r->dims[2] = (uint32_t)oh;
