@@ -142,6 +142,18 @@ class Memory(unittest.TestCase):
         self.assertLessEqual(r.stats.peak_memory, 3 * (1 << 20) + (1 << 16))
 
 
+    def test_a_value_aliased_by_identity_stays_live_for_its_alias(self):
+        # y = Identity(h): h's last reader is the Identity, but y is h's
+        # register and a graph output, so h must not be freed.
+        m = model(
+            [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Identity", ["h"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [3])],
+            [helper.make_tensor_value_info("y", F, [3])],
+        )
+        r = onnx_import.import_model(m).run({"x": np.array([-1, 0, 2], np.float32)})
+        np.testing.assert_array_equal(r["y"], [0, 0, 2])
+
+
 class SymbolicBatch(unittest.TestCase):
     def mlp(self):
         w1, b1 = rng((8, 16), 3), rng((16,), 4)
@@ -341,6 +353,28 @@ class Patterns(unittest.TestCase):
             self.assertIn("PERMUTE", e.text)  # the Transposes one by one need it
             return
         self.assertNotIn("ATTENTION", ops(mod))
+
+
+    @unittest.skipUnless(have("CONV") and have("BATCHNORM_RELU"), "this libbib has no CONV or BATCHNORM_RELU")
+    def test_conv_bias_relu_is_conv_then_batchnorm_relu(self):
+        w, b = rng((4, 3, 3, 3), 22), rng((4,), 23)
+        m = model(
+            [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+            [helper.make_tensor_value_info("x", F, ["N", 3, 5, 6])],
+            [helper.make_tensor_value_info("y", F, ["N", 4, 5, 6])],
+            [init("w", w), init("b", b)],
+        )
+        mod = onnx_import.import_model(m)
+        body = [o for o in ops(mod) if o not in ("LDI", "LDI64", "HALT", "DIM", "MUL", "FREE")]
+        self.assertEqual(body, ["CONV", "BATCHNORM_RELU"])
+        x = rng((2, 3, 5, 6), 24)
+        xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        ref = np.zeros((2, 4, 5, 6), np.float64)
+        for i in range(5):
+            for j in range(6):
+                ref[:, :, i, j] = np.einsum("nchw,ochw->no", xp[:, :, i : i + 3, j : j + 3], w)
+        ref = np.maximum(ref + b[None, :, None, None], 0)
+        np.testing.assert_allclose(mod.run({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)
 
 
 class Names(unittest.TestCase):

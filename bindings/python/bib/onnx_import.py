@@ -590,6 +590,14 @@ class Importer:
                 v = self.vals.get(name)
                 if name in self.graph_outputs or v is None or v.const or v.reg is None or v.reg in self.keep:
                     continue
+                # Another name for the same register (Identity, a fused
+                # group's inner value) that is read later or is an output
+                # keeps it: the last of them frees it.
+                if any(
+                    o != name and other.reg == v.reg and (o in self.graph_outputs or last_use.get(o, -1) > n.index)
+                    for o, other in self.vals.items()
+                ):
+                    continue
                 self.emit("FREE", v.reg)
                 self.keep.add(v.reg)  # freed once
         self.declare_outputs()
@@ -2025,7 +2033,7 @@ class Importer:
     def consumers_of(self, name):
         return self.consumers.get(name) or (name in self.graph_outputs)
 
-    def op_BatchNormalization(self, node):
+    def op_BatchNormalization(self, node, relu=False):
         x = self.get(node, 0)
         if node.attr("training_mode", 0):
             self.refuse(node, "attribute 'training_mode' = 1: BIB runs inference only")
@@ -2038,14 +2046,19 @@ class Importer:
         params = [self.const_input(node, k, name) for k, name in
                   ((1, "the scale"), (2, "the bias"), (3, "the mean"), (4, "the variance"))]
         self.f32_only(node, x)
-        self.need(node, "BATCHNORM")
         c = x.shape[1]
         p = self.const_val(np.stack([np.asarray(a, np.float32).reshape(c) for a in params]))
+        self.set(node, 0, self.batchnorm(node, x, p, eps, relu))
+
+    def batchnorm(self, node, x, params, eps, relu):
+        """BATCHNORM (BATCHNORM_RELU with relu) of x by the [4,C] params."""
+        mnem = "BATCHNORM_RELU" if relu else "BATCHNORM"
+        self.need(node, mnem)
         out = self.rt(x.shape, "f32")
         self.scalar(1)
         self.load_f64(("scratch", 0), eps)
-        self.emit("BATCHNORM", out.reg, self.reg_of(node, x), self.reg_of(node, p), ("scratch", 0))
-        self.set(node, 0, out)
+        self.emit(mnem, out.reg, self.reg_of(node, x), self.reg_of(node, params), ("scratch", 0))
+        return out
 
     # convolution and pooling
     def window(self, node, x, kernel):
@@ -2089,7 +2102,7 @@ class Importer:
             return o
         return num // s + 1
 
-    def op_Conv(self, node):
+    def op_Conv(self, node, relu=False):
         x, w = self.get(node, 0), self.get(node, 1)
         bias = self.get(node, 2, optional=True)
         self.f32_only(node, x, w, bias)
@@ -2111,9 +2124,19 @@ class Importer:
             words = [group, strides[0], strides[1], dilations[0], dilations[1]] + pads[:4] + [0, 0, 0]
         r = self.params(words)
         self.emit("CONV", out.reg, self.reg_of(node, x), self.reg_of(node, w), r)
+        o = w.shape[0]
+        if relu and bias is not None and bias.const and self.have("BATCHNORM_RELU"):
+            # The bias and the ReLU in one pass: x / sqrt(1 + 0) * 1 + bias
+            # is exactly x + bias.
+            one, zero = np.ones(o, np.float32), np.zeros(o, np.float32)
+            p = self.const_val(np.stack([one, np.asarray(bias.array, np.float32).reshape(o), zero, one]))
+            self.set(node, 0, self.batchnorm(node, out, p, 0.0, True))
+            return
         if bias is not None:
-            b3 = self.reshape(node, bias, [w.shape[0]] + [1] * nsp)
+            b3 = self.reshape(node, bias, [o] + [1] * nsp)
             out = self.binary(node, "TADD", out, b3)
+        if relu:
+            out = self.unary(node, "RELU", out)
         self.set(node, 0, out)
 
     def pool(self, node, mnem):

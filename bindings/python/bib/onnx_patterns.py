@@ -10,6 +10,9 @@ the ONNX importer (onnx_import.py) so that each becomes one BIB instruction:
   Mul 0.5 x -> GELU;
 - MatMul by a [K,N] weight then Add of a [N] bias -> LINEAR, and with a
   following Relu or GELU -> LINEAR_RELU, LINEAR_GELU, LINEAR_GELU_ERF;
+- Conv (with a constant bias) or BatchNormalization then Relu -> CONV,
+  BATCHNORM_RELU (the bias as a batch norm of scale 1, mean 0, var 1,
+  eps 0, which adds it exactly);
 - attention as torch's multi-head attention exports it: q, k, v [S,H,D]
   (H heads, or batch times heads), Transpose q and v to [H,S,D] and k to
   [H,D,T], q scaled by 1/sqrt(D) (Div or Mul, before or after the MatMul),
@@ -442,6 +445,26 @@ def _attention(g, sm):
     return group, out, lower
 
 
+def _with_relu(g, n):
+    """Conv or BatchNormalization whose result only a Relu reads: one lowering
+    with the ReLU folded in (CONV then BATCHNORM_RELU for the bias)."""
+    imp = g.imp
+    relu = g.single_consumer(n.outputs[0])
+    if relu is None or relu.op != "Relu" or relu.index in g.taken or len([o for o in n.outputs if o]) != 1:
+        return None
+    if not imp.have("BATCHNORM_RELU"):
+        return None
+
+    def lower():
+        getattr(imp, "op_" + n.op)(n, relu=True)
+        unknown = sorted(set(n.attrs) - n.used_attrs)
+        if unknown:
+            imp.refuse(n, "attribute '%s' is not supported" % unknown[0])
+        imp.set(relu, 0, imp.vals[n.outputs[0]])
+
+    return [n, relu], relu, lower
+
+
 def find(imp, nodes):
     """Marks the fused groups on the importer: imp.fused[end index] is the
     lowering of a group, imp.skip the indices of its other nodes, and
@@ -465,6 +488,11 @@ def find(imp, nodes):
     for n in nodes:
         if n.op == "Softmax" and n.index not in g.taken:
             m = _attention(g, n)
+            if m is not None:
+                take(*m)
+    for n in nodes:
+        if n.op in ("Conv", "BatchNormalization") and n.index not in g.taken:
+            m = _with_relu(g, n)
             if m is not None:
                 take(*m)
     gelus = {}
