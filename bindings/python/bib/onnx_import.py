@@ -826,7 +826,9 @@ class Importer:
             self.refuse(node, "attribute 'is_test' = 0: BIB runs inference only")
         if len(node.inputs) > 2 and node.inputs[2]:
             t = self.const_input(node, 2, "training_mode")
-            if bool(np.asarray(t)):
+            ratio = self.const_input(node, 1, "the ratio", optional=True)
+            if bool(np.asarray(t)) and (ratio is None or float(np.asarray(ratio)) != 0.0):
+                # Training with a ratio of 0 drops nothing: the identity.
                 self.refuse(node, "input 'training_mode' is true: BIB runs inference only")
         self.set(node, 0, x)
         if len(node.outputs) > 1 and node.outputs[1]:
@@ -996,7 +998,7 @@ class Importer:
         if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 1.0:
             self.set(node, 0, x)
             return
-        if y.onnx_type in (TensorProto.INT32, TensorProto.INT64) and not y.const:
+        if y.dtype == "i32" and y.onnx_type != TensorProto.BOOL and not y.const:
             # numpy's float ** int: the exponent as f32 (exact below 2^24).
             self.need(node, "CAST")
             yf = self.rt(y.shape, "f32")
