@@ -2064,8 +2064,9 @@ class Importer:
 
     # convolution and pooling
     def window(self, node, x, kernel):
-        """group-free window parameters: strides, dilations, pads (explicit
-        or from auto_pad), each as lists over the spatial axes."""
+        """The window of a Conv or pool: strides, dilations and pads
+        (explicit, or from auto_pad and the static spatial dims), as lists
+        over the spatial axes (pads: all begins, then all ends)."""
         nsp = len(kernel)
         strides = list(node.attr("strides", [1] * nsp))
         dilations = list(node.attr("dilations", [1] * nsp))
@@ -2212,6 +2213,8 @@ class Importer:
         return [np.arange(a[0], a[1], a[2]).astype(a[0].dtype)]
 
     def op_Range(self, node):
+        # Range is folded (fold_Range); here one of its inputs is not known
+        # at import time, which is refused naming it.
         self.const_input(node, 0, "start")
         self.const_input(node, 1, "limit")
         self.const_input(node, 2, "delta")
