@@ -318,6 +318,47 @@ class Patterns(unittest.TestCase):
         self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT")], ["GELU_ERF"])
 
 
+    def sliced_linear(self, axis):
+        w, b = rng((8, 12), 25), rng((12,), 26)
+        i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+        nodes = [
+            helper.make_node("MatMul", ["x", "w"], ["h"]),
+            helper.make_node("Add", ["h", "b"], ["hb"]),
+            helper.make_node("Slice", ["hb", "s0", "e0", "ax"], ["y0"]),
+            helper.make_node("Slice", ["hb", "s1", "e1", "ax"], ["y1"]),
+        ]
+        stop = 4 if axis == -1 else 2
+        m = model(
+            nodes,
+            [helper.make_tensor_value_info("x", F, [3, 8])],
+            [helper.make_tensor_value_info("y0", F, [3, 4] if axis == -1 else [2, 12]),
+             helper.make_tensor_value_info("y1", F, [3, 8] if axis == -1 else [1, 12])],
+            [init("w", w), init("b", b), init("s0", i64([0])), init("e0", i64([stop])), init("s1", i64([stop])),
+             init("e1", i64([1 << 40])), init("ax", i64([axis]))],
+        )
+        return m, w, b
+
+    def test_a_linear_read_by_column_slices_is_one_linear_per_slice(self):
+        m, w, b = self.sliced_linear(-1)
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT", "FREE")], ["LINEAR", "LINEAR"])
+        x = rng((3, 8), 27)
+        r = mod.run({"x": x})
+        full = onnx_import.import_model(model(
+            [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [3, 8])], [helper.make_tensor_value_info("y", F, [3, 12])],
+            [init("w", w), init("b", b)])).run({"x": x})["y"]
+        self.assertEqual(r["y0"].tobytes(), np.ascontiguousarray(full[:, :4]).tobytes())
+        self.assertEqual(r["y1"].tobytes(), np.ascontiguousarray(full[:, 4:]).tobytes())
+
+    def test_a_linear_sliced_along_another_axis_is_emitted_whole(self):
+        m, w, b = self.sliced_linear(0)
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT", "FREE")], ["LINEAR", "SLICE", "SLICE"])
+        x = rng((3, 8), 28)
+        r = mod.run({"x": x})
+        np.testing.assert_allclose(np.concatenate([r["y0"], r["y1"]]), x @ w + b, rtol=1e-5, atol=1e-5)
+
     def attention_graph(self, divisor, d=8):
         nodes = [
             helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0, 2]),

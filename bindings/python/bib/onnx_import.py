@@ -155,6 +155,9 @@ class Val:
         self.onnx_type = onnx_type
         self.array = array
         self.reg = reg
+        # A LINEAR not emitted yet, (a, weight, bias, act): its readers
+        # are column slices, each emitted as a LINEAR of its own columns.
+        self.lazy = None
 
     @property
     def const(self):
@@ -315,6 +318,8 @@ class Importer:
         self._have = {}
         self.fused = {}  # index of the node that a fused group ends at -> callable
         self.skip = set()  # indices of nodes inside a fused group
+        self.named = set()  # registers of values emitted late (a lazy LINEAR), freed by name
+        self.extra_use = {}  # value -> index of a later node that reads it (a lazy LINEAR's input)
 
     # -- opcodes this library has
     def have(self, mnemonic):
@@ -398,8 +403,15 @@ class Importer:
         return Val(shape, dtype, onnx_type, reg=self.new_treg() if reg is None else reg)
 
     def reg_of(self, node, v, what="input"):
-        """The tensor register of v; a constant becomes a constant tensor."""
+        """The tensor register of v; a constant becomes a constant tensor,
+        a lazy LINEAR is emitted whole."""
         if v.reg is not None:
+            return v.reg
+        if v.lazy is not None:
+            a, w, b, act = v.lazy
+            v.reg = self.matmul(node, a, w, b, act).reg
+            v.lazy = None
+            self.named.add(v.reg)  # the value's own register, not the node's temporary
             return v.reg
         arr = v.array
         if arr.dtype == object:
@@ -569,6 +581,8 @@ class Importer:
             for name in n.inputs:
                 if name:
                     last_use[name] = self.group_end.get(n.index, n.index)
+        for name, i in self.extra_use.items():
+            last_use[name] = max(last_use.get(name, -1), i)
         for name, i in last_use.items():
             frees.setdefault(i, []).append(name)
         for n in nodes:
@@ -583,7 +597,7 @@ class Importer:
             # The node's temporaries (not its outputs) are freed at once.
             results = {self.vals[o].reg for o in n.outputs if o and o in self.vals}
             for reg in range(first, self.treg):
-                if reg not in results and reg not in self.keep:
+                if reg not in results and reg not in self.keep and reg not in self.named:
                     self.emit("FREE", reg)
                     self.keep.add(reg)
             for name in frees.get(n.index, []):
@@ -1030,7 +1044,7 @@ class Importer:
     op_Min = _variadic("TMIN")
 
     # matrix products
-    def matmul(self, node, a, b, bias=None, act=None):
+    def matmul(self, node, a, b, bias=None, act=None, lazy=False):
         """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*, which
         take numpy.matmul's shapes (batch axes broadcast, rank-1 operands)."""
         self.f32_only(node, a, b)
@@ -1048,6 +1062,10 @@ class Importer:
         if len(batch) > 4:
             self.refuse(node, "%d batch axes (BIB's MATMUL takes up to 4)" % len(batch), "shape")
         shape = list(batch) + ([a.shape[-2]] if ra > 1 else []) + ([b.shape[-1]] if rb > 1 else [])
+        if lazy:
+            out = Val(shape, "f32", TensorProto.FLOAT)
+            out.lazy = (a, b, bias, act)
+            return out
         out = self.rt(shape, "f32")
         if bias is None and act is None:
             self.emit("MATMUL", out.reg, self.reg_of(node, a), self.reg_of(node, b))
@@ -1426,6 +1444,15 @@ class Importer:
                 count = max(0, (s - e - st - 1) // (-st))
             triples[a] = (s, e, st)
             shape[a] = count
+        if x.lazy is not None and all(t == (0, x.shape[k], 1) for k, t in enumerate(triples[:-1])) \
+                and triples[-1][2] == 1:
+            # Columns s:e of a . W + b are a . W[:, s:e] + b[s:e], the same
+            # fma chains: one LINEAR of those columns, no copy.
+            a, w, b, act = x.lazy
+            s0, e0, _ = triples[-1]
+            ws = self.const_val(np.ascontiguousarray(w.array[:, s0:e0]))
+            bs = self.const_val(np.ascontiguousarray(b.array[s0:e0]))
+            return self.matmul(node, a, ws, bs, act)
         if x.const and x.array.dtype != object:
             idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
             return self.const_val(np.ascontiguousarray(x.array[idx]), x.onnx_type)

@@ -355,12 +355,24 @@ def _linear(g, mm, acts):
     if mm.op == "MatMul" and not g.only_inside(group, [mm.outputs[0]]):
         return None
     a_name, w_name = mm.inputs[0], mm.inputs[1]
+    # Read only by Slice, Split (and Shape), with a constant weight and
+    # bias, as torch's fused q, k, v projection is: each slice of columns
+    # becomes a LINEAR of its own (onnx_import's slice); the whole product
+    # is emitted only if a reader needs it.
+    readers = g.consumers.get(end.outputs[0], [])
+    lazy = (
+        imp.vals.get(w_name) is not None and imp.vals[w_name].const and b.const
+        and end.outputs[0] not in g.outputs and readers and all(r.op in ("Slice", "Split", "Shape") for r in readers)
+    )
+    if lazy:
+        imp.extra_use[a_name] = max(r.index for r in readers)
 
     def lower():
         wv = imp.vals[w_name]
         if trans:
             wv = imp.const_val(np.ascontiguousarray(wv.array.T))
-        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], wv, imp.reshape(end, imp.vals[bname], [n]), act))
+        bias = imp.reshape(end, imp.vals[bname], [n])
+        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], wv, bias, act, lazy=lazy))
 
     return group, end, lower, act
 
