@@ -1537,6 +1537,51 @@ class Importer:
         self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
         self.set(node, 0, out)
 
+    def op_Compress(self, node):
+        # The kept positions are known at import: a GATHER_AXIS of them.
+        x = self.get(node, 0)
+        cond = np.asarray(self.const_input(node, 1, "the condition")).reshape(-1).astype(bool)
+        axis = node.attr("axis")
+        if axis is None:
+            x = self.reshape(node, x, [dims_prod(x.shape)])
+            axis = 0
+        axis = self.axis_of(node, axis, len(x.shape))
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "compressing a dynamic axis", "shape")
+        idx = np.nonzero(cond[:n])[0].astype(np.int64)
+        self.need(node, "GATHER_AXIS")
+        shape = list(x.shape)
+        shape[axis] = len(idx)
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, self.const_val(idx)), axis)
+        self.set(node, 0, out)
+
+    def op_OneHot(self, node):
+        # values[1] where the index (negative ones + depth) is the position
+        # along the new axis, values[0] elsewhere.
+        idx, values = self.get(node, 0), self.get(node, 2)
+        depth = int(np.asarray(self.const_input(node, 1, "the depth")).reshape(-1)[0])
+        rank = len(idx.shape) + 1
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        if idx.dtype == "f32":
+            self.need(node, "CAST")
+            i = self.rt(idx.shape, "i32")
+            self.emit("CAST", i.reg, self.reg_of(node, idx), 2)
+            idx = i
+        self.need_i32(node, "TADD")
+        neg = self.binary(node, "TLT", idx, self.const_val(np.array([0], np.int64)), out_type=TensorProto.BOOL)
+        idx = self.where(node, neg, self.binary(node, "TADD", idx, self.const_val(np.array([depth], np.int64))), idx)
+        shape = list(idx.shape)
+        shape.insert(axis, 1)
+        col = self.reshape(node, idx, shape)
+        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape([depth if k == axis else 1 for k in range(rank)]))
+        hit = self.binary(node, "TEQ", col, iota, True, out_type=TensorProto.BOOL)
+        pair = np.asarray(self.const_input(node, 2, "the values")).reshape(-1)
+        off = self.const_val(pair[0:1], values.onnx_type)
+        on = self.const_val(pair[1:2], values.onnx_type)
+        self.set(node, 0, self.where(node, hit, on, off))
+
     def op_GatherElements(self, node):
         x, idx = self.get(node, 0), self.get(node, 1)
         axis = self.axis_of(node, node.attr("axis", 0), len(x.shape))
