@@ -20,6 +20,11 @@ typedef enum bib_dtype_rule {
     BIB_DTYPES_ANY,        /* any dtype; the result has in0's (or out's own) */
     BIB_DTYPES_F32_TO_I32, /* f32 operand, i32 result */
     BIB_DTYPES_GATHER,     /* in0 any, in1 i32 indices; the result has in0's dtype */
+    BIB_DTYPES_BINARY,     /* f32, or i32 for a sub with bib_binary_i32: one dtype, the result's */
+    BIB_DTYPES_CAST,       /* any operand; the result has the opcode's DTYPE operand */
+    BIB_DTYPES_COMPARE,    /* f32 or i32 operands of one dtype, i32 result (0 or 1) */
+    BIB_DTYPES_WHERE,      /* in0 i32, in1 and in2 of one dtype, the result's */
+    BIB_DTYPES_I32,        /* every operand and the result i32 */
     BIB_DTYPES__COUNT
 } bib_dtype_rule_t;
 
@@ -36,6 +41,7 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
     BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */
     BIB_SHAPE_IN_PLACE,  /* no inputs: the result is the modified operand a itself */
+    BIB_SHAPE_WHERE,     /* in0's shape; in1 and in2 each as BROADCAST's in1 against in0 */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -105,6 +111,8 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_BINARY_BINARY ~, 1
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
+#define BIB_KOP_SAME_COMPARE_COMPARE ~, 1
+#define BIB_KOP_SAME_LOGIC_LOGIC ~, 1
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -113,7 +121,9 @@ typedef enum bib_attention {
          BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
-                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub))
+                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
+                         BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)             \
+                             BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -147,14 +157,48 @@ typedef enum bib_reduce {
     BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(BIB_REDUCE_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
+    BIB_REDUCE__COUNT
+} bib_reduce_t;
+
+/* Elementwise comparisons (i32 0/1 results, in1 broadcast), in row order. */
+typedef enum bib_compare {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(BIB_COMPARE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_COMPARE__COUNT
+} bib_compare_t;
+
+/* Logic on i32 truth values (x != 0), in row order: NOT takes one input. */
+typedef enum bib_logic {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(BIB_LOGIC_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
 #undef COP
 #undef GKOP
-    BIB_REDUCE__COUNT
-} bib_reduce_t;
+    BIB_LOGIC__COUNT
+} bib_logic_t;
+
+/* Whether BINARY's sub op has an i32 form (wrapping add, sub and mul;
+ * division truncated toward zero that traps on a zero divisor). The other
+ * subs take f32 only. */
+static inline int bib_binary_i32(uint32_t op) {
+    switch ((bib_binary_t)op) {
+    case BIB_BINARY_ADD:
+    case BIB_BINARY_SUB:
+    case BIB_BINARY_MUL:
+    case BIB_BINARY_DIV:
+        return 1;
+    case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
+        break;
+    }
+    return 0;
+}
 
 /* ---- the kernels ------------------------------------------------------------- */
 

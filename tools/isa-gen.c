@@ -73,6 +73,11 @@ static void print_kernels(void) {
         [BIB_DTYPES_ANY] = "any (the result keeps it)",
         [BIB_DTYPES_F32_TO_I32] = "f32 in, i32 out",
         [BIB_DTYPES_GATHER] = "any table, i32 indices",
+        [BIB_DTYPES_BINARY] = "f32, or i32 for add, sub, mul, div",
+        [BIB_DTYPES_CAST] = "any in, the opcode's dtype out",
+        [BIB_DTYPES_COMPARE] = "f32 or i32 (one dtype) in, i32 out",
+        [BIB_DTYPES_WHERE] = "i32 condition, values of one dtype (the result's)",
+        [BIB_DTYPES_I32] = "i32",
     };
     static const char *const shapes[BIB_SHAPE__COUNT] = {
         [BIB_SHAPE_SAME] = "same, elementwise",
@@ -86,6 +91,7 @@ static void print_kernels(void) {
         [BIB_SHAPE_ATTENTION] = "q's",
         [BIB_SHAPE_GATHER] = "indices' then the table's after the first",
         [BIB_SHAPE_IN_PLACE] = "operand a's, in place",
+        [BIB_SHAPE_WHERE] = "the condition's; in1, in2 each same, a row, or one element",
     };
     static const char *const costs[BIB_COST__COUNT] = {
         [BIB_COST_ELEMENTS] = "inputs + result",    [BIB_COST_ROWS] = "inputs + result",

@@ -152,6 +152,17 @@ static bib_status_t need_f32(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                            bib_tensor_shape_typed(sh, t), bib_isa_table[ip->op].name);
 }
 
+/* An operand of dtype want; what: how the message says it ("i32"). */
+static bib_status_t need_dtype(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
+                               const bib_tensor_t *t, uint32_t want, const char *what) {
+    if (t->dtype == want)
+        return BIB_OK;
+    char rt[300], sh[BIB_SHAPE_TEXT];
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s is %s; %s needs %s",
+                           bib_tensor_reg_text(vm, rt, sizeof rt, reg),
+                           bib_tensor_shape_typed(sh, t), bib_isa_table[ip->op].name, what);
+}
+
 static bib_status_t need_rank1(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                                const bib_tensor_t *t) {
     if (t->rank >= 1)
@@ -302,6 +313,44 @@ static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
                                    bib_tensor_shape_typed(sh, t[1]), bib_isa_table[ip->op].name);
         r->dtype = t[0]->dtype;
         return BIB_OK;
+    case BIB_DTYPES_BINARY:
+        if (t[0]->dtype == BIB_DTYPE_I32 && bib_binary_i32(k->sub)) {
+            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32, "i32 (as the first)"));
+            r->dtype = BIB_DTYPE_I32;
+            return BIB_OK;
+        }
+        for (int i = 0; i < k->nin; i++)
+            CHECK(need_f32(vm, ip, k->in_regs[i], t[i]));
+        r->dtype = BIB_DTYPE_F32;
+        return BIB_OK;
+    case BIB_DTYPES_CAST:
+        /* The target is the opcode's DTYPE operand (the verifier took only
+           f32 and i32). */
+        r->dtype = BIB_DTYPE_F32;
+        for (int w = 1; w < 4; w++)
+            if (bib_isa_table[ip->op].kinds[w] == BIB_K_DTYPE)
+                r->dtype = w == 1 ? ip->b : w == 2 ? ip->c : ip->d;
+        return BIB_OK;
+    case BIB_DTYPES_COMPARE:
+        if (t[0]->dtype == BIB_DTYPE_I32)
+            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32, "i32 (as the first)"));
+        else
+            for (int i = 0; i < k->nin; i++)
+                CHECK(need_f32(vm, ip, k->in_regs[i], t[i]));
+        r->dtype = BIB_DTYPE_I32;
+        return BIB_OK;
+    case BIB_DTYPES_WHERE:
+        CHECK(need_dtype(vm, ip, k->in_regs[0], t[0], BIB_DTYPE_I32, "an i32 condition"));
+        CHECK(need_dtype(vm, ip, k->in_regs[2], t[2], t[1]->dtype,
+                         t[1]->dtype == BIB_DTYPE_I32 ? "i32 (as the second)"
+                                                      : "f32 (as the second)"));
+        r->dtype = t[1]->dtype;
+        return BIB_OK;
+    case BIB_DTYPES_I32:
+        for (int i = 0; i < k->nin; i++)
+            CHECK(need_dtype(vm, ip, k->in_regs[i], t[i], BIB_DTYPE_I32, "i32"));
+        r->dtype = BIB_DTYPE_I32;
+        return BIB_OK;
     case BIB_DTYPES__COUNT:
         break;
     }
@@ -340,6 +389,10 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
     case BIB_SHAPE_ROWS:
         return need_rank1(vm, ip, k->in_regs[0], a);
     case BIB_SHAPE_BROADCAST: {
+        if (k->nin == 1) { /* TNOT: elementwise on in0 alone */
+            k->elementwise = true;
+            return BIB_OK;
+        }
         const bib_tensor_t *b = t[1];
         bool row =
             b->count == bib_tensor_last_dim(a) && bib_tensor_last_dim(b) == bib_tensor_last_dim(a);
@@ -354,6 +407,24 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
         k->elementwise = true;
         return BIB_OK;
     }
+    case BIB_SHAPE_WHERE:
+        /* The condition's shape; each value operand has it, is a row of its
+           last axis, or has one element. */
+        for (int i = 1; i < 3; i++) {
+            const bib_tensor_t *b = t[i];
+            bool row = b->count == bib_tensor_last_dim(a) &&
+                       bib_tensor_last_dim(b) == bib_tensor_last_dim(a);
+            if (!bib_tensor_same_shape(a, b->rank, b->dims) && b->count != 1 && !row)
+                return bib_tensor_trap(
+                    vm, ip, BIB_E_TRAP,
+                    "shape mismatch: the condition %s is %s, %s is %s; each value operand "
+                    "must have the condition's shape, be a row of %" PRIu32 ", or have one element",
+                    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, a),
+                    bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[i]),
+                    bib_tensor_shape(sh2, b), bib_tensor_last_dim(a));
+        }
+        k->elementwise = true;
+        return BIB_OK;
     case BIB_SHAPE_PRODUCT: {
         const bib_tensor_t *b = t[1];
         if (a->rank != 2 || b->rank != 2)
@@ -481,7 +552,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 11 && BIB_ARGS__COUNT == 7,
+_Static_assert(BIB_DTYPES__COUNT == 9 && BIB_SHAPE__COUNT == 12 && BIB_ARGS__COUNT == 7,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* An opcode of a KOP or GKOP row: its operands checked by its kernel's rules,

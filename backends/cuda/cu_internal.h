@@ -141,7 +141,12 @@ typedef struct bib_cu_api {
     X(ARGMAX, "rows", "bib_argmax")                                                                \
     X(LAYERNORM, "rows", "bib_layernorm")                                                          \
     X(RMSNORM, "rows", "bib_rmsnorm")                                                              \
-    X(ATTENTION, "attention", "bib_attention")
+    X(ATTENTION, "attention", "bib_attention")                                                     \
+    X(CAST, "dtypes", "bib_cast")                                                                  \
+    X(COMPARE, "dtypes", "bib_compare")                                                            \
+    X(WHERE, "dtypes", "bib_where")                                                                \
+    X(LOGIC, "dtypes", "bib_logic")                                                                \
+    X(BINARY_I32, "dtypes", "bib_binary_i32")
 
 typedef enum bib_cu_fn {
 #define BIB_CU_UNARY_ROW(id, symbol) BIB_CU_FN_##id,

@@ -272,7 +272,92 @@ static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
     return bib_vk_dispatch(ex, "rng", NULL, 0, bufs, &p, bib_vk_groups((n + 3) / 4, 256), 1, 1);
 }
 
+/* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 (dtypes.comp) -- */
+
+/* The shader's KIND constant. */
+enum {
+    BIB_VK_DT_CAST_F2I,
+    BIB_VK_DT_CAST_I2F,
+    BIB_VK_DT_COMPARE_F32,
+    BIB_VK_DT_COMPARE_I32,
+    BIB_VK_DT_WHERE,
+    BIB_VK_DT_LOGIC,
+    BIB_VK_DT_BINARY_I32,
+    BIB_VK_DT_COPY,
+};
+
+static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    static const char *const names[3] = {"input 0", "input 1", "input 2"};
+    uint32_t *offs[3] = {&p.off_in0, &p.off_in1, &p.off_in2};
+    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK)
+        return st;
+    for (int i = 0; i < 3; i++)
+        if (c->in[i].buf && (st = bib_vk_elem(ex, &c->in[i], names[i], offs[i])) != BIB_OK)
+            return st;
+    const bib_view_t *x = &c->in[0];
+    uint32_t spec[4] = {kind, c->sub, 0, 0};
+    for (int i = 1; i < 3; i++) {
+        if (!c->in[i].buf)
+            continue;
+        bib_broadcast_t form = bib_view_broadcast(x, &c->in[i]);
+        if (form == BIB_BROADCAST_NONE)
+            return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: operand shapes do not broadcast");
+        spec[1 + i] = (uint32_t)form;
+    }
+    uint64_t n = bib_view_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    if (kind == BIB_VK_DT_BINARY_I32 && c->sub == BIB_BINARY_DIV) {
+        /* A zero divisor is an error this call must return: the divisors
+           come back to the host (one wait) and are checked there. */
+        uint64_t nb = bib_view_count(&c->in[1]);
+        int32_t *d = malloc(nb * sizeof *d);
+        if (!d)
+            return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for divisors");
+        st = bib_vk_download(ex, c->in[1].buf, c->in[1].offset * 4, d, nb * 4);
+        int64_t at = st == BIB_OK ? bib_i32_zero_divisor(d, nb, n) : -1;
+        free(d);
+        if (st != BIB_OK)
+            return st;
+        if (at >= 0) {
+            char msg[200];
+            bib_i32_zero_divisor_message(msg, sizeof msg, at);
+            return bib_vk_fail(ex, BIB_E_TRAP, "%s", msg);
+        }
+    }
+    p.n[0] = (uint32_t)n;
+    p.n[1] = x->rank ? x->dims[x->rank - 1] : 1;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf,
+                                              c->in[2].buf, NULL};
+    return bib_vk_dispatch(ex, "dtypes", spec, 4, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+static bib_status_t bib_vk_cast(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t kind = c->in[0].dtype == c->out.dtype    ? BIB_VK_DT_COPY
+                    : c->out.dtype == BIB_DTYPE_I32 ? BIB_VK_DT_CAST_F2I
+                                                    : BIB_VK_DT_CAST_I2F;
+    return bib_vk_dtypes(ex, c, kind);
+}
+
+static bib_status_t bib_vk_compare(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_dtypes(ex, c,
+                         c->in[0].dtype == BIB_DTYPE_I32 ? BIB_VK_DT_COMPARE_I32
+                                                         : BIB_VK_DT_COMPARE_F32);
+}
+
+static bib_status_t bib_vk_where(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_dtypes(ex, c, BIB_VK_DT_WHERE);
+}
+
+static bib_status_t bib_vk_logic(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_dtypes(ex, c, BIB_VK_DT_LOGIC);
+}
+
 static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_vk_dtypes(ex, c, BIB_VK_DT_BINARY_I32);
     bib_vk_push_t p = {0};
     bib_status_t st;
     if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
@@ -447,7 +532,7 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 19, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_vulkan_executor = {
@@ -480,6 +565,10 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_ATTENTION] = bib_vk_attention,
             [BIB_KERNEL_GATHER] = bib_vk_gather,
             [BIB_KERNEL_RNG] = bib_vk_rng,
+            [BIB_KERNEL_CAST] = bib_vk_cast,
+            [BIB_KERNEL_COMPARE] = bib_vk_compare,
+            [BIB_KERNEL_WHERE] = bib_vk_where,
+            [BIB_KERNEL_LOGIC] = bib_vk_logic,
         },
     .describe = bib_vk_describe,
     .facts = bib_vk_facts,
