@@ -315,7 +315,8 @@ static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
         return BIB_OK;
     case BIB_DTYPES_BINARY:
         if (t[0]->dtype == BIB_DTYPE_I32 && bib_binary_i32(k->sub)) {
-            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32, "i32 (as the first)"));
+            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32,
+                             "i32 like its first operand"));
             r->dtype = BIB_DTYPE_I32;
             return BIB_OK;
         }
@@ -333,7 +334,8 @@ static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
         return BIB_OK;
     case BIB_DTYPES_COMPARE:
         if (t[0]->dtype == BIB_DTYPE_I32)
-            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32, "i32 (as the first)"));
+            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32,
+                             "i32 like its first operand"));
         else
             for (int i = 0; i < k->nin; i++)
                 CHECK(need_f32(vm, ip, k->in_regs[i], t[i]));
@@ -342,8 +344,8 @@ static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
     case BIB_DTYPES_WHERE:
         CHECK(need_dtype(vm, ip, k->in_regs[0], t[0], BIB_DTYPE_I32, "an i32 condition"));
         CHECK(need_dtype(vm, ip, k->in_regs[2], t[2], t[1]->dtype,
-                         t[1]->dtype == BIB_DTYPE_I32 ? "i32 (as the second)"
-                                                      : "f32 (as the second)"));
+                         t[1]->dtype == BIB_DTYPE_I32 ? "i32 like its second operand"
+                                                      : "f32 like its second operand"));
         r->dtype = t[1]->dtype;
         return BIB_OK;
     case BIB_DTYPES_I32:
