@@ -10,95 +10,9 @@
 #include "backends/cpu/ops_dtypes.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "backends/callcheck.h"
-
-/* ---- the element functions: the reference ----------------------------- */
-
-int32_t bib_cast_f32_i32(float x) {
-    if (x != x)
-        return 0;
-    if (x >= 0x1p31f)
-        return INT32_MAX;
-    if (x <= -0x1p31f)
-        return INT32_MIN;
-    return (int32_t)x; /* in range: C truncates toward zero, exactly */
-}
-
-float bib_cast_i32_f32(int32_t x) {
-    return (float)x; /* round to nearest even (the FPU's mode, never changed) */
-}
-
-static int32_t i32_binary1(bib_binary_t op, int32_t a, int32_t b) {
-    uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
-    switch (op) {
-    case BIB_BINARY_ADD:
-        return (int32_t)(ua + ub);
-    case BIB_BINARY_SUB:
-        return (int32_t)(ua - ub);
-    case BIB_BINARY_MUL:
-        return (int32_t)(ua * ub);
-    case BIB_BINARY_DIV:
-        /* b != 0 (checked before the call computes anything); b == -1
-           negates, wrapping INT32_MIN to itself. */
-        return b == -1 ? (int32_t)(0u - ua) : a / b;
-    case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
-        break;
-    }
-    return 0;
-}
-
-static int f32_compare1(bib_compare_t op, float a, float b) {
-    switch (op) {
-    case BIB_COMPARE_EQ:
-        return a == b;
-    case BIB_COMPARE_LT:
-        return a < b;
-    case BIB_COMPARE_LE:
-        return a <= b;
-    case BIB_COMPARE_GT:
-        return a > b;
-    case BIB_COMPARE_GE:
-        return a >= b;
-    case BIB_COMPARE__COUNT:
-        break;
-    }
-    return 0;
-}
-
-static int i32_compare1(bib_compare_t op, int32_t a, int32_t b) {
-    switch (op) {
-    case BIB_COMPARE_EQ:
-        return a == b;
-    case BIB_COMPARE_LT:
-        return a < b;
-    case BIB_COMPARE_LE:
-        return a <= b;
-    case BIB_COMPARE_GT:
-        return a > b;
-    case BIB_COMPARE_GE:
-        return a >= b;
-    case BIB_COMPARE__COUNT:
-        break;
-    }
-    return 0;
-}
-
-static int32_t logic1(bib_logic_t op, int32_t a, int32_t b) {
-    switch (op) {
-    case BIB_LOGIC_NOT:
-        return a == 0;
-    case BIB_LOGIC_AND:
-        return a != 0 && b != 0;
-    case BIB_LOGIC_OR:
-        return a != 0 || b != 0;
-    case BIB_LOGIC_XOR:
-        return (a != 0) != (b != 0);
-    case BIB_LOGIC__COUNT:
-        break;
-    }
-    return 0;
-}
 
 /* ---- the driver --------------------------------------------------------- */
 
@@ -108,17 +22,36 @@ static const uint32_t *in_words(const bib_view_t *v) {
     return (const uint32_t *)v->buf + v->offset;
 }
 
-/* The index into an operand of form f for result element i; row: the row
- * length. */
-static size_t form_index(bib_broadcast_t f, size_t i, size_t row) {
-    return f == BIB_BROADCAST_SAME ? i : f == BIB_BROADCAST_ROW ? i % row : 0;
-}
-
 typedef struct dt_task {
     const bib_call_t *call;
     bib_broadcast_t form1, form2; /* in1's and in2's against in0 */
     size_t row;                   /* in0's last axis */
 } dt_task_t;
+
+/* Runs BODY for i in [begin, end) with j the index into an operand of form
+ * `form` (the same shape: i; a row: i mod row; one element: 0). One plain
+ * loop per form, so the compiler sees simple indexing. */
+#define DT_FORMS(form, begin, end, row, BODY)                                                      \
+    do {                                                                                           \
+        if ((form) == BIB_BROADCAST_SAME) {                                                        \
+            for (size_t i = (begin); i < (end); i++) {                                             \
+                size_t j = i;                                                                      \
+                BODY;                                                                              \
+            }                                                                                      \
+        } else if ((form) == BIB_BROADCAST_ROW) {                                                  \
+            size_t j = (begin) % (row);                                                            \
+            for (size_t i = (begin); i < (end); i++) {                                             \
+                BODY;                                                                              \
+                if (++j == (row))                                                                  \
+                    j = 0;                                                                         \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (size_t i = (begin); i < (end); i++) {                                             \
+                const size_t j = 0;                                                                \
+                BODY;                                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
 
 static void task_cast(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
@@ -127,30 +60,55 @@ static void task_cast(void *arg, size_t begin, size_t end, uint32_t chunk) {
     const uint32_t *x = in_words(&c->in[0]);
     uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
     if (c->in[0].dtype == c->out.dtype) {
-        for (size_t i = begin; i < end; i++)
-            y[i] = x[i];
+        memmove(y + begin, x + begin, (end - begin) * sizeof *y);
     } else if (c->out.dtype == BIB_DTYPE_I32) {
+        const float *xf = (const float *)x;
+        int32_t *yi = (int32_t *)y;
         for (size_t i = begin; i < end; i++)
-            y[i] = (uint32_t)bib_cast_f32_i32(bib_f32_from_bits(x[i]));
+            yi[i] = bib_cast_f32_i32(xf[i]);
     } else {
+        const int32_t *xi = (const int32_t *)x;
+        float *yf = (float *)y;
         for (size_t i = begin; i < end; i++)
-            y[i] = bib_f32_bits(bib_cast_i32_f32((int32_t)x[i]));
+            yf[i] = bib_cast_i32_f32(xi[i]);
     }
 }
+
+/* The comparisons, one loop per relation: IEEE on f32 (NaN false, -0 ==
+ * +0), signed on i32. */
+#define DT_COMPARE(T)                                                                              \
+    do {                                                                                           \
+        const T *a = (const T *)in_words(&c->in[0]), *b = (const T *)in_words(&c->in[1]);          \
+        switch ((bib_compare_t)c->sub) {                                                           \
+        case BIB_COMPARE_EQ:                                                                       \
+            DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] == b[j]);                           \
+            break;                                                                                 \
+        case BIB_COMPARE_LT:                                                                       \
+            DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] < b[j]);                            \
+            break;                                                                                 \
+        case BIB_COMPARE_LE:                                                                       \
+            DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] <= b[j]);                           \
+            break;                                                                                 \
+        case BIB_COMPARE_GT:                                                                       \
+            DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] > b[j]);                            \
+            break;                                                                                 \
+        case BIB_COMPARE_GE:                                                                       \
+            DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] >= b[j]);                           \
+            break;                                                                                 \
+        case BIB_COMPARE__COUNT:                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
 
 static void task_compare(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     const dt_task_t *t = arg;
     const bib_call_t *c = t->call;
-    const uint32_t *a = in_words(&c->in[0]), *b = in_words(&c->in[1]);
     int32_t *y = (int32_t *)c->out.buf + c->out.offset;
-    bib_compare_t op = (bib_compare_t)c->sub;
-    bool f32 = c->in[0].dtype == BIB_DTYPE_F32;
-    for (size_t i = begin; i < end; i++) {
-        uint32_t u = a[i], v = b[form_index(t->form1, i, t->row)];
-        y[i] = f32 ? f32_compare1(op, bib_f32_from_bits(u), bib_f32_from_bits(v))
-                   : i32_compare1(op, (int32_t)u, (int32_t)v);
-    }
+    if (c->in[0].dtype == BIB_DTYPE_F32)
+        DT_COMPARE(float);
+    else
+        DT_COMPARE(int32_t);
 }
 
 static void task_where(void *arg, size_t begin, size_t end, uint32_t chunk) {
@@ -159,9 +117,21 @@ static void task_where(void *arg, size_t begin, size_t end, uint32_t chunk) {
     const bib_call_t *c = t->call;
     const uint32_t *cond = in_words(&c->in[0]), *x = in_words(&c->in[1]), *z = in_words(&c->in[2]);
     uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
-    for (size_t i = begin; i < end; i++)
-        y[i] =
-            cond[i] != 0 ? x[form_index(t->form1, i, t->row)] : z[form_index(t->form2, i, t->row)];
+    if (t->form1 == BIB_BROADCAST_SAME && t->form2 == BIB_BROADCAST_SAME) {
+        for (size_t i = begin; i < end; i++)
+            y[i] = cond[i] != 0 ? x[i] : z[i];
+        return;
+    }
+    const size_t row = t->row;
+    for (size_t i = begin; i < end; i++) {
+        size_t j1 = t->form1 == BIB_BROADCAST_SAME  ? i
+                    : t->form1 == BIB_BROADCAST_ROW ? i % row
+                                                    : 0;
+        size_t j2 = t->form2 == BIB_BROADCAST_SAME  ? i
+                    : t->form2 == BIB_BROADCAST_ROW ? i % row
+                                                    : 0;
+        y[i] = cond[i] != 0 ? x[j1] : z[j2];
+    }
 }
 
 static void task_logic(void *arg, size_t begin, size_t end, uint32_t chunk) {
@@ -171,21 +141,56 @@ static void task_logic(void *arg, size_t begin, size_t end, uint32_t chunk) {
     const int32_t *a = (const int32_t *)in_words(&c->in[0]);
     const int32_t *b = c->in[1].buf ? (const int32_t *)in_words(&c->in[1]) : NULL;
     int32_t *y = (int32_t *)c->out.buf + c->out.offset;
-    bib_logic_t op = (bib_logic_t)c->sub;
-    for (size_t i = begin; i < end; i++)
-        y[i] = logic1(op, a[i], b ? b[form_index(t->form1, i, t->row)] : 0);
+    switch ((bib_logic_t)c->sub) {
+    case BIB_LOGIC_NOT:
+        for (size_t i = begin; i < end; i++)
+            y[i] = a[i] == 0;
+        break;
+    case BIB_LOGIC_AND:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = (a[i] != 0) & (b[j] != 0));
+        break;
+    case BIB_LOGIC_OR:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = (a[i] != 0) | (b[j] != 0));
+        break;
+    case BIB_LOGIC_XOR:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = (a[i] != 0) ^ (b[j] != 0));
+        break;
+    case BIB_LOGIC__COUNT:
+        break;
+    }
+}
+
+/* i32 division toward zero; b != 0 (checked before the call computes
+ * anything); b == -1 negates, wrapping INT32_MIN to itself. */
+static inline int32_t i32_div(int32_t a, int32_t b) {
+    return b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b;
 }
 
 static void task_binary_i32(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     const dt_task_t *t = arg;
     const bib_call_t *c = t->call;
-    const int32_t *a = (const int32_t *)in_words(&c->in[0]);
-    const int32_t *b = (const int32_t *)in_words(&c->in[1]);
-    int32_t *y = (int32_t *)c->out.buf + c->out.offset;
-    bib_binary_t op = (bib_binary_t)c->sub;
-    for (size_t i = begin; i < end; i++)
-        y[i] = i32_binary1(op, a[i], b[form_index(t->form1, i, t->row)]);
+    /* Wrapping arithmetic on the words as unsigned; the result's bits are
+       the two's complement i32. */
+    const uint32_t *a = in_words(&c->in[0]), *b = in_words(&c->in[1]);
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    switch ((bib_binary_t)c->sub) {
+    case BIB_BINARY_ADD:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] + b[j]);
+        break;
+    case BIB_BINARY_SUB:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] - b[j]);
+        break;
+    case BIB_BINARY_MUL:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = a[i] * b[j]);
+        break;
+    case BIB_BINARY_DIV:
+        DT_FORMS(t->form1, begin, end, t->row,
+                 y[i] = (uint32_t)i32_div((int32_t)a[i], (int32_t)b[j]));
+        break;
+    case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
+        break;
+    }
 }
 
 static bib_status_t run_elements(const bib_cpu_ctx_t *ctx, const bib_call_t *c,
