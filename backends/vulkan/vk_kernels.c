@@ -286,6 +286,17 @@ enum {
     BIB_VK_DT_COPY,
 };
 
+/* dtypes.comp numbers the subs so. */
+_Static_assert(BIB_COMPARE_EQ == 0 && BIB_COMPARE_LT == 1 && BIB_COMPARE_LE == 2 &&
+                   BIB_COMPARE_GT == 3 && BIB_COMPARE_GE == 4 && BIB_COMPARE__COUNT == 5,
+               "shaders/vulkan/dtypes.comp compare() numbers bib_compare_t");
+_Static_assert(BIB_LOGIC_NOT == 0 && BIB_LOGIC_AND == 1 && BIB_LOGIC_OR == 2 &&
+                   BIB_LOGIC_XOR == 3 && BIB_LOGIC__COUNT == 4,
+               "shaders/vulkan/dtypes.comp numbers bib_logic_t");
+_Static_assert(BIB_BINARY_ADD == 0 && BIB_BINARY_SUB == 1 && BIB_BINARY_MUL == 2 &&
+                   BIB_BINARY_DIV == 3,
+               "shaders/vulkan/dtypes.comp binary_i32() numbers bib_binary_t");
+
 static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind) {
     bib_vk_push_t p = {0};
     bib_status_t st;

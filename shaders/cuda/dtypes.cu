@@ -37,37 +37,39 @@ __device__ __forceinline__ int32_t cast_f2i(float x) {
     return __float2int_rz(x); // in range: exact truncation
 }
 
-// bib_compare_t: EQ, LT, LE, GT, GE.
 template <typename T> __device__ __forceinline__ int32_t compare(uint32_t op, T a, T b) {
     switch (op) {
-    case 0:
+    case BIB_COMPARE_EQ:
         return a == b;
-    case 1:
+    case BIB_COMPARE_LT:
         return a < b;
-    case 2:
+    case BIB_COMPARE_LE:
         return a <= b;
-    case 3:
+    case BIB_COMPARE_GT:
         return a > b;
-    default:
+    default: // BIB_COMPARE_GE
         return a >= b;
     }
 }
 
-// bib_binary_t on i32: ADD, SUB, MUL wrap; DIV toward zero (the host has
-// refused a zero divisor; -1 negates, wrapping INT32_MIN to itself).
+// bib_binary_t on i32 (the subs bib_binary_i32 names): ADD, SUB, MUL wrap;
+// DIV toward zero (the host has refused a zero divisor; -1 negates, wrapping
+// INT32_MIN to itself).
 __device__ __forceinline__ int32_t binary_i32(uint32_t op, int32_t a, int32_t b) {
     uint32_t ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
     switch (op) {
-    case 0:
+    case BIB_BINARY_ADD:
         return static_cast<int32_t>(ua + ub);
-    case 1:
+    case BIB_BINARY_SUB:
         return static_cast<int32_t>(ua - ub);
-    case 2:
+    case BIB_BINARY_MUL:
         return static_cast<int32_t>(ua * ub);
-    default:
+    case BIB_BINARY_DIV:
         if (b == 0)
             return 0;
         return b == -1 ? static_cast<int32_t>(0u - ua) : a / b;
+    default:
+        return 0;
     }
 }
 
@@ -113,12 +115,12 @@ extern "C" __global__ void __launch_bounds__(256) bib_logic(const bib_cu_args_t 
     int32_t *y = i32(a.out);
     for (uint64_t i = first_index(); i < a.n[0]; i += grid_stride()) {
         bool p = x[i] != 0;
-        if (a.u[0] == 0) {
+        if (a.u[0] == BIB_LOGIC_NOT) {
             y[i] = !p;
             continue;
         }
         bool q = b[form_index(a.u[1], i, a.n[1])] != 0;
-        y[i] = a.u[0] == 1 ? (p && q) : a.u[0] == 2 ? (p || q) : (p != q);
+        y[i] = a.u[0] == BIB_LOGIC_AND ? (p && q) : a.u[0] == BIB_LOGIC_OR ? (p || q) : (p != q);
     }
 }
 

@@ -7,7 +7,8 @@
 // the CPU reference's bits.
 // Specialization constants: 1 = KIND (0 cast f32 -> i32, 1 cast i32 -> f32,
 // 2 compare f32, 3 compare i32, 4 where, 5 logic, 6 binary i32, 7 copy),
-// 2 = SUB (bib_compare_t, bib_logic_t or bib_binary_t), 3 and 4 = the form
+// 2 = SUB (bib_compare_t, bib_logic_t or bib_binary_t, whose numbers
+// vk_kernels.c asserts), 3 and 4 = the form
 // of in1 and in2 against in0: 0 same shape | 1 a row [n1] | 2 one element.
 // Push: n0 = element count, n1 = in0's last axis.
 #version 450
@@ -90,6 +91,8 @@ uint binary_i32(uint a, uint b) {
         return a - b;
     if (SUB == 2u)
         return a * b;
+    if (SUB != 3u)
+        return 0u;
     // Division toward zero on the magnitudes; the host has refused a zero
     // divisor before the dispatch.
     if (b == 0u)
