@@ -43,7 +43,12 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
     BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */
     BIB_SHAPE_IN_PLACE,  /* no inputs: the result is the modified operand a itself */
-    BIB_SHAPE_WHERE,     /* in0's shape; in1 and in2 each as BROADCAST's in1 against in0 */
+    BIB_SHAPE_TAKE,      /* elements picked along an axis by i32 indices (bib_take_t: AXIS as
+                            numpy.take, ELEMENTS as ONNX GatherElements) */
+    BIB_SHAPE_STRIDED,   /* a strided copy: the result's shape and the call's p[] by the sub
+                            (bib_strided_t: PERMUTE, EXPAND, SLICE, CONCAT) */
+    BIB_SHAPE_WHERE,     /* numpy's broadcast of in0, in1, in2; the call gets in0 with the
+                            result's count, in1 and in2 each as BROADCAST's in1 */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -115,6 +120,27 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
 #define BIB_KOP_SAME_COMPARE_COMPARE ~, 1
 #define BIB_KOP_SAME_LOGIC_LOGIC ~, 1
+#define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
+#define BIB_KOP_SAME_TAKE_TAKE ~, 1
+#define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
+/* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
+ * x that another row added, else 1. */
+#define BIB_KOP_USE_PROBE_USE(x) ~, 1
+#define BIB_KOP_NOT_0 1
+#define BIB_KOP_NOT_1 0
+#define BIB_KOP_ADDS(sub) BIB_KOP_CAT(BIB_KOP_NOT_, BIB_KOP_CHECK_(BIB_KOP_USE_PROBE_##sub))
+#define BIB_KOP_ADDS_IN(want, kernel, sub) BIB_KOP_AND(BIB_KOP_IS(want, kernel), BIB_KOP_ADDS(sub))
+#define BIB_KOP_AND(a, b) BIB_KOP_CAT(BIB_KOP_AND_, BIB_KOP_CAT(a, b))
+#define BIB_KOP_AND_00 0
+#define BIB_KOP_AND_01 0
+#define BIB_KOP_AND_10 0
+#define BIB_KOP_AND_11 1
+#define BIB_UNARY_USE(x) BIB_UNARY_##x
+#define BIB_BINARY_USE(x) BIB_BINARY_##x
+#define BIB_REDUCE_USE(x) BIB_REDUCE_##x
+#define BIB_STRIDED_USE(x) BIB_STRIDED_##x
+#define BIB_TAKE_USE(x) BIB_TAKE_##x
+#define BIB_ARGMAX_USE(x) BIB_ARGMAX_##x
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -124,8 +150,11 @@ typedef enum bib_attention {
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
                      BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
-                         BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)             \
-                             BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub))
+                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
+                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub) BIB_KOP_WHEN( \
+                                 BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub)                    \
+                                 BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)     \
+                                     BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -138,7 +167,7 @@ typedef enum bib_unary {
 #define COP(...)
 #define GKOP(...)
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(BIB_UNARY_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(UNARY, kernel, sub))(BIB_UNARY_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_UNARY__COUNT
@@ -147,7 +176,7 @@ typedef enum bib_unary {
 /* Elementwise binary opcodes (with in1 broadcast), in row order. */
 typedef enum bib_binary {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(BIB_BINARY_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(BINARY, kernel, sub))(BIB_BINARY_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_BINARY__COUNT
@@ -156,11 +185,39 @@ typedef enum bib_binary {
 /* Reductions along the last axis, in row order. */
 typedef enum bib_reduce {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(BIB_REDUCE_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(REDUCE, kernel, sub))(BIB_REDUCE_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_REDUCE__COUNT
 } bib_reduce_t;
+
+/* The strided copies (STRIDED's sub): the VM's rule for the result's shape
+ * and the call's p[]; the kernel runs them all alike. */
+typedef enum bib_strided {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(STRIDED, kernel, sub))(BIB_STRIDED_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_STRIDED__COUNT
+} bib_strided_t;
+
+/* The index rules of TAKE's opcodes: the VM's shape rule and p[]. */
+typedef enum bib_take {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(TAKE, kernel, sub))(BIB_TAKE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_TAKE__COUNT
+} bib_take_t;
+
+/* ARGMAX's comparison: the first maximum or the first minimum. */
+typedef enum bib_argmax {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(ARGMAX, kernel, sub))(BIB_ARGMAX_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_ARGMAX__COUNT
+} bib_argmax_t;
 
 /* Elementwise comparisons (i32 0/1 results, in1 broadcast), in row order. */
 typedef enum bib_compare {

@@ -91,7 +91,7 @@ static void print_kernels(void) {
         [BIB_SHAPE_ATTENTION] = "q's",
         [BIB_SHAPE_GATHER] = "indices' then the table's after the first",
         [BIB_SHAPE_IN_PLACE] = "operand a's, in place",
-        [BIB_SHAPE_WHERE] = "the condition's; in1, in2 each same, a row, or one element",
+        [BIB_SHAPE_WHERE] = "numpy's broadcast of all three (expanded by the VM)",
     };
     static const char *const costs[BIB_COST__COUNT] = {
         [BIB_COST_ELEMENTS] = "inputs + result",    [BIB_COST_ROWS] = "inputs + result",

@@ -209,6 +209,33 @@ static inline float bib_tree_sum_sq(const float *x, size_t n) {
     return bib_tree_finish(p);
 }
 
+/* PROD: THE tree with * for +: lane l multiplies x[l], x[l+64], ... in
+ * ascending order starting from 1; then p[i] *= p[i+32], ..., p[i] *= p[i+1]. */
+static inline float bib_tree_prod(const float *x, size_t n) {
+    float p[BIB_TREE_LANES];
+    for (int i = 0; i < BIB_TREE_LANES; i++)
+        p[i] = 1.0f;
+    for (size_t i = 0; i < n; i++)
+        p[i % BIB_TREE_LANES] = p[i % BIB_TREE_LANES] * x[i];
+    for (int s = BIB_TREE_LANES / 2; s >= 1; s >>= 1)
+        for (int i = 0; i < s; i++)
+            p[i] = p[i] * p[i + s];
+    return p[0];
+}
+
+/* MIN: canonical NaN if any element is NaN; otherwise the least element in
+ * the order where -0 < +0; +Inf for n == 0. */
+static inline float bib_min(const float *x, size_t n) {
+    int32_t best = bib_f32_order_key(INFINITY);
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] != x[i])
+            return bib_f32_canonical_nan();
+        int32_t k = bib_f32_order_key(x[i]);
+        best = k < best ? k : best;
+    }
+    return bib_f32_from_order_key(best);
+}
+
 /* MAX: canonical NaN if any element is NaN; otherwise the greatest element in
  * the order where -0 < +0; -Inf for n == 0. */
 static inline float bib_max(const float *x, size_t n) {

@@ -127,6 +127,8 @@ typedef struct bib_cu_api {
     X(TRANSPOSE, "elementwise", "bib_transpose")                                                   \
     X(GATHER, "elementwise", "bib_gather")                                                         \
     X(RNG, "elementwise", "bib_rng")                                                               \
+    X(STRIDED, "elementwise", "bib_strided")                                                       \
+    X(TAKE, "elementwise", "bib_take")                                                             \
     X(SOFTMAX_S, "rows", "bib_softmax_s")                                                          \
     X(SOFTMAX_R1, "rows", "bib_softmax_r1")                                                        \
     X(SOFTMAX_R2, "rows", "bib_softmax_r2")                                                        \
@@ -138,6 +140,8 @@ typedef struct bib_cu_api {
     X(REDUCE_SUM, "rows", "bib_reduce_sum")                                                        \
     X(REDUCE_MAX, "rows", "bib_reduce_max")                                                        \
     X(REDUCE_MEAN, "rows", "bib_reduce_mean")                                                      \
+    X(REDUCE_MIN, "rows", "bib_reduce_min")                                                        \
+    X(REDUCE_PROD, "rows", "bib_reduce_prod")                                                      \
     X(ARGMAX, "rows", "bib_argmax")                                                                \
     X(LAYERNORM, "rows", "bib_layernorm")                                                          \
     X(RMSNORM, "rows", "bib_rmsnorm")                                                              \

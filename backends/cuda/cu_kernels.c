@@ -291,15 +291,17 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
-    _Static_assert(BIB_REDUCE__COUNT == 3, "shaders/cuda/rows.cu has a kernel per reduction");
+    _Static_assert(BIB_REDUCE__COUNT == 5, "shaders/cuda/rows.cu has a kernel per reduction");
     static const bib_cu_fn_t fns[BIB_REDUCE__COUNT] = {[BIB_REDUCE_SUM] = BIB_CU_FN_REDUCE_SUM,
-                                       [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
-                                       [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN};
+                                                       [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
+                                                       [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN,
+                                                       [BIB_REDUCE_MIN] = BIB_CU_FN_REDUCE_MIN,
+                                                       [BIB_REDUCE_PROD] = BIB_CU_FN_REDUCE_PROD};
     return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1, true);
 }
 
 static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, 0, 1, true);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1, true);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
@@ -354,6 +356,53 @@ static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
                        &p);
     bib_cu_buffer_free(ex, scratch);
     return st;
+}
+
+/* ---- STRIDED ------------------------------------------------------------- */
+
+static bib_status_t bib_cu_strided(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "strided output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "strided input 0", &p.in0)) != BIB_OK)
+        return st;
+    if (c->in[1].buf && (st = bib_cu_addr(ex, &c->in[1], "strided input 1", &p.in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    memcpy(p.s, c->p, sizeof p.s);
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
+    return bib_cu_launch(ex, BIB_CU_FN_STRIDED, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1,
+                         0, &p);
+}
+
+static bib_status_t bib_cu_take(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "take output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "take table", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "take indices", &p.in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    memcpy(p.s, c->p, sizeof p.s);
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
+    return bib_cu_launch(ex, BIB_CU_FN_TAKE, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0,
+                         &p);
 }
 
 /* ---- GATHER and RNG ------------------------------------------------------ */
@@ -495,7 +544,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 19, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 21, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -527,6 +576,8 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_ARGMAX] = bib_cu_argmax,
             [BIB_KERNEL_FILL] = bib_cu_fill,
             [BIB_KERNEL_RNG] = bib_cu_rng,
+            [BIB_KERNEL_STRIDED] = bib_cu_strided,
+            [BIB_KERNEL_TAKE] = bib_cu_take,
             [BIB_KERNEL_COPY] = bib_cu_copy,
             [BIB_KERNEL_CAST] = bib_cu_cast,
             [BIB_KERNEL_COMPARE] = bib_cu_compare,

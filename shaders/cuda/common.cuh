@@ -230,6 +230,46 @@ __device__ __forceinline__ float tree_max(tree_smem &sm, int32_t key, bool nan) 
     return r;
 }
 
+// PROD: tree_sum's pairing with * for +.
+__device__ __forceinline__ float tree_prod(tree_smem &sm, float partial) {
+    const uint32_t l = threadIdx.x;
+    if (l >= 32)
+        sm.p[l] = partial;
+    __syncthreads();
+    if (l < 32) {
+        float v = __fmul_rn(partial, sm.p[l + 32]);
+#pragma unroll
+        for (int s = 16; s >= 1; s >>= 1)
+            v = __fmul_rn(v, __shfl_down_sync(0xffffffffu, v, s));
+        if (l == 0)
+            sm.p[0] = v;
+    }
+    __syncthreads();
+    float r = sm.p[0];
+    __syncthreads();
+    return r;
+}
+
+// MIN as tree_max with the least key (+Inf for an empty row).
+__device__ __forceinline__ float tree_min(tree_smem &sm, int32_t key, bool nan) {
+    const uint32_t l = threadIdx.x;
+    int32_t k = key;
+    uint32_t n = nan ? 1u : 0u;
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) {
+        k = min(k, __shfl_down_sync(0xffffffffu, k, s));
+        n |= __shfl_down_sync(0xffffffffu, n, s);
+    }
+    if ((l & 31) == 0) {
+        sm.k[l >> 5] = k;
+        sm.i[l >> 5] = n;
+    }
+    __syncthreads();
+    float r = (sm.i[0] | sm.i[1]) ? qnan() : from_order_key(min(sm.k[0], sm.k[1]));
+    __syncthreads();
+    return r;
+}
+
 } // namespace bibcu
 
 #endif

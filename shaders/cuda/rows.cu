@@ -1,4 +1,4 @@
-// shaders/cuda/rows.cu: the row kernels: SOFTMAX, REDUCE (sum, max, mean),
+// shaders/cuda/rows.cu: the row kernels: SOFTMAX, REDUCE (sum, max, mean, min, prod),
 // ARGMAX, LAYERNORM, RMSNORM, each along the last axis with one block of 64
 // threads per row (THE tree of spec/numerics.md; common.cuh). Blocks walk
 // rows with a stride of gridDim.x; the loop condition depends on blockIdx
@@ -87,7 +87,7 @@ template <int VPT> __device__ __forceinline__ void softmax_rows(const bib_cu_arg
         softmax_row<VPT>(x + row * n, y + row * n, n, sm);
 }
 
-enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN };
+enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN, REDUCE_MIN, REDUCE_PROD };
 
 template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_t &a) {
     __shared__ tree_smem sm;
@@ -98,7 +98,27 @@ template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_
     float *y = f32(a.out);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
-        if (OP == REDUCE_MAX) {
+        if (OP == REDUCE_PROD) {
+            float part = 1.0f;
+            for (uint32_t i = l; i < n; i += L)
+                part = __fmul_rn(part, xr[i]);
+            float s = tree_prod(sm, part);
+            if (l == 0)
+                y[row] = canon(s);
+        } else if (OP == REDUCE_MIN) {
+            int32_t best = order_key(__int_as_float(0x7f800000));
+            bool nan = false;
+            for (uint32_t i = l; i < n; i += L) {
+                float xi = xr[i];
+                if (isnan_(xi))
+                    nan = true;
+                else
+                    best = min(best, order_key(xi));
+            }
+            float m = tree_min(sm, best, nan);
+            if (l == 0)
+                y[row] = m;
+        } else if (OP == REDUCE_MAX) {
             int32_t best = order_key(neg_inf());
             bool nan = false;
             for (uint32_t i = l; i < n; i += L) {
@@ -125,7 +145,8 @@ template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_
 }
 
 // ARGMAX (out is i32): the index of the first NaN if the row has one, else
-// of the first maximum in the order -0 < +0; 0 for an empty row.
+// of the first maximum (u[0] = 1: minimum) in the order -0 < +0; 0 for an
+// empty row.
 __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     __shared__ int32_t keys[L];
     __shared__ uint32_t at_s[L], nan_s[L];
@@ -135,6 +156,8 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     const uint32_t n = static_cast<uint32_t>(a.n[1]);
     const float *x = f32(a.in0);
     int32_t *y = i32(a.out);
+    // u[0] = 1: ARGMIN, the first maximum of the keys' complements.
+    const int32_t flip = a.u[0] ? -1 : 0;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
         int32_t best = order_key(neg_inf());
@@ -146,7 +169,7 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
                 first_nan = i;
                 break;
             }
-            int32_t k = order_key(xi);
+            int32_t k = order_key(xi) ^ flip;
             if (at == none || k > best) {
                 best = k;
                 at = i;
@@ -250,6 +273,8 @@ BIB_ROW_KERNEL(bib_softmax_r64, softmax_rows<64>(a))
 BIB_ROW_KERNEL(bib_reduce_sum, reduce_rows<REDUCE_SUM>(a))
 BIB_ROW_KERNEL(bib_reduce_max, reduce_rows<REDUCE_MAX>(a))
 BIB_ROW_KERNEL(bib_reduce_mean, reduce_rows<REDUCE_MEAN>(a))
+BIB_ROW_KERNEL(bib_reduce_min, reduce_rows<REDUCE_MIN>(a))
+BIB_ROW_KERNEL(bib_reduce_prod, reduce_rows<REDUCE_PROD>(a))
 BIB_ROW_KERNEL(bib_argmax, argmax_rows(a))
 BIB_ROW_KERNEL(bib_layernorm, layernorm_rows(a))
 BIB_ROW_KERNEL(bib_rmsnorm, rmsnorm_rows(a))

@@ -47,6 +47,7 @@ layout(push_constant) uniform Push {
     uint u2;
     uint u3;
     uint off_scratch;
+    int s[16]; // kernel-specific signed words (STRIDED's offsets and strides)
 } pc;
 
 #if BIB_HAVE_F64

@@ -62,6 +62,9 @@ PROGRAM = """
 .input  d   t7 i32[n, m]
 .input  dr  t8 i32[m]
 .input  d1  t9 i32[1]
+.input  yc  t43 f32[n, 1]
+.input  jc  t44 i32[n, 1]
+.input  dc  t45 i32[n, 1]
 .output cast_fi   t10 i32[n, m]
 .output cast_if   t11 f32[n, m]
 .output cast_ff   t12 f32[n, m]
@@ -91,6 +94,10 @@ PROGRAM = """
 .output div_i t36 i32[n, m]
 .output div_ir t37 i32[n, m]
 .output div_i1 t38 i32[n, m]
+.output lt_fc t46 i32[n, m]
+.output where_c t47 f32[n, m]
+.output div_ic t48 i32[n, m]
+.output xor_ic t49 i32[n, m]
 
 .func main regs=1
     CAST cast_fi, x, i32
@@ -122,6 +129,10 @@ PROGRAM = """
     TDIV div_i, i, d
     TDIV div_ir, i, dr
     TDIV div_i1, i, d1
+    TLT lt_fc, yc, x
+    WHERE where_c, jc, x, yr
+    TDIV div_ic, i, dc
+    TXOR xor_ic, jc, i
     LDI r0, 0
     HALT r0
 .end
@@ -176,6 +187,9 @@ def make_inputs(rng, n, m):
         "x": x.reshape(n, m), "y": y.reshape(n, m), "yr": y[:m].copy(), "y1": y[7:8].copy(),
         "i": i.reshape(n, m), "j": j.reshape(n, m), "jr": j[:m].copy(),
         "d": d.reshape(n, m), "dr": d[:m].copy(), "d1": np.array([-3], dtype=np.int32),
+        # columns: broadcast against [n, m] by numpy's rule (the VM expands them)
+        "yc": y[m:m + n].reshape(n, 1).copy(), "jc": j[:n].reshape(n, 1).copy(),
+        "dc": d[m:m + n].reshape(n, 1).copy(),
     }
 
 
@@ -218,6 +232,11 @@ def reference(a):
             "add_i": wrap32(i.astype(np.int64) + j), "sub_ir": wrap32(i.astype(np.int64) - jr),
             "mul_i": wrap32(i.astype(np.int64) * j), "div_i": div_trunc(i, d),
             "div_ir": div_trunc(i, dr), "div_i1": div_trunc(i, d1),
+            "lt_fc": b(a["yc"] < x),
+            "where_c": np.where(a["jc"] != 0, x.view(np.uint32),
+                                np.broadcast_to(yr.view(np.uint32), x.shape)).view(np.float32),
+            "div_ic": div_trunc(i, np.broadcast_to(a["dc"], i.shape)),
+            "xor_ic": b((a["jc"] != 0) ^ (i != 0)),
         }
 
 
@@ -312,7 +331,7 @@ def main():
             report(not bad, f"{tag}: {len(names)} output files byte-identical to the CPU's"
                    + (": differ: " + ", ".join(bad) if bad else ""))
         # Batch invariance: the first 5 rows alone give those rows' bytes.
-        few = {k: (v[:5] if v.ndim == 2 else v) for k, v in inputs.items()}
+        few = {k: (v[:5] if v.ndim == 2 else v) for k, v in inputs.items()}  # columns too
         rc, err, paths = run(prog, few, names, tmp, "cpu-5rows")
         bad = [name for name in names
                if rc != 0 or np.load(paths[name]).tobytes() != np.load(base[name])[:5].tobytes()]

@@ -517,6 +517,87 @@ CTS_TEST(transpose_matches_cpu) {
     }
 }
 
+/* A STRIDED call reading in0 with strides st0 from off0 (and in1 past
+ * split on axis, when in1 is given) into out. */
+static bib_call_t cts_strided(int64_t off0, const int64_t st0[6], int64_t off1,
+                              const int64_t st1[6], int64_t axis, int64_t split) {
+    bib_call_t call = {.kernel = BIB_KERNEL_STRIDED};
+    call.p[0] = off0;
+    call.p[7] = off1;
+    for (int k = 0; k < 6; k++) {
+        call.p[1 + k] = st0[k];
+        call.p[8 + k] = st1 ? st1[k] : 0;
+    }
+    call.p[14] = axis;
+    call.p[15] = split;
+    return call;
+}
+
+CTS_TEST(strided_copies_match_cpu) {
+    enum { N = 2 * 3 * 2 * 5 * 4 * 33 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    cr_assert(x && y);
+    cts_fill_data(x, N, -1, 1, true);
+    cts_fill_data(y, N, -1, 1, true);
+    cts_tensor_t in6 = {x, BIB_DTYPE_F32, 6, {2, 3, 2, 5, 4, 33}};
+    /* A rank-6 permutation (out axis k = in axis {5, 0, 3, 1, 4, 2}). */
+    static const int64_t perm[6] = {1, 3960, 66, 1320, 33, 660};
+    cts_tensor_t out = {NULL, BIB_DTYPE_F32, 6, {33, 2, 5, 3, 4, 2}};
+    cts_compare(cts_strided(0, perm, 0, NULL, 0, 33), &in6, 1, out, "strided permute");
+    /* Negative steps from the far end, and a broadcast axis (stride 0). */
+    static const int64_t rev[6] = {-3960, 0, 1320, -330, 66, -2};
+    cts_tensor_t out2 = {NULL, BIB_DTYPE_F32, 6, {2, 7, 2, 3, 4, 17}};
+    cts_compare(cts_strided(3960 + 990 + 32, rev, 0, NULL, 0, 2), &in6, 1, out2,
+                "strided reverse and broadcast");
+    /* Two sources split on axis 4 (CONCAT [.., 4, 33] with [.., 3, 33]). */
+    cts_tensor_t two[2] = {in6, {y, BIB_DTYPE_F32, 6, {2, 3, 2, 5, 3, 33}}};
+    static const int64_t a[6] = {3960, 1320, 660, 132, 33, 1};
+    static const int64_t b[6] = {2970, 990, 495, 99, 33, 1};
+    cts_tensor_t out3 = {NULL, BIB_DTYPE_F32, 6, {2, 3, 2, 5, 7, 33}};
+    cts_compare(cts_strided(0, a, -4 * 33, b, 4, 4), two, 2, out3, "strided concat");
+    /* i32 words move as they are; a rank-0 output reads one word. */
+    cts_tensor_t ints = {x, BIB_DTYPE_I32, 1, {N}};
+    static const int64_t one[6] = {0, 0, 0, 0, 0, 0};
+    cts_compare(cts_strided(N - 1, one, 0, NULL, 0, 1), &ints, 1,
+                (cts_tensor_t){NULL, BIB_DTYPE_I32, 0, {0}}, "strided scalar");
+    /* A long run over the last axis: more elements than one grid pass. */
+    static const int64_t flat[6] = {0, 0, 0, 0, 0, 1};
+    cts_tensor_t in1 = {x, BIB_DTYPE_F32, 1, {N}};
+    cts_compare(cts_strided(0, flat, 0, NULL, 0, 1), &in1, 1,
+                (cts_tensor_t){NULL, BIB_DTYPE_F32, 1, {N}}, "strided flat");
+    free(x);
+    free(y);
+}
+
+CTS_TEST(take_matches_cpu_with_negative_indices) {
+    /* x [3, 40, 7]; GATHER_AXIS on axis 1 with indices [5, 9] in -40..39,
+     * then GATHER_ELEMENTS on axis 2 with indices [3, 40, 5] in -7..6. */
+    enum { A = 3, B = 40, C = 7 };
+    float *x = malloc(A * B * C * 4);
+    int32_t *ia = malloc(5 * 9 * 4), *ie = malloc(A * B * 5 * 4);
+    cr_assert(x && ia && ie);
+    cts_fill_data(x, A * B * C, -1, 1, true);
+    for (int i = 0; i < 5 * 9; i++)
+        ia[i] = (int32_t)(cts_rnd() % (2 * B)) - B;
+    for (int i = 0; i < A * B * 5; i++)
+        ie[i] = (int32_t)(cts_rnd() % (2 * C)) - C;
+    cts_tensor_t in[2] = {{x, BIB_DTYPE_F32, 3, {A, B, C}}, {ia, BIB_DTYPE_I32, 2, {5, 9}}};
+    /* out [3, 5, 9, 7] padded to [1, 1, 3, 5, 9, 7]. */
+    bib_call_t take = {.kernel = BIB_KERNEL_TAKE, .sub = BIB_TAKE_AXIS};
+    const int64_t p[14] = {0, 0, B * C, 0, 0, 1, 0, 0, 0, 9, 1, 0, C, B};
+    memcpy(take.p, p, sizeof p);
+    cts_compare(take, in, 2, (cts_tensor_t){NULL, BIB_DTYPE_F32, 4, {A, 5, 9, C}}, "take axis");
+    /* out [3, 40, 5] padded to [1, 1, 1, 3, 40, 5]. */
+    in[1] = (cts_tensor_t){ie, BIB_DTYPE_I32, 3, {A, B, 5}};
+    bib_call_t el = {.kernel = BIB_KERNEL_TAKE, .sub = BIB_TAKE_ELEMENTS};
+    const int64_t q[14] = {0, 0, 0, B * C, C, 0, 0, 0, 0, B * 5, 5, 1, 1, C};
+    memcpy(el.p, q, sizeof q);
+    cts_compare(el, in, 2, (cts_tensor_t){NULL, BIB_DTYPE_F32, 3, {A, B, 5}}, "take elements");
+    free(x);
+    free(ia);
+    free(ie);
+}
+
 CTS_TEST(fill_and_copy_match_cpu) {
     float x[1023];
     cts_fill_data(x, 1023, -1, 1, true);
@@ -611,9 +692,11 @@ CTS_TEST(reduce_and_argmax_match_cpu) {
                 bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
                 cts_compare(call, &in, 1, cts_tf(NULL, 1, r, 0, 0, 0), "reduce");
             }
-            bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
             cts_tensor_t out = {NULL, BIB_DTYPE_I32, 1, {r}};
-            cts_compare(am, &in, 1, out, "argmax");
+            for (uint32_t op = 0; op < BIB_ARGMAX__COUNT; op++) {
+                bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX, .sub = op};
+                cts_compare(am, &in, 1, out, op == BIB_ARGMAX_MIN ? "argmin" : "argmax");
+            }
             free(x);
         }
 }
