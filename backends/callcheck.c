@@ -168,7 +168,8 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
                (!(rules & BIB_CALL_RULE_TRANSPOSE_SAME_DTYPE) || x->dtype == o->dtype) &&
                bib_view_count(x) == bib_view_count(o);
     case BIB_KERNEL_UNARY:
-        return bib_call_all_f32(c, 1);
+        return bib_call_all_f32(c, 1) || (bib_unary_i32(c->sub) && bib_call_all_i32(c, 1) &&
+                                          bib_view_count(o) == bib_view_count(x));
     case BIB_KERNEL_SCALE:
     case BIB_KERNEL_SOFTMAX:
         return bib_call_all_f32(c, 1);
@@ -180,6 +181,8 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
     case BIB_KERNEL_ARGMAX:
         return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
     case BIB_KERNEL_LAYERNORM:
+        if (c->sub == BIB_LAYERNORM_PACKED)
+            return bib_call_all_f32(c, 2) && bib_view_count(&c->in[1]) == 2 * (uint64_t)last;
         return bib_call_all_f32(c, 3) && bib_view_count(&c->in[1]) == last &&
                bib_view_count(&c->in[2]) == last;
     case BIB_KERNEL_RMSNORM:

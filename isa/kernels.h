@@ -20,7 +20,7 @@ typedef enum bib_dtype_rule {
     BIB_DTYPES_ANY,        /* any dtype; the result has in0's (or out's own) */
     BIB_DTYPES_F32_TO_I32, /* f32 operand, i32 result */
     BIB_DTYPES_GATHER,     /* in0 any, in1 i32 indices; the result has in0's dtype */
-    BIB_DTYPES_BINARY,     /* f32, or i32 for a sub with bib_binary_i32: one dtype, the result's */
+    BIB_DTYPES_F32_OR_I32, /* f32, or i32 for a sub with an i32 form (bib_sub_i32): one dtype */
     BIB_DTYPES_CAST,       /* any operand; the result has the opcode's DTYPE operand */
     BIB_DTYPES_COMPARE,    /* f32 or i32 operands of one dtype, i32 result (0 or 1) */
     BIB_DTYPES_WHERE,      /* in0 i32, in1 and in2 of one dtype, the result's */
@@ -56,7 +56,7 @@ typedef enum bib_shape_rule {
 typedef enum bib_args_rule {
     BIB_ARGS_NONE,
     BIB_ARGS_SCALAR_C,  /* f[0] = the f64 r[c] rounded to f32 */
-    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5 */
+    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5, or the f64 of the opcode's RS operand rounded to f32 */
     BIB_ARGS_EPS_1E6,   /* f[0] = 1e-6 */
     BIB_ARGS_ATTENTION, /* f[0] = 1 / sqrt(D) */
     BIB_ARGS_FILL,      /* f[0] = r[b] rounded to f32, or i[0] = its low 32 bits (i32) */
@@ -93,7 +93,22 @@ typedef enum bib_executor_id {
 /* ---- sub-operations ----------------------------------------------------------- */
 
 /* MATMUL's activation (the LINEAR* opcodes). */
-typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU, BIB_ACT__COUNT } bib_act_t;
+typedef enum bib_act {
+    BIB_ACT_NONE,
+    BIB_ACT_RELU,
+    BIB_ACT_GELU,
+    BIB_ACT_GELU_ERF,
+    BIB_ACT__COUNT
+} bib_act_t;
+/* SOFTMAX's form: softmax, or log-softmax (LOGSOFTMAX). */
+typedef enum bib_softmax { BIB_SOFTMAX_NONE, BIB_SOFTMAX_LOG, BIB_SOFTMAX__COUNT } bib_softmax_t;
+/* LAYERNORM's operands: gamma in1 and beta in2 with eps 1e-5 (NONE), or
+ * gamma and beta as the rows of in1 [2,N] with eps from the instruction. */
+typedef enum bib_layernorm {
+    BIB_LAYERNORM_NONE,
+    BIB_LAYERNORM_PACKED,
+    BIB_LAYERNORM__COUNT
+} bib_layernorm_t;
 /* ATTENTION's mask. */
 typedef enum bib_attention {
     BIB_ATTENTION_PLAIN,
@@ -120,6 +135,8 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
 #define BIB_KOP_SAME_COMPARE_COMPARE ~, 1
 #define BIB_KOP_SAME_LOGIC_LOGIC ~, 1
+#define BIB_KOP_SAME_SOFTMAX_SOFTMAX ~, 1
+#define BIB_KOP_SAME_LAYERNORM_LAYERNORM ~, 1
 #define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
 #define BIB_KOP_SAME_TAKE_TAKE ~, 1
 #define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
@@ -148,11 +165,13 @@ typedef enum bib_attention {
     (0 BIB_KOP_WHEN(BIB_KOP_IS(MATMUL, kernel))(+BIB_ACT_##sub)                                    \
          BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
-                 BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
-                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
-                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
-                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub) BIB_KOP_WHEN( \
-                                 BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub)                    \
+                 BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub) BIB_KOP_WHEN(         \
+                     BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)                          \
+                     BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub) BIB_KOP_WHEN(   \
+                         BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)                                \
+                         BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub) BIB_KOP_WHEN( \
+                             BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub)                      \
+                             BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(+BIB_LAYERNORM_##sub)     \
                                  BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)     \
                                      BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub))
 
@@ -244,19 +263,28 @@ typedef enum bib_logic {
 } bib_logic_t;
 
 /* Whether BINARY's sub op has an i32 form (wrapping add, sub and mul;
- * division truncated toward zero that traps on a zero divisor). The other
- * subs take f32 only. */
+ * division truncated toward zero that traps on a zero divisor; signed min
+ * and max). The other subs take f32 only. */
 static inline int bib_binary_i32(uint32_t op) {
     switch ((bib_binary_t)op) {
     case BIB_BINARY_ADD:
     case BIB_BINARY_SUB:
     case BIB_BINARY_MUL:
     case BIB_BINARY_DIV:
+    case BIB_BINARY_MIN:
+    case BIB_BINARY_MAX:
         return 1;
+    case BIB_BINARY_POW:
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
     }
     return 0;
+}
+
+/* Whether UNARY's sub op has an i32 form (abs and neg, wrapping: INT32_MIN
+ * stays INT32_MIN). The other subs take f32 only. */
+static inline int bib_unary_i32(uint32_t op) {
+    return op == BIB_UNARY_ABS || op == BIB_UNARY_NEG;
 }
 
 /* ---- the kernels ------------------------------------------------------------- */
@@ -285,6 +313,13 @@ extern const bib_kernel_info_t bib_kernel_table[BIB_KERNEL__COUNT];
 
 /* Whether executor id has kernel k (the descriptor's word, which the build
  * checks against every executor's table). */
+/* Whether sub op of kernel k has an i32 form (BIB_DTYPES_F32_OR_I32). */
+static inline int bib_sub_i32(bib_kernel_t k, uint32_t op) {
+    return k == BIB_KERNEL_BINARY  ? bib_binary_i32(op)
+           : k == BIB_KERNEL_UNARY ? bib_unary_i32(op)
+                                   : 0;
+}
+
 static inline int bib_kernel_runs_on(bib_kernel_t k, bib_executor_id_t id) {
     return (unsigned)k < BIB_KERNEL__COUNT && (bib_kernel_table[k].executors >> id) & 1u;
 }

@@ -313,10 +313,11 @@ static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
                                    bib_tensor_shape_typed(sh, t[1]), bib_isa_table[ip->op].name);
         r->dtype = t[0]->dtype;
         return BIB_OK;
-    case BIB_DTYPES_BINARY:
-        if (t[0]->dtype == BIB_DTYPE_I32 && bib_binary_i32(k->sub)) {
-            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32,
-                             "i32 like its first operand"));
+    case BIB_DTYPES_F32_OR_I32:
+        if (t[0]->dtype == BIB_DTYPE_I32 && bib_sub_i32(k->kernel, k->sub)) {
+            for (int i = 1; i < k->nin; i++)
+                CHECK(need_dtype(vm, ip, k->in_regs[i], t[i], BIB_DTYPE_I32,
+                                 "i32 like its first operand"));
             r->dtype = BIB_DTYPE_I32;
             return BIB_OK;
         }
@@ -516,6 +517,19 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     case BIB_SHAPE_NORM: {
         static const char *const rows[2] = {"gamma", "beta"};
         CHECK(need_rank1(vm, ip, k->in_regs[0], a));
+        if (k->kernel == BIB_KERNEL_LAYERNORM && k->sub == BIB_LAYERNORM_PACKED) {
+            /* gamma and beta as the two rows of one [2,N] tensor */
+            const bib_tensor_t *gb = t[1];
+            uint32_t n = bib_tensor_last_dim(a);
+            if (gb->rank == 2 && gb->dims[0] == 2 && gb->dims[1] == n)
+                return BIB_OK;
+            return bib_tensor_trap(
+                vm, ip, BIB_E_TRAP,
+                "gamma and beta %s is %s; it must be [2,%" PRIu32 "] (row 0 gamma, row 1 beta; "
+                "%s is %s)",
+                bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[1]), bib_tensor_shape(sh, gb), n,
+                bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[0]), bib_tensor_shape(sh2, a));
+        }
         for (int i = 1; i < k->nin; i++)
             CHECK(need_row(vm, ip, rows[i - 1], k->in_regs[i], t[i], bib_tensor_last_dim(a),
                            k->in_regs[0], a));
@@ -582,9 +596,16 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     case BIB_ARGS_SCALAR_C:
         k->f0 = (float)bib_f64_from_bits(R[ip->c]);
         return;
-    case BIB_ARGS_EPS_1E5:
+    case BIB_ARGS_EPS_1E5: {
+        /* LAYERNORM_EPS names its eps in an RS operand; LAYERNORM has none. */
+        const bib_opinfo_t *info = &bib_isa_table[ip->op];
+        const uint32_t words[4] = {ip->a, ip->b, ip->c, ip->d};
         k->f0 = 1e-5f;
+        for (int w = 1; w < 4; w++)
+            if (info->kinds[w] == BIB_K_RS)
+                k->f0 = (float)bib_f64_from_bits(R[words[w]]);
         return;
+    }
     case BIB_ARGS_EPS_1E6:
         k->f0 = 1e-6f;
         return;

@@ -33,6 +33,22 @@ static float scalar_unary1(bib_unary_t op, float x) {
         return bib_gelu(x);
     case BIB_UNARY_EXP:
         return bib_exp(x);
+    case BIB_UNARY_ERF:
+        return bib_erf(x);
+    case BIB_UNARY_LOG:
+        return bib_log(x);
+    case BIB_UNARY_SQRT:
+        return bib_sqrt_op(x);
+    case BIB_UNARY_RSQRT:
+        return bib_rsqrt(x);
+    case BIB_UNARY_RECIP:
+        return bib_recip(x);
+    case BIB_UNARY_ABS:
+        return bib_abs(x);
+    case BIB_UNARY_NEG:
+        return bib_neg(x);
+    case BIB_UNARY_GELU_ERF:
+        return bib_gelu_erf(x);
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }
@@ -54,6 +70,12 @@ static float scalar_binary1(bib_binary_t op, float a, float b) {
         return bib_f32_canon(a * b);
     case BIB_BINARY_DIV:
         return bib_f32_canon(a / b);
+    case BIB_BINARY_POW:
+        return bib_pow(a, b);
+    case BIB_BINARY_MIN:
+        return bib_min2(a, b);
+    case BIB_BINARY_MAX:
+        return bib_max2(a, b);
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
     }
@@ -78,6 +100,18 @@ static void scalar_softmax(const float *x, float *y, size_t n) {
     float s = bib_tree_sum(y, n);
     for (size_t i = 0; i < n; i++)
         y[i] = bib_f32_canon(y[i] / s);
+}
+
+/* log-softmax: d = x - m, s = tree-sum(exp(d)), y = canon(d - log(s)). The
+ * sum is taken without storing exp(d), so y may be x (in place). */
+static void scalar_logsoftmax(const float *x, float *y, size_t n) {
+    float m = bib_max(x, n);
+    float p[BIB_TREE_LANES] = {0};
+    for (size_t i = 0; i < n; i++)
+        p[i % BIB_TREE_LANES] = p[i % BIB_TREE_LANES] + bib_exp(x[i] - m);
+    float ls = bib_log(bib_tree_finish(p));
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canon((x[i] - m) - ls);
 }
 
 static void scalar_layernorm(const float *x, const float *gamma, const float *beta, float eps,
@@ -116,6 +150,7 @@ const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .binary = scalar_binary,
     .scale = scalar_scale,
     .softmax = scalar_softmax,
+    .logsoftmax = scalar_logsoftmax,
     .layernorm = scalar_layernorm,
     .rmsnorm = scalar_rmsnorm,
     .sum = scalar_sum,
@@ -238,8 +273,10 @@ static void task_softmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
     size_t n = t->row_len;
     const float *x = view_f32(&t->call->in[0]);
     float *y = view_f32(&t->call->out);
+    void (*row)(const float *, float *, size_t) =
+        t->call->sub == BIB_SOFTMAX_LOG ? t->ctx->rowops->logsoftmax : t->ctx->rowops->softmax;
     for (size_t r = begin; r < end; r++)
-        t->ctx->rowops->softmax(x + r * n, y + r * n, n);
+        row(x + r * n, y + r * n, n);
 }
 
 static void task_layernorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
@@ -249,9 +286,11 @@ static void task_layernorm(void *arg, size_t begin, size_t end, uint32_t chunk) 
     size_t n = t->row_len;
     const float *x = view_f32(&c->in[0]);
     float *y = view_f32(&c->out);
+    /* PACKED: gamma and beta are the two rows of in1. */
+    const float *gamma = view_f32(&c->in[1]);
+    const float *beta = c->sub == BIB_LAYERNORM_PACKED ? gamma + n : view_f32(&c->in[2]);
     for (size_t r = begin; r < end; r++)
-        t->ctx->rowops->layernorm(x + r * n, view_f32(&c->in[1]), view_f32(&c->in[2]), c->f[0],
-                                  y + r * n, n);
+        t->ctx->rowops->layernorm(x + r * n, gamma, beta, c->f[0], y + r * n, n);
 }
 
 static void task_rmsnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
@@ -327,7 +366,9 @@ static void matmul_act(float *c, size_t count, void *arg) {
 
 static bib_status_t run_matmul(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     size_t m = c->in[0].dims[0], k = c->in[0].dims[1], n = c->in[1].dims[1];
-    act_post_t post = {ctx->rowops, c->sub == BIB_ACT_GELU ? BIB_UNARY_GELU : BIB_UNARY_RELU};
+    act_post_t post = {ctx->rowops, c->sub == BIB_ACT_GELU       ? BIB_UNARY_GELU
+                                    : c->sub == BIB_ACT_GELU_ERF ? BIB_UNARY_GELU_ERF
+                                                                 : BIB_UNARY_RELU};
     bib_gemm_t g = {
         .m = m,
         .n = n,
@@ -720,7 +761,7 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
     case BIB_KERNEL_RMSNORM:
         return all_f32(c, 3);
     case BIB_KERNEL_UNARY:
-        return all_f32(c, 1);
+        return all_f32(c, 1) || (c->out.dtype == BIB_DTYPE_I32 && bib_cpu_dtypes_supports(c));
     case BIB_KERNEL_BINARY:
         return all_f32(c, 2) || (c->out.dtype == BIB_DTYPE_I32 && bib_cpu_dtypes_supports(c));
     case BIB_KERNEL_REDUCE:
@@ -773,6 +814,8 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, rows, row_grain(last), task_softmax, &t);
         return BIB_OK;
     case BIB_KERNEL_UNARY:
+        if (c->out.dtype == BIB_DTYPE_I32)
+            return bib_cpu_dtypes_run(ctx, c);
         run_parallel(ctx, count, ELEMENT_GRAIN, task_unary, &t);
         return BIB_OK;
     case BIB_KERNEL_BINARY: {

@@ -188,8 +188,31 @@ static void task_binary_i32(void *arg, size_t begin, size_t end, uint32_t chunk)
         DT_FORMS(t->form1, begin, end, t->row,
                  y[i] = (uint32_t)i32_div((int32_t)a[i], (int32_t)b[j]));
         break;
+    case BIB_BINARY_MIN:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = (int32_t)a[i] < (int32_t)b[j] ? a[i] : b[j]);
+        break;
+    case BIB_BINARY_MAX:
+        DT_FORMS(t->form1, begin, end, t->row, y[i] = (int32_t)a[i] > (int32_t)b[j] ? a[i] : b[j]);
+        break;
+    case BIB_BINARY_POW:    /* f32 only (bib_binary_i32) */
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
+    }
+}
+
+/* UNARY on i32: abs and neg wrap (0 - INT32_MIN is INT32_MIN). */
+static void task_unary_i32(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const dt_task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const uint32_t *a = in_words(&c->in[0]);
+    uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
+    if (c->sub == BIB_UNARY_ABS) {
+        for (size_t i = begin; i < end; i++)
+            y[i] = (int32_t)a[i] < 0 ? 0u - a[i] : a[i];
+    } else if (c->sub == BIB_UNARY_NEG) {
+        for (size_t i = begin; i < end; i++)
+            y[i] = 0u - a[i];
     }
 }
 
@@ -222,6 +245,8 @@ bib_status_t bib_cpu_dtypes_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         return run_elements(ctx, c, task_where);
     case BIB_KERNEL_LOGIC:
         return run_elements(ctx, c, task_logic);
+    case BIB_KERNEL_UNARY:
+        return run_elements(ctx, c, task_unary_i32);
     case BIB_KERNEL_BINARY: {
         /* A zero divisor traps before anything is written. */
         if (c->sub == BIB_BINARY_DIV) {

@@ -28,9 +28,9 @@ static inline float bib_cast_i32_f32(int32_t x) {
 
 /* Whether the call is one these kernels take (the GPU executors' rules). */
 bool bib_cpu_dtypes_supports(const bib_call_t *call);
-/* Runs a CAST, COMPARE, WHERE or LOGIC call, or a BINARY call on i32; an i32
- * division by zero returns BIB_E_TRAP with ctx->error set and writes
- * nothing. */
+/* Runs a CAST, COMPARE, WHERE or LOGIC call, or a BINARY or UNARY call on
+ * i32; an i32 division by zero returns BIB_E_TRAP with ctx->error set and
+ * writes nothing. */
 bib_status_t bib_cpu_dtypes_run(const bib_cpu_ctx_t *ctx, const bib_call_t *call);
 
 #endif

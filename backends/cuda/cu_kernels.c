@@ -132,14 +132,20 @@ static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, 
 /* The unary kernels are bib_cu_fn_t's first, in bib_unary_t order (generated
    from the rows, cu_unary_rows.h); BIB_CU_FUNCTIONS lists the binary ones as
    <op>_{SAME,ROW,ONE} in bib_binary_t order, and each MATMUL family as NONE,
-   RELU, GELU (bib_act_t). */
+   RELU, GELU, GELU_ERF (bib_act_t). */
 _Static_assert(BIB_CU_FN_UNARY_RELU == 0, "the unary kernels come first");
-_Static_assert(BIB_CU_FN_BINARY_DIV_ONE - BIB_CU_FN_BINARY_ADD_SAME + 1 == 3 * BIB_BINARY__COUNT,
+_Static_assert(BIB_CU_FN_BINARY_MAX_ONE - BIB_CU_FN_BINARY_ADD_SAME + 1 == 3 * BIB_BINARY__COUNT,
                "a binary op was added to isa/opcodes.def: add its kernels to BIB_CU_FUNCTIONS");
-_Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU - BIB_CU_FN_MATMUL_BIG_VEC_NONE + 1 == BIB_ACT__COUNT,
+_Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU_ERF - BIB_CU_FN_MATMUL_BIG_VEC_NONE + 1 ==
+                   BIB_ACT__COUNT,
                "MATMUL's activations are bib_act_t");
 
+static bib_status_t bib_cu_dtypes(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                  uint32_t op, uint32_t u3);
+
 static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_cu_dtypes(ex, c, BIB_CU_FN_UNARY_I32, c->sub, 0);
     return bib_cu_elementwise(ex, c, (bib_cu_fn_t)c->sub, 0);
 }
 
@@ -278,13 +284,17 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_rows(&c->in[0], &n);
     /* Rows of up to 64 * 2^k elements keep them in registers; longer ones
      * stream. Same operations, same bits. */
-    bib_cu_fn_t fn = BIB_CU_FN_SOFTMAX_S;
-    static const bib_cu_fn_t cached[] = {
-        BIB_CU_FN_SOFTMAX_R1,  BIB_CU_FN_SOFTMAX_R2,  BIB_CU_FN_SOFTMAX_R4, BIB_CU_FN_SOFTMAX_R8,
-        BIB_CU_FN_SOFTMAX_R16, BIB_CU_FN_SOFTMAX_R32, BIB_CU_FN_SOFTMAX_R64};
-    for (size_t i = 0; i < sizeof cached / sizeof cached[0]; i++)
+    bool log = c->sub == BIB_SOFTMAX_LOG;
+    bib_cu_fn_t fn = log ? BIB_CU_FN_LOGSOFTMAX_S : BIB_CU_FN_SOFTMAX_S;
+    static const bib_cu_fn_t cached[2][7] = {
+        {BIB_CU_FN_SOFTMAX_R1, BIB_CU_FN_SOFTMAX_R2, BIB_CU_FN_SOFTMAX_R4, BIB_CU_FN_SOFTMAX_R8,
+         BIB_CU_FN_SOFTMAX_R16, BIB_CU_FN_SOFTMAX_R32, BIB_CU_FN_SOFTMAX_R64},
+        {BIB_CU_FN_LOGSOFTMAX_R1, BIB_CU_FN_LOGSOFTMAX_R2, BIB_CU_FN_LOGSOFTMAX_R4,
+         BIB_CU_FN_LOGSOFTMAX_R8, BIB_CU_FN_LOGSOFTMAX_R16, BIB_CU_FN_LOGSOFTMAX_R32,
+         BIB_CU_FN_LOGSOFTMAX_R64}};
+    for (size_t i = 0; i < 7; i++)
         if ((uint64_t)n <= (uint64_t)BIB_CU_ROW_THREADS << i) {
-            fn = cached[i];
+            fn = cached[log][i];
             break;
         }
     return bib_cu_rowwise(ex, c, fn, 0, 1, false);
@@ -305,7 +315,17 @@ static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
+    if (c->sub != BIB_LAYERNORM_PACKED)
+        return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
+    /* PACKED: gamma and beta are the rows of in1 [2,N]; beta is in1's second
+     * row, so the call passes it as in2 and the kernel is the same. */
+    bib_call_t packed = *c;
+    uint32_t n = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
+    packed.in[2] = c->in[1];
+    packed.in[2].offset += n;
+    packed.in[1].rank = packed.in[2].rank = 1;
+    packed.in[1].dims[0] = packed.in[2].dims[0] = n;
+    return bib_cu_rowwise(ex, &packed, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
 }
 
 static bib_status_t bib_cu_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {

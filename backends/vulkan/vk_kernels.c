@@ -120,7 +120,24 @@ static bib_status_t bib_vk_unary_op(bib_executor_t *ex, const bib_call_t *c, uin
     return bib_vk_dispatch(ex, "unary", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
 }
 
+/* dtypes.comp's KIND constant. */
+enum {
+    BIB_VK_DT_CAST_F2I,
+    BIB_VK_DT_CAST_I2F,
+    BIB_VK_DT_COMPARE_F32,
+    BIB_VK_DT_COMPARE_I32,
+    BIB_VK_DT_WHERE,
+    BIB_VK_DT_LOGIC,
+    BIB_VK_DT_BINARY_I32,
+    BIB_VK_DT_COPY,
+    BIB_VK_DT_UNARY_I32,
+};
+
+static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind);
+
 static bib_status_t bib_vk_unary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_vk_dtypes(ex, c, BIB_VK_DT_UNARY_I32);
     return bib_vk_unary_op(ex, c, c->sub, 0);
 }
 
@@ -164,7 +181,7 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
 }
 
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "softmax", 0, 0, 1, false);
+    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1, false);
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
@@ -182,6 +199,9 @@ static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
+    /* PACKED: gamma and beta are the rows of in1 (norm.comp's op 2). */
+    if (c->sub == BIB_LAYERNORM_PACKED)
+        return bib_vk_rowwise(ex, c, "norm", 2, bib_vk_fbits(c->f[0]), 2, false);
     return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3, false);
 }
 
@@ -277,17 +297,6 @@ static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 (dtypes.comp) -- */
 
-/* The shader's KIND constant. */
-enum {
-    BIB_VK_DT_CAST_F2I,
-    BIB_VK_DT_CAST_I2F,
-    BIB_VK_DT_COMPARE_F32,
-    BIB_VK_DT_COMPARE_I32,
-    BIB_VK_DT_WHERE,
-    BIB_VK_DT_LOGIC,
-    BIB_VK_DT_BINARY_I32,
-    BIB_VK_DT_COPY,
-};
 
 /* dtypes.comp numbers the subs so. */
 _Static_assert(BIB_COMPARE_EQ == 0 && BIB_COMPARE_LT == 1 && BIB_COMPARE_LE == 2 &&
@@ -296,9 +305,32 @@ _Static_assert(BIB_COMPARE_EQ == 0 && BIB_COMPARE_LT == 1 && BIB_COMPARE_LE == 2
 _Static_assert(BIB_LOGIC_NOT == 0 && BIB_LOGIC_AND == 1 && BIB_LOGIC_OR == 2 &&
                    BIB_LOGIC_XOR == 3 && BIB_LOGIC__COUNT == 4,
                "shaders/vulkan/dtypes.comp numbers bib_logic_t");
-_Static_assert(BIB_BINARY_ADD == 0 && BIB_BINARY_SUB == 1 && BIB_BINARY_MUL == 2 &&
-                   BIB_BINARY_DIV == 3,
-               "shaders/vulkan/dtypes.comp binary_i32() numbers bib_binary_t");
+
+/* dtypes.comp's own numbers of the i32 BINARY and UNARY ops. */
+static uint32_t bib_vk_dt_sub(uint32_t kind, uint32_t sub) {
+    if (kind == BIB_VK_DT_UNARY_I32)
+        return sub == BIB_UNARY_NEG;
+    if (kind != BIB_VK_DT_BINARY_I32)
+        return sub;
+    switch ((bib_binary_t)sub) {
+    case BIB_BINARY_ADD:
+        return 0;
+    case BIB_BINARY_SUB:
+        return 1;
+    case BIB_BINARY_MUL:
+        return 2;
+    case BIB_BINARY_DIV:
+        return 3;
+    case BIB_BINARY_MIN:
+        return 4;
+    case BIB_BINARY_MAX:
+        return 5;
+    case BIB_BINARY_POW: /* f32 only (bib_binary_i32) */
+    case BIB_BINARY__COUNT:
+        break;
+    }
+    return 0;
+}
 
 static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind) {
     bib_vk_push_t p = {0};
@@ -311,7 +343,7 @@ static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint3
         if (c->in[i].buf && (st = bib_vk_elem(ex, &c->in[i], names[i], offs[i])) != BIB_OK)
             return st;
     const bib_view_t *x = &c->in[0];
-    uint32_t spec[4] = {kind, c->sub, 0, 0};
+    uint32_t spec[4] = {kind, bib_vk_dt_sub(kind, c->sub), 0, 0};
     for (int i = 1; i < 3; i++) {
         if (!c->in[i].buf)
             continue;

@@ -1,5 +1,5 @@
-// shaders/cuda/dtypes.cu: CAST, COMPARE, WHERE, LOGIC and BINARY on i32
-// operands (spec/numerics.md "Dtypes"), the CPU reference's
+// shaders/cuda/dtypes.cu: CAST, COMPARE, WHERE, LOGIC, and BINARY and UNARY
+// on i32 operands (spec/numerics.md "Dtypes"), the CPU reference's
 // (backends/cpu/ops_dtypes.c) element functions operation for operation.
 // Each walks a grid-stride loop of 64-bit indices, one element per step,
 // so any grid gives the same result; each element depends on its own
@@ -54,7 +54,7 @@ template <typename T> __device__ __forceinline__ int32_t compare(uint32_t op, T 
 
 // bib_binary_t on i32 (the subs bib_binary_i32 names): ADD, SUB, MUL wrap;
 // DIV toward zero (the host has refused a zero divisor; -1 negates, wrapping
-// INT32_MIN to itself).
+// INT32_MIN to itself); MIN and MAX signed.
 __device__ __forceinline__ int32_t binary_i32(uint32_t op, int32_t a, int32_t b) {
     uint32_t ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
     switch (op) {
@@ -68,6 +68,10 @@ __device__ __forceinline__ int32_t binary_i32(uint32_t op, int32_t a, int32_t b)
         if (b == 0)
             return 0;
         return b == -1 ? static_cast<int32_t>(0u - ua) : a / b;
+    case BIB_BINARY_MIN:
+        return a < b ? a : b;
+    case BIB_BINARY_MAX:
+        return a > b ? a : b;
     default:
         return 0;
     }
@@ -130,4 +134,15 @@ extern "C" __global__ void __launch_bounds__(256) bib_binary_i32(const bib_cu_ar
     int32_t *y = i32(a.out);
     for (uint64_t i = first_index(); i < a.n[0]; i += grid_stride())
         y[i] = binary_i32(a.u[0], x[i], b[form_index(a.u[1], i, a.n[1])]);
+}
+
+// UNARY on i32 operands: u[0] = BIB_UNARY_ABS or BIB_UNARY_NEG, wrapping
+// (INT32_MIN stays INT32_MIN).
+extern "C" __global__ void __launch_bounds__(256) bib_unary_i32(const bib_cu_args_t a) {
+    const uint32_t *x = u32(a.in0);
+    uint32_t *y = u32(a.out);
+    for (uint64_t i = first_index(); i < a.n[0]; i += grid_stride()) {
+        uint32_t w = x[i];
+        y[i] = a.u[0] == BIB_UNARY_NEG || static_cast<int32_t>(w) < 0 ? 0u - w : w;
+    }
 }

@@ -35,7 +35,7 @@ __device__ __forceinline__ void scale_all(const bib_cu_args_t &a) {
         y[i] = canon(__fmul_rn(x[i], s));
 }
 
-enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV };
+enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_POW, BINARY_MIN, BINARY_MAX };
 // in1's form: the same shape, a row over in0's last axis, one element.
 enum { FORM_SAME, FORM_ROW, FORM_ONE };
 
@@ -54,8 +54,14 @@ template <int OP, int FORM> __device__ __forceinline__ void binary_all(const bib
             r = __fsub_rn(u, v);
         else if (OP == BINARY_MUL)
             r = __fmul_rn(u, v);
-        else
+        else if (OP == BINARY_DIV)
             r = __fdiv_rn(u, v);
+        else if (OP == BINARY_POW)
+            r = pow_(u, v);
+        else if (OP == BINARY_MIN)
+            r = min2_(u, v);
+        else
+            r = max2_(u, v);
         y[i] = canon(r);
     }
 }
@@ -145,6 +151,9 @@ BIB_BINARY_KERNELS(add, BINARY_ADD)
 BIB_BINARY_KERNELS(sub, BINARY_SUB)
 BIB_BINARY_KERNELS(mul, BINARY_MUL)
 BIB_BINARY_KERNELS(div, BINARY_DIV)
+BIB_BINARY_KERNELS(pow, BINARY_POW)
+BIB_BINARY_KERNELS(min, BINARY_MIN)
+BIB_BINARY_KERNELS(max, BINARY_MAX)
 
 // TRANSPOSE: out[b][c][r] = in0[b][r][c] as raw 32-bit words through a
 // 32 x 33 shared tile, so reads and writes are both coalesced.

@@ -19,7 +19,8 @@ constexpr uint32_t L = BIB_CU_ROW_THREADS;
 // softmax: m = max (NaN -> NaN, -0 < +0); y = exp(x - m); s = tree(y);
 // y = canon(y / s). VPT > 0 keeps the lane's VPT elements in registers
 // (rows of at most 64 * VPT); VPT == 0 streams any length from memory.
-template <int VPT>
+// LOG: log-softmax, s = tree(exp(x - m)) (not stored), y = canon((x - m) - log(s)).
+template <int VPT, bool LOG>
 __device__ __forceinline__ void softmax_row(const float *x, float *y, uint32_t n, tree_smem &sm) {
     const uint32_t l = threadIdx.x;
     int32_t best = order_key(neg_inf());
@@ -42,19 +43,33 @@ __device__ __forceinline__ void softmax_row(const float *x, float *y, uint32_t n
         }
         float m = tree_max(sm, best, nan);
         float part = 0.0f;
+        if (LOG) {
 #pragma unroll
-        for (int q = 0; q < VPT; q++) {
-            if (l + L * q < n) {
-                v[q] = exp_(__fsub_rn(v[q], m));
-                part = __fadd_rn(part, v[q]);
+            for (int q = 0; q < VPT; q++)
+                if (l + L * q < n)
+                    part = __fadd_rn(part, exp_(__fsub_rn(v[q], m)));
+            float ls = log_(tree_sum(sm, part));
+#pragma unroll
+            for (int q = 0; q < VPT; q++) {
+                uint32_t i = l + L * q;
+                if (i < n)
+                    y[i] = canon(__fsub_rn(__fsub_rn(v[q], m), ls));
             }
-        }
-        float s = tree_sum(sm, part);
+        } else {
 #pragma unroll
-        for (int q = 0; q < VPT; q++) {
-            uint32_t i = l + L * q;
-            if (i < n)
-                y[i] = canon(__fdiv_rn(v[q], s));
+            for (int q = 0; q < VPT; q++) {
+                if (l + L * q < n) {
+                    v[q] = exp_(__fsub_rn(v[q], m));
+                    part = __fadd_rn(part, v[q]);
+                }
+            }
+            float s = tree_sum(sm, part);
+#pragma unroll
+            for (int q = 0; q < VPT; q++) {
+                uint32_t i = l + L * q;
+                if (i < n)
+                    y[i] = canon(__fdiv_rn(v[q], s));
+            }
         }
     } else {
         for (uint32_t i = l; i < n; i += L) {
@@ -66,25 +81,33 @@ __device__ __forceinline__ void softmax_row(const float *x, float *y, uint32_t n
         }
         float m = tree_max(sm, best, nan);
         float part = 0.0f;
-        for (uint32_t i = l; i < n; i += L) {
-            float e = exp_(__fsub_rn(x[i], m));
-            y[i] = e;
-            part = __fadd_rn(part, e);
+        if (LOG) {
+            for (uint32_t i = l; i < n; i += L)
+                part = __fadd_rn(part, exp_(__fsub_rn(x[i], m)));
+            float ls = log_(tree_sum(sm, part));
+            for (uint32_t i = l; i < n; i += L)
+                y[i] = canon(__fsub_rn(__fsub_rn(x[i], m), ls));
+        } else {
+            for (uint32_t i = l; i < n; i += L) {
+                float e = exp_(__fsub_rn(x[i], m));
+                y[i] = e;
+                part = __fadd_rn(part, e);
+            }
+            float s = tree_sum(sm, part);
+            for (uint32_t i = l; i < n; i += L)
+                y[i] = canon(__fdiv_rn(y[i], s));
         }
-        float s = tree_sum(sm, part);
-        for (uint32_t i = l; i < n; i += L)
-            y[i] = canon(__fdiv_rn(y[i], s));
     }
 }
 
-template <int VPT> __device__ __forceinline__ void softmax_rows(const bib_cu_args_t &a) {
+template <int VPT, bool LOG> __device__ __forceinline__ void softmax_rows(const bib_cu_args_t &a) {
     __shared__ tree_smem sm;
     const uint64_t rows = a.n[0];
     const uint32_t n = static_cast<uint32_t>(a.n[1]);
     const float *x = f32(a.in0);
     float *y = f32(a.out);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x)
-        softmax_row<VPT>(x + row * n, y + row * n, n, sm);
+        softmax_row<VPT, LOG>(x + row * n, y + row * n, n, sm);
 }
 
 enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN, REDUCE_MIN, REDUCE_PROD };
@@ -262,14 +285,22 @@ __device__ __forceinline__ void rmsnorm_rows(const bib_cu_args_t &a) {
         body;                                                                                      \
     }
 
-BIB_ROW_KERNEL(bib_softmax_s, softmax_rows<0>(a))
-BIB_ROW_KERNEL(bib_softmax_r1, softmax_rows<1>(a))
-BIB_ROW_KERNEL(bib_softmax_r2, softmax_rows<2>(a))
-BIB_ROW_KERNEL(bib_softmax_r4, softmax_rows<4>(a))
-BIB_ROW_KERNEL(bib_softmax_r8, softmax_rows<8>(a))
-BIB_ROW_KERNEL(bib_softmax_r16, softmax_rows<16>(a))
-BIB_ROW_KERNEL(bib_softmax_r32, softmax_rows<32>(a))
-BIB_ROW_KERNEL(bib_softmax_r64, softmax_rows<64>(a))
+BIB_ROW_KERNEL(bib_softmax_s, (softmax_rows<0, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r1, (softmax_rows<1, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r2, (softmax_rows<2, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r4, (softmax_rows<4, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r8, (softmax_rows<8, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r16, (softmax_rows<16, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r32, (softmax_rows<32, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r64, (softmax_rows<64, false>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_s, (softmax_rows<0, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r1, (softmax_rows<1, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r2, (softmax_rows<2, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r4, (softmax_rows<4, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r8, (softmax_rows<8, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r16, (softmax_rows<16, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r32, (softmax_rows<32, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r64, (softmax_rows<64, true>(a)))
 BIB_ROW_KERNEL(bib_reduce_sum, reduce_rows<REDUCE_SUM>(a))
 BIB_ROW_KERNEL(bib_reduce_max, reduce_rows<REDUCE_MAX>(a))
 BIB_ROW_KERNEL(bib_reduce_mean, reduce_rows<REDUCE_MEAN>(a))

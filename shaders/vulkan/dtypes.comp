@@ -6,9 +6,11 @@
 // unsigned (OpSDiv leaves INT32_MIN / -1 undefined). So every device gives
 // the CPU reference's bits.
 // Specialization constants: 1 = KIND (0 cast f32 -> i32, 1 cast i32 -> f32,
-// 2 compare f32, 3 compare i32, 4 where, 5 logic, 6 binary i32, 7 copy),
-// 2 = SUB (bib_compare_t, bib_logic_t or bib_binary_t, whose numbers
-// vk_kernels.c asserts), 3 and 4 = the form
+// 2 compare f32, 3 compare i32, 4 where, 5 logic, 6 binary i32, 7 copy,
+// 8 unary i32),
+// 2 = SUB (bib_compare_t or bib_logic_t, whose numbers vk_kernels.c
+// asserts; for binary i32 0 add, 1 sub, 2 mul, 3 div, 4 min, 5 max; for
+// unary i32 0 abs, 1 neg), 3 and 4 = the form
 // of in1 and in2 against in0: 0 same shape | 1 a row [n1] | 2 one element.
 // Push: n0 = element count, n1 = in0's last axis.
 #version 450
@@ -91,6 +93,10 @@ uint binary_i32(uint a, uint b) {
         return a - b;
     if (SUB == 2u)
         return a * b;
+    if (SUB == 4u)
+        return int(a) < int(b) ? a : b;
+    if (SUB == 5u)
+        return int(a) > int(b) ? a : b;
     if (SUB != 3u)
         return 0u;
     // Division toward zero on the magnitudes; the host has refused a zero
@@ -132,6 +138,8 @@ void main() {
             }
         } else if (KIND == 6u) {
             r = binary_i32(a, in1_u[pc.off_in1 + form_index(FORM1, i)]);
+        } else if (KIND == 8u) {
+            r = SUB == 1u || int(a) < 0 ? 0u - a : a;
         } else {
             r = a;
         }

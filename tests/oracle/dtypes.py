@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """tests/oracle/dtypes.py: CAST, the comparisons, WHERE, the logic opcodes and
-TADD/TSUB/TMUL/TDIV on i32 against NumPy, bit for bit, on every executor.
+TADD/TSUB/TMUL/TDIV/TMIN/TMAX/TABS/TNEG on i32 against NumPy, bit for bit, on
+every executor.
 
 One program (written below) runs every dtype opcode on inputs given with
 `bib run --input` and writes each result with `--output`. The inputs mix
@@ -94,6 +95,10 @@ PROGRAM = """
 .output div_i t36 i32[n, m]
 .output div_ir t37 i32[n, m]
 .output div_i1 t38 i32[n, m]
+.output min_i t39 i32[n, m]
+.output max_ir t40 i32[n, m]
+.output abs_i t41 i32[n, m]
+.output neg_i t42 i32[n, m]
 .output lt_fc t46 i32[n, m]
 .output where_c t47 f32[n, m]
 .output div_ic t48 i32[n, m]
@@ -129,6 +134,10 @@ PROGRAM = """
     TDIV div_i, i, d
     TDIV div_ir, i, dr
     TDIV div_i1, i, d1
+    TMIN min_i, i, j
+    TMAX max_ir, i, jr
+    TABS abs_i, i
+    TNEG neg_i, i
     TLT lt_fc, yc, x
     WHERE where_c, jc, x, yr
     TDIV div_ic, i, dc
@@ -232,6 +241,8 @@ def reference(a):
             "add_i": wrap32(i.astype(np.int64) + j), "sub_ir": wrap32(i.astype(np.int64) - jr),
             "mul_i": wrap32(i.astype(np.int64) * j), "div_i": div_trunc(i, d),
             "div_ir": div_trunc(i, dr), "div_i1": div_trunc(i, d1),
+            "min_i": np.minimum(i, j), "max_ir": np.maximum(i, jr),
+            "abs_i": wrap32(np.abs(i.astype(np.int64))), "neg_i": wrap32(-i.astype(np.int64)),
             "lt_fc": b(a["yc"] < x),
             "where_c": np.where(a["jc"] != 0, x.view(np.uint32),
                                 np.broadcast_to(yr.view(np.uint32), x.shape)).view(np.float32),

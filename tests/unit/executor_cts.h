@@ -356,6 +356,8 @@ CTS_TEST(matmul_with_bias_and_activations_matches_cpu) {
     cts_matmul_case(1, 1023, 7, false, BIB_ACT_GELU, false);
     cts_matmul_case(128, 64, 128, true, BIB_ACT_RELU, false);
     cts_matmul_case(3, 0, 5, true, BIB_ACT_GELU, false);
+    cts_matmul_case(70, 17, 66, true, BIB_ACT_GELU_ERF, false);
+    cts_matmul_case(129, 33, 130, true, BIB_ACT_GELU_ERF, true);
 }
 
 CTS_TEST(matmul_special_values_match_cpu) {
@@ -487,6 +489,42 @@ CTS_TEST(binary_division_handles_denormals_and_zeros) {
     bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = BIB_BINARY_DIV};
     cts_tensor_t in[2] = {cts_tf(a, 1, N, 0, 0, 0), cts_tf(b, 1, N, 0, 0, 0)};
     cts_compare(call, in, 2, cts_tf(NULL, 1, N, 0, 0, 0), "division with denormals");
+}
+
+/* The math opcodes over raw bit patterns (every binade, denormals, NaN
+ * payloads, infinities) and around their branch points: erf's |x| = 1,
+ * erfc's cut-off 10.5, log's sqrt(1/2) split, gelu_erf's u = -1/2 and 1. */
+CTS_TEST(math_ops_match_cpu_over_bit_patterns) {
+    enum { N = 8192 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    cr_assert(x && y);
+    static const float centers[] = {1.0f,         -1.0f,      10.5f,  0.70710677f,
+                                    -0.70710677f, 1.4142135f, -14.0f, 3.9f};
+    for (int i = 0; i < N; i++) {
+        if (i % 4 == 0)
+            x[i] = bib_f32_from_bits(bib_f32_bits(centers[(i / 4) % 8]) + (uint32_t)(i / 32) - 64u);
+        else
+            x[i] = bib_f32_from_bits(cts_rnd() ^ (cts_rnd() << 16));
+        y[i] = i % 3 ? bib_f32_from_bits(cts_rnd() ^ (cts_rnd() << 16))
+                     : (float)((int)(cts_rnd() % 41) - 20) * (i % 2 ? 0.5f : 1.0f);
+    }
+    cts_tensor_t in[2] = {cts_tf(x, 1, N, 0, 0, 0), cts_tf(y, 1, N, 0, 0, 0)};
+    for (uint32_t op = BIB_UNARY_ERF; op < BIB_UNARY__COUNT; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
+        char what[64];
+        snprintf(what, sizeof what, "unary op %u over bit patterns", op);
+        cts_compare(call, in, 1, cts_tf(NULL, 1, N, 0, 0, 0), what);
+    }
+    /* positive bases and moderate exponents: the log-exp path itself */
+    for (int i = 0; i < N / 2; i++)
+        x[i] = bib_f32_from_bits(bib_f32_bits(x[i]) & 0x7FFFFFFFu);
+    for (uint32_t op = BIB_BINARY_POW; op <= BIB_BINARY_MAX; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
+        char what[64];
+        snprintf(what, sizeof what, "binary op %u over bit patterns", op);
+        cts_compare(call, in, 2, cts_tf(NULL, 1, N, 0, 0, 0), what);
+    }
+    free(x), free(y);
 }
 
 CTS_TEST(scale_matches_cpu) {
@@ -682,6 +720,31 @@ CTS_TEST(softmax_handles_rows_of_infinities_and_huge_spreads) {
     cts_compare(call, &in, 1, cts_tf(NULL, 2, R, N, 0, 0), "softmax infinities");
 }
 
+CTS_TEST(logsoftmax_matches_cpu) {
+    for (int special = 0; special < 2; special++)
+        for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+            uint32_t r, n;
+            float *x = cts_rows(s, -30, 30, special, &r, &n);
+            bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX, .sub = BIB_SOFTMAX_LOG};
+            cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
+            char what[64];
+            snprintf(what, sizeof what, "logsoftmax %ux%u special=%d", r, n, special);
+            cts_compare(call, &in, 1, cts_tf(NULL, 2, r, n, 0, 0), what);
+            free(x);
+        }
+    enum { R = 4, N = 100 };
+    float x[R * N];
+    for (int i = 0; i < R * N; i++)
+        x[i] = (float)(i % 7) * 40.0f - 120.0f;
+    for (int i = 0; i < N; i++)
+        x[N + i] = -INFINITY;
+    x[2 * N + 5] = INFINITY;
+    x[3 * N + 9] = bib_f32_from_bits(0xFFC00001u);
+    bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX, .sub = BIB_SOFTMAX_LOG};
+    cts_tensor_t in = cts_tf(x, 2, R, N, 0, 0);
+    cts_compare(call, &in, 1, cts_tf(NULL, 2, R, N, 0, 0), "logsoftmax infinities");
+}
+
 CTS_TEST(reduce_and_argmax_match_cpu) {
     for (int special = 0; special < 2; special++)
         for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
@@ -740,6 +803,20 @@ CTS_TEST(layernorm_and_rmsnorm_match_cpu) {
         bib_call_t rms = {.kernel = BIB_KERNEL_RMSNORM, .f = {1e-6f, 0}};
         cts_compare(rms, in, 2, cts_tf(NULL, 2, r, n, 0, 0), "rmsnorm");
         free(x), free(g), free(b);
+    }
+}
+
+CTS_TEST(layernorm_with_packed_gamma_beta_matches_cpu) {
+    for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+        uint32_t r, n;
+        float *x = cts_rows(s, -5, 7, s == 3, &r, &n), *gb = malloc(2 * (size_t)n * 4);
+        cr_assert(gb);
+        cts_fill_data(gb, 2 * (size_t)n, -1.5f, 1.5f, false);
+        cts_tensor_t in[2] = {cts_tf(x, 2, r, n, 0, 0), cts_tf(gb, 2, 2, n, 0, 0)};
+        bib_call_t ln = {
+            .kernel = BIB_KERNEL_LAYERNORM, .sub = BIB_LAYERNORM_PACKED, .f = {0.25f, 0}};
+        cts_compare(ln, in, 2, cts_tf(NULL, 2, r, n, 0, 0), "layernorm packed");
+        free(x), free(gb);
     }
 }
 
@@ -1063,6 +1140,27 @@ CTS_TEST(logic_ops_give_zero_or_one) {
     free(x), free(y);
 }
 
+CTS_TEST(unary_i32_abs_and_neg_wrap) {
+    static const int32_t x[] = {INT32_MIN, INT32_MAX, -7, 0, 5, -1};
+    static const uint32_t want_abs[] = {0x80000000u, 0x7fffffffu, 7, 0, 5, 1};
+    static const uint32_t want_neg[] = {0x80000000u, 0x80000001u, 7, 0, (uint32_t)-5, 1};
+    cts_tensor_t in = cts_ti(x, 1, 6, 0);
+    bib_call_t abs_call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_ABS};
+    bib_call_t neg_call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_NEG};
+    cts_expect(abs_call, &in, 1, cts_ti(NULL, 1, 6, 0), want_abs, "i32 abs");
+    cts_expect(neg_call, &in, 1, cts_ti(NULL, 1, 6, 0), want_neg, "i32 neg");
+    for (size_t s = 0; s < sizeof cts_sizes / sizeof cts_sizes[0]; s++) {
+        uint32_t n = cts_sizes[s];
+        int32_t *k = malloc(n * 4);
+        cr_assert(k);
+        cts_fill_i32(k, n);
+        cts_tensor_t ki = cts_ti(k, 1, n, 0);
+        cts_compare(abs_call, &ki, 1, cts_ti(NULL, 1, n, 0), "i32 abs");
+        cts_compare(neg_call, &ki, 1, cts_ti(NULL, 1, n, 0), "i32 neg");
+        free(k);
+    }
+}
+
 CTS_TEST(binary_i32_wraps_truncates_and_traps_on_a_zero_divisor) {
     uint32_t rows = 37, cols = 33, n = rows * cols;
     int32_t *a = malloc(n * 4), *b = malloc(n * 4);
@@ -1092,9 +1190,13 @@ CTS_TEST(binary_i32_wraps_truncates_and_traps_on_a_zero_divisor) {
         [BIB_BINARY_SUB] = {0x80000001u, 0x7fffffffu, (uint32_t)-9, 9, (uint32_t)-5, 0x7ffffffdu},
         [BIB_BINARY_MUL] = {0x80000000u, 0x80000000u, (uint32_t)-14, (uint32_t)-14, 14,
                             0xfffffffeu},
-        [BIB_BINARY_DIV] = {0x80000000u, 0x80000000u, (uint32_t)-3, (uint32_t)-3, 3, 0x3fffffffu}};
+        [BIB_BINARY_DIV] = {0x80000000u, 0x80000000u, (uint32_t)-3, (uint32_t)-3, 3, 0x3fffffffu},
+        [BIB_BINARY_MIN] = {0x80000000u, 0x80000000u, (uint32_t)-7, (uint32_t)-2, (uint32_t)-7, 2},
+        [BIB_BINARY_MAX] = {(uint32_t)-1, 1, 2, 7, (uint32_t)-2, 0x7fffffffu}};
     cts_tensor_t in[2] = {cts_ti(x, 1, 6, 0), cts_ti(y, 1, 6, 0)};
-    for (uint32_t op = BIB_BINARY_ADD; op <= BIB_BINARY_DIV; op++) {
+    for (uint32_t op = 0; op < BIB_BINARY__COUNT; op++) {
+        if (!bib_binary_i32(op))
+            continue;
         bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
         cts_expect(call, in, 2, cts_ti(NULL, 1, 6, 0), want[op], "i32 binary edges");
     }
