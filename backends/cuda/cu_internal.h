@@ -172,7 +172,13 @@ typedef struct bib_cu_api {
     X(WHERE, "dtypes", "bib_where")                                                                \
     X(LOGIC, "dtypes", "bib_logic")                                                                \
     X(BINARY_I32, "dtypes", "bib_binary_i32")                                                      \
-    X(UNARY_I32, "dtypes", "bib_unary_i32")
+    X(UNARY_I32, "dtypes", "bib_unary_i32")                                                        \
+    X(CONV, "conv", "bib_conv")                                                                    \
+    X(POOL_MAX, "conv", "bib_pool_max")                                                            \
+    X(POOL_AVG, "conv", "bib_pool_avg")                                                            \
+    X(POOL_AVG_PAD, "conv", "bib_pool_avg_pad")                                                    \
+    X(BATCHNORM, "conv", "bib_batchnorm")                                                          \
+    X(BATCHNORM_RELU, "conv", "bib_batchnorm_relu")
 
 typedef enum bib_cu_fn {
 #define BIB_CU_UNARY_ROW(id, symbol) BIB_CU_FN_##id,
