@@ -260,6 +260,29 @@ class Patterns(unittest.TestCase):
             return
         self.assertNotIn("LAYERNORM", ops(mod))
 
+    def test_layer_norm_pattern_of_a_computed_value_with_an_identity_bias_is_fused(self):
+        # As torch exports a residual then norm: x = a + b is no graph input,
+        # and beta comes through an Identity of another initializer.
+        m, gamma, beta = self.layernorm_graph(1e-5)
+        g = m.graph
+        nodes = [helper.make_node("Add", ["a", "b"], ["x"]), helper.make_node("Identity", ["beta0"], ["beta"])]
+        nodes += list(g.node)
+        inits = [i for i in g.initializer if i.name != "beta"] + [init("beta0", beta)]
+        m2 = model(
+            nodes,
+            [helper.make_tensor_value_info(n, F, ["N", 5, 16]) for n in ("a", "b")],
+            list(g.output),
+            inits,
+        )
+        mod = onnx_import.import_model(m2)
+        body = [o for o in ops(mod) if o not in ("LDI", "LDI64", "HALT", "DIM", "MUL", "FREE")]
+        self.assertIn(body, (["TADD", "LAYERNORM_EPS"], ["TADD", "LAYERNORM"]))
+        a, b = rng((2, 5, 16), 29), rng((2, 5, 16), 30)
+        x = a + b
+        mu = x.mean(-1, keepdims=True)
+        ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + np.float32(1e-5)) * gamma + beta
+        np.testing.assert_allclose(mod.run({"a": a, "b": b})["y"], ref, rtol=1e-4, atol=1e-5)
+
     def test_opset_17_layer_normalization_is_one_instruction(self):
         gamma, beta = rng((16,), 11), rng((16,), 12)
         m = model(

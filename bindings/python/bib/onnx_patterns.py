@@ -27,6 +27,8 @@ import math
 
 import numpy as np
 
+from .onnx_import import broadcast_shapes, dims_prod, is_static
+
 
 class _Graph:
     def __init__(self, imp, nodes):
@@ -133,15 +135,22 @@ def _layernorm(g, div):
     mean = g.prod(sub.inputs[1], "ReduceMean")
     if mean is None or mean.inputs[0] != x:
         return None
+    # x is usually computed, so its rank comes from ONNX's shape inference;
+    # without it, only axes counted from the end can be read.
     xv = imp.vals.get(x)
-    if xv is None:
-        return None
-    rank = len(xv.shape)
+    rank = len(xv.shape) if xv is not None else len(imp.inferred[x]) if x in imp.inferred else None
     axes = [_trailing_axes(mean), _trailing_axes(var)]
     if axes[0] is None or axes[1] is None:
         return None
-    norm = [sorted(a + rank if a < 0 else a for a in ax) for ax in axes]
-    if norm[0] != norm[1] or norm[0] != list(range(rank - len(norm[0]), rank)) or not norm[0]:
+    if rank is None:
+        if any(a >= 0 for ax in axes for a in ax):
+            return None
+        norm = [sorted(ax) for ax in axes]
+        trailing = norm[0] == list(range(-len(norm[0]), 0))
+    else:
+        norm = [sorted(a - rank if a >= 0 else a for a in ax) for ax in axes]
+        trailing = norm[0] == list(range(-len(norm[0]), 0))
+    if norm[0] != norm[1] or not trailing or not norm[0]:
         return None
     if mean.attrs.get("keepdims", 1) != 1 or var.attrs.get("keepdims", 1) != 1:
         return None
@@ -152,7 +161,7 @@ def _layernorm(g, div):
     mul = g.single_consumer(div.outputs[0])
     if mul is not None and mul.op == "Mul":
         gname = g.other(mul, div.outputs[0])
-        if gname is not None and gname != div.outputs[0] and gname in imp.vals:
+        if gname is not None and gname != div.outputs[0]:
             gamma = gname
             group.append(mul)
             inner.append(div.outputs[0])
@@ -160,7 +169,7 @@ def _layernorm(g, div):
             add2 = g.single_consumer(mul.outputs[0])
             if add2 is not None and add2.op == "Add":
                 bname = g.other(add2, mul.outputs[0])
-                if bname is not None and bname != mul.outputs[0] and bname in imp.vals:
+                if bname is not None and bname != mul.outputs[0]:
                     beta = bname
                     group.append(add2)
                     inner.append(mul.outputs[0])
@@ -168,21 +177,35 @@ def _layernorm(g, div):
     if not g.only_inside(group, inner):
         return None
     eps = float(np.asarray(g.const(eps_name), np.float64).reshape(-1)[0])
-    axis = norm[0][0]
-    n_axes = rank - axis
+    n_axes = len(norm[0])
+
+    ordered = sorted(group, key=lambda n: n.index)
 
     def lower():
         xval = imp.vals[x]
+        axis = len(xval.shape) - n_axes
         tail = xval.shape[axis:]
         gv = imp.vals[gamma] if gamma else None
         bv = imp.vals[beta] if beta else None
+
+        def over_tail(v):
+            # A scale or bias over the normalized axes only (a constant may
+            # broadcast; one given at run time must have their size).
+            if v is None:
+                return True
+            if len(v.shape) > n_axes and any(d != 1 for d in v.shape[:-n_axes]):
+                return False
+            if v.const:
+                return broadcast_shapes(v.shape, tail) == list(tail)
+            return dims_prod(v.shape) == dims_prod(tail)
+
+        if axis < 0 or not over_tail(gv) or not over_tail(bv) or (gv is None and not is_static(tail)):
+            # Not a layer norm BIB's instruction computes: the nodes one by one.
+            for n in ordered:
+                imp.lower(n)
+            return
         if gv is None:
-            if not all(isinstance(t, int) for t in tail):
-                imp.refuse(end, "a layer norm without a scale over a dynamic axis", "shape")
             gv = imp.const_val(np.ones(tail, np.float32))
-        for v, what in ((gv, "scale"), (bv, "bias")):
-            if v is not None and len(v.shape) > n_axes and any(s != 1 for s in v.shape[:-n_axes]):
-                imp.refuse(end, "a layer-norm %s that is not over the normalized axes" % what, "shape")
         imp.set(end, 0, imp.layernorm(end, xval, gv, bv, eps, axis))
 
     return group, end, lower
