@@ -49,6 +49,17 @@ class _Graph:
             return None
         return n
 
+    def value(self, name):
+        """The importer's value of name if known before lowering (an input or
+        initializer, also through Identity nodes), else None."""
+        seen = 0
+        while name not in self.imp.vals and seen < 64:
+            n = self.producer.get(name)
+            if n is None or n.op != "Identity":
+                return None
+            name, seen = n.inputs[0], seen + 1
+        return self.imp.vals.get(name)
+
     def const(self, name):
         """The value of a constant input (initializer or Constant node), or None."""
         v = self.imp.vals.get(name)
@@ -348,7 +359,7 @@ def _linear(g, mm, acts):
         if mm.attrs.get("alpha", 1.0) != 1.0 or mm.attrs.get("beta", 1.0) != 1.0:
             return None
         trans = mm.attrs.get("transB", 0)
-        w = imp.vals.get(mm.inputs[1])
+        w = g.value(mm.inputs[1])
         if w is None or len(w.shape) != 2 or (trans and not w.const):
             return None
         n = w.shape[0] if trans else w.shape[1]
@@ -356,7 +367,7 @@ def _linear(g, mm, acts):
         group, end, y = [mm], mm, mm.outputs[0]
     else:
         trans = 0
-        w = imp.vals.get(mm.inputs[1])
+        w = g.value(mm.inputs[1])
         if w is None or len(w.shape) != 2:
             return None
         n = w.shape[1]
@@ -367,7 +378,7 @@ def _linear(g, mm, acts):
         if bname is None or bname == mm.outputs[0]:
             return None
         group, end, y = [mm, add], add, add.outputs[0]
-    b = imp.vals.get(bname)
+    b = g.value(bname)
     if b is None or not b.shape or b.shape[-1] != n or any(d != 1 for d in b.shape[:-1]) or len(b.shape) > 2:
         return None
     act = None
@@ -384,7 +395,7 @@ def _linear(g, mm, acts):
     # is emitted only if a reader needs it.
     readers = g.consumers.get(end.outputs[0], [])
     lazy = (
-        imp.vals.get(w_name) is not None and imp.vals[w_name].const and b.const
+        w.const and b.const
         and end.outputs[0] not in g.outputs and readers and all(r.op in ("Slice", "Split", "Shape") for r in readers)
     )
     if lazy:
