@@ -423,7 +423,10 @@ class Patterns(unittest.TestCase):
     def test_conv_bias_relu_is_conv_then_batchnorm_relu(self):
         w, b = rng((4, 3, 3, 3), 22), rng((4,), 23)
         m = model(
-            [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+            [
+                helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                helper.make_node("Relu", ["c"], ["y"]),
+            ],
             [helper.make_tensor_value_info("x", F, ["N", 3, 5, 6])],
             [helper.make_tensor_value_info("y", F, ["N", 4, 5, 6])],
             [init("w", w), init("b", b)],
@@ -476,7 +479,11 @@ class CommandLine(unittest.TestCase):
     def test_an_unsupported_attribute_is_one_line_naming_node_op_attribute_and_why(self):
         c = np.ones(3, np.float32)
         m = model(
-            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn", training_mode=1)],
+            [
+                helper.make_node(
+                    "BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn", training_mode=1
+                )
+            ],
             [helper.make_tensor_value_info("x", F, [2, 3, 4])],
             [helper.make_tensor_value_info("y", F, [2, 3, 4])],
             [init("s", c), init("b", c), init("m", c), init("v", c)],
@@ -564,7 +571,10 @@ class CommandLine(unittest.TestCase):
         # Reshape's shape as a graph input: refused by name, imported bound.
         m = model(
             [helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
-            [helper.make_tensor_value_info("x", F, [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+            [
+                helper.make_tensor_value_info("x", F, [2, 6]),
+                helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+            ],
             [helper.make_tensor_value_info("y", F, [3, 4])],
         )
         p, d, src, out = self.run_tool(m)

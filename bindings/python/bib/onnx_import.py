@@ -1142,7 +1142,10 @@ class Importer:
         x = self.get(node, 0)
         rank = len(x.shape)
         perm = node.attr("perm")
-        perm = list(reversed(range(rank))) if perm is None else [self.axis_of(node, p, rank, "perm entry") for p in perm]
+        if perm is None:
+            perm = list(reversed(range(rank)))
+        else:
+            perm = [self.axis_of(node, p, rank, "perm entry") for p in perm]
         if sorted(perm) != list(range(rank)):
             self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
         self.set(node, 0, self.permute(node, x, perm))
@@ -1212,7 +1215,8 @@ class Importer:
                 v = self.matmul(node, self.const_val(m.astype(np.float32)), v)
             else:
                 perm = [j for j in range(rank) if j != k] + [k]
-                t = self.matmul(node, self.permute(node, v, perm), self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+                mt = self.const_val(np.ascontiguousarray(m.T.astype(np.float32)))
+                t = self.matmul(node, self.permute(node, v, perm), mt)
                 v = self.permute(node, t, [perm.index(j) for j in range(rank)])
         if v is x:
             v = self.unary(node, "COPY", x)
@@ -1277,8 +1281,9 @@ class Importer:
                 self.refuse(node, "cannot infer the -1 entry of the shape from %s" % shape_text(x.shape), "shape")
             out[infer] = q
         if dims_prod(out) != total:
-            self.refuse(node, "shape %s does not hold the %s elements of %s" % (shape_text(out), total, shape_text(x.shape)),
-                        "shape")
+            self.refuse(
+                node, "shape %s does not hold the %s elements of %s" % (shape_text(out), total, shape_text(x.shape)),
+                "shape")
         self.set(node, 0, self.reshape(node, x, out))
 
     def op_Flatten(self, node):
@@ -1575,7 +1580,8 @@ class Importer:
         shape = list(idx.shape)
         shape.insert(axis, 1)
         col = self.reshape(node, idx, shape)
-        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape([depth if k == axis else 1 for k in range(rank)]))
+        along = [depth if k == axis else 1 for k in range(rank)]
+        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape(along))
         hit = self.binary(node, "TEQ", col, iota, True, out_type=TensorProto.BOOL)
         pair = np.asarray(self.const_input(node, 2, "the values")).reshape(-1)
         off = self.const_val(pair[0:1], values.onnx_type)
@@ -2055,7 +2061,8 @@ class Importer:
         ign = None
         t = target
         if ignore is not None:
-            ign = self.binary(node, "TEQ", target, self.const_val(np.array([ignore], np.int64)), out_type=TensorProto.BOOL)
+            ii = self.const_val(np.array([ignore], np.int64))
+            ign = self.binary(node, "TEQ", target, ii, out_type=TensorProto.BOOL)
             t = self.where(node, ign, self.const_val(np.array([0], np.int64)), target)
         self.need(node, "GATHER_ELEMENTS")
         tk = self.reshape(node, t, [t.shape[0], 1] + list(t.shape[1:]))
@@ -2435,7 +2442,8 @@ def import_model(model, bind=None, name=None):
     try:
         model = shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:
-        raise Refused("ONNX shape inference fails on the model: %s" % str(e).strip().splitlines()[-1], "model") from None
+        why = str(e).strip().splitlines()[-1]
+        raise Refused("ONNX shape inference fails on the model: %s" % why, "model") from None
     imp = Importer(model, bind)
     imp.run()
     try:
