@@ -2,14 +2,15 @@
 the ONNX importer (onnx_import.py) so that each becomes one BIB instruction:
 
 - layer norm: ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add eps,
-  Sqrt, Div, then optionally Mul gamma and Add beta -> LAYERNORM_EPS
-  (LAYERNORM when eps is 1e-5 and the library lacks LAYERNORM_EPS);
+  Sqrt, Div, then optionally Mul gamma and Add beta -> LAYERNORM_EPS (or
+  LAYERNORM: onnx_import's layernorm chooses);
 - GELU, exact: Div by sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul x,
   Mul 0.5 (in either order) -> GELU_ERF;
 - GELU, tanh form: Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), Tanh, Add 1,
   Mul 0.5 x -> GELU;
-- MatMul by a [K,N] weight then Add of a [N] bias -> LINEAR, and with a
-  following Relu or GELU -> LINEAR_RELU, LINEAR_GELU, LINEAR_GELU_ERF;
+- MatMul by a [K,N] weight then Add of a [N] bias, or Gemm with a bias row
+  -> LINEAR, and with a following Relu or GELU -> LINEAR_RELU, LINEAR_GELU,
+  LINEAR_GELU_ERF; read only by column slices, one LINEAR per slice;
 - Conv (with a constant bias) or BatchNormalization then Relu -> CONV,
   BATCHNORM_RELU (the bias as a batch norm of scale 1, mean 0, var 1,
   eps 0, which adds it exactly);
@@ -31,6 +32,9 @@ from .onnx_import import broadcast_shapes, dims_prod, is_static
 
 
 class _Graph:
+    """The graph as the patterns see it before lowering: each value's
+    producer and readers, and the nodes already taken by a pattern."""
+
     def __init__(self, imp, nodes):
         self.imp = imp
         self.nodes = nodes
