@@ -444,6 +444,19 @@ class Patterns(unittest.TestCase):
         np.testing.assert_allclose(mod.run({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)
 
 
+    @unittest.skipUnless(have("CONV") and have("WHERE"), "this libbib has no CONV or WHERE")
+    def test_conv_transpose_inserts_exact_zeros_so_an_inf_stays_where_it_belongs(self):
+        # y[2i + k] += x[i] * w[k]: the Inf of x[1] reaches y[2] and y[3] only.
+        m = model(
+            [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2])],
+            [helper.make_tensor_value_info("x", F, [1, 1, 3])],
+            [helper.make_tensor_value_info("y", F, [1, 1, 6])],
+            [init("w", np.ones((1, 1, 2), np.float32))],
+        )
+        y = onnx_import.import_model(m).run({"x": np.array([[[1, np.inf, 2]]], np.float32)})["y"]
+        np.testing.assert_array_equal(y, [[[1, 1, np.inf, np.inf, 2, 2]]])
+
+
 class Names(unittest.TestCase):
     def test_names_that_are_not_identifiers_are_sanitised(self):
         m = model(

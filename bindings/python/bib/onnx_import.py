@@ -2221,6 +2221,82 @@ class Importer:
             out = self.unary(node, "RELU", out)
         self.set(node, 0, out)
 
+    def op_ConvTranspose(self, node):
+        """The transposed convolution as a CONV: the input with s - 1 zeros
+        between its elements (EXPAND, then WHERE against a mask, so that no
+        Inf or NaN reaches the zeros), padded by d (k - 1) - pad, convolved
+        with the kernel flipped and its two channel axes swapped per group."""
+        x, w = self.get(node, 0), self.get(node, 1)
+        bias = self.get(node, 2, optional=True)
+        self.f32_only(node, x, w, bias)
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "a %d-D transposed convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+        self.const_input(node, 1, "the kernel")  # rearranged at import
+        spatial = x.shape[2:]
+        if not is_static(spatial):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        group = node.attr("group", 1)
+        kernel = list(node.attr("kernel_shape", w.shape[2:]))
+        strides = list(node.attr("strides", [1] * nsp))
+        dil = list(node.attr("dilations", [1] * nsp))
+        outpad = list(node.attr("output_padding", [0] * nsp))
+        pads = list(node.attr("pads", [0] * (2 * nsp)))
+        out_shape = node.attr("output_shape")
+        auto = node.attr("auto_pad", "NOTSET")
+        full = [strides[k] * (spatial[k] - 1) + outpad[k] + (kernel[k] - 1) * dil[k] + 1 for k in range(nsp)]
+        if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            want = list(out_shape)[-nsp:] if out_shape is not None else [spatial[k] * strides[k] for k in range(nsp)]
+            for k in range(nsp):
+                # ONNX's rule (C division, toward zero): SAME_UPPER, and an
+                # output_shape, give the begin half the total, the end the
+                # rest; a negative total extends the end.
+                total = full[k] - want[k]
+                half = int(total / 2)
+                pads[k], pads[k + nsp] = (total - half, half) if auto == "SAME_LOWER" else (half, total - half)
+        elif auto not in ("NOTSET", "VALID"):
+            self.refuse(node, "attribute 'auto_pad' = '%s'" % auto)
+        begin = [(kernel[k] - 1) * dil[k] - pads[k] for k in range(nsp)]
+        end = [(kernel[k] - 1) * dil[k] - pads[k + nsp] + outpad[k] for k in range(nsp)]
+        if min(begin + end) < 0:
+            self.refuse(node, "pads larger than dilation * (kernel - 1)", "attribute")
+        self.need(node, "CONV")
+        c, og = w.shape[0], w.shape[1]
+        if c % group:
+            self.refuse(node, "%d input channels in %d groups" % (c, group), "shape")
+        wa = np.asarray(w.array, np.float32)
+        flip = wa[(slice(None), slice(None)) + (slice(None, None, -1),) * nsp]
+        per = c // group
+        wt = np.concatenate([np.swapaxes(flip[g * per:(g + 1) * per], 0, 1) for g in range(group)], axis=0)
+        z = x
+        if any(st > 1 for st in strides):
+            # [N,C,H,W] -> [N,C,H,1,W,1] -> [N,C,H,sh,W,sw], the copies but the
+            # first of each block zeroed, -> [N,C,H*sh,W*sw], cut to (H-1)*sh+1.
+            up, big, mask_shape = list(x.shape[:2]), list(x.shape[:2]), [1, 1]
+            for k in range(nsp):
+                up += [spatial[k], 1]
+                big += [spatial[k], strides[k]]
+                mask_shape += [1, strides[k]]
+            mask = np.zeros(mask_shape, np.int64)
+            mask[(0,) * len(mask_shape)] = 1
+            e = self.expand(node, self.reshape(node, x, up), big)
+            e = self.where(node, self.const_val(mask, TensorProto.BOOL), e, self.scalar_const(0.0))
+            flat = self.reshape(node, e, list(x.shape[:2]) + [spatial[k] * strides[k] for k in range(nsp)])
+            z = self.slice(node, flat, [0] * nsp, [(spatial[k] - 1) * strides[k] + 1 for k in range(nsp)],
+                           list(range(2, 2 + nsp)), [1] * nsp)
+        zsp = z.shape[2:]
+        outsp = [zsp[k] + begin[k] + end[k] - (kernel[k] - 1) * dil[k] for k in range(nsp)]
+        out = self.rt([x.shape[0], og * group] + outsp, "f32")
+        if nsp == 1:
+            words = [group, 1, 1, 1, dil[0], 0, begin[0], 0, end[0], 0, 0, 0]
+        else:
+            words = [group, 1, 1, dil[0], dil[1], begin[0], begin[1], end[0], end[1], 0, 0, 0]
+        r = self.params(words)
+        self.emit("CONV", out.reg, self.reg_of(node, z), self.reg_of(node, self.const_val(np.ascontiguousarray(wt))), r)
+        if bias is not None:
+            out = self.binary(node, "TADD", out, self.reshape(node, bias, [og * group] + [1] * nsp))
+        self.set(node, 0, out)
+
     def pool(self, node, mnem):
         x = self.get(node, 0)
         self.f32_only(node, x)
