@@ -2297,6 +2297,28 @@ class Importer:
             out = self.binary(node, "TADD", out, self.reshape(node, bias, [og * group] + [1] * nsp))
         self.set(node, 0, out)
 
+    def op_LRN(self, node):
+        # y = x / (bias + alpha / size * sum of x^2 over the nearby channels)^beta;
+        # the channel window sum is a CONV of ones over the channel axis.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        size = int(node.attr("size"))
+        alpha, beta = node.attr("alpha", 0.0001), node.attr("beta", 0.75)
+        bias = node.attr("bias", 1.0)
+        if len(x.shape) < 3:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        self.need(node, "CONV")
+        n, c = x.shape[0], x.shape[1]
+        rest = dims_prod(x.shape[2:])
+        sq = self.reshape(node, self.binary(node, "TMUL", x, x), [n, 1, c, rest])
+        ones = self.const_val(np.ones((1, 1, size, 1), np.float32))
+        ss = self.rt([n, 1, c, rest], "f32")
+        r = self.params([1, 1, 1, 1, 1, (size - 1) // 2, 0, size // 2, 0, 0, 0, 0])
+        self.emit("CONV", ss.reg, self.reg_of(node, sq), self.reg_of(node, ones), r)
+        t = self.binary(node, "TADD", self.scale(node, self.reshape(node, ss, x.shape), alpha / size),
+                        self.scalar_const(bias))
+        self.set(node, 0, self.binary(node, "TDIV", x, self.binary(node, "TPOW", t, self.scalar_const(beta))))
+
     def pool(self, node, mnem):
         x = self.get(node, 0)
         self.f32_only(node, x)
