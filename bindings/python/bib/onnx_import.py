@@ -2319,6 +2319,61 @@ class Importer:
                         self.scalar_const(bias))
         self.set(node, 0, self.binary(node, "TDIV", x, self.binary(node, "TPOW", t, self.scalar_const(beta))))
 
+    def op_RNN(self, node):
+        """A forward RNN with tanh, unrolled at import over the static
+        sequence: per step H = tanh(X_t W^T + H R^T + Wb + Rb), summed in
+        that order as ONNX's reference does."""
+        x, w, r = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        b = self.get(node, 3, optional=True)
+        self.f32_only(node, x, w, r, b)
+        if node.attr("direction", "forward") != "forward":
+            self.refuse(node, "attribute 'direction' = '%s'" % node.attr("direction"))
+        acts = node.attr("activations", ["Tanh"])
+        if [a.decode() if isinstance(a, bytes) else a for a in acts] != ["Tanh"]:
+            self.refuse(node, "attribute 'activations' other than Tanh")
+        for a in ("clip", "activation_alpha", "activation_beta"):
+            if node.attr(a) is not None:
+                self.refuse(node, "attribute '%s'" % a)
+        if self.get(node, 4, optional=True) is not None:
+            lens = self.const_input(node, 4, "the sequence lengths")
+        else:
+            lens = None
+        layout = node.attr("layout", 0)
+        if layout:
+            x = self.permute(node, x, [1, 0, 2])
+        seq, batch = x.shape[0], x.shape[1]
+        hidden = int(node.attr("hidden_size"))
+        if not isinstance(seq, int) or not isinstance(batch, int):
+            self.refuse(node, "a dynamic sequence or batch (the steps are unrolled at import)", "shape")
+        if lens is not None and any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
+            self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
+        wt = self.transpose_last2(node, self.reshape(node, w, [hidden, w.shape[2]]))
+        rt = self.transpose_last2(node, self.reshape(node, r, [hidden, hidden]))
+        h0 = self.get(node, 5, optional=True)
+        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
+            self.const_val(np.zeros((batch, hidden), np.float32))
+        steps = []
+        for t in range(seq):
+            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+            acc = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
+            if b is not None:
+                bb = self.reshape(node, b, [2, hidden])
+                for k in (0, 1):
+                    row = self.reshape(node, self.slice(node, bb, [k], [k + 1], [0], [1]), [hidden])
+                    acc = self.binary(node, "TADD", acc, row)
+            h = self.unary(node, "TANH", acc)
+            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
+        if len(node.outputs) > 0 and node.outputs[0]:
+            y = steps[0]
+            for st in steps[1:]:
+                self.need(node, "CONCAT")
+                out = self.rt([y.shape[0] + 1, 1, batch, hidden], "f32")
+                self.emit("CONCAT", out.reg, self.reg_of(node, y), self.reg_of(node, st), 0)
+                y = out
+            self.set(node, 0, self.permute(node, y, [2, 0, 1, 3]) if layout else y)
+        yh = self.reshape(node, h, [1, batch, hidden])
+        self.set(node, 1, self.permute(node, yh, [1, 0, 2]) if layout else yh)
+
     def pool(self, node, mnem):
         x = self.get(node, 0)
         self.f32_only(node, x)
