@@ -2323,47 +2323,58 @@ class Importer:
         """A forward RNN with tanh, unrolled at import over the static
         sequence: per step H = tanh(X_t W^T + H R^T + Wb + Rb), summed in
         that order as ONNX's reference does."""
-        x, w, r = self.get(node, 0), self.get(node, 1), self.get(node, 2)
-        b = self.get(node, 3, optional=True)
-        self.f32_only(node, x, w, r, b)
-        if node.attr("direction", "forward") != "forward":
-            self.refuse(node, "attribute 'direction' = '%s'" % node.attr("direction"))
-        acts = node.attr("activations", ["Tanh"])
-        if [a.decode() if isinstance(a, bytes) else a for a in acts] != ["Tanh"]:
-            self.refuse(node, "attribute 'activations' other than Tanh")
-        for a in ("clip", "activation_alpha", "activation_beta"):
-            if node.attr(a) is not None:
-                self.refuse(node, "attribute '%s'" % a)
-        if self.get(node, 4, optional=True) is not None:
-            lens = self.const_input(node, 4, "the sequence lengths")
-        else:
-            lens = None
-        layout = node.attr("layout", 0)
-        if layout:
-            x = self.permute(node, x, [1, 0, 2])
-        seq, batch = x.shape[0], x.shape[1]
-        hidden = int(node.attr("hidden_size"))
-        if not isinstance(seq, int) or not isinstance(batch, int):
-            self.refuse(node, "a dynamic sequence or batch (the steps are unrolled at import)", "shape")
-        if lens is not None and any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
-            self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
+        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Tanh"])
+        w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
         wt = self.transpose_last2(node, self.reshape(node, w, [hidden, w.shape[2]]))
         rt = self.transpose_last2(node, self.reshape(node, r, [hidden, hidden]))
         h0 = self.get(node, 5, optional=True)
         h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
             self.const_val(np.zeros((batch, hidden), np.float32))
+        rows = None
+        if b is not None:
+            bb = self.reshape(node, b, [2 * hidden])
+            rows = [self.columns(node, bb, k, hidden) for k in (0, 1)]
         steps = []
         for t in range(seq):
             xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
             acc = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
-            if b is not None:
-                bb = self.reshape(node, b, [2, hidden])
-                for k in (0, 1):
-                    row = self.reshape(node, self.slice(node, bb, [k], [k + 1], [0], [1]), [hidden])
-                    acc = self.binary(node, "TADD", acc, row)
+            for row in rows or []:
+                acc = self.binary(node, "TADD", acc, row)
             h = self.unary(node, "TANH", acc)
             steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
-        if len(node.outputs) > 0 and node.outputs[0]:
+        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+
+    def recurrent_input(self, node, acts):
+        """The checks and the inputs every unrolled recurrence shares: x as
+        [seq, batch, input] (layout 1 permuted), seq, batch, hidden size."""
+        x = self.get(node, 0)
+        self.f32_only(node, x, self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True))
+        if node.attr("direction", "forward") != "forward":
+            self.refuse(node, "attribute 'direction' = '%s'" % node.attr("direction"))
+        given = node.attr("activations")
+        if given is not None and [a.decode() if isinstance(a, bytes) else a for a in given] != acts:
+            self.refuse(node, "attribute 'activations' other than %s" % ", ".join(acts))
+        for a in ("clip", "activation_alpha", "activation_beta", "input_forget"):
+            if node.attr(a):
+                self.refuse(node, "attribute '%s'" % a)
+        layout = node.attr("layout", 0)
+        if layout:
+            x = self.permute(node, x, [1, 0, 2])
+        seq, batch = x.shape[0], x.shape[1]
+        if not isinstance(seq, int) or not isinstance(batch, int):
+            self.refuse(node, "a dynamic sequence or batch (the steps are unrolled at import)", "shape")
+        if self.get(node, 4, optional=True) is not None:
+            lens = self.const_input(node, 4, "the sequence lengths")
+            if any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
+                self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
+        return x, seq, batch, int(node.attr("hidden_size")), layout
+
+    def columns(self, node, v, k, width):
+        """Columns [k*width, (k+1)*width) of v's last axis."""
+        return self.slice(node, v, [k * width], [(k + 1) * width], [len(v.shape) - 1], [1])
+
+    def recurrent_outputs(self, node, steps, h, batch, hidden, layout):
+        if node.outputs and node.outputs[0]:
             y = steps[0]
             for st in steps[1:]:
                 self.need(node, "CONCAT")
@@ -2373,6 +2384,51 @@ class Importer:
             self.set(node, 0, self.permute(node, y, [2, 0, 1, 3]) if layout else y)
         yh = self.reshape(node, h, [1, batch, hidden])
         self.set(node, 1, self.permute(node, yh, [1, 0, 2]) if layout else yh)
+
+    def op_LSTM(self, node):
+        """A forward LSTM unrolled at import, in the order of operations of
+        ONNX's reference: gates = X_t W^T + H R^T + (Wb + Rb), split i, o, f,
+        c; i, f with the peepholes on C; C = f C + i tanh(c); o with the
+        peephole on the new C; H = o tanh(C)."""
+        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Sigmoid", "Tanh", "Tanh"])
+        w, r = self.get(node, 1), self.get(node, 2)
+        b, p = self.get(node, 3, optional=True), self.get(node, 7, optional=True)
+        wt = self.transpose_last2(node, self.reshape(node, w, [4 * hidden, w.shape[2]]))
+        rt = self.transpose_last2(node, self.reshape(node, r, [4 * hidden, hidden]))
+        bias = None
+        if b is not None:
+            bb = self.reshape(node, b, [8 * hidden])
+            wb, rb = self.columns(node, bb, 0, 4 * hidden), self.columns(node, bb, 1, 4 * hidden)
+            bias = self.binary(node, "TADD", wb, rb)
+        zeros = self.const_val(np.zeros((batch, hidden), np.float32))
+        h0, c0 = self.get(node, 5, optional=True), self.get(node, 6, optional=True)
+        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else zeros
+        c = self.reshape(node, c0, [batch, hidden]) if c0 is not None else zeros
+        peep = None
+        if p is not None:
+            pp = self.reshape(node, p, [3 * hidden])
+            peep = [self.columns(node, pp, k, hidden) for k in range(3)]  # i, o, f
+        steps = []
+        for t in range(seq):
+            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+            g = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
+            if bias is not None:
+                g = self.binary(node, "TADD", g, bias)
+            gi, go, gf, gc = (self.columns(node, g, k, hidden) for k in range(4))
+            if peep is not None:
+                gi = self.binary(node, "TADD", gi, self.binary(node, "TMUL", peep[0], c))
+                gf = self.binary(node, "TADD", gf, self.binary(node, "TMUL", peep[2], c))
+            i, f = self.unary(node, "SIGMOID", gi), self.unary(node, "SIGMOID", gf)
+            cc = self.unary(node, "TANH", gc)
+            c = self.binary(node, "TADD", self.binary(node, "TMUL", f, c), self.binary(node, "TMUL", i, cc))
+            if peep is not None:
+                go = self.binary(node, "TADD", go, self.binary(node, "TMUL", peep[1], c))
+            h = self.binary(node, "TMUL", self.unary(node, "SIGMOID", go), self.unary(node, "TANH", c))
+            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
+        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+        if len(node.outputs) > 2 and node.outputs[2]:
+            yc = self.reshape(node, c, [1, batch, hidden])
+            self.set(node, 2, self.permute(node, yc, [1, 0, 2]) if layout else yc)
 
     def pool(self, node, mnem):
         x = self.get(node, 0)
