@@ -457,6 +457,35 @@ class Patterns(unittest.TestCase):
         np.testing.assert_array_equal(y, [[[1, 1, np.inf, np.inf, 2, 2]]])
 
 
+class Recurrent(unittest.TestCase):
+    def test_gru_with_linear_before_reset_follows_onnx_s_formula(self):
+        hid, inp, seq, batch = 3, 2, 4, 2
+        w, r, b = rng((1, 3 * hid, inp), 31), rng((1, 3 * hid, hid), 32), rng((1, 6 * hid), 33)
+        m = model(
+            [helper.make_node("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, linear_before_reset=1)],
+            [helper.make_tensor_value_info("x", F, [seq, batch, inp])],
+            [helper.make_tensor_value_info("y", F, [seq, 1, batch, hid]),
+             helper.make_tensor_value_info("yh", F, [1, batch, hid])],
+            [init("w", w), init("r", r), init("b", b)],
+        )
+        x = rng((seq, batch, inp), 34)
+        out = onnx_import.import_model(m).run({"x": x})
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        wz, wr, wh = np.split(w[0], 3)
+        rz, rr, rh = np.split(r[0], 3)
+        bwz, bwr, bwh, brz, brr, brh = np.split(b[0], 6)
+        h = np.zeros((batch, hid), np.float32)
+        ys = []
+        for t in range(seq):
+            z = sig(x[t] @ wz.T + h @ rz.T + bwz + brz)
+            rg = sig(x[t] @ wr.T + h @ rr.T + bwr + brr)
+            c = np.tanh(x[t] @ wh.T + rg * (h @ rh.T + brh) + bwh)
+            h = (1 - z) * c + z * h
+            ys.append(h)
+        np.testing.assert_allclose(out["y"][:, 0], np.stack(ys), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
+
+
 class Names(unittest.TestCase):
     def test_names_that_are_not_identifiers_are_sanitised(self):
         m = model(

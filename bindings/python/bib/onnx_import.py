@@ -2430,6 +2430,57 @@ class Importer:
             yc = self.reshape(node, c, [1, batch, hidden])
             self.set(node, 2, self.permute(node, yc, [1, 0, 2]) if layout else yc)
 
+    def op_GRU(self, node):
+        """A forward GRU unrolled at import, as ONNX's reference computes it:
+        z, r = sigmoid(X_t Wzr^T + H Rzr^T + (Wbzr + Rbzr)); the candidate
+        tanh(X_t Wh^T + (r H) Rh^T + Wbh + Rbh), or with linear_before_reset
+        tanh(X_t Wh^T + r (H Rh^T + Rbh) + Wbh); H = (1 - z) h + z H."""
+        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Sigmoid", "Tanh"])
+        lbr = node.attr("linear_before_reset", 0)
+        w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
+        w2 = self.reshape(node, w, [3 * hidden, w.shape[2]])
+        r2 = self.reshape(node, r, [3 * hidden, hidden])
+
+        def rows(v, k0, k1):
+            return self.slice(node, v, [k0 * hidden], [k1 * hidden], [0], [1])
+
+        wzr, wh = self.transpose_last2(node, rows(w2, 0, 2)), self.transpose_last2(node, rows(w2, 2, 3))
+        rzr, rh = self.transpose_last2(node, rows(r2, 0, 2)), self.transpose_last2(node, rows(r2, 2, 3))
+        bzr = wbh = rbh = None
+        if b is not None:
+            bb = self.reshape(node, b, [6 * hidden])
+            bzr = self.binary(node, "TADD", rows(bb, 0, 2), rows(bb, 3, 5))
+            wbh, rbh = rows(bb, 2, 3), rows(bb, 5, 6)
+        h0 = self.get(node, 5, optional=True)
+        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
+            self.const_val(np.zeros((batch, hidden), np.float32))
+        one = self.scalar_const(1.0)
+        steps = []
+        for t in range(seq):
+            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+            g = self.binary(node, "TADD", self.matmul(node, xt, wzr), self.matmul(node, h, rzr))
+            if bzr is not None:
+                g = self.binary(node, "TADD", g, bzr)
+            z = self.unary(node, "SIGMOID", self.columns(node, g, 0, hidden))
+            rr = self.unary(node, "SIGMOID", self.columns(node, g, 1, hidden))
+            xh = self.matmul(node, xt, wh)
+            if lbr:
+                hr = self.matmul(node, h, rh)
+                if rbh is not None:
+                    hr = self.binary(node, "TADD", hr, rbh)
+                cand = self.binary(node, "TADD", xh, self.binary(node, "TMUL", rr, hr))
+                if wbh is not None:
+                    cand = self.binary(node, "TADD", cand, wbh)
+            else:
+                cand = self.binary(node, "TADD", xh, self.matmul(node, self.binary(node, "TMUL", rr, h), rh))
+                if wbh is not None:
+                    cand = self.binary(node, "TADD", self.binary(node, "TADD", cand, wbh), rbh)
+            hc = self.unary(node, "TANH", cand)
+            keep = self.binary(node, "TSUB", one, z)
+            h = self.binary(node, "TADD", self.binary(node, "TMUL", keep, hc), self.binary(node, "TMUL", z, h))
+            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
+        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+
     def pool(self, node, mnem):
         x = self.get(node, 0)
         self.f32_only(node, x)
