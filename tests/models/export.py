@@ -57,7 +57,9 @@ MODELS = {
 }
 
 
-def export(name, outdir, opset):
+def export_model(name, outdir, opset):
+    """Write OUTDIR/NAME.onnx, NAME.x.npy and NAME.y.npy (see the module's doc)."""
+    os.makedirs(outdir, exist_ok=True)
     make, shape = MODELS[name]
     torch.manual_seed(14)
     model = make().eval()
@@ -90,7 +92,7 @@ def main():
     for name in args.models:
         if name not in MODELS:
             sys.exit("export.py: unknown model '%s' (known: %s)" % (name, ", ".join(MODELS)))
-        export(name, args.outdir, args.opset)
+        export_model(name, args.outdir, args.opset)
 
 
 if __name__ == "__main__":
