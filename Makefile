@@ -1,6 +1,7 @@
 # BIB: build, test, bench.
 #   make            build build/bib, build/libbib.a, build/libbib.so
 #   make demo       install what is missing, build, run the examples
+#   make digits     train a digits classifier with torch, import it, run it with bib
 #   make test       every test: unit (Criterion), spec-check, hex suites, oracle,
 #                   and the same again under ASan and UBSan (make sanitize)
 #   make bench      benchmarks beside their peers (Lua 5.4, oneDNN, OpenBLAS)
@@ -85,17 +86,19 @@ UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 $(BUILD)/obj/%_avx2.o:   CFLAGS += -mavx2 -mfma
 $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma
 
-.PHONY: all deps demo fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
+.PHONY: all deps demo digits fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
 all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME) \
      $(BUILD)/$(GLSL_PLUGIN) $(BUILD)/.kernels-checked
 
 # ---- dependencies ---------------------------------------------------------
 # g++ brings libstdc++-12-dev, which the static shaderc links against; pkgconf
-# is what tests/cli/install.sh builds examples/embed.c with.
+# is what tests/cli/install.sh builds examples/embed.c with. torch, onnx and
+# scikit-learn export the models that tests/models and examples/digits import.
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
                libedit-dev gnuplot-nox clang-format g++ pkgconf \
-               openmpi-bin libopenmpi-dev
+               openmpi-bin libopenmpi-dev \
+               python3-onnx python3-torch python3-sklearn
 # Only `make bench` needs these: the peers its benchmarks run beside.
 BENCH_DEB_PACKAGES = libdnnl-dev
 $(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps
@@ -218,6 +221,11 @@ include tools/install.mk
 
 demo: all
 	@sh tools/demo.sh
+
+# A real model end to end: train on scikit-learn's digits with torch, import
+# the ONNX export with tools/bib-onnx, run all 1,797 images with bib run.
+digits: all
+	@BIB=$(BUILD)/bib PYTHON=$(PYTHON) sh examples/digits/run.sh $(BUILD)/digits
 
 # The README's two commands in a fresh Debian 12 root (tools/fresh-check.sh);
 # needs root and a Debian mirror.
