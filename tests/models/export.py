@@ -57,10 +57,12 @@ MODELS = {
 }
 
 
-def export_model(name, outdir, opset):
-    """Write OUTDIR/NAME.onnx, NAME.x.npy and NAME.y.npy (see the module's doc)."""
-    os.makedirs(outdir, exist_ok=True)
+def build(name, batch=BATCH, seq=None):
+    """Model NAME with its fixed weights, and its input x (batch rows; the
+    encoder's sequence length seq, default 10)."""
     make, shape = MODELS[name]
+    if seq is not None:
+        shape = (seq,) + shape[1:]
     torch.manual_seed(14)
     model = make().eval()
     # Default initialisation leaves biases at 0 and norm weights at 1, which would
@@ -69,8 +71,15 @@ def export_model(name, outdir, opset):
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
-    gen = np.random.default_rng(14)
-    x = gen.standard_normal((BATCH,) + shape).astype(np.float32)
+    x = np.random.default_rng(14).standard_normal((batch,) + shape).astype(np.float32)
+    return model, x
+
+
+def export_model(name, outdir, opset, batch=BATCH, seq=None):
+    """Write OUTDIR/NAME.onnx, NAME.x.npy and NAME.y.npy (see the module's doc);
+    returns the model."""
+    os.makedirs(outdir, exist_ok=True)
+    model, x = build(name, batch, seq)
     # With grad enabled, nn.TransformerEncoderLayer takes its module path (the
     # one the export traces), not the fused inference kernel.
     y = model(torch.from_numpy(x)).detach().numpy()
@@ -80,6 +89,7 @@ def export_model(name, outdir, opset):
                       dynamic_axes=dynamic, opset_version=opset, do_constant_folding=True)
     np.save(os.path.join(outdir, name + ".x.npy"), x)
     np.save(os.path.join(outdir, name + ".y.npy"), y)
+    return model
 
 
 def main():
