@@ -384,7 +384,8 @@ static int parse_tensor_type(asm_state_t *a, uint32_t si, span_t sp, int fixed_o
             return 0;
         }
         if (t->rank == BIB_MAX_RANK) {
-            bib_asm_diag_span(a, si, d, "a tensor has at most 4 dimensions; '%s' is a fifth", NULL);
+            bib_asm_diag_span(a, si, d, "a tensor has at most 6 dimensions; '%s' is a seventh",
+                              NULL);
             return 0;
         }
         if (!parse_dim(a, si, d, fixed_only, &t->dims[t->rank]))

@@ -35,6 +35,9 @@ typedef struct bib_view {
  * kernel's descriptor (dtypes, shape rule, cost, the executors that have it)
  * come from isa/kernels.def through isa/kernels.h. */
 
+/* The integer parameters a call can carry beyond i[] (bib_call_t.p). */
+#define BIB_CALL_PARAMS 16
+
 /* One kernel invocation. Shapes have been checked by the VM before the call. */
 typedef struct bib_call {
     bib_kernel_t kernel;
@@ -43,6 +46,8 @@ typedef struct bib_call {
     bib_view_t in[3]; /* unused inputs have buf == NULL */
     float f[2];
     int64_t i[2];
+    int64_t p[BIB_CALL_PARAMS]; /* the kernel's own integer parameters (axes, strides, pads: its
+                                   row in isa/kernels.def says which); zero when unused */
 } bib_call_t;
 
 typedef struct bib_executor bib_executor_t; /* each executor's own state */

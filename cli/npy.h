@@ -1,7 +1,7 @@
 /* cli/npy.h: NumPy .npy files for `bib run --input/--output`.
  *
  * Reads versions 1.0, 2.0 and 3.0 with dtype '<f4' or '<i4' in C order, up to
- * rank 4; writes version 1.0. Anything else (Fortran order, other dtypes, a
+ * rank 6; writes version 1.0. Anything else (Fortran order, other dtypes, a
  * truncated file) is refused with a one-line message naming the file. The
  * element bytes are little-endian in the file and in memory (BIB's tensors
  * are little-endian).

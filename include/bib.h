@@ -57,9 +57,9 @@ extern "C" {
 #endif
 
 #define BIB_VERSION_MAJOR 0
-#define BIB_VERSION_MINOR 2
+#define BIB_VERSION_MINOR 3
 #define BIB_VERSION_PATCH 0
-#define BIB_VERSION_STRING "0.2.0"
+#define BIB_VERSION_STRING "0.3.0"
 
 typedef enum bib_status {
     BIB_OK = 0,
@@ -244,7 +244,7 @@ typedef enum bib_dtype {
     BIB_DTYPE_I32 = 2,
 } bib_dtype_t;
 
-#define BIB_MAX_RANK 4
+#define BIB_MAX_RANK 6
 
 /* A tensor the loaded module declares with .input, .output or .tensor. */
 typedef struct bib_tensor_info {

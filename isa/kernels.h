@@ -28,7 +28,8 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_SAME,      /* in0's shape, element by element */
     BIB_SHAPE_ROWS,      /* in0's shape, row by row along a last axis (rank >= 1) */
     BIB_SHAPE_BROADCAST, /* in0's shape; in1 has it, is a row of in0's last axis, or one element */
-    BIB_SHAPE_PRODUCT,   /* [M,K] . [K,N] -> [M,N]; a third input is a bias row of N */
+    BIB_SHAPE_PRODUCT,   /* numpy matmul: [...,M,K] . [...,K,N] -> [...,M,N], the kernel sees
+                            [M,K] . [K,N] per batch index; a third input is a bias row of N */
     BIB_SHAPE_TRANSPOSE, /* rank >= 2, the last two axes swapped */
     BIB_SHAPE_REDUCE,    /* rank >= 1, the last axis dropped */
     BIB_SHAPE_INDEX,     /* as REDUCE, and the last axis is not empty (an index into it) */

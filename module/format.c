@@ -46,7 +46,7 @@ enum {
 #define TENSOR_FIXED_BYTES 16u /* reg, flags, dtype, rank; the name follows */
 #define TENSOR_DIM_BYTES 8u
 #define TENSOR_INIT_SIZE_BYTES 8u
-#define TENSOR_MAX_RANK 4u
+#define TENSOR_MAX_RANK BIB_MAX_RANK
 #define DEVCODE_HEADER_BYTES 8u /* count, reserved: shaders and kernels sections */
 #define SHADER_FIXED_BYTES 12u  /* bindings, push bytes, word count (after the names) */
 #define KERNEL_SIZE_BYTES 4u    /* PTX byte count (after the names) */

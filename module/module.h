@@ -98,13 +98,13 @@ enum {
 };
 
 typedef struct bib_tensor_decl {
-    char *name;      /* owned; unique among the module's declarations */
-    uint32_t reg;    /* tensor register, < tensor_regs */
-    uint32_t flags;  /* BIB_TENSOR_*: INPUT and CONST exclude each other */
-    uint32_t dtype;  /* bib_dtype_t; 0 for an output that takes what the register holds */
-    uint32_t rank;   /* 0..4 (an output without a declared shape: rank 0, dtype 0) */
-    int64_t dims[4]; /* see above; CONST tensors have fixed dims only */
-    uint8_t *init;   /* CONST: numel * 4 bytes, little-endian elements; NULL otherwise */
+    char *name;     /* owned; unique among the module's declarations */
+    uint32_t reg;   /* tensor register, < tensor_regs */
+    uint32_t flags; /* BIB_TENSOR_*: INPUT and CONST exclude each other */
+    uint32_t dtype; /* bib_dtype_t; 0 for an output that takes what the register holds */
+    uint32_t rank;  /* 0..BIB_MAX_RANK (an output without a declared shape: rank 0, dtype 0) */
+    int64_t dims[BIB_MAX_RANK]; /* see above; CONST tensors have fixed dims only */
+    uint8_t *init;              /* CONST: numel * 4 bytes, little-endian elements; NULL otherwise */
     uint64_t init_size;
 } bib_tensor_decl_t;
 

@@ -46,7 +46,7 @@ enum {
     H_FAILED = 4,     /* an error: text holds its line, code the exit code */
 };
 
-#define HEADER_TEXT 468
+#define HEADER_TEXT (484 - 4 * BIB_MAX_RANK)
 
 typedef struct header {
     uint32_t kind, code, pc, dtype, rank;

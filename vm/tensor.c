@@ -430,6 +430,32 @@ static int choose_place(bib_vm_t *vm, const bib_call_t *call, double ops,
     return BIB_PLACE_HOST;
 }
 
+/* A batched MATMUL: one call per batch index, in row-major order, each
+ * operand's view at its offset (the bias row stays). */
+static bib_status_t run_batches(const bib_executor_ops_t *ops, bib_executor_t *ex, bib_call_t *call,
+                                const bib_kspec_t *k) {
+    uint32_t idx[BIB_MAX_RANK] = {0};
+    bib_view_t *v[3] = {&call->out, &call->in[0], &call->in[1]};
+    const size_t base[3] = {v[0]->offset, v[1]->offset, v[2]->offset};
+    for (uint64_t b = 0; b < k->batches; b++) {
+        for (int o = 0; o < 3; o++) {
+            size_t off = base[o];
+            for (uint32_t i = 0; i < k->nbatch; i++)
+                off += (size_t)(idx[i] * k->batch_stride[o][i]);
+            v[o]->offset = off;
+        }
+        bib_status_t st = ops->kernels[k->kernel](ex, call);
+        if (st != BIB_OK)
+            return st;
+        for (uint32_t i = k->nbatch; i-- > 0;) {
+            if (++idx[i] < k->batch_dims[i])
+                break;
+            idx[i] = 0;
+        }
+    }
+    return BIB_OK;
+}
+
 /* Runs a kernel writing register out_reg with the given result dtype and shape.
  * Allocates the output when the register is empty, checks it otherwise. */
 bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t out_reg,
@@ -471,7 +497,20 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
         call.in[i] = view_shaped(in[i]->dtype, in[i]->rank, in[i]->dims, k->attention_2d);
         call.in[i].buf = (void *)&placeholder;
     }
-    const bib_tensor_cost_t cost = bib_tensor_cost(&call);
+    if (k->matrices)
+        for (int i = 0; i < 3; i++) {
+            bib_view_t *v = i == 0 ? &call.out : &call.in[i - 1];
+            v->rank = 2;
+            memset(v->dims, 0, sizeof v->dims);
+            v->dims[0] = k->mdims[i][0];
+            v->dims[1] = k->mdims[i][1];
+        }
+    bib_tensor_cost_t cost = bib_tensor_cost(&call);
+    if (k->matrices) {
+        cost.work = bib_sat_mul(cost.work, k->batches);
+        cost.flops = bib_sat_mul(cost.flops, k->batches);
+        cost.ops *= (double)k->batches;
+    }
     ts->last_flops = cost.flops;
     if (!k->charged)
         CHECK(bib_tensor_charge_fuel(vm, ip, cost.work));
@@ -559,7 +598,11 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
         }
     }
 
-    st = ops->kernels[k->kernel](ex, &call);
+    if (k->matrices && k->nbatch > 0) {
+        st = run_batches(ops, ex, &call, k);
+    } else {
+        st = ops->kernels[k->kernel](ex, &call);
+    }
     ts->stats.kernels[place == BIB_PLACE_HOST ? BIB_STAT_HOST : BIB_STAT_DEVICE]++;
     ts->stats.place_kernels[place]++;
     ts->last_place = ops->name;

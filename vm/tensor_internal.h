@@ -134,7 +134,16 @@ typedef struct kspec {
     int64_t i0, i1;
     bool elementwise;  /* out may alias an input without a temporary */
     bool attention_2d; /* rank-2 q/k/v: run as [S,1,D] */
-    bool forced;       /* run on place, whatever the backend (GPU_* opcodes) */
+    /* MATMUL on numpy matmul shapes: the call sees the matrices ([M,K], [K,N],
+       [M,N]; the bias row as it is), and runs once per batch index, each
+       operand at its offset. batches is 1 when the batch folds into M. */
+    bool matrices;
+    uint32_t mdims[3][2]; /* out, in0, in1 */
+    uint32_t nbatch;      /* batch axes of the result, 0..BIB_MAX_RANK-2 */
+    uint32_t batch_dims[BIB_MAX_RANK];
+    uint64_t batch_stride[3][BIB_MAX_RANK]; /* elements; 0 where an input broadcasts */
+    uint64_t batches;
+    bool forced; /* run on place, whatever the backend (GPU_* opcodes) */
     int place;
     bool charged; /* the opcode's fuel is already taken (GPU_ALLOC's zeroes) */
 } bib_kspec_t;

@@ -322,6 +322,84 @@ static bib_status_t need_row(bib_vm_t *vm, const bib_dinsn_t *ip, const char *wh
         bib_tensor_reg_text(vm, rt2, sizeof rt2, of_reg), bib_tensor_shape(sh2, of));
 }
 
+/* MATMUL's shapes, as numpy.matmul takes them: [..., M, K] . [..., K, N] ->
+ * [..., M, N] with the batch axes broadcast; a rank-1 left operand is a row
+ * [1,K] and a rank-1 right operand a column [K,1], whose axis the result
+ * drops. The kernel sees matrices: when only the left operand has batch axes
+ * they fold into M (one call, the same fma chains); otherwise one call per
+ * batch index. */
+static bib_status_t product_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                                 bib_tensor_t *const *t, kresult_t *r) {
+    char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    const char *name = bib_isa_table[ip->op].name;
+    const bib_tensor_t *a = t[0], *b = t[1];
+    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]);
+    bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]);
+    if (a->rank == 0 || b->rank == 0)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                               "%s needs operands of rank 1 or more: %s is %s, %s is %s", name, rt,
+                               bib_tensor_shape(sh, a), rt2, bib_tensor_shape(sh2, b));
+    const uint32_t m = a->rank >= 2 ? a->dims[a->rank - 2] : 1, depth = a->dims[a->rank - 1];
+    const uint32_t bk = b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0];
+    const uint32_t n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if (depth != bk)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP, "inner dimensions differ: %s is %s, %s is %s",
+                               rt, bib_tensor_shape(sh, a), rt2, bib_tensor_shape(sh2, b));
+    const uint32_t abatch = a->rank >= 2 ? a->rank - 2 : 0, bbatch = b->rank >= 2 ? b->rank - 2 : 0;
+    const uint32_t nb = abatch > bbatch ? abatch : bbatch;
+    const uint64_t msize[3] = {(uint64_t)m * n, (uint64_t)m * depth, (uint64_t)depth * n};
+    uint64_t stride[3] = {msize[0], msize[1], msize[2]};
+    k->matrices = true;
+    k->nbatch = nb;
+    k->batches = 1;
+    /* From the innermost batch axis out: each operand's stride, 0 where it
+       broadcasts (a size-1 axis against a longer one). */
+    for (uint32_t i = nb; i-- > 0;) {
+        const uint32_t da = i >= nb - abatch ? a->dims[i - (nb - abatch)] : 1;
+        const uint32_t db = i >= nb - bbatch ? b->dims[i - (nb - bbatch)] : 1;
+        if (da != db && da != 1 && db != 1)
+            return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                                   "batch dimensions do not broadcast: %s is %s, %s is %s", rt,
+                                   bib_tensor_shape(sh, a), rt2, bib_tensor_shape(sh2, b));
+        const uint32_t d = da == 1 ? db : da;
+        k->batch_dims[i] = d;
+        k->batch_stride[0][i] = stride[0];
+        k->batch_stride[1][i] = da == 1 ? 0 : stride[1];
+        k->batch_stride[2][i] = db == 1 ? 0 : stride[2];
+        stride[0] *= d;
+        stride[1] *= da;
+        stride[2] *= db;
+        k->batches *= d;
+    }
+    if (k->nin == 3)
+        CHECK(need_row(vm, ip, "bias", k->in_regs[2], t[2], n, k->in_regs[1], b));
+    r->rank = 0;
+    memset(r->dims, 0, sizeof r->dims);
+    for (uint32_t i = 0; i < nb; i++)
+        r->dims[r->rank++] = k->batch_dims[i];
+    if (a->rank >= 2)
+        r->dims[r->rank++] = m;
+    if (b->rank >= 2)
+        r->dims[r->rank++] = n;
+    /* The left operand's batch folds into M when the right has none. */
+    uint32_t rows = m;
+    if (bbatch == 0 && k->batches > 0) {
+        rows = (uint32_t)(k->batches * m);
+        if (k->batches * m > UINT32_MAX)
+            return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s: %s is %s, over 2^32 rows", name, rt,
+                                   bib_tensor_shape(sh, a));
+        k->nbatch = 0;
+        k->batches = 1;
+    }
+    k->mdims[0][0] = rows;
+    k->mdims[0][1] = n;
+    k->mdims[1][0] = rows;
+    k->mdims[1][1] = depth;
+    k->mdims[2][0] = depth;
+    k->mdims[2][1] = n;
+    return BIB_OK;
+}
+
 /* The kernel's shape rule: traps on operand shapes it does not take, else
  * writes the result's shape (and how the call may alias its output). */
 static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
@@ -354,24 +432,8 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
         k->elementwise = true;
         return BIB_OK;
     }
-    case BIB_SHAPE_PRODUCT: {
-        const bib_tensor_t *b = t[1];
-        if (a->rank != 2 || b->rank != 2)
-            return bib_tensor_trap(
-                vm, ip, BIB_E_TRAP, "%s needs rank-2 tensors: %s is %s, %s is %s", name,
-                bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, a),
-                bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), bib_tensor_shape(sh2, b));
-        if (a->dims[1] != b->dims[0])
-            return bib_tensor_trap(
-                vm, ip, BIB_E_TRAP, "inner dimensions differ: %s is %s, %s is %s",
-                bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, a),
-                bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), bib_tensor_shape(sh2, b));
-        if (k->nin == 3)
-            CHECK(need_row(vm, ip, "bias", k->in_regs[2], t[2], b->dims[1], k->in_regs[1], b));
-        r->rank = 2;
-        r->dims[1] = b->dims[1];
-        return BIB_OK;
-    }
+    case BIB_SHAPE_PRODUCT:
+        return product_rule(vm, ip, k, t, r);
     case BIB_SHAPE_TRANSPOSE:
         if (a->rank < 2)
             return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s needs rank 2 or more: %s is %s", name,

@@ -4,7 +4,7 @@
  * one clear line, never a crash, an overread or a leak. For each input:
  *   - bib_npy_parse fails with BIB_E_FORMAT or BIB_E_NOMEM and a non-empty
  *     one-line message naming the file, or
- *   - it succeeds with dtype f32 or i32, rank <= 4, dims <= 2^31-1, and
+ *   - it succeeds with dtype f32 or i32, rank <= 6, dims <= 2^31-1, and
  *     data of exactly 4 bytes per element of the shape (a 0 among the dims
  *     gives 0 bytes), copied from the input; and writing that tensor back
  *     with bib_npy_write and parsing the file again gives the same tensor.

@@ -831,20 +831,20 @@ Test(asm_tensors, value_list_over_lines_and_special_floats) {
 }
 
 Test(asm_tensors, declaration_errors_with_places) {
-    char *d = assemble_fail(".input x t0 f32[n, 4, n, 2, 3]\n"   /* 1 */
-                            ".input z t1 f32[n, 0]\n"            /* 2 */
-                            ".input q t2 g32[n]\n"               /* 3 */
-                            ".tensor w t3 f32[?, 4] = 1\n"       /* 4 */
-                            ".tensor v t4 f32[2] = 1, 2, 3\n"    /* 5 */
-                            ".tensor u t5 f32[2] = 1, zz\n"      /* 6 */
-                            ".output o t6 f32[2] = 1\n"          /* 7 */
-                            ".input x2 r7 f32[2]\n"              /* 8 */
-                            ".input dup t8 f32\n"                /* 9 */
-                            ".input dup t9 f32\n"                /* 10 */
-                            ".tensor c t8 i32[1] = 5000000000\n" /* 11 */
-                            ".input\n"                           /* 12 */
+    char *d = assemble_fail(".input x t0 f32[n, 4, n, 2, 1, 1, 3]\n" /* 1 */
+                            ".input z t1 f32[n, 0]\n"                /* 2 */
+                            ".input q t2 g32[n]\n"                   /* 3 */
+                            ".tensor w t3 f32[?, 4] = 1\n"           /* 4 */
+                            ".tensor v t4 f32[2] = 1, 2, 3\n"        /* 5 */
+                            ".tensor u t5 f32[2] = 1, zz\n"          /* 6 */
+                            ".output o t6 f32[2] = 1\n"              /* 7 */
+                            ".input x2 r7 f32[2]\n"                  /* 8 */
+                            ".input dup t8 f32\n"                    /* 9 */
+                            ".input dup t9 f32\n"                    /* 10 */
+                            ".tensor c t8 i32[1] = 5000000000\n"     /* 11 */
+                            ".input\n"                               /* 12 */
                             ".func main\n  HALT r0\n.end\n");
-    cr_expect(strstr(d, "t.basm:1:29: error: a tensor has at most 4 dimensions; '3' is a fifth"),
+    cr_expect(strstr(d, "t.basm:1:35: error: a tensor has at most 6 dimensions; '3' is a seventh"),
               "%s", d);
     cr_expect(strstr(d, "t.basm:2:20: error: a dimension size is 1..2147483647, found 0"), "%s", d);
     cr_expect(strstr(d, "t.basm:3:13: error: unknown element type 'g32' (expected f32 or i32, "

@@ -45,7 +45,7 @@ class Options(ctypes.Structure):
     ]
 
 
-MAX_RANK = 4
+MAX_RANK = 6
 
 
 class TensorInfo(ctypes.Structure):

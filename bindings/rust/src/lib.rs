@@ -33,7 +33,7 @@ pub mod sys {
     pub const BIB_DENY_DEVICE_CODE: u32 = 0x1;
     pub const BIB_DTYPE_F32: c_int = 1;
     pub const BIB_DTYPE_I32: c_int = 2;
-    pub const BIB_MAX_RANK: usize = 4;
+    pub const BIB_MAX_RANK: usize = 6;
 
     #[repr(C)]
     pub struct Vm {
