@@ -14,7 +14,8 @@ a small CNN; opset 17, and the MLP at opset 13 too):
      output within the tolerance below;
   5. run row 3 of the batch alone (batch 1) on the CPU and on Vulkan, and
      check its bytes equal row 3 of the batch-7 output: a row's result does
-     not depend on the batch it came in.
+     not depend on the batch it came in;
+  6. run an empty batch (batch 0), which must give an empty output.
 
 The tolerance (ERROR METRIC): with t torch's output and b BIB's,
 
@@ -130,7 +131,7 @@ def cpu_levels():
     return order[: order.index(best) + 1] if best in order else ["scalar"]
 
 
-def executors():
+def executors(tmp):
     """(label, bib run options, environment) for every executor to compare."""
     out = []
     for level in cpu_levels():
@@ -141,7 +142,9 @@ def executors():
     out.append(("auto", ["--backend=auto"], {}))
     emu = os.path.abspath(os.path.join(BUILD, "tests", "libcuda_emu.so"))
     if os.path.isfile(emu):
-        out.append(("cuda (emulated)", ["--backend=cuda"], {"BIB_CUDA_LIBRARY": emu}))
+        # --backend=auto's measurements are cached per device; the emulator is no device to remember.
+        out.append(("cuda (emulated)", ["--backend=cuda"],
+                    {"BIB_CUDA_LIBRARY": emu, "XDG_CACHE_HOME": os.path.join(tmp, "cache")}))
     else:
         print("SKIP: cuda (emulated): no %s (built with build/tests/test_cuda when nvcc exists)" % emu)
     return out
@@ -240,6 +243,19 @@ def check_model(name, opset, tmp, table, execs):
         else:
             bad("%s on %s: row %d alone (batch 1) differs from row %d of the batch of 7"
                 % (label, ex_label, ROW, ROW))
+    # An empty batch: zero rows in, zero rows out (spec/numerics.md, empty tensors).
+    x0_path = os.path.join(d, "x0.npy")
+    np.save(x0_path, x[:0])
+    y0_path = os.path.join(d, "y0.npy")
+    why = bib_run(module, x0_path, y0_path, ["--backend=cpu"], {})
+    if why:
+        bad("%s: batch 0: %s" % (label, why))
+    else:
+        y0 = np.load(y0_path)
+        if y0.shape == (0,) + t.shape[1:] and y0.dtype == np.float32:
+            ok("%s: batch 0 gives an empty float32%s" % (label, y0.shape))
+        else:
+            bad("%s: batch 0 gives %s%s, want float32%s" % (label, y0.dtype, y0.shape, (0,) + t.shape[1:]))
     return rel
 
 
@@ -251,7 +267,7 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     try:
         table = opcodes_in_table()
-        execs = executors()
+        execs = executors(tmp)
         for name, opset in (("mlp", 17), ("mlp", 13), ("encoder", 17), ("cnn", 17)):
             check_model(name, opset, tmp, table, execs)
     finally:
