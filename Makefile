@@ -92,13 +92,15 @@ all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$
 
 # ---- dependencies ---------------------------------------------------------
 # g++ brings libstdc++-12-dev, which the static shaderc links against; pkgconf
-# is what tests/cli/install.sh builds examples/embed.c with. torch, onnx and
-# scikit-learn export the models that tests/models and examples/digits import.
+# is what tests/cli/install.sh builds examples/embed.c with. The ONNX importer
+# (tools/bib-onnx) runs on python3-onnx; its tests run the ONNX node tests
+# (libonnx-testdata) and models exported from python3-torch, and
+# examples/digits trains on python3-sklearn's bundled digits.
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
                libedit-dev gnuplot-nox clang-format g++ pkgconf \
                openmpi-bin libopenmpi-dev \
-               python3-onnx python3-torch python3-sklearn
+               python3-onnx libonnx-testdata python3-torch python3-sklearn
 # Only `make bench` needs these: the peers its benchmarks run beside.
 BENCH_DEB_PACKAGES = libdnnl-dev
 $(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps

@@ -5,16 +5,8 @@
 # its reason); auto's measurements are cached under $XDG_CACHE_HOME/bib and a
 # corrupt cache entry is ignored and measured again.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib/common.sh"
 export XDG_CACHE_HOME="$T/cache"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 $PY tools/make-npy.py "$T/in" --n 9 --d 40 --h 24 --o 6 >/dev/null || bad "make-npy.py"
 MLP_IN="--input x=$T/in/x.npy --input W1=$T/in/W1.npy --input b1=$T/in/b1.npy --input W2=$T/in/W2.npy --input b2=$T/in/b2.npy"
@@ -107,5 +99,4 @@ else
     bad "re-measured entry not cached: $(grep 'cpu:' "$T/info4")"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

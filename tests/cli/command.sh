@@ -11,17 +11,9 @@
 #   exit 79, and the exit status table is the same in --help, README.md and
 #   spec/cli.md.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
+. "$(dirname "$0")/lib/common.sh"
 # Some checks run in other folders.
 case $BIB in /*) ;; */*) BIB=$(pwd)/$BIB ;; esac
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # expect NAME RC PATTERN command...: the command exits RC and its stderr
 # matches the grep pattern.
@@ -376,5 +368,4 @@ EOF2
 expect "a module whose labels break the rules is refused at load, naming the label" 65 \
     "label 0 'L5000' at pc 11 has the form L<number>" $BIB run "$T/bad.bib"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -1,14 +1,7 @@
 #!/bin/sh
 # CLI tests for the core: examples, exit codes, malformed modules, asm/dis round trip.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 # expect_out NAME WANT CMD...: stdout equals WANT and the exit status is 0
 expect_out() {
@@ -178,5 +171,4 @@ $BIB run --trace examples/hello.basm >/dev/null 2>"$T/t2"
 if [ -s "$T/t1" ] && cmp -s "$T/t1" "$T/t2"; then ok "trace is deterministic ($(wc -l <"$T/t1") lines)"; else bad "trace differs between runs"; fi
 $BIB run --trace=json examples/fib.basm --fuel 50 >/dev/null 2>"$T/j" ; head -1 "$T/j" | grep -q '"pc"' && ok "json trace" || bad "json trace: $(head -1 "$T/j")"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

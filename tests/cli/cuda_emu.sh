@@ -18,15 +18,7 @@
 # is not a GPU run and proves nothing about SASS, the driver or memory
 # ordering on real hardware (make gpu-check does that on a GPU).
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-BUILD=${BUILD:-build}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 echo "NOTE: an EMULATION of the CUDA kernel sources on the CPU (libcuda_emu.so), not a GPU run"
 EMU="$BUILD/tests/libcuda_emu.so"
@@ -77,5 +69,4 @@ else
     bad "hex cases on the emulated kernels (exit $rc): $summary"
 fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

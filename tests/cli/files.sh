@@ -3,15 +3,7 @@
 # output written whole or not at all (a temporary file renamed into place),
 # outputs checked before the run, assembler data capped, NUL bytes refused.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 # expect_fail NAME CODE PATTERN CMD...: exits with CODE and stderr matches PATTERN
 expect_fail() {
@@ -273,5 +265,4 @@ if [ $rc -eq 0 ] && grep -q "repl:1:10: a NUL byte in the line; it is dropped" "
     ok "the REPL refuses a line holding a NUL byte, and goes on"
 else bad "NUL in repl: exit $rc, stdout $(cat "$T/out"), stderr $(cat "$T/err")"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -7,14 +7,7 @@
 #   npy/*      `bib run --input a=FILE`: exit 0 or 65, stderr one line at most
 #   hexcase/*  `bib test FILE`: one PASS/FAIL line and the summary, exit 0 or 1
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 printf '.input a t0 f32[?, ?]\n.func main regs=1\n    LDI r0, 0\n    HALT r0\n.end\n' >"$T/any.basm"
 for f in tests/fuzz/regression/npy/*; do
@@ -39,5 +32,4 @@ for f in tests/fuzz/regression/hexcase/*; do
         bad "case-file crasher $(basename "$f"): exit $rc, output: $(cat "$T/out" "$T/err")"
     fi
 done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -9,15 +9,7 @@
 # executor without a GPU, and shows the trap messages for bad PTX and a
 # missing entry. With nvcc, `.kernel ... cu` compiles the .cu instead.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-BUILD=${BUILD:-build}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 if $BIB asm examples/gpu_custom.basm -o "$T/a.bib" 2>"$T/err"; then
     ok "gpu_custom assembles and verifies"
@@ -140,5 +132,4 @@ else
     echo "SKIP: .kernel cu: no nvcc (on PATH, in \$CUDA_HOME/bin or /usr/local/cuda/bin)"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

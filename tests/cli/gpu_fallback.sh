@@ -6,15 +6,7 @@
 # device the fallback checks print SKIP (the opcodes run on the device; the
 # bit-identity check still runs).
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 $PY -c "
 import numpy as np
@@ -103,5 +95,4 @@ fi
 $BIB run "$T/plain.basm" $IN 2>"$T/err4" >/dev/null
 if ! grep -q "CUDA" "$T/err4"; then ok "no warning without GPU_* opcodes"; else bad "warned: $(cat "$T/err4")"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -4,16 +4,8 @@
 # --backend=auto picks for small and large work with its threshold; --json
 # is one valid JSON object with the same facts.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib/common.sh"
 export XDG_CACHE_HOME="$T/cache"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # check NAME PATTERN: the text report matches the (grep basic) pattern
 check() {
@@ -113,5 +105,4 @@ fi
 $BIB info extra >/dev/null 2>"$T/err"
 if [ $? -eq 64 ]; then ok "bib info with a file is a usage error"; else bad "bib info extra: $(cat "$T/err")"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

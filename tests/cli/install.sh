@@ -6,25 +6,12 @@
 # static library and run, the Python package found under the prefix, and an
 # uninstall that leaves no file behind.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BUILD=${BUILD:-build}
-PY=${PYTHON:-/usr/bin/python3}
+. "$(dirname "$0")/lib/common.sh"
 SRC=$(pwd)
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
-finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
-    exit $?
-}
 if [ -n "${BIB_TEST_SANITIZED:-}" ]; then
     echo "SKIP: install: installs the plain build; the sanitized run tests that build in place"
     exit 0
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 PREFIX=/opt/bib-install-test
 D=$T/dest
 R=$D$PREFIX

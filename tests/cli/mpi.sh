@@ -8,20 +8,12 @@
 # one line naming the rank; a rank that never arrives ends the run after
 # --comm-timeout. Prints SKIP with the reason where mpirun is absent.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-PY=${PYTHON:-/usr/bin/python3}
+. "$(dirname "$0")/lib/common.sh"
 if ! command -v mpirun >/dev/null 2>&1; then
     echo "SKIP: mpi: mpirun is not installed (make deps installs openmpi-bin)"
     echo "0 passed, 0 failed"
     exit 0
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # Open MPI refuses root without these; two cores need --oversubscribe for 3
 # ranks. Every run is bounded.
@@ -275,5 +267,4 @@ else
     bad "missing libmpi: $(cat "$T/out")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

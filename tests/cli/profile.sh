@@ -10,16 +10,7 @@
 # --backend=cpu and --backend=vulkan differ only in the executor names (a
 # SKIP line with the reason when there is no Vulkan device or mock driver).
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-BUILD=${BUILD:-build}
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 # row FILE OP EXECUTOR COUNT: the table in FILE has that row with that count
 row() {
@@ -227,5 +218,4 @@ for line in open('$T/tj.vk'): json.loads(line)
     fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

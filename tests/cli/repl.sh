@@ -7,14 +7,7 @@
 # stays), data directives, :load with breakpoints by label, function and
 # pc, stepping, frames, registers, memory and tensors.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 # transcript NAME: runs $T/NAME.in through the repl and compares with $T/NAME.want
 transcript() {
@@ -279,5 +272,4 @@ else
     bad ":backend cuda: $(cat "$T/cuda.got")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

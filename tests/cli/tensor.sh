@@ -4,15 +4,7 @@
 # must write byte-identical outputs on the CPU and Vulkan executors (a SKIP
 # line with the reason when there is no Vulkan device).
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-PY=${PYTHON:-/usr/bin/python3}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 # expect_fail NAME CODE PATTERN CMD...: exits with CODE and stderr matches PATTERN
 expect_fail() {
@@ -193,5 +185,4 @@ expect_fail "ARGMAX over an empty last axis traps naming the opcode and shape" 7
     "ARGMAX over an empty last axis: t0 (a) is \[3,0\]" \
     $BIB run "$T/argmax.basm" --input "a=$T/a30.npy" --output "i=$T/i.npy"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -11,15 +11,7 @@
 #   never finishes traps the same way;
 # - bad values of the new options are usage errors (exit 64).
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-BUILD=${BUILD:-build}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 # expect NAME RC PATTERN command...: the command exits RC and its stderr
 # matches the grep pattern.
@@ -220,5 +212,4 @@ else
     fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

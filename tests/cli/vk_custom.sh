@@ -6,14 +6,7 @@
 # shader files (GLSL and SPIR-V) are found relative to the .basm file; GLSL
 # compile errors point at the .basm line.
 # Prints one line per check and "N passed, N failed" at the end.
-set -u
-BIB=${BIB:-build/bib}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/lib/common.sh"
 
 $BIB run --validation examples/vk_custom.basm >"$T/out" 2>"$T/err"
 rc=$?
@@ -99,5 +92,4 @@ else
     bad "cascading errors after a shader's compile error: $(cat "$T/err")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

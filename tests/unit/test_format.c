@@ -1128,9 +1128,9 @@ Test(tensors, hostile_tensor_count) {
     expect_tensor_error(TS_COUNT, 0xFFFFFFFF, 0, TS_COUNT, msg);
 }
 
-Test(tensors, rank_over_four_is_rejected_before_reading_dims) {
-    expect_tensor_error(TS_X + 12, 5, 0, TS_X + 12,
-                        "byte %u: tensor 0 has rank 5, more than the limit 4");
+Test(tensors, rank_over_six_is_rejected_before_reading_dims) {
+    expect_tensor_error(TS_X + 12, 7, 0, TS_X + 12,
+                        "byte %u: tensor 0 has rank 7, more than the limit 6");
 }
 
 Test(tensors, data_size_past_the_section) {
@@ -1179,9 +1179,9 @@ Test(tensors, meaning_is_left_to_the_verifier) {
     free(b);
 }
 
-Test(tensors, write_rejects_rank_over_four) {
+Test(tensors, write_rejects_rank_over_six) {
     bib_module_t *m = tensor_module();
-    m->tensors[0].rank = 5;
+    m->tensors[0].rank = 7;
     uint8_t *bytes = NULL;
     size_t size;
     cr_expect_eq(bib_module_write(m, &bytes, &size, &diag), BIB_E_USAGE);

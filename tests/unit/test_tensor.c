@@ -26,7 +26,7 @@ typedef struct tb {
     uint32_t tregs;
     bib_tensor_decl_t decls[MAX_DECLS];
     uint32_t ndecls;
-    const char *dim_names[4];
+    const char *dim_names[BIB_MAX_RANK];
     uint32_t ndims;
 } tb_t;
 
@@ -174,7 +174,7 @@ static void need(const char *backend) {
 
 static double get_f(bib_vm_t *vm, const char *name, uint64_t i) {
     bib_dtype_t dt;
-    uint32_t rank, dims[4];
+    uint32_t rank, dims[BIB_MAX_RANK];
     const void *data;
     cr_assert_eq(bib_vm_get_output(vm, name, &dt, &rank, dims, &data), BIB_OK, "%s",
                  bib_vm_error(vm));
@@ -272,7 +272,7 @@ ON_EVERY_EXECUTOR(elementwise_broadcast_reduce_and_argmax_values) {
     cr_expect_eq(get_f(vm, "argmax", 0), 2);
     cr_expect_eq(get_f(vm, "argmax", 1), 2);
     bib_dtype_t dt;
-    uint32_t rank, dims[4];
+    uint32_t rank, dims[BIB_MAX_RANK];
     const void *data;
     cr_assert_eq(bib_vm_get_output(vm, "argmax", &dt, &rank, dims, &data), BIB_OK);
     cr_expect_eq(dt, BIB_DTYPE_I32);
@@ -875,7 +875,7 @@ Test(cpu, outputs_are_readable_after_the_run_and_checked) {
     float x[6] = {-1, 2, -3, 4, -5, 6}, w[2] = {0};
     const void *data;
     bib_dtype_t dt;
-    uint32_t rank, dims[4];
+    uint32_t rank, dims[BIB_MAX_RANK];
     cr_expect_eq(bib_vm_get_output(vm, "y", &dt, &rank, dims, &data), BIB_E_STATE);
     cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){2, 3}, x), BIB_OK);
     cr_assert_eq(bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){2}, w), BIB_OK);

@@ -465,10 +465,10 @@ Test(verify_tensors, untyped_only_for_rank_zero_outputs) {
     expect_error(m, "tensor 1 'y': dtype 0 (untyped) is allowed only for an output of rank 0");
 }
 
-Test(verify_tensors, rank_over_four) {
+Test(verify_tensors, rank_over_six) {
     bib_module_t *m = decl_module();
-    m->tensors[0].rank = 5;
-    expect_error(m, "tensor 0 'x': rank 5 is more than the limit 4");
+    m->tensors[0].rank = 7;
+    expect_error(m, "tensor 0 'x': rank 7 is more than the limit 6");
 }
 
 Test(verify_tensors, bad_dimensions) {
@@ -584,12 +584,12 @@ Test(verify_tensors, dtype_operand) {
     expect_error(m, "pc 0 (ALLOC): operand b is dtype 7; expected 1 (f32) or 2 (i32)");
 }
 
-Test(verify_tensors, dimension_counts_at_most_four) {
+Test(verify_tensors, dimension_counts_at_most_six) {
     bib_module_t *m =
-        tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 5}, {BIB_CODE_HALT, 0, 0, 0, 0}));
-    expect_error(m, "pc 0 (ALLOC): operand d gives 5 dimensions, more than the limit 4");
-    m = tensor_module(CODE({BIB_CODE_RESHAPE, 3, 0, 0, 5}, {BIB_CODE_HALT, 0, 0, 0, 0}));
-    expect_error(m, "pc 0 (RESHAPE): operand d gives 5 dimensions, more than the limit 4");
+        tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 0, 7}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (ALLOC): operand d gives 7 dimensions, more than the limit 6");
+    m = tensor_module(CODE({BIB_CODE_RESHAPE, 3, 0, 0, 7}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (RESHAPE): operand d gives 7 dimensions, more than the limit 6");
     m = tensor_module(CODE({BIB_CODE_ALLOC, 3, 1, 1, 4}, {BIB_CODE_HALT, 0, 0, 0, 0}));
     expect_error(m, "pc 0 (ALLOC): register range r1..r4 (c=1, d=4) is outside function 'main' "
                     "frame of 4 registers");
