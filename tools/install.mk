@@ -4,11 +4,13 @@
 #
 # installs, under $(DESTDIR)$(PREFIX):
 #   bin/bib
+#   bin/bib-onnx             the ONNX importer (tools/bib-onnx), pointed at the
+#                             Python package installed below
 #   lib/libbib.so.$(VERSION), lib/$(SONAME) and lib/libbib.so (links), lib/libbib.a
 #   lib/$(GLSL_PLUGIN)     the GLSL compiler libbib.so loads when it assembles GLSL
 #   include/bib.h, include/bib.hpp
 #   lib/pkgconfig/bib.pc      Cflags, Libs; Libs.private lists what libbib.a needs
-#   share/man/man1/bib.1, share/man/man5/bib-asm.5
+#   share/man/man1/bib.1, share/man/man1/bib-onnx.1, share/man/man5/bib-asm.5
 #   share/bash-completion/completions/bib
 #   $(PYTHONDIR)/bib          the Python package (bindings/python), which finds
 #                             the library in $(PREFIX)/lib
@@ -53,6 +55,8 @@ install: all $(BUILD)/bib.pc
 	    $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(PYTHONDIR)/bib
 	$(INSTALL) -m 755 $(BUILD)/bib $(DESTDIR)$(BINDIR)/bib
+	sed -e 's|^PYTHONDIR = None$$|PYTHONDIR = "$(PYTHONDIR)"|' tools/bib-onnx > $(DESTDIR)$(BINDIR)/bib-onnx
+	chmod 755 $(DESTDIR)$(BINDIR)/bib-onnx
 	$(INSTALL) -m 755 $(BUILD)/libbib.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libbib.so.$(VERSION)
 	ln -sf libbib.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libbib.so
@@ -61,6 +65,7 @@ install: all $(BUILD)/bib.pc
 	$(INSTALL) -m 644 include/bib.h include/bib.hpp $(DESTDIR)$(INCLUDEDIR)/
 	$(INSTALL) -m 644 $(BUILD)/bib.pc $(DESTDIR)$(PKGCONFIGDIR)/bib.pc
 	$(INSTALL) -m 644 man/bib.1 $(DESTDIR)$(MANDIR)/man1/bib.1
+	$(INSTALL) -m 644 man/bib-onnx.1 $(DESTDIR)$(MANDIR)/man1/bib-onnx.1
 	$(INSTALL) -m 644 man/bib-asm.5 $(DESTDIR)$(MANDIR)/man5/bib-asm.5
 	$(INSTALL) -m 644 cli/completion.bash $(DESTDIR)$(COMPLETIONDIR)/bib
 	$(INSTALL) -m 644 $(PY_FILES) $(DESTDIR)$(PYTHONDIR)/bib/
@@ -68,11 +73,11 @@ install: all $(BUILD)/bib.pc
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/bib
+	rm -f $(DESTDIR)$(BINDIR)/bib $(DESTDIR)$(BINDIR)/bib-onnx
 	rm -f $(DESTDIR)$(LIBDIR)/libbib.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	    $(DESTDIR)$(LIBDIR)/libbib.so $(DESTDIR)$(LIBDIR)/libbib.a $(DESTDIR)$(LIBDIR)/$(GLSL_PLUGIN)
 	rm -f $(DESTDIR)$(INCLUDEDIR)/bib.h $(DESTDIR)$(INCLUDEDIR)/bib.hpp
 	rm -f $(DESTDIR)$(PKGCONFIGDIR)/bib.pc
-	rm -f $(DESTDIR)$(MANDIR)/man1/bib.1 $(DESTDIR)$(MANDIR)/man5/bib-asm.5
+	rm -f $(DESTDIR)$(MANDIR)/man1/bib.1 $(DESTDIR)$(MANDIR)/man1/bib-onnx.1 $(DESTDIR)$(MANDIR)/man5/bib-asm.5
 	rm -f $(DESTDIR)$(COMPLETIONDIR)/bib
 	rm -rf $(DESTDIR)$(PYTHONDIR)/bib

@@ -64,6 +64,12 @@ for t in tests/cli/*.sh; do
     [ -f "$t" ] || continue
     suite "cli:$(basename "$t" .sh)" sh "$t"
 done
+# The ONNX importer: its unit tests, and the ONNX node tests run through it
+# on every executor (spec/onnx.md).
+for t in tests/onnx/test_*.py tests/onnx/run-node-tests.py; do
+    [ -f "$t" ] || continue
+    suite "onnx:$(basename "$t" .py)" sh tests/onnx/run.sh "$t"
+done
 for t in tests/oracle/*.py; do
     [ -f "$t" ] || continue
     suite "oracle:$(basename "$t" .py)" "${PYTHON:-/usr/bin/python3}" "$t"

@@ -23,7 +23,7 @@ if $MAKE install >"$T/log" 2>&1; then ok "make install DESTDIR=... PREFIX=$PREFI
 fi
 VERSION=$(sed -n 's/^#define BIB_VERSION_STRING "\(.*\)"/\1/p' include/bib.h)
 MAJOR=${VERSION%%.*}
-for f in bin/bib lib/libbib.so.$VERSION lib/libbib-glsl.so.$MAJOR lib/libbib.a include/bib.h include/bib.hpp \
+for f in bin/bib bin/bib-onnx share/man/man1/bib-onnx.1 lib/libbib.so.$VERSION lib/libbib-glsl.so.$MAJOR lib/libbib.a include/bib.h include/bib.hpp \
     lib/pkgconfig/bib.pc share/man/man1/bib.1 share/man/man5/bib-asm.5 \
     share/bash-completion/completions/bib; do
     if [ -f "$R/$f" ]; then ok "installs $f"; else bad "$f is not installed"; fi
@@ -123,6 +123,23 @@ except bib.AssemblyError as e:
     case $got in *"vk_custom.basm:11:1: error: "*"GLSL needs the shader compiler libbib-glsl.so.$MAJOR, which could not be loaded"*)
         ok "without libbib-glsl.so.$MAJOR, GLSL is an assembly error at the .shader line" ;;
     *) bad "without libbib-glsl.so.$MAJOR: $got" ;; esac
+    # bib-onnx under the prefix finds the package installed there.
+    if "$PY" -c 'import onnx' 2>/dev/null; then
+        "$PY" -c 'import onnx, sys
+from onnx import helper, TensorProto as T
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    [helper.make_tensor_value_info("x", T.FLOAT, [3])], [helper.make_tensor_value_info("y", T.FLOAT, [3])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])' "$T/relu.onnx"
+        if (cd "$T" && PYTHONDONTWRITEBYTECODE=1 "$P/bin/bib-onnx" relu.onnx -o relu.bib) >"$T/err" 2>&1 &&
+            got=$(PYTHONPATH="$site" "$PY" -c 'import bib, sys; print(list(bib.load(sys.argv[1]).run({"x": [-1, 0, 2]})["y"]))' \
+                "$T/relu.bib" 2>&1) && [ "$got" = "[0.0, 0.0, 2.0]" ]; then
+            ok "the installed bib-onnx imports a model that runs"
+        else
+            bad "the installed bib-onnx: $(cat "$T/err") ${got:-}"
+        fi
+    else
+        echo "SKIP: the installed bib-onnx: python3-onnx is missing"
+    fi
     make -s --no-print-directory BUILD="$BUILD" PREFIX="$P" uninstall >/dev/null 2>&1
 else
     bad "make install PREFIX=$P: $(tail -5 "$T/log")"

@@ -518,8 +518,8 @@ def _as_input(name, array, decl):
                 ),
                 "usage",
             )
-        return np.ascontiguousarray(array)
-    return np.ascontiguousarray(np.asarray(array, dtype=want))
+        return np.require(array, requirements="C")  # keeps rank 0 (ascontiguousarray would not)
+    return np.require(np.asarray(array, dtype=want), requirements="C")
 
 
 # ---- modules ---------------------------------------------------------------------------
@@ -730,7 +730,7 @@ class Builder:
         return self._check(_lib.bib_builder_tensor_output(self._b, name.encode(), reg, _dtype_code(dtype), rank, dims))
 
     def tensor_const(self, name, reg, array):
-        arr = np.ascontiguousarray(array)
+        arr = np.require(array, requirements="C")  # keeps rank 0
         if arr.dtype not in _DTYPE_CODES:
             raise UsageError("constant '%s': dtype %s (use float32 or int32)" % (name, arr.dtype.name), "usage")
         dims, rank = self._dims(arr.shape)

@@ -335,6 +335,19 @@ class Building(unittest.TestCase):
         np.testing.assert_array_equal(r["y"], [[4, 6], [2, 4], [3, 4]])
         self.assertEqual(r.exit_value, -3)
 
+    def test_rank_0_inputs_and_constants_keep_rank_0(self):
+        b = bib.Builder()
+        b.tensor_input("x", 0, "f32", [])
+        b.tensor_const("k", 1, np.array(2.5, np.float32))
+        b.tensor_output("y", 2, "f32", [])
+        b.tensor_output("ks", 3, "f32", [])
+        main = b.declare("main")
+        b.begin(main, 0, 1)
+        b.emit("TMUL", 2, 0, 1).emit("COPY", 3, 1).emit("LDI", 0, 0).emit("HALT", 0).end()
+        r = b.finish().run({"x": np.array(3.0, np.float32)})
+        self.assertEqual((r["y"].shape, float(r["y"])), ((), 7.5))
+        self.assertEqual((r["ks"].shape, float(r["ks"])), ((), 2.5))
+
     def test_builder_errors_are_raised(self):
         b = bib.Builder()
         with self.assertRaises(bib.UsageError):

@@ -1,0 +1,1796 @@
+"""ONNX to BIB: the importer behind tools/bib-onnx (spec/onnx.md).
+
+    from bib import onnx_import
+    module = onnx_import.import_model("model.onnx")      # a bib.Module
+    module.save("model.bib")
+
+The model is read with onnx.load and checked with onnx.shape_inference; the
+importer keeps its own shapes (ints, or products of symbols for the dynamic
+dims) and lowers node by node, in graph order, through the binding's Builder:
+the graph's inputs and outputs become the module's .input and .output, its
+initializers constant tensors. Everything that is known at import time
+(Constant, Shape, shape arithmetic, Cast of constants, ...) is folded with
+numpy; fused patterns (layer norm, GELU, MatMul+Add) become one instruction.
+
+A node that cannot be lowered exactly raises Refused, whose text names the
+node, its op, the attribute or input at fault and why: the importer never
+writes a program that computes something else than the model.
+"""
+
+import re
+import warnings
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper, shape_inference
+
+from . import Builder, Error, UsageError, _capi, opcode
+
+MAX_RANK = _capi.MAX_RANK
+# Whether this libbib takes zero-size dimensions in tensor declarations.
+ZERO_DIMS = False
+
+MIN_OPSET = 1
+MAX_OPSET = 17
+
+
+class Refused(Exception):
+    """A model or node the importer cannot lower. reason is a short class of
+    the cause (for the node-test table): 'op', 'attribute', 'dtype', 'shape',
+    'opcode' or 'model'."""
+
+    def __init__(self, text, reason="op", node=None):
+        super().__init__(text)
+        self.text = text
+        self.reason = reason
+        self.node = node
+
+
+class NeedsConstant(Refused):
+    """An input that must be known at import time (a shape, axes, pads) is a
+    graph input; `name` is that input. import_model(bind=...) can give it."""
+
+    def __init__(self, text, name, node=None):
+        super().__init__(text, "shape", node)
+        self.name = name
+
+
+# ---- dimensions: ints, or a coefficient times a product of symbols ------------------
+
+
+class Sym:
+    """coef * product of named symbols (a dynamic dimension, or a product
+    that involves one). Immutable; compare with ==."""
+
+    __slots__ = ("coef", "names")
+
+    def __init__(self, coef, names):
+        self.coef = coef
+        self.names = tuple(sorted(names))
+
+    def __eq__(self, other):
+        return isinstance(other, Sym) and self.coef == other.coef and self.names == other.names
+
+    def __hash__(self):
+        return hash((self.coef, self.names))
+
+    def __repr__(self):
+        parts = ([str(self.coef)] if self.coef != 1 else []) + list(self.names)
+        return "*".join(parts)
+
+
+def dim_mul(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    sa = a if isinstance(a, Sym) else Sym(a, ())
+    sb = b if isinstance(b, Sym) else Sym(b, ())
+    if sa.coef * sb.coef == 0:
+        return 0
+    return Sym(sa.coef * sb.coef, sa.names + sb.names)
+
+
+def dim_div(a, b):
+    """a / b when it is exact (None when it is not known to be)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b if b != 0 and a % b == 0 else None
+    sa = a if isinstance(a, Sym) else Sym(a, ())
+    sb = b if isinstance(b, Sym) else Sym(b, ())
+    names = list(sa.names)
+    for n in sb.names:
+        if n not in names:
+            return None
+        names.remove(n)
+    if sb.coef == 0 or sa.coef % sb.coef != 0:
+        return None
+    coef = sa.coef // sb.coef
+    return coef if not names else Sym(coef, names)
+
+
+def dims_prod(dims):
+    p = 1
+    for d in dims:
+        p = dim_mul(p, d)
+    return p
+
+
+def is_static(shape):
+    return all(isinstance(d, int) for d in shape)
+
+
+def shape_text(shape):
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def broadcast_shapes(*shapes):
+    rank = max(len(s) for s in shapes)
+    out = []
+    for k in range(rank):
+        d = 1
+        for s in shapes:
+            e = s[k - rank + len(s)] if k - rank + len(s) >= 0 else 1
+            if e == 1:
+                continue
+            if d == 1:
+                d = e
+            elif d != e:
+                return None
+        out.append(d)
+    return out
+
+
+# ---- values -----------------------------------------------------------------------------
+
+_ONNX_INT = {TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8, TensorProto.UINT8,
+             TensorProto.UINT16, TensorProto.UINT32, TensorProto.BOOL}
+_DTYPE_NAME = {v: k for k, v in TensorProto.DataType.items()}
+
+
+class Val:
+    """One ONNX value: a constant (array is a numpy array, object dtype when
+    it holds symbolic dims), or a tensor at run time (reg, dtype 'f32' or
+    'i32', shape). onnx_type is the ONNX element type it stands for."""
+
+    def __init__(self, shape, dtype, onnx_type, array=None, reg=None):
+        self.shape = list(shape)
+        self.dtype = dtype
+        self.onnx_type = onnx_type
+        self.array = array
+        self.reg = reg
+
+    @property
+    def const(self):
+        return self.array is not None
+
+
+def _bib_dtype(onnx_type):
+    if onnx_type == TensorProto.FLOAT:
+        return "f32"
+    if onnx_type in _ONNX_INT:
+        return "i32"
+    return None
+
+
+def _np_for(onnx_type):
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[onnx_type]
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+
+def sanitize(name, taken, fallback):
+    """A BIB name for an ONNX name: kept when it is a plain identifier
+    ([A-Za-z_][A-Za-z0-9_.]*, at most 255 bytes); otherwise each character
+    outside [A-Za-z0-9_.] becomes '_', a name that starts with a digit or a
+    dot gets a leading '_', an empty one becomes `fallback`; a name already
+    taken gets _2, _3, ... appended."""
+    s = name if _IDENT.match(name or "") else re.sub(r"[^A-Za-z0-9_.]", "_", name or "")
+    if s and not (s[0].isalpha() or s[0] == "_"):
+        s = "_" + s
+    s = (s or fallback)[:240]
+    base, k = s, 2
+    while s in taken:
+        s = "%s_%d" % (base, k)
+        k += 1
+    taken.add(s)
+    return s
+
+
+# ---- the importer ---------------------------------------------------------------------------
+
+
+def _attrs(node):
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+class _Node:
+    """A node with its attributes read once, for the lowering functions."""
+
+    def __init__(self, node, index):
+        self.proto = node
+        self.index = index
+        self.op = node.op_type
+        self.name = node.name or "%s_%d" % (node.op_type, index)
+        self.inputs = list(node.input)
+        self.outputs = list(node.output)
+        self.attrs = _attrs(node)
+        self.used_attrs = set()
+
+    def attr(self, name, default=None):
+        self.used_attrs.add(name)
+        v = self.attrs.get(name, default)
+        if isinstance(v, bytes):
+            v = v.decode()
+        return v
+
+    def where(self):
+        return "node '%s' (%s)" % (self.name, self.op)
+
+
+class Importer:
+    def __init__(self, model, bind=None):
+        self.model = model
+        self.graph = model.graph
+        self.bind = dict(bind or {})
+        self.opset = 0
+        for o in model.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                self.opset = o.version
+            elif o.domain not in ("ai.onnx.ml",):
+                pass
+        if self.opset == 0:
+            domains = sorted({n.domain for n in self.graph.node if n.domain not in ("", "ai.onnx")})
+            raise Refused("the model imports no opset of ONNX's default domain (its nodes are in %s)"
+                          % (", ".join(domains) or "no domain"), "model")
+        if not MIN_OPSET <= self.opset <= MAX_OPSET:
+            raise Refused(
+                "opset %d of the default domain: bib-onnx reads opsets %d to %d" % (self.opset, MIN_OPSET, MAX_OPSET),
+                "model",
+            )
+        self.vals = {}
+        self.code = []  # (mnemonic, a, b, c, d)
+        self.treg = 0
+        self.sym_regs = {}  # symbol -> scalar register holding it at run time
+        self.sym_source = {}  # symbol -> (tensor reg, axis)
+        self.scratch_max = 0
+        self.consts = []  # (name, reg, array)
+        self.inputs = []  # (name, reg, dtype, shape)
+        self.input_onnx_names = []
+        self.outputs = []
+        self.names = set()
+        self.sym_names = {}
+        self.input_regs = set()
+        self.const_regs = set()
+        self.keep = set()  # registers never freed (inputs, outputs, constants)
+        self._have = {}
+        self.fused = {}  # index of the node that a fused group ends at -> callable
+        self.skip = set()  # indices of nodes inside a fused group
+
+    # -- opcodes this library has
+    def have(self, mnemonic):
+        if mnemonic not in self._have:
+            # A tensor-family opcode of that name (the scalar NEG is not TNEG).
+            try:
+                self._have[mnemonic] = opcode(mnemonic) >> 16 == 0x0003
+            except UsageError:
+                self._have[mnemonic] = False
+        return self._have[mnemonic]
+
+    def need(self, node, mnemonic, what=None):
+        if not self.have(mnemonic):
+            raise Refused(
+                "%s: %sneeds the opcode %s, which this libbib lacks"
+                % (node.where(), (what + " ") if what else "", mnemonic),
+                "opcode",
+                node.name,
+            )
+
+    # -- registers and code
+    def new_treg(self):
+        r = self.treg
+        self.treg += 1
+        return r
+
+    def emit(self, mnemonic, a=0, b=0, c=0, d=0):
+        self.code.append((mnemonic, a, b, c, d))
+
+    def scalar(self, k):
+        """k scratch scalar registers, after the symbols' (live until the
+        next instruction that takes them)."""
+        self.scratch_max = max(self.scratch_max, k)
+        return ("scratch", 0)
+
+    def load_dims(self, node, dims):
+        """Loads each dim (int or Sym) into consecutive scratch registers;
+        returns the first register (as a marker resolved at finish)."""
+        self.scalar(len(dims))
+        for k, d in enumerate(dims):
+            self.load_int(("scratch", k), d, node)
+        return ("scratch", 0)
+
+    def load_int(self, reg, d, node=None):
+        if isinstance(d, int):
+            if -(1 << 31) <= d < (1 << 31):
+                self.emit("LDI", reg, d)
+            else:
+                self.emit("LDI64", reg, d & 0xFFFFFFFF, (d >> 32) & 0xFFFFFFFF)
+            return
+        self.load_int(reg, d.coef)
+        for n in d.names:
+            self.emit("MUL", reg, reg, ("sym", n))
+
+    def load_f64(self, reg, value):
+        bits = np.array([value], np.float64).view(np.uint64)[0]
+        self.emit("LDI64", reg, int(bits) & 0xFFFFFFFF, int(bits) >> 32)
+
+    # -- values
+    def const_val(self, array, onnx_type=None):
+        array = np.asarray(array)
+        if onnx_type is None:
+            onnx_type = _onnx_type_of(array)
+        return Val(array.shape, _bib_dtype(onnx_type), onnx_type, array=array)
+
+    def rt(self, shape, dtype, onnx_type=None, reg=None):
+        if onnx_type is None:
+            onnx_type = TensorProto.FLOAT if dtype == "f32" else TensorProto.INT64
+        return Val(shape, dtype, onnx_type, reg=self.new_treg() if reg is None else reg)
+
+    def reg_of(self, node, v, what="input"):
+        """The tensor register of v; a constant becomes a constant tensor."""
+        if v.reg is not None:
+            return v.reg
+        arr = v.array
+        if arr.dtype == object:
+            raise Refused(
+                "%s: %s depends on a dynamic dimension and is needed as a tensor at run time" % (node.where(), what),
+                "shape",
+                node.name,
+            )
+        if arr.dtype == np.float32:
+            data = arr
+        elif arr.dtype.kind in "iub":
+            if arr.size and (arr.min() < -(1 << 31) or arr.max() >= (1 << 31)):
+                raise Refused("%s: %s has values outside int32" % (node.where(), what), "dtype", node.name)
+            data = arr.astype(np.int32)
+        else:
+            raise Refused(
+                "%s: %s is %s; BIB tensors are f32 or i32" % (node.where(), what, arr.dtype.name), "dtype", node.name
+            )
+        if data.ndim > MAX_RANK:
+            raise Refused("%s: %s has rank %d (BIB tensors have at most %d)" % (node.where(), what, data.ndim,
+                          MAX_RANK), "shape", node.name)
+        reg = self.new_treg()
+        self.consts.append(("k%d" % len(self.consts), reg, np.require(data, requirements="C")))
+        self.const_regs.add(reg)
+        self.keep.add(reg)
+        v.reg = reg
+        v.dtype = "f32" if data.dtype == np.float32 else "i32"
+        return reg
+
+    def get(self, node, k, optional=False):
+        if k >= len(node.inputs) or node.inputs[k] == "":
+            if optional:
+                return None
+            raise Refused("%s: input %d is missing" % (node.where(), k), "model", node.name)
+        return self.vals[node.inputs[k]]
+
+    def const_input(self, node, k, what, optional=False):
+        """The numpy value of input k, which must be known at import time."""
+        v = self.get(node, k, optional)
+        if v is None:
+            return None
+        if not v.const:
+            raise NeedsConstant(
+                "%s: input '%s' (%s) must be a constant or an initializer: BIB takes %s at import time"
+                % (node.where(), node.inputs[k], what, what),
+                node.inputs[k],
+                node.name,
+            )
+        return v.array
+
+    def set(self, node, k, val):
+        if k < len(node.outputs) and node.outputs[k]:
+            self.vals[node.outputs[k]] = val
+
+    # -- errors
+    def refuse(self, node, text, reason="attribute"):
+        raise Refused("%s: %s" % (node.where(), text), reason, node.name)
+
+    def f32_only(self, node, *vals):
+        for v in vals:
+            if v is not None and v.onnx_type != TensorProto.FLOAT:
+                self.refuse(
+                    node,
+                    "input of type %s: this op is lowered for float32 only" % _DTYPE_NAME.get(v.onnx_type, "?"),
+                    "dtype",
+                )
+
+    # -- the graph
+    def declare_inputs(self):
+        inits = {i.name for i in self.graph.initializer}
+        for init in self.graph.initializer:
+            arr = numpy_helper.to_array(init)
+            self.vals[init.name] = self.const_val(arr, init.data_type)
+        for vi in self.graph.input:
+            if vi.name in inits:
+                continue
+            t = vi.type
+            if not t.HasField("tensor_type"):
+                raise Refused("graph input '%s': not a tensor (BIB takes tensors)" % vi.name, "dtype")
+            et = t.tensor_type.elem_type
+            if vi.name in self.bind:
+                arr = np.asarray(self.bind[vi.name]).astype(_np_for(et))
+                self.vals[vi.name] = self.const_val(arr, et)
+                continue
+            dtype = _bib_dtype(et)
+            if dtype is None:
+                raise Refused(
+                    "graph input '%s': element type %s (BIB tensors are f32 or i32; integer and bool inputs become i32)"
+                    % (vi.name, _DTYPE_NAME.get(et, et)),
+                    "dtype",
+                )
+            reg = self.new_treg()
+            shape = []
+            if not t.tensor_type.HasField("shape"):
+                raise Refused("graph input '%s': its shape is not given (BIB needs the rank)" % vi.name, "shape")
+            for axis, d in enumerate(t.tensor_type.shape.dim):
+                if d.HasField("dim_value") and d.dim_value >= 0:
+                    shape.append(int(d.dim_value))
+                else:
+                    sym = d.dim_param if d.HasField("dim_param") and d.dim_param else "%s_%d" % (vi.name, axis)
+                    if sym not in self.sym_source:
+                        self.sym_source[sym] = (reg, axis)
+                    shape.append(Sym(1, (sym,)))
+            if len(shape) > MAX_RANK:
+                raise Refused("graph input '%s': rank %d (BIB tensors have at most %d)" % (vi.name, len(shape),
+                              MAX_RANK), "shape")
+            if 0 in shape and not ZERO_DIMS:
+                raise Refused("graph input '%s': shape %s has a zero-size dimension, which this libbib refuses"
+                              % (vi.name, shape_text(shape)), "shape")
+            name = sanitize(vi.name, self.names, "input%d" % len(self.inputs))
+            self.inputs.append((name, reg, dtype, shape))
+            self.input_onnx_names.append(vi.name)
+            self.input_regs.add(reg)
+            self.keep.add(reg)
+            self.vals[vi.name] = Val(shape, dtype, et, reg=reg)
+
+    def run(self):
+        self.declare_inputs()
+        nodes = [_Node(n, i) for i, n in enumerate(self.graph.node)]
+        self.nodes = nodes
+        self.consumers = {}
+        for n in nodes:
+            for name in n.inputs:
+                if name:
+                    self.consumers.setdefault(name, []).append(n)
+        self.graph_outputs = {o.name for o in self.graph.output}
+        from . import onnx_patterns
+
+        onnx_patterns.find(self, nodes)
+        # Each tensor is freed after its last reader (a fused group reads its
+        # inputs where it ends).
+        frees = {}
+        last_use = {}
+        for n in nodes:
+            for name in n.inputs:
+                if name:
+                    last_use[name] = self.group_end.get(n.index, n.index)
+        for name, i in last_use.items():
+            frees.setdefault(i, []).append(name)
+        for n in nodes:
+            if n.index in self.skip:
+                continue
+            if n.index in self.fused:
+                self.fused[n.index]()
+            else:
+                self.lower(n)
+            for name in frees.get(n.index, []):
+                v = self.vals.get(name)
+                if name in self.graph_outputs or v is None or v.const or v.reg is None or v.reg in self.keep:
+                    continue
+                self.emit("FREE", v.reg)
+                self.keep.add(v.reg)  # freed once
+        self.declare_outputs()
+
+    def lower(self, node):
+        if node.proto.domain not in ("", "ai.onnx"):
+            self.refuse(node, "domain '%s' is not ONNX's default domain" % node.proto.domain, "op")
+        fn = getattr(self, "op_" + node.op, None)
+        if fn is None:
+            self.refuse(node, "the op %s is not supported by bib-onnx (spec/onnx.md lists the ops)" % node.op, "op")
+        # Constants in, constants out: fold it with numpy when the op can.
+        ins = [self.vals.get(i) if i else None for i in node.inputs]
+        for i, name in zip(ins, node.inputs):
+            if name and i is None:
+                self.refuse(node, "input '%s' is not defined before the node" % name, "model")
+        folder = getattr(self, "fold_" + node.op, None)
+        if folder is not None and all(v is None or v.const for v in ins) and node.op != "Constant":
+            out = folder(node, [None if v is None else v.array for v in ins])
+            if out is not None:
+                for k, arr in enumerate(out):
+                    if isinstance(arr, Val):
+                        self.set(node, k, arr)
+                    else:
+                        self.set(node, k, self.const_val(arr))
+                return
+        fn(node)
+        unknown = sorted(set(node.attrs) - node.used_attrs)
+        if unknown:
+            self.refuse(node, "attribute '%s' is not supported" % unknown[0])
+
+    def declare_outputs(self):
+        used = set()
+        for o in self.graph.output:
+            v = self.vals.get(o.name)
+            if v is None:
+                raise Refused("graph output '%s' is not computed by any node" % o.name, "model")
+            if v.dtype is None:
+                raise Refused("graph output '%s': type %s" % (o.name, _DTYPE_NAME.get(v.onnx_type)), "dtype")
+            fake = _Node(onnx.helper.make_node("Identity", [o.name], [o.name], name="output " + o.name), -1)
+            src = self.reg_of(fake, v, "the output")
+            if src in self.input_regs or src in self.const_regs or src in used:
+                reg = self.new_treg()
+                self.emit("COPY", reg, src)
+            else:
+                reg = src
+            used.add(reg)
+            self.keep.add(reg)
+            shape = [d if isinstance(d, int) else (d if d.coef == 1 and len(d.names) == 1 else None) for d in v.shape]
+            name = sanitize(o.name, self.names, "output%d" % len(self.outputs))
+            self.outputs.append((name, reg, v.dtype, shape))
+
+    def finish(self, name=None):
+        b = Builder()
+        syms = {}
+
+        def dims(shape):
+            out = []
+            for d in shape:
+                if isinstance(d, int):
+                    out.append(d)
+                elif d is None:
+                    out.append(Builder.DIM_ANY)
+                else:
+                    s = d.names[0]
+                    if s not in syms:
+                        syms[s] = b.dim(sanitize(s, set(), "n"))
+                    out.append(syms[s])
+            return out
+
+        for n, reg, dtype, shape in self.inputs:
+            b.tensor_input(n, reg, dtype, dims(shape))
+        for n, reg, arr in self.consts:
+            b.tensor_const(n, reg, arr)
+        for n, reg, dtype, shape in self.outputs:
+            b.tensor_output(n, reg, dtype, dims(shape))
+        b.tensor_regs(max(self.treg, 1))
+        sym_list = sorted(self.sym_source)
+        sym_reg = {s: k for k, s in enumerate(sym_list)}
+        base = len(sym_list)
+        nregs = max(base + self.scratch_max, 1)
+
+        def word(x):
+            if isinstance(x, tuple):
+                if x[0] == "scratch":
+                    return base + x[1]
+                if x[0] == "sym":
+                    return sym_reg[x[1]]
+            return x
+
+        main = b.declare("main")
+        b.begin(main, 0, nregs)
+        for s in sym_list:
+            reg, axis = self.sym_source[s]
+            b.emit("DIM", sym_reg[s], reg, axis)
+        for mnemonic, a1, a2, a3, a4 in self.code:
+            b.emit(mnemonic, word(a1), word(a2), word(a3), word(a4))
+        b.emit("LDI", 0, 0)
+        b.emit("HALT", 0)
+        b.end()
+        return b.finish(name)
+
+    # ---- helpers for lowering ----------------------------------------------------------
+
+    def reshape(self, node, v, shape):
+        """A RESHAPE view of v (a constant is reshaped at import)."""
+        if v.const:
+            return self.const_val(v.array.reshape([int(d) for d in shape]) if v.array.dtype != object
+                                  else v.array.reshape(shape), v.onnx_type)
+        if list(shape) == list(v.shape):
+            return v
+        if len(shape) > MAX_RANK:
+            self.refuse(node, "a result of rank %d (BIB tensors have at most %d)" % (len(shape), MAX_RANK), "shape")
+        out = self.rt(shape, v.dtype, v.onnx_type)
+        r = self.load_dims(node, shape)
+        self.emit("RESHAPE", out.reg, v.reg, r, len(shape))
+        return out
+
+    def unary(self, node, mnemonic, v):
+        self.need(node, mnemonic)
+        out = self.rt(v.shape, v.dtype, v.onnx_type)
+        self.emit(mnemonic, out.reg, self.reg_of(node, v), 0, 0)
+        return out
+
+    def scale(self, node, v, s):
+        out = self.rt(v.shape, "f32")
+        self.scalar(1)
+        self.load_f64(("scratch", 0), float(np.float32(s)))
+        self.emit("SCALE", out.reg, self.reg_of(node, v), ("scratch", 0))
+        return out
+
+    def scalar_const(self, value):
+        return self.const_val(np.array([value], np.float32))
+
+    def binary(self, node, mnemonic, a, b, commutes=False, out_type=None):
+        """mnemonic(a, b) with numpy broadcasting, on the forms BIB's BINARY
+        takes: same shape, b a row over a's last axis, or b one element."""
+        self.need(node, mnemonic)
+        out_shape = broadcast_shapes(a.shape, b.shape)
+        if out_shape is None:
+            self.refuse(node, "shapes %s and %s do not broadcast" % (shape_text(a.shape), shape_text(b.shape)), "shape")
+        dtype = "i32" if out_type in (TensorProto.BOOL,) else a.dtype
+
+        def fits(x, y):
+            # x carries the result's shape (up to leading 1s); y is the same,
+            # a row over its last axis, or one element.
+            if len(x.shape) > len(out_shape) or broadcast_shapes(x.shape, out_shape) != out_shape:
+                return None
+            if dims_prod(x.shape) != dims_prod(out_shape):
+                return None
+            if list(y.shape) == list(x.shape):
+                return y
+            if dims_prod(y.shape) == 1:
+                return y
+            last = x.shape[-1] if x.shape else 1
+            ylead = [d for d in y.shape[:-1]]
+            if y.shape and y.shape[-1] == last and all(d == 1 for d in ylead) and len(y.shape) <= len(x.shape):
+                return self.reshape(node, y, [last])
+            return None
+
+        order = [(a, b)]
+        if commutes:
+            order.append((b, a))
+        for x, y in order:
+            y2 = fits(x, y)
+            if y2 is not None:
+                out = self.rt(x.shape, dtype, out_type or a.onnx_type)
+                self.emit(mnemonic, out.reg, self.reg_of(node, x), self.reg_of(node, y2))
+                return self.reshape(node, out, out_shape)
+        if self.have("EXPAND"):
+            ea = self.expand(node, a, out_shape)
+            eb = self.expand(node, b, out_shape)
+            out = self.rt(out_shape, dtype, out_type or a.onnx_type)
+            self.emit(mnemonic, out.reg, self.reg_of(node, ea), self.reg_of(node, eb))
+            return out
+        self.refuse(
+            node,
+            "broadcasting %s with %s: BIB's %s takes the same shape, a row over the last axis or one element"
+            % (shape_text(a.shape), shape_text(b.shape), mnemonic),
+            "shape",
+        )
+
+    def expand(self, node, v, shape):
+        if list(v.shape) == list(shape):
+            return v
+        if v.const and is_static(shape):
+            return self.const_val(np.ascontiguousarray(np.broadcast_to(v.array, shape)), v.onnx_type)
+        self.need(node, "EXPAND")
+        out = self.rt(shape, v.dtype, v.onnx_type)
+        r = self.load_dims(node, shape)
+        self.emit("EXPAND", out.reg, self.reg_of(node, v), r, len(shape))
+        return out
+
+    def axis_of(self, node, axis, rank, what="axis"):
+        if not -rank <= axis < max(rank, 1):
+            self.refuse(node, "%s %d is outside a rank-%d input" % (what, axis, rank), "attribute")
+        return axis + rank if axis < 0 else axis
+
+    # ---- ops -----------------------------------------------------------------------------
+
+    def op_Constant(self, node):
+        for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+            if key in node.attrs:
+                v = node.attr(key)
+                if key == "value":
+                    arr = numpy_helper.to_array(v)
+                    self.set(node, 0, self.const_val(arr, v.data_type))
+                elif key.startswith("value_float"):
+                    self.set(node, 0, self.const_val(np.array(v, np.float32)))
+                else:
+                    self.set(node, 0, self.const_val(np.array(v, np.int64)))
+                return
+        self.refuse(node, "attribute '%s' is not supported (sparse or string constants)" % next(iter(node.attrs), "?"))
+
+    def op_Identity(self, node):
+        self.set(node, 0, self.get(node, 0))
+
+    fold_Identity = None
+
+    def op_Dropout(self, node):
+        x = self.get(node, 0)
+        node.attr("seed")  # random state and ratio matter in training only
+        node.attr("ratio")
+        if node.attr("is_test", 1) == 0:
+            self.refuse(node, "attribute 'is_test' = 0: BIB runs inference only")
+        if len(node.inputs) > 2 and node.inputs[2]:
+            t = self.const_input(node, 2, "training_mode")
+            if bool(np.asarray(t)):
+                self.refuse(node, "input 'training_mode' is true: BIB runs inference only")
+        self.set(node, 0, x)
+        if len(node.outputs) > 1 and node.outputs[1]:
+            if not is_static(x.shape):
+                self.refuse(node, "output 'mask' of a dynamic shape", "shape")
+            self.set(node, 1, self.const_val(np.ones([int(d) for d in x.shape], np.bool_), TensorProto.BOOL))
+
+    # unary math
+    def _unary_op(mnemonic):
+        def f(self, node):
+            x = self.get(node, 0)
+            self.f32_only(node, x)
+            self.set(node, 0, self.unary(node, mnemonic, x))
+
+        return f
+
+    op_Relu = _unary_op("RELU")
+    op_Sigmoid = _unary_op("SIGMOID")
+    op_Tanh = _unary_op("TANH")
+    op_Exp = _unary_op("EXP")
+    op_Erf = _unary_op("ERF")
+    op_Log = _unary_op("LOG")
+    op_Sqrt = _unary_op("SQRT")
+    op_Reciprocal = _unary_op("RECIP")
+
+    def op_Abs(self, node):
+        x = self.get(node, 0)
+        if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
+            self.f32_only(node, x)
+        self.set(node, 0, self.unary(node, "ABS", x))
+
+    def op_Neg(self, node):
+        x = self.get(node, 0)
+        if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
+            self.f32_only(node, x)
+        self.set(node, 0, self.unary(node, "NEG", x))
+
+    def op_Softplus(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "LOG")
+        e = self.unary(node, "EXP", x)
+        s = self.binary(node, "TADD", e, self.scalar_const(1.0))
+        self.set(node, 0, self.unary(node, "LOG", s))
+
+    def op_Softsign(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "ABS")
+        a = self.unary(node, "ABS", x)
+        d = self.binary(node, "TADD", a, self.scalar_const(1.0))
+        self.set(node, 0, self.binary(node, "TDIV", x, d))
+
+    def op_LeakyRelu(self, node):
+        # relu(x) + (-alpha) * relu(-x): for x < 0 the product is alpha * x
+        # rounded once, as ONNX's alpha * x; for x >= 0 it adds -0.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 0.01)))
+        p = self.unary(node, "RELU", x)
+        n = self.unary(node, "RELU", self.scale(node, x, -1.0))
+        self.set(node, 0, self.binary(node, "TADD", p, self.scale(node, n, -alpha)))
+
+    # binary math
+    def _binary_op(mnemonic, commutes, np_fn=None, exact_fold=True):
+        def f(self, node):
+            a, b = self.get(node, 0), self.get(node, 1)
+            if a.onnx_type != b.onnx_type:
+                self.refuse(node, "inputs of two types", "dtype")
+            if a.onnx_type != TensorProto.FLOAT:
+                if a.onnx_type in (TensorProto.INT32, TensorProto.INT64) and mnemonic in ("TADD", "TSUB", "TMUL"):
+                    if not self.have("CAST"):
+                        self.refuse(node, "integer inputs: this libbib has f32 arithmetic only", "dtype")
+                else:
+                    self.f32_only(node, a, b)
+            self.set(node, 0, self.binary(node, mnemonic, a, b, commutes))
+
+        return f
+
+    op_Add = _binary_op("TADD", True)
+    op_Sub = _binary_op("TSUB", False)
+    op_Mul = _binary_op("TMUL", True)
+    op_Div = _binary_op("TDIV", False)
+
+    def op_Pow(self, node):
+        x, y = self.get(node, 0), self.get(node, 1)
+        self.f32_only(node, x)
+        if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 2.0:
+            # x^2 is x * x correctly rounded, as pow gives it.
+            self.set(node, 0, self.binary(node, "TMUL", x, x))
+            return
+        if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 1.0:
+            self.set(node, 0, x)
+            return
+        self.f32_only(node, y)
+        self.set(node, 0, self.binary(node, "TPOW", x, y))
+
+    def _variadic(mnemonic):
+        def f(self, node):
+            vals = [self.get(node, k) for k in range(len(node.inputs))]
+            self.f32_only(node, *vals)
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = self.binary(node, mnemonic, acc, v, True)
+            if len(vals) == 1:
+                acc = self.unary(node, "COPY", acc) if not acc.const else acc
+            if node.op == "Mean" and len(vals) > 1:
+                acc = self.binary(node, "TDIV", acc, self.scalar_const(float(len(vals))))
+            self.set(node, 0, acc)
+
+        return f
+
+    op_Sum = _variadic("TADD")
+    op_Mean = _variadic("TADD")
+    op_Max = _variadic("TMAX")
+    op_Min = _variadic("TMIN")
+
+    # matrix products
+    def matmul(self, node, a, b, bias=None, act=None):
+        """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*."""
+        self.f32_only(node, a, b)
+        ra, rb = len(a.shape), len(b.shape)
+        if ra == 0 or rb == 0:
+            self.refuse(node, "a rank-0 operand", "shape")
+        a2 = a if ra > 1 else self.reshape(node, a, [1, a.shape[0]])
+        b2 = b if rb > 1 else self.reshape(node, b, [b.shape[0], 1])
+        if a2.shape[-1] != b2.shape[-2]:
+            self.refuse(node, "inner dimensions %s and %s differ" % (a2.shape[-1], b2.shape[-2]), "shape")
+        batch_b = b2.shape[:-2]
+        if any(d != 1 for d in batch_b):
+            self.refuse(node, "a batched right operand %s: BIB's MATMUL takes [K,N] here" % shape_text(b.shape), "shape")
+        m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+        lead = a2.shape[:-2]
+        flat = self.reshape(node, a2, [dims_prod(lead + [m]), k])
+        bb = self.reshape(node, b2, [k, n])
+        out = self.rt([flat.shape[0], n], "f32")
+        if bias is None and act is None:
+            self.emit("MATMUL", out.reg, self.reg_of(node, flat), self.reg_of(node, bb))
+        else:
+            mnem = {None: "LINEAR", "RELU": "LINEAR_RELU", "GELU": "LINEAR_GELU", "GELU_ERF": "LINEAR_GELU_ERF"}[act]
+            self.need(node, mnem)
+            self.emit(mnem, out.reg, self.reg_of(node, flat), self.reg_of(node, bb), self.reg_of(node, bias))
+        shape = lead + [m, n]
+        if rb == 1:
+            shape = lead + [m]
+        if ra == 1:
+            shape = shape[:-2] + shape[-1:] if rb > 1 else lead
+        if rb > 2:
+            shape = list(batch_b[: max(0, rb - 2 - len(lead))]) + shape
+        return self.reshape(node, out, shape)
+
+    def op_MatMul(self, node):
+        self.set(node, 0, self.matmul(node, self.get(node, 0), self.get(node, 1)))
+
+    def op_Gemm(self, node):
+        a, b = self.get(node, 0), self.get(node, 1)
+        c = self.get(node, 2, optional=True)
+        alpha = float(node.attr("alpha", 1.0))
+        beta = float(node.attr("beta", 1.0))
+        if node.attr("transA", 0):
+            a = self.transpose_last2(node, a)
+        if node.attr("transB", 0):
+            b = self.transpose_last2(node, b)
+        self.f32_only(node, a, b, c)
+        n = b.shape[-1]
+        bias = None
+        if c is not None and beta != 0.0:
+            if c.const and beta != 1.0:
+                c = self.const_val((c.array * np.float32(beta)).astype(np.float32))
+                beta = 1.0
+            row = beta == 1.0 and alpha == 1.0 and dims_prod(c.shape) in (n,) and all(d == 1 for d in c.shape[:-1])
+            if row and c.shape[-1] == n:
+                bias = self.reshape(node, c, [n])
+        if bias is not None:
+            self.set(node, 0, self.matmul(node, a, b, bias))
+            return
+        y = self.matmul(node, a, b)
+        if alpha != 1.0:
+            y = self.scale(node, y, alpha)
+        if c is not None and beta != 0.0:
+            if beta != 1.0:
+                c = self.scale(node, c, beta)
+            y = self.binary(node, "TADD", y, c, True)
+        self.set(node, 0, y)
+
+    def transpose_last2(self, node, v):
+        if v.const:
+            return self.const_val(np.ascontiguousarray(np.swapaxes(v.array, -1, -2)), v.onnx_type)
+        out = self.rt(v.shape[:-2] + [v.shape[-1], v.shape[-2]], v.dtype, v.onnx_type)
+        self.emit("TRANSPOSE", out.reg, self.reg_of(node, v))
+        return out
+
+    # shapes and data movement
+    def permute(self, node, v, perm):
+        rank = len(v.shape)
+        shape = [v.shape[p] for p in perm]
+        if perm == list(range(rank)):
+            return v
+        if v.const and v.array.dtype != object:
+            return self.const_val(np.ascontiguousarray(np.transpose(v.array, perm)), v.onnx_type)
+        # Axes of size 1 may move freely: a view when the others keep their order.
+        moved = [p for p in perm if v.shape[p] != 1]
+        if moved == sorted(moved):
+            return self.reshape(node, v, shape)
+        if perm[:-2] == list(range(rank - 2)):
+            return self.transpose_last2(node, v)
+        self.need(node, "PERMUTE", "a permutation other than the last two axes")
+        out = self.rt(shape, v.dtype, v.onnx_type)
+        self.scalar(rank)
+        for k, p in enumerate(perm):
+            self.load_int(("scratch", k), p)
+        self.emit("PERMUTE", out.reg, self.reg_of(node, v), ("scratch", 0), rank)
+        return out
+
+    def op_Transpose(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        perm = node.attr("perm")
+        perm = list(reversed(range(rank))) if perm is None else [self.axis_of(node, p, rank, "perm entry") for p in perm]
+        if sorted(perm) != list(range(rank)):
+            self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
+        self.set(node, 0, self.permute(node, x, perm))
+
+    def op_Reshape(self, node):
+        x = self.get(node, 0)
+        shape = self.const_input(node, 1, "the shape")
+        allowzero = node.attr("allowzero", 0)
+        out = []
+        infer = None
+        for k, d in enumerate(shape.reshape(-1).tolist()):
+            if isinstance(d, int) and d == -1:
+                if infer is not None:
+                    self.refuse(node, "two -1 entries in the shape", "attribute")
+                infer = k
+                out.append(1)
+            elif isinstance(d, int) and d == 0 and not allowzero:
+                if k >= len(x.shape):
+                    self.refuse(node, "shape entry %d is 0 past the input's rank" % k, "attribute")
+                out.append(x.shape[k])
+            else:
+                out.append(d)
+        total = dims_prod(x.shape)
+        if infer is not None:
+            rest = dims_prod(out)
+            q = dim_div(total, rest)
+            if q is None:
+                self.refuse(node, "cannot infer the -1 entry of the shape from %s" % shape_text(x.shape), "shape")
+            out[infer] = q
+        if dims_prod(out) != total:
+            self.refuse(node, "shape %s does not hold the %s elements of %s" % (shape_text(out), total, shape_text(x.shape)),
+                        "shape")
+        self.set(node, 0, self.reshape(node, x, out))
+
+    def op_Flatten(self, node):
+        x = self.get(node, 0)
+        axis = node.attr("axis", 1)
+        rank = len(x.shape)
+        axis = axis + rank if axis < 0 else axis
+        self.set(node, 0, self.reshape(node, x, [dims_prod(x.shape[:axis]), dims_prod(x.shape[axis:])]))
+
+    def axes_of(self, node, k, rank, attr="axes"):
+        axes = node.attr(attr)
+        if axes is None and len(node.inputs) > k and node.inputs[k]:
+            axes = self.const_input(node, k, "the axes").reshape(-1).tolist()
+        if axes is None:
+            return None
+        return [self.axis_of(node, int(a), rank, "axis") for a in axes]
+
+    def op_Squeeze(self, node):
+        x = self.get(node, 0)
+        axes = self.axes_of(node, 1, len(x.shape))
+        if axes is None:
+            axes = [k for k, d in enumerate(x.shape) if d == 1]
+        for a in axes:
+            if x.shape[a] != 1:
+                self.refuse(node, "axis %d has size %s, not 1" % (a, x.shape[a]), "shape")
+        self.set(node, 0, self.reshape(node, x, [d for k, d in enumerate(x.shape) if k not in axes]))
+
+    def op_Unsqueeze(self, node):
+        x = self.get(node, 0)
+        n = len(x.shape)
+        axes = node.attr("axes")
+        if axes is None:
+            axes = self.const_input(node, 1, "the axes").reshape(-1).tolist()
+        rank = n + len(axes)
+        axes = sorted(self.axis_of(node, int(a), rank) for a in axes)
+        shape = list(x.shape)
+        for a in axes:
+            shape.insert(a, 1)
+        self.set(node, 0, self.reshape(node, x, shape))
+
+    def op_Shape(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        start = node.attr("start", 0)
+        end = node.attr("end", rank)
+        start = min(max(start + rank if start < 0 else start, 0), rank)
+        end = min(max(end + rank if end < 0 else end, 0), rank)
+        dims = x.shape[start:end]
+        arr = np.array(dims, np.int64) if is_static(dims) else np.array(dims, object)
+        self.set(node, 0, self.const_val(arr, TensorProto.INT64))
+
+    def op_Size(self, node):
+        x = self.get(node, 0)
+        n = dims_prod(x.shape)
+        self.set(node, 0, self.const_val(np.array(n, np.int64 if isinstance(n, int) else object), TensorProto.INT64))
+
+    def op_ConstantOfShape(self, node):
+        shape = self.const_input(node, 0, "the shape").reshape(-1).tolist()
+        value = node.attr("value")
+        arr = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+        et = value.data_type if value is not None else TensorProto.FLOAT
+        if all(isinstance(d, int) for d in shape):
+            self.set(node, 0, self.const_val(np.full(shape, arr[0], arr.dtype), et))
+            return
+        dtype = _bib_dtype(et)
+        if dtype is None:
+            self.refuse(node, "attribute 'value' of type %s" % _DTYPE_NAME.get(et), "dtype")
+        out = self.rt(shape, dtype, et)
+        r = self.load_dims(node, shape)
+        self.emit("ALLOC", out.reg, 1 if dtype == "f32" else 2, r, len(shape))
+        self.scalar(len(shape) + 1)
+        slot = ("scratch", len(shape))
+        if dtype == "f32":
+            self.load_f64(slot, float(arr[0]))
+        else:
+            self.load_int(slot, int(arr[0]))
+        self.emit("FILL", out.reg, slot)
+        self.set(node, 0, out)
+
+    def op_Cast(self, node):
+        x = self.get(node, 0)
+        to = node.attr("to")
+        self.cast(node, x, to)
+
+    def op_CastLike(self, node):
+        x = self.get(node, 0)
+        like = self.get(node, 1)
+        self.cast(node, x, like.onnx_type)
+
+    def cast(self, node, x, to):
+        if x.const:
+            if x.array.dtype == object:
+                if to in (TensorProto.INT64, TensorProto.INT32):
+                    self.set(node, 0, self.const_val(x.array, to))
+                    return
+                self.refuse(node, "a cast of dynamic dimensions to %s" % _DTYPE_NAME.get(to), "dtype")
+            self.set(node, 0, self.const_val(x.array.astype(_np_for(to)), to))
+            return
+        dtype = _bib_dtype(to)
+        if dtype is None or x.dtype is None:
+            self.refuse(
+                node, "attribute 'to' = %s from %s: BIB tensors are f32 or i32" % (
+                    _DTYPE_NAME.get(to), _DTYPE_NAME.get(x.onnx_type)), "dtype")
+        if to == x.onnx_type or (dtype == x.dtype and to != TensorProto.BOOL and x.onnx_type != TensorProto.BOOL
+                                 and not (to in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16,
+                                                 TensorProto.UINT16))):
+            self.set(node, 0, Val(x.shape, x.dtype, to, reg=x.reg))
+            return
+        if to == TensorProto.BOOL or to not in (TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64):
+            self.refuse(node, "attribute 'to' = %s: BIB casts between f32 and i32" % _DTYPE_NAME.get(to), "dtype")
+        self.need(node, "CAST")
+        out = self.rt(x.shape, dtype, to)
+        self.emit("CAST", out.reg, self.reg_of(node, x), 1 if dtype == "f32" else 2)
+        self.set(node, 0, out)
+
+    def op_Concat(self, node):
+        vals = [self.get(node, k) for k in range(len(node.inputs))]
+        rank = len(vals[0].shape)
+        axis = self.axis_of(node, node.attr("axis"), rank)
+        if all(v.const for v in vals):
+            self.set(node, 0, self.const_val(np.concatenate([v.array for v in vals], axis), vals[0].onnx_type))
+            return
+        vals = [v for v in vals if v.shape[axis] != 0] or vals[:1]
+        acc = vals[0]
+        for v in vals[1:]:
+            self.need(node, "CONCAT")
+            shape = list(acc.shape)
+            shape[axis] = dim_add(acc.shape[axis], v.shape[axis], self, node)
+            out = self.rt(shape, acc.dtype, acc.onnx_type)
+            self.emit("CONCAT", out.reg, self.reg_of(node, acc), self.reg_of(node, v), axis)
+            acc = out
+        if acc is vals[0] and len(vals) == 1 and not acc.const:
+            acc = self.unary(node, "COPY", acc)
+        self.set(node, 0, acc)
+
+    def slice(self, node, x, starts, ends, axes, steps):
+        rank = len(x.shape)
+        triples = [(0, x.shape[k], 1) for k in range(rank)]
+        shape = list(x.shape)
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            a = self.axis_of(node, int(a), rank)
+            n = x.shape[a]
+            if st == 0:
+                self.refuse(node, "step 0 on axis %d" % a, "attribute")
+            if not isinstance(n, int):
+                if st == 1 and s >= 0 and e >= (1 << 31) - 1:
+                    if s == 0:
+                        continue
+                self.refuse(node, "slicing the dynamic axis %d" % a, "shape")
+            s, e, st = int(s), int(e), int(st)
+            # ONNX's clamping, done here so that the VM sees plain bounds.
+            if s < 0:
+                s += n
+            if e < 0:
+                e += n
+            if st > 0:
+                s = min(max(s, 0), n)
+                e = min(max(e, 0), n)
+                count = max(0, (e - s + st - 1) // st)
+            else:
+                s = min(max(s, -1), n - 1)
+                e = min(max(e, -1), n - 1)
+                count = max(0, (s - e - st - 1) // (-st))
+            triples[a] = (s, e, st)
+            shape[a] = count
+        if x.const and x.array.dtype != object:
+            idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
+            return self.const_val(np.ascontiguousarray(x.array[idx]), x.onnx_type)
+        if x.const:
+            idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
+            return self.const_val(x.array[idx], x.onnx_type)
+        if shape == list(x.shape) and all(t[2] == 1 for t in triples):
+            return x
+        self.need(node, "SLICE")
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.scalar(3 * rank)
+        for k, (s, e, st) in enumerate(triples):
+            if st < 0 and e == -1:
+                # -1 as an end would count from the end in the VM's rule:
+                # "before the first element" is -(n+1).
+                e = -int(x.shape[k]) - 1
+            self.load_int(("scratch", 3 * k), s)
+            self.load_int(("scratch", 3 * k + 1), e)
+            self.load_int(("scratch", 3 * k + 2), st)
+        self.emit("SLICE", out.reg, self.reg_of(node, x), ("scratch", 0), rank)
+        return out
+
+    def op_Slice(self, node):
+        x = self.get(node, 0)
+        if "starts" in node.attrs:  # opset < 10
+            starts, ends = node.attr("starts"), node.attr("ends")
+            axes = node.attr("axes", list(range(len(starts))))
+            steps = [1] * len(starts)
+        else:
+            starts = self.const_input(node, 1, "the starts").reshape(-1).tolist()
+            ends = self.const_input(node, 2, "the ends").reshape(-1).tolist()
+            a = self.const_input(node, 3, "the axes", optional=True)
+            axes = a.reshape(-1).tolist() if a is not None else list(range(len(starts)))
+            s = self.const_input(node, 4, "the steps", optional=True)
+            steps = s.reshape(-1).tolist() if s is not None else [1] * len(starts)
+        self.set(node, 0, self.slice(node, x, starts, ends, axes, steps))
+
+    def op_Split(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        split = node.attr("split")
+        if split is None and len(node.inputs) > 1 and node.inputs[1]:
+            split = self.const_input(node, 1, "the split sizes").reshape(-1).tolist()
+        n = x.shape[axis]
+        outs = len(node.outputs)
+        if split is None:
+            if not isinstance(n, int):
+                self.refuse(node, "splitting the dynamic axis %d" % axis, "shape")
+            if n % outs:
+                self.refuse(node, "axis %d of size %d does not split into %d equal parts" % (axis, n, outs), "shape")
+            split = [n // outs] * outs
+        start = 0
+        for k, size in enumerate(split):
+            self.set(node, k, self.slice(node, x, [start], [start + int(size)], [axis], [1]))
+            start += int(size)
+
+    def op_Gather(self, node):
+        x, idx = self.get(node, 0), self.get(node, 1)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        if x.const and idx.const:
+            i = idx.array.astype(np.int64)
+            self.set(node, 0, self.const_val(np.take(x.array, i, axis=axis), x.onnx_type))
+            return
+        if idx.const and isinstance(x.shape[axis], int):
+            n = x.shape[axis]
+            i = idx.array.astype(np.int64)
+            if i.size and (i.min() < -n or i.max() >= n):
+                self.refuse(node, "an index outside [-%d, %d)" % (n, n), "attribute")
+            idx = self.const_val(np.where(i < 0, i + n, i).astype(np.int32), TensorProto.INT64)
+        shape = x.shape[:axis] + list(idx.shape) + x.shape[axis + 1:]
+        if axis == 0 and idx.const:
+            out = self.rt(shape, x.dtype, x.onnx_type)
+            self.emit("GATHER", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"))
+            self.set(node, 0, out)
+            return
+        self.need(node, "GATHER_AXIS", "an axis other than 0, or indices given at run time,")
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
+        self.set(node, 0, out)
+
+    def op_GatherElements(self, node):
+        x, idx = self.get(node, 0), self.get(node, 1)
+        axis = self.axis_of(node, node.attr("axis", 0), len(x.shape))
+        self.need(node, "GATHER_ELEMENTS")
+        out = self.rt(idx.shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_ELEMENTS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
+        self.set(node, 0, out)
+
+    def op_Expand(self, node):
+        x = self.get(node, 0)
+        shape = self.const_input(node, 1, "the shape").reshape(-1).tolist()
+        out = broadcast_shapes(x.shape, shape)
+        if out is None:
+            self.refuse(node, "shape %s does not broadcast with %s" % (shape_text(shape), shape_text(x.shape)), "shape")
+        if dims_prod(out) == dims_prod(x.shape):
+            self.set(node, 0, self.reshape(node, x, out))
+            return
+        self.set(node, 0, self.expand(node, x, out))
+
+    def op_Tile(self, node):
+        x = self.get(node, 0)
+        reps = self.const_input(node, 1, "the repeats").reshape(-1).tolist()
+        # [d0, d1] tiled by [r0, r1] = [r0, d0, r1, d1] expanded from [1, d0, 1, d1].
+        rank = len(x.shape)
+        if 2 * rank > 4:
+            self.refuse(node, "a rank-%d input (tiling goes through rank %d)" % (rank, 2 * rank), "shape")
+        up = []
+        big = []
+        for d, r in zip(x.shape, reps):
+            up += [1, d]
+            big += [int(r), d]
+        v = self.reshape(node, x, up)
+        v = self.expand(node, v, big)
+        self.set(node, 0, self.reshape(node, v, [dim_mul(int(r), d) for d, r in zip(x.shape, reps)]))
+
+    # reductions
+    def reduce(self, node, kind, x, axes, keepdims):
+        """kind over axes (sorted, distinct), keepdims 0/1."""
+        rank = len(x.shape)
+        out_keep = [1 if k in axes else d for k, d in enumerate(x.shape)]
+        out_shape = out_keep if keepdims else [d for k, d in enumerate(x.shape) if k not in axes]
+        if not axes:
+            return self.reshape(node, x, out_shape)
+        trailing = axes == list(range(rank - len(axes), rank))
+        old = {"SUM": "SUM", "MEAN": "MEAN", "MAX": "MAX"}
+        if trailing and kind in old:
+            lead = x.shape[: rank - len(axes)]
+            flat = self.reshape(node, x, lead + [dims_prod(x.shape[rank - len(axes):])])
+            out = self.rt(lead, "f32")
+            self.emit(old[kind], out.reg, self.reg_of(node, flat))
+            return self.reshape(node, out, out_shape)
+        mnem = "REDUCE_" + kind
+        self.need(node, mnem, "axes %s of a rank-%d input" % (axes, rank))
+        mask = sum(1 << a for a in axes)
+        out = self.rt(out_shape, "f32")
+        self.emit(mnem, out.reg, self.reg_of(node, x), mask, 1 if keepdims else 0)
+        return out
+
+    def reduce_args(self, node, x):
+        rank = len(x.shape)
+        keepdims = node.attr("keepdims", 1)
+        axes = self.axes_of(node, 1, rank)
+        if axes is None or axes == []:
+            if node.attr("noop_with_empty_axes", 0):
+                return [], keepdims
+            axes = list(range(rank))
+        return sorted(set(axes)), keepdims
+
+    def _reduce_op(kind, pre=None, post=None):
+        def f(self, node):
+            x = self.get(node, 0)
+            self.f32_only(node, x)
+            axes, keepdims = self.reduce_args(node, x)
+            if not axes and node.attr("noop_with_empty_axes", 0):
+                self.set(node, 0, x)
+                return
+            v = x
+            if pre == "abs":
+                v = self.unary(node, "ABS", v)
+            elif pre == "square":
+                v = self.binary(node, "TMUL", v, v)
+            elif pre == "exp":
+                self.need(node, "LOG")
+                v = self.unary(node, "EXP", v)
+            if post in ("sqrt", "log"):
+                self.need(node, "SQRT" if post == "sqrt" else "LOG")
+            v = self.reduce(node, kind, v, axes, keepdims)
+            if post == "sqrt":
+                v = self.unary(node, "SQRT", v)
+            elif post == "log":
+                v = self.unary(node, "LOG", v)
+            self.set(node, 0, v)
+
+        return f
+
+    op_ReduceSum = _reduce_op("SUM")
+    op_ReduceMean = _reduce_op("MEAN")
+    op_ReduceMax = _reduce_op("MAX")
+    op_ReduceMin = _reduce_op("MIN")
+    op_ReduceProd = _reduce_op("PROD")
+    op_ReduceL1 = _reduce_op("SUM", pre="abs")
+    op_ReduceL2 = _reduce_op("SUM", pre="square", post="sqrt")
+    op_ReduceSumSquare = _reduce_op("SUM", pre="square")
+    op_ReduceLogSum = _reduce_op("SUM", post="log")
+    op_ReduceLogSumExp = _reduce_op("SUM", pre="exp", post="log")
+
+    def op_GlobalAveragePool(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.reduce(node, "MEAN", x, list(range(2, len(x.shape))), 1))
+
+    def op_GlobalMaxPool(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.reduce(node, "MAX", x, list(range(2, len(x.shape))), 1))
+
+    def arg(self, node, which):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        keepdims = node.attr("keepdims", 1)
+        if node.attr("select_last_index", 0):
+            self.refuse(node, "attribute 'select_last_index' = 1: BIB takes the first extreme")
+        shape_keep = [1 if k == axis else d for k, d in enumerate(x.shape)]
+        shape_drop = [d for k, d in enumerate(x.shape) if k != axis]
+        out_shape = shape_keep if keepdims else shape_drop
+        mnem = "ARG%s_AXIS" % which
+        if axis == rank - 1 and which == "MAX" or not self.have(mnem):
+            v = x
+            if which == "MIN":
+                self.need(node, "NEG", "ArgMin")
+                v = self.unary(node, "NEG", v)
+            if axis != rank - 1:
+                if axis == rank - 2:
+                    v = self.transpose_last2(node, v)
+                else:
+                    self.need(node, mnem, "an axis other than the last")
+            out = self.rt([d for k, d in enumerate(v.shape) if k != rank - 1], "i32", TensorProto.INT64)
+            self.emit("ARGMAX", out.reg, self.reg_of(node, v))
+            self.set(node, 0, self.reshape(node, out, out_shape))
+            return
+        out = self.rt(out_shape, "i32", TensorProto.INT64)
+        self.emit(mnem, out.reg, self.reg_of(node, x), axis, 1 if keepdims else 0)
+        self.set(node, 0, out)
+
+    def op_ArgMax(self, node):
+        self.arg(node, "MAX")
+
+    def op_ArgMin(self, node):
+        self.arg(node, "MIN")
+
+    def softmax(self, node, log):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        default = -1 if self.opset >= 13 else 1
+        axis = self.axis_of(node, node.attr("axis", default), rank)
+        if self.opset < 13 and axis != rank - 1:
+            # Before opset 13 the softmax is over the flattened axes [axis:].
+            v = self.reshape(node, x, x.shape[:axis] + [dims_prod(x.shape[axis:])])
+            out = self.softmax_last(node, v, log)
+            self.set(node, 0, self.reshape(node, out, x.shape))
+            return
+        if axis == rank - 1:
+            self.set(node, 0, self.softmax_last(node, x, log))
+            return
+        mnem = "LOGSOFTMAX_AXIS" if log else "SOFTMAX_AXIS"
+        if self.have(mnem):
+            out = self.rt(x.shape, "f32")
+            self.emit(mnem, out.reg, self.reg_of(node, x), axis)
+            self.set(node, 0, out)
+            return
+        if axis == rank - 2:
+            t = self.transpose_last2(node, x)
+            self.set(node, 0, self.transpose_last2(node, self.softmax_last(node, t, log)))
+            return
+        self.need(node, mnem, "axis %d of a rank-%d input" % (axis, rank))
+
+    def softmax_last(self, node, x, log):
+        return self.unary(node, "LOGSOFTMAX" if log else "SOFTMAX", x)
+
+    def op_Softmax(self, node):
+        self.softmax(node, False)
+
+    def op_LogSoftmax(self, node):
+        self.softmax(node, True)
+
+    # compare and select
+    def _compare(mnemonic, swap=False):
+        def f(self, node):
+            a, b = self.get(node, 0), self.get(node, 1)
+            if a.dtype != b.dtype or a.dtype is None:
+                self.refuse(node, "inputs of two types", "dtype")
+            if swap:
+                a, b = b, a
+            self.set(node, 0, self.binary(node, mnemonic, a, b, mnemonic == "TEQ", out_type=TensorProto.BOOL))
+
+        return f
+
+    op_Equal = _compare("TEQ")
+    op_Less = _compare("TLT")
+    op_LessOrEqual = _compare("TLE")
+    op_Greater = _compare("TGT")
+    op_GreaterOrEqual = _compare("TGE")
+
+    def op_Not(self, node):
+        x = self.get(node, 0)
+        self.need(node, "TNOT")
+        out = self.rt(x.shape, "i32", TensorProto.BOOL)
+        self.emit("TNOT", out.reg, self.reg_of(node, x))
+        self.set(node, 0, out)
+
+    def _logic(mnemonic):
+        def f(self, node):
+            a, b = self.get(node, 0), self.get(node, 1)
+            self.set(node, 0, self.binary(node, mnemonic, a, b, True, out_type=TensorProto.BOOL))
+
+        return f
+
+    op_And = _logic("TAND")
+    op_Or = _logic("TOR")
+    op_Xor = _logic("TXOR")
+
+    def op_Where(self, node):
+        c, a, b = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        if a.onnx_type != b.onnx_type:
+            self.refuse(node, "inputs of two types", "dtype")
+        self.need(node, "WHERE")
+        shape = broadcast_shapes(c.shape, a.shape, b.shape)
+        if shape is None:
+            self.refuse(node, "shapes that do not broadcast", "shape")
+        out = self.rt(shape, a.dtype, a.onnx_type)
+        self.emit("WHERE", out.reg, self.reg_of(node, c), self.reg_of(node, a), self.reg_of(node, b))
+        self.set(node, 0, out)
+
+    def op_Clip(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        if self.opset < 11:
+            lo, hi = node.attr("min"), node.attr("max")
+            lo = None if lo is None else self.scalar_const(lo)
+            hi = None if hi is None else self.scalar_const(hi)
+        else:
+            lo, hi = self.get(node, 1, True), self.get(node, 2, True)
+        v = x
+        if lo is not None:
+            v = self.binary(node, "TMAX", v, self.reshape(node, lo, [1]) if lo.const else lo)
+        if hi is not None:
+            v = self.binary(node, "TMIN", v, self.reshape(node, hi, [1]) if hi.const else hi)
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
+    # normalization
+    def layernorm(self, node, x, gamma, beta, eps, axis):
+        """LAYERNORM_EPS (or LAYERNORM when eps is its fixed 1e-5) over the
+        axes [axis:] of x, flattened into one."""
+        rank = len(x.shape)
+        self.f32_only(node, x, gamma, beta)
+        n = dims_prod(x.shape[axis:])
+        v = self.reshape(node, x, x.shape[:axis] + [n]) if axis != rank - 1 else x
+        g = self.reshape(node, self.expand_const(node, gamma, x.shape[axis:]), [n])
+        if beta is None:
+            beta = self.const_val(np.zeros([n], np.float32)) if isinstance(n, int) else None
+            if beta is None:
+                self.refuse(node, "a dynamic normalized axis without a bias", "shape")
+        bt = self.reshape(node, self.expand_const(node, beta, x.shape[axis:]), [n])
+        out = self.rt(v.shape, "f32")
+        eps32 = float(np.float32(eps))
+        if self.have("LAYERNORM_EPS") and (g.const and bt.const or self.have("CONCAT")):
+            if g.const and bt.const:
+                gb = self.const_val(np.stack([g.array, bt.array]).astype(np.float32))
+            else:
+                gb = self.rt([2, n], "f32")
+                g2, b2 = self.reshape(node, g, [1, n]), self.reshape(node, bt, [1, n])
+                self.emit("CONCAT", gb.reg, self.reg_of(node, g2), self.reg_of(node, b2), 0)
+            self.scalar(1)
+            self.load_f64(("scratch", 0), eps32)
+            self.emit("LAYERNORM_EPS", out.reg, self.reg_of(node, v), self.reg_of(node, gb), ("scratch", 0))
+        elif eps32 == float(np.float32(1e-5)):
+            self.emit("LAYERNORM", out.reg, self.reg_of(node, v), self.reg_of(node, g), self.reg_of(node, bt))
+        else:
+            self.need(node, "LAYERNORM_EPS", "an epsilon other than 1e-5")
+        return self.reshape(node, out, x.shape)
+
+    def expand_const(self, node, v, shape):
+        if list(v.shape) == list(shape):
+            return v
+        if dims_prod(v.shape) == dims_prod(shape):
+            return self.reshape(node, v, shape)
+        if v.const and is_static(shape):
+            return self.const_val(np.ascontiguousarray(np.broadcast_to(v.array, shape)), v.onnx_type)
+        self.refuse(node, "a scale or bias of shape %s over %s" % (shape_text(v.shape), shape_text(shape)), "shape")
+
+    def op_LayerNormalization(self, node):
+        x = self.get(node, 0)
+        gamma = self.get(node, 1)
+        beta = self.get(node, 2, optional=True)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        eps = node.attr("epsilon", 1e-5)
+        node.attr("stash_type")
+        self.set(node, 0, self.layernorm(node, x, gamma, beta, eps, axis))
+        want = [k < len(node.outputs) and node.outputs[k] and self.consumers_of(node.outputs[k]) for k in (0, 1, 2)]
+        if want[1] or want[2]:
+            # Mean and InvStdDev as ONNX's function body defines them:
+            # ReduceMean, Sub, Mul, ReduceMean, Add eps, Sqrt, Reciprocal.
+            axes = list(range(axis, rank))
+            mean = self.reduce(node, "MEAN", x, axes, 1)
+            self.set(node, 1, mean)
+            if want[2]:
+                d = self.binary(node, "TSUB", x, mean)
+                var = self.reduce(node, "MEAN", self.binary(node, "TMUL", d, d), axes, 1)
+                self.need(node, "SQRT", "output InvStdDev")
+                self.need(node, "RECIP", "output InvStdDev")
+                v = self.binary(node, "TADD", var, self.scalar_const(eps))
+                self.set(node, 2, self.unary(node, "RECIP", self.unary(node, "SQRT", v)))
+
+    def consumers_of(self, name):
+        return self.consumers.get(name) or (name in self.graph_outputs)
+
+    def op_BatchNormalization(self, node):
+        x = self.get(node, 0)
+        if node.attr("training_mode", 0):
+            self.refuse(node, "attribute 'training_mode' = 1: BIB runs inference only")
+        if len([o for o in node.outputs if o]) > 1:
+            self.refuse(node, "the running mean and variance outputs (training mode)")
+        eps = float(np.float32(node.attr("epsilon", 1e-5)))
+        node.attr("momentum")
+        if node.attr("spatial", 1) != 1:
+            self.refuse(node, "attribute 'spatial' = 0")
+        params = [self.const_input(node, k, name) for k, name in
+                  ((1, "the scale"), (2, "the bias"), (3, "the mean"), (4, "the variance"))]
+        self.f32_only(node, x)
+        self.need(node, "BATCHNORM")
+        c = x.shape[1]
+        p = self.const_val(np.stack([np.asarray(a, np.float32).reshape(c) for a in params]))
+        out = self.rt(x.shape, "f32")
+        self.scalar(1)
+        self.load_f64(("scratch", 0), eps)
+        self.emit("BATCHNORM", out.reg, self.reg_of(node, x), self.reg_of(node, p), ("scratch", 0))
+        self.set(node, 0, out)
+
+    # convolution and pooling
+    def window(self, node, x, kernel):
+        """group-free window parameters: strides, dilations, pads (explicit
+        or from auto_pad), each as lists over the spatial axes."""
+        nsp = len(kernel)
+        strides = list(node.attr("strides", [1] * nsp))
+        dilations = list(node.attr("dilations", [1] * nsp))
+        pads = list(node.attr("pads", [0] * (2 * nsp)))
+        auto = node.attr("auto_pad", "NOTSET")
+        spatial = x.shape[2:]
+        if not is_static(spatial):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pads = [0] * (2 * nsp)
+            for k in range(nsp):
+                out = -(-spatial[k] // strides[k])
+                total = max(0, (out - 1) * strides[k] + (kernel[k] - 1) * dilations[k] + 1 - spatial[k])
+                small, big = total // 2, total - total // 2
+                pads[k], pads[k + nsp] = (small, big) if auto == "SAME_UPPER" else (big, small)
+        elif auto == "VALID":
+            pads = [0] * (2 * nsp)
+        elif auto != "NOTSET":
+            self.refuse(node, "attribute 'auto_pad' = '%s'" % auto)
+        return strides, dilations, pads
+
+    def params(self, words):
+        """Loads a parameter block into scratch registers; returns the first."""
+        self.scalar(len(words))
+        for k, w in enumerate(words):
+            self.load_int(("scratch", k), int(w))
+        return ("scratch", 0)
+
+    def pool_out(self, n, k, s, d, p0, p1, ceil):
+        eff = (k - 1) * d + 1
+        num = n + p0 + p1 - eff
+        if ceil:
+            o = -(-num // s) + 1
+            if (o - 1) * s >= n + p0:
+                o -= 1
+            return o
+        return num // s + 1
+
+    def op_Conv(self, node):
+        x, w = self.get(node, 0), self.get(node, 1)
+        bias = self.get(node, 2, optional=True)
+        self.f32_only(node, x, w, bias)
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "a %d-D convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+        kernel = list(node.attr("kernel_shape", w.shape[2:]))
+        group = node.attr("group", 1)
+        strides, dilations, pads = self.window(node, x, kernel)
+        self.need(node, "CONV")
+        spatial = [self.pool_out(x.shape[2 + k], kernel[k], strides[k], dilations[k], pads[k], pads[k + nsp], 0)
+                   for k in range(nsp)]
+        out = self.rt([x.shape[0], w.shape[0]] + spatial, "f32")
+        # ONNX-PLAN.md's block: group, stride h,w, dilation h,w, pad t,l,b,r,
+        # 3 reserved; 1-D uses the w entries with h = 1.
+        if nsp == 1:
+            words = [group, 1, strides[0], 1, dilations[0], 0, pads[0], 0, pads[1], 0, 0, 0]
+        else:
+            words = [group, strides[0], strides[1], dilations[0], dilations[1]] + pads[:4] + [0, 0, 0]
+        r = self.params(words)
+        self.emit("CONV", out.reg, self.reg_of(node, x), self.reg_of(node, w), r)
+        if bias is not None:
+            b3 = self.reshape(node, bias, [w.shape[0]] + [1] * nsp)
+            out = self.binary(node, "TADD", out, b3)
+        self.set(node, 0, out)
+
+    def pool(self, node, mnem):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        if len([o for o in node.outputs if o]) > 1:
+            self.refuse(node, "output 'Indices' is not supported")
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "%d-D pooling (BIB has 1-D and 2-D)" % nsp, "shape")
+        kernel = list(node.attr("kernel_shape"))
+        strides, dilations, pads = self.window(node, x, kernel)
+        ceil = node.attr("ceil_mode", 0)
+        node.attr("storage_order")
+        w11 = node.attr("count_include_pad", 0) if mnem == "AVGPOOL" else 0
+        self.need(node, mnem)
+        spatial = [self.pool_out(x.shape[2 + k], kernel[k], strides[k], dilations[k], pads[k], pads[k + nsp], ceil)
+                   for k in range(nsp)]
+        out = self.rt(list(x.shape[:2]) + spatial, "f32")
+        # kernel h,w, stride h,w, dilation h,w, pad t,l,b,r, ceil_mode, w11
+        if nsp == 1:
+            words = [1, kernel[0], 1, strides[0], 1, dilations[0], 0, pads[0], 0, pads[1], ceil, w11]
+        else:
+            words = kernel[:2] + strides[:2] + dilations[:2] + pads[:4] + [ceil, w11]
+        r = self.params(words)
+        self.emit(mnem, out.reg, self.reg_of(node, x), r)
+        self.set(node, 0, out)
+
+    def op_MaxPool(self, node):
+        self.pool(node, "MAXPOOL")
+
+    def op_AveragePool(self, node):
+        self.pool(node, "AVGPOOL")
+
+    # ---- folding of constants (numpy, exact operations only) -------------------------
+
+    def fold_Add(self, node, a):
+        return [_fold2(np.add, a)]
+
+    def fold_Sub(self, node, a):
+        return [_fold2(np.subtract, a)]
+
+    def fold_Mul(self, node, a):
+        return [_fold2(np.multiply, a)]
+
+    def fold_Div(self, node, a):
+        x, y = a
+        if x.dtype == object or y.dtype == object:
+            return [np.array(_obj_div(x, y), object)] if x.dtype == object else None
+        if x.dtype.kind in "iu":
+            return [np.trunc(x / y).astype(x.dtype)]
+        return [np.divide(x, y).astype(x.dtype)]
+
+    def fold_Neg(self, node, a):
+        return [np.negative(a[0])] if a[0].dtype != object else None
+
+    def fold_Sqrt(self, node, a):
+        return [np.sqrt(a[0])] if a[0].dtype == np.float32 else None
+
+    def fold_Equal(self, node, a):
+        return [np.equal(a[0], a[1])] if a[0].dtype != object else None
+
+    def fold_Where(self, node, a):
+        return [np.where(a[0], a[1], a[2])]
+
+    def fold_Not(self, node, a):
+        return [np.logical_not(a[0])]
+
+    def fold_Range(self, node, a):
+        return [np.arange(a[0], a[1], a[2]).astype(a[0].dtype)]
+
+    def op_Range(self, node):
+        self.const_input(node, 0, "start")
+        self.const_input(node, 1, "limit")
+        self.const_input(node, 2, "delta")
+
+    def fold_Min(self, node, a):
+        return [np.minimum.reduce(a)] if all(x.dtype != object for x in a) else None
+
+    def fold_Max(self, node, a):
+        return [np.maximum.reduce(a)] if all(x.dtype != object for x in a) else None
+
+
+def _fold2(fn, a):
+    x, y = a
+    if x.dtype == object or y.dtype == object:
+        try:
+            if fn is np.multiply:
+                return np.array(np.frompyfunc(dim_mul, 2, 1)(x, y), object)
+            if fn is np.add:
+                return np.array(np.frompyfunc(_dim_add_strict, 2, 1)(x, y), object)
+            if fn is np.subtract:
+                return np.array(np.frompyfunc(lambda p, q: _dim_add_strict(p, -q if isinstance(q, int) else None),
+                                              2, 1)(x, y), object)
+        except ValueError:
+            return None
+        return None
+    r = fn(x, y)
+    return r.astype(np.result_type(x.dtype, y.dtype)) if r.dtype != np.result_type(x.dtype, y.dtype) else r
+
+
+def _dim_add_strict(p, q):
+    if isinstance(p, int) and isinstance(q, int):
+        return p + q
+    if q == 0:
+        return p
+    if p == 0:
+        return q
+    raise ValueError("symbolic sum")
+
+
+def _obj_div(x, y):
+    def d(p, q):
+        r = dim_div(p, q)
+        if r is None:
+            raise ValueError("inexact")
+        return r
+
+    try:
+        return np.frompyfunc(d, 2, 1)(x, y)
+    except ValueError:
+        return None
+
+
+def dim_add(a, b, imp, node):
+    try:
+        return _dim_add_strict(a, b)
+    except ValueError:
+        imp.refuse(node, "a sum of dynamic dimensions (%s + %s)" % (a, b), "shape")
+
+
+def _onnx_type_of(arr):
+    if arr.dtype == object:
+        return TensorProto.INT64
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[arr.dtype]
+
+
+# ---- entry points ----------------------------------------------------------------------------
+
+
+def load_model(path):
+    """onnx.load with its failures as Refused('model')."""
+    try:
+        with warnings.catch_warnings():  # protobuf's warning says it again
+            warnings.simplefilter("ignore")
+            model = onnx.load(path)
+    except Exception as e:  # protobuf's DecodeError, OSError
+        raise Refused("cannot read '%s' as an ONNX model: %s" % (path, e), "model") from None
+    return model
+
+
+def import_model(model, bind=None, name=None):
+    """A bib.Module from an onnx.ModelProto (or a path). bind maps graph
+    input names to arrays fixed at import time. Raises Refused."""
+    if not isinstance(model, onnx.ModelProto):
+        model = load_model(model)
+    try:
+        model = shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as e:
+        raise Refused("ONNX shape inference fails on the model: %s" % str(e).strip().splitlines()[-1], "model") from None
+    imp = Importer(model, bind)
+    imp.run()
+    try:
+        module = imp.finish(name)
+    except Error as e:
+        raise Refused("the module does not verify (an importer bug, please report it): %s" % e.message,
+                      "model") from None
+    # The BIB name of each graph input and output, by ONNX name.
+    module.onnx_inputs = {vi: n for vi, (n, _r, _d, _s) in zip(imp.input_onnx_names, imp.inputs)}
+    module.onnx_outputs = {o.name: n for o, (n, _r, _d, _s) in zip(imp.graph.output, imp.outputs)}
+    return module

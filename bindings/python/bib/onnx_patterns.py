@@ -1,0 +1,389 @@
+"""The node patterns that PyTorch exports for one operation, recognised by
+the ONNX importer (onnx_import.py) so that each becomes one BIB instruction:
+
+- layer norm: ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add eps,
+  Sqrt, Div, then optionally Mul gamma and Add beta -> LAYERNORM_EPS
+  (LAYERNORM when eps is 1e-5 and the library lacks LAYERNORM_EPS);
+- GELU, exact: Div by sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul x,
+  Mul 0.5 (in either order) -> GELU_ERF;
+- GELU, tanh form: Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), Tanh, Add 1,
+  Mul 0.5 x -> GELU;
+- MatMul by a [K,N] weight then Add of a [N] bias -> LINEAR, and with a
+  following Relu or GELU -> LINEAR_RELU, LINEAR_GELU, LINEAR_GELU_ERF.
+
+A pattern matches only when each value inside it is read by the pattern
+alone (no other node, not a graph output), so that nothing else needs it.
+"""
+
+import math
+
+import numpy as np
+
+
+class _Graph:
+    def __init__(self, imp, nodes):
+        self.imp = imp
+        self.nodes = nodes
+        self.producer = {}
+        for n in nodes:
+            for o in n.outputs:
+                if o:
+                    self.producer[o] = n
+        self.consumers = imp.consumers
+        self.outputs = imp.graph_outputs
+        self.taken = set()
+
+    def prod(self, name, op):
+        n = self.producer.get(name)
+        if n is None or n.op != op or n.index in self.taken or n.proto.domain not in ("", "ai.onnx"):
+            return None
+        return n
+
+    def const(self, name):
+        """The value of a constant input (initializer or Constant node), or None."""
+        v = self.imp.vals.get(name)
+        if v is not None and v.const:
+            return v.array
+        n = self.producer.get(name)
+        if n is not None and n.op == "Constant" and "value" in n.attrs:
+            from onnx import numpy_helper
+
+            return numpy_helper.to_array(n.attrs["value"])
+        return None
+
+    def scalar_is(self, name, want, rel=1e-6):
+        a = self.const(name)
+        if a is None or a.size != 1 or a.dtype == object:
+            return False
+        x = float(np.asarray(a, np.float64).reshape(-1)[0])
+        return abs(x - want) <= rel * abs(want) + 1e-12
+
+    def only_inside(self, group, names):
+        """Every value in names is read by nodes of group only."""
+        idx = {n.index for n in group}
+        for name in names:
+            if name in self.outputs:
+                return False
+            for c in self.consumers.get(name, []):
+                if c.index not in idx:
+                    return False
+        return True
+
+    def other(self, node, name):
+        """The input of a two-input node that is not `name` (None if neither is)."""
+        a, b = node.inputs[0], node.inputs[1]
+        if a == name:
+            return b
+        if b == name:
+            return a
+        return None
+
+    def single_consumer(self, name):
+        cs = self.consumers.get(name, [])
+        return cs[0] if len(cs) == 1 and name not in self.outputs else None
+
+
+def _trailing_axes(node, rank_hint=None):
+    """The axes of a ReduceMean, or None (axes given as an input)."""
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1:
+        return None
+    return list(axes) if axes is not None else None
+
+
+def _layernorm(g, div):
+    imp = g.imp
+    # div = Div(d, s); s = Sqrt(e); e = Add(v, eps); v = ReduceMean(p); p = Pow(d, 2)
+    d, sname = div.inputs
+    sqrt = g.prod(sname, "Sqrt")
+    if sqrt is None:
+        return None
+    add = g.prod(sqrt.inputs[0], "Add")
+    if add is None:
+        return None
+    var = None
+    eps_name = None
+    for k in (0, 1):
+        var = g.prod(add.inputs[k], "ReduceMean")
+        if var is not None:
+            eps_name = add.inputs[1 - k]
+            break
+    if var is None or g.const(eps_name) is None or g.const(eps_name).size != 1:
+        return None
+    pw = g.prod(var.inputs[0], "Pow")
+    if pw is not None:
+        if pw.inputs[0] != d or not g.scalar_is(pw.inputs[1], 2.0, 0):
+            return None
+    else:
+        pw = g.prod(var.inputs[0], "Mul")
+        if pw is None or pw.inputs != [d, d]:
+            return None
+    sub = g.prod(d, "Sub")
+    if sub is None:
+        return None
+    x = sub.inputs[0]
+    mean = g.prod(sub.inputs[1], "ReduceMean")
+    if mean is None or mean.inputs[0] != x:
+        return None
+    xv = imp.vals.get(x)
+    if xv is None:
+        return None
+    rank = len(xv.shape)
+    axes = [_trailing_axes(mean), _trailing_axes(var)]
+    if axes[0] is None or axes[1] is None:
+        return None
+    norm = [sorted(a + rank if a < 0 else a for a in ax) for ax in axes]
+    if norm[0] != norm[1] or norm[0] != list(range(rank - len(norm[0]), rank)) or not norm[0]:
+        return None
+    if mean.attrs.get("keepdims", 1) != 1 or var.attrs.get("keepdims", 1) != 1:
+        return None
+    group = [mean, sub, pw, var, add, sqrt, div]
+    inner = [mean.outputs[0], d, pw.outputs[0], var.outputs[0], add.outputs[0], sqrt.outputs[0]]
+    gamma = beta = None
+    end = div
+    mul = g.single_consumer(div.outputs[0])
+    if mul is not None and mul.op == "Mul":
+        gname = g.other(mul, div.outputs[0])
+        if gname is not None and gname != div.outputs[0] and gname in imp.vals:
+            gamma = gname
+            group.append(mul)
+            inner.append(div.outputs[0])
+            end = mul
+            add2 = g.single_consumer(mul.outputs[0])
+            if add2 is not None and add2.op == "Add":
+                bname = g.other(add2, mul.outputs[0])
+                if bname is not None and bname != mul.outputs[0] and bname in imp.vals:
+                    beta = bname
+                    group.append(add2)
+                    inner.append(mul.outputs[0])
+                    end = add2
+    if not g.only_inside(group, inner):
+        return None
+    eps = float(np.asarray(g.const(eps_name), np.float64).reshape(-1)[0])
+    axis = norm[0][0]
+    n_axes = rank - axis
+
+    def lower():
+        from .onnx_import import Val  # noqa: F401  (the values are Val)
+
+        xval = imp.vals[x]
+        tail = xval.shape[axis:]
+        gv = imp.vals[gamma] if gamma else None
+        bv = imp.vals[beta] if beta else None
+        if gv is None:
+            if not all(isinstance(t, int) for t in tail):
+                imp.refuse(end, "a layer norm without a scale over a dynamic axis", "shape")
+            gv = imp.const_val(np.ones(tail, np.float32))
+        for v, what in ((gv, "scale"), (bv, "bias")):
+            if v is not None and len(v.shape) > n_axes and any(s != 1 for s in v.shape[:-n_axes]):
+                imp.refuse(end, "a layer-norm %s that is not over the normalized axes" % what, "shape")
+        imp.set(end, 0, imp.layernorm(end, xval, gv, bv, eps, axis))
+
+    return group, end, lower
+
+
+def _gelu_erf(g, erf):
+    imp = g.imp
+    a = erf.inputs[0]
+    div = g.prod(a, "Div")
+    x = None
+    if div is not None and g.scalar_is(div.inputs[1], math.sqrt(2.0)):
+        x = div.inputs[0]
+        first = div
+    else:
+        mul = g.prod(a, "Mul")
+        if mul is None:
+            return None
+        for k in (0, 1):
+            if g.scalar_is(mul.inputs[k], 1 / math.sqrt(2.0)):
+                x = mul.inputs[1 - k]
+        first = mul
+    if x is None:
+        return None
+    add = g.single_consumer(erf.outputs[0])
+    if add is None or add.op != "Add" or not g.scalar_is(g.other(add, erf.outputs[0]) or "", 1.0):
+        return None
+    c = add.outputs[0]
+    m1 = g.single_consumer(c)
+    if m1 is None or m1.op != "Mul":
+        return None
+    o = g.other(m1, c)
+    group = [first, erf, add, m1]
+    inner = [a, erf.outputs[0], c]
+    if o == x:
+        # Mul(x, 1 + erf) then Mul 0.5
+        m2 = g.single_consumer(m1.outputs[0])
+        if m2 is None or m2.op != "Mul" or not g.scalar_is(g.other(m2, m1.outputs[0]) or "", 0.5):
+            return None
+        group.append(m2)
+        inner.append(m1.outputs[0])
+        end = m2
+    else:
+        half = g.prod(o, "Mul")
+        if half is None or g.other(half, x) is None or not g.scalar_is(g.other(half, x), 0.5):
+            return None
+        group.append(half)
+        inner.append(o)
+        end = m1
+    if not g.only_inside(group, inner):
+        return None
+    return group, end, x, "GELU_ERF"
+
+
+def _gelu_tanh(g, tanh):
+    s = tanh.inputs[0]
+    ms = g.prod(s, "Mul")
+    if ms is None:
+        return None
+    r = None
+    for k in (0, 1):
+        if g.scalar_is(ms.inputs[k], math.sqrt(2.0 / math.pi), 1e-5):
+            r = ms.inputs[1 - k]
+    add = g.prod(r, "Add") if r else None
+    if add is None:
+        return None
+    x = q = None
+    for k in (0, 1):
+        mq = g.prod(add.inputs[k], "Mul")
+        if mq is not None:
+            for j in (0, 1):
+                if g.scalar_is(mq.inputs[j], 0.044715, 1e-5):
+                    x, q, mqn = add.inputs[1 - k], mq.inputs[1 - j], mq
+    if x is None:
+        return None
+    group = [ms, add, mqn, tanh]
+    inner = [s, r, mqn.outputs[0]]
+    pw = g.prod(q, "Pow")
+    if pw is not None and pw.inputs[0] == x and g.scalar_is(pw.inputs[1], 3.0, 0):
+        group.append(pw)
+        inner.append(q)
+    else:
+        m3 = g.prod(q, "Mul")
+        if m3 is None:
+            return None
+        sq = g.other(m3, x)
+        m2 = g.prod(sq, "Mul") if sq else None
+        if m2 is None or m2.inputs != [x, x]:
+            return None
+        group += [m3, m2]
+        inner += [q, sq]
+    u = g.single_consumer(tanh.outputs[0])
+    if u is None or u.op != "Add" or not g.scalar_is(g.other(u, tanh.outputs[0]) or "", 1.0):
+        return None
+    group.append(u)
+    inner.append(tanh.outputs[0])
+    m1 = g.single_consumer(u.outputs[0])
+    if m1 is None or m1.op != "Mul":
+        return None
+    o = g.other(m1, u.outputs[0])
+    group.append(m1)
+    inner.append(u.outputs[0])
+    if o == x:
+        m2 = g.single_consumer(m1.outputs[0])
+        if m2 is None or m2.op != "Mul" or not g.scalar_is(g.other(m2, m1.outputs[0]) or "", 0.5):
+            return None
+        group.append(m2)
+        inner.append(m1.outputs[0])
+        end = m2
+    else:
+        half = g.prod(o, "Mul")
+        if half is None or g.other(half, x) is None or not g.scalar_is(g.other(half, x), 0.5):
+            return None
+        group.append(half)
+        inner.append(o)
+        end = m1
+    if not g.only_inside(group, inner):
+        return None
+    return group, end, x, "GELU"
+
+
+def _linear(g, mm, acts):
+    """MatMul(a, W[K,N]) + b[N] (+ activation). acts: gelu groups by the
+    name of their input."""
+    imp = g.imp
+    w = imp.vals.get(mm.inputs[1])
+    if w is None or len(w.shape) != 2:
+        return None
+    add = g.single_consumer(mm.outputs[0])
+    if add is None or add.op != "Add" or add.index in g.taken:
+        return None
+    bname = g.other(add, mm.outputs[0])
+    if bname is None or bname == mm.outputs[0]:
+        return None
+    b = imp.vals.get(bname)
+    n = w.shape[1]
+    if b is None or not b.shape or b.shape[-1] != n or any(d != 1 for d in b.shape[:-1]) or len(b.shape) > 2:
+        return None
+    group = [mm, add]
+    end = add
+    act = None
+    y = add.outputs[0]
+    cs = g.consumers.get(y, [])
+    if y not in g.outputs and len(cs) == 1 and cs[0].op == "Relu" and cs[0].index not in g.taken:
+        group.append(cs[0])
+        end = cs[0]
+        act = "RELU"
+    elif y in acts and imp.have("LINEAR_" + acts[y][3]):
+        ggroup, gend, _x, kind = acts[y]
+        if g.only_inside(ggroup + [add], [y]):
+            group += ggroup
+            end = gend
+            act = kind
+    if not g.only_inside(group, [mm.outputs[0]]):
+        return None
+    a_name, w_name = mm.inputs[0], mm.inputs[1]
+
+    def lower():
+        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], imp.vals[w_name], imp.reshape(end, imp.vals[bname], [n]), act))
+
+    return group, end, lower, act
+
+
+def find(imp, nodes):
+    """Marks the fused groups on the importer: imp.fused[end index] is the
+    lowering of a group, imp.skip the indices of its other nodes, and
+    imp.group_end[index] the end index of the group a node belongs to."""
+    g = _Graph(imp, nodes)
+    imp.group_end = {}
+
+    def take(group, end, lower):
+        for n in group:
+            g.taken.add(n.index)
+            imp.group_end[n.index] = end.index
+            if n.index != end.index:
+                imp.skip.add(n.index)
+        imp.fused[end.index] = lower
+
+    for n in nodes:
+        if n.op == "Div" and n.index not in g.taken:
+            m = _layernorm(g, n)
+            if m is not None:
+                take(*m)
+    gelus = {}
+    for n in nodes:
+        if n.index in g.taken:
+            continue
+        m = _gelu_erf(g, n) if n.op == "Erf" else _gelu_tanh(g, n) if n.op == "Tanh" else None
+        if m is not None:
+            group, end, x, kind = m
+            if not imp.have(kind):
+                continue
+            gelus[x] = m
+    for n in nodes:
+        if n.op == "MatMul" and n.index not in g.taken:
+            m = _linear(g, n, gelus)
+            if m is not None:
+                group, end, lower, act = m
+                if act in ("GELU", "GELU_ERF"):
+                    for k in [k for k, v in gelus.items() if v[1] is end]:
+                        del gelus[k]
+                take(group, end, lower)
+    for x, (group, end, _x, kind) in gelus.items():
+        if any(n.index in g.taken for n in group):
+            continue
+
+        def lower(end=end, x=x, kind=kind):
+            imp.set(end, 0, imp.unary(end, kind, imp.vals[x]))
+
+        take(group, end, lower)
+
