@@ -18,6 +18,12 @@ if [ ! -f "$IMPORTER" ]; then
     echo "SKIP: digits: $IMPORTER is not in the tree yet"
     exit 0
 fi
+# The importer drives libbib through the Python package: the library of this
+# build (under make sanitize, whose library needs the ASan runtime preloaded
+# into python3, the package's own choice, the source tree's build/).
+[ -n "${BIB_TEST_SANITIZED:-}" ] || [ -n "${BIB_LIBRARY:-}" ] ||
+    BIB_LIBRARY="$(cd "$(dirname "$BIB")" && pwd)/libbib.so.0"
+export BIB_LIBRARY PYTHONDONTWRITEBYTECODE=1
 say() { printf '$ %s\n' "$*"; }
 run() { say "$*"; "$@"; }
 

@@ -87,6 +87,16 @@ def first_line(text):
     return lines[-1] if lines else "(no message)"
 
 
+def importer_env():
+    """The importer drives libbib through the Python package: the plain library
+    of $BUILD, or under make sanitize (whose library needs the ASan runtime
+    preloaded into python3) the one the package finds in the source tree."""
+    env = {"PYTHONDONTWRITEBYTECODE": "1"}
+    if not os.environ.get("BIB_TEST_SANITIZED"):
+        env["BIB_LIBRARY"] = os.path.abspath(os.path.join(BUILD, "libbib.so.0"))
+    return env
+
+
 def run(cmd, env=None, timeout=300):
     full = dict(os.environ)
     full.update(env or {})
@@ -176,7 +186,8 @@ def check_model(name, opset, tmp, table, execs):
     x_path = os.path.join(d, name + ".x.npy")
     t = np.load(os.path.join(d, name + ".y.npy")).astype(np.float64)
 
-    r = run([PY, IMPORTER, onnx_path, "-o", module] if os.path.isfile(IMPORTER) else ["false"])
+    r = run([PY, IMPORTER, onnx_path, "-o", module] if os.path.isfile(IMPORTER) else ["false"],
+            importer_env())
     if r.returncode != 0 or not os.path.isfile(module):
         gap = missing_for(name, table, tmp)
         if gap:
