@@ -639,6 +639,15 @@ static int rank_fail(int code, const char *verdict) {
     return code;
 }
 
+/* Every rank's word at a step of the run (0: loaded, 1: finished): this
+ * rank's failure (NULL when it has none) and exit code. 0 when every rank
+ * goes on; else each rank prints the verdict and gets its exit code. */
+static int agree(int step, const char *failure, int code) {
+    char verdict[1200];
+    int agreed = bib_collective_agree(step, failure, code, verdict, sizeof verdict);
+    return agreed == 0 ? 0 : rank_fail(agreed, verdict);
+}
+
 /* What rank 0 says about one input file before its bytes follow. */
 typedef struct input_note {
     int32_t code; /* 0, or the exit code of a file rank 0 could not read */
@@ -760,7 +769,7 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
     const char *path = req->path;
     const tensor_file_t *inputs = req->inputs, *outputs = req->outputs;
     const int ninputs = req->ninputs, noutputs = req->noutputs, profile = req->profile;
-    char why[600], verdict[1200], failure[1200] = "";
+    char why[600], failure[1200] = "";
     if (bib_comm_start(comm_timeout_ms, why, sizeof why) != BIB_OK) {
         fprintf(stderr, "bib: started by mpirun, but %s\n", why);
         return BIB_EXIT_UNAVAILABLE;
@@ -792,14 +801,12 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
             snprintf(failure, sizeof failure, "the command line (the line above)");
         }
     }
-    int agreed = bib_collective_agree(0, code ? failure : NULL, code, verdict, sizeof verdict);
-    if (agreed == 0)
-        agreed = share_inputs(vm, inputs, ninputs);
-    else
-        agreed = rank_fail(agreed, verdict);
-    if (agreed != 0) {
+    code = agree(0, code ? failure : NULL, code);
+    if (code == 0)
+        code = share_inputs(vm, inputs, ninputs);
+    if (code != 0) {
         bib_vm_destroy(vm);
-        return agreed;
+        return code;
     }
     int64_t exit_value = 0;
     int usage = 0;
@@ -809,13 +816,9 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
         bib_vm_profile_write(vm, stderr, profile == 2);
     if (st != BIB_OK)
         snprintf(failure, sizeof failure, "%s", bib_vm_error(vm));
-    code =
-        bib_collective_agree(1, st != BIB_OK ? failure : NULL,
-                             usage != 0 ? usage : bib_cli_exit_code(st), verdict, sizeof verdict);
+    code = agree(1, st != BIB_OK ? failure : NULL, usage != 0 ? usage : bib_cli_exit_code(st));
     if (code == 0)
         code = check_outputs_agree(vm, outputs, noutputs);
-    else
-        code = rank_fail(code, verdict);
     if (code != 0) {
         bib_vm_destroy(vm);
         return code;

@@ -4,7 +4,7 @@
  * cpufeatures selected the avx2 level (or higher). Up to 12 ymm accumulators,
  * each lane one output's fma chain over k ascending; two ymm hold B's row, A
  * is broadcast from the packed panel. One kernel per row count (1 .. 6), all
- * from one template. */
+ * from the one template in gemm_tile.h. */
 #include "backends/cpu/gemm.h"
 
 #include <immintrin.h>
@@ -13,58 +13,20 @@
 #define NR 16
 
 #define UNROLL _Pragma("GCC unroll 6")
+#define VEC __m256
+#define LANES 8
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define VZERO() _mm256_setzero_ps()
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VBCAST(p) _mm256_broadcast_ss(p)
+#define VNAN() _mm256_castsi256_ps(_mm256_set1_epi32((int)BIB_GEMM_CANONICAL_NAN_BITS))
+#define VCANON(v, nan) _mm256_blendv_ps(v, nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q))
+#define TILE_PREFETCH(c, rows, ldc)
 
-static inline __attribute__((always_inline)) void
-tile(const int rows, size_t kc, const float *restrict ap, const float *restrict bp, size_t ldbp,
-     float *restrict c, size_t ldc, unsigned flags, const float *restrict bias) {
-    __m256 c0[MR], c1[MR];
-    if (flags & BIB_GEMM_KERNEL_ACCUMULATE) {
-        UNROLL for (int i = 0; i < rows; i++) {
-            c0[i] = _mm256_loadu_ps(c + (size_t)i * ldc);
-            c1[i] = _mm256_loadu_ps(c + (size_t)i * ldc + 8);
-        }
-    } else {
-        UNROLL for (int i = 0; i < rows; i++) {
-            c0[i] = _mm256_setzero_ps();
-            c1[i] = _mm256_setzero_ps();
-        }
-    }
-    for (size_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-        UNROLL for (int i = 0; i < rows; i++) {
-            __m256 a = _mm256_broadcast_ss(ap + i);
-            c0[i] = _mm256_fmadd_ps(a, b0, c0[i]);
-            c1[i] = _mm256_fmadd_ps(a, b1, c1[i]);
-        }
-        ap += rows;
-        bp += ldbp;
-    }
-    if (flags & BIB_GEMM_KERNEL_FINISH) {
-        if (bias != NULL) {
-            __m256 bias0 = _mm256_loadu_ps(bias), bias1 = _mm256_loadu_ps(bias + 8);
-            UNROLL for (int i = 0; i < rows; i++) {
-                c0[i] = _mm256_add_ps(c0[i], bias0);
-                c1[i] = _mm256_add_ps(c1[i], bias1);
-            }
-        }
-        __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32((int)BIB_GEMM_CANONICAL_NAN_BITS));
-        UNROLL for (int i = 0; i < rows; i++) {
-            c0[i] = _mm256_blendv_ps(c0[i], nan, _mm256_cmp_ps(c0[i], c0[i], _CMP_UNORD_Q));
-            c1[i] = _mm256_blendv_ps(c1[i], nan, _mm256_cmp_ps(c1[i], c1[i], _CMP_UNORD_Q));
-        }
-    }
-    UNROLL for (int i = 0; i < rows; i++) {
-        _mm256_storeu_ps(c + (size_t)i * ldc, c0[i]);
-        _mm256_storeu_ps(c + (size_t)i * ldc + 8, c1[i]);
-    }
-}
+#include "backends/cpu/gemm_tile.h"
 
-#define KERNEL(R)                                                                                  \
-    static void kernel_##R(size_t kc, const float *restrict ap, const float *restrict bp,          \
-                           size_t ldbp, float *restrict c, size_t ldc, unsigned flags,             \
-                           const float *restrict bias) {                                           \
-        tile(R, kc, ap, bp, ldbp, c, ldc, flags, bias);                                            \
-    }
 KERNEL(1)
 KERNEL(2)
 KERNEL(3)

@@ -4,7 +4,7 @@
  * through bib_gemm_kernel_avx512 after cpufeatures selected the avx512 level.
  * Up to 28 zmm accumulators, each lane one output's fma chain over k
  * ascending; two zmm hold B's row, A is broadcast from the packed panel.
- * One kernel per row count (1 .. 14), all from one template, so a short M
+ * One kernel per row count (1 .. 14), all from the template in gemm_tile.h, so a short M
  * (a decoder's few tokens, the last rows of a tall M) costs its own rows only.
  *
  * Zen 4 runs one zmm fma per cycle (two 256-bit pipes) with a latency of 4:
@@ -23,65 +23,29 @@
 #define NR 32
 
 #define UNROLL _Pragma("GCC unroll 14")
+#define VEC __m512
+#define LANES 16
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define VZERO() _mm512_setzero_ps()
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VBCAST(p) _mm512_set1_ps(*(p))
+#define VNAN() _mm512_castsi512_ps(_mm512_set1_epi32((int)BIB_GEMM_CANONICAL_NAN_BITS))
+#define VCANON(v, nan) _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), nan)
+/* The tile below this one is usually the next call's: bring its C rows in
+ * while this one computes (a prefetch never faults, even past C). */
+#define TILE_PREFETCH(c, rows, ldc)                                                                \
+    do {                                                                                           \
+        const float *next = (c) + (size_t)(rows) * (ldc);                                          \
+        UNROLL for (int i = 0; i < (rows); i++) {                                                  \
+            _mm_prefetch((const char *)(next + (size_t)i * (ldc)), _MM_HINT_T0);                   \
+            _mm_prefetch((const char *)(next + (size_t)i * (ldc) + LANES), _MM_HINT_T0);           \
+        }                                                                                          \
+    } while (0)
 
-static inline __attribute__((always_inline)) void
-tile(const int rows, size_t kc, const float *restrict ap, const float *restrict bp, size_t ldbp,
-     float *restrict c, size_t ldc, unsigned flags, const float *restrict bias) {
-    __m512 c0[MR], c1[MR];
-    if (flags & BIB_GEMM_KERNEL_ACCUMULATE) {
-        UNROLL for (int i = 0; i < rows; i++) {
-            c0[i] = _mm512_loadu_ps(c + (size_t)i * ldc);
-            c1[i] = _mm512_loadu_ps(c + (size_t)i * ldc + 16);
-        }
-    } else {
-        UNROLL for (int i = 0; i < rows; i++) {
-            c0[i] = _mm512_setzero_ps();
-            c1[i] = _mm512_setzero_ps();
-        }
-    }
-    /* The tile below this one is usually the next call's: bring its C rows
-     * in while this one computes (a prefetch never faults, even past C). */
-    const float *next = c + (size_t)rows * ldc;
-    UNROLL for (int i = 0; i < rows; i++) {
-        _mm_prefetch((const char *)(next + (size_t)i * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(next + (size_t)i * ldc + 16), _MM_HINT_T0);
-    }
-    for (size_t p = 0; p < kc; p++) {
-        __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
-        UNROLL for (int i = 0; i < rows; i++) {
-            __m512 a = _mm512_set1_ps(ap[i]);
-            c0[i] = _mm512_fmadd_ps(a, b0, c0[i]);
-            c1[i] = _mm512_fmadd_ps(a, b1, c1[i]);
-        }
-        ap += rows;
-        bp += ldbp;
-    }
-    if (flags & BIB_GEMM_KERNEL_FINISH) {
-        if (bias != NULL) {
-            __m512 bias0 = _mm512_loadu_ps(bias), bias1 = _mm512_loadu_ps(bias + 16);
-            UNROLL for (int i = 0; i < rows; i++) {
-                c0[i] = _mm512_add_ps(c0[i], bias0);
-                c1[i] = _mm512_add_ps(c1[i], bias1);
-            }
-        }
-        __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32((int)BIB_GEMM_CANONICAL_NAN_BITS));
-        UNROLL for (int i = 0; i < rows; i++) {
-            c0[i] = _mm512_mask_mov_ps(c0[i], _mm512_cmp_ps_mask(c0[i], c0[i], _CMP_UNORD_Q), nan);
-            c1[i] = _mm512_mask_mov_ps(c1[i], _mm512_cmp_ps_mask(c1[i], c1[i], _CMP_UNORD_Q), nan);
-        }
-    }
-    UNROLL for (int i = 0; i < rows; i++) {
-        _mm512_storeu_ps(c + (size_t)i * ldc, c0[i]);
-        _mm512_storeu_ps(c + (size_t)i * ldc + 16, c1[i]);
-    }
-}
+#include "backends/cpu/gemm_tile.h"
 
-#define KERNEL(R)                                                                                  \
-    static void kernel_##R(size_t kc, const float *restrict ap, const float *restrict bp,          \
-                           size_t ldbp, float *restrict c, size_t ldc, unsigned flags,             \
-                           const float *restrict bias) {                                           \
-        tile(R, kc, ap, bp, ldbp, c, ldc, flags, bias);                                            \
-    }
 KERNEL(1)
 KERNEL(2)
 KERNEL(3)

@@ -81,6 +81,32 @@ class Folding(unittest.TestCase):
         x = rng((2, 3, 4), 1)
         np.testing.assert_array_equal(mod.run({"x": x})["y"], x.reshape(2, 12))
 
+    def test_products_of_dynamic_dims_are_folded_and_loaded_at_run_time(self):
+        # y = reshape(x, [shape[0] * shape[1], shape[2]]) for x [N, 3, 4].
+        nodes = [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+            helper.make_node("Gather", ["s", "i1"], ["c"], axis=0),
+            helper.make_node("Gather", ["s", "i2"], ["w"], axis=0),
+            helper.make_node("Mul", ["n", "c"], ["nc"]),
+            helper.make_node("Unsqueeze", ["nc", "ax0"], ["nc1"]),
+            helper.make_node("Unsqueeze", ["w", "ax0"], ["w1"]),
+            helper.make_node("Concat", ["nc1", "w1"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        ]
+        i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+        m = model(
+            nodes,
+            [helper.make_tensor_value_info("x", F, ["N", 3, 4])],
+            [helper.make_tensor_value_info("y", F, ["M", 4])],
+            [init("i0", i64(0)), init("i1", i64(1)), init("i2", i64(2)), init("ax0", i64([0]))],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "MUL", "DIM", "HALT")], ["RESHAPE"])
+        for n in (2, 5):
+            x = rng((n, 3, 4), n)
+            np.testing.assert_array_equal(mod.run({"x": x})["y"], x.reshape(3 * n, 4))
+
     def test_constant_arithmetic_and_cast_are_folded(self):
         # w = Cast(c, float) * 2 + 1 is a constant; y = x + w is one TADD.
         nodes = [
@@ -100,6 +126,20 @@ class Folding(unittest.TestCase):
         self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT")], ["TADD"])
         x = rng((2, 3), 2)
         np.testing.assert_array_equal(mod.run({"x": x})["y"], x + np.array([3, 5, 7], np.float32))
+
+
+class Memory(unittest.TestCase):
+    def test_each_intermediate_is_freed_after_its_last_reader(self):
+        # Eight Relus in a chain over 1 MiB tensors: at most the input and two
+        # intermediates are live at once, not all nine.
+        names = ["x"] + ["h%d" % k for k in range(7)] + ["y"]
+        nodes = [helper.make_node("Relu", [a], [b]) for a, b in zip(names, names[1:])]
+        m = model(nodes, [helper.make_tensor_value_info("x", F, [1 << 18])],
+                  [helper.make_tensor_value_info("y", F, [1 << 18])])
+        mod = onnx_import.import_model(m)
+        self.assertEqual(ops(mod).count("FREE"), 7)
+        r = mod.run({"x": rng((1 << 18,), 17)})
+        self.assertLessEqual(r.stats.peak_memory, 3 * (1 << 20) + (1 << 16))
 
 
 class SymbolicBatch(unittest.TestCase):
@@ -139,6 +179,21 @@ class SymbolicBatch(unittest.TestCase):
         m, _ = self.mlp()
         body = [o for o in ops(onnx_import.import_model(m)) if o not in ("LDI", "HALT", "DIM", "MUL", "FREE")]
         self.assertEqual(body, ["LINEAR_RELU", "LINEAR"])
+
+
+    def test_gemm_with_transposed_weight_then_relu_is_one_linear_relu(self):
+        # nn.Linear as torch exports it for a 2-D input: Gemm(x, W[N,K], b, transB=1).
+        w, b = rng((16, 8), 14), rng((16,), 15)
+        m = model(
+            [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["y"])],
+            [helper.make_tensor_value_info("x", F, ["N", 8])],
+            [helper.make_tensor_value_info("y", F, ["N", 16])],
+            [init("w", w), init("b", b)],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT", "DIM", "MUL")], ["LINEAR_RELU"])
+        x = rng((3, 8), 16)
+        np.testing.assert_allclose(mod.run({"x": x})["y"], np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-5)
 
 
 class Patterns(unittest.TestCase):
@@ -284,30 +339,33 @@ class CommandLine(unittest.TestCase):
         return p, d, src, out
 
     def test_an_unsupported_attribute_is_one_line_naming_node_op_attribute_and_why(self):
+        c = np.ones(3, np.float32)
         m = model(
-            [helper.make_node("ArgMax", ["x"], ["y"], name="pick", axis=1, select_last_index=1)],
-            [helper.make_tensor_value_info("x", F, [2, 3])],
-            [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 1])],
+            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn", training_mode=1)],
+            [helper.make_tensor_value_info("x", F, [2, 3, 4])],
+            [helper.make_tensor_value_info("y", F, [2, 3, 4])],
+            [init("s", c), init("b", c), init("m", c), init("v", c)],
         )
         p, _d, src, out = self.run_tool(m)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(
             p.stderr,
-            "bib-onnx: %s: node 'pick' (ArgMax): attribute 'select_last_index' = 1: BIB takes the first extreme\n" % src,
+            "bib-onnx: %s: node 'bn' (BatchNormalization): attribute 'training_mode' = 1: BIB runs inference only\n"
+            % src,
         )
         self.assertFalse(os.path.exists(out))
 
     def test_an_unknown_op_is_refused_by_name(self):
         m = model(
-            [helper.make_node("Hardmax", ["x"], ["y"], name="hm")],
-            [helper.make_tensor_value_info("x", F, [2, 3])],
-            [helper.make_tensor_value_info("y", F, [2, 3])],
+            [helper.make_node("Det", ["x"], ["y"], name="det")],
+            [helper.make_tensor_value_info("x", F, [2, 3, 3])],
+            [helper.make_tensor_value_info("y", F, [2])],
         )
         p, _d, src, _out = self.run_tool(m)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(
             p.stderr,
-            "bib-onnx: %s: node 'hm' (Hardmax): the op Hardmax is not supported by bib-onnx (spec/onnx.md lists "
+            "bib-onnx: %s: node 'det' (Det): the op Det is not supported by bib-onnx (spec/onnx.md lists "
             "the ops)\n" % src,
         )
 

@@ -162,6 +162,29 @@ class Val:
         return self.array is not None
 
 
+_BROADCASTS = []
+
+
+def library_broadcasts():
+    """Whether this libbib's BINARY opcodes take general numpy broadcasting
+    (ONNX-PLAN.md): asked once by running TADD of [2,1] and [1,3]."""
+    if not _BROADCASTS:
+        try:
+            b = Builder()
+            b.tensor_input("x", 0, "f32", [2, 1])
+            b.tensor_input("y", 1, "f32", [1, 3])
+            b.tensor_output("z", 2, "f32", [2, 3])
+            main = b.declare("main")
+            b.begin(main, 0, 1)
+            b.emit("TADD", 2, 0, 1).emit("LDI", 0, 0).emit("HALT", 0).end()
+            r = b.finish().run({"x": np.array([[1], [2]], np.float32), "y": np.array([[10, 20, 30]], np.float32)},
+                               backend="cpu")
+            _BROADCASTS.append(r["z"].tolist() == [[11, 21, 31], [12, 22, 32]])
+        except Error:
+            _BROADCASTS.append(False)
+    return _BROADCASTS[0]
+
+
 def _bib_dtype(onnx_type):
     if onnx_type == TensorProto.FLOAT:
         return "f32"
@@ -227,6 +250,10 @@ class _Node:
 
 
 class Importer:
+    """One import: the values by ONNX name, the code emitted so far (as
+    (mnemonic, a, b, c, d) with scratch and symbol registers still named),
+    the declarations; finish() builds the module."""
+
     def __init__(self, model, bind=None):
         self.model = model
         self.graph = model.graph
@@ -235,8 +262,6 @@ class Importer:
         for o in model.opset_import:
             if o.domain in ("", "ai.onnx"):
                 self.opset = o.version
-            elif o.domain not in ("ai.onnx.ml",):
-                pass
         if self.opset == 0:
             domains = sorted({n.domain for n in self.graph.node if n.domain not in ("", "ai.onnx")})
             raise Refused("the model imports no opset of ONNX's default domain (its nodes are in %s)"
@@ -249,7 +274,6 @@ class Importer:
         self.vals = {}
         self.code = []  # (mnemonic, a, b, c, d)
         self.treg = 0
-        self.sym_regs = {}  # symbol -> scalar register holding it at run time
         self.sym_source = {}  # symbol -> (tensor reg, axis)
         self.scratch_max = 0
         self.consts = []  # (name, reg, array)
@@ -257,7 +281,6 @@ class Importer:
         self.input_onnx_names = []
         self.outputs = []
         self.names = set()
-        self.sym_names = {}
         self.input_regs = set()
         self.const_regs = set()
         self.keep = set()  # registers never freed (inputs, outputs, constants)
@@ -304,10 +327,10 @@ class Importer:
         returns the first register (as a marker resolved at finish)."""
         self.scalar(len(dims))
         for k, d in enumerate(dims):
-            self.load_int(("scratch", k), d, node)
+            self.load_int(("scratch", k), d)
         return ("scratch", 0)
 
-    def load_int(self, reg, d, node=None):
+    def load_int(self, reg, d):
         if isinstance(d, int):
             if -(1 << 31) <= d < (1 << 31):
                 self.emit("LDI", reg, d)
@@ -325,6 +348,13 @@ class Importer:
     # -- values
     def const_val(self, array, onnx_type=None):
         array = np.asarray(array)
+        if array.dtype == object:
+            # Shape data: Python ints and Syms; all ints is plain int64 again.
+            flat = [int(e) if isinstance(e, (int, np.integer)) else e for e in array.reshape(-1).tolist()]
+            if all(isinstance(e, int) for e in flat):
+                array = np.array(flat, np.int64).reshape(array.shape)
+            else:
+                array = np.array(flat + [None], object)[:-1].reshape(array.shape)
         if onnx_type is None:
             onnx_type = _onnx_type_of(array)
         return Val(array.shape, _bib_dtype(onnx_type), onnx_type, array=array)
@@ -444,6 +474,10 @@ class Importer:
                 raise Refused("graph input '%s': rank %d (BIB tensors have at most %d)" % (vi.name, len(shape),
                               MAX_RANK), "shape")
             if 0 in shape and not ZERO_DIMS:
+                if dtype == "i32":
+                    # An empty list of axes or indices: useful only bound.
+                    raise NeedsConstant("graph input '%s': shape %s has a zero-size dimension, which this libbib "
+                                        "refuses; bind it" % (vi.name, shape_text(shape)), vi.name)
                 raise Refused("graph input '%s': shape %s has a zero-size dimension, which this libbib refuses"
                               % (vi.name, shape_text(shape)), "shape")
             name = sanitize(vi.name, self.names, "input%d" % len(self.inputs))
@@ -479,10 +513,17 @@ class Importer:
         for n in nodes:
             if n.index in self.skip:
                 continue
+            first = self.treg
             if n.index in self.fused:
                 self.fused[n.index]()
             else:
                 self.lower(n)
+            # The node's temporaries (not its outputs) are freed at once.
+            results = {self.vals[o].reg for o in n.outputs if o and o in self.vals}
+            for reg in range(first, self.treg):
+                if reg not in results and reg not in self.keep:
+                    self.emit("FREE", reg)
+                    self.keep.add(reg)
             for name in frees.get(n.index, []):
                 v = self.vals.get(name)
                 if name in self.graph_outputs or v is None or v.const or v.reg is None or v.reg in self.keep:
@@ -646,6 +687,10 @@ class Importer:
                 return self.reshape(node, y, [last])
             return None
 
+        if library_broadcasts():
+            out = self.rt(out_shape, dtype, out_type or a.onnx_type)
+            self.emit(mnemonic, out.reg, self.reg_of(node, a), self.reg_of(node, b))
+            return out
         order = [(a, b)]
         if commutes:
             order.append((b, a))
@@ -703,8 +748,6 @@ class Importer:
     def op_Identity(self, node):
         self.set(node, 0, self.get(node, 0))
 
-    fold_Identity = None
-
     def op_Dropout(self, node):
         x = self.get(node, 0)
         node.attr("seed")  # random state and ratio matter in training only
@@ -743,13 +786,13 @@ class Importer:
         x = self.get(node, 0)
         if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
             self.f32_only(node, x)
-        self.set(node, 0, self.unary(node, "ABS", x))
+        self.set(node, 0, self.unary(node, "TABS", x))
 
     def op_Neg(self, node):
         x = self.get(node, 0)
         if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
             self.f32_only(node, x)
-        self.set(node, 0, self.unary(node, "NEG", x))
+        self.set(node, 0, self.unary(node, "TNEG", x))
 
     def op_Softplus(self, node):
         x = self.get(node, 0)
@@ -762,8 +805,8 @@ class Importer:
     def op_Softsign(self, node):
         x = self.get(node, 0)
         self.f32_only(node, x)
-        self.need(node, "ABS")
-        a = self.unary(node, "ABS", x)
+        self.need(node, "TABS")
+        a = self.unary(node, "TABS", x)
         d = self.binary(node, "TADD", a, self.scalar_const(1.0))
         self.set(node, 0, self.binary(node, "TDIV", x, d))
 
@@ -776,6 +819,82 @@ class Importer:
         p = self.unary(node, "RELU", x)
         n = self.unary(node, "RELU", self.scale(node, x, -1.0))
         self.set(node, 0, self.binary(node, "TADD", p, self.scale(node, n, -alpha)))
+
+    def op_Elu(self, node):
+        # x < 0 ? (exp(x) - 1) * alpha : x, in ONNX's order of operations
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        self.need(node, "WHERE")
+        neg = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        e = self.binary(node, "TSUB", self.unary(node, "EXP", x), self.scalar_const(1.0))
+        self.set(node, 0, self.where(node, neg, self.scale(node, e, alpha), x))
+
+    def op_Selu(self, node):
+        # x <= 0 ? (exp(x) * alpha - alpha) * gamma : x * gamma
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.67326319217681884765625)))
+        gamma = float(np.float32(node.attr("gamma", 1.05070102214813232421875)))
+        self.need(node, "WHERE")
+        le = self.binary(node, "TLE", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        e = self.binary(node, "TSUB", self.scale(node, self.unary(node, "EXP", x), alpha), self.scalar_const(alpha))
+        self.set(node, 0, self.where(node, le, self.scale(node, e, gamma), self.scale(node, x, gamma)))
+
+    def op_Celu(self, node):
+        # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        zero = self.scalar_const(0.0)
+        e = self.unary(node, "EXP", self.binary(node, "TDIV", x, self.scalar_const(alpha)))
+        e = self.scale(node, self.binary(node, "TSUB", e, self.scalar_const(1.0)), alpha)
+        self.set(node, 0, self.binary(node, "TADD", self.binary(node, "TMAX", x, zero),
+                                      self.binary(node, "TMIN", e, zero)))
+
+    def hard_sigmoid(self, node, x, alpha, beta):
+        # max(0, min(1, alpha * x + beta))
+        v = self.binary(node, "TADD", self.scale(node, x, alpha), self.scalar_const(beta))
+        v = self.binary(node, "TMIN", v, self.scalar_const(1.0))
+        return self.binary(node, "TMAX", v, self.scalar_const(0.0))
+
+    def op_HardSigmoid(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 0.2)))
+        beta = float(np.float32(node.attr("beta", 0.5)))
+        self.set(node, 0, self.hard_sigmoid(node, x, alpha, beta))
+
+    def op_HardSwish(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.binary(node, "TMUL", x, self.hard_sigmoid(node, x, float(np.float32(1 / 6)), 0.5)))
+
+    def op_ThresholdedRelu(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        self.need(node, "WHERE")
+        gt = self.binary(node, "TGT", x, self.scalar_const(alpha), out_type=TensorProto.BOOL)
+        self.set(node, 0, self.where(node, gt, x, self.scalar_const(0.0)))
+
+    def op_PRelu(self, node):
+        x, slope = self.get(node, 0), self.get(node, 1)
+        self.f32_only(node, x, slope)
+        self.need(node, "WHERE")
+        neg = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        self.set(node, 0, self.where(node, neg, self.binary(node, "TMUL", x, slope, True), x))
+
+    def op_Shrink(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        bias = float(np.float32(node.attr("bias", 0.0)))
+        lambd = float(np.float32(node.attr("lambd", 0.5)))
+        self.need(node, "WHERE")
+        lo = self.binary(node, "TLT", x, self.scalar_const(-lambd), out_type=TensorProto.BOOL)
+        hi = self.binary(node, "TGT", x, self.scalar_const(lambd), out_type=TensorProto.BOOL)
+        up = self.where(node, hi, self.binary(node, "TSUB", x, self.scalar_const(bias)), self.scalar_const(0.0))
+        self.set(node, 0, self.where(node, lo, self.binary(node, "TADD", x, self.scalar_const(bias)), up))
 
     # binary math
     def _binary_op(mnemonic, commutes, np_fn=None, exact_fold=True):
@@ -808,6 +927,14 @@ class Importer:
         if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 1.0:
             self.set(node, 0, x)
             return
+        if y.onnx_type in (TensorProto.INT32, TensorProto.INT64) and not y.const:
+            # numpy's float ** int: the exponent as f32 (exact below 2^24).
+            self.need(node, "CAST")
+            yf = self.rt(y.shape, "f32")
+            self.emit("CAST", yf.reg, self.reg_of(node, y), 1)
+            y = yf
+        elif y.const and y.array.dtype.kind in "iu":
+            y = self.const_val(y.array.astype(np.float32))
         self.f32_only(node, y)
         self.set(node, 0, self.binary(node, "TPOW", x, y))
 
@@ -833,37 +960,31 @@ class Importer:
 
     # matrix products
     def matmul(self, node, a, b, bias=None, act=None):
-        """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*."""
+        """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*, which
+        take numpy.matmul's shapes (batch axes broadcast, rank-1 operands)."""
         self.f32_only(node, a, b)
         ra, rb = len(a.shape), len(b.shape)
         if ra == 0 or rb == 0:
             self.refuse(node, "a rank-0 operand", "shape")
-        a2 = a if ra > 1 else self.reshape(node, a, [1, a.shape[0]])
-        b2 = b if rb > 1 else self.reshape(node, b, [b.shape[0], 1])
-        if a2.shape[-1] != b2.shape[-2]:
-            self.refuse(node, "inner dimensions %s and %s differ" % (a2.shape[-1], b2.shape[-2]), "shape")
-        batch_b = b2.shape[:-2]
-        if any(d != 1 for d in batch_b):
-            self.refuse(node, "a batched right operand %s: BIB's MATMUL takes [K,N] here" % shape_text(b.shape), "shape")
-        m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
-        lead = a2.shape[:-2]
-        flat = self.reshape(node, a2, [dims_prod(lead + [m]), k])
-        bb = self.reshape(node, b2, [k, n])
-        out = self.rt([flat.shape[0], n], "f32")
+        ka = a.shape[-1]
+        kb = b.shape[0] if rb == 1 else b.shape[-2]
+        if ka != kb:
+            self.refuse(node, "inner dimensions %s and %s differ" % (ka, kb), "shape")
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if batch is None:
+            self.refuse(node, "batch axes %s and %s do not broadcast" % (shape_text(a.shape[:-2]),
+                        shape_text(b.shape[:-2])), "shape")
+        if len(batch) > 4:
+            self.refuse(node, "%d batch axes (BIB's MATMUL takes up to 4)" % len(batch), "shape")
+        shape = list(batch) + ([a.shape[-2]] if ra > 1 else []) + ([b.shape[-1]] if rb > 1 else [])
+        out = self.rt(shape, "f32")
         if bias is None and act is None:
-            self.emit("MATMUL", out.reg, self.reg_of(node, flat), self.reg_of(node, bb))
+            self.emit("MATMUL", out.reg, self.reg_of(node, a), self.reg_of(node, b))
         else:
             mnem = {None: "LINEAR", "RELU": "LINEAR_RELU", "GELU": "LINEAR_GELU", "GELU_ERF": "LINEAR_GELU_ERF"}[act]
             self.need(node, mnem)
-            self.emit(mnem, out.reg, self.reg_of(node, flat), self.reg_of(node, bb), self.reg_of(node, bias))
-        shape = lead + [m, n]
-        if rb == 1:
-            shape = lead + [m]
-        if ra == 1:
-            shape = shape[:-2] + shape[-1:] if rb > 1 else lead
-        if rb > 2:
-            shape = list(batch_b[: max(0, rb - 2 - len(lead))]) + shape
-        return self.reshape(node, out, shape)
+            self.emit(mnem, out.reg, self.reg_of(node, a), self.reg_of(node, b), self.reg_of(node, bias))
+        return out
 
     def op_MatMul(self, node):
         self.set(node, 0, self.matmul(node, self.get(node, 0), self.get(node, 1)))
@@ -936,6 +1057,37 @@ class Importer:
         if sorted(perm) != list(range(rank)):
             self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
         self.set(node, 0, self.permute(node, x, perm))
+
+    def op_DepthToSpace(self, node):
+        x = self.get(node, 0)
+        bs = int(node.attr("blocksize"))
+        mode = node.attr("mode", "DCR")
+        if len(x.shape) != 4 or mode not in ("DCR", "CRD"):
+            self.refuse(node, "attribute 'mode' = %s or a rank-%d input" % (mode, len(x.shape)), "attribute")
+        b, c, h, w = x.shape
+        c2 = dim_div(c, bs * bs)
+        if c2 is None:
+            self.refuse(node, "channels %s are not a multiple of blocksize^2" % c, "shape")
+        if mode == "DCR":
+            v = self.reshape(node, x, [b, bs, bs, c2, h, w])
+            v = self.permute(node, v, [0, 3, 4, 1, 5, 2])
+        else:
+            v = self.reshape(node, x, [b, c2, bs, bs, h, w])
+            v = self.permute(node, v, [0, 1, 4, 2, 5, 3])
+        self.set(node, 0, self.reshape(node, v, [b, c2, dim_mul(h, bs), dim_mul(w, bs)]))
+
+    def op_SpaceToDepth(self, node):
+        x = self.get(node, 0)
+        bs = int(node.attr("blocksize"))
+        if len(x.shape) != 4:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        b, c, h, w = x.shape
+        h2, w2 = dim_div(h, bs), dim_div(w, bs)
+        if h2 is None or w2 is None:
+            self.refuse(node, "spatial dims %s, %s are not multiples of the blocksize" % (h, w), "shape")
+        v = self.reshape(node, x, [b, c, h2, bs, w2, bs])
+        v = self.permute(node, v, [0, 3, 5, 1, 2, 4])
+        self.set(node, 0, self.reshape(node, v, [b, dim_mul(c, bs * bs), h2, w2]))
 
     def op_Reshape(self, node):
         x = self.get(node, 0)
@@ -1142,10 +1294,12 @@ class Importer:
         out = self.rt(shape, x.dtype, x.onnx_type)
         self.scalar(3 * rank)
         for k, (s, e, st) in enumerate(triples):
-            if st < 0 and e == -1:
-                # -1 as an end would count from the end in the VM's rule:
-                # "before the first element" is -(n+1).
-                e = -int(x.shape[k]) - 1
+            # Bounds are clamped above; a -1 left by a negative step means
+            # "before the first element", which the VM's rule (negative
+            # counts from the end) reads from -(n+1).
+            if st < 0:
+                s = -int(x.shape[k]) - 1 if s == -1 else s
+                e = -int(x.shape[k]) - 1 if e == -1 else e
             self.load_int(("scratch", 3 * k), s)
             self.load_int(("scratch", 3 * k + 1), e)
             self.load_int(("scratch", 3 * k + 2), st)
@@ -1233,19 +1387,24 @@ class Importer:
 
     def op_Tile(self, node):
         x = self.get(node, 0)
-        reps = self.const_input(node, 1, "the repeats").reshape(-1).tolist()
-        # [d0, d1] tiled by [r0, r1] = [r0, d0, r1, d1] expanded from [1, d0, 1, d1].
-        rank = len(x.shape)
-        if 2 * rank > 4:
-            self.refuse(node, "a rank-%d input (tiling goes through rank %d)" % (rank, 2 * rank), "shape")
-        up = []
-        big = []
-        for d, r in zip(x.shape, reps):
-            up += [1, d]
-            big += [int(r), d]
-        v = self.reshape(node, x, up)
-        v = self.expand(node, v, big)
-        self.set(node, 0, self.reshape(node, v, [dim_mul(int(r), d) for d, r in zip(x.shape, reps)]))
+        reps = [int(r) for r in self.const_input(node, 1, "the repeats").reshape(-1).tolist()]
+        if len(reps) != len(x.shape):
+            self.refuse(node, "%d repeats for a rank-%d input" % (len(reps), len(x.shape)), "shape")
+        # One axis at a time: [pre, d, post] viewed as [pre, 1, d, post],
+        # expanded to [pre, r, d, post], viewed as [pre, r*d, post].
+        v = x
+        for k, r in enumerate(reps):
+            if r == 1:
+                continue
+            shape = list(v.shape)
+            pre, post = dims_prod(shape[:k]), dims_prod(shape[k + 1:])
+            up = self.reshape(node, v, [pre, 1, shape[k], post])
+            big = self.expand(node, up, [pre, r, shape[k], post])
+            shape[k] = dim_mul(r, shape[k])
+            v = self.reshape(node, big, shape)
+        if v is x and not x.const:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
 
     # reductions
     def reduce(self, node, kind, x, axes, keepdims):
@@ -1290,7 +1449,7 @@ class Importer:
                 return
             v = x
             if pre == "abs":
-                v = self.unary(node, "ABS", v)
+                v = self.unary(node, "TABS", v)
             elif pre == "square":
                 v = self.binary(node, "TMUL", v, v)
             elif pre == "exp":
@@ -1334,17 +1493,32 @@ class Importer:
         rank = len(x.shape)
         axis = self.axis_of(node, node.attr("axis", 0), rank)
         keepdims = node.attr("keepdims", 1)
-        if node.attr("select_last_index", 0):
-            self.refuse(node, "attribute 'select_last_index' = 1: BIB takes the first extreme")
+        last = node.attr("select_last_index", 0)
+        n = x.shape[axis]
+        if last:
+            # The last extreme of x is the first of x reversed along the
+            # axis, at n - 1 - its index there.
+            if not isinstance(n, int):
+                self.refuse(node, "attribute 'select_last_index' = 1 over a dynamic axis", "shape")
+            x = self.slice(node, x, [-1], [-(1 << 62)], [axis], [-1])
+        idx = self.arg_first(node, x, which, axis, keepdims)
+        if last:
+            idx = self.binary(node, "TMUL", idx, self.const_val(np.array([-1], np.int64)))
+            idx = self.binary(node, "TADD", idx, self.const_val(np.array([n - 1], np.int64)))
+        self.set(node, 0, idx)
+
+    def arg_first(self, node, x, which, axis, keepdims):
+        rank = len(x.shape)
         shape_keep = [1 if k == axis else d for k, d in enumerate(x.shape)]
         shape_drop = [d for k, d in enumerate(x.shape) if k != axis]
         out_shape = shape_keep if keepdims else shape_drop
         mnem = "ARG%s_AXIS" % which
+        if which == "MIN" and not self.have(mnem):
+            # The first minimum of x is the first maximum of -x.
+            self.need(node, "TNEG", "ArgMin")
+            return self.arg_first(node, self.unary(node, "TNEG", x), "MAX", axis, keepdims)
         if axis == rank - 1 and which == "MAX" or not self.have(mnem):
             v = x
-            if which == "MIN":
-                self.need(node, "NEG", "ArgMin")
-                v = self.unary(node, "NEG", v)
             if axis != rank - 1:
                 if axis == rank - 2:
                     v = self.transpose_last2(node, v)
@@ -1352,11 +1526,10 @@ class Importer:
                     self.need(node, mnem, "an axis other than the last")
             out = self.rt([d for k, d in enumerate(v.shape) if k != rank - 1], "i32", TensorProto.INT64)
             self.emit("ARGMAX", out.reg, self.reg_of(node, v))
-            self.set(node, 0, self.reshape(node, out, out_shape))
-            return
+            return self.reshape(node, out, out_shape)
         out = self.rt(out_shape, "i32", TensorProto.INT64)
         self.emit(mnem, out.reg, self.reg_of(node, x), axis, 1 if keepdims else 0)
-        self.set(node, 0, out)
+        return out
 
     def op_ArgMax(self, node):
         self.arg(node, "MAX")
@@ -1385,11 +1558,17 @@ class Importer:
             self.emit(mnem, out.reg, self.reg_of(node, x), axis)
             self.set(node, 0, out)
             return
+        # The axis moved last, the last-axis kernel, moved back: the bits
+        # SOFTMAX_AXIS defines.
         if axis == rank - 2:
             t = self.transpose_last2(node, x)
             self.set(node, 0, self.transpose_last2(node, self.softmax_last(node, t, log)))
             return
-        self.need(node, mnem, "axis %d of a rank-%d input" % (axis, rank))
+        self.need(node, "PERMUTE", "axis %d of a rank-%d input" % (axis, rank))
+        perm = [k for k in range(rank) if k != axis] + [axis]
+        back = [perm.index(k) for k in range(rank)]
+        t = self.softmax_last(node, self.permute(node, x, perm), log)
+        self.set(node, 0, self.permute(node, t, back))
 
     def softmax_last(self, node, x, log):
         return self.unary(node, "LOGSOFTMAX" if log else "SOFTMAX", x)
@@ -1440,13 +1619,29 @@ class Importer:
         c, a, b = self.get(node, 0), self.get(node, 1), self.get(node, 2)
         if a.onnx_type != b.onnx_type:
             self.refuse(node, "inputs of two types", "dtype")
+        self.set(node, 0, self.where(node, c, a, b))
+
+    def where(self, node, c, a, b):
         self.need(node, "WHERE")
         shape = broadcast_shapes(c.shape, a.shape, b.shape)
         if shape is None:
             self.refuse(node, "shapes that do not broadcast", "shape")
+        if not library_broadcasts():
+            # WHERE takes a condition of the result's shape, and values of
+            # that shape, a row over its last axis, or one element.
+            c = self.expand(node, c, shape)
+
+            def fit(v):
+                if list(v.shape) == shape or dims_prod(v.shape) == 1:
+                    return v
+                if shape and v.shape and v.shape[-1] == shape[-1] and all(d == 1 for d in v.shape[:-1]):
+                    return self.reshape(node, v, [shape[-1]])
+                return self.expand(node, v, shape)
+
+            a, b = fit(a), fit(b)
         out = self.rt(shape, a.dtype, a.onnx_type)
         self.emit("WHERE", out.reg, self.reg_of(node, c), self.reg_of(node, a), self.reg_of(node, b))
-        self.set(node, 0, out)
+        return out
 
     def op_Clip(self, node):
         x = self.get(node, 0)
@@ -1530,6 +1725,58 @@ class Importer:
                 self.need(node, "RECIP", "output InvStdDev")
                 v = self.binary(node, "TADD", var, self.scalar_const(eps))
                 self.set(node, 2, self.unary(node, "RECIP", self.unary(node, "SQRT", v)))
+
+    def op_InstanceNormalization(self, node):
+        # Layer norm of each (n, c) over the spatial axes, then scale and
+        # bias per channel.
+        x, scale, bias = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        self.f32_only(node, x, scale, bias)
+        eps = node.attr("epsilon", 1e-5)
+        rank = len(x.shape)
+        if rank < 3:
+            self.refuse(node, "a rank-%d input" % rank, "shape")
+        c = x.shape[1]
+        flat = self.reshape(node, x, [dims_prod(x.shape[:2]), dims_prod(x.shape[2:])])
+        hw = flat.shape[1]
+        if not isinstance(hw, int):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        ones = self.const_val(np.ones([hw], np.float32))
+        zeros = self.const_val(np.zeros([hw], np.float32))
+        y = self.reshape(node, self.layernorm(node, flat, ones, zeros, eps, 1), x.shape)
+        per_channel = [c] + [1] * (rank - 2)
+        y = self.binary(node, "TMUL", y, self.reshape(node, scale, per_channel))
+        self.set(node, 0, self.binary(node, "TADD", y, self.reshape(node, bias, per_channel)))
+
+    def op_MeanVarianceNormalization(self, node):
+        # ONNX's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axes = sorted(self.axis_of(node, a, rank) for a in node.attr("axes", [0, 2, 3]))
+        mean = self.reduce(node, "MEAN", x, axes, 1)
+        ex2 = self.reduce(node, "MEAN", self.binary(node, "TMUL", x, x), axes, 1)
+        var = self.binary(node, "TSUB", ex2, self.binary(node, "TMUL", mean, mean))
+        std = self.binary(node, "TADD", self.unary(node, "SQRT", var), self.scalar_const(1e-9))
+        self.set(node, 0, self.binary(node, "TDIV", self.binary(node, "TSUB", x, mean), std))
+
+    def op_Hardmax(self, node):
+        # 1.0 where the first maximum along the axis is, else 0.0.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1 if self.opset >= 13 else 1), rank)
+        if self.opset < 13 and axis != rank - 1:
+            self.refuse(node, "attribute 'axis' before opset 13 (over the flattened axes)")
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "a dynamic axis", "shape")
+        idx = self.arg_first(node, x, "MAX", axis, 1)
+        iota = self.const_val(np.arange(n, dtype=np.int64).reshape([n if k == axis else 1 for k in range(rank)]))
+        hit = self.binary(node, "TEQ", idx, iota, True, out_type=TensorProto.BOOL)
+        self.need(node, "CAST")
+        out = self.rt(hit.shape, "f32")
+        self.emit("CAST", out.reg, self.reg_of(node, hit), 1)
+        self.set(node, 0, out)
 
     def consumers_of(self, name):
         return self.consumers.get(name) or (name in self.graph_outputs)
@@ -1671,7 +1918,8 @@ class Importer:
     def fold_Div(self, node, a):
         x, y = a
         if x.dtype == object or y.dtype == object:
-            return [np.array(_obj_div(x, y), object)] if x.dtype == object else None
+            q = _obj_div(x, y) if x.dtype == object else None
+            return None if q is None else [np.array(q, object)]
         if x.dtype.kind in "iu":
             return [np.trunc(x / y).astype(x.dtype)]
         return [np.divide(x, y).astype(x.dtype)]
@@ -1715,8 +1963,7 @@ def _fold2(fn, a):
             if fn is np.add:
                 return np.array(np.frompyfunc(_dim_add_strict, 2, 1)(x, y), object)
             if fn is np.subtract:
-                return np.array(np.frompyfunc(lambda p, q: _dim_add_strict(p, -q if isinstance(q, int) else None),
-                                              2, 1)(x, y), object)
+                return np.array(np.frompyfunc(_dim_sub_strict, 2, 1)(x, y), object)
         except ValueError:
             return None
         return None
@@ -1732,6 +1979,14 @@ def _dim_add_strict(p, q):
     if p == 0:
         return q
     raise ValueError("symbolic sum")
+
+
+def _dim_sub_strict(p, q):
+    if p == q:
+        return 0
+    if isinstance(q, int):
+        return _dim_add_strict(p, -q)
+    raise ValueError("symbolic difference")
 
 
 def _obj_div(x, y):

@@ -83,7 +83,7 @@ class _Graph:
         return cs[0] if len(cs) == 1 and name not in self.outputs else None
 
 
-def _trailing_axes(node, rank_hint=None):
+def _trailing_axes(node):
     """The axes of a ReduceMean, or None (axes given as an input)."""
     axes = node.attrs.get("axes")
     if axes is None and len(node.inputs) > 1:
@@ -164,8 +164,6 @@ def _layernorm(g, div):
     n_axes = rank - axis
 
     def lower():
-        from .onnx_import import Val  # noqa: F401  (the values are Val)
-
         xval = imp.vals[x]
         tail = xval.shape[axis:]
         gv = imp.vals[gamma] if gamma else None
@@ -183,7 +181,6 @@ def _layernorm(g, div):
 
 
 def _gelu_erf(g, erf):
-    imp = g.imp
     a = erf.inputs[0]
     div = g.prod(a, "Div")
     x = None
@@ -297,44 +294,65 @@ def _gelu_tanh(g, tanh):
     return group, end, x, "GELU"
 
 
-def _linear(g, mm, acts):
-    """MatMul(a, W[K,N]) + b[N] (+ activation). acts: gelu groups by the
-    name of their input."""
+def _activation(g, y, acts):
+    """The activation that alone reads y: (its nodes, its end node, kind), or None."""
     imp = g.imp
-    w = imp.vals.get(mm.inputs[1])
-    if w is None or len(w.shape) != 2:
-        return None
-    add = g.single_consumer(mm.outputs[0])
-    if add is None or add.op != "Add" or add.index in g.taken:
-        return None
-    bname = g.other(add, mm.outputs[0])
-    if bname is None or bname == mm.outputs[0]:
-        return None
-    b = imp.vals.get(bname)
-    n = w.shape[1]
-    if b is None or not b.shape or b.shape[-1] != n or any(d != 1 for d in b.shape[:-1]) or len(b.shape) > 2:
-        return None
-    group = [mm, add]
-    end = add
-    act = None
-    y = add.outputs[0]
     cs = g.consumers.get(y, [])
     if y not in g.outputs and len(cs) == 1 and cs[0].op == "Relu" and cs[0].index not in g.taken:
-        group.append(cs[0])
-        end = cs[0]
-        act = "RELU"
-    elif y in acts and imp.have("LINEAR_" + acts[y][3]):
+        return [cs[0]], cs[0], "RELU"
+    if y in acts and imp.have("LINEAR_" + acts[y][3]):
         ggroup, gend, _x, kind = acts[y]
-        if g.only_inside(ggroup + [add], [y]):
-            group += ggroup
-            end = gend
-            act = kind
-    if not g.only_inside(group, [mm.outputs[0]]):
+        if g.only_inside(ggroup, [y]):
+            return ggroup, gend, kind
+    return None
+
+
+def _linear(g, mm, acts):
+    """MatMul(a, W[K,N]) + b[N], or Gemm(a, W, b) with alpha = beta = 1,
+    (then an activation) -> LINEAR*. acts: GELU groups by input name."""
+    imp = g.imp
+    if mm.op == "Gemm":
+        if len(mm.inputs) < 3 or not mm.inputs[2] or mm.attrs.get("transA", 0):
+            return None
+        if mm.attrs.get("alpha", 1.0) != 1.0 or mm.attrs.get("beta", 1.0) != 1.0:
+            return None
+        trans = mm.attrs.get("transB", 0)
+        w = imp.vals.get(mm.inputs[1])
+        if w is None or len(w.shape) != 2 or (trans and not w.const):
+            return None
+        n = w.shape[0] if trans else w.shape[1]
+        bname = mm.inputs[2]
+        group, end, y = [mm], mm, mm.outputs[0]
+    else:
+        trans = 0
+        w = imp.vals.get(mm.inputs[1])
+        if w is None or len(w.shape) != 2:
+            return None
+        n = w.shape[1]
+        add = g.single_consumer(mm.outputs[0])
+        if add is None or add.op != "Add" or add.index in g.taken:
+            return None
+        bname = g.other(add, mm.outputs[0])
+        if bname is None or bname == mm.outputs[0]:
+            return None
+        group, end, y = [mm, add], add, add.outputs[0]
+    b = imp.vals.get(bname)
+    if b is None or not b.shape or b.shape[-1] != n or any(d != 1 for d in b.shape[:-1]) or len(b.shape) > 2:
+        return None
+    act = None
+    found = _activation(g, y, acts)
+    if found is not None:
+        nodes, end, act = found
+        group = group + nodes
+    if mm.op == "MatMul" and not g.only_inside(group, [mm.outputs[0]]):
         return None
     a_name, w_name = mm.inputs[0], mm.inputs[1]
 
     def lower():
-        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], imp.vals[w_name], imp.reshape(end, imp.vals[bname], [n]), act))
+        wv = imp.vals[w_name]
+        if trans:
+            wv = imp.const_val(np.ascontiguousarray(wv.array.T))
+        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], wv, imp.reshape(end, imp.vals[bname], [n]), act))
 
     return group, end, lower, act
 
@@ -370,7 +388,7 @@ def find(imp, nodes):
                 continue
             gelus[x] = m
     for n in nodes:
-        if n.op == "MatMul" and n.index not in g.taken:
+        if n.op in ("MatMul", "Gemm") and n.index not in g.taken:
             m = _linear(g, n, gelus)
             if m is not None:
                 group, end, lower, act = m

@@ -143,10 +143,10 @@ class Inputs(unittest.TestCase):
             self.m.run({"A": self.a})
         self.assertIn("'B'", cm.exception.message)
 
-    def test_five_dimensions_are_refused(self):
+    def test_seven_dimensions_are_refused(self):
         with self.assertRaises(bib.UsageError) as cm:
-            self.m.run({"A": np.zeros((1, 1, 1, 1, 1), np.float32), "B": self.b})
-        self.assertIn("at most 4", cm.exception.message)
+            self.m.run({"A": np.zeros((1, 1, 1, 1, 1, 1, 1), np.float32), "B": self.b})
+        self.assertIn("at most 6", cm.exception.message)
 
     def test_tensors_describes_the_declarations(self):
         self.assertEqual(
