@@ -57,6 +57,8 @@ for name in ("imported", "hand"):
     print("  %-8s relative error against torch %.3g" % (name, err))
     if not err <= 1e-4:
         sys.exit("encoder layer: the %s program does not match torch (%.3g > 1e-4)" % (name, err))
+same = open(d + "/y.imported.npy", "rb").read() == open(d + "/y.hand.npy", "rb").read()
+print("  imported and hand outputs: %s" % ("the same bytes" if same else "different bytes"))
 PYEOF
     for round in 1 2 3; do
         timeout 300 "$BIB" bench "$d/imported.bib" --input "x=$d/encoder.x.npy" --backend=cpu \
