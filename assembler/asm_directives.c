@@ -14,6 +14,7 @@
 #include <limits.h>
 
 #include <locale.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,13 +320,10 @@ static int parse_dim(asm_state_t *a, uint32_t si, span_t d, int fixed_only, int6
         *out = BIB_DIM_ANY;
     } else if ((d.p[0] >= '0' && d.p[0] <= '9') || d.p[0] == '-' || d.p[0] == '+') {
         uint64_t n;
+        /* 0 is a size too: an empty tensor (spec/numerics.md, "Empty
+           tensors"). */
         if (!bib_asm_parse_unsigned(a, si, d, BIB_MAX_TENSOR_DIM, &n, "a dimension size"))
             return 0;
-        if (n == 0) {
-            bib_asm_diag_at(a, si, d.col, d.len, "a dimension size is 1..%d, found 0",
-                            BIB_MAX_TENSOR_DIM);
-            return 0;
-        }
         *out = (int64_t)n;
     } else {
         char *name = bib_asm_parse_name(a, si, d, "dimension");
@@ -441,7 +439,9 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
     const uint64_t limit = (UINT32_MAX - 4096) / 4;
     uint64_t numel = 1;
     for (uint32_t k = 0; k < t->rank && numel <= limit; k++)
-        numel = numel > limit / (uint64_t)t->dims[k] ? limit + 1 : numel * (uint64_t)t->dims[k];
+        numel = t->dims[k] != 0 && numel > limit / (uint64_t)t->dims[k]
+                    ? limit + 1
+                    : numel * (uint64_t)t->dims[k];
     if (numel > limit) {
         bib_asm_diag_at(a, si, s->word.col, s->word.len,
                         "tensor '%s' has more elements than a module can hold (4 GiB)", t->name);
@@ -508,7 +508,7 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
     }
     if ((flags == BIB_TENSOR_INPUT && header != 3) ||
         (flags == BIB_TENSOR_OUTPUT && header != 2 && header != 3) ||
-        (flags == BIB_TENSOR_CONST && (header != 3 || !has_values))) {
+        (flags == BIB_TENSOR_CONST && header != 3)) {
         bib_asm_diag_at(
             a, si, w.col, w.len, "%s; found %u operand%s",
             flags == BIB_TENSOR_INPUT ? "'.input' takes a name, a tensor register and a type "
@@ -550,6 +550,21 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
                 "or constant",
                 t.reg, o->flags == BIB_TENSOR_INPUT ? "input" : "constant", o->name,
                 a->stmts[o->stmt].line);
+            free(t.name);
+            return;
+        }
+    }
+    /* A constant without elements (a 0 among its sizes) may leave out the
+       '=' and its empty list; any other needs them. */
+    if (flags == BIB_TENSOR_CONST && !has_values) {
+        bool empty = false;
+        for (uint32_t k = 0; k < t.rank; k++)
+            empty = empty || t.dims[k] == 0;
+        if (!empty) {
+            bib_asm_diag_at(a, si, w.col, w.len,
+                            "'.tensor' takes a name, a tensor register, a type, '=' and the values "
+                            "(.tensor w t2 f32[2] = 1.5, -2); only a constant with a 0 size may "
+                            "leave them out");
             free(t.name);
             return;
         }

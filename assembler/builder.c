@@ -556,17 +556,19 @@ static bib_status_t add_tensor(bib_builder_t *b, const char *what, uint32_t flag
         /* Fixed dims are checked by the verifier; here only what sizes the copy. */
         uint64_t numel = 1;
         for (uint32_t k = 0; k < rank; k++) {
-            if (dims[k] < 1 || numel > (UINT32_MAX / 4) / (uint64_t)dims[k])
+            if (dims[k] < 0 || dims[k] > BIB_MAX_TENSOR_DIM ||
+                (dims[k] != 0 && numel > (UINT32_MAX / 4) / (uint64_t)dims[k]))
                 return fail(b, BIB_E_USAGE,
                             "%s '%s': dimension %u is %lld; a constant needs fixed sizes whose "
                             "data fits 4 GiB",
                             what, name, k, (long long)dims[k]);
             numel *= (uint64_t)dims[k];
         }
-        if (data == NULL)
+        if (data == NULL && numel != 0)
             return fail(b, BIB_E_USAGE, "%s '%s': no data", what, name);
         t.init_size = numel * 4;
-        if ((t.init = malloc((size_t)t.init_size)) == NULL)
+        /* An empty constant (a 0 size) carries no data: init stays NULL. */
+        if (numel != 0 && (t.init = malloc((size_t)t.init_size)) == NULL)
             return fail(b, BIB_E_NOMEM, "%s '%s': out of memory for %llu bytes", what, name,
                         (unsigned long long)t.init_size);
         for (uint64_t i = 0; i < numel; i++) {

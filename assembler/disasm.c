@@ -301,6 +301,11 @@ static void print_tensors(bib_asm_text_t *t, const bib_module_t *m) {
             continue;
         }
         uint64_t numel = d->init_size / 4;
+        /* An empty constant (a 0 size) has no '=' list. */
+        if (numel == 0) {
+            bib_asm_text_put(t, "\n", 1);
+            continue;
+        }
         /* Long lists go on under the declaration, a row per line, each row
            but the last ending with ',' (the assembler's continuation). */
         int rows = numel > DISASM_VALUES_PER_ROW;

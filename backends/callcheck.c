@@ -37,7 +37,81 @@ static bool bib_call_all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it its "
+/* The lowest and highest index a source reads over the output's box of
+ * axes [lo_k, hi_k), false when the box is empty. */
+static bool strided_span(const uint32_t *lo, const uint32_t *hi, int64_t off, const int64_t *st,
+                         int64_t *min, int64_t *max) {
+    __int128 a = off, b = off;
+    for (int k = 0; k < BIB_MAX_RANK; k++) {
+        if (hi[k] <= lo[k])
+            return false;
+        __int128 x = (__int128)lo[k] * st[k], y = (__int128)(hi[k] - 1) * st[k];
+        a += x < y ? x : y;
+        b += x < y ? y : x;
+    }
+    if (a < INT64_MIN || b > INT64_MAX)
+        return false;
+    *min = (int64_t)a;
+    *max = (int64_t)b;
+    return true;
+}
+
+bool bib_call_strided_ok(const bib_call_t *c) {
+    const bib_view_t *o = &c->out;
+    if (!o->buf || !c->in[0].buf || o->rank > BIB_MAX_RANK || c->p[14] < 0 ||
+        c->p[14] >= BIB_MAX_RANK)
+        return false;
+    uint32_t dims[BIB_MAX_RANK], lo[BIB_MAX_RANK] = {0}, hi[BIB_MAX_RANK];
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        dims[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+        hi[k] = dims[k];
+    }
+    uint32_t axis = (uint32_t)c->p[14];
+    int64_t split = c->p[15];
+    if (split < 0 || split > (int64_t)dims[axis])
+        return false;
+    int64_t min, max;
+    /* in0 below the split, in1 at and past it. */
+    hi[axis] = (uint32_t)split;
+    if (strided_span(lo, hi, c->p[0], c->p + 1, &min, &max) &&
+        (min < 0 || (uint64_t)max >= bib_view_count(&c->in[0]) || c->in[0].dtype != o->dtype))
+        return false;
+    hi[axis] = dims[axis];
+    lo[axis] = (uint32_t)split;
+    if (strided_span(lo, hi, c->p[7], c->p + 8, &min, &max) &&
+        (!c->in[1].buf || min < 0 || (uint64_t)max >= bib_view_count(&c->in[1]) ||
+         c->in[1].dtype != o->dtype))
+        return false;
+    return true;
+}
+
+bool bib_call_take_ok(const bib_call_t *c) {
+    const bib_view_t *o = &c->out;
+    if (!o->buf || !c->in[0].buf || !c->in[1].buf || o->rank > BIB_MAX_RANK ||
+        c->in[1].dtype != BIB_DTYPE_I32 || c->in[0].dtype != o->dtype || c->p[13] < 0 ||
+        c->p[13] > UINT32_MAX || c->p[12] < 0)
+        return false;
+    uint32_t lo[BIB_MAX_RANK] = {0}, hi[BIB_MAX_RANK];
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        hi[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    int64_t min, max;
+    if (!strided_span(lo, hi, 0, c->p, &min, &max))
+        return true; /* an empty output reads nothing */
+    if (c->p[13] == 0)
+        return false; /* a position to fill, and no element to pick */
+    __int128 top = (__int128)max + (__int128)(c->p[13] - 1) * c->p[12];
+    if (min < 0 || top >= (__int128)bib_view_count(&c->in[0]))
+        return false;
+    if (!strided_span(lo, hi, 0, c->p + 6, &min, &max) || min < 0 ||
+        (uint64_t)max >= bib_view_count(&c->in[1]))
+        return false;
+    return true;
+}
+
+_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_call_shapes_ok");
 
 bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
@@ -67,6 +141,8 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
     case BIB_KERNEL_ARGMAX:
         return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
     case BIB_KERNEL_LAYERNORM:
+        if (c->sub == BIB_LAYERNORM_PACKED)
+            return bib_call_all_f32(c, 2) && bib_view_count(&c->in[1]) == 2 * (uint64_t)last;
         return bib_call_all_f32(c, 3) && bib_view_count(&c->in[1]) == last &&
                bib_view_count(&c->in[2]) == last;
     case BIB_KERNEL_RMSNORM:
@@ -82,6 +158,10 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
         return o->buf != NULL;
     case BIB_KERNEL_COPY:
         return o->buf && x->buf && bib_view_count(o) == bib_view_count(x);
+    case BIB_KERNEL_STRIDED:
+        return bib_call_strided_ok(c);
+    case BIB_KERNEL_TAKE:
+        return bib_call_take_ok(c);
     default:
         return false;
     }

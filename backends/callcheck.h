@@ -42,4 +42,15 @@ typedef enum bib_call_rule {
  * bib_call_rule_t bits that also apply. */
 bool bib_call_shapes_ok(const bib_call_t *call, uint32_t rules);
 
+/* STRIDED: whether every element the call's p[] reads lies inside its
+ * source (in0, or in1 past the split), so a kernel trusts its indices. */
+bool bib_call_strided_ok(const bib_call_t *call);
+
+/* TAKE: whether every position the call's p[] names lies inside its view
+ * (in0 but for the indexed axis, and in1, the i32 indices), and the indexed
+ * axis has p[13] elements of stride p[12]. The indices' values are the VM's
+ * to check (each in -p[13]..p[13]-1); the GPU kernels clamp any other into
+ * the axis, so no call reads outside its buffer. */
+bool bib_call_take_ok(const bib_call_t *call);
+
 #endif

@@ -37,6 +37,10 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_ATTENTION, /* q [S,H,D] (or [S,D]), k and v [T,H,D]: q's shape */
     BIB_SHAPE_GATHER,    /* indices' shape, then the table's axes after the first */
     BIB_SHAPE_IN_PLACE,  /* no inputs: the result is the modified operand a itself */
+    BIB_SHAPE_TAKE,      /* elements picked along an axis by i32 indices (bib_take_t: AXIS as
+                            numpy.take, ELEMENTS as ONNX GatherElements) */
+    BIB_SHAPE_STRIDED,   /* a strided copy: the result's shape and the call's p[] by the sub
+                            (bib_strided_t: PERMUTE, EXPAND, SLICE, CONCAT) */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -44,7 +48,7 @@ typedef enum bib_shape_rule {
 typedef enum bib_args_rule {
     BIB_ARGS_NONE,
     BIB_ARGS_SCALAR_C,  /* f[0] = the f64 r[c] rounded to f32 */
-    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5 */
+    BIB_ARGS_EPS_1E5,   /* f[0] = 1e-5, or the f64 of the opcode's RS operand rounded to f32 */
     BIB_ARGS_EPS_1E6,   /* f[0] = 1e-6 */
     BIB_ARGS_ATTENTION, /* f[0] = 1 / sqrt(D) */
     BIB_ARGS_FILL,      /* f[0] = r[b] rounded to f32, or i[0] = its low 32 bits (i32) */
@@ -81,7 +85,22 @@ typedef enum bib_executor_id {
 /* ---- sub-operations ----------------------------------------------------------- */
 
 /* MATMUL's activation (the LINEAR* opcodes). */
-typedef enum bib_act { BIB_ACT_NONE, BIB_ACT_RELU, BIB_ACT_GELU, BIB_ACT__COUNT } bib_act_t;
+typedef enum bib_act {
+    BIB_ACT_NONE,
+    BIB_ACT_RELU,
+    BIB_ACT_GELU,
+    BIB_ACT_GELU_ERF,
+    BIB_ACT__COUNT
+} bib_act_t;
+/* SOFTMAX's form: softmax, or log-softmax (LOGSOFTMAX). */
+typedef enum bib_softmax { BIB_SOFTMAX_NONE, BIB_SOFTMAX_LOG, BIB_SOFTMAX__COUNT } bib_softmax_t;
+/* LAYERNORM's operands: gamma in1 and beta in2 with eps 1e-5 (NONE), or
+ * gamma and beta as the rows of in1 [2,N] with eps from the instruction. */
+typedef enum bib_layernorm {
+    BIB_LAYERNORM_NONE,
+    BIB_LAYERNORM_PACKED,
+    BIB_LAYERNORM__COUNT
+} bib_layernorm_t;
 /* ATTENTION's mask. */
 typedef enum bib_attention {
     BIB_ATTENTION_PLAIN,
@@ -106,6 +125,29 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_BINARY_BINARY ~, 1
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
+#define BIB_KOP_SAME_SOFTMAX_SOFTMAX ~, 1
+#define BIB_KOP_SAME_LAYERNORM_LAYERNORM ~, 1
+#define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
+#define BIB_KOP_SAME_TAKE_TAKE ~, 1
+#define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
+/* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
+ * x that another row added, else 1. */
+#define BIB_KOP_USE_PROBE_USE(x) ~, 1
+#define BIB_KOP_NOT_0 1
+#define BIB_KOP_NOT_1 0
+#define BIB_KOP_ADDS(sub) BIB_KOP_CAT(BIB_KOP_NOT_, BIB_KOP_CHECK_(BIB_KOP_USE_PROBE_##sub))
+#define BIB_KOP_ADDS_IN(want, kernel, sub) BIB_KOP_AND(BIB_KOP_IS(want, kernel), BIB_KOP_ADDS(sub))
+#define BIB_KOP_AND(a, b) BIB_KOP_CAT(BIB_KOP_AND_, BIB_KOP_CAT(a, b))
+#define BIB_KOP_AND_00 0
+#define BIB_KOP_AND_01 0
+#define BIB_KOP_AND_10 0
+#define BIB_KOP_AND_11 1
+#define BIB_UNARY_USE(x) BIB_UNARY_##x
+#define BIB_BINARY_USE(x) BIB_BINARY_##x
+#define BIB_REDUCE_USE(x) BIB_REDUCE_##x
+#define BIB_STRIDED_USE(x) BIB_STRIDED_##x
+#define BIB_TAKE_USE(x) BIB_TAKE_##x
+#define BIB_ARGMAX_USE(x) BIB_ARGMAX_##x
 
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
@@ -114,7 +156,13 @@ typedef enum bib_attention {
          BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
                  BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
-                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub))
+                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
+                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
+                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)               \
+                                 BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub)       \
+                                     BIB_KOP_WHEN(BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub) \
+                                         BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(              \
+                                             +BIB_LAYERNORM_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -127,7 +175,7 @@ typedef enum bib_unary {
 #define COP(...)
 #define GKOP(...)
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(BIB_UNARY_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(UNARY, kernel, sub))(BIB_UNARY_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_UNARY__COUNT
@@ -136,7 +184,7 @@ typedef enum bib_unary {
 /* Elementwise binary opcodes (with in1 broadcast), in row order. */
 typedef enum bib_binary {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(BIB_BINARY_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(BINARY, kernel, sub))(BIB_BINARY_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
     BIB_BINARY__COUNT
@@ -145,7 +193,35 @@ typedef enum bib_binary {
 /* Reductions along the last axis, in row order. */
 typedef enum bib_reduce {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
-    BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(BIB_REDUCE_##sub, )
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(REDUCE, kernel, sub))(BIB_REDUCE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_REDUCE__COUNT
+} bib_reduce_t;
+
+/* The strided copies (STRIDED's sub): the VM's rule for the result's shape
+ * and the call's p[]; the kernel runs them all alike. */
+typedef enum bib_strided {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(STRIDED, kernel, sub))(BIB_STRIDED_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_STRIDED__COUNT
+} bib_strided_t;
+
+/* The index rules of TAKE's opcodes: the VM's shape rule and p[]. */
+typedef enum bib_take {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(TAKE, kernel, sub))(BIB_TAKE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_TAKE__COUNT
+} bib_take_t;
+
+/* ARGMAX's comparison: the first maximum or the first minimum. */
+typedef enum bib_argmax {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_ADDS_IN(ARGMAX, kernel, sub))(BIB_ARGMAX_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
 #undef OP
@@ -154,8 +230,8 @@ typedef enum bib_reduce {
 #undef VOP
 #undef COP
 #undef GKOP
-    BIB_REDUCE__COUNT
-} bib_reduce_t;
+    BIB_ARGMAX__COUNT
+} bib_argmax_t;
 
 /* ---- the kernels ------------------------------------------------------------- */
 

@@ -212,15 +212,17 @@ static int find_duplicate(const char *const *names, size_t stride, uint32_t n, u
 }
 
 /* Element count of a constant's fixed dims; 0 when it overflows 64 bits. */
-static uint64_t fixed_numel(const bib_tensor_decl_t *t) {
+/* The element count of fixed dims; false when 4 bytes each would overflow. */
+static bool fixed_numel(const bib_tensor_decl_t *t, uint64_t *out) {
     uint64_t n = 1;
     for (uint32_t k = 0; k < t->rank; k++) {
         uint64_t d = (uint64_t)t->dims[k];
-        if (n > UINT64_MAX / 4 / d)
-            return 0;
+        if (d != 0 && n > UINT64_MAX / 4 / d)
+            return false;
         n *= d;
     }
-    return n;
+    *out = n;
+    return true;
 }
 
 static bib_status_t verify_tensor_decl(const bib_module_t *m, uint32_t i, bib_diag_t *diag) {
@@ -258,14 +260,14 @@ static bib_status_t verify_tensor_decl(const bib_module_t *m, uint32_t i, bib_di
     int is_const = t->flags == BIB_TENSOR_CONST;
     for (uint32_t k = 0; k < t->rank; k++) {
         int64_t d = t->dims[k];
-        int fixed = d >= 1 && d <= BIB_MAX_TENSOR_DIM;
+        int fixed = d >= 0 && d <= BIB_MAX_TENSOR_DIM; /* 0: an empty tensor */
         /* The symbol index is judged in 64 bits: BIB_DIM_SYMBOL_INDEX keeps
            only 32, so -2 - (2^32 + i) would pass as symbol i and the module
            would not survive disassembly. */
         int symbol = d <= -2 && (uint64_t)(-2 - d) < m->dim_name_count;
         if (!fixed && d != BIB_DIM_ANY && !symbol)
             return bib_diag_set(diag, BIB_E_VERIFY,
-                                "tensor %u '%s': dimension %u is %lld; expected 1..%d, -1 (any) "
+                                "tensor %u '%s': dimension %u is %lld; expected 0..%d, -1 (any) "
                                 "or a symbol -2-i for i < %u",
                                 i, t->name, k, (long long)d, BIB_MAX_TENSOR_DIM, m->dim_name_count);
         if (is_const && !fixed)
@@ -282,12 +284,12 @@ static bib_status_t verify_tensor_decl(const bib_module_t *m, uint32_t i, bib_di
                                 i, t->name, role_name(t->flags), (unsigned long long)t->init_size);
         return BIB_OK;
     }
-    uint64_t numel = fixed_numel(t);
-    if (numel == 0)
+    uint64_t numel;
+    if (!fixed_numel(t, &numel))
         return bib_diag_set(diag, BIB_E_VERIFY,
                             "tensor %u '%s': the constant's element count overflows 64 bits", i,
                             t->name);
-    if (t->init_size != numel * 4 || t->init == NULL)
+    if (t->init_size != numel * 4 || (t->init == NULL && numel != 0))
         return bib_diag_set(diag, BIB_E_VERIFY,
                             "tensor %u '%s': the constant has %llu elements, so its data must be "
                             "%llu bytes, not %llu",
@@ -608,9 +610,10 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                                 "%u",
                                 pc, info->name, slot, v, BIB_MAX_RANK);
         /* A count after a register operand sizes the register range that
-           starts there (r[c..c+d) for CALL, HOSTCALL and ALLOC). */
+           starts there (r[c..c+d) for CALL, HOSTCALL and ALLOC; r[c..c+3d)
+           for a range of triples, SLICE's). */
         if (k > 0 && info->kinds[k - 1] == BIB_K_RS) {
-            uint64_t end = (uint64_t)words[k - 1] + v;
+            uint64_t end = (uint64_t)words[k - 1] + (info->flags & BIB_F_RANGE3 ? 3ull * v : v);
             if (end > f->nregs)
                 return bib_diag_set(diag, BIB_E_VERIFY,
                                     "pc %u (%s): register range r%u..r%llu (%c=%u, %c=%u) is "

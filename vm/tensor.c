@@ -462,7 +462,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
                                    uint32_t dtype, uint32_t rank, const uint32_t *dims,
                                    const bib_kspec_t *k) {
     bib_tensor_state_t *ts = &vm->tensor;
-    bib_tensor_t *out = &ts->regs[out_reg];
+    bib_tensor_t *out = k->out_t != NULL ? k->out_t : &ts->regs[out_reg];
     char rt[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], why[300];
     bool fresh = false;
     uint64_t count = out->count;
@@ -489,11 +489,12 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
     call.f[0] = k->f0;
     call.i[0] = k->i0;
     call.i[1] = k->i1;
+    memcpy(call.p, k->p, sizeof call.p);
     call.out = view_shaped(dtype, rank, dims, k->attention_2d);
     call.out.buf = (void *)&placeholder;
     const bib_tensor_t *in[3] = {NULL, NULL, NULL};
     for (int i = 0; i < k->nin; i++) {
-        in[i] = &ts->regs[k->in_regs[i]];
+        in[i] = k->in_t[i] != NULL ? k->in_t[i] : &ts->regs[k->in_regs[i]];
         call.in[i] = view_shaped(in[i]->dtype, in[i]->rank, in[i]->dims, k->attention_2d);
         call.in[i].buf = (void *)&placeholder;
     }

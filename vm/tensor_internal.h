@@ -145,7 +145,13 @@ typedef struct kspec {
     uint64_t batches;
     bool forced; /* run on place, whatever the backend (GPU_* opcodes) */
     int place;
-    bool charged; /* the opcode's fuel is already taken (GPU_ALLOC's zeroes) */
+    bool charged;               /* the opcode's fuel is already taken (GPU_ALLOC's zeroes) */
+    int64_t p[BIB_CALL_PARAMS]; /* the call's p[] */
+    /* A step of an opcode made of several calls: the tensors themselves
+     * instead of the registers' (a temporary, or a register's storage seen
+     * with other dims); NULL: the register's. */
+    bib_tensor_t *out_t;
+    bib_tensor_t *in_t[3];
 } bib_kspec_t;
 
 /* Runs a kernel writing register out_reg with the given result dtype and

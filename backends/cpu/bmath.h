@@ -172,6 +172,313 @@ static inline float bib_relu(float x) {
     return x > 0.0f ? x : 0.0f;
 }
 
+/* ---- log, erf, pow (spec/numerics.md section 5a) --------------------------- */
+
+/* log: x = 2^k * m with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact),
+ * s = f / (2 + f) carried as sh + sl, ln m = 2 atanh(s) = 2s + s z P(z) with
+ * z = s^2, and k ln 2 in two parts; the pieces are summed as a pair (hi, lo)
+ * that LOG rounds once and POW multiplies by y without losing the low bits.
+ * LOG_P0..P4 minimize the relative error of P on [0, 0.0295]. */
+#define BIB_LOG_P0 0x1.555556p-1f
+#define BIB_LOG_P0_LO -0x1.555556p-26f /* 2/3 - P0, rounded */
+#define BIB_LOG_P1 0x1.999998p-2f
+#define BIB_LOG_P2 0x1.249326p-2f
+#define BIB_LOG_P3 0x1.c679fep-3f
+#define BIB_LOG_P4 0x1.8c9c66p-3f
+#define BIB_LOG_SQRTHALF_BITS 0x3F3504F3u /* binary32(sqrt(1/2)) */
+
+/* erfc for a >= 0: (1 + 2a) exp(a^2) erfc(a) = F(q) with q = (a - 2) / (a + 2),
+ * F a degree-11 polynomial on q in [-1, 0.68] (a in [0, 10.5]); then
+ * erfc(a) = F / (1 + 2a) * exp(-a^2), with a^2 = s + t exact (t from an fma)
+ * and exp(-t) taken as 1 - t. Above ERFC_MAX erfc is below 2^-160: +0. */
+#define BIB_ERFC_MAX 0x1.5p+3f
+#define BIB_ERFC_F0 0x1.46e80ep+0f
+#define BIB_ERFC_F1 -0x1.7bf5eap-4f
+#define BIB_ERFC_F2 -0x1.5407cep-3f
+#define BIB_ERFC_F3 0x1.4ff9fcp-3f
+#define BIB_ERFC_F4 -0x1.bc274p-5f
+#define BIB_ERFC_F5 -0x1.0726a2p-7f
+#define BIB_ERFC_F6 0x1.1d66e2p-7f
+#define BIB_ERFC_F7 0x1.484f16p-10f
+#define BIB_ERFC_F8 -0x1.74efcp-10f
+#define BIB_ERFC_F9 -0x1.a4832p-12f
+#define BIB_ERFC_F10 0x1.67061cp-13f
+#define BIB_ERFC_F11 0x1.514f42p-14f
+/* erf for |x| < 1: x + x E(x^2), E minimizing the relative error of
+ * erf(x) / x on [0, 1]. */
+#define BIB_ERF_E0 0x1.06eba8p-3f
+#define BIB_ERF_E1 -0x1.81273ep-2f
+#define BIB_ERF_E2 0x1.ce2cf8p-4f
+#define BIB_ERF_E3 -0x1.b7f90cp-6f
+#define BIB_ERF_E4 0x1.5405b0p-8f
+#define BIB_ERF_E5 -0x1.a3f6f0p-11f
+#define BIB_ERF_E6 0x1.496a0ap-14f
+#define BIB_INV_SQRT2 0x1.6a09e6p-1f /* binary32(1 / sqrt(2)) */
+
+/* exp of hi + lo, |lo| <= ulp(hi): exp's sequence with lo added to the
+ * reduced argument; bib_exp_hl(x, 0) == bib_exp(x). */
+static inline float bib_exp_hl(float hi, float lo) {
+    if (hi != hi)
+        return bib_f32_canonical_nan();
+    if (hi > BIB_EXP_HI)
+        return INFINITY;
+    if (hi < BIB_EXP_LO)
+        return 0.0f;
+    float j = fmaf(hi, BIB_EXP_LOG2E, BIB_EXP_SHIFT);
+    float kf = j - BIB_EXP_SHIFT;
+    float r = fmaf(-kf, BIB_EXP_LN2_HI, hi);
+    r = fmaf(-kf, BIB_EXP_LN2_LO, r);
+    r = r + lo;
+    float p = BIB_EXP_C6;
+    p = fmaf(p, r, BIB_EXP_C5);
+    p = fmaf(p, r, BIB_EXP_C4);
+    p = fmaf(p, r, BIB_EXP_C3);
+    p = fmaf(p, r, BIB_EXP_C2);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    int32_t k = (int32_t)kf;
+    int32_t k1 = k >> 1;
+    int32_t k2 = k - k1;
+    return (p * bib_f32_pow2i(k1)) * bib_f32_pow2i(k2);
+}
+
+/* ln x = *hi + *lo for x positive, finite, not zero (denormals included). */
+static inline void bib_log_hl(float x, float *hi, float *lo) {
+    int32_t k = 0;
+    if (x < 0x1p-126f) { /* denormal: scale into the normal range, exactly */
+        x = x * 0x1p25f;
+        k = -25;
+    }
+    uint32_t u = bib_f32_bits(x);
+    /* m = x / 2^e in [sqrt(1/2), sqrt(2)): move the bits of u - SQRTHALF's
+       exponent field into k. */
+    uint32_t v = u - BIB_LOG_SQRTHALF_BITS;
+    int32_t e = (int32_t)v >> 23; /* arithmetic shift: floor */
+    k += e;
+    float m = bib_f32_from_bits(u - ((uint32_t)e << 23));
+    float f = m - 1.0f;
+    float d = 2.0f + f;
+    float dl = f - (d - 2.0f); /* 2 + f == d + dl exactly */
+    float sh = f / d;
+    float r = fmaf(-sh, d, f); /* f - sh d, exact */
+    r = fmaf(-sh, dl, r);
+    float sl = r / d;
+    /* t = 2 atanh(s) - 2s = s^3 P(s^2) as th + tl: s^3 ~ sh^3 + 3 sh^2 sl with
+       sh^3 = sh (z + ze) = c + ce + sh ze exactly, and P = P0 + z R(z) where
+       P0 = 2/3 is P0 + P0_LO. */
+    float z = sh * sh;
+    float ze = fmaf(sh, sh, -z); /* sh^2 == z + ze */
+    float rz = BIB_LOG_P4;
+    rz = fmaf(rz, z, BIB_LOG_P3);
+    rz = fmaf(rz, z, BIB_LOG_P2);
+    rz = fmaf(rz, z, BIB_LOG_P1);
+    float c = sh * z;
+    float ce = fmaf(sh, z, -c); /* sh z == c + ce */
+    float th = BIB_LOG_P0 * c;
+    float the = fmaf(BIB_LOG_P0, c, -th); /* P0 c == th + the */
+    float cube_lo = (ce + sh * ze) + 3.0f * (z * sl);
+    float tl = ((the + BIB_LOG_P0 * cube_lo) + BIB_LOG_P0_LO * c) + c * (z * rz);
+    float kf = (float)k;
+    float kh = kf * BIB_EXP_LN2_HI; /* exact: 8 + 12 bits */
+    float kl = kf * BIB_EXP_LN2_LO;
+    float kle = fmaf(kf, BIB_EXP_LN2_LO, -kl); /* kf LN2_LO == kl + kle */
+    float s2 = sh + sh;
+    float h1 = kh + s2;
+    float l1 = s2 - (h1 - kh); /* |kh| >= |s2| or kh == 0: exact */
+    float h = h1 + th;
+    float l2 = th - (h - h1); /* |h1| >= |th|: exact */
+    float small = (l1 + l2) + (((sl + sl) + tl) + (kl + kle));
+    *hi = h + small;
+    *lo = small - (*hi - h); /* |h| >= |small|: exact */
+}
+
+static inline float bib_log(float x) {
+    if (x != x || x < 0.0f)
+        return bib_f32_canonical_nan();
+    if (x == 0.0f)
+        return -INFINITY;
+    if (x == INFINITY)
+        return INFINITY;
+    float hi, lo;
+    bib_log_hl(x, &hi, &lo);
+    return hi + lo;
+}
+
+/* erfc(a) for a >= 0 (a not NaN), given a^2 == sq + sqe exactly (erf
+ * passes a * a and its fma remainder; gelu_erf passes x^2 / 2 the same way,
+ * so that the rounding of x / sqrt 2 does not reach exp). */
+static inline float bib_erfc_sq(float a, float sq, float sqe) {
+    if (a > BIB_ERFC_MAX)
+        return 0.0f;
+    float q = (a - 2.0f) / (a + 2.0f);
+    float p = BIB_ERFC_F11;
+    p = fmaf(p, q, BIB_ERFC_F10);
+    p = fmaf(p, q, BIB_ERFC_F9);
+    p = fmaf(p, q, BIB_ERFC_F8);
+    p = fmaf(p, q, BIB_ERFC_F7);
+    p = fmaf(p, q, BIB_ERFC_F6);
+    p = fmaf(p, q, BIB_ERFC_F5);
+    p = fmaf(p, q, BIB_ERFC_F4);
+    p = fmaf(p, q, BIB_ERFC_F3);
+    p = fmaf(p, q, BIB_ERFC_F2);
+    p = fmaf(p, q, BIB_ERFC_F1);
+    p = fmaf(p, q, BIB_ERFC_F0);
+    float r = p / ((a + a) + 1.0f);
+    float v = r * bib_exp(-sq);
+    return fmaf(-v, sqe, v); /* v exp(-sqe), |sqe| <= 2^-17 */
+}
+
+static inline float bib_erfc_nonneg(float a) {
+    float s = a * a;
+    return bib_erfc_sq(a, s, fmaf(a, a, -s));
+}
+
+/* erf(x) for |x| < 1. */
+static inline float bib_erf_small(float x) {
+    float s = x * x;
+    float p = BIB_ERF_E6;
+    p = fmaf(p, s, BIB_ERF_E5);
+    p = fmaf(p, s, BIB_ERF_E4);
+    p = fmaf(p, s, BIB_ERF_E3);
+    p = fmaf(p, s, BIB_ERF_E2);
+    p = fmaf(p, s, BIB_ERF_E1);
+    p = fmaf(p, s, BIB_ERF_E0);
+    return fmaf(x, p, x);
+}
+
+static inline float bib_erf(float x) {
+    if (x != x)
+        return bib_f32_canonical_nan();
+    uint32_t sign = bib_f32_bits(x) & 0x80000000u;
+    float a = bib_f32_from_bits(bib_f32_bits(x) & 0x7FFFFFFFu);
+    if (a < 1.0f)
+        return bib_erf_small(x);
+    float y = 1.0f - bib_erfc_nonneg(a);
+    return bib_f32_from_bits(bib_f32_bits(y) | sign);
+}
+
+/* gelu with erf (PyTorch's default): x * (1 + erf(u)) / 2, u = x / sqrt 2,
+ * where 1 + erf(u) is taken as erfc(-u) for u < -1/2 (no cancellation in
+ * the left tail), as 1 + erf(u) for -1/2 <= u < 1 and as 2 - erfc(u) above. */
+static inline float bib_gelu_erf(float x) {
+    if (x != x)
+        return bib_f32_canonical_nan();
+    if (x == -INFINITY)
+        return -0.0f;
+    float u = x * BIB_INV_SQRT2;
+    float h;
+    if (u >= -0.5f && u < 1.0f) {
+        h = 1.0f + bib_erf_small(u);
+    } else {
+        float a = bib_f32_from_bits(bib_f32_bits(u) & 0x7FFFFFFFu);
+        float x2 = x * x;
+        float sq = 0.5f * x2, sqe = 0.5f * fmaf(x, x, -x2); /* u^2 as x^2 / 2 */
+        float c = bib_erfc_sq(a, sq, sqe);
+        h = u < 0.0f ? c : 2.0f - c;
+    }
+    return x * (0.5f * h);
+}
+
+/* 0: y is not an integer; 1: an odd integer; 2: an even integer. */
+static inline int bib_f32_integer_kind(float y) {
+    uint32_t u = bib_f32_bits(y) & 0x7FFFFFFFu;
+    if (u == 0)
+        return 2;
+    int32_t e = (int32_t)(u >> 23) - 127;
+    if (e < 0 || u >= 0x7F800000u)
+        return 0;
+    if (e > 23)
+        return 2;
+    uint32_t frac = 0x7FFFFFu >> e; /* the bits below the units */
+    if ((u & frac) != 0)
+        return 0;
+    return (u >> (23 - e)) & 1u ? 1 : 2;
+}
+
+static inline float bib_pow(float x, float y) {
+    if (y == 0.0f || x == 1.0f)
+        return 1.0f;
+    if (x != x || y != y)
+        return bib_f32_canonical_nan();
+    if (y == 1.0f)
+        return x;
+    if (y == 2.0f)
+        return x * x;
+    if (y == -1.0f)
+        return 1.0f / x;
+    if (y == 0.5f && x == -INFINITY)
+        return INFINITY;
+    if (y == 0.5f) /* +0 for -0 (sqrt keeps the sign); NaN for x < 0 */
+        return x == 0.0f ? 0.0f : bib_f32_canon(sqrtf(x));
+    float ax = bib_f32_from_bits(bib_f32_bits(x) & 0x7FFFFFFFu);
+    uint32_t xsign = bib_f32_bits(x) & 0x80000000u;
+    if (y == INFINITY || y == -INFINITY) {
+        if (ax == 1.0f)
+            return 1.0f;
+        return (ax < 1.0f) == (y > 0.0f) ? 0.0f : INFINITY;
+    }
+    int kind = bib_f32_integer_kind(y);
+    uint32_t rsign = kind == 1 ? xsign : 0u;
+    if (ax == 0.0f || ax == INFINITY) {
+        /* 0^y: +Inf for y < 0, +0 for y > 0; Inf^y the other way round;
+           the sign of x for odd integers y. */
+        float mag = (ax == 0.0f) == (y < 0.0f) ? INFINITY : 0.0f;
+        return bib_f32_from_bits(bib_f32_bits(mag) | rsign);
+    }
+    if (xsign && kind == 0)
+        return bib_f32_canonical_nan();
+    float lh, ll;
+    bib_log_hl(ax, &lh, &ll);
+    float zh = y * lh;
+    float ze = fmaf(y, lh, -zh); /* y lh == zh + ze */
+    float zl = fmaf(y, ll, ze);
+    float r = bib_exp_hl(zh, zl);
+    return bib_f32_from_bits(bib_f32_bits(r) | rsign);
+}
+
+/* ---- the other elementwise ops of spec/numerics.md section 5b --------------- */
+
+/* sqrt, 1/x and 1/sqrt(x) from the correctly rounded primitives: RSQRT is
+ * the quotient 1 / sqrt(x), each step rounded once. */
+static inline float bib_sqrt_op(float x) {
+    return bib_f32_canon(sqrtf(x));
+}
+
+static inline float bib_recip(float x) {
+    return bib_f32_canon(1.0f / x);
+}
+
+static inline float bib_rsqrt(float x) {
+    return bib_f32_canon(1.0f / sqrtf(x));
+}
+
+/* ABS and NEG work on the sign bit alone; a NaN comes out canonical. */
+static inline float bib_abs(float x) {
+    if (x != x)
+        return bib_f32_canonical_nan();
+    return bib_f32_from_bits(bib_f32_bits(x) & 0x7FFFFFFFu);
+}
+
+static inline float bib_neg(float x) {
+    if (x != x)
+        return bib_f32_canonical_nan();
+    return bib_f32_from_bits(bib_f32_bits(x) ^ 0x80000000u);
+}
+
+/* TMIN and TMAX: the canonical NaN if either is NaN, else the smaller or
+ * greater in the order -Inf < ... < -0 < +0 < ... < +Inf. */
+static inline float bib_min2(float a, float b) {
+    if (a != a || b != b)
+        return bib_f32_canonical_nan();
+    return bib_f32_order_key(b) < bib_f32_order_key(a) ? b : a;
+}
+
+static inline float bib_max2(float a, float b) {
+    if (a != a || b != b)
+        return bib_f32_canonical_nan();
+    return bib_f32_order_key(b) > bib_f32_order_key(a) ? b : a;
+}
+
 /* THE reduction tree. Lane l accumulates x[l], x[l+64], x[l+128], ... in
  * ascending order starting from +0 (a lane never holds -0, so the +0 padding
  * a SIMD tail or a masked entry adds leaves it unchanged); then
@@ -207,6 +514,33 @@ static inline float bib_tree_sum_sq(const float *x, size_t n) {
     for (size_t i = 0; i < n; i++)
         p[i % BIB_TREE_LANES] = p[i % BIB_TREE_LANES] + x[i] * x[i];
     return bib_tree_finish(p);
+}
+
+/* PROD: THE tree with * for +: lane l multiplies x[l], x[l+64], ... in
+ * ascending order starting from 1; then p[i] *= p[i+32], ..., p[i] *= p[i+1]. */
+static inline float bib_tree_prod(const float *x, size_t n) {
+    float p[BIB_TREE_LANES];
+    for (int i = 0; i < BIB_TREE_LANES; i++)
+        p[i] = 1.0f;
+    for (size_t i = 0; i < n; i++)
+        p[i % BIB_TREE_LANES] = p[i % BIB_TREE_LANES] * x[i];
+    for (int s = BIB_TREE_LANES / 2; s >= 1; s >>= 1)
+        for (int i = 0; i < s; i++)
+            p[i] = p[i] * p[i + s];
+    return p[0];
+}
+
+/* MIN: canonical NaN if any element is NaN; otherwise the least element in
+ * the order where -0 < +0; +Inf for n == 0. */
+static inline float bib_min(const float *x, size_t n) {
+    int32_t best = bib_f32_order_key(INFINITY);
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] != x[i])
+            return bib_f32_canonical_nan();
+        int32_t k = bib_f32_order_key(x[i]);
+        best = k < best ? k : best;
+    }
+    return bib_f32_from_order_key(best);
 }
 
 /* MAX: canonical NaN if any element is NaN; otherwise the greatest element in

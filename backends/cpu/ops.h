@@ -30,6 +30,7 @@ typedef struct bib_cpu_rowops {
                    size_t n);
     void (*scale)(const float *x, float s, float *y, size_t n);
     void (*softmax)(const float *x, float *y, size_t n);
+    void (*logsoftmax)(const float *x, float *y, size_t n);
     void (*layernorm)(const float *x, const float *gamma, const float *beta, float eps, float *y,
                       size_t n);
     void (*rmsnorm)(const float *x, const float *gamma, float eps, float *y, size_t n);

@@ -151,6 +151,67 @@ static inline VF V_FN(v_relu)(VF x) {
     return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
 }
 
+/* bmath.h's erfc_sq for every lane; lanes with a > ERFC_MAX are +0, as the
+ * scalar early return gives. exp's argument -sq is sq with its sign bit set
+ * (sq >= +0; at +0 both give exp = 1). A lane whose a is NaN or whose sq,
+ * sqe overflow gives NaN or 0 here: the callers select over those. */
+static inline VF V_FN(v_erfc_sq)(VF a, VF sq, VF sqe) {
+    VF q = V_DIV(V_SUB(a, V_SET1(2.0f)), V_ADD(a, V_SET1(2.0f)));
+    VF p = V_SET1(BIB_ERFC_F11);
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F10));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F9));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F8));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F7));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F6));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F5));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F4));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F3));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F2));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F1));
+    p = V_FMA(p, q, V_SET1(BIB_ERFC_F0));
+    VF r = V_DIV(p, V_ADD(V_ADD(a, a), V_SET1(1.0f)));
+    VF v = V_MUL(r, V_FN(v_exp_nonpos)(V_OR_BITS(sq, V_SET1(-0.0f))));
+    VF y = V_FNMA(v, sqe, v);
+    return V_SELECT(V_GT(a, V_SET1(BIB_ERFC_MAX)), V_ZERO(), y);
+}
+
+static inline VF V_FN(v_erf_small)(VF x) {
+    VF s = V_MUL(x, x);
+    VF p = V_SET1(BIB_ERF_E6);
+    p = V_FMA(p, s, V_SET1(BIB_ERF_E5));
+    p = V_FMA(p, s, V_SET1(BIB_ERF_E4));
+    p = V_FMA(p, s, V_SET1(BIB_ERF_E3));
+    p = V_FMA(p, s, V_SET1(BIB_ERF_E2));
+    p = V_FMA(p, s, V_SET1(BIB_ERF_E1));
+    p = V_FMA(p, s, V_SET1(BIB_ERF_E0));
+    return V_FMA(x, p, x);
+}
+
+/* Both branches on every lane, then a select; -s is s with its sign bit set
+ * (s >= +0), as the scalar -s. */
+static inline VF V_FN(v_erf)(VF x) {
+    VF a = V_FN(v_abs)(x);
+    VF s = V_MUL(a, a);
+    VF c = V_FN(v_erfc_sq)(a, s, V_FMA(a, a, V_OR_BITS(s, V_SET1(-0.0f))));
+    VF big = V_OR_BITS(V_SUB(V_SET1(1.0f), c), V_AND_BITS(x, 0x80000000u));
+    VF y = V_SELECT(V_LT(a, V_SET1(1.0f)), V_FN(v_erf_small)(x), big);
+    return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
+}
+
+static inline VF V_FN(v_gelu_erf)(VF x) {
+    VF u = V_MUL(x, V_SET1(BIB_INV_SQRT2));
+    VF hs = V_ADD(V_SET1(1.0f), V_FN(v_erf_small)(u));
+    VF x2 = V_MUL(x, x);
+    VF sq = V_MUL(V_SET1(0.5f), x2);
+    VF sqe = V_MUL(V_SET1(0.5f), V_FMA(x, x, V_OR_BITS(x2, V_SET1(-0.0f))));
+    VF c = V_FN(v_erfc_sq)(V_FN(v_abs)(u), sq, sqe);
+    VF hb = V_SELECT(V_LT(u, V_ZERO()), c, V_SUB(V_SET1(2.0f), c));
+    VF h = V_SELECT(V_GE(u, V_SET1(-0.5f)), V_SELECT(V_LT(u, V_SET1(1.0f)), hs, hb), hb);
+    VF y = V_MUL(x, V_MUL(V_SET1(0.5f), h));
+    y = V_SELECT(V_EQ(x, V_SET1(-INFINITY)), V_SET1(-0.0f), y);
+    return V_SELECT(V_UNORD(x, x), V_SET1(bib_f32_canonical_nan()), y);
+}
+
 /* THE tree's pairwise finish on the 64 lanes held in acc[0..V_NACC):
  * acc[a] lane l is p[a * V_WIDTH + l], so p[i] += p[i + s] for s >= V_WIDTH
  * is acc[a] += acc[a + s / V_WIDTH]; the steps below V_WIDTH are
@@ -203,6 +264,18 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
     case BIB_UNARY_EXP:
         V_MAP_ROW(x, y, n, V_FN(v_exp));
         return;
+    case BIB_UNARY_ERF:
+        V_MAP_ROW(x, y, n, V_FN(v_erf));
+        return;
+    case BIB_UNARY_GELU_ERF:
+        V_MAP_ROW(x, y, n, V_FN(v_gelu_erf));
+        return;
+    case BIB_UNARY_LOG:
+    case BIB_UNARY_SQRT:
+    case BIB_UNARY_RSQRT:
+    case BIB_UNARY_RECIP:
+    case BIB_UNARY_ABS:
+    case BIB_UNARY_NEG:
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }
@@ -221,6 +294,9 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
         return V_FN(v_canon)(V_MUL(a, b));
     case BIB_BINARY_DIV:
         return V_FN(v_canon)(V_DIV(a, b));
+    case BIB_BINARY_POW: /* row_binary runs these on the scalar reference */
+    case BIB_BINARY_MIN:
+    case BIB_BINARY_MAX:
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
     }
@@ -229,6 +305,11 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
 
 static void V_FN(row_binary)(bib_binary_t op, const float *a, const float *b, size_t b_step,
                              float *y, size_t n) {
+    if (op == BIB_BINARY_POW || op == BIB_BINARY_MIN || op == BIB_BINARY_MAX) {
+        /* No vector form: the scalar reference, element by element. */
+        bib_cpu_rowops_scalar.binary(op, a, b, b_step, y, n);
+        return;
+    }
     size_t i = 0;
     VF bs = V_SET1(b[0]);
     for (; i + V_WIDTH <= n; i += V_WIDTH) {
@@ -428,6 +509,33 @@ static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
         V_STORE_TAIL(y + i, n - i, V_DIV(V_LOAD_TAIL(y + i, n - i, 0.0f), sv));
 }
 
+/* log-softmax: the sum of exp(x - m) through the tree (tail lanes masked to
+ * +0), one scalar log, then (x - m) - log(s) in a second pass, so y may be
+ * x. When m is not finite the scalar reference's x - m makes every output
+ * NaN; otherwise s >= 1 (the maximum's term is exactly 1), log(s) is finite
+ * and (x - m) - log(s) is never NaN. */
+static void V_FN(row_logsoftmax)(const float *x, float *y, size_t n) {
+    float m = V_FN(row_max)(x, n);
+    if (!isfinite(m)) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = bib_f32_canonical_nan();
+        return;
+    }
+    VF mv = V_SET1(m);
+    float s;
+#define V_EXPDEV(v) V_FN(v_exp_nonpos)(V_SUB(v, mv))
+    V_TREE_ROW(x, n, V_EXPDEV, s);
+#undef V_EXPDEV
+    VF lv = V_SET1(bib_log(s));
+    size_t i = 0;
+    for (; i + V_WIDTH <= n; i += V_WIDTH) {
+        V_PREFETCH_NEXT_ROW(x, n, i);
+        V_STORE(y + i, V_SUB(V_SUB(V_LOAD(x + i), mv), lv));
+    }
+    if (i < n)
+        V_STORE_TAIL(y + i, n - i, V_SUB(V_SUB(V_LOAD_TAIL(x + i, n - i, 0.0f), mv), lv));
+}
+
 static void V_FN(row_layernorm)(const float *x, const float *gamma, const float *beta, float eps,
                                 float *y, size_t n) {
     float nf = (float)n, sum, sq;
@@ -486,6 +594,7 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .binary = V_FN(row_binary),
     .scale = V_FN(row_scale),
     .softmax = V_FN(row_softmax),
+    .logsoftmax = V_FN(row_logsoftmax),
     .layernorm = V_FN(row_layernorm),
     .rmsnorm = V_FN(row_rmsnorm),
     .sum = V_FN(row_sum),

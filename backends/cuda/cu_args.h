@@ -17,6 +17,7 @@ typedef struct bib_cu_args {
     uint64_t scratch;            /* kernel scratch (attention's probabilities); 0 when unused */
     uint64_t n[6];               /* kernel-specific sizes */
     uint32_t u[4];               /* kernel-specific words (float parameters travel as bits) */
+    int64_t s[16];               /* kernel-specific signed words (STRIDED's p[]) */
 } bib_cu_args_t;
 
 /* Threads of one row group: THE reduction tree's 64 lanes (bmath.h). */

@@ -102,15 +102,19 @@ typedef struct bib_cu_api {
     X(MATMUL_BIG_VEC_NONE, "matmul", "bib_matmul_big_vec_none")                                    \
     X(MATMUL_BIG_VEC_RELU, "matmul", "bib_matmul_big_vec_relu")                                    \
     X(MATMUL_BIG_VEC_GELU, "matmul", "bib_matmul_big_vec_gelu")                                    \
+    X(MATMUL_BIG_VEC_GELU_ERF, "matmul", "bib_matmul_big_vec_gelu_erf")                            \
     X(MATMUL_BIG_ANY_NONE, "matmul", "bib_matmul_big_any_none")                                    \
     X(MATMUL_BIG_ANY_RELU, "matmul", "bib_matmul_big_any_relu")                                    \
     X(MATMUL_BIG_ANY_GELU, "matmul", "bib_matmul_big_any_gelu")                                    \
+    X(MATMUL_BIG_ANY_GELU_ERF, "matmul", "bib_matmul_big_any_gelu_erf")                            \
     X(MATMUL_SMALL_VEC_NONE, "matmul", "bib_matmul_small_vec_none")                                \
     X(MATMUL_SMALL_VEC_RELU, "matmul", "bib_matmul_small_vec_relu")                                \
     X(MATMUL_SMALL_VEC_GELU, "matmul", "bib_matmul_small_vec_gelu")                                \
+    X(MATMUL_SMALL_VEC_GELU_ERF, "matmul", "bib_matmul_small_vec_gelu_erf")                        \
     X(MATMUL_SMALL_ANY_NONE, "matmul", "bib_matmul_small_any_none")                                \
     X(MATMUL_SMALL_ANY_RELU, "matmul", "bib_matmul_small_any_relu")                                \
     X(MATMUL_SMALL_ANY_GELU, "matmul", "bib_matmul_small_any_gelu")                                \
+    X(MATMUL_SMALL_ANY_GELU_ERF, "matmul", "bib_matmul_small_any_gelu_erf")                        \
     X(SCALE, "elementwise", "bib_scale")                                                           \
     X(BINARY_ADD_SAME, "elementwise", "bib_binary_add_same")                                       \
     X(BINARY_ADD_ROW, "elementwise", "bib_binary_add_row")                                         \
@@ -124,9 +128,20 @@ typedef struct bib_cu_api {
     X(BINARY_DIV_SAME, "elementwise", "bib_binary_div_same")                                       \
     X(BINARY_DIV_ROW, "elementwise", "bib_binary_div_row")                                         \
     X(BINARY_DIV_ONE, "elementwise", "bib_binary_div_one")                                         \
+    X(BINARY_POW_SAME, "elementwise", "bib_binary_pow_same")                                       \
+    X(BINARY_POW_ROW, "elementwise", "bib_binary_pow_row")                                         \
+    X(BINARY_POW_ONE, "elementwise", "bib_binary_pow_one")                                         \
+    X(BINARY_MIN_SAME, "elementwise", "bib_binary_min_same")                                       \
+    X(BINARY_MIN_ROW, "elementwise", "bib_binary_min_row")                                         \
+    X(BINARY_MIN_ONE, "elementwise", "bib_binary_min_one")                                         \
+    X(BINARY_MAX_SAME, "elementwise", "bib_binary_max_same")                                       \
+    X(BINARY_MAX_ROW, "elementwise", "bib_binary_max_row")                                         \
+    X(BINARY_MAX_ONE, "elementwise", "bib_binary_max_one")                                         \
     X(TRANSPOSE, "elementwise", "bib_transpose")                                                   \
     X(GATHER, "elementwise", "bib_gather")                                                         \
     X(RNG, "elementwise", "bib_rng")                                                               \
+    X(STRIDED, "elementwise", "bib_strided")                                                       \
+    X(TAKE, "elementwise", "bib_take")                                                             \
     X(SOFTMAX_S, "rows", "bib_softmax_s")                                                          \
     X(SOFTMAX_R1, "rows", "bib_softmax_r1")                                                        \
     X(SOFTMAX_R2, "rows", "bib_softmax_r2")                                                        \
@@ -135,9 +150,19 @@ typedef struct bib_cu_api {
     X(SOFTMAX_R16, "rows", "bib_softmax_r16")                                                      \
     X(SOFTMAX_R32, "rows", "bib_softmax_r32")                                                      \
     X(SOFTMAX_R64, "rows", "bib_softmax_r64")                                                      \
+    X(LOGSOFTMAX_S, "rows", "bib_logsoftmax_s")                                                    \
+    X(LOGSOFTMAX_R1, "rows", "bib_logsoftmax_r1")                                                  \
+    X(LOGSOFTMAX_R2, "rows", "bib_logsoftmax_r2")                                                  \
+    X(LOGSOFTMAX_R4, "rows", "bib_logsoftmax_r4")                                                  \
+    X(LOGSOFTMAX_R8, "rows", "bib_logsoftmax_r8")                                                  \
+    X(LOGSOFTMAX_R16, "rows", "bib_logsoftmax_r16")                                                \
+    X(LOGSOFTMAX_R32, "rows", "bib_logsoftmax_r32")                                                \
+    X(LOGSOFTMAX_R64, "rows", "bib_logsoftmax_r64")                                                \
     X(REDUCE_SUM, "rows", "bib_reduce_sum")                                                        \
     X(REDUCE_MAX, "rows", "bib_reduce_max")                                                        \
     X(REDUCE_MEAN, "rows", "bib_reduce_mean")                                                      \
+    X(REDUCE_MIN, "rows", "bib_reduce_min")                                                        \
+    X(REDUCE_PROD, "rows", "bib_reduce_prod")                                                      \
     X(ARGMAX, "rows", "bib_argmax")                                                                \
     X(LAYERNORM, "rows", "bib_layernorm")                                                          \
     X(RMSNORM, "rows", "bib_rmsnorm")                                                              \

@@ -132,11 +132,12 @@ static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, 
 /* The unary kernels are bib_cu_fn_t's first, in bib_unary_t order (generated
    from the rows, cu_unary_rows.h); BIB_CU_FUNCTIONS lists the binary ones as
    <op>_{SAME,ROW,ONE} in bib_binary_t order, and each MATMUL family as NONE,
-   RELU, GELU (bib_act_t). */
+   RELU, GELU, GELU_ERF (bib_act_t). */
 _Static_assert(BIB_CU_FN_UNARY_RELU == 0, "the unary kernels come first");
-_Static_assert(BIB_CU_FN_BINARY_DIV_ONE - BIB_CU_FN_BINARY_ADD_SAME + 1 == 3 * BIB_BINARY__COUNT,
+_Static_assert(BIB_CU_FN_BINARY_MAX_ONE - BIB_CU_FN_BINARY_ADD_SAME + 1 == 3 * BIB_BINARY__COUNT,
                "a binary op was added to isa/opcodes.def: add its kernels to BIB_CU_FUNCTIONS");
-_Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU - BIB_CU_FN_MATMUL_BIG_VEC_NONE + 1 == BIB_ACT__COUNT,
+_Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU_ERF - BIB_CU_FN_MATMUL_BIG_VEC_NONE + 1 ==
+                   BIB_ACT__COUNT,
                "MATMUL's activations are bib_act_t");
 
 static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
@@ -206,32 +207,48 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_rows(&c->in[0], &n);
     /* Rows of up to 64 * 2^k elements keep them in registers; longer ones
      * stream. Same operations, same bits. */
-    bib_cu_fn_t fn = BIB_CU_FN_SOFTMAX_S;
-    static const bib_cu_fn_t cached[] = {
-        BIB_CU_FN_SOFTMAX_R1,  BIB_CU_FN_SOFTMAX_R2,  BIB_CU_FN_SOFTMAX_R4, BIB_CU_FN_SOFTMAX_R8,
-        BIB_CU_FN_SOFTMAX_R16, BIB_CU_FN_SOFTMAX_R32, BIB_CU_FN_SOFTMAX_R64};
-    for (size_t i = 0; i < sizeof cached / sizeof cached[0]; i++)
+    bool log = c->sub == BIB_SOFTMAX_LOG;
+    bib_cu_fn_t fn = log ? BIB_CU_FN_LOGSOFTMAX_S : BIB_CU_FN_SOFTMAX_S;
+    static const bib_cu_fn_t cached[2][7] = {
+        {BIB_CU_FN_SOFTMAX_R1, BIB_CU_FN_SOFTMAX_R2, BIB_CU_FN_SOFTMAX_R4, BIB_CU_FN_SOFTMAX_R8,
+         BIB_CU_FN_SOFTMAX_R16, BIB_CU_FN_SOFTMAX_R32, BIB_CU_FN_SOFTMAX_R64},
+        {BIB_CU_FN_LOGSOFTMAX_R1, BIB_CU_FN_LOGSOFTMAX_R2, BIB_CU_FN_LOGSOFTMAX_R4,
+         BIB_CU_FN_LOGSOFTMAX_R8, BIB_CU_FN_LOGSOFTMAX_R16, BIB_CU_FN_LOGSOFTMAX_R32,
+         BIB_CU_FN_LOGSOFTMAX_R64}};
+    for (size_t i = 0; i < 7; i++)
         if ((uint64_t)n <= (uint64_t)BIB_CU_ROW_THREADS << i) {
-            fn = cached[i];
+            fn = cached[log][i];
             break;
         }
     return bib_cu_rowwise(ex, c, fn, 0, 1, false);
 }
 
 static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
-    _Static_assert(BIB_REDUCE__COUNT == 3, "shaders/cuda/rows.cu has a kernel per reduction");
+    _Static_assert(BIB_REDUCE__COUNT == 5, "shaders/cuda/rows.cu has a kernel per reduction");
     static const bib_cu_fn_t fns[BIB_REDUCE__COUNT] = {[BIB_REDUCE_SUM] = BIB_CU_FN_REDUCE_SUM,
-                                       [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
-                                       [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN};
+                                                       [BIB_REDUCE_MAX] = BIB_CU_FN_REDUCE_MAX,
+                                                       [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN,
+                                                       [BIB_REDUCE_MIN] = BIB_CU_FN_REDUCE_MIN,
+                                                       [BIB_REDUCE_PROD] = BIB_CU_FN_REDUCE_PROD};
     return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1, true);
 }
 
 static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, 0, 1, true);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1, true);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
+    if (c->sub != BIB_LAYERNORM_PACKED)
+        return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
+    /* PACKED: gamma and beta are the rows of in1 [2,N]; beta is in1's second
+     * row, so the call passes it as in2 and the kernel is the same. */
+    bib_call_t packed = *c;
+    uint32_t n = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
+    packed.in[2] = c->in[1];
+    packed.in[2].offset += n;
+    packed.in[1].rank = packed.in[2].rank = 1;
+    packed.in[1].dims[0] = packed.in[2].dims[0] = n;
+    return bib_cu_rowwise(ex, &packed, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
 }
 
 static bib_status_t bib_cu_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
@@ -282,6 +299,53 @@ static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
                        &p);
     bib_cu_buffer_free(ex, scratch);
     return st;
+}
+
+/* ---- STRIDED ------------------------------------------------------------- */
+
+static bib_status_t bib_cu_strided(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "strided output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "strided input 0", &p.in0)) != BIB_OK)
+        return st;
+    if (c->in[1].buf && (st = bib_cu_addr(ex, &c->in[1], "strided input 1", &p.in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    memcpy(p.s, c->p, sizeof p.s);
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
+    return bib_cu_launch(ex, BIB_CU_FN_STRIDED, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1,
+                         0, &p);
+}
+
+static bib_status_t bib_cu_take(bib_executor_t *ex, const bib_call_t *c) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "take output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[0], "take table", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "take indices", &p.in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    memcpy(p.s, c->p, sizeof p.s);
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
+    return bib_cu_launch(ex, BIB_CU_FN_TAKE, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0,
+                         &p);
 }
 
 /* ---- GATHER and RNG ------------------------------------------------------ */
@@ -423,7 +487,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -455,6 +519,8 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_ARGMAX] = bib_cu_argmax,
             [BIB_KERNEL_FILL] = bib_cu_fill,
             [BIB_KERNEL_RNG] = bib_cu_rng,
+            [BIB_KERNEL_STRIDED] = bib_cu_strided,
+            [BIB_KERNEL_TAKE] = bib_cu_take,
             [BIB_KERNEL_COPY] = bib_cu_copy,
         },
     .describe = bib_cu_describe,

@@ -60,6 +60,7 @@ typedef struct bib_vk_push {
     uint32_t n[6];
     uint32_t u[4];
     uint32_t off_scratch;
+    int32_t s[16]; /* STRIDED's p[] */
 } bib_vk_push_t;
 
 #define BIB_VK_BINDINGS 5 /* out, in0, in1, in2, scratch */

@@ -164,21 +164,27 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
 }
 
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "softmax", 0, 0, 1, false);
+    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1, false);
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
-    static const uint32_t ops[BIB_REDUCE__COUNT] = {
-        [BIB_REDUCE_SUM] = 0, [BIB_REDUCE_MAX] = 1, [BIB_REDUCE_MEAN] = 2};
-    _Static_assert(BIB_REDUCE__COUNT == 3, "shaders/vulkan/reduce.comp has an op per reduction");
+    static const uint32_t ops[BIB_REDUCE__COUNT] = {[BIB_REDUCE_SUM] = 0,
+                                                     [BIB_REDUCE_MAX] = 1,
+                                                     [BIB_REDUCE_MEAN] = 2,
+                                                     [BIB_REDUCE_MIN] = 4,
+                                                     [BIB_REDUCE_PROD] = 5};
+    _Static_assert(BIB_REDUCE__COUNT == 5, "shaders/vulkan/reduce.comp has an op per reduction");
     return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1, true);
 }
 
 static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "reduce", 3, 0, 1, true);
+    return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1, true);
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
+    /* PACKED: gamma and beta are the rows of in1 (norm.comp's op 2). */
+    if (c->sub == BIB_LAYERNORM_PACKED)
+        return bib_vk_rowwise(ex, c, "norm", 2, bib_vk_fbits(c->f[0]), 2, false);
     return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3, false);
 }
 
@@ -290,6 +296,55 @@ static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
     return bib_vk_dispatch(ex, "binary", spec, 2, bufs, &p, bib_vk_groups(n, 256), 1, 1);
 }
 
+/* ---- STRIDED ------------------------------------------------------------- */
+
+static bib_status_t bib_vk_strided(bib_executor_t *ex, const bib_call_t *c) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "strided output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "strided input 0", &p.off_in0)) != BIB_OK)
+        return st;
+    if (c->in[1].buf && (st = bib_vk_elem(ex, &c->in[1], "strided input 1", &p.off_in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    for (int i = 0; i < BIB_CALL_PARAMS; i++)
+        p.s[i] = (int32_t)c->p[i]; /* bib_vk_supports: each fits */
+    uint64_t n = bib_view_count(o);
+    p.u[0] = (uint32_t)n;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, "strided", NULL, 0, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+/* ---- TAKE ---------------------------------------------------------------- */
+
+static bib_status_t bib_vk_take(bib_executor_t *ex, const bib_call_t *c) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, &c->out, "take output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[0], "take table", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[1], "take indices", &p.off_in1)) != BIB_OK)
+        return st;
+    const bib_view_t *o = &c->out;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
+        uint32_t at = k + o->rank;
+        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
+    }
+    for (int i = 0; i < BIB_CALL_PARAMS; i++)
+        p.s[i] = (int32_t)c->p[i]; /* bib_vk_supports: each fits */
+    uint64_t n = bib_view_count(o);
+    p.u[0] = (uint32_t)n;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, "take", NULL, 0, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
 /* ---- transfers ----------------------------------------------------------- */
 
 static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
@@ -384,6 +439,13 @@ bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
     case BIB_KERNEL_TRANSPOSE:
         return x->dims[x->rank - 2] <= 65535u * 32u && x->dims[x->rank - 1] <= 65535u * 32u &&
                bib_vk_batch(x) <= 65535u;
+    case BIB_KERNEL_STRIDED:
+    case BIB_KERNEL_TAKE:
+        /* The shaders' offsets and strides are ints. */
+        for (int i = 0; i < BIB_CALL_PARAMS; i++)
+            if (c->p[i] < INT32_MIN || c->p[i] > INT32_MAX)
+                return false;
+        return true;
     case BIB_KERNEL_ATTENTION:
         return x->dims[1] <= 65535u &&
                (uint64_t)x->dims[0] * x->dims[1] * (y->dims[0] ? y->dims[0] : 1) <= limit;
@@ -447,7 +509,7 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 15, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_vulkan_executor = {
@@ -480,6 +542,8 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_ATTENTION] = bib_vk_attention,
             [BIB_KERNEL_GATHER] = bib_vk_gather,
             [BIB_KERNEL_RNG] = bib_vk_rng,
+            [BIB_KERNEL_STRIDED] = bib_vk_strided,
+            [BIB_KERNEL_TAKE] = bib_vk_take,
         },
     .describe = bib_vk_describe,
     .facts = bib_vk_facts,

@@ -156,9 +156,234 @@ __device__ __forceinline__ float relu_(float x) {
     return x > 0.0f ? x : 0.0f;
 }
 
+// bmath.h bib_exp_hl: exp of hi + lo.
+__device__ __forceinline__ float exp_hl_(float hi, float lo) {
+    if (isnan_(hi))
+        return qnan();
+    if (hi > BIB_EXP_HI)
+        return __uint_as_float(0x7f800000u);
+    if (hi < BIB_EXP_LO)
+        return 0.0f;
+    float j = __fmaf_rn(hi, BIB_EXP_LOG2E, BIB_EXP_SHIFT);
+    float kf = __fsub_rn(j, BIB_EXP_SHIFT);
+    float r = __fmaf_rn(-kf, BIB_EXP_LN2_HI, hi);
+    r = __fmaf_rn(-kf, BIB_EXP_LN2_LO, r);
+    r = __fadd_rn(r, lo);
+    float p = BIB_EXP_C6;
+    p = __fmaf_rn(p, r, BIB_EXP_C5);
+    p = __fmaf_rn(p, r, BIB_EXP_C4);
+    p = __fmaf_rn(p, r, BIB_EXP_C3);
+    p = __fmaf_rn(p, r, BIB_EXP_C2);
+    p = __fmaf_rn(p, r, 1.0f);
+    p = __fmaf_rn(p, r, 1.0f);
+    int32_t k = __float2int_rz(kf);
+    int32_t k1 = k >> 1;
+    int32_t k2 = k - k1;
+    return __fmul_rn(__fmul_rn(p, pow2i(k1)), pow2i(k2));
+}
+
+// bmath.h bib_log_hl.
+__device__ __forceinline__ void log_hl_(float x, float &hi, float &lo) {
+    int32_t k = 0;
+    if (x < 0x1p-126f) {
+        x = __fmul_rn(x, 0x1p25f);
+        k = -25;
+    }
+    uint32_t u = __float_as_uint(x);
+    uint32_t v = u - BIB_LOG_SQRTHALF_BITS;
+    int32_t e = static_cast<int32_t>(v) >> 23;
+    k += e;
+    float m = __uint_as_float(u - (static_cast<uint32_t>(e) << 23));
+    float f = __fsub_rn(m, 1.0f);
+    float d = __fadd_rn(2.0f, f);
+    float dl = __fsub_rn(f, __fsub_rn(d, 2.0f));
+    float sh = __fdiv_rn(f, d);
+    float r = __fmaf_rn(-sh, d, f);
+    r = __fmaf_rn(-sh, dl, r);
+    float sl = __fdiv_rn(r, d);
+    float z = __fmul_rn(sh, sh);
+    float ze = __fmaf_rn(sh, sh, -z);
+    float rz = BIB_LOG_P4;
+    rz = __fmaf_rn(rz, z, BIB_LOG_P3);
+    rz = __fmaf_rn(rz, z, BIB_LOG_P2);
+    rz = __fmaf_rn(rz, z, BIB_LOG_P1);
+    float c = __fmul_rn(sh, z);
+    float ce = __fmaf_rn(sh, z, -c);
+    float th = __fmul_rn(BIB_LOG_P0, c);
+    float the = __fmaf_rn(BIB_LOG_P0, c, -th);
+    float cube_lo = __fadd_rn(__fadd_rn(ce, __fmul_rn(sh, ze)), __fmul_rn(3.0f, __fmul_rn(z, sl)));
+    float tl = __fadd_rn(__fadd_rn(__fadd_rn(the, __fmul_rn(BIB_LOG_P0, cube_lo)),
+                                   __fmul_rn(BIB_LOG_P0_LO, c)),
+                         __fmul_rn(c, __fmul_rn(z, rz)));
+    float kf = static_cast<float>(k); // |k| <= 150: exact
+    float kh = __fmul_rn(kf, BIB_EXP_LN2_HI);
+    float kl = __fmul_rn(kf, BIB_EXP_LN2_LO);
+    float kle = __fmaf_rn(kf, BIB_EXP_LN2_LO, -kl);
+    float s2 = __fadd_rn(sh, sh);
+    float h1 = __fadd_rn(kh, s2);
+    float l1 = __fsub_rn(s2, __fsub_rn(h1, kh));
+    float h = __fadd_rn(h1, th);
+    float l2 = __fsub_rn(th, __fsub_rn(h, h1));
+    float small = __fadd_rn(__fadd_rn(l1, l2),
+                            __fadd_rn(__fadd_rn(__fadd_rn(sl, sl), tl), __fadd_rn(kl, kle)));
+    hi = __fadd_rn(h, small);
+    lo = __fsub_rn(small, __fsub_rn(hi, h));
+}
+
+// bmath.h bib_log.
+__device__ __forceinline__ float log_(float x) {
+    if (isnan_(x) || x < 0.0f)
+        return qnan();
+    if (x == 0.0f)
+        return neg_inf();
+    if (x == __uint_as_float(0x7f800000u))
+        return x;
+    float hi, lo;
+    log_hl_(x, hi, lo);
+    return __fadd_rn(hi, lo);
+}
+
+// bmath.h bib_erfc_sq.
+__device__ __forceinline__ float erfc_sq_(float a, float sq, float sqe) {
+    if (a > BIB_ERFC_MAX)
+        return 0.0f;
+    float q = __fdiv_rn(__fsub_rn(a, 2.0f), __fadd_rn(a, 2.0f));
+    float p = BIB_ERFC_F11;
+    p = __fmaf_rn(p, q, BIB_ERFC_F10);
+    p = __fmaf_rn(p, q, BIB_ERFC_F9);
+    p = __fmaf_rn(p, q, BIB_ERFC_F8);
+    p = __fmaf_rn(p, q, BIB_ERFC_F7);
+    p = __fmaf_rn(p, q, BIB_ERFC_F6);
+    p = __fmaf_rn(p, q, BIB_ERFC_F5);
+    p = __fmaf_rn(p, q, BIB_ERFC_F4);
+    p = __fmaf_rn(p, q, BIB_ERFC_F3);
+    p = __fmaf_rn(p, q, BIB_ERFC_F2);
+    p = __fmaf_rn(p, q, BIB_ERFC_F1);
+    p = __fmaf_rn(p, q, BIB_ERFC_F0);
+    float r = __fdiv_rn(p, __fadd_rn(__fadd_rn(a, a), 1.0f));
+    float v = __fmul_rn(r, exp_(-sq));
+    return __fmaf_rn(-v, sqe, v);
+}
+
+// bmath.h bib_erf_small.
+__device__ __forceinline__ float erf_small_(float x) {
+    float s = __fmul_rn(x, x);
+    float p = BIB_ERF_E6;
+    p = __fmaf_rn(p, s, BIB_ERF_E5);
+    p = __fmaf_rn(p, s, BIB_ERF_E4);
+    p = __fmaf_rn(p, s, BIB_ERF_E3);
+    p = __fmaf_rn(p, s, BIB_ERF_E2);
+    p = __fmaf_rn(p, s, BIB_ERF_E1);
+    p = __fmaf_rn(p, s, BIB_ERF_E0);
+    return __fmaf_rn(x, p, x);
+}
+
+// bmath.h bib_erf.
+__device__ __forceinline__ float erf_(float x) {
+    if (isnan_(x))
+        return qnan();
+    uint32_t sign = __float_as_uint(x) & 0x80000000u;
+    float a = __uint_as_float(__float_as_uint(x) & 0x7FFFFFFFu);
+    if (a < 1.0f)
+        return erf_small_(x);
+    float s = __fmul_rn(a, a);
+    float y = __fsub_rn(1.0f, erfc_sq_(a, s, __fmaf_rn(a, a, -s)));
+    return __uint_as_float(__float_as_uint(y) | sign);
+}
+
+// bmath.h bib_gelu_erf.
+__device__ __forceinline__ float gelu_erf_(float x) {
+    if (isnan_(x))
+        return qnan();
+    if (x == neg_inf())
+        return -0.0f;
+    float u = __fmul_rn(x, BIB_INV_SQRT2);
+    float h;
+    if (u >= -0.5f && u < 1.0f) {
+        h = __fadd_rn(1.0f, erf_small_(u));
+    } else {
+        float a = __uint_as_float(__float_as_uint(u) & 0x7FFFFFFFu);
+        float x2 = __fmul_rn(x, x);
+        float sq = __fmul_rn(0.5f, x2), sqe = __fmul_rn(0.5f, __fmaf_rn(x, x, -x2));
+        float c = erfc_sq_(a, sq, sqe);
+        h = u < 0.0f ? c : __fsub_rn(2.0f, c);
+    }
+    return __fmul_rn(x, __fmul_rn(0.5f, h));
+}
+
+// bmath.h bib_f32_integer_kind.
+__device__ __forceinline__ int integer_kind_(float y) {
+    uint32_t u = __float_as_uint(y) & 0x7FFFFFFFu;
+    if (u == 0)
+        return 2;
+    int32_t e = static_cast<int32_t>(u >> 23) - 127;
+    if (e < 0 || u >= 0x7F800000u)
+        return 0;
+    if (e > 23)
+        return 2;
+    uint32_t frac = 0x7FFFFFu >> e;
+    if ((u & frac) != 0)
+        return 0;
+    return (u >> (23 - e)) & 1u ? 1 : 2;
+}
+
+// bmath.h bib_pow.
+__device__ __forceinline__ float pow_(float x, float y) {
+    const float inf = __uint_as_float(0x7f800000u);
+    if (y == 0.0f || x == 1.0f)
+        return 1.0f;
+    if (isnan_(x) || isnan_(y))
+        return qnan();
+    if (y == 1.0f)
+        return x;
+    if (y == 2.0f)
+        return __fmul_rn(x, x);
+    if (y == -1.0f)
+        return __fdiv_rn(1.0f, x);
+    if (y == 0.5f && x == neg_inf())
+        return inf;
+    if (y == 0.5f) // +0 for -0 (sqrt keeps the sign); NaN for x < 0
+        return x == 0.0f ? 0.0f : canon(__fsqrt_rn(x));
+    float ax = __uint_as_float(__float_as_uint(x) & 0x7FFFFFFFu);
+    uint32_t xsign = __float_as_uint(x) & 0x80000000u;
+    if (y == inf || y == neg_inf()) {
+        if (ax == 1.0f)
+            return 1.0f;
+        return (ax < 1.0f) == (y > 0.0f) ? 0.0f : inf;
+    }
+    int kind = integer_kind_(y);
+    uint32_t rsign = kind == 1 ? xsign : 0u;
+    if (ax == 0.0f || ax == inf) {
+        float mag = (ax == 0.0f) == (y < 0.0f) ? inf : 0.0f;
+        return __uint_as_float(__float_as_uint(mag) | rsign);
+    }
+    if (xsign && kind == 0)
+        return qnan();
+    float lh, ll;
+    log_hl_(ax, lh, ll);
+    float zh = __fmul_rn(y, lh);
+    float ze = __fmaf_rn(y, lh, -zh);
+    float zl = __fmaf_rn(y, ll, ze);
+    float r = exp_hl_(zh, zl);
+    return __uint_as_float(__float_as_uint(r) | rsign);
+}
+
+// bmath.h bib_min2 and bib_max2.
+__device__ __forceinline__ float min2_(float a, float b) {
+    if (isnan_(a) || isnan_(b))
+        return qnan();
+    return order_key(b) < order_key(a) ? b : a;
+}
+
+__device__ __forceinline__ float max2_(float a, float b) {
+    if (isnan_(a) || isnan_(b))
+        return qnan();
+    return order_key(b) > order_key(a) ? b : a;
+}
+
 // The ops of bib_unary_t (isa/kernels.h, from the rows of isa/opcodes.def):
 // a new unary opcode adds its case here.
-static_assert(BIB_UNARY__COUNT == 5, "a unary opcode was added: give unary<OP> its case");
+static_assert(BIB_UNARY__COUNT == 13, "a unary opcode was added: give unary<OP> its case");
 template <int OP> __device__ __forceinline__ float unary(float x) {
     if (OP == BIB_UNARY_RELU)
         return relu_(x);
@@ -168,6 +393,22 @@ template <int OP> __device__ __forceinline__ float unary(float x) {
         return tanh_(x);
     if (OP == BIB_UNARY_GELU)
         return gelu_(x);
+    if (OP == BIB_UNARY_ERF)
+        return erf_(x);
+    if (OP == BIB_UNARY_LOG)
+        return log_(x);
+    if (OP == BIB_UNARY_SQRT)
+        return canon(__fsqrt_rn(x));
+    if (OP == BIB_UNARY_RSQRT)
+        return canon(__fdiv_rn(1.0f, __fsqrt_rn(x)));
+    if (OP == BIB_UNARY_RECIP)
+        return canon(__fdiv_rn(1.0f, x));
+    if (OP == BIB_UNARY_ABS)
+        return isnan_(x) ? qnan() : __uint_as_float(__float_as_uint(x) & 0x7FFFFFFFu);
+    if (OP == BIB_UNARY_NEG)
+        return isnan_(x) ? qnan() : __uint_as_float(__float_as_uint(x) ^ 0x80000000u);
+    if (OP == BIB_UNARY_GELU_ERF)
+        return gelu_erf_(x);
     return exp_(x);
 }
 
@@ -226,6 +467,46 @@ __device__ __forceinline__ float tree_max(tree_smem &sm, int32_t key, bool nan) 
     }
     __syncthreads();
     float r = (sm.i[0] | sm.i[1]) ? qnan() : from_order_key(max(sm.k[0], sm.k[1]));
+    __syncthreads();
+    return r;
+}
+
+// PROD: tree_sum's pairing with * for +.
+__device__ __forceinline__ float tree_prod(tree_smem &sm, float partial) {
+    const uint32_t l = threadIdx.x;
+    if (l >= 32)
+        sm.p[l] = partial;
+    __syncthreads();
+    if (l < 32) {
+        float v = __fmul_rn(partial, sm.p[l + 32]);
+#pragma unroll
+        for (int s = 16; s >= 1; s >>= 1)
+            v = __fmul_rn(v, __shfl_down_sync(0xffffffffu, v, s));
+        if (l == 0)
+            sm.p[0] = v;
+    }
+    __syncthreads();
+    float r = sm.p[0];
+    __syncthreads();
+    return r;
+}
+
+// MIN as tree_max with the least key (+Inf for an empty row).
+__device__ __forceinline__ float tree_min(tree_smem &sm, int32_t key, bool nan) {
+    const uint32_t l = threadIdx.x;
+    int32_t k = key;
+    uint32_t n = nan ? 1u : 0u;
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) {
+        k = min(k, __shfl_down_sync(0xffffffffu, k, s));
+        n |= __shfl_down_sync(0xffffffffu, n, s);
+    }
+    if ((l & 31) == 0) {
+        sm.k[l >> 5] = k;
+        sm.i[l >> 5] = n;
+    }
+    __syncthreads();
+    float r = (sm.i[0] | sm.i[1]) ? qnan() : from_order_key(min(sm.k[0], sm.k[1]));
     __syncthreads();
     return r;
 }

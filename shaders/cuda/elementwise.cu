@@ -35,7 +35,7 @@ __device__ __forceinline__ void scale_all(const bib_cu_args_t &a) {
         y[i] = canon(__fmul_rn(x[i], s));
 }
 
-enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV };
+enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_POW, BINARY_MIN, BINARY_MAX };
 // in1's form: the same shape, a row over in0's last axis, one element.
 enum { FORM_SAME, FORM_ROW, FORM_ONE };
 
@@ -54,9 +54,78 @@ template <int OP, int FORM> __device__ __forceinline__ void binary_all(const bib
             r = __fsub_rn(u, v);
         else if (OP == BINARY_MUL)
             r = __fmul_rn(u, v);
-        else
+        else if (OP == BINARY_DIV)
             r = __fdiv_rn(u, v);
+        else if (OP == BINARY_POW)
+            r = pow_(u, v);
+        else if (OP == BINARY_MIN)
+            r = min2_(u, v);
+        else
+            r = max2_(u, v);
         y[i] = canon(r);
+    }
+}
+
+// STRIDED: a copy of raw 32-bit words. Output element e, at index
+// (i0..i5) of the output padded to rank 6 in front (n[0..5]), is
+// in0[s[0] + sum i_k s[1+k]], or where i_{s[14]} >= s[15]
+// in1[s[7] + sum i_k s[8+k]] (backends/callcheck.c checked every index).
+// I is the index type of the decomposition: 32-bit when the output has
+// fewer than 2^32 elements (64-bit division is slow on the device).
+template <typename I> __device__ __forceinline__ void strided_all(const bib_cu_args_t &a) {
+    const uint32_t *x0 = u32(a.in0), *x1 = u32(a.in1);
+    uint32_t *y = u32(a.out);
+    uint64_t total = 1;
+#pragma unroll
+    for (int k = 0; k < 6; k++)
+        total *= a.n[k];
+    for (uint64_t e = first_index(); e < total; e += grid_stride()) {
+        int64_t i[6];
+        I rem = static_cast<I>(e);
+#pragma unroll
+        for (int k = 5; k >= 0; k--) {
+            const I d = static_cast<I>(a.n[k]);
+            i[k] = static_cast<int64_t>(rem % d);
+            rem /= d;
+        }
+        const bool second = i[a.s[14]] >= a.s[15];
+        const int64_t *p = second ? a.s + 7 : a.s;
+        int64_t at = p[0];
+#pragma unroll
+        for (int k = 0; k < 6; k++)
+            at += i[k] * p[1 + k];
+        y[e] = second ? x1[at] : x0[at];
+    }
+}
+
+// TAKE (GATHER_AXIS, GATHER_ELEMENTS): output element e, at index (i0..i5)
+// of the output padded to rank 6 (n[0..5]), is in0[sum i_k s[k] + j s[12]]
+// with j = in1[sum i_k s[6+k]] (i32), plus s[13] when negative. The VM
+// checked every index; the clamp only keeps a bad direct call in the buffer.
+template <typename I> __device__ __forceinline__ void take_all(const bib_cu_args_t &a) {
+    const uint32_t *x = u32(a.in0);
+    const int32_t *idx = i32(a.in1);
+    uint32_t *y = u32(a.out);
+    uint64_t total = 1;
+#pragma unroll
+    for (int k = 0; k < 6; k++)
+        total *= a.n[k];
+    for (uint64_t e = first_index(); e < total; e += grid_stride()) {
+        I rem = static_cast<I>(e);
+        int64_t at0 = 0, at1 = 0;
+#pragma unroll
+        for (int k = 5; k >= 0; k--) {
+            const I d = static_cast<I>(a.n[k]);
+            const int64_t i = static_cast<int64_t>(rem % d);
+            rem /= d;
+            at0 += i * a.s[k];
+            at1 += i * a.s[6 + k];
+        }
+        int64_t j = idx[at1];
+        if (j < 0)
+            j += a.s[13];
+        j = j < 0 ? 0 : j >= a.s[13] ? a.s[13] - 1 : j;
+        y[e] = x[at0 + j * a.s[12]];
     }
 }
 
@@ -82,6 +151,9 @@ BIB_BINARY_KERNELS(add, BINARY_ADD)
 BIB_BINARY_KERNELS(sub, BINARY_SUB)
 BIB_BINARY_KERNELS(mul, BINARY_MUL)
 BIB_BINARY_KERNELS(div, BINARY_DIV)
+BIB_BINARY_KERNELS(pow, BINARY_POW)
+BIB_BINARY_KERNELS(min, BINARY_MIN)
+BIB_BINARY_KERNELS(max, BINARY_MAX)
 
 // TRANSPOSE: out[b][c][r] = in0[b][r][c] as raw 32-bit words through a
 // 32 x 33 shared tile, so reads and writes are both coalesced.
@@ -159,3 +231,5 @@ extern "C" __global__ void __launch_bounds__(256) bib_rng(const bib_cu_args_t a)
         }
     }
 }
+BIB_EW_KERNEL(bib_strided, if (a.u[0]) strided_all<uint64_t>(a); else strided_all<uint32_t>(a))
+BIB_EW_KERNEL(bib_take, if (a.u[0]) take_all<uint64_t>(a); else take_all<uint32_t>(a))

@@ -35,7 +35,7 @@ using namespace bibcu;
 
 namespace {
 
-enum { ACT_NONE, ACT_RELU, ACT_GELU };
+enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_ERF };
 
 // What padded slices copy: A's -0 and B's +0 (see the top of this file).
 __device__ __align__(16) float bib_mm_pad_a[4] = {-0.0f, -0.0f, -0.0f, -0.0f};
@@ -246,6 +246,8 @@ __device__ __forceinline__ void matmul_tile(const bib_cu_args_t &a) {
                         x = relu_(x);
                     else if (ACT == ACT_GELU)
                         x = gelu_(x);
+                    else if (ACT == ACT_GELU_ERF)
+                        x = gelu_erf_(x);
                     v[j] = x;
                 }
                 if (VEC) {
@@ -277,7 +279,8 @@ __device__ __forceinline__ void matmul_tile(const bib_cu_args_t &a) {
 #define BIB_MATMUL_ACTS(prefix, bm, bn, bk, tm, tn, stages, vec)                                   \
     BIB_MATMUL_KERNEL(prefix##_none, bm, bn, bk, tm, tn, stages, vec, ACT_NONE)                    \
     BIB_MATMUL_KERNEL(prefix##_relu, bm, bn, bk, tm, tn, stages, vec, ACT_RELU)                    \
-    BIB_MATMUL_KERNEL(prefix##_gelu, bm, bn, bk, tm, tn, stages, vec, ACT_GELU)
+    BIB_MATMUL_KERNEL(prefix##_gelu, bm, bn, bk, tm, tn, stages, vec, ACT_GELU)                    \
+    BIB_MATMUL_KERNEL(prefix##_gelu_erf, bm, bn, bk, tm, tn, stages, vec, ACT_GELU_ERF)
 
 BIB_MATMUL_ACTS(bib_matmul_big_vec, 128, 128, 8, 8, 8, 3, true)
 BIB_MATMUL_ACTS(bib_matmul_big_any, 128, 128, 8, 8, 8, 3, false)

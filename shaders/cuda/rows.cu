@@ -1,4 +1,4 @@
-// shaders/cuda/rows.cu: the row kernels: SOFTMAX, REDUCE (sum, max, mean),
+// shaders/cuda/rows.cu: the row kernels: SOFTMAX, REDUCE (sum, max, mean, min, prod),
 // ARGMAX, LAYERNORM, RMSNORM, each along the last axis with one block of 64
 // threads per row (THE tree of spec/numerics.md; common.cuh). Blocks walk
 // rows with a stride of gridDim.x; the loop condition depends on blockIdx
@@ -19,7 +19,8 @@ constexpr uint32_t L = BIB_CU_ROW_THREADS;
 // softmax: m = max (NaN -> NaN, -0 < +0); y = exp(x - m); s = tree(y);
 // y = canon(y / s). VPT > 0 keeps the lane's VPT elements in registers
 // (rows of at most 64 * VPT); VPT == 0 streams any length from memory.
-template <int VPT>
+// LOG: log-softmax, s = tree(exp(x - m)) (not stored), y = canon((x - m) - log(s)).
+template <int VPT, bool LOG>
 __device__ __forceinline__ void softmax_row(const float *x, float *y, uint32_t n, tree_smem &sm) {
     const uint32_t l = threadIdx.x;
     int32_t best = order_key(neg_inf());
@@ -42,19 +43,33 @@ __device__ __forceinline__ void softmax_row(const float *x, float *y, uint32_t n
         }
         float m = tree_max(sm, best, nan);
         float part = 0.0f;
+        if (LOG) {
 #pragma unroll
-        for (int q = 0; q < VPT; q++) {
-            if (l + L * q < n) {
-                v[q] = exp_(__fsub_rn(v[q], m));
-                part = __fadd_rn(part, v[q]);
+            for (int q = 0; q < VPT; q++)
+                if (l + L * q < n)
+                    part = __fadd_rn(part, exp_(__fsub_rn(v[q], m)));
+            float ls = log_(tree_sum(sm, part));
+#pragma unroll
+            for (int q = 0; q < VPT; q++) {
+                uint32_t i = l + L * q;
+                if (i < n)
+                    y[i] = canon(__fsub_rn(__fsub_rn(v[q], m), ls));
             }
-        }
-        float s = tree_sum(sm, part);
+        } else {
 #pragma unroll
-        for (int q = 0; q < VPT; q++) {
-            uint32_t i = l + L * q;
-            if (i < n)
-                y[i] = canon(__fdiv_rn(v[q], s));
+            for (int q = 0; q < VPT; q++) {
+                if (l + L * q < n) {
+                    v[q] = exp_(__fsub_rn(v[q], m));
+                    part = __fadd_rn(part, v[q]);
+                }
+            }
+            float s = tree_sum(sm, part);
+#pragma unroll
+            for (int q = 0; q < VPT; q++) {
+                uint32_t i = l + L * q;
+                if (i < n)
+                    y[i] = canon(__fdiv_rn(v[q], s));
+            }
         }
     } else {
         for (uint32_t i = l; i < n; i += L) {
@@ -66,28 +81,36 @@ __device__ __forceinline__ void softmax_row(const float *x, float *y, uint32_t n
         }
         float m = tree_max(sm, best, nan);
         float part = 0.0f;
-        for (uint32_t i = l; i < n; i += L) {
-            float e = exp_(__fsub_rn(x[i], m));
-            y[i] = e;
-            part = __fadd_rn(part, e);
+        if (LOG) {
+            for (uint32_t i = l; i < n; i += L)
+                part = __fadd_rn(part, exp_(__fsub_rn(x[i], m)));
+            float ls = log_(tree_sum(sm, part));
+            for (uint32_t i = l; i < n; i += L)
+                y[i] = canon(__fsub_rn(__fsub_rn(x[i], m), ls));
+        } else {
+            for (uint32_t i = l; i < n; i += L) {
+                float e = exp_(__fsub_rn(x[i], m));
+                y[i] = e;
+                part = __fadd_rn(part, e);
+            }
+            float s = tree_sum(sm, part);
+            for (uint32_t i = l; i < n; i += L)
+                y[i] = canon(__fdiv_rn(y[i], s));
         }
-        float s = tree_sum(sm, part);
-        for (uint32_t i = l; i < n; i += L)
-            y[i] = canon(__fdiv_rn(y[i], s));
     }
 }
 
-template <int VPT> __device__ __forceinline__ void softmax_rows(const bib_cu_args_t &a) {
+template <int VPT, bool LOG> __device__ __forceinline__ void softmax_rows(const bib_cu_args_t &a) {
     __shared__ tree_smem sm;
     const uint64_t rows = a.n[0];
     const uint32_t n = static_cast<uint32_t>(a.n[1]);
     const float *x = f32(a.in0);
     float *y = f32(a.out);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x)
-        softmax_row<VPT>(x + row * n, y + row * n, n, sm);
+        softmax_row<VPT, LOG>(x + row * n, y + row * n, n, sm);
 }
 
-enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN };
+enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MEAN, REDUCE_MIN, REDUCE_PROD };
 
 template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_t &a) {
     __shared__ tree_smem sm;
@@ -98,7 +121,27 @@ template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_
     float *y = f32(a.out);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
-        if (OP == REDUCE_MAX) {
+        if (OP == REDUCE_PROD) {
+            float part = 1.0f;
+            for (uint32_t i = l; i < n; i += L)
+                part = __fmul_rn(part, xr[i]);
+            float s = tree_prod(sm, part);
+            if (l == 0)
+                y[row] = canon(s);
+        } else if (OP == REDUCE_MIN) {
+            int32_t best = order_key(__int_as_float(0x7f800000));
+            bool nan = false;
+            for (uint32_t i = l; i < n; i += L) {
+                float xi = xr[i];
+                if (isnan_(xi))
+                    nan = true;
+                else
+                    best = min(best, order_key(xi));
+            }
+            float m = tree_min(sm, best, nan);
+            if (l == 0)
+                y[row] = m;
+        } else if (OP == REDUCE_MAX) {
             int32_t best = order_key(neg_inf());
             bool nan = false;
             for (uint32_t i = l; i < n; i += L) {
@@ -125,7 +168,8 @@ template <int OP> __device__ __forceinline__ void reduce_rows(const bib_cu_args_
 }
 
 // ARGMAX (out is i32): the index of the first NaN if the row has one, else
-// of the first maximum in the order -0 < +0; 0 for an empty row.
+// of the first maximum (u[0] = 1: minimum) in the order -0 < +0; 0 for an
+// empty row.
 __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     __shared__ int32_t keys[L];
     __shared__ uint32_t at_s[L], nan_s[L];
@@ -135,6 +179,8 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     const uint32_t n = static_cast<uint32_t>(a.n[1]);
     const float *x = f32(a.in0);
     int32_t *y = i32(a.out);
+    // u[0] = 1: ARGMIN, the first maximum of the keys' complements.
+    const int32_t flip = a.u[0] ? -1 : 0;
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const float *xr = x + row * n;
         int32_t best = order_key(neg_inf());
@@ -146,7 +192,7 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
                 first_nan = i;
                 break;
             }
-            int32_t k = order_key(xi);
+            int32_t k = order_key(xi) ^ flip;
             if (at == none || k > best) {
                 best = k;
                 at = i;
@@ -239,17 +285,27 @@ __device__ __forceinline__ void rmsnorm_rows(const bib_cu_args_t &a) {
         body;                                                                                      \
     }
 
-BIB_ROW_KERNEL(bib_softmax_s, softmax_rows<0>(a))
-BIB_ROW_KERNEL(bib_softmax_r1, softmax_rows<1>(a))
-BIB_ROW_KERNEL(bib_softmax_r2, softmax_rows<2>(a))
-BIB_ROW_KERNEL(bib_softmax_r4, softmax_rows<4>(a))
-BIB_ROW_KERNEL(bib_softmax_r8, softmax_rows<8>(a))
-BIB_ROW_KERNEL(bib_softmax_r16, softmax_rows<16>(a))
-BIB_ROW_KERNEL(bib_softmax_r32, softmax_rows<32>(a))
-BIB_ROW_KERNEL(bib_softmax_r64, softmax_rows<64>(a))
+BIB_ROW_KERNEL(bib_softmax_s, (softmax_rows<0, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r1, (softmax_rows<1, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r2, (softmax_rows<2, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r4, (softmax_rows<4, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r8, (softmax_rows<8, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r16, (softmax_rows<16, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r32, (softmax_rows<32, false>(a)))
+BIB_ROW_KERNEL(bib_softmax_r64, (softmax_rows<64, false>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_s, (softmax_rows<0, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r1, (softmax_rows<1, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r2, (softmax_rows<2, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r4, (softmax_rows<4, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r8, (softmax_rows<8, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r16, (softmax_rows<16, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r32, (softmax_rows<32, true>(a)))
+BIB_ROW_KERNEL(bib_logsoftmax_r64, (softmax_rows<64, true>(a)))
 BIB_ROW_KERNEL(bib_reduce_sum, reduce_rows<REDUCE_SUM>(a))
 BIB_ROW_KERNEL(bib_reduce_max, reduce_rows<REDUCE_MAX>(a))
 BIB_ROW_KERNEL(bib_reduce_mean, reduce_rows<REDUCE_MEAN>(a))
+BIB_ROW_KERNEL(bib_reduce_min, reduce_rows<REDUCE_MIN>(a))
+BIB_ROW_KERNEL(bib_reduce_prod, reduce_rows<REDUCE_PROD>(a))
 BIB_ROW_KERNEL(bib_argmax, argmax_rows(a))
 BIB_ROW_KERNEL(bib_layernorm, layernorm_rows(a))
 BIB_ROW_KERNEL(bib_rmsnorm, rmsnorm_rows(a))

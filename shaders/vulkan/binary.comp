@@ -1,4 +1,5 @@
-// binary.comp: elementwise add, sub, mul, div with broadcasting of in1.
+// binary.comp: elementwise add, sub, mul, div, pow, min, max with broadcasting
+// of in1.
 // Specialization constants: 1 = bib_binary_t, 2 = in1's form: 0 same shape
 // | 1 a row [n1] | 2 one element. Push: n0 = element count, n1 = row length.
 #version 450
@@ -18,8 +19,14 @@ void main() {
             r = a - b;
         else if (OP == 2u)
             r = a * b;
-        else
+        else if (OP == 3u)
             r = bib_div(a, b);
+        else if (OP == 4u)
+            r = bib_pow(a, b);
+        else if (OP == 5u)
+            r = bib_min2(a, b);
+        else
+            r = bib_max2(a, b);
         out_f[pc.off_out + i] = bib_canon(r);
     }
 }

@@ -47,6 +47,7 @@ layout(push_constant) uniform Push {
     uint u2;
     uint u3;
     uint off_scratch;
+    int s[16]; // kernel-specific signed words (STRIDED's offsets and strides)
 } pc;
 
 #if BIB_HAVE_F64
@@ -361,7 +362,307 @@ float bib_relu(float x) {
     return x > 0.0 ? x : 0.0;
 }
 
-// bib_unary_t order: relu, sigmoid, tanh, gelu, exp.
+// ---- log, erf, gelu_erf, pow (bmath.h, spec/numerics.md section 5a) -------
+
+#define BIB_LOG_P0 uintBitsToFloat(0x3f2aaaabu)
+#define BIB_LOG_P0_LO uintBitsToFloat(0xb2aaaaabu)
+#define BIB_LOG_P1 uintBitsToFloat(0x3eccccccu)
+#define BIB_LOG_P2 uintBitsToFloat(0x3e924993u)
+#define BIB_LOG_P3 uintBitsToFloat(0x3e633cffu)
+#define BIB_LOG_P4 uintBitsToFloat(0x3e464e33u)
+#define BIB_ERFC_MAX uintBitsToFloat(0x41280000u)
+#define BIB_ERFC_F0 uintBitsToFloat(0x3fa37407u)
+#define BIB_ERFC_F1 uintBitsToFloat(0xbdbdfaf5u)
+#define BIB_ERFC_F2 uintBitsToFloat(0xbe2a03e7u)
+#define BIB_ERFC_F3 uintBitsToFloat(0x3e27fcfeu)
+#define BIB_ERFC_F4 uintBitsToFloat(0xbd5e13a0u)
+#define BIB_ERFC_F5 uintBitsToFloat(0xbc039351u)
+#define BIB_ERFC_F6 uintBitsToFloat(0x3c0eb371u)
+#define BIB_ERFC_F7 uintBitsToFloat(0x3aa4278bu)
+#define BIB_ERFC_F8 uintBitsToFloat(0xbaba77e0u)
+#define BIB_ERFC_F9 uintBitsToFloat(0xb9d24190u)
+#define BIB_ERFC_F10 uintBitsToFloat(0x3933830eu)
+#define BIB_ERFC_F11 uintBitsToFloat(0x38a8a7a1u)
+#define BIB_ERF_E0 uintBitsToFloat(0x3e0375d4u)
+#define BIB_ERF_E1 uintBitsToFloat(0xbec0939fu)
+#define BIB_ERF_E2 uintBitsToFloat(0x3de7167cu)
+#define BIB_ERF_E3 uintBitsToFloat(0xbcdbfc86u)
+#define BIB_ERF_E4 uintBitsToFloat(0x3baa02d8u)
+#define BIB_ERF_E5 uintBitsToFloat(0xba51fb78u)
+#define BIB_ERF_E6 uintBitsToFloat(0x38a4b505u)
+#define BIB_INV_SQRT2 uintBitsToFloat(0x3f3504f3u)
+#define BIB_F32_INF uintBitsToFloat(0x7f800000u)
+#define BIB_F32_NEG_INF uintBitsToFloat(0xff800000u)
+
+float bib_exp_hl(float hi, float lo) {
+    if (bib_isnan(hi))
+        return uintBitsToFloat(BIB_QNAN);
+    if (hi > BIB_EXP_HI)
+        return BIB_F32_INF;
+    if (hi < BIB_EXP_LO)
+        return 0.0;
+    precise float j = bib_fma(hi, BIB_EXP_LOG2E, BIB_EXP_SHIFT);
+    precise float kf = j - BIB_EXP_SHIFT;
+    precise float nk = -kf;
+    precise float r = bib_fma(nk, BIB_EXP_LN2_HI, hi);
+    r = bib_fma(nk, BIB_EXP_LN2_LO, r);
+    r = r + lo;
+    precise float p = BIB_EXP_C6;
+    p = bib_fma(p, r, BIB_EXP_C5);
+    p = bib_fma(p, r, BIB_EXP_C4);
+    p = bib_fma(p, r, BIB_EXP_C3);
+    p = bib_fma(p, r, BIB_EXP_C2);
+    p = bib_fma(p, r, 1.0);
+    p = bib_fma(p, r, 1.0);
+    int k = int(kf);
+    int k1 = k >> 1;
+    int k2 = k - k1;
+    precise float y = p * bib_pow2i(k1);
+    precise float z = y * bib_pow2i(k2);
+    return z;
+}
+
+// ln x = hi + lo for x positive, finite, not zero.
+void bib_log_hl(float xin, out float hi, out float lo) {
+    precise float x = xin;
+    int k = 0;
+    if (x < uintBitsToFloat(0x00800000u)) {
+        x = x * uintBitsToFloat(0x4c000000u); // 2^25, exact
+        k = -25;
+    }
+    uint u = floatBitsToUint(x);
+    uint v = u - 0x3f3504f3u;
+    int e = int(v) >> 23;
+    k += e;
+    precise float m = uintBitsToFloat(u - (uint(e) << 23));
+    precise float f = m - 1.0;
+    precise float d = 2.0 + f;
+    precise float d2 = d - 2.0;
+    precise float dl = f - d2;
+    precise float sh = bib_div(f, d);
+    precise float nsh = -sh;
+    precise float r = bib_fma(nsh, d, f);
+    r = bib_fma(nsh, dl, r);
+    precise float sl = bib_div(r, d);
+    precise float z = sh * sh;
+    precise float nz = -z;
+    precise float ze = bib_fma(sh, sh, nz);
+    precise float rz = BIB_LOG_P4;
+    rz = bib_fma(rz, z, BIB_LOG_P3);
+    rz = bib_fma(rz, z, BIB_LOG_P2);
+    rz = bib_fma(rz, z, BIB_LOG_P1);
+    precise float c = sh * z;
+    precise float nc = -c;
+    precise float ce = bib_fma(sh, z, nc);
+    precise float th = BIB_LOG_P0 * c;
+    precise float nth = -th;
+    precise float the = bib_fma(BIB_LOG_P0, c, nth);
+    precise float shze = sh * ze;
+    precise float cl1 = ce + shze;
+    precise float zsl = z * sl;
+    precise float zsl3 = 3.0 * zsl;
+    precise float cube_lo = cl1 + zsl3;
+    precise float tl1 = BIB_LOG_P0 * cube_lo;
+    precise float tl2 = the + tl1;
+    precise float tl3 = BIB_LOG_P0_LO * c;
+    precise float tl4 = tl2 + tl3;
+    precise float zr = z * rz;
+    precise float czr = c * zr;
+    precise float tl = tl4 + czr;
+    precise float kf = float(k);
+    precise float kh = kf * BIB_EXP_LN2_HI;
+    precise float kl = kf * BIB_EXP_LN2_LO;
+    precise float nkl = -kl;
+    precise float kle = bib_fma(kf, BIB_EXP_LN2_LO, nkl);
+    precise float s2 = sh + sh;
+    precise float h1 = kh + s2;
+    precise float hk = h1 - kh;
+    precise float l1 = s2 - hk;
+    precise float h = h1 + th;
+    precise float hd1 = h - h1;
+    precise float l2 = th - hd1;
+    precise float l12 = l1 + l2;
+    precise float sl2 = sl + sl;
+    precise float a1 = sl2 + tl;
+    precise float a2 = kl + kle;
+    precise float a3 = a1 + a2;
+    precise float small = l12 + a3;
+    precise float hh = h + small;
+    precise float hd = hh - h;
+    precise float ll = small - hd;
+    hi = hh;
+    lo = ll;
+}
+
+float bib_log(float x) {
+    if (bib_isnan(x) || x < 0.0)
+        return uintBitsToFloat(BIB_QNAN);
+    if (x == 0.0)
+        return BIB_F32_NEG_INF;
+    if (x == BIB_F32_INF)
+        return BIB_F32_INF;
+    float hi, lo;
+    bib_log_hl(x, hi, lo);
+    precise float y = hi + lo;
+    return y;
+}
+
+// erfc(a) for a >= 0 given a^2 == sq + sqe exactly.
+float bib_erfc_sq(float a, float sq, float sqe) {
+    if (a > BIB_ERFC_MAX)
+        return 0.0;
+    precise float am = a - 2.0;
+    precise float ap = a + 2.0;
+    precise float q = bib_div(am, ap);
+    precise float p = BIB_ERFC_F11;
+    p = bib_fma(p, q, BIB_ERFC_F10);
+    p = bib_fma(p, q, BIB_ERFC_F9);
+    p = bib_fma(p, q, BIB_ERFC_F8);
+    p = bib_fma(p, q, BIB_ERFC_F7);
+    p = bib_fma(p, q, BIB_ERFC_F6);
+    p = bib_fma(p, q, BIB_ERFC_F5);
+    p = bib_fma(p, q, BIB_ERFC_F4);
+    p = bib_fma(p, q, BIB_ERFC_F3);
+    p = bib_fma(p, q, BIB_ERFC_F2);
+    p = bib_fma(p, q, BIB_ERFC_F1);
+    p = bib_fma(p, q, BIB_ERFC_F0);
+    precise float a2 = a + a;
+    precise float den = a2 + 1.0;
+    precise float r = bib_div(p, den);
+    precise float nsq = -sq;
+    precise float e = bib_exp(nsq);
+    precise float v = r * e;
+    precise float nv = -v;
+    precise float y = bib_fma(nv, sqe, v);
+    return y;
+}
+
+float bib_erf_small(float x) {
+    precise float s = x * x;
+    precise float p = BIB_ERF_E6;
+    p = bib_fma(p, s, BIB_ERF_E5);
+    p = bib_fma(p, s, BIB_ERF_E4);
+    p = bib_fma(p, s, BIB_ERF_E3);
+    p = bib_fma(p, s, BIB_ERF_E2);
+    p = bib_fma(p, s, BIB_ERF_E1);
+    p = bib_fma(p, s, BIB_ERF_E0);
+    precise float y = bib_fma(x, p, x);
+    return y;
+}
+
+float bib_erf(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    uint sign = floatBitsToUint(x) & 0x80000000u;
+    precise float a = uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu);
+    if (a < 1.0)
+        return bib_erf_small(x);
+    precise float s = a * a;
+    precise float ns = -s;
+    precise float se = bib_fma(a, a, ns);
+    precise float c = bib_erfc_sq(a, s, se);
+    precise float y = 1.0 - c;
+    return uintBitsToFloat(floatBitsToUint(y) | sign);
+}
+
+float bib_gelu_erf(float x) {
+    if (bib_isnan(x))
+        return uintBitsToFloat(BIB_QNAN);
+    if (floatBitsToUint(x) == 0xff800000u)
+        return uintBitsToFloat(0x80000000u);
+    precise float u = x * BIB_INV_SQRT2;
+    precise float h;
+    if (u >= -0.5 && u < 1.0) {
+        precise float e = bib_erf_small(u);
+        h = 1.0 + e;
+    } else {
+        precise float a = uintBitsToFloat(floatBitsToUint(u) & 0x7fffffffu);
+        precise float x2 = x * x;
+        precise float nx2 = -x2;
+        precise float x2e = bib_fma(x, x, nx2);
+        precise float sq = 0.5 * x2;
+        precise float sqe = 0.5 * x2e;
+        precise float c = bib_erfc_sq(a, sq, sqe);
+        precise float c2 = 2.0 - c;
+        h = u < 0.0 ? c : c2;
+    }
+    precise float hh = 0.5 * h;
+    precise float y = x * hh;
+    return y;
+}
+
+// 0: y is not an integer; 1: an odd integer; 2: an even integer.
+int bib_integer_kind(float y) {
+    uint u = floatBitsToUint(y) & 0x7fffffffu;
+    if (u == 0u)
+        return 2;
+    int e = int(u >> 23) - 127;
+    if (e < 0 || u >= 0x7f800000u)
+        return 0;
+    if (e > 23)
+        return 2;
+    uint frac = 0x7fffffu >> uint(e);
+    if ((u & frac) != 0u)
+        return 0;
+    return ((u >> uint(23 - e)) & 1u) != 0u ? 1 : 2;
+}
+
+float bib_pow(float x, float y) {
+    if (y == 0.0 || x == 1.0)
+        return 1.0;
+    if (bib_isnan(x) || bib_isnan(y))
+        return uintBitsToFloat(BIB_QNAN);
+    if (y == 1.0)
+        return x;
+    if (y == 2.0) {
+        precise float xx = x * x;
+        return xx;
+    }
+    if (y == -1.0)
+        return bib_div(1.0, x);
+    if (y == 0.5 && x == BIB_F32_NEG_INF)
+        return BIB_F32_INF;
+    if (y == 0.5) // +0 for -0 (sqrt keeps the sign); NaN for x < 0
+        return x == 0.0 ? 0.0 : bib_canon(bib_sqrt(x));
+    precise float ax = uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu);
+    uint xsign = floatBitsToUint(x) & 0x80000000u;
+    if (y == BIB_F32_INF || y == BIB_F32_NEG_INF) {
+        if (ax == 1.0)
+            return 1.0;
+        return (ax < 1.0) == (y > 0.0) ? 0.0 : BIB_F32_INF;
+    }
+    int kind = bib_integer_kind(y);
+    uint rsign = kind == 1 ? xsign : 0u;
+    if (ax == 0.0 || ax == BIB_F32_INF) {
+        float mag = (ax == 0.0) == (y < 0.0) ? BIB_F32_INF : 0.0;
+        return uintBitsToFloat(floatBitsToUint(mag) | rsign);
+    }
+    if (xsign != 0u && kind == 0)
+        return uintBitsToFloat(BIB_QNAN);
+    float lh, ll;
+    bib_log_hl(ax, lh, ll);
+    precise float zh = y * lh;
+    precise float nzh = -zh;
+    precise float ze = bib_fma(y, lh, nzh);
+    precise float zl = bib_fma(y, ll, ze);
+    precise float r = bib_exp_hl(zh, zl);
+    return uintBitsToFloat(floatBitsToUint(r) | rsign);
+}
+
+float bib_min2(float a, float b) {
+    if (bib_isnan(a) || bib_isnan(b))
+        return uintBitsToFloat(BIB_QNAN);
+    return bib_order_key(b) < bib_order_key(a) ? b : a;
+}
+
+float bib_max2(float a, float b) {
+    if (bib_isnan(a) || bib_isnan(b))
+        return uintBitsToFloat(BIB_QNAN);
+    return bib_order_key(b) > bib_order_key(a) ? b : a;
+}
+
+// bib_unary_t order: relu, sigmoid, tanh, gelu, exp, erf, log, sqrt, rsqrt,
+// recip, abs, neg, gelu_erf.
 float bib_unary(uint op, float x) {
     if (op == 0u)
         return bib_relu(x);
@@ -371,5 +672,25 @@ float bib_unary(uint op, float x) {
         return bib_tanh(x);
     if (op == 3u)
         return bib_gelu(x);
-    return bib_exp(x);
+    if (op == 4u)
+        return bib_exp(x);
+    if (op == 5u)
+        return bib_erf(x);
+    if (op == 6u)
+        return bib_log(x);
+    if (op == 7u)
+        return bib_canon(bib_sqrt(x));
+    if (op == 8u) {
+        precise float r = bib_sqrt(x);
+        return bib_canon(bib_div(1.0, r));
+    }
+    if (op == 9u)
+        return bib_canon(bib_div(1.0, x));
+    if (op == 10u)
+        return bib_isnan(x) ? uintBitsToFloat(BIB_QNAN)
+                            : uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu);
+    if (op == 11u)
+        return bib_isnan(x) ? uintBitsToFloat(BIB_QNAN)
+                            : uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u);
+    return bib_gelu_erf(x);
 }

@@ -89,6 +89,8 @@ void main() {
                         v = bib_relu(v);
                     else if (ACT == 2u)
                         v = bib_gelu(v);
+                    else if (ACT == 3u)
+                        v = bib_gelu_erf(v);
                     out_f[pc.off_out + gm * N + gn] = v;
                 }
             }

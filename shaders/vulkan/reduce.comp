@@ -12,7 +12,27 @@ void main() {
     uint l = gl_LocalInvocationID.x, n = pc.n1, op = OP;
     for (uint row = gl_WorkGroupID.x; row < pc.n0; row += gl_NumWorkGroups.x) {
         uint xb = pc.off_in0 + row * n;
-        if (op == 0u || op == 2u) {
+        if (op == 5u) {
+            precise float part = 1.0;
+            for (uint i = l; i < n; i += 64u)
+                part = part * in0_f[xb + i];
+            float s = bib_tree_prod(part);
+            if (l == 0u)
+                out_f[pc.off_out + row] = bib_canon(s);
+        } else if (op == 4u) {
+            int best = bib_order_key(uintBitsToFloat(0x7f800000u));
+            bool nan = false;
+            for (uint i = l; i < n; i += 64u) {
+                float x = in0_f[xb + i];
+                if (bib_isnan(x))
+                    nan = true;
+                else
+                    best = min(best, bib_order_key(x));
+            }
+            float m = bib_tree_min(best, nan);
+            if (l == 0u)
+                out_f[pc.off_out + row] = m;
+        } else if (op == 0u || op == 2u) {
             precise float part = 0.0;
             for (uint i = l; i < n; i += 64u)
                 part = part + in0_f[xb + i];
@@ -29,7 +49,7 @@ void main() {
                 if (bib_isnan(x)) {
                     first_nan = min(first_nan, i);
                 } else {
-                    int k = bib_order_key(x);
+                    int k = op == 6u ? ~bib_order_key(x) : bib_order_key(x);
                     if (at == 0xffffffffu || k > best) {
                         best = k;
                         at = i;

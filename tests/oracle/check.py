@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 import numpy as np
+from scipy import special
 
 # Bounds in ULP, as stated in spec/numerics.md ("Accuracy"). softmax adds the
 # conditioning of x - max (+ |x - max| ULP); gelu's bound is per unit of
@@ -22,6 +23,8 @@ import numpy as np
 BOUNDS = {
     "exp": 2, "tanh": 2, "sigmoid": 3, "gelu": 4, "div": 0.5,
     "softmax": 8, "layernorm": 64, "rmsnorm": 4, "mean": 4, "max": 0,
+    "erf": 1.1, "log": 0.55, "pow": 1.5, "gelu_erf": 6, "sqrt": 0.5, "rsqrt": 1.5, "recip": 0.5,
+    "logsoftmax": 4,
 }
 
 
@@ -91,6 +94,39 @@ def main():
         b = rng.uniform(-1e3, 1e3, n).astype(np.float32)
         y = run(driver, "div", [a.reshape(1, -1), b.reshape(1, -1)], tmp).ravel()
         results["div"] = ulp_err(y, a.astype(np.float64) / b).max()
+        # the math opcodes: a dense sweep of bit patterns (every binade,
+        # denormals included) plus uniform ranges
+        sweep = np.arange(0, 2 ** 31, 509, dtype=np.uint32).view(np.float32)
+        sweep = sweep[np.isfinite(sweep)]
+        xs = np.concatenate([sweep, -sweep, rng.uniform(-6, 6, n).astype(np.float32)])
+        y = run(driver, "erf", [xs], tmp)
+        results["erf"] = ulp_err(y, special.erf(xs.astype(np.float64))).max()
+        xl = np.concatenate([sweep[sweep > 0], rng.uniform(0.5, 2, n).astype(np.float32)])
+        y = run(driver, "log", [xl], tmp)
+        results["log"] = ulp_err(y, np.log(xl.astype(np.float64))).max()
+        y = run(driver, "sqrt", [xl], tmp)
+        results["sqrt"] = ulp_err(y, np.sqrt(xl.astype(np.float64))).max()
+        # 1/sqrt(x) rounds twice: within 1 ULP, not correctly rounded
+        y = run(driver, "rsqrt", [xl], tmp)
+        results["rsqrt"] = ulp_err(y, 1 / np.sqrt(xl.astype(np.float64))).max()
+        xr = xl[(xl > 2.0 ** -126) & (xl < 2.0 ** 126)]
+        y = run(driver, "recip", [xr], tmp)
+        results["recip"] = ulp_err(y, 1 / xr.astype(np.float64)).max()
+        # gelu_erf: where 1 + erf(x / sqrt 2) is a normal float (x > -13)
+        xg2 = np.concatenate([xs[(xs > -13) & (np.abs(xs) < 1e30)],
+                              rng.uniform(-13, 8, n).astype(np.float32)])
+        y = run(driver, "gelu_erf", [xg2], tmp)
+        x64 = xg2.astype(np.float64)
+        results["gelu_erf"] = ulp_err(y, 0.5 * x64 * special.erfc(-x64 / np.sqrt(2))).max()
+        # pow: positive bases over every binade, exponents that keep the
+        # result a normal float (|y ln x| up to 87)
+        pb = np.concatenate([sweep[sweep > 0], rng.uniform(0, 4, n).astype(np.float32)])
+        pe = rng.uniform(-1, 1, pb.size) * 87 / np.maximum(np.abs(np.log(pb.astype(np.float64))), 1e-3)
+        pe = np.clip(pe, -1e4, 1e4).astype(np.float32)
+        ref = np.power(pb.astype(np.float64), pe.astype(np.float64))
+        keep = (ref > 2.0 ** -126) & (ref < 3.4e38)
+        y = run(driver, "pow", [pb[keep].reshape(1, -1), pe[keep].reshape(1, -1)], tmp).ravel()
+        results["pow"] = ulp_err(y, ref[keep]).max()
         # rows
         for cols in (7, 64, 1000, 4097):
             rows = max(1, (1 << 18) // cols)
@@ -101,6 +137,17 @@ def main():
             ref = e / e.sum(1, keepdims=True)
             cond = np.abs(x64 - x64.max(1, keepdims=True))
             results["softmax"] = max(results.get("softmax", 0), (ulp_err(y, ref) - cond).max())
+            # log-softmax: (x - m) - log(s), measured at the larger of the
+            # two terms (they may cancel) and 1: s is rounded to binary32
+            # before its log, so log(s) carries an absolute error of up to
+            # about 2^-24 (the maximum's output -log(s) is near 0 when the
+            # other terms are tiny; PyTorch's float log_softmax does the same)
+            y = run(driver, "logsoftmax", [x], tmp)
+            d = x64 - x64.max(1, keepdims=True)
+            ls = np.log(np.exp(d).sum(1, keepdims=True))
+            scale = np.maximum(np.maximum(np.abs(d), ls), 1.0)
+            results["logsoftmax"] = max(results.get("logsoftmax", 0),
+                                        ulp_err(y, d - ls, scale).max())
             g = rng.uniform(0.5, 1.5, cols).astype(np.float32)
             bt = rng.uniform(-1, 1, cols).astype(np.float32)
             y = run(driver, "layernorm", [x, g, bt], tmp)

@@ -151,6 +151,8 @@ def main():
             ((7,), (2, 7, 3)),
             ((7,), (7,)),
             ((5, 2, 33), (33, 17)),
+            ((0, 3, 4), (4, 5)),
+            ((2, 3, 0), (2, 0, 5)),
         ]:
             case(tmp, rng, "MATMUL", ashape, bshape)
         case(tmp, rng, "LINEAR", (2, 3, 4), (4, 5), with_bias=True)

@@ -102,11 +102,11 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         bib_unary_t op;
-    } unary[] = {{"exp", BIB_UNARY_EXP},
-                 {"tanh", BIB_UNARY_TANH},
-                 {"sigmoid", BIB_UNARY_SIGMOID},
-                 {"gelu", BIB_UNARY_GELU},
-                 {"relu", BIB_UNARY_RELU}};
+    } unary[] = {
+        {"exp", BIB_UNARY_EXP},     {"tanh", BIB_UNARY_TANH},        {"sigmoid", BIB_UNARY_SIGMOID},
+        {"gelu", BIB_UNARY_GELU},   {"relu", BIB_UNARY_RELU},        {"erf", BIB_UNARY_ERF},
+        {"log", BIB_UNARY_LOG},     {"sqrt", BIB_UNARY_SQRT},        {"rsqrt", BIB_UNARY_RSQRT},
+        {"recip", BIB_UNARY_RECIP}, {"gelu_erf", BIB_UNARY_GELU_ERF}};
     for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++)
         if (strcmp(op, unary[u].name) == 0) {
             ro->unary(unary[u].op, in[0].data, out, rows * cols);
@@ -124,6 +124,10 @@ int main(int argc, char **argv) {
             ro->rmsnorm(x, in[1].data, 1e-6f, y, cols);
         else if (strcmp(op, "div") == 0)
             ro->binary(BIB_BINARY_DIV, x, in[1].data + r * cols, 1, y, cols);
+        else if (strcmp(op, "pow") == 0)
+            ro->binary(BIB_BINARY_POW, x, in[1].data + r * cols, 1, y, cols);
+        else if (strcmp(op, "logsoftmax") == 0)
+            ro->logsoftmax(x, y, cols);
         else if (strcmp(op, "sum") == 0 || strcmp(op, "mean") == 0 || strcmp(op, "max") == 0) {
             reduce = 1;
             float s = op[1] == 'a' ? ro->max(x, cols) : ro->sum(x, cols);

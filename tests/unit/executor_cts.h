@@ -356,6 +356,8 @@ CTS_TEST(matmul_with_bias_and_activations_matches_cpu) {
     cts_matmul_case(1, 1023, 7, false, BIB_ACT_GELU, false);
     cts_matmul_case(128, 64, 128, true, BIB_ACT_RELU, false);
     cts_matmul_case(3, 0, 5, true, BIB_ACT_GELU, false);
+    cts_matmul_case(70, 17, 66, true, BIB_ACT_GELU_ERF, false);
+    cts_matmul_case(129, 33, 130, true, BIB_ACT_GELU_ERF, true);
 }
 
 CTS_TEST(matmul_special_values_match_cpu) {
@@ -489,6 +491,42 @@ CTS_TEST(binary_division_handles_denormals_and_zeros) {
     cts_compare(call, in, 2, cts_tf(NULL, 1, N, 0, 0, 0), "division with denormals");
 }
 
+/* The math opcodes over raw bit patterns (every binade, denormals, NaN
+ * payloads, infinities) and around their branch points: erf's |x| = 1,
+ * erfc's cut-off 10.5, log's sqrt(1/2) split, gelu_erf's u = -1/2 and 1. */
+CTS_TEST(math_ops_match_cpu_over_bit_patterns) {
+    enum { N = 8192 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    cr_assert(x && y);
+    static const float centers[] = {1.0f,         -1.0f,      10.5f,  0.70710677f,
+                                    -0.70710677f, 1.4142135f, -14.0f, 3.9f};
+    for (int i = 0; i < N; i++) {
+        if (i % 4 == 0)
+            x[i] = bib_f32_from_bits(bib_f32_bits(centers[(i / 4) % 8]) + (uint32_t)(i / 32) - 64u);
+        else
+            x[i] = bib_f32_from_bits(cts_rnd() ^ (cts_rnd() << 16));
+        y[i] = i % 3 ? bib_f32_from_bits(cts_rnd() ^ (cts_rnd() << 16))
+                     : (float)((int)(cts_rnd() % 41) - 20) * (i % 2 ? 0.5f : 1.0f);
+    }
+    cts_tensor_t in[2] = {cts_tf(x, 1, N, 0, 0, 0), cts_tf(y, 1, N, 0, 0, 0)};
+    for (uint32_t op = BIB_UNARY_ERF; op < BIB_UNARY__COUNT; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY, .sub = op};
+        char what[64];
+        snprintf(what, sizeof what, "unary op %u over bit patterns", op);
+        cts_compare(call, in, 1, cts_tf(NULL, 1, N, 0, 0, 0), what);
+    }
+    /* positive bases and moderate exponents: the log-exp path itself */
+    for (int i = 0; i < N / 2; i++)
+        x[i] = bib_f32_from_bits(bib_f32_bits(x[i]) & 0x7FFFFFFFu);
+    for (uint32_t op = BIB_BINARY_POW; op <= BIB_BINARY_MAX; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
+        char what[64];
+        snprintf(what, sizeof what, "binary op %u over bit patterns", op);
+        cts_compare(call, in, 2, cts_tf(NULL, 1, N, 0, 0, 0), what);
+    }
+    free(x), free(y);
+}
+
 CTS_TEST(scale_matches_cpu) {
     float x[1023];
     cts_fill_data(x, 1023, -1e30f, 1e30f, true);
@@ -515,6 +553,87 @@ CTS_TEST(transpose_matches_cpu) {
         cts_compare(call, &in, 1, cts_tf(NULL, 3, b, c, r, 0), "transpose");
         free(x);
     }
+}
+
+/* A STRIDED call reading in0 with strides st0 from off0 (and in1 past
+ * split on axis, when in1 is given) into out. */
+static bib_call_t cts_strided(int64_t off0, const int64_t st0[6], int64_t off1,
+                              const int64_t st1[6], int64_t axis, int64_t split) {
+    bib_call_t call = {.kernel = BIB_KERNEL_STRIDED};
+    call.p[0] = off0;
+    call.p[7] = off1;
+    for (int k = 0; k < 6; k++) {
+        call.p[1 + k] = st0[k];
+        call.p[8 + k] = st1 ? st1[k] : 0;
+    }
+    call.p[14] = axis;
+    call.p[15] = split;
+    return call;
+}
+
+CTS_TEST(strided_copies_match_cpu) {
+    enum { N = 2 * 3 * 2 * 5 * 4 * 33 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    cr_assert(x && y);
+    cts_fill_data(x, N, -1, 1, true);
+    cts_fill_data(y, N, -1, 1, true);
+    cts_tensor_t in6 = {x, BIB_DTYPE_F32, 6, {2, 3, 2, 5, 4, 33}};
+    /* A rank-6 permutation (out axis k = in axis {5, 0, 3, 1, 4, 2}). */
+    static const int64_t perm[6] = {1, 3960, 66, 1320, 33, 660};
+    cts_tensor_t out = {NULL, BIB_DTYPE_F32, 6, {33, 2, 5, 3, 4, 2}};
+    cts_compare(cts_strided(0, perm, 0, NULL, 0, 33), &in6, 1, out, "strided permute");
+    /* Negative steps from the far end, and a broadcast axis (stride 0). */
+    static const int64_t rev[6] = {-3960, 0, 1320, -330, 66, -2};
+    cts_tensor_t out2 = {NULL, BIB_DTYPE_F32, 6, {2, 7, 2, 3, 4, 17}};
+    cts_compare(cts_strided(3960 + 990 + 32, rev, 0, NULL, 0, 2), &in6, 1, out2,
+                "strided reverse and broadcast");
+    /* Two sources split on axis 4 (CONCAT [.., 4, 33] with [.., 3, 33]). */
+    cts_tensor_t two[2] = {in6, {y, BIB_DTYPE_F32, 6, {2, 3, 2, 5, 3, 33}}};
+    static const int64_t a[6] = {3960, 1320, 660, 132, 33, 1};
+    static const int64_t b[6] = {2970, 990, 495, 99, 33, 1};
+    cts_tensor_t out3 = {NULL, BIB_DTYPE_F32, 6, {2, 3, 2, 5, 7, 33}};
+    cts_compare(cts_strided(0, a, -4 * 33, b, 4, 4), two, 2, out3, "strided concat");
+    /* i32 words move as they are; a rank-0 output reads one word. */
+    cts_tensor_t ints = {x, BIB_DTYPE_I32, 1, {N}};
+    static const int64_t one[6] = {0, 0, 0, 0, 0, 0};
+    cts_compare(cts_strided(N - 1, one, 0, NULL, 0, 1), &ints, 1,
+                (cts_tensor_t){NULL, BIB_DTYPE_I32, 0, {0}}, "strided scalar");
+    /* A long run over the last axis: more elements than one grid pass. */
+    static const int64_t flat[6] = {0, 0, 0, 0, 0, 1};
+    cts_tensor_t in1 = {x, BIB_DTYPE_F32, 1, {N}};
+    cts_compare(cts_strided(0, flat, 0, NULL, 0, 1), &in1, 1,
+                (cts_tensor_t){NULL, BIB_DTYPE_F32, 1, {N}}, "strided flat");
+    free(x);
+    free(y);
+}
+
+CTS_TEST(take_matches_cpu_with_negative_indices) {
+    /* x [3, 40, 7]; GATHER_AXIS on axis 1 with indices [5, 9] in -40..39,
+     * then GATHER_ELEMENTS on axis 2 with indices [3, 40, 5] in -7..6. */
+    enum { A = 3, B = 40, C = 7 };
+    float *x = malloc(A * B * C * 4);
+    int32_t *ia = malloc(5 * 9 * 4), *ie = malloc(A * B * 5 * 4);
+    cr_assert(x && ia && ie);
+    cts_fill_data(x, A * B * C, -1, 1, true);
+    for (int i = 0; i < 5 * 9; i++)
+        ia[i] = (int32_t)(cts_rnd() % (2 * B)) - B;
+    for (int i = 0; i < A * B * 5; i++)
+        ie[i] = (int32_t)(cts_rnd() % (2 * C)) - C;
+    cts_tensor_t in[2] = {{x, BIB_DTYPE_F32, 3, {A, B, C}}, {ia, BIB_DTYPE_I32, 2, {5, 9}}};
+    /* out [3, 5, 9, 7] padded to [1, 1, 3, 5, 9, 7]. */
+    bib_call_t take = {.kernel = BIB_KERNEL_TAKE, .sub = BIB_TAKE_AXIS};
+    const int64_t p[14] = {0, 0, B * C, 0, 0, 1, 0, 0, 0, 9, 1, 0, C, B};
+    memcpy(take.p, p, sizeof p);
+    cts_compare(take, in, 2, (cts_tensor_t){NULL, BIB_DTYPE_F32, 4, {A, 5, 9, C}}, "take axis");
+    /* out [3, 40, 5] padded to [1, 1, 1, 3, 40, 5]. */
+    in[1] = (cts_tensor_t){ie, BIB_DTYPE_I32, 3, {A, B, 5}};
+    bib_call_t el = {.kernel = BIB_KERNEL_TAKE, .sub = BIB_TAKE_ELEMENTS};
+    const int64_t q[14] = {0, 0, 0, B * C, C, 0, 0, 0, 0, B * 5, 5, 1, 1, C};
+    memcpy(el.p, q, sizeof q);
+    cts_compare(el, in, 2, (cts_tensor_t){NULL, BIB_DTYPE_F32, 3, {A, B, 5}}, "take elements");
+    free(x);
+    free(ia);
+    free(ie);
 }
 
 CTS_TEST(fill_and_copy_match_cpu) {
@@ -601,6 +720,31 @@ CTS_TEST(softmax_handles_rows_of_infinities_and_huge_spreads) {
     cts_compare(call, &in, 1, cts_tf(NULL, 2, R, N, 0, 0), "softmax infinities");
 }
 
+CTS_TEST(logsoftmax_matches_cpu) {
+    for (int special = 0; special < 2; special++)
+        for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+            uint32_t r, n;
+            float *x = cts_rows(s, -30, 30, special, &r, &n);
+            bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX, .sub = BIB_SOFTMAX_LOG};
+            cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
+            char what[64];
+            snprintf(what, sizeof what, "logsoftmax %ux%u special=%d", r, n, special);
+            cts_compare(call, &in, 1, cts_tf(NULL, 2, r, n, 0, 0), what);
+            free(x);
+        }
+    enum { R = 4, N = 100 };
+    float x[R * N];
+    for (int i = 0; i < R * N; i++)
+        x[i] = (float)(i % 7) * 40.0f - 120.0f;
+    for (int i = 0; i < N; i++)
+        x[N + i] = -INFINITY;
+    x[2 * N + 5] = INFINITY;
+    x[3 * N + 9] = bib_f32_from_bits(0xFFC00001u);
+    bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX, .sub = BIB_SOFTMAX_LOG};
+    cts_tensor_t in = cts_tf(x, 2, R, N, 0, 0);
+    cts_compare(call, &in, 1, cts_tf(NULL, 2, R, N, 0, 0), "logsoftmax infinities");
+}
+
 CTS_TEST(reduce_and_argmax_match_cpu) {
     for (int special = 0; special < 2; special++)
         for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
@@ -611,9 +755,11 @@ CTS_TEST(reduce_and_argmax_match_cpu) {
                 bib_call_t call = {.kernel = BIB_KERNEL_REDUCE, .sub = op};
                 cts_compare(call, &in, 1, cts_tf(NULL, 1, r, 0, 0, 0), "reduce");
             }
-            bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX};
             cts_tensor_t out = {NULL, BIB_DTYPE_I32, 1, {r}};
-            cts_compare(am, &in, 1, out, "argmax");
+            for (uint32_t op = 0; op < BIB_ARGMAX__COUNT; op++) {
+                bib_call_t am = {.kernel = BIB_KERNEL_ARGMAX, .sub = op};
+                cts_compare(am, &in, 1, out, op == BIB_ARGMAX_MIN ? "argmin" : "argmax");
+            }
             free(x);
         }
 }
@@ -657,6 +803,20 @@ CTS_TEST(layernorm_and_rmsnorm_match_cpu) {
         bib_call_t rms = {.kernel = BIB_KERNEL_RMSNORM, .f = {1e-6f, 0}};
         cts_compare(rms, in, 2, cts_tf(NULL, 2, r, n, 0, 0), "rmsnorm");
         free(x), free(g), free(b);
+    }
+}
+
+CTS_TEST(layernorm_with_packed_gamma_beta_matches_cpu) {
+    for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+        uint32_t r, n;
+        float *x = cts_rows(s, -5, 7, s == 3, &r, &n), *gb = malloc(2 * (size_t)n * 4);
+        cr_assert(gb);
+        cts_fill_data(gb, 2 * (size_t)n, -1.5f, 1.5f, false);
+        cts_tensor_t in[2] = {cts_tf(x, 2, r, n, 0, 0), cts_tf(gb, 2, 2, n, 0, 0)};
+        bib_call_t ln = {
+            .kernel = BIB_KERNEL_LAYERNORM, .sub = BIB_LAYERNORM_PACKED, .f = {0.25f, 0}};
+        cts_compare(ln, in, 2, cts_tf(NULL, 2, r, n, 0, 0), "layernorm packed");
+        free(x), free(gb);
     }
 }
 

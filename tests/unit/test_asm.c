@@ -830,9 +830,34 @@ Test(asm_tensors, value_list_over_lines_and_special_floats) {
     bib_module_free(m);
 }
 
+Test(asm_tensors, zero_sizes_declare_empty_tensors) {
+    /* A 0 size is an empty tensor: in an input, and in a constant, which then
+       has no values and may leave out '='; both survive disassembly. */
+    const char *src = ".input x t0 f32[n, 0, 3]\n"
+                      ".tensor e t1 f32[0, 4]\n"
+                      ".tensor k t2 i32[2, 0]\n"
+                      ".func main\n  HALT r0\n.end\n";
+    bib_module_t *m = assemble_ok(src);
+    cr_assert_eq(m->tensor_count, 3);
+    cr_expect_eq(m->tensors[0].dims[1], 0);
+    cr_expect_eq(m->tensors[1].dims[0], 0);
+    cr_expect_eq(m->tensors[1].init_size, 0);
+    cr_expect_eq(m->tensors[2].init_size, 0);
+    bib_module_free(m);
+    uint8_t *bytes;
+    size_t size;
+    char *diag = NULL, *text = NULL;
+    cr_assert_eq(bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag), BIB_OK);
+    cr_assert_eq(bib_disassemble(bytes, size, &text, &diag), BIB_OK);
+    cr_expect(strstr(text, ".tensor e t1 f32[0, 4]\n"), "%s", text);
+    bib_free(text);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
 Test(asm_tensors, declaration_errors_with_places) {
     char *d = assemble_fail(".input x t0 f32[n, 4, n, 2, 1, 1, 3]\n" /* 1 */
-                            ".input z t1 f32[n, 0]\n"                /* 2 */
+                            ".tensor z t1 f32[3, 2]\n"               /* 2 */
                             ".input q t2 g32[n]\n"                   /* 3 */
                             ".tensor w t3 f32[?, 4] = 1\n"           /* 4 */
                             ".tensor v t4 f32[2] = 1, 2, 3\n"        /* 5 */
@@ -846,7 +871,10 @@ Test(asm_tensors, declaration_errors_with_places) {
                             ".func main\n  HALT r0\n.end\n");
     cr_expect(strstr(d, "t.basm:1:35: error: a tensor has at most 6 dimensions; '3' is a seventh"),
               "%s", d);
-    cr_expect(strstr(d, "t.basm:2:20: error: a dimension size is 1..2147483647, found 0"), "%s", d);
+    cr_expect(strstr(d, "t.basm:2:1: error: '.tensor' takes a name, a tensor register, a type, "
+                        "'=' and the values (.tensor w t2 f32[2] = 1.5, -2); only a constant with "
+                        "a 0 size may leave them out"),
+              "%s", d);
     cr_expect(strstr(d, "t.basm:3:13: error: unknown element type 'g32' (expected f32 or i32, "
                         "as in f32[2, 3])"),
               "%s", d);

@@ -344,9 +344,10 @@ Test(cpu_ops_identity, matmul_bias_and_activations) {
                     for (uint32_t p = 0; p < k; p++)
                         acc = fmaf(a[i * k + p], b[p * n + j], acc);
                     acc = acc + bias[j];
-                    acc = act == BIB_ACT_RELU   ? bib_relu(acc)
-                          : act == BIB_ACT_GELU ? bib_gelu(acc)
-                                                : acc;
+                    acc = act == BIB_ACT_RELU       ? bib_relu(acc)
+                          : act == BIB_ACT_GELU     ? bib_gelu(acc)
+                          : act == BIB_ACT_GELU_ERF ? bib_gelu_erf(acc)
+                                                    : acc;
                     cr_assert_eq(bib_f32_bits(y[i * n + j]), bib_f32_bits(acc),
                                  "matmul [%u,%u,%u] act %u at (%u,%u)", m, n, k, act, i, j);
                 }
@@ -694,4 +695,359 @@ Test(cpu_ops, attention_with_no_keys_is_zero) {
                            .f = {0.5f}};
         expect_words_every_level("attention with T = 0", call, zeros, 12);
     }
+}
+
+/* ---- the elementwise math opcodes (spec/numerics.md sections 5a, 5b) ---- */
+
+typedef struct math_case {
+    uint32_t x, y, want; /* y: TPOW, TMIN, TMAX's second operand */
+} math_case_t;
+
+#define QNAN 0x7FC00000u
+#define PINF 0x7F800000u
+#define NINF 0xFF800000u
+#define NZERO 0x80000000u
+#define ONE 0x3F800000u
+
+/* Runs unary op on the cases' x at every level and thread count (each case
+ * once, in chunks of 64) and checks the exact result bits. */
+static void expect_unary(const char *what, bib_unary_t op, const math_case_t *c, size_t n) {
+    for (size_t at = 0; at < n; at += 64) {
+        size_t m = n - at < 64 ? n - at : 64;
+        float x[64];
+        uint32_t want[64];
+        for (size_t i = 0; i < m; i++)
+            x[i] = bib_f32_from_bits(c[at + i].x), want[i] = c[at + i].want;
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                           .sub = op,
+                           .out = view1(NULL, BIB_DTYPE_F32, (uint32_t)m),
+                           .in = {view1(x, BIB_DTYPE_F32, (uint32_t)m)}};
+        expect_words_every_level(what, call, want, m);
+    }
+}
+
+static void expect_binary(const char *what, bib_binary_t op, const math_case_t *c, size_t n) {
+    float a[64], b[64];
+    uint32_t want[64];
+    cr_assert(n <= 64);
+    for (size_t i = 0; i < n; i++) {
+        a[i] = bib_f32_from_bits(c[i].x), b[i] = bib_f32_from_bits(c[i].y);
+        want[i] = c[i].want;
+    }
+    bib_call_t call = {
+        .kernel = BIB_KERNEL_BINARY,
+        .sub = op,
+        .out = view1(NULL, BIB_DTYPE_F32, (uint32_t)n),
+        .in = {view1(a, BIB_DTYPE_F32, (uint32_t)n), view1(b, BIB_DTYPE_F32, (uint32_t)n)}};
+    expect_words_every_level(what, call, want, n);
+}
+
+Test(cpu_ops_math, special_values_of_the_unary_ops) {
+    static const math_case_t erf[] = {
+        {0, 0, 0},
+        {NZERO, 0, NZERO},
+        {PINF, 0, ONE},
+        {NINF, 0, 0xBF800000u},
+        {0xFFC00001u, 0, QNAN},
+        {0x00000001u, 0, 0x00000001u},
+        {0x80000001u, 0, 0x80000001u},
+        {0x40800000u /* 4 */, 0, ONE},
+        {0xC1200000u, 0, 0xBF800000u},
+        {ONE, 0, 0x3F57BB3Du /* erf(1), correctly rounded */},
+    };
+    expect_unary("ERF", BIB_UNARY_ERF, erf, sizeof erf / sizeof erf[0]);
+    static const math_case_t log[] = {
+        {0, 0, NINF},
+        {NZERO, 0, NINF},
+        {PINF, 0, PINF},
+        {NINF, 0, QNAN},
+        {0xBF800000u, 0, QNAN},
+        {0x80000001u, 0, QNAN},
+        {0x7FC00123u, 0, QNAN},
+        {ONE, 0, 0},
+        {0x40000000u, 0, 0x3F317218u /* ln 2 */},
+        {0x00000001u, 0, 0xC2CE8ED0u /* ln 2^-149 */},
+        {0x40800000u, 0, 0x3FB17218u /* ln 4 */},
+    };
+    expect_unary("LOG", BIB_UNARY_LOG, log, sizeof log / sizeof log[0]);
+    static const math_case_t gelu_erf[] = {
+        {NINF, 0, NZERO},
+        {PINF, 0, PINF},
+        {0xFFC00001u, 0, QNAN},
+        {0, 0, 0},
+        {NZERO, 0, NZERO},
+        {0x41A00000u /* 20 */, 0, 0x41A00000u},
+        {0xC1A00000u /* -20 */, 0, NZERO},
+    };
+    expect_unary("GELU_ERF", BIB_UNARY_GELU_ERF, gelu_erf, sizeof gelu_erf / sizeof gelu_erf[0]);
+    static const math_case_t sqrt[] = {
+        {0, 0, 0},
+        {NZERO, 0, NZERO},
+        {PINF, 0, PINF},
+        {NINF, 0, QNAN},
+        {0xBF800000u, 0, QNAN},
+        {0xFFC00001u, 0, QNAN},
+        {0x40800000u, 0, 0x40000000u},
+        {0x40000000u, 0, 0x3FB504F3u},
+        {0x00000001u, 0, 0x1A3504F3u},
+    };
+    expect_unary("SQRT", BIB_UNARY_SQRT, sqrt, sizeof sqrt / sizeof sqrt[0]);
+    static const math_case_t rsqrt[] = {
+        {0, 0, PINF},
+        {NZERO, 0, NINF},
+        {PINF, 0, 0},
+        {NINF, 0, QNAN},
+        {0xBF800000u, 0, QNAN},
+        {0x40800000u, 0, 0x3F000000u},
+        {0x40000000u, 0, 0x3F3504F3u /* 1 / binary32(sqrt 2) */},
+    };
+    expect_unary("RSQRT", BIB_UNARY_RSQRT, rsqrt, sizeof rsqrt / sizeof rsqrt[0]);
+    static const math_case_t recip[] = {
+        {0, 0, PINF},
+        {NZERO, 0, NINF},
+        {PINF, 0, 0},
+        {NINF, 0, NZERO},
+        {0x40400000u, 0, 0x3EAAAAABu},
+        {0x00000001u, 0, PINF},
+        {0xFFC00001u, 0, QNAN},
+    };
+    expect_unary("RECIP", BIB_UNARY_RECIP, recip, sizeof recip / sizeof recip[0]);
+    static const math_case_t abs[] = {
+        {NZERO, 0, 0},          {NINF, 0, PINF},
+        {0xFFC00001u, 0, QNAN}, {0x80000001u, 0, 0x00000001u},
+        {0x7F800001u, 0, QNAN},
+    };
+    expect_unary("TABS", BIB_UNARY_ABS, abs, sizeof abs / sizeof abs[0]);
+    static const math_case_t neg[] = {
+        {0, 0, NZERO},          {NZERO, 0, 0},
+        {PINF, 0, NINF},        {0x00000001u, 0, 0x80000001u},
+        {0x7FC00000u, 0, QNAN}, {0xFFC00001u, 0, QNAN},
+    };
+    expect_unary("TNEG", BIB_UNARY_NEG, neg, sizeof neg / sizeof neg[0]);
+}
+
+/* C99 Annex F (and numpy's float32 power) at every special case. */
+Test(cpu_ops_math, pow_special_cases_follow_annex_f) {
+    static const math_case_t pow[] = {
+        {QNAN, 0, ONE},
+        {QNAN, NZERO, ONE},
+        {ONE, QNAN, ONE},
+        {0xBF800000u, PINF, ONE},
+        {0xBF800000u, NINF, ONE},
+        {0x40000000u, QNAN, QNAN},
+        {QNAN, 0x40000000u, QNAN},
+        /* zeros: +Inf for y < 0, the sign of x kept for odd integers */
+        {0, 0xC0400000u /* -3 */, PINF},
+        {NZERO, 0xC0400000u, NINF},
+        {NZERO, 0xC0000000u, PINF},
+        {NZERO, 0xBF000000u, PINF},
+        {0, 0x40400000u, 0},
+        {NZERO, 0x40400000u, NZERO},
+        {NZERO, 0x40000000u, 0},
+        {NZERO, 0x3F000000u, 0},
+        /* infinite y */
+        {0x3F000000u, PINF, 0},
+        {0x3F000000u, NINF, PINF},
+        {0x40000000u, PINF, PINF},
+        {0x40000000u, NINF, 0},
+        /* infinite x */
+        {NINF, 0xC0400000u, NZERO},
+        {NINF, 0xC0000000u, 0},
+        {NINF, 0x40400000u, NINF},
+        {NINF, 0x40000000u, PINF},
+        {NINF, 0x3F000000u, PINF},
+        {PINF, 0xBF800000u, 0},
+        {PINF, 0x3F000000u, PINF},
+        /* negative x: integer y gives the sign of its parity, others NaN */
+        {0xC0000000u, 0x3F000000u, QNAN},
+        {0xC0000000u, 0x3FC00000u, QNAN},
+        {0xC0000000u, 0x40400000u, 0xC1000000u /* -8 */},
+        {0xC0000000u, 0x40000000u, 0x40800000u},
+        {0xC0000000u, 0xBF800000u, 0xBF000000u},
+        {0xBF800000u, 0x7149F2CAu /* 1e30 */, ONE},
+        {0xBF800000u, 0x40400000u, 0xBF800000u},
+        {0xC1200000u, 0x421C0000u /* -10^39 */, NINF},
+        /* y = 1, 2, 0.5 and -1 are exact; overflow and underflow */
+        {0x40000000u, 0x3F000000u, 0x3FB504F3u},
+        {0x41100000u, 0x3F000000u, 0x40400000u},
+        {0x3FC00000u, 0x40000000u, 0x40100000u},
+        {0x00000001u, ONE, 0x00000001u},
+        {0x41200000u, 0x421C0000u, PINF},
+        {0x41200000u, 0xC2480000u /* -50 */, 0},
+        {0x40000000u, 0xC3150000u /* -149 */, 0x00000001u},
+        {0x40000000u, 0x41200000u, 0x44800000u /* 1024 */},
+    };
+    expect_binary("TPOW", BIB_BINARY_POW, pow, sizeof pow / sizeof pow[0]);
+}
+
+Test(cpu_ops_math, min_and_max_propagate_nan_and_order_signed_zeros) {
+    static const math_case_t min[] = {
+        {NZERO, 0, NZERO},
+        {0, NZERO, NZERO},
+        {QNAN, ONE, QNAN},
+        {ONE, 0xFFC00001u, QNAN},
+        {NINF, 0x40400000u, NINF},
+        {0x40400000u, ONE, ONE},
+        {0x00000001u, 0x80000001u, 0x80000001u},
+    };
+    expect_binary("TMIN", BIB_BINARY_MIN, min, sizeof min / sizeof min[0]);
+    static const math_case_t max[] = {
+        {NZERO, 0, 0},
+        {0, NZERO, 0},
+        {QNAN, ONE, QNAN},
+        {ONE, 0xFFC00001u, QNAN},
+        {NINF, 0x40400000u, 0x40400000u},
+        {0x40400000u, ONE, 0x40400000u},
+        {NZERO, NZERO, NZERO},
+    };
+    expect_binary("TMAX", BIB_BINARY_MAX, max, sizeof max / sizeof max[0]);
+}
+
+/* Against the C library's double functions over many bit patterns, normal
+ * and denormal: the accuracy spec/numerics.md states (tests/oracle measures
+ * against numpy; this is the same bound, checked on every build). */
+static double ulps(float got, double ref) {
+    float r = (float)fabs(ref);
+    int e;
+    frexpf(r > 0x1.fffffep127f ? 0x1.fffffep127f : r, &e);
+    double sp = r < 0x1p-126f ? 0x1p-149 : ldexp(1.0, e - 24);
+    if ((double)r == ldexp(1.0, e - 1) && fabs(ref) < r && r >= 0x1p-125f)
+        sp /= 2;
+    return fabs((double)got - ref) / sp;
+}
+
+Test(cpu_ops_math, erf_log_and_pow_stay_within_their_ulp_bounds) {
+    double worst_erf = 0, worst_log = 0, worst_pow = 0;
+    for (uint64_t b = 0; b < 0x80000000u; b += 4093) {
+        float x = bib_f32_from_bits((uint32_t)b);
+        if (x != x || isinf(x))
+            continue;
+        worst_erf = fmax(worst_erf, ulps(bib_erf(x), erf((double)x)));
+        worst_erf = fmax(worst_erf, ulps(bib_erf(-x), erf(-(double)x)));
+        if (x > 0)
+            worst_log = fmax(worst_log, ulps(bib_log(x), log((double)x)));
+        float y = bib_f32_from_bits(0x3F800000u + (uint32_t)(b % 0x04000000u)) - 2.0f;
+        y = y * (float)(b % 97);
+        double ref = pow((double)x, (double)y);
+        if (x > 0 && fabs(ref) >= 0x1p-126 && fabs(ref) <= 0x1.fffffep127)
+            worst_pow = fmax(worst_pow, ulps(bib_pow(x, y), ref));
+    }
+    cr_assert_leq(worst_erf, 1.1, "erf: %.3f ULP", worst_erf);
+    cr_assert_leq(worst_log, 0.55, "log: %.3f ULP", worst_log);
+    cr_assert_leq(worst_pow, 1.5, "pow: %.3f ULP", worst_pow);
+}
+
+/* LOGSOFTMAX: identity across levels and threads, in place too, and its
+ * pinned rows. */
+Test(cpu_ops_math, logsoftmax_every_level_and_special_rows) {
+    row_kernel_identity(BIB_KERNEL_SOFTMAX, BIB_SOFTMAX_LOG, 150.0f, 0);
+    enum { COLS = 67 };
+    float x[4 * COLS];
+    for (int j = 0; j < COLS; j++) {
+        x[j] = -INFINITY;                            /* all -Inf: NaN */
+        x[COLS + j] = j == 3 ? 0.0f : -INFINITY;     /* [-Inf.., 0, ..]: 0 and -Inf */
+        x[2 * COLS + j] = 2.5f;                      /* equal: -log(67) */
+        x[3 * COLS + j] = j == 66 ? INFINITY : 1.0f; /* +Inf: NaN */
+    }
+    bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX,
+                       .sub = BIB_SOFTMAX_LOG,
+                       .out = view2(NULL, BIB_DTYPE_F32, 4, COLS),
+                       .in = {view2(x, BIB_DTYPE_F32, 4, COLS)}};
+    check_identity("logsoftmax special rows", call, sizeof x);
+    float y[4 * COLS];
+    env_t e;
+    env_open(&e, best_level(), 1);
+    call.out.buf = y;
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    /* in place gives the same bytes */
+    call.out.buf = x;
+    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+    env_close(&e);
+    cr_assert_eq(memcmp(x, y, sizeof x), 0, "logsoftmax in place differs");
+    for (int j = 0; j < COLS; j++) {
+        cr_assert_eq(bib_f32_bits(y[j]), QNAN);
+        cr_assert_eq(bib_f32_bits(y[COLS + j]), j == 3 ? 0u : NINF);
+        cr_assert_eq(bib_f32_bits(y[2 * COLS + j]), bib_f32_bits(-bib_log(67.0f)));
+        cr_assert_eq(bib_f32_bits(y[3 * COLS + j]), QNAN);
+    }
+}
+
+/* LAYERNORM PACKED is LAYERNORM with gamma and beta taken from the rows of
+ * one [2,N] tensor, bit for bit. */
+Test(cpu_ops_math, layernorm_packed_equals_layernorm_with_its_rows) {
+    for (size_t s = 0; s < NSHAPES; s++) {
+        uint32_t r = shapes[s][0], c = shapes[s][1];
+        float *x = random_f32((size_t)r * c, 10.0f, s % 2 == 0);
+        float *gb = random_f32(2 * (size_t)c, 2.0f, false);
+        bib_call_t packed = {.kernel = BIB_KERNEL_LAYERNORM,
+                             .sub = BIB_LAYERNORM_PACKED,
+                             .out = view2(NULL, BIB_DTYPE_F32, r, c),
+                             .in = {view2(x, BIB_DTYPE_F32, r, c), view2(gb, BIB_DTYPE_F32, 2, c)},
+                             .f = {0.003f}};
+        check_identity("layernorm packed", packed, (size_t)r * c * 4);
+        bib_call_t plain = packed;
+        plain.sub = BIB_LAYERNORM_NONE;
+        plain.in[1] = view1(gb, BIB_DTYPE_F32, c);
+        plain.in[2] = view1(gb + c, BIB_DTYPE_F32, c);
+        float *a = malloc((size_t)r * c * 4), *b = malloc((size_t)r * c * 4);
+        env_t e;
+        env_open(&e, best_level(), 2);
+        packed.out.buf = a, plain.out.buf = b;
+        cr_assert_eq(bib_cpu_ops_run(&e.ctx, &packed), BIB_OK);
+        cr_assert_eq(bib_cpu_ops_run(&e.ctx, &plain), BIB_OK);
+        env_close(&e);
+        cr_assert_eq(memcmp(a, b, (size_t)r * c * 4), 0, "packed [%u,%u] differs", r, c);
+        free(a), free(b), free(x), free(gb);
+    }
+}
+
+/* A row's bytes do not depend on how many rows come with it. */
+Test(cpu_ops_math, row_results_do_not_depend_on_the_batch) {
+    enum { N = 301, ROWS = 37 };
+    float *x = random_f32((size_t)ROWS * N, 40.0f, false), *gb = random_f32(2 * N, 2.0f, false);
+    static const uint32_t subs[2] = {BIB_SOFTMAX_LOG, BIB_LAYERNORM_PACKED};
+    for (int k = 0; k < 2; k++) {
+        float *all = malloc((size_t)ROWS * N * 4), *one = malloc(N * 4);
+        bib_call_t call = {.kernel = k ? BIB_KERNEL_LAYERNORM : BIB_KERNEL_SOFTMAX,
+                           .sub = subs[k],
+                           .out = view2(all, BIB_DTYPE_F32, ROWS, N),
+                           .in = {view2(x, BIB_DTYPE_F32, ROWS, N), view2(gb, BIB_DTYPE_F32, 2, N)},
+                           .f = {1e-5f}};
+        env_t e;
+        env_open(&e, best_level(), 2);
+        cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+        for (uint32_t r = 0; r < ROWS; r += 5) {
+            call.out = view2(one, BIB_DTYPE_F32, 1, N);
+            call.in[0] = view2(x + (size_t)r * N, BIB_DTYPE_F32, 1, N);
+            cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+            cr_assert_eq(memcmp(one, all + (size_t)r * N, N * 4), 0, "kernel %d row %u", k, r);
+        }
+        env_close(&e);
+        free(all), free(one);
+    }
+    free(x), free(gb);
+}
+
+/* The vector forms of ERF and GELU_ERF (both branches on every lane, then a
+ * select) against the scalar reference over bit patterns of every binade
+ * and around their branch points (|x| = 1, u = -1/2 and 1, erfc's 10.5,
+ * exp's underflow in the tail). */
+Test(cpu_ops_math, erf_and_gelu_erf_vector_forms_match_the_reference) {
+    enum { N = 1 << 16 };
+    float *x = malloc(N * sizeof *x);
+    static const float centers[] = {1.0f,       -1.0f,      0.70710677f, -0.70710677f, 1.4142135f,
+                                    14.849242f, -14.84924f, 10.5f,       -13.2f,       -0.5f};
+    for (uint32_t i = 0; i < N; i++)
+        x[i] = i % 2
+                   ? bib_f32_from_bits(next_u32() ^ (next_u32() << 16))
+                   : bib_f32_from_bits(bib_f32_bits(centers[(i / 2) % 10]) + (i / 20) % 512 - 256);
+    static const bib_unary_t ops[] = {BIB_UNARY_ERF, BIB_UNARY_GELU_ERF};
+    for (int k = 0; k < 2; k++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                           .sub = ops[k],
+                           .out = view1(NULL, BIB_DTYPE_F32, N),
+                           .in = {view1(x, BIB_DTYPE_F32, N)}};
+        check_identity(k ? "gelu_erf bit patterns" : "erf bit patterns", call, N * 4);
+    }
+    free(x);
 }

@@ -252,6 +252,9 @@ Test(kernels, sub_operation_enums_follow_the_rows) {
         if (op->kernel != BIB_KERNEL_UNARY && op->kernel != BIB_KERNEL_BINARY &&
             op->kernel != BIB_KERNEL_REDUCE)
             continue;
+        /* A USE(x) row (BIB_F_AXES) runs a member an earlier row added. */
+        if ((op->flags & BIB_F_AXES) && op->sub < next[op->kernel])
+            continue;
         cr_expect_eq(op->sub, next[op->kernel]++, "%s", op->name);
         rows[op->kernel]++;
     }
@@ -262,6 +265,10 @@ Test(kernels, sub_operation_enums_follow_the_rows) {
     cr_expect_eq(bib_isa_table[BIB_OP_EXP].sub, BIB_UNARY_EXP);
     cr_expect_eq(bib_isa_table[BIB_OP_TDIV].sub, BIB_BINARY_DIV);
     cr_expect_eq(bib_isa_table[BIB_OP_MEAN].sub, BIB_REDUCE_MEAN);
+    cr_expect_eq(bib_isa_table[BIB_OP_REDUCE_MEAN].sub, BIB_REDUCE_MEAN);
+    cr_expect_eq(bib_isa_table[BIB_OP_REDUCE_PROD].sub, BIB_REDUCE_PROD);
+    cr_expect_eq(bib_isa_table[BIB_OP_SLICE].kernel, BIB_KERNEL_STRIDED);
+    cr_expect_eq(bib_isa_table[BIB_OP_CONCAT].sub, BIB_STRIDED_CONCAT);
     cr_expect_eq(bib_isa_table[BIB_OP_LINEAR_GELU].sub, BIB_ACT_GELU);
     cr_expect_eq(bib_isa_table[BIB_OP_GPU_ATTENTION_CAUSAL].kernel, BIB_KERNEL_ATTENTION);
     cr_expect_eq(bib_isa_table[BIB_OP_GPU_ATTENTION_CAUSAL].sub, BIB_ATTENTION_CAUSAL);
@@ -290,6 +297,52 @@ Test(kernels, call_check_takes_exactly_the_kernels_sub_operations) {
         c.sub = bib_kernel_table[k].subs;
         cr_expect_not(bib_call_shapes_ok(&c, 0), "%s sub %u", bib_kernel_table[k].name, c.sub);
     }
+}
+
+/* The GPU kernels trust a STRIDED or TAKE call's indices: the check refuses
+   any call whose p[] would read outside its views. */
+Test(kernels, call_check_refuses_strided_and_take_reads_outside_the_views) {
+    /* out [3,4] from in0 [4,3] transposed: strides (1, 3), padded in front. */
+    bib_call_t c = {.kernel = BIB_KERNEL_STRIDED,
+                    .out = f32_view(2, 3, 4),
+                    .in = {f32_view(2, 4, 3)},
+                    .p = {[5] = 1, [6] = 3, [14] = 0, [15] = 1}};
+    cr_expect(bib_call_shapes_ok(&c, 0));
+    c.p[0] = 1; /* the last element would be in0[12] */
+    cr_expect_not(bib_call_shapes_ok(&c, 0));
+    c.p[0] = 0;
+    c.p[6] = -3; /* from the start backwards: in0[-9] */
+    cr_expect_not(bib_call_shapes_ok(&c, 0));
+    c.p[0] = 9; /* from the last row backwards: in0[9 + 2 + 0], in0[0 + 0] */
+    cr_expect(bib_call_shapes_ok(&c, 0));
+    /* A split reachable on axis 5 needs in1, and in1's reads inside it. */
+    c.p[0] = 0;
+    c.p[6] = 3;
+    c.p[14] = 5;
+    c.p[15] = 2;
+    cr_expect_not(bib_call_shapes_ok(&c, 0));
+    c.in[1] = f32_view(2, 3, 2);
+    c.p[7] = -2;
+    c.p[12] = 2;
+    c.p[13] = 1;
+    cr_expect(bib_call_shapes_ok(&c, 0));
+    c.p[7] = -1; /* in1[-1 + 2*2 + 3] = in1[6]: past its 6 elements */
+    cr_expect_not(bib_call_shapes_ok(&c, 0));
+    /* TAKE: out [3] picks in0 [5] at 3 indices; the axis has 5 elements. */
+    static int32_t idx[3];
+    bib_view_t iv = {.buf = idx, .dtype = BIB_DTYPE_I32, .rank = 1, .dims = {3}};
+    bib_call_t t = {.kernel = BIB_KERNEL_TAKE,
+                    .out = f32_view(1, 3, 0),
+                    .in = {f32_view(1, 5, 0), iv},
+                    .p = {[11] = 1, [12] = 1, [13] = 5}};
+    cr_expect(bib_call_shapes_ok(&t, 0));
+    t.p[13] = 6; /* an axis longer than in0 */
+    cr_expect_not(bib_call_shapes_ok(&t, 0));
+    t.p[13] = 0; /* positions to fill, no element to pick */
+    cr_expect_not(bib_call_shapes_ok(&t, 0));
+    t.p[13] = 5;
+    t.p[11] = 2; /* indices read past in1 */
+    cr_expect_not(bib_call_shapes_ok(&t, 0));
 }
 
 Test(kernels, one_cost_model_gives_work_flops_and_estimate) {

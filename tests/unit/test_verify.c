@@ -473,16 +473,20 @@ Test(verify_tensors, rank_over_six) {
 
 Test(verify_tensors, bad_dimensions) {
     bib_module_t *m = decl_module();
-    m->tensors[0].dims[1] = 0;
-    expect_error(m, "tensor 0 'x': dimension 1 is 0; expected 1..2147483647, -1 (any) or a "
+    m->tensors[0].dims[1] = -5;
+    expect_error(m, "tensor 0 'x': dimension 1 is -5; expected 0..2147483647, -1 (any) or a "
                     "symbol -2-i for i < 1");
+    /* 0 is a size: an empty tensor. */
+    m = decl_module();
+    m->tensors[0].dims[1] = 0;
+    expect_ok(m);
     m = decl_module();
     m->tensors[0].dims[0] = BIB_DIM_SYMBOL(1);
-    expect_error(m, "tensor 0 'x': dimension 0 is -3; expected 1..2147483647, -1 (any) or a "
+    expect_error(m, "tensor 0 'x': dimension 0 is -3; expected 0..2147483647, -1 (any) or a "
                     "symbol -2-i for i < 1");
     m = decl_module();
     m->tensors[0].dims[1] = 0x80000000ll;
-    expect_error(m, "tensor 0 'x': dimension 1 is 2147483648; expected 1..2147483647, -1 (any) "
+    expect_error(m, "tensor 0 'x': dimension 1 is 2147483648; expected 0..2147483647, -1 (any) "
                     "or a symbol -2-i for i < 1");
 }
 
@@ -596,6 +600,17 @@ Test(verify_tensors, dimension_counts_at_most_six) {
     expect_ok(tensor_module(CODE({BIB_CODE_ALLOC, 3, 2, 0, 4}, {BIB_CODE_HALT, 0, 0, 0, 0})));
 }
 
+Test(verify_tensors, slice_reads_three_registers_per_axis) {
+    /* SLICE t3, t0, r1, d reads the triples r1..r[1+3d); the frame has 4. */
+    bib_module_t *m =
+        tensor_module(CODE({BIB_CODE_SLICE, 3, 0, 1, 2}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    expect_error(m, "pc 0 (SLICE): register range r1..r6 (c=1, d=2) is outside function 'main' "
+                    "frame of 4 registers");
+    expect_ok(tensor_module(CODE({BIB_CODE_SLICE, 3, 0, 1, 1}, {BIB_CODE_HALT, 0, 0, 0, 0})));
+    /* PERMUTE's range is one register per axis. */
+    expect_ok(tensor_module(CODE({BIB_CODE_PERMUTE, 3, 0, 1, 3}, {BIB_CODE_HALT, 0, 0, 0, 0})));
+}
+
 Test(verify_tensors, every_tensor_row_with_in_range_operands_verifies) {
     for (int i = 0; i < BIB_OP__COUNT; i++) {
         const bib_opinfo_t *info = &bib_isa_table[i];
@@ -616,7 +631,7 @@ Test(verify_tensors, every_tensor_row_with_in_range_operands_verifies) {
                 w[k] = BIB_DTYPE_F32;
                 break;
             case BIB_K_COUNT:
-                w[k] = 2;
+                w[k] = info->flags & BIB_F_RANGE3 ? 1 : 2; /* 3 registers: r0..r2 */
                 break;
             default:
                 break;
