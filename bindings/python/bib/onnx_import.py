@@ -27,8 +27,6 @@ from onnx import TensorProto, numpy_helper, shape_inference
 from . import Builder, Error, UsageError, _capi, opcode
 
 MAX_RANK = _capi.MAX_RANK
-# Whether this libbib takes zero-size dimensions in tensor declarations.
-ZERO_DIMS = False
 
 MIN_OPSET = 1
 MAX_OPSET = 17
@@ -37,7 +35,8 @@ MAX_OPSET = 17
 class Refused(Exception):
     """A model or node the importer cannot lower. reason is a short class of
     the cause (for the node-test table): 'op', 'attribute', 'dtype', 'shape',
-    'opcode' or 'model'."""
+    'opcode' or 'model'; 'bug' when the module built does not verify (the
+    node-test runner counts that as a failure)."""
 
     def __init__(self, text, reason="op", node=None):
         super().__init__(text)
@@ -162,27 +161,56 @@ class Val:
         return self.array is not None
 
 
-_BROADCASTS = []
+_PROBES = {}
+
+
+def _probe(name, dtype, shapes, mnemonic, inputs, want):
+    """Whether this libbib runs mnemonic on inputs (by shape) to want: asked
+    once per name, on the cpu executor, for what the opcode table cannot say
+    (an operand form an existing opcode gained)."""
+    if name not in _PROBES:
+        try:
+            b = Builder()
+            for k, shape in enumerate(shapes):
+                b.tensor_input("x%d" % k, k, dtype, shape)
+            b.tensor_output("z", len(shapes), dtype, list(np.shape(want)))
+            main = b.declare("main")
+            b.begin(main, 0, 1)
+            b.emit(mnemonic, len(shapes), *range(len(shapes))).emit("LDI", 0, 0).emit("HALT", 0).end()
+            np_type = np.float32 if dtype == "f32" else np.int32
+            feed = {"x%d" % k: np.array(v, np_type) for k, v in enumerate(inputs)}
+            r = b.finish().run(feed, backend="cpu")
+            _PROBES[name] = r["z"].tolist() == want
+        except Error:
+            _PROBES[name] = False
+    return _PROBES[name]
 
 
 def library_broadcasts():
-    """Whether this libbib's BINARY opcodes take general numpy broadcasting
-    (ONNX-PLAN.md): asked once by running TADD of [2,1] and [1,3]."""
-    if not _BROADCASTS:
+    """Whether BINARY opcodes take general numpy broadcasting (ONNX-PLAN.md)."""
+    return _probe("broadcast", "f32", [[2, 1], [1, 3]], "TADD", [[[1], [2]], [[10, 20, 30]]],
+                  [[11, 21, 31], [12, 22, 32]])
+
+
+def library_i32_arithmetic():
+    """Whether TADD, TSUB, TMUL take i32 operands (wrapping)."""
+    return _probe("i32", "i32", [[2], [2]], "TMUL", [[3, -4], [5, 6]], [15, -24])
+
+
+def library_takes_zero_dims():
+    """Whether a tensor declaration may have a zero-size dimension."""
+    if "zero" not in _PROBES:
         try:
             b = Builder()
-            b.tensor_input("x", 0, "f32", [2, 1])
-            b.tensor_input("y", 1, "f32", [1, 3])
-            b.tensor_output("z", 2, "f32", [2, 3])
+            b.tensor_input("x", 0, "f32", [0])
             main = b.declare("main")
             b.begin(main, 0, 1)
-            b.emit("TADD", 2, 0, 1).emit("LDI", 0, 0).emit("HALT", 0).end()
-            r = b.finish().run({"x": np.array([[1], [2]], np.float32), "y": np.array([[10, 20, 30]], np.float32)},
-                               backend="cpu")
-            _BROADCASTS.append(r["z"].tolist() == [[11, 21, 31], [12, 22, 32]])
+            b.emit("LDI", 0, 0).emit("HALT", 0).end()
+            b.finish().vm(backend="cpu")
+            _PROBES["zero"] = True
         except Error:
-            _BROADCASTS.append(False)
-    return _BROADCASTS[0]
+            _PROBES["zero"] = False
+    return _PROBES["zero"]
 
 
 def _bib_dtype(onnx_type):
@@ -306,6 +334,11 @@ class Importer:
                 "opcode",
                 node.name,
             )
+
+    def need_i32(self, node, mnemonic):
+        if not library_i32_arithmetic():
+            raise Refused("%s: integer arithmetic: this libbib's %s takes f32 only" % (node.where(), mnemonic),
+                          "opcode", node.name)
 
     # -- registers and code
     def new_treg(self):
@@ -473,7 +506,7 @@ class Importer:
             if len(shape) > MAX_RANK:
                 raise Refused("graph input '%s': rank %d (BIB tensors have at most %d)" % (vi.name, len(shape),
                               MAX_RANK), "shape")
-            if 0 in shape and not ZERO_DIMS:
+            if 0 in shape and not library_takes_zero_dims():
                 if dtype == "i32":
                     # An empty list of axes or indices: useful only bound.
                     raise NeedsConstant("graph input '%s': shape %s has a zero-size dimension, which this libbib "
@@ -904,8 +937,7 @@ class Importer:
                 self.refuse(node, "inputs of two types", "dtype")
             if a.onnx_type != TensorProto.FLOAT:
                 if a.onnx_type in (TensorProto.INT32, TensorProto.INT64) and mnemonic in ("TADD", "TSUB", "TMUL"):
-                    if not self.have("CAST"):
-                        self.refuse(node, "integer inputs: this libbib has f32 arithmetic only", "dtype")
+                    self.need_i32(node, mnemonic)
                 else:
                     self.f32_only(node, a, b)
             self.set(node, 0, self.binary(node, mnemonic, a, b, commutes))
@@ -1503,6 +1535,7 @@ class Importer:
             x = self.slice(node, x, [-1], [-(1 << 62)], [axis], [-1])
         idx = self.arg_first(node, x, which, axis, keepdims)
         if last:
+            self.need_i32(node, "TMUL")
             idx = self.binary(node, "TMUL", idx, self.const_val(np.array([-1], np.int64)))
             idx = self.binary(node, "TADD", idx, self.const_val(np.array([n - 1], np.int64)))
         self.set(node, 0, idx)
@@ -1677,20 +1710,22 @@ class Importer:
         bt = self.reshape(node, self.expand_const(node, beta, x.shape[axis:]), [n])
         out = self.rt(v.shape, "f32")
         eps32 = float(np.float32(eps))
-        if self.have("LAYERNORM_EPS") and (g.const and bt.const or self.have("CONCAT")):
-            if g.const and bt.const:
+        packed = g.const and bt.const
+        if eps32 == float(np.float32(1e-5)) and not (packed and self.have("LAYERNORM_EPS")):
+            # LAYERNORM's fixed eps; gamma and beta as they are.
+            self.emit("LAYERNORM", out.reg, self.reg_of(node, v), self.reg_of(node, g), self.reg_of(node, bt))
+        else:
+            self.need(node, "LAYERNORM_EPS", "an epsilon other than 1e-5")
+            if packed:
                 gb = self.const_val(np.stack([g.array, bt.array]).astype(np.float32))
             else:
+                self.need(node, "CONCAT", "a scale or bias given at run time")
                 gb = self.rt([2, n], "f32")
                 g2, b2 = self.reshape(node, g, [1, n]), self.reshape(node, bt, [1, n])
                 self.emit("CONCAT", gb.reg, self.reg_of(node, g2), self.reg_of(node, b2), 0)
             self.scalar(1)
             self.load_f64(("scratch", 0), eps32)
             self.emit("LAYERNORM_EPS", out.reg, self.reg_of(node, v), self.reg_of(node, gb), ("scratch", 0))
-        elif eps32 == float(np.float32(1e-5)):
-            self.emit("LAYERNORM", out.reg, self.reg_of(node, v), self.reg_of(node, g), self.reg_of(node, bt))
-        else:
-            self.need(node, "LAYERNORM_EPS", "an epsilon other than 1e-5")
         return self.reshape(node, out, x.shape)
 
     def expand_const(self, node, v, shape):
@@ -2044,7 +2079,7 @@ def import_model(model, bind=None, name=None):
         module = imp.finish(name)
     except Error as e:
         raise Refused("the module does not verify (an importer bug, please report it): %s" % e.message,
-                      "model") from None
+                      "bug") from None
     # The BIB name of each graph input and output, by ONNX name.
     module.onnx_inputs = {vi: n for vi, (n, _r, _d, _s) in zip(imp.input_onnx_names, imp.inputs)}
     module.onnx_outputs = {o.name: n for o, (n, _r, _d, _s) in zip(imp.graph.output, imp.outputs)}

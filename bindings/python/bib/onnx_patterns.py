@@ -9,7 +9,12 @@ the ONNX importer (onnx_import.py) so that each becomes one BIB instruction:
 - GELU, tanh form: Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), Tanh, Add 1,
   Mul 0.5 x -> GELU;
 - MatMul by a [K,N] weight then Add of a [N] bias -> LINEAR, and with a
-  following Relu or GELU -> LINEAR_RELU, LINEAR_GELU, LINEAR_GELU_ERF.
+  following Relu or GELU -> LINEAR_RELU, LINEAR_GELU, LINEAR_GELU_ERF;
+- attention as torch's multi-head attention exports it: q, k, v [S,H,D]
+  (H heads, or batch times heads), Transpose q and v to [H,S,D] and k to
+  [H,D,T], q scaled by 1/sqrt(D) (Div or Mul, before or after the MatMul),
+  MatMul, Softmax over the keys, MatMul by v, Transpose back to [S,H,D]
+  -> ATTENTION.
 
 A pattern matches only when each value inside it is read by the pattern
 alone (no other node, not a graph output), so that nothing else needs it.
@@ -357,6 +362,86 @@ def _linear(g, mm, acts):
     return group, end, lower, act
 
 
+def _scaled(g, name):
+    """(x, divisor) when name is Div(x, c) or Mul(x, 1/c) by a constant, else (name, None)."""
+    n = g.prod(name, "Div")
+    if n is not None:
+        c = g.const(n.inputs[1])
+        if c is not None and c.size == 1 and c.dtype != object:
+            return n.inputs[0], float(np.asarray(c, np.float64).reshape(-1)[0]), n
+    n = g.prod(name, "Mul")
+    if n is not None:
+        for k in (0, 1):
+            c = g.const(n.inputs[k])
+            if c is not None and c.size == 1 and c.dtype != object and float(c.reshape(-1)[0]) != 0:
+                return n.inputs[1 - k], 1.0 / float(np.asarray(c, np.float64).reshape(-1)[0]), n
+    return name, None, None
+
+
+def _perm(node):
+    return list(node.attrs.get("perm", [])) if node is not None else None
+
+
+def _attention(g, sm):
+    imp = g.imp
+    if sm.attrs.get("axis", -1) not in (-1, 2) or imp.opset < 13:
+        return None
+    group = [sm]
+    scores, post, post_node = _scaled(g, sm.inputs[0])
+    if post_node is not None:
+        group.append(post_node)
+    m1 = g.prod(scores, "MatMul")
+    if m1 is None:
+        return None
+    group.append(m1)
+    qs, pre, pre_node = _scaled(g, m1.inputs[0])
+    if (pre is None) == (post is None):
+        return None
+    if pre_node is not None:
+        group.append(pre_node)
+    qt = g.prod(qs, "Transpose")
+    kt = g.prod(m1.inputs[1], "Transpose")
+    if _perm(qt) != [1, 0, 2] or _perm(kt) != [1, 2, 0]:
+        return None
+    m2 = g.single_consumer(sm.outputs[0])
+    if m2 is None or m2.op != "MatMul" or m2.inputs[0] != sm.outputs[0]:
+        return None
+    vt = g.prod(m2.inputs[1], "Transpose")
+    out = g.single_consumer(m2.outputs[0])
+    if _perm(vt) != [1, 0, 2] or out is None or out.op != "Transpose" or _perm(out) != [1, 0, 2]:
+        return None
+    group += [qt, kt, m2, vt, out]
+    inner = [n.outputs[0] for n in group if n is not out]
+    if not g.only_inside(group, inner) or len({n.index for n in group}) != len(group):
+        return None
+    q, k, v = qt.inputs[0], kt.inputs[0], vt.inputs[0]
+    divisor = pre if pre is not None else post
+    ordered = sorted(group, key=lambda n: n.index)
+
+    def lower():
+        qv, kv, vv = imp.vals[q], imp.vals[k], imp.vals[v]
+        d = qv.shape[-1] if qv.shape else None
+        fits = (
+            len(qv.shape) == len(kv.shape) == len(vv.shape) == 3
+            and isinstance(d, int)
+            and abs(divisor - math.sqrt(d)) <= 1e-6 * math.sqrt(d)
+            and kv.shape[1:] == qv.shape[1:]
+            and vv.shape == kv.shape
+            and all(v.dtype == "f32" for v in (qv, kv, vv))
+            and imp.have("ATTENTION")
+        )
+        if not fits:
+            # Not the shapes ATTENTION takes: the nodes one by one.
+            for n in ordered:
+                imp.lower(n)
+            return
+        res = imp.rt(qv.shape, "f32")
+        imp.emit("ATTENTION", res.reg, imp.reg_of(out, qv), imp.reg_of(out, kv), imp.reg_of(out, vv))
+        imp.set(out, 0, res)
+
+    return group, out, lower
+
+
 def find(imp, nodes):
     """Marks the fused groups on the importer: imp.fused[end index] is the
     lowering of a group, imp.skip the indices of its other nodes, and
@@ -375,6 +460,11 @@ def find(imp, nodes):
     for n in nodes:
         if n.op == "Div" and n.index not in g.taken:
             m = _layernorm(g, n)
+            if m is not None:
+                take(*m)
+    for n in nodes:
+        if n.op == "Softmax" and n.index not in g.taken:
+            m = _attention(g, n)
             if m is not None:
                 take(*m)
     gelus = {}
