@@ -25,11 +25,11 @@ fi
     BIB_LIBRARY="$(cd "$(dirname "$BIB")" && pwd)/libbib.so.0"
 export BIB_LIBRARY PYTHONDONTWRITEBYTECODE=1
 say() { printf '$ %s\n' "$*"; }
-run() { say "$*"; "$@"; }
+run() { say "$*"; timeout 300 "$@"; }
 
-run timeout 300 "$PY" examples/digits/train.py "$OUT"
-run timeout 300 "$PY" "$IMPORTER" "$OUT/digits.onnx" -o "$OUT/digits.bib"
-run timeout 300 "$BIB" run "$OUT/digits.bib" --backend=cpu --input "x=$OUT/images.npy" \
+run "$PY" examples/digits/train.py "$OUT"
+run "$PY" "$IMPORTER" "$OUT/digits.onnx" -o "$OUT/digits.bib"
+run "$BIB" run "$OUT/digits.bib" --backend=cpu --input "x=$OUT/images.npy" \
     --output "label=$OUT/label.cpu.npy" --output "logits=$OUT/logits.cpu.npy"
 vulkan=yes
 say "$BIB run $OUT/digits.bib --backend=vulkan ..."
