@@ -111,7 +111,7 @@ bool bib_call_take_ok(const bib_call_t *c) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_call_shapes_ok");
 
 bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
@@ -162,6 +162,16 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
         return bib_call_strided_ok(c);
     case BIB_KERNEL_TAKE:
         return bib_call_take_ok(c);
+    case BIB_KERNEL_CONV:
+        return bib_call_all_f32(c, 2) && (x->rank == 3 || x->rank == 4) && y->rank == x->rank &&
+               o->rank == x->rank && c->p[0] >= 1 && o->dims[0] == x->dims[0] &&
+               o->dims[1] == y->dims[0] && (uint64_t)y->dims[1] * (uint64_t)c->p[0] == x->dims[1];
+    case BIB_KERNEL_POOL:
+        return bib_call_all_f32(c, 1) && (x->rank == 3 || x->rank == 4) && o->rank == x->rank &&
+               o->dims[0] == x->dims[0] && o->dims[1] == x->dims[1];
+    case BIB_KERNEL_BATCHNORM:
+        return bib_call_all_f32(c, 2) && x->rank >= 2 && y->rank == 2 && y->dims[0] == 4 &&
+               y->dims[1] == x->dims[1] && bib_view_count(o) == bib_view_count(x);
     default:
         return false;
     }

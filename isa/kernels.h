@@ -41,6 +41,9 @@ typedef enum bib_shape_rule {
                             numpy.take, ELEMENTS as ONNX GatherElements) */
     BIB_SHAPE_STRIDED,   /* a strided copy: the result's shape and the call's p[] by the sub
                             (bib_strided_t: PERMUTE, EXPAND, SLICE, CONCAT) */
+    BIB_SHAPE_CONV,      /* x [N,C,H,W] or [N,C,L], w [O,C/g,...] of x's rank: [N,O,OH,OW] */
+    BIB_SHAPE_POOL,      /* x [N,C,H,W] or [N,C,L]: [N,C,OH,OW] (the block's kernel and pads) */
+    BIB_SHAPE_CHANNELS,  /* in0's shape (rank >= 2); in1 is [4,C], C = in0's axis 1 */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -53,6 +56,8 @@ typedef enum bib_args_rule {
     BIB_ARGS_ATTENTION, /* f[0] = 1 / sqrt(D) */
     BIB_ARGS_FILL,      /* f[0] = r[b] rounded to f32, or i[0] = its low 32 bits (i32) */
     BIB_ARGS_SEED,      /* i[0] = r[b] (seed), i[1] = immediate c (stream) */
+    BIB_ARGS_BLOCK,     /* p[0..12) = r[x..x+12), x the last RS operand (checked by the verifier) */
+    BIB_ARGS_SCALAR_D,  /* f[0] = the f64 r[d] rounded to f32 */
     BIB_ARGS__COUNT
 } bib_args_rule_t;
 
@@ -63,6 +68,8 @@ typedef enum bib_cost_form {
     BIB_COST_PRODUCT,   /* work: M*N*(K+1); flops: 2*M*N*K */
     BIB_COST_ATTENTION, /* work: S*H*D*(2T+1); flops: 4*S*H*D*T */
     BIB_COST_GATHER,    /* work: indices + 2 x result elements */
+    BIB_COST_CONV,      /* work: out x (taps + 1), taps = in1's elements / O; flops: 2 out taps */
+    BIB_COST_POOL,      /* work: out x (window + 1), window = p[0] x p[1]; ops: out x window */
     BIB_COST__COUNT
 } bib_cost_form_t;
 
@@ -82,9 +89,12 @@ typedef enum bib_executor_id {
 #define BIB_RUNS_ON_NULL (1u << BIB_EXECUTOR_NULL)
 #define BIB_RUNS_ON_ALL (BIB_RUNS_ON_CPU | BIB_RUNS_ON_VULKAN | BIB_RUNS_ON_CUDA | BIB_RUNS_ON_NULL)
 
+/* The registers of a BIB_ARGS_BLOCK parameter block (CONV and the pools). */
+#define BIB_PARAM_BLOCK 12
+
 /* ---- sub-operations ----------------------------------------------------------- */
 
-/* MATMUL's activation (the LINEAR* opcodes). */
+/* MATMUL's activation (the LINEAR* opcodes); BATCHNORM's (NONE, RELU). */
 typedef enum bib_act {
     BIB_ACT_NONE,
     BIB_ACT_RELU,
@@ -130,6 +140,8 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
 #define BIB_KOP_SAME_TAKE_TAKE ~, 1
 #define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
+#define BIB_KOP_SAME_POOL_POOL ~, 1
+#define BIB_KOP_SAME_BATCHNORM_BATCHNORM ~, 1
 /* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
  * x that another row added, else 1. */
 #define BIB_KOP_USE_PROBE_USE(x) ~, 1
@@ -155,14 +167,15 @@ typedef enum bib_attention {
     (0 BIB_KOP_WHEN(BIB_KOP_IS(MATMUL, kernel))(+BIB_ACT_##sub)                                    \
          BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
              BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
-                 BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub)                       \
-                     BIB_KOP_WHEN(BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)             \
-                         BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)             \
-                             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)               \
-                                 BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub)       \
-                                     BIB_KOP_WHEN(BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub) \
-                                         BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(              \
-                                             +BIB_LAYERNORM_##sub))
+                 BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub) BIB_KOP_WHEN(         \
+                     BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)                          \
+                     BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub) BIB_KOP_WHEN(   \
+                         BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)                                \
+                         BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub) BIB_KOP_WHEN( \
+                             BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub)                      \
+                             BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(+BIB_LAYERNORM_##sub)     \
+                                 BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub)           \
+                                     BIB_KOP_WHEN(BIB_KOP_IS(BATCHNORM, kernel))(+BIB_ACT_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -224,14 +237,23 @@ typedef enum bib_argmax {
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(ARGMAX, kernel, sub))(BIB_ARGMAX_##sub, )
 #include "isa/opcodes.def"
 #undef KOP
+    BIB_ARGMAX__COUNT
+} bib_argmax_t;
+
+/* Pooling windows (POOL), in row order. */
+typedef enum bib_pool {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(BIB_POOL_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
 #undef OP
 #undef TOP
 #undef GOP
 #undef VOP
 #undef COP
 #undef GKOP
-    BIB_ARGMAX__COUNT
-} bib_argmax_t;
+    BIB_POOL__COUNT
+} bib_pool_t;
 
 /* ---- the kernels ------------------------------------------------------------- */
 

@@ -543,6 +543,16 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                                 "pc %u (%s): operand %c names register r%u but function '%s' has "
                                 "%u registers (r0..r%u)",
                                 pc, info->name, slot, v, f->name, f->nregs, f->nregs - 1);
+        /* A kernel's parameter block (CONV, the pools) is the register range
+           r[v..v+BIB_PARAM_BLOCK). */
+        if (info->kinds[k] == BIB_K_RS && info->kernel >= 0 &&
+            bib_kernel_table[info->kernel].args == BIB_ARGS_BLOCK &&
+            (uint64_t)v + BIB_PARAM_BLOCK > f->nregs)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): operand %c starts the %d-register parameter block "
+                                "r%u..r%u, outside function '%s' frame of %u registers",
+                                pc, info->name, slot, BIB_PARAM_BLOCK, v, v + BIB_PARAM_BLOCK - 1,
+                                f->name, f->nregs);
         return BIB_OK;
     case BIB_K_IMM:
     case BIB_K_IMMLO:

@@ -86,11 +86,15 @@ static void print_kernels(void) {
         [BIB_SHAPE_ATTENTION] = "q's",
         [BIB_SHAPE_GATHER] = "indices' then the table's after the first",
         [BIB_SHAPE_IN_PLACE] = "operand a's, in place",
+        [BIB_SHAPE_CONV] = "[N,O,OH,OW] (or [N,O,OL])",
+        [BIB_SHAPE_POOL] = "[N,C,OH,OW] (or [N,C,OL])",
+        [BIB_SHAPE_CHANNELS] = "same; [4,C] per channel of axis 1",
     };
     static const char *const costs[BIB_COST__COUNT] = {
         [BIB_COST_ELEMENTS] = "inputs + result",    [BIB_COST_ROWS] = "inputs + result",
         [BIB_COST_PRODUCT] = "M*N*(K+1)",           [BIB_COST_ATTENTION] = "S*H*D*(2T+1)",
-        [BIB_COST_GATHER] = "indices + 2 * result",
+        [BIB_COST_GATHER] = "indices + 2 * result", [BIB_COST_CONV] = "result * (taps + 1)",
+        [BIB_COST_POOL] = "result * (window + 1)",
     };
     printf("\n## Tensor kernels\n\n");
     printf("Generated from isa/kernels.def. Each opcode of the tensor and CUDA families that "

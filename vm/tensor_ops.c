@@ -322,6 +322,157 @@ static bib_status_t need_row(bib_vm_t *vm, const bib_dinsn_t *ip, const char *wh
         bib_tensor_reg_text(vm, rt2, sizeof rt2, of_reg), bib_tensor_shape(sh2, of));
 }
 
+/* ---- CONV and the pools: the parameter block and the output size ----------- */
+
+/* One spatial axis of a window: input size n, window taps k, stride s,
+ * dilation d, pads lo and hi; the output size, or -1 when the window's
+ * extent d*(k-1)+1 exceeds the padded input. ceil: the ceil_mode rule of
+ * ONNX and PyTorch (a last window that would start in the high padding is
+ * dropped). */
+static int64_t window_out(int64_t n, int64_t k, int64_t s, int64_t d, int64_t lo, int64_t hi,
+                          bool ceil) {
+    int64_t extent = d * (k - 1) + 1, padded = n + lo + hi;
+    if (extent > padded)
+        return -1;
+    int64_t span = padded - extent;
+    int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (out - 1) * s >= n + lo)
+        out--;
+    return out;
+}
+
+/* The block word names, for messages: CONV's and the pools'. */
+static const char *const conv_words[BIB_PARAM_BLOCK] = {
+    "groups",   "stride h",   "stride w",  "dilation h", "dilation w", "pad top",
+    "pad left", "pad bottom", "pad right", "word 9",     "word 10",    "word 11"};
+static const char *const pool_words[BIB_PARAM_BLOCK] = {
+    "kernel h", "kernel w", "stride h",   "stride w",  "dilation h", "dilation w",
+    "pad top",  "pad left", "pad bottom", "pad right", "ceil_mode",  "count_include_pad"};
+
+/* Word i of the block must lie in lo..hi; the trap names the word, its
+ * register and its value. */
+static bib_status_t block_word(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
+                               const char *const *names, int i, int64_t lo, int64_t hi,
+                               const char *why) {
+    if (k->p[i] >= lo && k->p[i] <= hi)
+        return BIB_OK;
+    uint32_t first = bib_isa_table[ip->op].kinds[3] == BIB_K_RS ? ip->d : ip->c;
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                           "%s parameter %s (r%" PRIu32 " = %" PRId64 ") must be %s",
+                           bib_isa_table[ip->op].name, names[i], first + (uint32_t)i, k->p[i], why);
+}
+
+#define BLOCK_MAX ((int64_t)BIB_MAX_TENSOR_DIM)
+
+/* Pads up to 2^31-1 on a small input can ask for more outputs along an axis
+ * than a dimension holds. */
+static bib_status_t output_fits(bib_vm_t *vm, const bib_dinsn_t *ip, int64_t oh, int64_t ow) {
+    if (oh <= BLOCK_MAX && ow <= BLOCK_MAX)
+        return BIB_OK;
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                           "%s output would be %" PRId64 " x %" PRId64
+                           " positions, over 2147483647 along an axis",
+                           bib_isa_table[ip->op].name, oh, ow);
+}
+
+static bib_status_t conv_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                               bib_tensor_t *const *t, kresult_t *r) {
+    char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    const char *name = bib_isa_table[ip->op].name;
+    const bib_tensor_t *x = t[0], *w = t[1];
+    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]);
+    bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]);
+    bib_tensor_shape(sh, x);
+    bib_tensor_shape(sh2, w);
+    if ((x->rank != 3 && x->rank != 4) || w->rank != x->rank)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                               "%s needs x [N,C,L] with w [O,C/g,K], or x [N,C,H,W] with w "
+                               "[O,C/g,KH,KW]: x %s is %s, w %s is %s",
+                               name, rt, sh, rt2, sh2);
+    const bool one_d = x->rank == 3;
+    CHECK(block_word(vm, ip, k, conv_words, 0, 1, BLOCK_MAX, "1 or more"));
+    for (int i = 1; i <= 4; i++)
+        CHECK(block_word(vm, ip, k, conv_words, i, 1, one_d && (i == 1 || i == 3) ? 1 : BLOCK_MAX,
+                         one_d && (i == 1 || i == 3) ? "1 for a 1-D convolution" : "1 or more"));
+    for (int i = 5; i <= 8; i++)
+        CHECK(block_word(vm, ip, k, conv_words, i, 0, one_d && (i == 5 || i == 7) ? 0 : BLOCK_MAX,
+                         one_d && (i == 5 || i == 7) ? "0 for a 1-D convolution" : "0 or more"));
+    for (int i = 9; i < BIB_PARAM_BLOCK; i++)
+        CHECK(block_word(vm, ip, k, conv_words, i, 0, 0, "0 (reserved)"));
+    const int64_t groups = k->p[0];
+    const int64_t n = x->dims[0], c = x->dims[1], o = w->dims[0], cg = w->dims[1];
+    const int64_t h = one_d ? 1 : x->dims[2], wd = x->dims[x->rank - 1];
+    const int64_t kh = one_d ? 1 : w->dims[2], kw = w->dims[w->rank - 1];
+    if (cg * groups != c || o % groups != 0)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                               "%s channel mismatch: x %s is %s, w %s is %s with groups %" PRId64
+                               " (x's C must be w's C/g times groups, and O a multiple of groups)",
+                               name, rt, sh, rt2, sh2, groups);
+    if (kh == 0 || kw == 0)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s kernel of w %s is %s: it has no taps", name,
+                               rt2, sh2);
+    int64_t oh = window_out(h, kh, k->p[1], k->p[3], k->p[5], k->p[7], false);
+    int64_t ow = window_out(wd, kw, k->p[2], k->p[4], k->p[6], k->p[8], false);
+    if (oh < 0 || ow < 0)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                               "%s kernel larger than the padded input: x %s is %s, w %s is %s "
+                               "(dilation %" PRId64 ",%" PRId64 ", pads %" PRId64 ",%" PRId64
+                               ",%" PRId64 ",%" PRId64 ")",
+                               name, rt, sh, rt2, sh2, k->p[3], k->p[4], k->p[5], k->p[6], k->p[7],
+                               k->p[8]);
+    CHECK(output_fits(vm, ip, oh, ow));
+    r->rank = x->rank;
+    r->dims[0] = (uint32_t)n;
+    r->dims[1] = (uint32_t)o;
+    if (!one_d)
+        r->dims[2] = (uint32_t)oh;
+    r->dims[r->rank - 1] = (uint32_t)ow;
+    return BIB_OK;
+}
+
+static bib_status_t pool_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                               bib_tensor_t *const *t, kresult_t *r) {
+    char rt[300], sh[BIB_SHAPE_TEXT];
+    const char *name = bib_isa_table[ip->op].name;
+    const bib_tensor_t *x = t[0];
+    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]);
+    bib_tensor_shape(sh, x);
+    if (x->rank != 3 && x->rank != 4)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s needs x [N,C,L] or [N,C,H,W]: %s is %s",
+                               name, rt, sh);
+    const bool one_d = x->rank == 3;
+    for (int i = 0; i < 6; i++) {
+        bool h_word = i % 2 == 0;
+        CHECK(block_word(vm, ip, k, pool_words, i, 1, one_d && h_word ? 1 : BLOCK_MAX,
+                         one_d && h_word ? "1 for a 1-D pool" : "1 or more"));
+    }
+    for (int i = 6; i <= 9; i++)
+        CHECK(block_word(vm, ip, k, pool_words, i, 0, one_d && (i == 6 || i == 8) ? 0 : BLOCK_MAX,
+                         one_d && (i == 6 || i == 8) ? "0 for a 1-D pool" : "0 or more"));
+    CHECK(block_word(vm, ip, k, pool_words, 10, 0, 1, "0 or 1"));
+    if (k->sub == BIB_POOL_AVG)
+        CHECK(block_word(vm, ip, k, pool_words, 11, 0, 1, "0 or 1"));
+    else
+        CHECK(block_word(vm, ip, k, pool_words, 11, 0, 0, "0 (reserved for MAXPOOL)"));
+    const int64_t h = one_d ? 1 : x->dims[2], wd = x->dims[x->rank - 1];
+    const bool ceil = k->p[10] != 0;
+    int64_t oh = window_out(h, k->p[0], k->p[2], k->p[4], k->p[6], k->p[8], ceil);
+    int64_t ow = window_out(wd, k->p[1], k->p[3], k->p[5], k->p[7], k->p[9], ceil);
+    if (oh < 0 || ow < 0)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                               "%s kernel larger than the padded input: x %s is %s, kernel %" PRId64
+                               ",%" PRId64 " (dilation %" PRId64 ",%" PRId64 ", pads %" PRId64
+                               ",%" PRId64 ",%" PRId64 ",%" PRId64 ")",
+                               name, rt, sh, k->p[0], k->p[1], k->p[4], k->p[5], k->p[6], k->p[7],
+                               k->p[8], k->p[9]);
+    CHECK(output_fits(vm, ip, oh, ow));
+    r->rank = x->rank;
+    if (!one_d)
+        r->dims[2] = (uint32_t)oh;
+    r->dims[r->rank - 1] = (uint32_t)ow;
+    return BIB_OK;
+}
+
 /* MATMUL's shapes, as numpy.matmul takes them: [..., M, K] . [..., K, N] ->
  * [..., M, N] with the batch axes broadcast; a rank-1 left operand is a row
  * [1,K] and a rank-1 right operand a column [K,1], whose axis the result
@@ -521,6 +672,26 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         return strided_rule(vm, ip, R, k, t, r);
     case BIB_SHAPE_TAKE:
         return take_rule(vm, ip, k, t, r);
+    case BIB_SHAPE_CONV:
+        return conv_shape(vm, ip, k, t, r);
+    case BIB_SHAPE_POOL:
+        return pool_shape(vm, ip, k, t, r);
+    case BIB_SHAPE_CHANNELS: {
+        const bib_tensor_t *st = t[1];
+        if (a->rank < 2)
+            return bib_tensor_trap(
+                vm, ip, BIB_E_TRAP, "%s needs x of rank 2 or more ([N,C,...]): %s is %s", name,
+                bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, a));
+        if (st->rank != 2 || st->dims[0] != 4 || st->dims[1] != a->dims[1])
+            return bib_tensor_trap(
+                vm, ip, BIB_E_TRAP,
+                "shape mismatch: %s statistics %s are %s; they must be [4,%" PRIu32
+                "] (scale, bias, mean, var for the %" PRIu32 " channels of %s %s)",
+                name, bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[1]),
+                bib_tensor_shape(sh, st), a->dims[1], a->dims[1],
+                bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[0]), bib_tensor_shape(sh2, a));
+        return BIB_OK;
+    }
     case BIB_SHAPE__COUNT:
         break;
     }
@@ -551,7 +722,9 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
         k->f0 = 1e-6f;
         return;
     case BIB_ARGS_ATTENTION:
-        k->f0 = (float)(1.0 / sqrt((double)t[0]->dims[t[0]->rank - 1]));
+        /* Before the shape rule has checked q's rank: a rank-0 q traps there. */
+        if (t[0]->rank > 0)
+            k->f0 = (float)(1.0 / sqrt((double)t[0]->dims[t[0]->rank - 1]));
         return;
     case BIB_ARGS_FILL:
         if (t[0]->dtype == BIB_DTYPE_I32)
@@ -563,10 +736,24 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
         k->i0 = (int64_t)R[ip->b];
         k->i1 = ip->x.imm;
         return;
+    case BIB_ARGS_BLOCK: {
+        const uint32_t words[4] = {ip->a, ip->b, ip->c, ip->d};
+        for (int w = 3; w >= 0; w--) {
+            if (bib_isa_table[ip->op].kinds[w] == BIB_K_RS) {
+                for (int i = 0; i < BIB_PARAM_BLOCK; i++)
+                    k->p[i] = (int64_t)R[words[w] + i];
+                return;
+            }
+        }
+        return;
+    }
+    case BIB_ARGS_SCALAR_D:
+        k->f0 = (float)bib_f64_from_bits(R[ip->d]);
+        return;
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 13 && BIB_ARGS__COUNT == 7,
+_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 16 && BIB_ARGS__COUNT == 9,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* ---- strided copies ---------------------------------------------------------------- */
@@ -1159,8 +1346,9 @@ bib_status_t bib_tensor_op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uin
     CHECK(dtype_rule(vm, ip, &k, t, &r));
     if (info->flags & BIB_F_AXES)
         return op_axes(vm, ip, &k, t[0], &r);
-    CHECK(shape_rule(vm, ip, R, &k, t, &r));
+    /* The args first: CONV's and the pools' shape rules read their block. */
     args_rule(ip, R, &k, t);
+    CHECK(shape_rule(vm, ip, R, &k, t, &r));
     if (bib_kernel_table[k.kernel].shape == BIB_SHAPE_BROADCAST)
         return op_broadcast(vm, ip, &k, t, &r);
     if (bib_kernel_table[k.kernel].shape == BIB_SHAPE_IN_PLACE)
@@ -1246,7 +1434,7 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
 
 /* ---- the cost of a call -------------------------------------------------------- */
 
-_Static_assert(BIB_COST__COUNT == 5, "bib_tensor_cost has a case for every bib_cost_form_t");
+_Static_assert(BIB_COST__COUNT == 7, "bib_tensor_cost has a case for every bib_cost_form_t");
 
 bib_tensor_cost_t bib_tensor_cost(const bib_call_t *call) {
     const bib_kernel_info_t *k = &bib_kernel_table[call->kernel];
@@ -1279,6 +1467,22 @@ bib_tensor_cost_t bib_tensor_cost(const bib_call_t *call) {
         c.work = sat_add(bib_view_count(&call->in[1]), bib_sat_mul(out, 2));
         c.ops = out_d;
         return c;
+    case BIB_COST_CONV: {
+        /* One fma per tap of each output's chain, then the output. */
+        const uint64_t o = call->in[1].dims[0];
+        const uint64_t taps = o ? bib_view_count(&call->in[1]) / o : 0;
+        c.work = bib_sat_mul(out, taps + 1);
+        c.flops = bib_sat_mul(bib_sat_mul(out, taps), 2);
+        c.ops = 2.0 * out_d * (double)taps + out_d;
+        return c;
+    }
+    case BIB_COST_POOL: {
+        /* One compare or add per tap of each window, then the output. */
+        const uint64_t window = bib_sat_mul((uint64_t)call->p[0], (uint64_t)call->p[1]);
+        c.work = bib_sat_mul(out, sat_add(window, 1));
+        c.ops = out_d * ((double)window + 1);
+        return c;
+    }
     case BIB_COST_ELEMENTS:
     case BIB_COST_ROWS:
     case BIB_COST__COUNT:

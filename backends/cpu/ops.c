@@ -733,6 +733,294 @@ static bib_status_t run_gather(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     return BIB_OK;
 }
 
+/* ---- CONV, POOL, BATCHNORM ------------------------------------------------ */
+
+/* A call's spatial geometry: rank-3 views are 2-D with H = KH = 1 (the
+ * VM's checks make the h words 1, 1, 0, 0 then). */
+typedef struct geom {
+    size_t n, c, h, w;      /* x [N,C,H,W] */
+    size_t oc, oh, ow;      /* out [N,OC,OH,OW] */
+    size_t kh, kw;          /* window taps */
+    int64_t sh, sw, dh, dw; /* stride, dilation */
+    int64_t pt, pl;         /* the low pads (the high ones only size the output) */
+} geom_t;
+
+static geom_t call_geom(const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bool one_d = x->rank == 3;
+    geom_t g = {.n = x->dims[0],
+                .c = x->dims[1],
+                .h = one_d ? 1 : x->dims[2],
+                .w = x->dims[x->rank - 1],
+                .oc = o->dims[1],
+                .oh = one_d ? 1 : o->dims[2],
+                .ow = o->dims[o->rank - 1]};
+    const int64_t *p = c->p;
+    if (c->kernel == BIB_KERNEL_CONV) {
+        const bib_view_t *wt = &c->in[1];
+        g.kh = one_d ? 1 : wt->dims[2];
+        g.kw = wt->dims[wt->rank - 1];
+        g.sh = p[1], g.sw = p[2], g.dh = p[3], g.dw = p[4], g.pt = p[5], g.pl = p[6];
+    } else {
+        g.kh = (size_t)p[0], g.kw = (size_t)p[1];
+        g.sh = p[2], g.sw = p[3], g.dh = p[4], g.dw = p[5], g.pt = p[6], g.pl = p[7];
+    }
+    return g;
+}
+
+/* The outputs [lo, hi) of a row of ow whose tap at offset off = k*d - pad
+ * (input position ow*s + off) falls inside 0..n-1. */
+static void tap_range(int64_t off, int64_t s, size_t n, size_t ow, size_t *lo, size_t *hi) {
+    /* ow*s + off >= 0  and  ow*s + off <= n - 1 */
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t last = (int64_t)n - 1 - off;
+    int64_t b = last < 0 ? 0 : last / s + 1;
+    if (b > (int64_t)ow)
+        b = (int64_t)ow;
+    if (a > b)
+        a = b;
+    *lo = (size_t)a, *hi = (size_t)b;
+}
+
+/* a[i] = fma(w, +0, a[i]) for i < n: the padding taps of a row. The
+ * product w * +0 is exact (a zero, or NaN for an infinite or NaN w), so the
+ * fma is that one add: the same bits, without an fma per element. */
+static void fma_zero(float w, float *a, size_t n) {
+    const float z = w * 0.0f;
+    for (size_t i = 0; i < n; i++)
+        a[i] = a[i] + z;
+}
+
+/* The strided taps of a row gathered into a contiguous block, so the chain
+ * step is an axpy at every stride. */
+#define CONV_GATHER 256
+
+/* CONV, the direct form: a task unit is one output row (n, o, oh). The row
+ * itself holds the OW accumulators; the loops run c, kh, kw ascending outside
+ * the positions, so each output receives its fmas in the contract's order
+ * (spec/numerics.md section 12a), padding taps as fma(w, +0, acc): every
+ * lane its own chain, never split along the taps. */
+static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const geom_t g = call_geom(c);
+    const size_t groups = (size_t)c->p[0], cg = g.c / groups, og = g.oc / groups;
+    const float *x = view_f32(&c->in[0]), *wt = view_f32(&c->in[1]);
+    float *y = view_f32(&c->out);
+    for (size_t row = begin; row < end; row++) {
+        size_t oh = row % g.oh, o = (row / g.oh) % g.oc, n = row / (g.oh * g.oc);
+        size_t c0 = (o / og) * cg;
+        float *acc = y + row * g.ow;
+        for (size_t j = 0; j < g.ow; j++)
+            acc[j] = 0.0f;
+        for (size_t ci = 0; ci < cg; ci++) {
+            const float *xc = x + (n * g.c + c0 + ci) * g.h * g.w;
+            const float *wc = wt + (o * cg + ci) * g.kh * g.kw;
+            for (size_t i = 0; i < g.kh; i++) {
+                int64_t ih = (int64_t)oh * g.sh - g.pt + (int64_t)i * g.dh;
+                bool h_pad = ih < 0 || ih >= (int64_t)g.h;
+                const float *xr = xc + (h_pad ? 0 : (size_t)ih * g.w);
+                for (size_t j = 0; j < g.kw; j++) {
+                    float wv = wc[i * g.kw + j];
+                    if (h_pad) {
+                        fma_zero(wv, acc, g.ow);
+                        continue;
+                    }
+                    int64_t off = (int64_t)j * g.dw - g.pl;
+                    size_t lo, hi;
+                    tap_range(off, g.sw, g.w, g.ow, &lo, &hi);
+                    fma_zero(wv, acc, lo);
+                    if (g.sw == 1) {
+                        t->ctx->rowops->axpy(wv, xr + (int64_t)lo + off, acc + lo, hi - lo);
+                    } else {
+                        float gathered[CONV_GATHER];
+                        for (size_t q0 = lo; q0 < hi; q0 += CONV_GATHER) {
+                            size_t m = hi - q0 < CONV_GATHER ? hi - q0 : CONV_GATHER;
+                            for (size_t q = 0; q < m; q++)
+                                gathered[q] = xr[(int64_t)(q0 + q) * g.sw + off];
+                            t->ctx->rowops->axpy(wv, gathered, acc + q0, m);
+                        }
+                    }
+                    fma_zero(wv, acc + hi, g.ow - hi);
+                }
+            }
+        }
+        for (size_t j = 0; j < g.ow; j++)
+            acc[j] = bib_f32_canon(acc[j]);
+    }
+}
+
+/* CONV through the GEMM: per image and group, out[og, OH*OW] = w[og, K] .
+ * col[K, OH*OW] with K = C/g * KH * KW in (c, kh, kw) order and padding
+ * taps +0 in col, which is the contract's chain exactly (the GEMM's is
+ * fma over k ascending from +0, then canonical NaN). col holds a block of
+ * up to CONV_COLS output positions at a time, fewer when K is long (about
+ * CONV_COL_BYTES in all); the block only bounds memory, never what a chain
+ * adds. Returns false, having written nothing, when col cannot be had (the
+ * direct form then runs the same chains). */
+#define CONV_COLS ((size_t)2048)
+#define CONV_COL_BYTES ((size_t)16 << 20)
+/* Where the GEMM form takes over: a group's outputs and taps. */
+#define CONV_GEMM_MIN_OUT 4
+#define CONV_GEMM_MIN_TAPS 8
+
+/* Row r = (c, kh, kw) of the column block: the input under tap r for the
+ * output positions p0 .. p0+cols, +0 where the tap is padding. */
+static void conv_col_row(const geom_t *g, const float *xg, size_t r, size_t p0, size_t cols,
+                         float *dst) {
+    size_t ci = r / (g->kh * g->kw), i = r / g->kw % g->kh, j = r % g->kw;
+    const float *xc = xg + ci * g->h * g->w;
+    int64_t off = (int64_t)j * g->dw - g->pl;
+    size_t lo, hi;
+    tap_range(off, g->sw, g->w, g->ow, &lo, &hi);
+    size_t oh = p0 / g->ow, ow = p0 % g->ow;
+    for (size_t q = 0; q < cols; oh++, ow = 0) {
+        size_t run = g->ow - ow < cols - q ? g->ow - ow : cols - q;
+        int64_t ih = (int64_t)oh * g->sh - g->pt + (int64_t)i * g->dh;
+        float *d = dst + q - ow; /* d[ow'] for ow' in [ow, ow + run) */
+        size_t end = ow + run;
+        if (ih < 0 || ih >= (int64_t)g->h) {
+            for (size_t u = ow; u < end; u++)
+                d[u] = 0.0f;
+        } else {
+            const float *xr = xc + (size_t)ih * g->w;
+            size_t a = lo > ow ? lo : ow, b = hi < end ? hi : end;
+            if (a > b)
+                a = b = (lo > end ? end : a);
+            for (size_t u = ow; u < a; u++)
+                d[u] = 0.0f;
+            if (g->sw == 1) {
+                if (b > a)
+                    memcpy(d + a, xr + (int64_t)a + off, (b - a) * sizeof *d);
+            } else {
+                for (size_t u = a; u < b; u++)
+                    d[u] = xr[(int64_t)u * g->sw + off];
+            }
+            for (size_t u = b; u < end; u++)
+                d[u] = 0.0f;
+        }
+        q += run;
+    }
+}
+
+static bool conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c, bib_status_t *status) {
+    const geom_t g = call_geom(c);
+    const size_t groups = (size_t)c->p[0], cg = g.c / groups, og = g.oc / groups;
+    const size_t k = cg * g.kh * g.kw, positions = g.oh * g.ow;
+    const float *x = view_f32(&c->in[0]), *wt = view_f32(&c->in[1]);
+    float *y = view_f32(&c->out);
+    size_t block = CONV_COL_BYTES / sizeof(float) / k;
+    block = block < 16 ? 16 : block > CONV_COLS ? CONV_COLS : block;
+    float *col = malloc(k * block * sizeof *col);
+    if (!col)
+        return false;
+    bib_status_t st = BIB_OK;
+    for (size_t n = 0; n < g.n && st == BIB_OK; n++) {
+        for (size_t gi = 0; gi < groups && st == BIB_OK; gi++) {
+            const float *xg = x + (n * g.c + gi * cg) * g.h * g.w;
+            for (size_t p0 = 0; p0 < positions && st == BIB_OK; p0 += block) {
+                size_t cols = positions - p0 < block ? positions - p0 : block;
+                for (size_t r = 0; r < k; r++)
+                    conv_col_row(&g, xg, r, p0, cols, col + r * cols);
+                bib_gemm_t gm = {.m = og,
+                                 .n = cols,
+                                 .k = k,
+                                 .a = wt + gi * og * k,
+                                 .lda = k,
+                                 .b = col,
+                                 .ldb = cols,
+                                 .c = y + (n * g.oc + gi * og) * positions + p0,
+                                 .ldc = positions};
+                st = bib_gemm_f32(ctx->pool, ctx->level, &gm);
+            }
+        }
+    }
+    free(col);
+    if (st != BIB_OK)
+        snprintf(ctx->error, ctx->error_len, "conv: out of memory for packing buffers");
+    *status = st;
+    return true;
+}
+
+/* POOL: a task unit is one output row (n, c, oh); each output walks its
+ * window's taps in (kh, kw) ascending order, skipping the padding. */
+static void task_pool(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const geom_t g = call_geom(c);
+    const bool avg = c->sub == BIB_POOL_AVG, include_pad = c->p[11] != 0;
+    /* The padded extent the divisor counts with count_include_pad. */
+    const int64_t h_end = (int64_t)g.h + c->p[8], w_end = (int64_t)g.w + c->p[9];
+    const float *x = view_f32(&c->in[0]);
+    float *y = view_f32(&c->out);
+    for (size_t row = begin; row < end; row++) {
+        size_t oh = row % g.oh, plane = row / g.oh;
+        const float *xp = x + plane * g.h * g.w;
+        for (size_t ow = 0; ow < g.ow; ow++) {
+            int64_t h0 = (int64_t)oh * g.sh - g.pt, w0 = (int64_t)ow * g.sw - g.pl;
+            float sum = 0.0f;
+            int32_t best = bib_f32_order_key(-INFINITY);
+            bool nan = false;
+            uint32_t count = 0;
+            for (size_t i = 0; i < g.kh; i++) {
+                int64_t ih = h0 + (int64_t)i * g.dh;
+                bool h_in = ih >= 0 && ih < (int64_t)g.h;
+                for (size_t j = 0; j < g.kw; j++) {
+                    int64_t iw = w0 + (int64_t)j * g.dw;
+                    bool w_in = iw >= 0 && iw < (int64_t)g.w;
+                    if (h_in && w_in) {
+                        float v = xp[(size_t)ih * g.w + (size_t)iw];
+                        if (avg) {
+                            sum = sum + v;
+                        } else if (v != v) {
+                            nan = true;
+                        } else {
+                            int32_t key = bib_f32_order_key(v);
+                            best = key > best ? key : best;
+                        }
+                        count++;
+                    } else if (include_pad && ih >= -g.pt && ih < h_end && iw >= -g.pl &&
+                               iw < w_end) {
+                        count++;
+                    }
+                }
+            }
+            float out;
+            if (avg) {
+                out = sum / (float)count;
+            } else if (nan) {
+                out = bib_f32_canonical_nan();
+            } else {
+                out = bib_f32_from_order_key(best);
+            }
+            y[row * g.ow + ow] = bib_f32_canon(out);
+        }
+    }
+}
+
+/* BATCHNORM (and BATCHNORM_RELU): a task unit is one (n, c) plane. */
+static void task_batchnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const size_t channels = c->in[0].dims[1], plane = t->row_len;
+    const float *x = view_f32(&c->in[0]), *st = view_f32(&c->in[1]);
+    float *y = view_f32(&c->out);
+    for (size_t u = begin; u < end; u++) {
+        size_t ch = u % channels;
+        float scale = st[ch], bias = st[channels + ch], mean = st[2 * channels + ch];
+        float den = sqrtf(st[3 * channels + ch] + c->f[0]);
+        if (c->sub == BIB_ACT_RELU)
+            for (size_t e = u * plane; e < (u + 1) * plane; e++)
+                y[e] = bib_relu(((x[e] - mean) / den) * scale + bias);
+        else
+            for (size_t e = u * plane; e < (u + 1) * plane; e++)
+                y[e] = bib_f32_canon(((x[e] - mean) / den) * scale + bias);
+    }
+}
+
 static bool all_f32(const bib_call_t *c, int inputs) {
     if (c->out.dtype != BIB_DTYPE_F32)
         return false;
@@ -742,7 +1030,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -781,6 +1069,15 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return bib_call_strided_ok(c);
     case BIB_KERNEL_TAKE:
         return bib_call_take_ok(c);
+    case BIB_KERNEL_CONV:
+        return all_f32(c, 2) && (c->in[0].rank == 3 || c->in[0].rank == 4) &&
+               c->in[1].rank == c->in[0].rank && c->out.rank == c->in[0].rank && c->p[0] >= 1;
+    case BIB_KERNEL_POOL:
+        return all_f32(c, 1) && (c->in[0].rank == 3 || c->in[0].rank == 4) &&
+               c->out.rank == c->in[0].rank;
+    case BIB_KERNEL_BATCHNORM:
+        return all_f32(c, 2) && c->in[0].rank >= 2 && c->in[1].rank == 2 && c->in[1].dims[0] == 4 &&
+               c->in[1].dims[1] == c->in[0].dims[1];
     case BIB_KERNEL__COUNT:
         break;
     }
@@ -862,6 +1159,31 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         return BIB_OK;
     case BIB_KERNEL_TAKE:
         return run_take(ctx, c, &t);
+    case BIB_KERNEL_CONV: {
+        /* Both forms compute the same chains (the GEMM where a group has
+         * enough outputs and taps to fill its tiles); rows of OW outputs
+         * otherwise, the grain by the row's fmas. */
+        geom_t g = call_geom(c);
+        size_t og = g.oc / (size_t)c->p[0];
+        size_t taps = (g.c / (size_t)c->p[0]) * g.kh * g.kw;
+        bib_status_t st;
+        if (og >= CONV_GEMM_MIN_OUT && taps >= CONV_GEMM_MIN_TAPS && g.oh * g.ow > 0 && g.n > 0 &&
+            conv_gemm(ctx, c, &st))
+            return st;
+        run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * (taps ? taps : 1)), task_conv, &t);
+        return BIB_OK;
+    }
+    case BIB_KERNEL_POOL: {
+        geom_t g = call_geom(c);
+        run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * g.kh * g.kw), task_pool, &t);
+        return BIB_OK;
+    }
+    case BIB_KERNEL_BATCHNORM: {
+        size_t planes = c->in[0].dims[0] * c->in[0].dims[1];
+        t.row_len = planes ? count / planes : 0;
+        run_parallel(ctx, planes, row_grain(t.row_len), task_batchnorm, &t);
+        return BIB_OK;
+    }
     case BIB_KERNEL_COPY:
         memmove((uint32_t *)c->out.buf + c->out.offset, (uint32_t *)c->in[0].buf + c->in[0].offset,
                 count * sizeof(uint32_t));

@@ -166,7 +166,13 @@ typedef struct bib_cu_api {
     X(ARGMAX, "rows", "bib_argmax")                                                                \
     X(LAYERNORM, "rows", "bib_layernorm")                                                          \
     X(RMSNORM, "rows", "bib_rmsnorm")                                                              \
-    X(ATTENTION, "attention", "bib_attention")
+    X(ATTENTION, "attention", "bib_attention")                                                     \
+    X(CONV, "conv", "bib_conv")                                                                    \
+    X(POOL_MAX, "conv", "bib_pool_max")                                                            \
+    X(POOL_AVG, "conv", "bib_pool_avg")                                                            \
+    X(POOL_AVG_PAD, "conv", "bib_pool_avg_pad")                                                    \
+    X(BATCHNORM, "conv", "bib_batchnorm")                                                          \
+    X(BATCHNORM_RELU, "conv", "bib_batchnorm_relu")
 
 typedef enum bib_cu_fn {
 #define BIB_CU_UNARY_ROW(id, symbol) BIB_CU_FN_##id,

@@ -350,6 +350,85 @@ static bib_status_t bib_cu_take(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- GATHER and RNG ------------------------------------------------------ */
 
+/* ---- CONV, POOL, BATCHNORM (shaders/cuda/conv.cu) ------------------------- */
+
+static uint64_t bib_cu_pair(uint64_t lo, uint64_t hi) {
+    return lo | hi << 32;
+}
+
+static bib_status_t bib_cu_conv(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *w = &c->in[1], *o = &c->out;
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, o, "conv output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, x, "conv input", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, w, "conv weights", &p.in1)) != BIB_OK)
+        return st;
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    bool one_d = x->rank == 3;
+    p.n[0] = bib_cu_pair(w->dims[1], o->dims[1] / (uint64_t)c->p[0]);
+    p.n[1] = bib_cu_pair(one_d ? 1 : x->dims[2], x->dims[x->rank - 1]);
+    p.n[2] = bib_cu_pair(o->dims[1], 0);
+    p.n[3] = bib_cu_pair(one_d ? 1 : o->dims[2], o->dims[o->rank - 1]);
+    p.n[4] = bib_cu_pair(one_d ? 1 : w->dims[2], w->dims[w->rank - 1]);
+    p.n[5] = bib_cu_pair((uint64_t)c->p[1], (uint64_t)c->p[2]);
+    for (int i = 0; i < 4; i++)
+        p.u[i] = (uint32_t)c->p[3 + i];
+    p.scratch = n;
+    return bib_cu_launch(ex, BIB_CU_FN_CONV, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1,
+                         0, &p);
+}
+
+static bib_status_t bib_cu_pool(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, o, "pool output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, x, "pool input", &p.in0)) != BIB_OK)
+        return st;
+    uint64_t n = bib_view_count(o);
+    if (n == 0)
+        return BIB_OK;
+    bool one_d = x->rank == 3;
+    p.n[0] = bib_cu_pair(x->dims[1], (uint64_t)c->p[8]);
+    p.n[1] = bib_cu_pair(one_d ? 1 : x->dims[2], x->dims[x->rank - 1]);
+    p.n[2] = bib_cu_pair((uint64_t)c->p[9], 0);
+    p.n[3] = bib_cu_pair(one_d ? 1 : o->dims[2], o->dims[o->rank - 1]);
+    p.n[4] = bib_cu_pair((uint64_t)c->p[0], (uint64_t)c->p[1]);
+    p.n[5] = bib_cu_pair((uint64_t)c->p[2], (uint64_t)c->p[3]);
+    for (int i = 0; i < 4; i++)
+        p.u[i] = (uint32_t)c->p[4 + i];
+    p.scratch = n;
+    bib_cu_fn_t fn = c->sub == BIB_POOL_MAX ? BIB_CU_FN_POOL_MAX
+                     : c->p[11]             ? BIB_CU_FN_POOL_AVG_PAD
+                                            : BIB_CU_FN_POOL_AVG;
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
+static bib_status_t bib_cu_batchnorm(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, o, "batchnorm output", &p.out)) != BIB_OK ||
+        (st = bib_cu_addr(ex, x, "batchnorm input", &p.in0)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->in[1], "batchnorm statistics", &p.in1)) != BIB_OK)
+        return st;
+    uint64_t n = bib_view_count(o), planes = (uint64_t)x->dims[0] * x->dims[1];
+    if (n == 0)
+        return BIB_OK;
+    p.n[0] = n;
+    p.n[1] = x->dims[1];
+    p.n[2] = n / planes;
+    p.u[0] = bib_cu_fbits(c->f[0]);
+    bib_cu_fn_t fn = c->sub == BIB_ACT_RELU ? BIB_CU_FN_BATCHNORM_RELU : BIB_CU_FN_BATCHNORM;
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
 static bib_status_t bib_cu_gather(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_args_t p = {0};
     bib_status_t st;
@@ -487,7 +566,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -521,6 +600,9 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_RNG] = bib_cu_rng,
             [BIB_KERNEL_STRIDED] = bib_cu_strided,
             [BIB_KERNEL_TAKE] = bib_cu_take,
+            [BIB_KERNEL_CONV] = bib_cu_conv,
+            [BIB_KERNEL_POOL] = bib_cu_pool,
+            [BIB_KERNEL_BATCHNORM] = bib_cu_batchnorm,
             [BIB_KERNEL_COPY] = bib_cu_copy,
         },
     .describe = bib_cu_describe,

@@ -225,6 +225,101 @@ static bib_status_t bib_vk_attention(bib_executor_t *ex, const bib_call_t *c) {
     return st;
 }
 
+/* ---- CONV, POOL, BATCHNORM (shaders/vulkan/conv.comp) -------------------- */
+
+/* The window words of a CONV or POOL call that the shader packs two to a
+ * push word (kh, kw, strides, dilations, pads): each must fit 16 bits, which
+ * bib_vk_supports checks (a call past it runs on the CPU executor). */
+static bool bib_vk_window_fits(const bib_call_t *c) {
+    for (int i = c->kernel == BIB_KERNEL_CONV ? 1 : 0; i < 10; i++)
+        if (c->p[i] < 0 || c->p[i] > 0xffff)
+            return false;
+    const bib_view_t *w = &c->in[1];
+    return c->kernel != BIB_KERNEL_CONV ||
+           (w->dims[w->rank - 1] <= 0xffff && (w->rank == 3 || w->dims[2] <= 0xffff));
+}
+
+static uint32_t bib_vk_pair(int64_t lo, int64_t hi) {
+    return (uint32_t)lo | (uint32_t)hi << 16;
+}
+
+static bib_status_t bib_vk_conv(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *w = &c->in[1], *o = &c->out;
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, o, "conv output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, x, "conv input", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, w, "conv weights", &p.off_in1)) != BIB_OK)
+        return st;
+    bool one_d = x->rank == 3;
+    uint64_t n = bib_view_count(o);
+    p.n[0] = w->dims[1];
+    p.n[1] = one_d ? 1 : x->dims[2];
+    p.n[2] = x->dims[x->rank - 1];
+    p.n[3] = o->dims[1];
+    p.n[4] = one_d ? 1 : o->dims[2];
+    p.n[5] = o->dims[o->rank - 1];
+    p.off_in2 = (uint32_t)n;
+    p.off_scratch = (uint32_t)(o->dims[1] / (uint64_t)c->p[0]);
+    p.u[0] = bib_vk_pair(one_d ? 1 : w->dims[2], w->dims[w->rank - 1]);
+    p.u[1] = bib_vk_pair(c->p[1], c->p[2]);
+    p.u[2] = bib_vk_pair(c->p[3], c->p[4]);
+    p.u[3] = bib_vk_pair(c->p[5], c->p[6]);
+    uint32_t op = 0;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, w->buf, NULL, NULL};
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, "conv", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+static bib_status_t bib_vk_pool(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, o, "pool output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, x, "pool input", &p.off_in0)) != BIB_OK)
+        return st;
+    bool one_d = x->rank == 3;
+    uint64_t n = bib_view_count(o);
+    p.n[0] = x->dims[1];
+    p.n[1] = one_d ? 1 : x->dims[2];
+    p.n[2] = x->dims[x->rank - 1];
+    p.n[3] = x->dims[1];
+    p.n[4] = one_d ? 1 : o->dims[2];
+    p.n[5] = o->dims[o->rank - 1];
+    p.off_in2 = (uint32_t)n;
+    p.off_scratch = bib_vk_pair(c->p[8], c->p[9]);
+    p.u[0] = bib_vk_pair(c->p[0], c->p[1]);
+    p.u[1] = bib_vk_pair(c->p[2], c->p[3]);
+    p.u[2] = bib_vk_pair(c->p[4], c->p[5]);
+    p.u[3] = bib_vk_pair(c->p[6], c->p[7]);
+    uint32_t op = c->sub == BIB_POOL_MAX ? 1 : c->p[11] ? 3 : 2;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, NULL, NULL, NULL};
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, "conv", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+static bib_status_t bib_vk_batchnorm(bib_executor_t *ex, const bib_call_t *c) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    if ((st = bib_vk_elem(ex, o, "batchnorm output", &p.off_out)) != BIB_OK ||
+        (st = bib_vk_elem(ex, x, "batchnorm input", &p.off_in0)) != BIB_OK ||
+        (st = bib_vk_elem(ex, &c->in[1], "batchnorm statistics", &p.off_in1)) != BIB_OK)
+        return st;
+    uint64_t n = bib_view_count(o), planes = (uint64_t)x->dims[0] * x->dims[1];
+    p.n[0] = (uint32_t)n;
+    p.n[1] = x->dims[1];
+    p.n[2] = planes ? (uint32_t)(n / planes) : 1;
+    p.u[0] = bib_vk_fbits(c->f[0]);
+    uint32_t op = c->sub == BIB_ACT_RELU ? 5 : 4;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, c->in[1].buf, NULL, NULL};
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch(ex, "conv", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
 /* ---- GATHER and RNG ------------------------------------------------------ */
 
 static bib_status_t bib_vk_gather(bib_executor_t *ex, const bib_call_t *c) {
@@ -446,6 +541,9 @@ bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
             if (c->p[i] < INT32_MIN || c->p[i] > INT32_MAX)
                 return false;
         return true;
+    case BIB_KERNEL_CONV:
+    case BIB_KERNEL_POOL:
+        return bib_vk_window_fits(c);
     case BIB_KERNEL_ATTENTION:
         return x->dims[1] <= 65535u &&
                (uint64_t)x->dims[0] * x->dims[1] * (y->dims[0] ? y->dims[0] : 1) <= limit;
@@ -509,7 +607,7 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 17, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_vulkan_executor = {
@@ -544,6 +642,9 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_RNG] = bib_vk_rng,
             [BIB_KERNEL_STRIDED] = bib_vk_strided,
             [BIB_KERNEL_TAKE] = bib_vk_take,
+            [BIB_KERNEL_CONV] = bib_vk_conv,
+            [BIB_KERNEL_POOL] = bib_vk_pool,
+            [BIB_KERNEL_BATCHNORM] = bib_vk_batchnorm,
         },
     .describe = bib_vk_describe,
     .facts = bib_vk_facts,

@@ -820,6 +820,93 @@ CTS_TEST(layernorm_with_packed_gamma_beta_matches_cpu) {
     }
 }
 
+/* ---- CONV, POOL, BATCHNORM --------------------------------------------------- */
+
+/* The output size of one axis (spec/numerics.md 12a). */
+static uint32_t cts_window_out(int64_t n, int64_t k, int64_t s, int64_t d, int64_t lo, int64_t hi,
+                               bool ceil) {
+    int64_t span = n + lo + hi - (d * (k - 1) + 1);
+    int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (out - 1) * s >= n + lo)
+        out--;
+    return (uint32_t)out;
+}
+
+/* x [N,C,H,W] (h == 0: [N,C,W]), with special values; the CONV of w
+ * [O,C/g,KH,KW] and both pools with the block's geometry. */
+static void cts_conv_case(uint32_t n, uint32_t c, uint32_t h, uint32_t w, uint32_t o, uint32_t g,
+                          uint32_t kh, uint32_t kw, const int64_t geo[8], bool ceil) {
+    bool one_d = h == 0;
+    uint32_t hh = one_d ? 1 : h, kkh = one_d ? 1 : kh;
+    size_t nx = (size_t)n * c * hh * w, nw = (size_t)o * (c / g) * kkh * kw;
+    float *x = malloc((nx ? nx : 1) * 4), *wt = malloc(nw * 4);
+    cr_assert(x && wt);
+    cts_fill_data(x, nx, -3, 3, true);
+    cts_fill_data(wt, nw, -1, 1, true);
+    /* geo: stride h,w, dilation h,w, pads t,l,b,r */
+    uint32_t oh = cts_window_out(hh, kkh, geo[0], geo[2], geo[4], geo[6], false);
+    uint32_t ow = cts_window_out(w, kw, geo[1], geo[3], geo[5], geo[7], false);
+    cts_tensor_t in[2] = {one_d ? cts_tf(x, 3, n, c, w, 0) : cts_tf(x, 4, n, c, h, w),
+                          one_d ? cts_tf(wt, 3, o, c / g, kw, 0) : cts_tf(wt, 4, o, c / g, kh, kw)};
+    bib_call_t conv = {.kernel = BIB_KERNEL_CONV,
+                       .p = {g, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], geo[6], geo[7]}};
+    cts_compare(conv, in, 2, one_d ? cts_tf(NULL, 3, n, o, ow, 0) : cts_tf(NULL, 4, n, o, oh, ow),
+                "conv");
+    for (uint32_t sub = 0; sub < BIB_POOL__COUNT; sub++) {
+        for (int inc = 0; inc < (sub == BIB_POOL_AVG ? 2 : 1); inc++) {
+            bib_call_t pool = {.kernel = BIB_KERNEL_POOL,
+                               .sub = sub,
+                               .p = {kkh, kw, geo[0], geo[1], geo[2], geo[3], geo[4], geo[5],
+                                     geo[6], geo[7], ceil, inc}};
+            uint32_t ph = cts_window_out(hh, kkh, geo[0], geo[2], geo[4], geo[6], ceil);
+            uint32_t pw = cts_window_out(w, kw, geo[1], geo[3], geo[5], geo[7], ceil);
+            cts_compare(pool, in, 1,
+                        one_d ? cts_tf(NULL, 3, n, c, pw, 0) : cts_tf(NULL, 4, n, c, ph, pw),
+                        sub == BIB_POOL_MAX ? "maxpool"
+                        : inc               ? "avgpool counting pads"
+                                            : "avgpool");
+        }
+    }
+    free(x), free(wt);
+}
+
+CTS_TEST(conv_and_pools_match_cpu) {
+    static const int64_t plain[8] = {1, 1, 1, 1, 0, 0, 0, 0};
+    static const int64_t padded[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    static const int64_t odd[8] = {2, 3, 2, 1, 2, 0, 1, 3};
+    static const int64_t far[8] = {5, 4, 1, 1, 0, 1, 0, 0};
+    cts_conv_case(2, 3, 7, 9, 4, 1, 3, 3, plain, false);
+    cts_conv_case(1, 4, 8, 8, 6, 2, 3, 3, padded, true);
+    cts_conv_case(2, 5, 9, 9, 5, 5, 3, 3, padded, false); /* depthwise */
+    cts_conv_case(1, 3, 13, 14, 3, 1, 3, 2, odd, true);
+    cts_conv_case(1, 2, 12, 12, 3, 1, 2, 2, far, false);     /* stride > kernel */
+    static const int64_t line[8] = {1, 2, 1, 2, 0, 3, 0, 1}; /* 1-D: h words 1, 1, 0, 0 */
+    cts_conv_case(2, 3, 0, 40, 4, 1, 1, 5, line, true);
+    cts_conv_case(1, 3, 3, 257, 2, 1, 2, 5, padded, false);
+    cts_conv_case(0, 3, 5, 5, 2, 1, 3, 3, plain, false); /* empty batch */
+}
+
+CTS_TEST(batchnorm_matches_cpu) {
+    static const uint32_t shapes[][4] = {{2, 3, 5, 7}, {3, 17, 1, 1}, {1, 64, 9, 33}};
+    for (size_t s = 0; s < 3; s++) {
+        const uint32_t *d = shapes[s];
+        size_t n = (size_t)d[0] * d[1] * d[2] * d[3];
+        float *x = malloc(n * 4), *st = malloc(4 * d[1] * 4);
+        cr_assert(x && st);
+        cts_fill_data(x, n, -4, 4, true);
+        cts_fill_data(st, 3 * d[1], -2, 2, s == 2);
+        cts_fill_data(st + 3 * d[1], d[1], 0, 3, s == 2); /* var, with -0, Inf, NaN when special */
+        cts_tensor_t in[2] = {cts_tf(x, 4, d[0], d[1], d[2], d[3]), cts_tf(st, 2, 4, d[1], 0, 0)};
+        for (uint32_t sub = 0; sub <= BIB_ACT_RELU; sub++) {
+            bib_call_t bn = {
+                .kernel = BIB_KERNEL_BATCHNORM, .sub = sub, .f = {s == 1 ? 0.0f : 1e-5f, 0}};
+            cts_compare(bn, in, 2, cts_tf(NULL, 4, d[0], d[1], d[2], d[3]),
+                        sub ? "batchnorm_relu" : "batchnorm");
+        }
+        free(x), free(st);
+    }
+}
+
 /* ---- attention, gather, rng ------------------------------------------------- */
 
 static void cts_attention_case(uint32_t S, uint32_t H, uint32_t D, uint32_t T, bool special) {

@@ -428,6 +428,93 @@ Test(cpu_ops_identity, attention_matches_contract_causal_and_not) {
         }
 }
 
+/* CONV and the pools written out as spec/numerics.md 12a states them, one
+ * output at a time with libm fmaf: the bits both CPU forms (GEMM and direct)
+ * must give. x [N,C,H,W], w [O,C/g,KH,KW]; geo = stride h,w, dilation h,w,
+ * pads t,l,b,r. */
+typedef struct conv_geo {
+    uint32_t n, c, h, w, o, g, kh, kw;
+    int64_t s[2], d[2], pad[4];
+} conv_geo_t;
+
+static uint32_t geo_out(int64_t n, int64_t k, int64_t s, int64_t d, int64_t lo, int64_t hi) {
+    return (uint32_t)((n + lo + hi - (d * (k - 1) + 1)) / s + 1);
+}
+
+static void conv_contract(const conv_geo_t *q, const float *x, const float *w, float *y) {
+    uint32_t oh = geo_out(q->h, q->kh, q->s[0], q->d[0], q->pad[0], q->pad[2]);
+    uint32_t ow = geo_out(q->w, q->kw, q->s[1], q->d[1], q->pad[1], q->pad[3]);
+    uint32_t cg = q->c / q->g, og = q->o / q->g;
+    for (uint32_t n = 0; n < q->n; n++)
+        for (uint32_t o = 0; o < q->o; o++)
+            for (uint32_t i = 0; i < oh; i++)
+                for (uint32_t j = 0; j < ow; j++) {
+                    float acc = 0.0f;
+                    for (uint32_t c = 0; c < cg; c++)
+                        for (uint32_t a = 0; a < q->kh; a++)
+                            for (uint32_t b = 0; b < q->kw; b++) {
+                                int64_t ih = (int64_t)i * q->s[0] - q->pad[0] + a * q->d[0];
+                                int64_t iw = (int64_t)j * q->s[1] - q->pad[1] + b * q->d[1];
+                                size_t xc = (size_t)n * q->c + (o / og) * cg + c;
+                                float v = ih >= 0 && ih < q->h && iw >= 0 && iw < q->w
+                                              ? x[(xc * q->h + (size_t)ih) * q->w + (size_t)iw]
+                                              : 0.0f;
+                                acc =
+                                    fmaf(w[(((size_t)o * cg + c) * q->kh + a) * q->kw + b], v, acc);
+                            }
+                    y[(((size_t)n * q->o + o) * oh + i) * ow + j] = bib_f32_canon(acc);
+                }
+}
+
+Test(cpu_ops_identity, conv_matches_contract_in_both_forms) {
+    /* GEMM form (4+ outputs per group, 8+ taps) and the direct form
+     * (depthwise, few outputs), strides 1 and above, dilation, asymmetric
+     * pads wider than the kernel, position counts past the column block
+     * (whose length follows K). */
+    static const conv_geo_t geos[] = {
+        {2, 3, 7, 9, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {1, 8, 9, 11, 8, 2, 3, 3, {2, 3}, {2, 1}, {2, 0, 1, 3}},
+        {2, 6, 10, 10, 6, 6, 3, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        {1, 4, 6, 7, 2, 1, 2, 3, {1, 2}, {1, 2}, {3, 4, 3, 4}},
+        {1, 2, 50, 60, 5, 1, 3, 3, {1, 1}, {1, 1}, {0, 2, 1, 0}},
+        {3, 1, 1, 300, 4, 1, 1, 5, {1, 3}, {1, 2}, {0, 4, 0, 1}},
+        /* K = 2304: column blocks shorter than 2048 positions */
+        {1, 256, 45, 45, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+    };
+    for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+        const conv_geo_t *q = &geos[gi];
+        uint32_t oh = geo_out(q->h, q->kh, q->s[0], q->d[0], q->pad[0], q->pad[2]);
+        uint32_t ow = geo_out(q->w, q->kw, q->s[1], q->d[1], q->pad[1], q->pad[3]);
+        size_t nx = (size_t)q->n * q->c * q->h * q->w,
+               nw = (size_t)q->o * (q->c / q->g) * q->kh * q->kw;
+        size_t ny = (size_t)q->n * q->o * oh * ow;
+        float *x = random_f32(nx, 3.0f, true), *w = random_f32(nw, 1.0f, true);
+        float *want = malloc(ny * 4), *got = malloc(ny * 4);
+        conv_contract(q, x, w, want);
+        bib_call_t call = {
+            .kernel = BIB_KERNEL_CONV,
+            .out = {.dtype = BIB_DTYPE_F32, .rank = 4, .dims = {q->n, q->o, oh, ow}},
+            .in = {{.buf = x, .dtype = BIB_DTYPE_F32, .rank = 4, .dims = {q->n, q->c, q->h, q->w}},
+                   {.buf = w,
+                    .dtype = BIB_DTYPE_F32,
+                    .rank = 4,
+                    .dims = {q->o, q->c / q->g, q->kh, q->kw}}},
+            .p = {q->g, q->s[0], q->s[1], q->d[0], q->d[1], q->pad[0], q->pad[1], q->pad[2],
+                  q->pad[3]}};
+        check_identity("conv", call, ny * 4);
+        env_t e;
+        env_open(&e, best_level(), 2);
+        call.out.buf = got;
+        cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK, "%s", e.error);
+        env_close(&e);
+        for (size_t i = 0; i < ny; i++)
+            cr_assert_eq(bib_f32_bits(got[i]), bib_f32_bits(want[i]),
+                         "conv case %zu element %zu: 0x%08x, the contract 0x%08x", gi, i,
+                         bib_f32_bits(got[i]), bib_f32_bits(want[i]));
+        free(x), free(w), free(want), free(got);
+    }
+}
+
 Test(cpu_ops_identity, transpose_rng_fill_copy) {
     for (size_t s = 0; s < NSHAPES; s++) {
         uint32_t r = shapes[s][0], c = shapes[s][1];

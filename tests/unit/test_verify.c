@@ -643,10 +643,24 @@ Test(verify_tensors, every_tensor_row_with_in_range_operands_verifies) {
         if (info->flags & BIB_F_TALLOC)
             code[0] = (bib_insn_t){BIB_CODE_NOP, 0, 0, 0, 0};
         bib_module_t *m = tensor_module(code, 3);
+        m->funcs[0].nregs = BIB_PARAM_BLOCK; /* room for a parameter block at r0 */
         diag.msg[0] = '\0';
         cr_expect_eq(bib_module_verify(m, &diag), BIB_OK, "%s: %s", info->name, diag.msg);
         bib_module_free(m);
     }
+}
+
+/* CONV's and the pools' parameter block r[x..x+12) must lie in the frame:
+   the last register of it, not only the first. */
+Test(verify_tensors, parameter_block_past_the_frame) {
+    bib_module_t *m =
+        tensor_module(CODE({BIB_CODE_MAXPOOL, 3, 0, 1, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    m->funcs[0].nregs = BIB_PARAM_BLOCK;
+    expect_error(m, "pc 0 (MAXPOOL): operand c starts the 12-register parameter block r1..r12, "
+                    "outside function 'main' frame of 12 registers");
+    m = tensor_module(CODE({BIB_CODE_CONV, 3, 0, 2, 0}, {BIB_CODE_HALT, 0, 0, 0, 0}));
+    m->funcs[0].nregs = BIB_PARAM_BLOCK;
+    expect_ok(m);
 }
 
 /* ---- tensor liveness ------------------------------------------------------ */
