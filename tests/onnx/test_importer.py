@@ -416,6 +416,30 @@ class CommandLine(unittest.TestCase):
             onnx_import.import_model(m)
         self.assertEqual(cm.exception.text, "node 'r' (Relu): attribute 'alpha' is not supported")
 
+    def test_a_lowering_whose_shape_disagrees_with_onnx_is_refused_as_a_bug(self):
+        m = model(
+            [helper.make_node("Relu", ["x"], ["y"], name="r")],
+            [helper.make_tensor_value_info("x", F, [2, 6])],
+            [helper.make_tensor_value_info("y", F, [2, 6])],
+        )
+        real = onnx_import.Importer.op_Relu
+
+        def wrong(imp, node):  # a lowering with a bug: the result is [3, 4]
+            real(imp, node)
+            imp.set(node, 0, imp.reshape(node, imp.vals["y"], [3, 4]))
+
+        onnx_import.Importer.op_Relu = wrong
+        try:
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(m)
+        finally:
+            onnx_import.Importer.op_Relu = real
+        self.assertEqual(cm.exception.reason, "bug")
+        self.assertEqual(
+            cm.exception.text,
+            "node 'r' (Relu): output 'y' has the shape [3,4], ONNX infers [2,6] (an importer bug, please report it)",
+        )
+
     def test_emit_basm_writes_a_program_that_assembles_to_the_same_bytes(self):
         m = model(
             [helper.make_node("Relu", ["x"], ["y"])],

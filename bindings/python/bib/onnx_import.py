@@ -520,8 +520,36 @@ class Importer:
             self.keep.add(reg)
             self.vals[vi.name] = Val(shape, dtype, et, reg=reg)
 
+    def inferred_shapes(self):
+        """The shapes ONNX's shape inference gives, by value name (an int
+        per known dim, None for the others)."""
+        shapes = {}
+        for vi in list(self.graph.value_info) + list(self.graph.output):
+            t = vi.type
+            if t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
+                shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.tensor_type.shape.dim]
+        return shapes
+
+    def check_shapes(self, node):
+        """Each result's shape against ONNX's inference: a difference is an
+        importer bug, refused rather than written."""
+        for name in node.outputs:
+            v = self.vals.get(name)
+            want = self.inferred.get(name)
+            if v is None or want is None:
+                continue
+            if len(want) != len(v.shape) or any(w is not None and isinstance(d, int) and w != d
+                                                for w, d in zip(want, v.shape)):
+                raise Refused(
+                    "%s: output '%s' has the shape %s, ONNX infers %s (an importer bug, please report it)"
+                    % (node.where(), name, shape_text(v.shape), shape_text(["?" if w is None else w for w in want])),
+                    "bug",
+                    node.name,
+                )
+
     def run(self):
         self.declare_inputs()
+        self.inferred = self.inferred_shapes()
         nodes = [_Node(n, i) for i, n in enumerate(self.graph.node)]
         self.nodes = nodes
         self.consumers = {}
@@ -551,6 +579,7 @@ class Importer:
                 self.fused[n.index]()
             else:
                 self.lower(n)
+            self.check_shapes(n)
             # The node's temporaries (not its outputs) are freed at once.
             results = {self.vals[o].reg for o in n.outputs if o and o in self.vals}
             for reg in range(first, self.treg):
@@ -1089,6 +1118,79 @@ class Importer:
         if sorted(perm) != list(range(rank)):
             self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
         self.set(node, 0, self.permute(node, x, perm))
+
+    def op_Resize(self, node):
+        """Resize is separable: along each resized axis the result is a
+        constant matrix times the input, computed here with the formulas of
+        ONNX's reference (coordinate transform, neighbours with edge
+        padding, nearest / linear / cubic coefficients). Nearest becomes
+        GATHER_AXIS of the chosen indices (exact); linear and cubic a MATMUL
+        by the matrix along that axis."""
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        mode = node.attr("mode", "nearest")
+        ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+        nearest = node.attr("nearest_mode", "round_prefer_floor")
+        a = node.attr("cubic_coeff_a", -0.75)
+        exclude = node.attr("exclude_outside", 0)
+        node.attr("extrapolation_value")
+        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+            self.refuse(node, "attribute 'coordinate_transformation_mode' = '%s'" % ctm)
+        if mode not in ("nearest", "linear", "cubic"):
+            self.refuse(node, "attribute 'mode' = '%s'" % mode)
+        if not is_static(x.shape):
+            self.refuse(node, "a dynamic input shape", "shape")
+        if node.op == "Upsample" or self.opset < 11:
+            # Upsample and Resize-10: scales (an attribute before opset 9),
+            # the asymmetric transform, nearest rounding down.
+            ctm, nearest = "asymmetric", "floor"
+            sizes = None
+            scales = node.attr("scales")
+            scales = np.array(scales) if scales is not None else self.const_input(node, 1, "the scales")
+            if mode == "nearest" and any(abs(f - round(f)) > 0 or f < 1 for f in scales.reshape(-1)):
+                self.refuse(node, "nearest with a scale that is not a whole number before opset 11")
+        else:
+            scales = self.const_input(node, 2, "the scales", optional=True) if len(node.inputs) > 2 else None
+            sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
+            if node.inputs[1:2] and node.inputs[1]:
+                self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
+        if sizes is not None and sizes.size:
+            out = [int(v) for v in sizes.reshape(-1)]
+            factors = [o / i for o, i in zip(out, x.shape)]
+        elif scales is not None and scales.size:
+            factors = [float(v) for v in scales.reshape(-1)]
+            out = [int(np.floor(i * f)) for i, f in zip(x.shape, factors)]
+        else:
+            self.refuse(node, "neither scales nor sizes", "attribute")
+        if len(out) != rank:
+            self.refuse(node, "%d scales for a rank-%d input" % (len(out), rank), "shape")
+        v = x
+        for k in range(rank):
+            if out[k] == x.shape[k] and factors[k] == 1.0:
+                continue
+            m = _resize_matrix(x.shape[k], out[k], factors[k], mode, ctm, nearest, a, exclude)
+            if mode == "nearest":
+                idx = self.const_val(m.argmax(axis=1).astype(np.int64))
+                self.need(node, "GATHER_AXIS")
+                shape = list(v.shape)
+                shape[k] = out[k]
+                res = self.rt(shape, "f32")
+                self.emit("GATHER_AXIS", res.reg, self.reg_of(node, v), self.reg_of(node, idx), k)
+                v = res
+            elif k == rank - 1:
+                v = self.matmul(node, v, self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+            elif k == rank - 2:
+                v = self.matmul(node, self.const_val(m.astype(np.float32)), v)
+            else:
+                perm = [j for j in range(rank) if j != k] + [k]
+                t = self.matmul(node, self.permute(node, v, perm), self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+                v = self.permute(node, t, [perm.index(j) for j in range(rank)])
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
+    op_Upsample = op_Resize
 
     def op_DepthToSpace(self, node):
         x = self.get(node, 0)
@@ -1630,6 +1732,52 @@ class Importer:
     op_Greater = _compare("TGT")
     op_GreaterOrEqual = _compare("TGE")
 
+    def op_IsNaN(self, node):
+        # NaN is the one value that is not equal to itself.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "TNOT")
+        eq = self.binary(node, "TEQ", x, x, out_type=TensorProto.BOOL)
+        out = self.rt(x.shape, "i32", TensorProto.BOOL)
+        self.emit("TNOT", out.reg, self.reg_of(node, eq))
+        self.set(node, 0, out)
+
+    def op_IsInf(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        pos, neg = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+        hits = []
+        if pos:
+            hits.append(self.binary(node, "TEQ", x, self.scalar_const(np.inf), out_type=TensorProto.BOOL))
+        if neg:
+            hits.append(self.binary(node, "TEQ", x, self.scalar_const(-np.inf), out_type=TensorProto.BOOL))
+        if not hits:
+            if not is_static(x.shape):
+                self.refuse(node, "detect_positive = detect_negative = 0 on a dynamic shape", "shape")
+            self.set(node, 0, self.const_val(np.zeros([int(d) for d in x.shape], np.bool_), TensorProto.BOOL))
+            return
+        out = hits[0] if len(hits) == 1 else self.binary(node, "TOR", hits[0], hits[1], out_type=TensorProto.BOOL)
+        self.set(node, 0, out)
+
+    def op_Sign(self, node):
+        # x > 0 ? 1 : (x < 0 ? -1 : x): zeros keep their sign, NaN stays NaN.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        gt = self.binary(node, "TGT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        lt = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        low = self.where(node, lt, self.scalar_const(-1.0), x)
+        self.set(node, 0, self.where(node, gt, self.scalar_const(1.0), low))
+
+    def op_EyeLike(self, node):
+        x = self.get(node, 0)
+        if len(x.shape) != 2 or not is_static(x.shape):
+            self.refuse(node, "an input that is not a static matrix", "shape")
+        et = node.attr("dtype", x.onnx_type)
+        if _bib_dtype(et) is None:
+            self.refuse(node, "attribute 'dtype' = %s" % _DTYPE_NAME.get(et), "dtype")
+        arr = np.eye(x.shape[0], x.shape[1], k=node.attr("k", 0)).astype(_np_for(et))
+        self.set(node, 0, self.const_val(arr, et))
+
     def op_Not(self, node):
         x = self.get(node, 0)
         self.need(node, "TNOT")
@@ -1813,6 +1961,67 @@ class Importer:
         self.emit("CAST", out.reg, self.reg_of(node, hit), 1)
         self.set(node, 0, out)
 
+    def nll(self, node, logp, target, weight, reduction, ignore):
+        """ONNX's negative log-likelihood of logp [N,C,...] at the class
+        indices target [N,...], as its reference computes it: -logp at the
+        target (0 where target == ignore), times the gathered weight, then
+        summed, or divided by the sum of the weights ('mean')."""
+        if reduction not in ("none", "sum", "mean"):
+            self.refuse(node, "attribute 'reduction' = '%s'" % reduction)
+        if len(logp.shape) < 2 or target.dtype != "i32":
+            self.refuse(node, "an input of rank < 2 or a non-integer target", "shape")
+        ign = None
+        t = target
+        if ignore is not None:
+            ign = self.binary(node, "TEQ", target, self.const_val(np.array([ignore], np.int64)), out_type=TensorProto.BOOL)
+            t = self.where(node, ign, self.const_val(np.array([0], np.int64)), target)
+        self.need(node, "GATHER_ELEMENTS")
+        tk = self.reshape(node, t, [t.shape[0], 1] + list(t.shape[1:]))
+        g = self.rt(tk.shape, "f32")
+        self.emit("GATHER_ELEMENTS", g.reg, self.reg_of(node, logp), self.reg_of(node, tk), 1)
+        loss = self.unary(node, "TNEG", self.reshape(node, g, t.shape))
+        zero = self.scalar_const(0.0)
+        if ign is not None:
+            loss = self.where(node, ign, zero, loss)
+        w = None
+        if weight is not None:
+            self.need(node, "GATHER_AXIS")
+            w = self.rt(t.shape, "f32")
+            self.emit("GATHER_AXIS", w.reg, self.reg_of(node, weight), self.reg_of(node, t), 0)
+            if ign is not None:
+                w = self.where(node, ign, zero, w)
+            loss = self.binary(node, "TMUL", w, loss)
+        elif ign is not None:
+            w = self.where(node, ign, zero, self.scalar_const(1.0))
+        every = list(range(len(t.shape)))
+        if reduction == "none":
+            return loss
+        total = self.reduce(node, "SUM", loss, every, 0)
+        if reduction == "sum":
+            return total
+        if w is not None:
+            return self.binary(node, "TDIV", total, self.reduce(node, "SUM", w, every, 0))
+        return self.reduce(node, "MEAN", loss, every, 0)
+
+    def op_NegativeLogLikelihoodLoss(self, node):
+        x, target = self.get(node, 0), self.get(node, 1)
+        weight = self.get(node, 2, optional=True)
+        self.f32_only(node, x, weight)
+        self.set(node, 0, self.nll(node, x, target, weight, node.attr("reduction", "mean"), node.attr("ignore_index")))
+
+    def op_SoftmaxCrossEntropyLoss(self, node):
+        x, target = self.get(node, 0), self.get(node, 1)
+        weight = self.get(node, 2, optional=True)
+        self.f32_only(node, x, weight)
+        if len(x.shape) < 2:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        self.need(node, "LOGSOFTMAX_AXIS")
+        logp = self.rt(x.shape, "f32")
+        self.emit("LOGSOFTMAX_AXIS", logp.reg, self.reg_of(node, x), 1)
+        self.set(node, 0, self.nll(node, logp, target, weight, node.attr("reduction", "mean"),
+                                   node.attr("ignore_index")))
+        self.set(node, 1, logp)
+
     def consumers_of(self, name):
         return self.consumers.get(name) or (name in self.graph_outputs)
 
@@ -1987,6 +2196,60 @@ class Importer:
 
     def fold_Max(self, node, a):
         return [np.maximum.reduce(a)] if all(x.dtype != object for x in a) else None
+
+
+def _resize_matrix(n_in, n_out, scale, mode, ctm, nearest, a, exclude):
+    """The [n_out, n_in] matrix of a 1-D Resize, as ONNX's reference
+    (onnx/backend/test/case/node/resize.py) computes each output."""
+    m = np.zeros((n_out, n_in))
+    width = scale * n_in  # the reference's output width: not rounded
+    for x in range(n_out):
+        if ctm == "align_corners":
+            x_ori = 0.0 if width == 1 else x * (n_in - 1) / (width - 1)
+        elif ctm == "asymmetric":
+            x_ori = x / scale
+        elif ctm == "pytorch_half_pixel":
+            x_ori = -0.5 if width == 1 else (x + 0.5) / scale - 0.5
+        else:
+            x_ori = (x + 0.5) / scale - 0.5
+        x_ori = float(x_ori)
+        ratio = 1.0 if x_ori.is_integer() else x_ori - np.floor(x_ori)
+        if mode == "nearest":
+            if x_ori.is_integer():
+                coeffs = [0.0, 1.0]
+            elif nearest == "round_prefer_floor":
+                coeffs = [float(ratio <= 0.5), float(ratio > 0.5)]
+            elif nearest == "round_prefer_ceil":
+                coeffs = [float(ratio < 0.5), float(ratio >= 0.5)]
+            elif nearest == "floor":
+                coeffs = [1.0, 0.0]
+            else:
+                coeffs = [0.0, 1.0]
+        elif mode == "linear":
+            coeffs = [1 - ratio, ratio]
+        else:
+            r = ratio
+            coeffs = [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                      ((a + 2) * r - (a + 3)) * r * r + 1,
+                      ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                      ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a]
+        n = len(coeffs)
+        # The n nearest indexes of the edge-padded input, the smaller first.
+        pad = int(np.ceil(n / 2))
+        xp = x_ori + pad
+        lo = int(np.floor(xp))
+        cands = [i for i in range(lo - n - 1, lo + n + 2) if 0 <= i < n_in + 2 * pad]
+        idxes = sorted(sorted(cands, key=lambda i: (abs(xp - i), i))[:n])
+        idxes = [i - pad for i in idxes]
+        coeffs = np.array(coeffs, np.float64)
+        if exclude:
+            for j, i in enumerate(idxes):
+                if i < 0 or i >= n_in:
+                    coeffs[j] = 0
+            coeffs /= coeffs.sum()
+        for c, i in zip(coeffs, idxes):
+            m[x, min(max(i, 0), n_in - 1)] += c
+    return m
 
 
 def _fold2(fn, a):
