@@ -5,6 +5,8 @@
  * sub-operation is one the kernel has (below its row's SUBS). */
 #include "backends/callcheck.h"
 
+#include <stdio.h>
+
 uint64_t bib_view_count(const bib_view_t *v) {
     uint64_t n = 1;
     for (uint32_t i = 0; i < v->rank; i++)
@@ -12,19 +14,55 @@ uint64_t bib_view_count(const bib_view_t *v) {
     return n;
 }
 
-bib_broadcast_t bib_call_broadcast(const bib_call_t *c) {
-    uint64_t n0 = bib_view_count(&c->in[0]), n1 = bib_view_count(&c->in[1]);
+bib_broadcast_t bib_view_broadcast(const bib_view_t *to, const bib_view_t *v) {
+    uint64_t n0 = bib_view_count(to), n1 = bib_view_count(v);
     if (n1 == n0)
         return BIB_BROADCAST_SAME;
     if (n1 == 1)
         return BIB_BROADCAST_ONE;
-    if (c->in[0].rank > 0 && n1 == c->in[0].dims[c->in[0].rank - 1])
+    if (to->rank > 0 && n1 == to->dims[to->rank - 1])
         return BIB_BROADCAST_ROW;
     return BIB_BROADCAST_NONE;
 }
 
+bib_broadcast_t bib_call_broadcast(const bib_call_t *c) {
+    return bib_view_broadcast(&c->in[0], &c->in[1]);
+}
+
+int64_t bib_i32_zero_divisor(const int32_t *divisor, uint64_t n, uint64_t count) {
+    if (count == 0)
+        return -1;
+    for (uint64_t j = 0; j < n; j++)
+        if (divisor[j] == 0)
+            return (int64_t)j;
+    return -1;
+}
+
+void bib_i32_zero_divisor_message(char *buf, size_t cap, int64_t element) {
+    snprintf(buf, cap, "integer division by zero: the divisor of element %lld is 0",
+             (long long)element);
+}
+
 static bool bib_call_is_f32(const bib_view_t *v) {
     return v->buf && v->dtype == BIB_DTYPE_F32;
+}
+
+static bool bib_call_is(const bib_view_t *v, uint32_t dtype) {
+    return v->buf && v->dtype == dtype;
+}
+
+/* out and the first `inputs` inputs are i32 tensors with buffers. */
+static bool bib_call_all_i32(const bib_call_t *c, int inputs) {
+    if (!bib_call_is(&c->out, BIB_DTYPE_I32))
+        return false;
+    for (int i = 0; i < inputs; i++)
+        if (!bib_call_is(&c->in[i], BIB_DTYPE_I32))
+            return false;
+    return true;
+}
+
+static bool bib_dtype_known(uint32_t dtype) {
+    return dtype == BIB_DTYPE_F32 || dtype == BIB_DTYPE_I32;
 }
 
 /* out and the first `inputs` inputs are f32 tensors with buffers. */
@@ -111,7 +149,7 @@ bool bib_call_take_ok(const bib_call_t *c) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_call_shapes_ok");
 
 bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
@@ -130,12 +168,14 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
                (!(rules & BIB_CALL_RULE_TRANSPOSE_SAME_DTYPE) || x->dtype == o->dtype) &&
                bib_view_count(x) == bib_view_count(o);
     case BIB_KERNEL_UNARY:
-        return bib_call_all_f32(c, 1);
+        return bib_call_all_f32(c, 1) || (bib_unary_i32(c->sub) && bib_call_all_i32(c, 1) &&
+                                          bib_view_count(o) == bib_view_count(x));
     case BIB_KERNEL_SCALE:
     case BIB_KERNEL_SOFTMAX:
         return bib_call_all_f32(c, 1);
     case BIB_KERNEL_BINARY:
-        return bib_call_all_f32(c, 2) && bib_call_broadcast(c) != BIB_BROADCAST_NONE;
+        return (bib_call_all_f32(c, 2) || (bib_binary_i32(c->sub) && bib_call_all_i32(c, 2))) &&
+               bib_call_broadcast(c) != BIB_BROADCAST_NONE;
     case BIB_KERNEL_REDUCE:
         return bib_call_all_f32(c, 1);
     case BIB_KERNEL_ARGMAX:
@@ -158,6 +198,24 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
         return o->buf != NULL;
     case BIB_KERNEL_COPY:
         return o->buf && x->buf && bib_view_count(o) == bib_view_count(x);
+    case BIB_KERNEL_CAST:
+        return o->buf && x->buf && bib_dtype_known(o->dtype) && bib_dtype_known(x->dtype) &&
+               bib_view_count(o) == bib_view_count(x);
+    case BIB_KERNEL_COMPARE:
+        return bib_call_is(o, BIB_DTYPE_I32) && x->buf && bib_dtype_known(x->dtype) &&
+               bib_call_is(y, x->dtype) && bib_view_count(o) == bib_view_count(x) &&
+               bib_call_broadcast(c) != BIB_BROADCAST_NONE;
+    case BIB_KERNEL_WHERE:
+        return bib_call_is(x, BIB_DTYPE_I32) && o->buf && bib_dtype_known(o->dtype) &&
+               bib_call_is(y, o->dtype) && bib_call_is(&c->in[2], o->dtype) &&
+               bib_view_count(o) == bib_view_count(x) &&
+               bib_view_broadcast(x, y) != BIB_BROADCAST_NONE &&
+               bib_view_broadcast(x, &c->in[2]) != BIB_BROADCAST_NONE;
+    case BIB_KERNEL_LOGIC:
+        if (c->sub == BIB_LOGIC_NOT)
+            return bib_call_all_i32(c, 1) && bib_view_count(o) == bib_view_count(x);
+        return bib_call_all_i32(c, 2) && bib_view_count(o) == bib_view_count(x) &&
+               bib_call_broadcast(c) != BIB_BROADCAST_NONE;
     case BIB_KERNEL_STRIDED:
         return bib_call_strided_ok(c);
     case BIB_KERNEL_TAKE:

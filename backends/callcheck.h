@@ -11,6 +11,7 @@
 #define BIB_CALLCHECK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backends/backend.h"
@@ -28,6 +29,17 @@ typedef enum bib_broadcast {
 } bib_broadcast_t;
 
 bib_broadcast_t bib_call_broadcast(const bib_call_t *call);
+/* The same for any operand v against the view `to` (WHERE's in1 and in2
+ * against its condition in0). */
+bib_broadcast_t bib_view_broadcast(const bib_view_t *to, const bib_view_t *v);
+
+/* i32 TDIV: the first result element whose divisor is 0, or -1 when there is
+ * none (or the result is empty). divisor: in1's n elements; count: the
+ * result's. Whatever in1's form, that element's index is the index of the
+ * first 0 in in1. Every executor checks this before it computes anything
+ * and fails with BIB_E_TRAP and bib_i32_zero_divisor_message. */
+int64_t bib_i32_zero_divisor(const int32_t *divisor, uint64_t n, uint64_t count);
+void bib_i32_zero_divisor_message(char *buf, size_t cap, int64_t element);
 
 /* Rules where the executors' kernels differ, as bits for bib_call_shapes_ok. */
 typedef enum bib_call_rule {

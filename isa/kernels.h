@@ -20,6 +20,11 @@ typedef enum bib_dtype_rule {
     BIB_DTYPES_ANY,        /* any dtype; the result has in0's (or out's own) */
     BIB_DTYPES_F32_TO_I32, /* f32 operand, i32 result */
     BIB_DTYPES_GATHER,     /* in0 any, in1 i32 indices; the result has in0's dtype */
+    BIB_DTYPES_F32_OR_I32, /* f32, or i32 for a sub with an i32 form (bib_sub_i32): one dtype */
+    BIB_DTYPES_CAST,       /* any operand; the result has the opcode's DTYPE operand */
+    BIB_DTYPES_COMPARE,    /* f32 or i32 operands of one dtype, i32 result (0 or 1) */
+    BIB_DTYPES_WHERE,      /* in0 i32, in1 and in2 of one dtype, the result's */
+    BIB_DTYPES_I32,        /* every operand and the result i32 */
     BIB_DTYPES__COUNT
 } bib_dtype_rule_t;
 
@@ -27,7 +32,8 @@ typedef enum bib_dtype_rule {
 typedef enum bib_shape_rule {
     BIB_SHAPE_SAME,      /* in0's shape, element by element */
     BIB_SHAPE_ROWS,      /* in0's shape, row by row along a last axis (rank >= 1) */
-    BIB_SHAPE_BROADCAST, /* in0's shape; in1 has it, is a row of in0's last axis, or one element */
+    BIB_SHAPE_BROADCAST, /* in0's shape; in1 has it, is a row of in0's last axis, or one element
+                            (a call with in0 alone, TNOT's, is elementwise) */
     BIB_SHAPE_PRODUCT,   /* numpy matmul: [...,M,K] . [...,K,N] -> [...,M,N], the kernel sees
                             [M,K] . [K,N] per batch index; a third input is a bias row of N */
     BIB_SHAPE_TRANSPOSE, /* rank >= 2, the last two axes swapped */
@@ -41,6 +47,8 @@ typedef enum bib_shape_rule {
                             numpy.take, ELEMENTS as ONNX GatherElements) */
     BIB_SHAPE_STRIDED,   /* a strided copy: the result's shape and the call's p[] by the sub
                             (bib_strided_t: PERMUTE, EXPAND, SLICE, CONCAT) */
+    BIB_SHAPE_WHERE,     /* numpy's broadcast of in0, in1, in2; the call gets in0 with the
+                            result's count, in1 and in2 each as BROADCAST's in1 */
     BIB_SHAPE_CONV,      /* x [N,C,H,W] or [N,C,L], w [O,C/g,...] of x's rank: [N,O,OH,OW] */
     BIB_SHAPE_POOL,      /* x [N,C,H,W] or [N,C,L]: [N,C,OH,OW] (the block's kernel and pads) */
     BIB_SHAPE_CHANNELS,  /* in0's shape (rank >= 2); in1 is [4,C], C = in0's axis 1 */
@@ -135,6 +143,8 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_BINARY_BINARY ~, 1
 #define BIB_KOP_SAME_REDUCE_REDUCE ~, 1
 #define BIB_KOP_SAME_ATTENTION_ATTENTION ~, 1
+#define BIB_KOP_SAME_COMPARE_COMPARE ~, 1
+#define BIB_KOP_SAME_LOGIC_LOGIC ~, 1
 #define BIB_KOP_SAME_SOFTMAX_SOFTMAX ~, 1
 #define BIB_KOP_SAME_LAYERNORM_LAYERNORM ~, 1
 #define BIB_KOP_SAME_STRIDED_STRIDED ~, 1
@@ -174,8 +184,11 @@ typedef enum bib_attention {
                          BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub) BIB_KOP_WHEN( \
                              BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub)                      \
                              BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(+BIB_LAYERNORM_##sub)     \
-                                 BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub)           \
-                                     BIB_KOP_WHEN(BIB_KOP_IS(BATCHNORM, kernel))(+BIB_ACT_##sub))
+                                 BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)     \
+                                     BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub)     \
+                                         BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub)   \
+                                             BIB_KOP_WHEN(BIB_KOP_IS(BATCHNORM, kernel))(          \
+                                                 +BIB_ACT_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
@@ -240,6 +253,24 @@ typedef enum bib_argmax {
     BIB_ARGMAX__COUNT
 } bib_argmax_t;
 
+/* Elementwise comparisons (i32 0/1 results, in1 broadcast), in row order. */
+typedef enum bib_compare {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(BIB_COMPARE_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_COMPARE__COUNT
+} bib_compare_t;
+
+/* Logic on i32 truth values (x != 0), in row order: NOT takes one input. */
+typedef enum bib_logic {
+#define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
+    BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(BIB_LOGIC_##sub, )
+#include "isa/opcodes.def"
+#undef KOP
+    BIB_LOGIC__COUNT
+} bib_logic_t;
+
 /* Pooling windows (POOL), in row order. */
 typedef enum bib_pool {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
@@ -254,6 +285,31 @@ typedef enum bib_pool {
 #undef GKOP
     BIB_POOL__COUNT
 } bib_pool_t;
+
+/* Whether BINARY's sub op has an i32 form (wrapping add, sub and mul;
+ * division truncated toward zero that traps on a zero divisor; signed min
+ * and max). The other subs take f32 only. */
+static inline int bib_binary_i32(uint32_t op) {
+    switch ((bib_binary_t)op) {
+    case BIB_BINARY_ADD:
+    case BIB_BINARY_SUB:
+    case BIB_BINARY_MUL:
+    case BIB_BINARY_DIV:
+    case BIB_BINARY_MIN:
+    case BIB_BINARY_MAX:
+        return 1;
+    case BIB_BINARY_POW:
+    case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
+        break;
+    }
+    return 0;
+}
+
+/* Whether UNARY's sub op has an i32 form (abs and neg, wrapping: INT32_MIN
+ * stays INT32_MIN). The other subs take f32 only. */
+static inline int bib_unary_i32(uint32_t op) {
+    return op == BIB_UNARY_ABS || op == BIB_UNARY_NEG;
+}
 
 /* ---- the kernels ------------------------------------------------------------- */
 
@@ -281,6 +337,13 @@ extern const bib_kernel_info_t bib_kernel_table[BIB_KERNEL__COUNT];
 
 /* Whether executor id has kernel k (the descriptor's word, which the build
  * checks against every executor's table). */
+/* Whether sub op of kernel k has an i32 form (BIB_DTYPES_F32_OR_I32). */
+static inline int bib_sub_i32(bib_kernel_t k, uint32_t op) {
+    return k == BIB_KERNEL_BINARY  ? bib_binary_i32(op)
+           : k == BIB_KERNEL_UNARY ? bib_unary_i32(op)
+                                   : 0;
+}
+
 static inline int bib_kernel_runs_on(bib_kernel_t k, bib_executor_id_t id) {
     return (unsigned)k < BIB_KERNEL__COUNT && (bib_kernel_table[k].executors >> id) & 1u;
 }

@@ -73,6 +73,11 @@ static void print_kernels(void) {
         [BIB_DTYPES_ANY] = "any (the result keeps it)",
         [BIB_DTYPES_F32_TO_I32] = "f32 in, i32 out",
         [BIB_DTYPES_GATHER] = "any table, i32 indices",
+        [BIB_DTYPES_F32_OR_I32] = "f32, or i32 for add, sub, mul, div, min, max, abs, neg",
+        [BIB_DTYPES_CAST] = "any in, the opcode's dtype out",
+        [BIB_DTYPES_COMPARE] = "f32 or i32 (one dtype) in, i32 out",
+        [BIB_DTYPES_WHERE] = "i32 condition, values of one dtype (the result's)",
+        [BIB_DTYPES_I32] = "i32",
     };
     static const char *const shapes[BIB_SHAPE__COUNT] = {
         [BIB_SHAPE_SAME] = "same, elementwise",
@@ -86,6 +91,7 @@ static void print_kernels(void) {
         [BIB_SHAPE_ATTENTION] = "q's",
         [BIB_SHAPE_GATHER] = "indices' then the table's after the first",
         [BIB_SHAPE_IN_PLACE] = "operand a's, in place",
+        [BIB_SHAPE_WHERE] = "numpy's broadcast of all three (expanded by the VM)",
         [BIB_SHAPE_CONV] = "[N,O,OH,OW] (or [N,O,OL])",
         [BIB_SHAPE_POOL] = "[N,C,OH,OW] (or [N,C,OL])",
         [BIB_SHAPE_CHANNELS] = "same; [4,C] per channel of axis 1",

@@ -152,6 +152,17 @@ static bib_status_t need_f32(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                            bib_tensor_shape_typed(sh, t), bib_isa_table[ip->op].name);
 }
 
+/* An operand of dtype want; what: how the message says it ("i32"). */
+static bib_status_t need_dtype(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
+                               const bib_tensor_t *t, uint32_t want, const char *what) {
+    if (t->dtype == want)
+        return BIB_OK;
+    char rt[300], sh[BIB_SHAPE_TEXT];
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s is %s; %s needs %s",
+                           bib_tensor_reg_text(vm, rt, sizeof rt, reg),
+                           bib_tensor_shape_typed(sh, t), bib_isa_table[ip->op].name, what);
+}
+
 static bib_status_t need_rank1(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                                const bib_tensor_t *t) {
     if (t->rank >= 1)
@@ -301,6 +312,47 @@ static bib_status_t dtype_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_ks
                                    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[1]),
                                    bib_tensor_shape_typed(sh, t[1]), bib_isa_table[ip->op].name);
         r->dtype = t[0]->dtype;
+        return BIB_OK;
+    case BIB_DTYPES_F32_OR_I32:
+        if (t[0]->dtype == BIB_DTYPE_I32 && bib_sub_i32(k->kernel, k->sub)) {
+            for (int i = 1; i < k->nin; i++)
+                CHECK(need_dtype(vm, ip, k->in_regs[i], t[i], BIB_DTYPE_I32,
+                                 "i32 like its first operand"));
+            r->dtype = BIB_DTYPE_I32;
+            return BIB_OK;
+        }
+        for (int i = 0; i < k->nin; i++)
+            CHECK(need_f32(vm, ip, k->in_regs[i], t[i]));
+        r->dtype = BIB_DTYPE_F32;
+        return BIB_OK;
+    case BIB_DTYPES_CAST:
+        /* The target is the opcode's DTYPE operand (the verifier took only
+           f32 and i32). */
+        r->dtype = BIB_DTYPE_F32;
+        for (int w = 1; w < 4; w++)
+            if (bib_isa_table[ip->op].kinds[w] == BIB_K_DTYPE)
+                r->dtype = w == 1 ? ip->b : w == 2 ? ip->c : ip->d;
+        return BIB_OK;
+    case BIB_DTYPES_COMPARE:
+        if (t[0]->dtype == BIB_DTYPE_I32)
+            CHECK(need_dtype(vm, ip, k->in_regs[1], t[1], BIB_DTYPE_I32,
+                             "i32 like its first operand"));
+        else
+            for (int i = 0; i < k->nin; i++)
+                CHECK(need_f32(vm, ip, k->in_regs[i], t[i]));
+        r->dtype = BIB_DTYPE_I32;
+        return BIB_OK;
+    case BIB_DTYPES_WHERE:
+        CHECK(need_dtype(vm, ip, k->in_regs[0], t[0], BIB_DTYPE_I32, "an i32 condition"));
+        CHECK(need_dtype(vm, ip, k->in_regs[2], t[2], t[1]->dtype,
+                         t[1]->dtype == BIB_DTYPE_I32 ? "i32 like its second operand"
+                                                      : "f32 like its second operand"));
+        r->dtype = t[1]->dtype;
+        return BIB_OK;
+    case BIB_DTYPES_I32:
+        for (int i = 0; i < k->nin; i++)
+            CHECK(need_dtype(vm, ip, k->in_regs[i], t[i], BIB_DTYPE_I32, "i32"));
+        r->dtype = BIB_DTYPE_I32;
         return BIB_OK;
     case BIB_DTYPES__COUNT:
         break;
@@ -579,7 +631,14 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     case BIB_SHAPE_BROADCAST:
         /* numpy's broadcast of both shapes; operands that are not the
            result's layout, a row of it or one element are expanded first
-           (op_broadcast). */
+           (op_broadcast). A call with in0 alone (TNOT) is elementwise. */
+        k->elementwise = true;
+        if (k->nin == 1)
+            return BIB_OK;
+        return broadcast_shape(vm, ip, k, t, r);
+    case BIB_SHAPE_WHERE:
+        /* numpy's broadcast of the condition's and both values' shapes;
+           expanded as BROADCAST's operands are (op_broadcast). */
         k->elementwise = true;
         return broadcast_shape(vm, ip, k, t, r);
     case BIB_SHAPE_PRODUCT:
@@ -753,7 +812,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 4 && BIB_SHAPE__COUNT == 16 && BIB_ARGS__COUNT == 9,
+_Static_assert(BIB_DTYPES__COUNT == 9 && BIB_SHAPE__COUNT == 17 && BIB_ARGS__COUNT == 9,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* ---- strided copies ---------------------------------------------------------------- */
@@ -1255,45 +1314,75 @@ static bib_status_t op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
 
 static bib_status_t broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
                                     bib_tensor_t *const *t, kresult_t *r) {
-    char rt[300], rt2[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT];
+    char rt[300], rt2[300], rt3[300], sh[BIB_SHAPE_TEXT], sh2[BIB_SHAPE_TEXT], sh3[BIB_SHAPE_TEXT];
     uint64_t count;
-    if (broadcast_dims(t[0]->rank, t[0]->dims, t[1]->rank, t[1]->dims, &r->rank, r->dims)) {
+    /* The operands' shapes folded left to right (two, or WHERE's three). */
+    bool ok = broadcast_dims(t[0]->rank, t[0]->dims, t[1]->rank, t[1]->dims, &r->rank, r->dims);
+    for (int i = 2; ok && i < k->nin; i++) {
+        uint32_t rank, dims[BIB_MAX_RANK] = {0};
+        ok = broadcast_dims(r->rank, r->dims, t[i]->rank, t[i]->dims, &rank, dims);
+        r->rank = rank;
+        memcpy(r->dims, dims, sizeof r->dims);
+    }
+    bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]);
+    bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]);
+    bib_tensor_shape(sh, t[0]);
+    bib_tensor_shape(sh2, t[1]);
+    if (k->nin == 3) {
+        bib_tensor_reg_text(vm, rt3, sizeof rt3, k->in_regs[2]);
+        bib_tensor_shape(sh3, t[2]);
+    }
+    if (ok) {
         if (bib_tensor_count_of(r->rank, r->dims, &count))
             return BIB_OK;
+        char shr[BIB_SHAPE_TEXT];
+        bib_tensor_shape_text(shr, 0, r->rank, r->dims);
+        if (k->nin == 3)
+            return bib_tensor_trap(
+                vm, ip, BIB_E_NOMEM,
+                "out of memory: the broadcast of %s, %s and %s is %s, over 2^62 bytes", sh, sh2,
+                sh3, shr);
         return bib_tensor_trap(vm, ip, BIB_E_NOMEM,
                                "out of memory: the broadcast of %s and %s is %s, over 2^62 bytes",
-                               bib_tensor_shape(sh, t[0]), bib_tensor_shape(sh2, t[1]),
-                               bib_tensor_shape_text(rt, 0, r->rank, r->dims));
+                               sh, sh2, shr);
     }
+    if (k->nin == 3)
+        return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                               "shape mismatch: %s is %s, %s is %s, %s is %s; they do not "
+                               "broadcast (numpy's rule: each axis, aligned from the last, equal "
+                               "or 1)",
+                               rt, sh, rt2, sh2, rt3, sh3);
     return bib_tensor_trap(
         vm, ip, BIB_E_TRAP,
         "shape mismatch: %s is %s, %s is %s; they do not broadcast (numpy's rule: each axis, "
         "aligned from the last, equal or 1)",
-        bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, t[0]),
-        bib_tensor_reg_text(vm, rt2, sizeof rt2, k->in_regs[1]), bib_tensor_shape(sh2, t[1]));
+        rt, sh, rt2, sh2);
 }
 
-/* BINARY on the broadcast shape r: in0 must have r's layout and in1 r's
- * layout, a row of r's last axis or one element (the kernel's forms);
- * an operand that is none of these is expanded into a temporary first. */
+/* BINARY, COMPARE, LOGIC and WHERE on the broadcast shape r: in0 must have
+ * r's layout and each further input r's layout, a row of r's last axis or
+ * one element (the kernels' forms); an operand that is none of these is
+ * expanded into a temporary first. */
 static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
                                  bib_tensor_t *const *t, const kresult_t *r) {
     uint64_t n = 1;
     for (uint32_t i = 0; i < r->rank; i++)
         n *= r->dims[i];
     const uint32_t last = r->rank ? r->dims[r->rank - 1] : 1;
-    const bib_tensor_t *b = t[1];
-    bool a_ok = t[0]->count == n;
-    bool b_ok = b->count == n || b->count == 1 ||
-                (r->rank >= 1 && b->count == last && bib_tensor_last_dim(b) == last);
-    bib_tensor_t wide[2] = {{0}, {0}}, as_r;
+    bool ok[3] = {false, false, false};
+    for (int i = 0; i < k->nin; i++) {
+        const bib_tensor_t *b = t[i];
+        ok[i] = b->count == n || (i > 0 && (b->count == 1 || (r->rank >= 1 && b->count == last &&
+                                                              bib_tensor_last_dim(b) == last)));
+    }
+    bib_tensor_t wide[3] = {{0}, {0}, {0}}, as_r;
     bib_status_t st = BIB_OK;
-    if (a_ok) {
+    if (ok[0]) {
         as_r = view_as(t[0], r->rank, r->dims);
         k->in_t[0] = &as_r;
     }
-    for (int i = 0; i < 2 && st == BIB_OK; i++) {
-        if (i == 0 ? a_ok : b_ok)
+    for (int i = 0; i < k->nin && st == BIB_OK; i++) {
+        if (ok[i])
             continue;
         int64_t bst[BIB_MAX_RANK];
         broadcast_strides(t[i], r->rank, r->dims, bst);
@@ -1301,9 +1390,9 @@ static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_
         k->in_t[i] = &wide[i];
     }
     if (st == BIB_OK)
-        st = bib_tensor_run_kernel(vm, ip, ip->a, BIB_DTYPE_F32, r->rank, r->dims, k);
-    bib_tensor_clear(vm, &wide[0]);
-    bib_tensor_clear(vm, &wide[1]);
+        st = bib_tensor_run_kernel(vm, ip, ip->a, r->dtype, r->rank, r->dims, k);
+    for (int i = 0; i < 3; i++)
+        bib_tensor_clear(vm, &wide[i]);
     return st;
 }
 
@@ -1349,7 +1438,8 @@ bib_status_t bib_tensor_op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uin
     /* The args first: CONV's and the pools' shape rules read their block. */
     args_rule(ip, R, &k, t);
     CHECK(shape_rule(vm, ip, R, &k, t, &r));
-    if (bib_kernel_table[k.kernel].shape == BIB_SHAPE_BROADCAST)
+    if ((bib_kernel_table[k.kernel].shape == BIB_SHAPE_BROADCAST && k.nin == 2) ||
+        bib_kernel_table[k.kernel].shape == BIB_SHAPE_WHERE)
         return op_broadcast(vm, ip, &k, t, &r);
     if (bib_kernel_table[k.kernel].shape == BIB_SHAPE_IN_PLACE)
         k.nin = 0; /* no inputs: the kernel writes operand a only */

@@ -17,6 +17,7 @@
 #include "backends/callcheck.h"
 #include "backends/cpu/bmath.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/ops_dtypes.h"
 
 /* ---- scalar row functions: the reference ----------------------------- */
 
@@ -1030,7 +1031,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -1048,9 +1049,9 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
     case BIB_KERNEL_RMSNORM:
         return all_f32(c, 3);
     case BIB_KERNEL_UNARY:
-        return all_f32(c, 1);
+        return all_f32(c, 1) || (c->out.dtype == BIB_DTYPE_I32 && bib_cpu_dtypes_supports(c));
     case BIB_KERNEL_BINARY:
-        return all_f32(c, 2);
+        return all_f32(c, 2) || (c->out.dtype == BIB_DTYPE_I32 && bib_cpu_dtypes_supports(c));
     case BIB_KERNEL_REDUCE:
         return all_f32(c, 1);
     case BIB_KERNEL_ATTENTION:
@@ -1065,6 +1066,11 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return true;
     case BIB_KERNEL_RNG:
         return c->out.dtype == BIB_DTYPE_F32;
+    case BIB_KERNEL_CAST:
+    case BIB_KERNEL_COMPARE:
+    case BIB_KERNEL_WHERE:
+    case BIB_KERNEL_LOGIC:
+        return bib_cpu_dtypes_supports(c);
     case BIB_KERNEL_STRIDED:
         return bib_call_strided_ok(c);
     case BIB_KERNEL_TAKE:
@@ -1105,9 +1111,13 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, rows, row_grain(last), task_softmax, &t);
         return BIB_OK;
     case BIB_KERNEL_UNARY:
+        if (c->out.dtype == BIB_DTYPE_I32)
+            return bib_cpu_dtypes_run(ctx, c);
         run_parallel(ctx, count, ELEMENT_GRAIN, task_unary, &t);
         return BIB_OK;
     case BIB_KERNEL_BINARY: {
+        if (c->out.dtype == BIB_DTYPE_I32)
+            return bib_cpu_dtypes_run(ctx, c);
         size_t nb = view_count(&c->in[1]);
         if (nb == count || nb == 1) {
             t.row_len = nb == count ? 1 : 0;
@@ -1154,6 +1164,11 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_RNG:
         run_parallel(ctx, count, ELEMENT_GRAIN, task_rng, &t);
         return BIB_OK;
+    case BIB_KERNEL_CAST:
+    case BIB_KERNEL_COMPARE:
+    case BIB_KERNEL_WHERE:
+    case BIB_KERNEL_LOGIC:
+        return bib_cpu_dtypes_run(ctx, c);
     case BIB_KERNEL_STRIDED:
         run_strided(ctx, c, &t);
         return BIB_OK;

@@ -167,6 +167,12 @@ typedef struct bib_cu_api {
     X(LAYERNORM, "rows", "bib_layernorm")                                                          \
     X(RMSNORM, "rows", "bib_rmsnorm")                                                              \
     X(ATTENTION, "attention", "bib_attention")                                                     \
+    X(CAST, "dtypes", "bib_cast")                                                                  \
+    X(COMPARE, "dtypes", "bib_compare")                                                            \
+    X(WHERE, "dtypes", "bib_where")                                                                \
+    X(LOGIC, "dtypes", "bib_logic")                                                                \
+    X(BINARY_I32, "dtypes", "bib_binary_i32")                                                      \
+    X(UNARY_I32, "dtypes", "bib_unary_i32")                                                        \
     X(CONV, "conv", "bib_conv")                                                                    \
     X(POOL_MAX, "conv", "bib_pool_max")                                                            \
     X(POOL_AVG, "conv", "bib_pool_avg")                                                            \

@@ -140,7 +140,12 @@ _Static_assert(BIB_CU_FN_MATMUL_BIG_VEC_GELU_ERF - BIB_CU_FN_MATMUL_BIG_VEC_NONE
                    BIB_ACT__COUNT,
                "MATMUL's activations are bib_act_t");
 
+static bib_status_t bib_cu_dtypes(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                  uint32_t op, uint32_t u3);
+
 static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_cu_dtypes(ex, c, BIB_CU_FN_UNARY_I32, c->sub, 0);
     return bib_cu_elementwise(ex, c, (bib_cu_fn_t)c->sub, 0);
 }
 
@@ -148,7 +153,79 @@ static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
     return bib_cu_elementwise(ex, c, BIB_CU_FN_SCALE, bib_cu_fbits(c->f[0]));
 }
 
+/* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 (dtypes.cu) ---- */
+
+/* u[0] = op, u[1] and u[2] = in1's and in2's form against in0, u[3] as the
+ * kernel says; n[0] = element count, n[1] = in0's last axis. */
+static bib_status_t bib_cu_dtypes(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                  uint32_t op, uint32_t u3) {
+    bib_cu_args_t p = {0};
+    bib_status_t st;
+    static const char *const names[3] = {"input 0", "input 1", "input 2"};
+    uint64_t *addrs[3] = {&p.in0, &p.in1, &p.in2};
+    if ((st = bib_cu_enter(ex)) != BIB_OK ||
+        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK)
+        return st;
+    for (int i = 0; i < 3; i++)
+        if (c->in[i].buf && (st = bib_cu_addr(ex, &c->in[i], names[i], addrs[i])) != BIB_OK)
+            return st;
+    const bib_view_t *x = &c->in[0];
+    p.u[0] = op;
+    p.u[3] = u3;
+    for (int i = 1; i < 3; i++) {
+        if (!c->in[i].buf)
+            continue;
+        bib_broadcast_t form = bib_view_broadcast(x, &c->in[i]);
+        if (form == BIB_BROADCAST_NONE)
+            return bib_cu_fail(ex, BIB_E_USAGE, "cuda: operand shapes do not broadcast");
+        p.u[i] = (uint32_t)form;
+    }
+    uint64_t n = bib_view_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    if (fn == BIB_CU_FN_BINARY_I32 && op == BIB_BINARY_DIV) {
+        /* A zero divisor is an error this call must return: the divisors
+           come back to the host (one wait) and are checked there. */
+        uint64_t nb = bib_view_count(&c->in[1]);
+        int32_t *d = malloc(nb * sizeof *d);
+        if (!d)
+            return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory for divisors");
+        st = bib_cu_download(ex, c->in[1].buf, c->in[1].offset * 4, d, nb * 4);
+        int64_t at = st == BIB_OK ? bib_i32_zero_divisor(d, nb, n) : -1;
+        free(d);
+        if (st != BIB_OK)
+            return st;
+        if (at >= 0) {
+            char msg[200];
+            bib_i32_zero_divisor_message(msg, sizeof msg, at);
+            return bib_cu_fail(ex, BIB_E_TRAP, "%s", msg);
+        }
+    }
+    p.n[0] = n;
+    p.n[1] = x->rank ? x->dims[x->rank - 1] : 1;
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+}
+
+static bib_status_t bib_cu_cast(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t op = c->in[0].dtype == c->out.dtype ? 2 : c->out.dtype == BIB_DTYPE_I32 ? 0 : 1;
+    return bib_cu_dtypes(ex, c, BIB_CU_FN_CAST, op, 0);
+}
+
+static bib_status_t bib_cu_compare(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_dtypes(ex, c, BIB_CU_FN_COMPARE, c->sub, c->in[0].dtype == BIB_DTYPE_I32);
+}
+
+static bib_status_t bib_cu_where(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_dtypes(ex, c, BIB_CU_FN_WHERE, 0, 0);
+}
+
+static bib_status_t bib_cu_logic(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_dtypes(ex, c, BIB_CU_FN_LOGIC, c->sub, 0);
+}
+
 static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_cu_dtypes(ex, c, BIB_CU_FN_BINARY_I32, c->sub, 0);
     bib_cu_args_t p = {0};
     bib_status_t st;
     if ((st = bib_cu_enter(ex)) != BIB_OK ||
@@ -566,7 +643,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -604,6 +681,10 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_POOL] = bib_cu_pool,
             [BIB_KERNEL_BATCHNORM] = bib_cu_batchnorm,
             [BIB_KERNEL_COPY] = bib_cu_copy,
+            [BIB_KERNEL_CAST] = bib_cu_cast,
+            [BIB_KERNEL_COMPARE] = bib_cu_compare,
+            [BIB_KERNEL_WHERE] = bib_cu_where,
+            [BIB_KERNEL_LOGIC] = bib_cu_logic,
         },
     .describe = bib_cu_describe,
     .facts = bib_cu_facts,

@@ -120,7 +120,24 @@ static bib_status_t bib_vk_unary_op(bib_executor_t *ex, const bib_call_t *c, uin
     return bib_vk_dispatch(ex, "unary", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
 }
 
+/* dtypes.comp's KIND constant. */
+enum {
+    BIB_VK_DT_CAST_F2I,
+    BIB_VK_DT_CAST_I2F,
+    BIB_VK_DT_COMPARE_F32,
+    BIB_VK_DT_COMPARE_I32,
+    BIB_VK_DT_WHERE,
+    BIB_VK_DT_LOGIC,
+    BIB_VK_DT_BINARY_I32,
+    BIB_VK_DT_COPY,
+    BIB_VK_DT_UNARY_I32,
+};
+
+static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind);
+
 static bib_status_t bib_vk_unary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_vk_dtypes(ex, c, BIB_VK_DT_UNARY_I32);
     return bib_vk_unary_op(ex, c, c->sub, 0);
 }
 
@@ -373,7 +390,115 @@ static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
     return bib_vk_dispatch(ex, "rng", NULL, 0, bufs, &p, bib_vk_groups((n + 3) / 4, 256), 1, 1);
 }
 
+/* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 (dtypes.comp) -- */
+
+
+/* dtypes.comp numbers the subs so. */
+_Static_assert(BIB_COMPARE_EQ == 0 && BIB_COMPARE_LT == 1 && BIB_COMPARE_LE == 2 &&
+                   BIB_COMPARE_GT == 3 && BIB_COMPARE_GE == 4 && BIB_COMPARE__COUNT == 5,
+               "shaders/vulkan/dtypes.comp compare() numbers bib_compare_t");
+_Static_assert(BIB_LOGIC_NOT == 0 && BIB_LOGIC_AND == 1 && BIB_LOGIC_OR == 2 &&
+                   BIB_LOGIC_XOR == 3 && BIB_LOGIC__COUNT == 4,
+               "shaders/vulkan/dtypes.comp numbers bib_logic_t");
+
+/* dtypes.comp's own numbers of the i32 BINARY and UNARY ops. */
+static uint32_t bib_vk_dt_sub(uint32_t kind, uint32_t sub) {
+    if (kind == BIB_VK_DT_UNARY_I32)
+        return sub == BIB_UNARY_NEG;
+    if (kind != BIB_VK_DT_BINARY_I32)
+        return sub;
+    switch ((bib_binary_t)sub) {
+    case BIB_BINARY_ADD:
+        return 0;
+    case BIB_BINARY_SUB:
+        return 1;
+    case BIB_BINARY_MUL:
+        return 2;
+    case BIB_BINARY_DIV:
+        return 3;
+    case BIB_BINARY_MIN:
+        return 4;
+    case BIB_BINARY_MAX:
+        return 5;
+    case BIB_BINARY_POW: /* f32 only (bib_binary_i32) */
+    case BIB_BINARY__COUNT:
+        break;
+    }
+    return 0;
+}
+
+static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind) {
+    bib_vk_push_t p = {0};
+    bib_status_t st;
+    static const char *const names[3] = {"input 0", "input 1", "input 2"};
+    uint32_t *offs[3] = {&p.off_in0, &p.off_in1, &p.off_in2};
+    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK)
+        return st;
+    for (int i = 0; i < 3; i++)
+        if (c->in[i].buf && (st = bib_vk_elem(ex, &c->in[i], names[i], offs[i])) != BIB_OK)
+            return st;
+    const bib_view_t *x = &c->in[0];
+    uint32_t spec[4] = {kind, bib_vk_dt_sub(kind, c->sub), 0, 0};
+    for (int i = 1; i < 3; i++) {
+        if (!c->in[i].buf)
+            continue;
+        bib_broadcast_t form = bib_view_broadcast(x, &c->in[i]);
+        if (form == BIB_BROADCAST_NONE)
+            return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: operand shapes do not broadcast");
+        spec[1 + i] = (uint32_t)form;
+    }
+    uint64_t n = bib_view_count(&c->out);
+    if (n == 0)
+        return BIB_OK;
+    if (kind == BIB_VK_DT_BINARY_I32 && c->sub == BIB_BINARY_DIV) {
+        /* A zero divisor is an error this call must return: the divisors
+           come back to the host (one wait) and are checked there. */
+        uint64_t nb = bib_view_count(&c->in[1]);
+        int32_t *d = malloc(nb * sizeof *d);
+        if (!d)
+            return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for divisors");
+        st = bib_vk_download(ex, c->in[1].buf, c->in[1].offset * 4, d, nb * 4);
+        int64_t at = st == BIB_OK ? bib_i32_zero_divisor(d, nb, n) : -1;
+        free(d);
+        if (st != BIB_OK)
+            return st;
+        if (at >= 0) {
+            char msg[200];
+            bib_i32_zero_divisor_message(msg, sizeof msg, at);
+            return bib_vk_fail(ex, BIB_E_TRAP, "%s", msg);
+        }
+    }
+    p.n[0] = (uint32_t)n;
+    p.n[1] = x->rank ? x->dims[x->rank - 1] : 1;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf,
+                                              c->in[2].buf, NULL};
+    return bib_vk_dispatch(ex, "dtypes", spec, 4, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+}
+
+static bib_status_t bib_vk_cast(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t kind = c->in[0].dtype == c->out.dtype    ? BIB_VK_DT_COPY
+                    : c->out.dtype == BIB_DTYPE_I32 ? BIB_VK_DT_CAST_F2I
+                                                    : BIB_VK_DT_CAST_I2F;
+    return bib_vk_dtypes(ex, c, kind);
+}
+
+static bib_status_t bib_vk_compare(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_dtypes(ex, c,
+                         c->in[0].dtype == BIB_DTYPE_I32 ? BIB_VK_DT_COMPARE_I32
+                                                         : BIB_VK_DT_COMPARE_F32);
+}
+
+static bib_status_t bib_vk_where(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_dtypes(ex, c, BIB_VK_DT_WHERE);
+}
+
+static bib_status_t bib_vk_logic(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_dtypes(ex, c, BIB_VK_DT_LOGIC);
+}
+
 static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
+    if (c->out.dtype == BIB_DTYPE_I32)
+        return bib_vk_dtypes(ex, c, BIB_VK_DT_BINARY_I32);
     bib_vk_push_t p = {0};
     bib_status_t st;
     if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
@@ -607,7 +732,7 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 20, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_vulkan_executor = {
@@ -640,6 +765,10 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_ATTENTION] = bib_vk_attention,
             [BIB_KERNEL_GATHER] = bib_vk_gather,
             [BIB_KERNEL_RNG] = bib_vk_rng,
+            [BIB_KERNEL_CAST] = bib_vk_cast,
+            [BIB_KERNEL_COMPARE] = bib_vk_compare,
+            [BIB_KERNEL_WHERE] = bib_vk_where,
+            [BIB_KERNEL_LOGIC] = bib_vk_logic,
             [BIB_KERNEL_STRIDED] = bib_vk_strided,
             [BIB_KERNEL_TAKE] = bib_vk_take,
             [BIB_KERNEL_CONV] = bib_vk_conv,

@@ -1050,6 +1050,278 @@ CTS_TEST(rng_matches_cpu) {
     cts_compare(call, NULL, 0, cts_tf(NULL, 1, 4099, 0, 0, 0), "rng, high seed and stream words");
 }
 
+/* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 ------------------- */
+
+static cts_tensor_t cts_ti(const int32_t *d, uint32_t rank, uint32_t d0, uint32_t d1) {
+    cts_tensor_t t = {d, BIB_DTYPE_I32, rank, {d0, d1}};
+    return t;
+}
+
+/* i32 words: uniform, small values (-3..3), and the limits mixed in. */
+static void cts_fill_i32(int32_t *x, size_t n) {
+    static const int32_t specials[] = {INT32_MIN, INT32_MAX, 0,          1,          -1,
+                                       16777217,  -16777219, 2147483583, 2147483584, -2147483584};
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = cts_rnd();
+        x[i] = (int32_t)(r << 1 ^ cts_rnd());
+        if (r % 3 == 0)
+            x[i] = (int32_t)(cts_rnd() % 7) - 3;
+        if (r % 11 == 0)
+            x[i] = specials[cts_rnd() % (sizeof specials / sizeof specials[0])];
+    }
+}
+
+CTS_TEST(cast_pins_nan_saturation_and_rounding) {
+    static const uint32_t f[] = {0x7fc00000u, 0xffc00001u, 0x7f800000u, 0xff800000u,
+                                 0x4effffffu, 0x4f000000u, 0xcf000000u, 0xcf000001u,
+                                 0x3fc00000u, 0xbfc00000u, 0x80000000u, 0x00000001u,
+                                 0x3f7fffffu, 0xc0200000u, 0x7f7fffffu, 0x4b7fffffu};
+    static const uint32_t want_i[] = {
+        0,           0,       0x7fffffffu,  0x80000000u, 2147483520, 0x7fffffffu, 0x80000000u,
+        0x80000000u, 1,       (uint32_t)-1, 0,           0,          0,           (uint32_t)-2,
+        0x7fffffffu, 16777215};
+    bib_call_t call = {.kernel = BIB_KERNEL_CAST};
+    cts_tensor_t in = {f, BIB_DTYPE_F32, 1, {16}};
+    cts_expect(call, &in, 1, cts_ti(NULL, 1, 16, 0), want_i, "cast f32 -> i32");
+    /* i32 -> f32: ties to even at 2^24 and 2^31, the limits. */
+    static const int32_t i[] = {16777217,  16777219,   16777218,   -16777217, INT32_MIN,
+                                INT32_MAX, 2147483583, 2147483584, -3,        0};
+    static const uint32_t want_f[] = {0x4b800000u, 0x4b800002u, 0x4b800001u, 0xcb800000u,
+                                      0xcf000000u, 0x4f000000u, 0x4effffffu, 0x4f000000u,
+                                      0xc0400000u, 0x00000000u};
+    cts_tensor_t ini = cts_ti(i, 1, 10, 0);
+    cts_expect(call, &ini, 1, cts_tf(NULL, 1, 10, 0, 0, 0), want_f, "cast i32 -> f32");
+    /* The same dtype copies the bits, NaN payloads too. */
+    cts_expect(call, &in, 1, cts_tf(NULL, 1, 16, 0, 0, 0), f, "cast f32 -> f32");
+}
+
+CTS_TEST(cast_matches_cpu) {
+    for (size_t s = 0; s < sizeof cts_sizes / sizeof cts_sizes[0]; s++) {
+        uint32_t n = cts_sizes[s];
+        float *x = malloc(n * 4);
+        int32_t *k = malloc(n * 4);
+        cr_assert(x && k);
+        cts_fill_data(x, n, -3e9f, 3e9f, true);
+        cts_fill_i32(k, n);
+        bib_call_t call = {.kernel = BIB_KERNEL_CAST};
+        cts_tensor_t fin = cts_tf(x, 1, n, 0, 0, 0), iin = cts_ti(k, 1, n, 0);
+        cts_compare(call, &fin, 1, cts_ti(NULL, 1, n, 0), "cast f32 -> i32");
+        cts_compare(call, &iin, 1, cts_tf(NULL, 1, n, 0, 0, 0), "cast i32 -> f32");
+        cts_compare(call, &iin, 1, cts_ti(NULL, 1, n, 0), "cast i32 -> i32");
+        free(x), free(k);
+    }
+}
+
+CTS_TEST(compare_ops_match_cpu_over_both_dtypes_and_broadcasts) {
+    uint32_t rows = 37, cols = 33, n = rows * cols;
+    float *a = malloc(n * 4), *b = malloc(n * 4);
+    int32_t *ia = malloc(n * 4), *ib = malloc(n * 4);
+    cr_assert(a && b && ia && ib);
+    cts_fill_data(a, n, -4, 4, true);
+    cts_fill_i32(ia, n);
+    for (uint32_t i = 0; i < n; i++) {
+        /* Half the pairs equal (or zeros of opposite sign), so == is tested. */
+        bool same = cts_rnd() % 2;
+        b[i] = same ? a[i] : (float)((int)(cts_rnd() % 9) - 4);
+        if (same && a[i] == 0)
+            b[i] = cts_rnd() % 2 ? 0.0f : -0.0f;
+        ib[i] = same ? ia[i] : (int32_t)(cts_rnd() % 7) - 3;
+    }
+    for (uint32_t op = 0; op < BIB_COMPARE__COUNT; op++)
+        for (int mode = 0; mode < 3; mode++) {
+            uint32_t bn = mode == 0 ? n : mode == 1 ? cols : 1;
+            bib_call_t call = {.kernel = BIB_KERNEL_COMPARE, .sub = op};
+            char what[64];
+            cts_tensor_t in[2] = {cts_tf(a, 2, rows, cols, 0, 0),
+                                  mode == 0 ? cts_tf(b, 2, rows, cols, 0, 0)
+                                            : cts_tf(b + 5, 1, bn, 0, 0, 0)};
+            snprintf(what, sizeof what, "compare op %u f32 broadcast %d", op, mode);
+            cts_compare(call, in, 2, cts_ti(NULL, 2, rows, cols), what);
+            cts_tensor_t ii[2] = {cts_ti(ia, 2, rows, cols),
+                                  mode == 0 ? cts_ti(ib, 2, rows, cols) : cts_ti(ib + 5, 1, bn, 0)};
+            snprintf(what, sizeof what, "compare op %u i32 broadcast %d", op, mode);
+            cts_compare(call, ii, 2, cts_ti(NULL, 2, rows, cols), what);
+        }
+    free(a), free(b), free(ia), free(ib);
+}
+
+CTS_TEST(compare_nan_is_false_and_negative_zero_equals_zero) {
+    static const uint32_t a[] = {0x7fc00000u, 0x7fc00000u, 0x80000000u, 0x00000000u, 0xff800000u};
+    static const uint32_t b[] = {0x7fc00000u, 0x3f800000u, 0x00000000u, 0x80000000u, 0xffc00001u};
+    static const uint32_t want[BIB_COMPARE__COUNT][5] = {[BIB_COMPARE_EQ] = {0, 0, 1, 1, 0},
+                                                         [BIB_COMPARE_LT] = {0, 0, 0, 0, 0},
+                                                         [BIB_COMPARE_LE] = {0, 0, 1, 1, 0},
+                                                         [BIB_COMPARE_GT] = {0, 0, 0, 0, 0},
+                                                         [BIB_COMPARE_GE] = {0, 0, 1, 1, 0}};
+    cts_tensor_t in[2] = {{a, BIB_DTYPE_F32, 1, {5}}, {b, BIB_DTYPE_F32, 1, {5}}};
+    for (uint32_t op = 0; op < BIB_COMPARE__COUNT; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_COMPARE, .sub = op};
+        cts_expect(call, in, 2, cts_ti(NULL, 1, 5, 0), want[op], "compare specials");
+    }
+}
+
+CTS_TEST(where_moves_bits_for_every_broadcast) {
+    uint32_t rows = 29, cols = 65, n = rows * cols;
+    int32_t *cond = malloc(n * 4);
+    float *x = malloc(n * 4), *y = malloc(n * 4);
+    cr_assert(cond && x && y);
+    cts_fill_i32(cond, n);
+    cts_fill_data(x, n, -1, 1, true);
+    cts_fill_data(y, n, -1, 1, true);
+    for (int mx = 0; mx < 3; mx++)
+        for (int my = 0; my < 3; my++) {
+            uint32_t nx = mx == 0 ? n : mx == 1 ? cols : 1, ny = my == 0 ? n : my == 1 ? cols : 1;
+            bib_call_t call = {.kernel = BIB_KERNEL_WHERE};
+            cts_tensor_t in[3] = {
+                cts_ti(cond, 2, rows, cols),
+                mx == 0 ? cts_tf(x, 2, rows, cols, 0, 0) : cts_tf(x + 3, 1, nx, 0, 0, 0),
+                my == 0 ? cts_tf(y, 2, rows, cols, 0, 0) : cts_tf(y + 1, 1, ny, 0, 0, 0)};
+            char what[64];
+            snprintf(what, sizeof what, "where forms %d %d", mx, my);
+            cts_compare(call, in, 3, cts_tf(NULL, 2, rows, cols, 0, 0), what);
+        }
+    /* NaN payloads and -0 pass through unchanged; i32 values too. */
+    static const int32_t c[] = {1, 0, -7, 0, INT32_MIN};
+    static const uint32_t p[] = {0xffc00001u, 1, 0x80000000u, 2, 0x7f800001u};
+    static const uint32_t q[] = {3, 0x7fa00000u, 4, 0x80000000u, 5};
+    static const uint32_t want[] = {0xffc00001u, 0x7fa00000u, 0x80000000u, 0x80000000u,
+                                    0x7f800001u};
+    cts_tensor_t in[3] = {
+        cts_ti(c, 1, 5, 0), {p, BIB_DTYPE_F32, 1, {5}}, {q, BIB_DTYPE_F32, 1, {5}}};
+    bib_call_t call = {.kernel = BIB_KERNEL_WHERE};
+    cts_expect(call, in, 3, cts_tf(NULL, 1, 5, 0, 0, 0), want, "where keeps bits");
+    cts_tensor_t ini[3] = {cts_ti(c, 1, 5, 0), cts_ti((const int32_t *)p, 1, 5, 0),
+                           cts_ti((const int32_t *)q, 1, 5, 0)};
+    cts_expect(call, ini, 3, cts_ti(NULL, 1, 5, 0), want, "where on i32");
+    free(cond), free(x), free(y);
+}
+
+CTS_TEST(logic_ops_give_zero_or_one) {
+    static const int32_t a[] = {0, 0, 5, -1, INT32_MIN, 2};
+    static const int32_t b[] = {0, 7, 0, INT32_MIN, -3, 1};
+    static const uint32_t want[BIB_LOGIC__COUNT][6] = {[BIB_LOGIC_NOT] = {1, 1, 0, 0, 0, 0},
+                                                       [BIB_LOGIC_AND] = {0, 0, 0, 1, 1, 1},
+                                                       [BIB_LOGIC_OR] = {0, 1, 1, 1, 1, 1},
+                                                       [BIB_LOGIC_XOR] = {0, 1, 1, 0, 0, 0}};
+    cts_tensor_t in[2] = {cts_ti(a, 1, 6, 0), cts_ti(b, 1, 6, 0)};
+    for (uint32_t op = 0; op < BIB_LOGIC__COUNT; op++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_LOGIC, .sub = op};
+        cts_expect(call, in, op == BIB_LOGIC_NOT ? 1 : 2, cts_ti(NULL, 1, 6, 0), want[op],
+                   "logic on truth values");
+    }
+    uint32_t rows = 37, cols = 33, n = rows * cols;
+    int32_t *x = malloc(n * 4), *y = malloc(n * 4);
+    cr_assert(x && y);
+    cts_fill_i32(x, n);
+    cts_fill_i32(y, n);
+    for (uint32_t op = 0; op < BIB_LOGIC__COUNT; op++)
+        for (int mode = 0; mode < 3; mode++) {
+            uint32_t bn = mode == 0 ? n : mode == 1 ? cols : 1;
+            bib_call_t call = {.kernel = BIB_KERNEL_LOGIC, .sub = op};
+            cts_tensor_t ii[2] = {cts_ti(x, 2, rows, cols),
+                                  mode == 0 ? cts_ti(y, 2, rows, cols) : cts_ti(y + 2, 1, bn, 0)};
+            char what[64];
+            snprintf(what, sizeof what, "logic op %u broadcast %d", op, mode);
+            cts_compare(call, ii, op == BIB_LOGIC_NOT ? 1 : 2, cts_ti(NULL, 2, rows, cols), what);
+        }
+    free(x), free(y);
+}
+
+CTS_TEST(unary_i32_abs_and_neg_wrap) {
+    static const int32_t x[] = {INT32_MIN, INT32_MAX, -7, 0, 5, -1};
+    static const uint32_t want_abs[] = {0x80000000u, 0x7fffffffu, 7, 0, 5, 1};
+    static const uint32_t want_neg[] = {0x80000000u, 0x80000001u, 7, 0, (uint32_t)-5, 1};
+    cts_tensor_t in = cts_ti(x, 1, 6, 0);
+    bib_call_t abs_call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_ABS};
+    bib_call_t neg_call = {.kernel = BIB_KERNEL_UNARY, .sub = BIB_UNARY_NEG};
+    cts_expect(abs_call, &in, 1, cts_ti(NULL, 1, 6, 0), want_abs, "i32 abs");
+    cts_expect(neg_call, &in, 1, cts_ti(NULL, 1, 6, 0), want_neg, "i32 neg");
+    for (size_t s = 0; s < sizeof cts_sizes / sizeof cts_sizes[0]; s++) {
+        uint32_t n = cts_sizes[s];
+        int32_t *k = malloc(n * 4);
+        cr_assert(k);
+        cts_fill_i32(k, n);
+        cts_tensor_t ki = cts_ti(k, 1, n, 0);
+        cts_compare(abs_call, &ki, 1, cts_ti(NULL, 1, n, 0), "i32 abs");
+        cts_compare(neg_call, &ki, 1, cts_ti(NULL, 1, n, 0), "i32 neg");
+        free(k);
+    }
+}
+
+CTS_TEST(binary_i32_wraps_truncates_and_traps_on_a_zero_divisor) {
+    uint32_t rows = 37, cols = 33, n = rows * cols;
+    int32_t *a = malloc(n * 4), *b = malloc(n * 4);
+    cr_assert(a && b);
+    cts_fill_i32(a, n);
+    cts_fill_i32(b, n);
+    for (uint32_t i = 0; i < n; i++)
+        if (b[i] == 0)
+            b[i] = -1;
+    for (uint32_t op = 0; op < BIB_BINARY__COUNT; op++) {
+        if (!bib_binary_i32(op))
+            continue;
+        for (int mode = 0; mode < 3; mode++) {
+            uint32_t bn = mode == 0 ? n : mode == 1 ? cols : 1;
+            bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
+            cts_tensor_t ii[2] = {cts_ti(a, 2, rows, cols),
+                                  mode == 0 ? cts_ti(b, 2, rows, cols) : cts_ti(b + 4, 1, bn, 0)};
+            char what[64];
+            snprintf(what, sizeof what, "i32 binary op %u broadcast %d", op, mode);
+            cts_compare(call, ii, 2, cts_ti(NULL, 2, rows, cols), what);
+        }
+    }
+    static const int32_t x[] = {INT32_MIN, INT32_MIN, -7, 7, -7, INT32_MAX};
+    static const int32_t y[] = {-1, 1, 2, -2, -2, 2};
+    static const uint32_t want[BIB_BINARY__COUNT][6] = {
+        [BIB_BINARY_ADD] = {0x7fffffffu, 0x80000001u, (uint32_t)-5, 5, (uint32_t)-9, 0x80000001u},
+        [BIB_BINARY_SUB] = {0x80000001u, 0x7fffffffu, (uint32_t)-9, 9, (uint32_t)-5, 0x7ffffffdu},
+        [BIB_BINARY_MUL] = {0x80000000u, 0x80000000u, (uint32_t)-14, (uint32_t)-14, 14,
+                            0xfffffffeu},
+        [BIB_BINARY_DIV] = {0x80000000u, 0x80000000u, (uint32_t)-3, (uint32_t)-3, 3, 0x3fffffffu},
+        [BIB_BINARY_MIN] = {0x80000000u, 0x80000000u, (uint32_t)-7, (uint32_t)-2, (uint32_t)-7, 2},
+        [BIB_BINARY_MAX] = {(uint32_t)-1, 1, 2, 7, (uint32_t)-2, 0x7fffffffu}};
+    cts_tensor_t in[2] = {cts_ti(x, 1, 6, 0), cts_ti(y, 1, 6, 0)};
+    for (uint32_t op = 0; op < BIB_BINARY__COUNT; op++) {
+        if (!bib_binary_i32(op))
+            continue;
+        bib_call_t call = {.kernel = BIB_KERNEL_BINARY, .sub = op};
+        cts_expect(call, in, 2, cts_ti(NULL, 1, 6, 0), want[op], "i32 binary edges");
+    }
+    /* A zero divisor: the same error on both executors, naming the first
+     * element whose divisor is 0, and nothing written. */
+    b[n - 3] = 0;
+    b[40] = 0;
+    bib_call_t div = {.kernel = BIB_KERNEL_BINARY, .sub = BIB_BINARY_DIV};
+    static const int first[3] = {40, 20, 0};
+    for (int mode = 0; mode < 3; mode++) {
+        uint32_t bn = mode == 0 ? n : mode == 1 ? cols : 1;
+        const int32_t *d = mode == 0 ? b : mode == 1 ? b + 20 : b + 40;
+        cts_tensor_t ii[2] = {cts_ti(a, 2, rows, cols),
+                              mode == 0 ? cts_ti(d, 2, rows, cols) : cts_ti(d, 1, bn, 0)};
+        cts_tensor_t out = cts_ti(NULL, 2, rows, cols);
+        char want_err[128];
+        snprintf(want_err, sizeof want_err,
+                 "integer division by zero: the divisor of element %d is 0", first[mode]);
+        uint32_t *got = malloc((n + cts_lead + CTS_GUARD) * 4);
+        cr_assert(got);
+        const bib_executor_ops_t *ops[2] = {&bib_cpu_executor, cts_ops};
+        bib_executor_t *exs[2] = {cts_cpu, cts_ex};
+        for (int e = 0; e < 2; e++) {
+            char err[512] = "";
+            bib_status_t st = cts_run_on(ops[e], exs[e], div, ii, 2, &out, got, err, sizeof err);
+            cr_assert_eq(st, BIB_E_TRAP, "zero divisor, form %d, on %s: status %d", mode,
+                         ops[e]->name, st);
+            cr_assert_str_eq(err, want_err, "zero divisor, form %d, on %s", mode, ops[e]->name);
+            for (uint32_t i = 0; i < n; i++)
+                cr_assert_eq(got[cts_lead + i], CTS_SENTINEL,
+                             "zero divisor, form %d, on %s: element %u was written", mode,
+                             ops[e]->name, i);
+        }
+        free(got);
+    }
+    free(a), free(b);
+}
+
 /* ---- pooled memory and transfers ------------------------------------------- */
 
 #ifdef CTS_WAITS

@@ -125,9 +125,13 @@ inline float __int_as_float(int32_t i) {
     memcpy(&x, &i, sizeof x);
     return x;
 }
-/* The kernels convert only floats that are integers in int range. */
+/* The kernels convert only floats in int range (truncated toward zero). */
 inline int __float2int_rz(float x) {
     return static_cast<int>(x);
+}
+/* Round to nearest even: the host's mode, never changed. */
+inline float __int2float_rn(int x) {
+    return static_cast<float>(x);
 }
 inline uint32_t __umulhi(uint32_t a, uint32_t b) {
     return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
