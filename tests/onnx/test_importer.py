@@ -142,6 +142,18 @@ class Memory(unittest.TestCase):
         self.assertLessEqual(r.stats.peak_memory, 3 * (1 << 20) + (1 << 16))
 
 
+    def test_a_value_aliased_by_identity_stays_live_for_its_alias(self):
+        # y = Identity(h): h's last reader is the Identity, but y is h's
+        # register and a graph output, so h must not be freed.
+        m = model(
+            [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Identity", ["h"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [3])],
+            [helper.make_tensor_value_info("y", F, [3])],
+        )
+        r = onnx_import.import_model(m).run({"x": np.array([-1, 0, 2], np.float32)})
+        np.testing.assert_array_equal(r["y"], [0, 0, 2])
+
+
 class SymbolicBatch(unittest.TestCase):
     def mlp(self):
         w1, b1 = rng((8, 16), 3), rng((16,), 4)
@@ -248,6 +260,29 @@ class Patterns(unittest.TestCase):
             return
         self.assertNotIn("LAYERNORM", ops(mod))
 
+    def test_layer_norm_pattern_of_a_computed_value_with_an_identity_bias_is_fused(self):
+        # As torch exports a residual then norm: x = a + b is no graph input,
+        # and beta comes through an Identity of another initializer.
+        m, gamma, beta = self.layernorm_graph(1e-5)
+        g = m.graph
+        nodes = [helper.make_node("Add", ["a", "b"], ["x"]), helper.make_node("Identity", ["beta0"], ["beta"])]
+        nodes += list(g.node)
+        inits = [i for i in g.initializer if i.name != "beta"] + [init("beta0", beta)]
+        m2 = model(
+            nodes,
+            [helper.make_tensor_value_info(n, F, ["N", 5, 16]) for n in ("a", "b")],
+            list(g.output),
+            inits,
+        )
+        mod = onnx_import.import_model(m2)
+        body = [o for o in ops(mod) if o not in ("LDI", "LDI64", "HALT", "DIM", "MUL", "FREE")]
+        self.assertIn(body, (["TADD", "LAYERNORM_EPS"], ["TADD", "LAYERNORM"]))
+        a, b = rng((2, 5, 16), 29), rng((2, 5, 16), 30)
+        x = a + b
+        mu = x.mean(-1, keepdims=True)
+        ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + np.float32(1e-5)) * gamma + beta
+        np.testing.assert_allclose(mod.run({"a": a, "b": b})["y"], ref, rtol=1e-4, atol=1e-5)
+
     def test_opset_17_layer_normalization_is_one_instruction(self):
         gamma, beta = rng((16,), 11), rng((16,), 12)
         m = model(
@@ -306,6 +341,47 @@ class Patterns(unittest.TestCase):
         self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT")], ["GELU_ERF"])
 
 
+    def sliced_linear(self, axis):
+        w, b = rng((8, 12), 25), rng((12,), 26)
+        i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+        nodes = [
+            helper.make_node("MatMul", ["x", "w"], ["h"]),
+            helper.make_node("Add", ["h", "b"], ["hb"]),
+            helper.make_node("Slice", ["hb", "s0", "e0", "ax"], ["y0"]),
+            helper.make_node("Slice", ["hb", "s1", "e1", "ax"], ["y1"]),
+        ]
+        stop = 4 if axis == -1 else 2
+        m = model(
+            nodes,
+            [helper.make_tensor_value_info("x", F, [3, 8])],
+            [helper.make_tensor_value_info("y0", F, [3, 4] if axis == -1 else [2, 12]),
+             helper.make_tensor_value_info("y1", F, [3, 8] if axis == -1 else [1, 12])],
+            [init("w", w), init("b", b), init("s0", i64([0])), init("e0", i64([stop])), init("s1", i64([stop])),
+             init("e1", i64([1 << 40])), init("ax", i64([axis]))],
+        )
+        return m, w, b
+
+    def test_a_linear_read_by_column_slices_is_one_linear_per_slice(self):
+        m, w, b = self.sliced_linear(-1)
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT", "FREE")], ["LINEAR", "LINEAR"])
+        x = rng((3, 8), 27)
+        r = mod.run({"x": x})
+        full = onnx_import.import_model(model(
+            [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [3, 8])], [helper.make_tensor_value_info("y", F, [3, 12])],
+            [init("w", w), init("b", b)])).run({"x": x})["y"]
+        self.assertEqual(r["y0"].tobytes(), np.ascontiguousarray(full[:, :4]).tobytes())
+        self.assertEqual(r["y1"].tobytes(), np.ascontiguousarray(full[:, 4:]).tobytes())
+
+    def test_a_linear_sliced_along_another_axis_is_emitted_whole(self):
+        m, w, b = self.sliced_linear(0)
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o not in ("LDI", "HALT", "FREE")], ["LINEAR", "SLICE", "SLICE"])
+        x = rng((3, 8), 28)
+        r = mod.run({"x": x})
+        np.testing.assert_allclose(np.concatenate([r["y0"], r["y1"]]), x @ w + b, rtol=1e-5, atol=1e-5)
+
     def attention_graph(self, divisor, d=8):
         nodes = [
             helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 0, 2]),
@@ -343,6 +419,44 @@ class Patterns(unittest.TestCase):
         self.assertNotIn("ATTENTION", ops(mod))
 
 
+    @unittest.skipUnless(have("CONV") and have("BATCHNORM_RELU"), "this libbib has no CONV or BATCHNORM_RELU")
+    def test_conv_bias_relu_is_conv_then_batchnorm_relu(self):
+        w, b = rng((4, 3, 3, 3), 22), rng((4,), 23)
+        m = model(
+            [
+                helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                helper.make_node("Relu", ["c"], ["y"]),
+            ],
+            [helper.make_tensor_value_info("x", F, ["N", 3, 5, 6])],
+            [helper.make_tensor_value_info("y", F, ["N", 4, 5, 6])],
+            [init("w", w), init("b", b)],
+        )
+        mod = onnx_import.import_model(m)
+        body = [o for o in ops(mod) if o not in ("LDI", "LDI64", "HALT", "DIM", "MUL", "FREE")]
+        self.assertEqual(body, ["CONV", "BATCHNORM_RELU"])
+        x = rng((2, 3, 5, 6), 24)
+        xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        ref = np.zeros((2, 4, 5, 6), np.float64)
+        for i in range(5):
+            for j in range(6):
+                ref[:, :, i, j] = np.einsum("nchw,ochw->no", xp[:, :, i : i + 3, j : j + 3], w)
+        ref = np.maximum(ref + b[None, :, None, None], 0)
+        np.testing.assert_allclose(mod.run({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)
+
+
+    @unittest.skipUnless(have("CONV") and have("WHERE"), "this libbib has no CONV or WHERE")
+    def test_conv_transpose_inserts_exact_zeros_so_an_inf_stays_where_it_belongs(self):
+        # y[2i + k] += x[i] * w[k]: the Inf of x[1] reaches y[2] and y[3] only.
+        m = model(
+            [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2])],
+            [helper.make_tensor_value_info("x", F, [1, 1, 3])],
+            [helper.make_tensor_value_info("y", F, [1, 1, 6])],
+            [init("w", np.ones((1, 1, 2), np.float32))],
+        )
+        y = onnx_import.import_model(m).run({"x": np.array([[[1, np.inf, 2]]], np.float32)})["y"]
+        np.testing.assert_array_equal(y, [[[1, 1, np.inf, np.inf, 2, 2]]])
+
+
 class Names(unittest.TestCase):
     def test_names_that_are_not_identifiers_are_sanitised(self):
         m = model(
@@ -378,7 +492,11 @@ class CommandLine(unittest.TestCase):
     def test_an_unsupported_attribute_is_one_line_naming_node_op_attribute_and_why(self):
         c = np.ones(3, np.float32)
         m = model(
-            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn", training_mode=1)],
+            [
+                helper.make_node(
+                    "BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], name="bn", training_mode=1
+                )
+            ],
             [helper.make_tensor_value_info("x", F, [2, 3, 4])],
             [helper.make_tensor_value_info("y", F, [2, 3, 4])],
             [init("s", c), init("b", c), init("m", c), init("v", c)],
@@ -466,7 +584,10 @@ class CommandLine(unittest.TestCase):
         # Reshape's shape as a graph input: refused by name, imported bound.
         m = model(
             [helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
-            [helper.make_tensor_value_info("x", F, [2, 6]), helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+            [
+                helper.make_tensor_value_info("x", F, [2, 6]),
+                helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+            ],
             [helper.make_tensor_value_info("y", F, [3, 4])],
         )
         p, d, src, out = self.run_tool(m)

@@ -155,6 +155,9 @@ class Val:
         self.onnx_type = onnx_type
         self.array = array
         self.reg = reg
+        # A LINEAR not emitted yet, (a, weight, bias, act): its readers
+        # are column slices, each emitted as a LINEAR of its own columns.
+        self.lazy = None
 
     @property
     def const(self):
@@ -315,6 +318,8 @@ class Importer:
         self._have = {}
         self.fused = {}  # index of the node that a fused group ends at -> callable
         self.skip = set()  # indices of nodes inside a fused group
+        self.named = set()  # registers of values emitted late (a lazy LINEAR), freed by name
+        self.extra_use = {}  # value -> index of a later node that reads it (a lazy LINEAR's input)
 
     # -- opcodes this library has
     def have(self, mnemonic):
@@ -398,8 +403,15 @@ class Importer:
         return Val(shape, dtype, onnx_type, reg=self.new_treg() if reg is None else reg)
 
     def reg_of(self, node, v, what="input"):
-        """The tensor register of v; a constant becomes a constant tensor."""
+        """The tensor register of v; a constant becomes a constant tensor,
+        a lazy LINEAR is emitted whole."""
         if v.reg is not None:
+            return v.reg
+        if v.lazy is not None:
+            a, w, b, act = v.lazy
+            v.reg = self.matmul(node, a, w, b, act).reg
+            v.lazy = None
+            self.named.add(v.reg)  # the value's own register, not the node's temporary
             return v.reg
         arr = v.array
         if arr.dtype == object:
@@ -569,6 +581,8 @@ class Importer:
             for name in n.inputs:
                 if name:
                     last_use[name] = self.group_end.get(n.index, n.index)
+        for name, i in self.extra_use.items():
+            last_use[name] = max(last_use.get(name, -1), i)
         for name, i in last_use.items():
             frees.setdefault(i, []).append(name)
         for n in nodes:
@@ -583,12 +597,20 @@ class Importer:
             # The node's temporaries (not its outputs) are freed at once.
             results = {self.vals[o].reg for o in n.outputs if o and o in self.vals}
             for reg in range(first, self.treg):
-                if reg not in results and reg not in self.keep:
+                if reg not in results and reg not in self.keep and reg not in self.named:
                     self.emit("FREE", reg)
                     self.keep.add(reg)
             for name in frees.get(n.index, []):
                 v = self.vals.get(name)
                 if name in self.graph_outputs or v is None or v.const or v.reg is None or v.reg in self.keep:
+                    continue
+                # Another name for the same register (Identity, a fused
+                # group's inner value) that is read later or is an output
+                # keeps it: the last of them frees it.
+                if any(
+                    o != name and other.reg == v.reg and (o in self.graph_outputs or last_use.get(o, -1) > n.index)
+                    for o, other in self.vals.items()
+                ):
                     continue
                 self.emit("FREE", v.reg)
                 self.keep.add(v.reg)  # freed once
@@ -818,7 +840,9 @@ class Importer:
             self.refuse(node, "attribute 'is_test' = 0: BIB runs inference only")
         if len(node.inputs) > 2 and node.inputs[2]:
             t = self.const_input(node, 2, "training_mode")
-            if bool(np.asarray(t)):
+            ratio = self.const_input(node, 1, "the ratio", optional=True)
+            if bool(np.asarray(t)) and (ratio is None or float(np.asarray(ratio)) != 0.0):
+                # Training with a ratio of 0 drops nothing: the identity.
                 self.refuse(node, "input 'training_mode' is true: BIB runs inference only")
         self.set(node, 0, x)
         if len(node.outputs) > 1 and node.outputs[1]:
@@ -988,7 +1012,7 @@ class Importer:
         if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 1.0:
             self.set(node, 0, x)
             return
-        if y.onnx_type in (TensorProto.INT32, TensorProto.INT64) and not y.const:
+        if y.dtype == "i32" and y.onnx_type != TensorProto.BOOL and not y.const:
             # numpy's float ** int: the exponent as f32 (exact below 2^24).
             self.need(node, "CAST")
             yf = self.rt(y.shape, "f32")
@@ -1020,7 +1044,7 @@ class Importer:
     op_Min = _variadic("TMIN")
 
     # matrix products
-    def matmul(self, node, a, b, bias=None, act=None):
+    def matmul(self, node, a, b, bias=None, act=None, lazy=False):
         """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*, which
         take numpy.matmul's shapes (batch axes broadcast, rank-1 operands)."""
         self.f32_only(node, a, b)
@@ -1038,6 +1062,10 @@ class Importer:
         if len(batch) > 4:
             self.refuse(node, "%d batch axes (BIB's MATMUL takes up to 4)" % len(batch), "shape")
         shape = list(batch) + ([a.shape[-2]] if ra > 1 else []) + ([b.shape[-1]] if rb > 1 else [])
+        if lazy:
+            out = Val(shape, "f32", TensorProto.FLOAT)
+            out.lazy = (a, b, bias, act)
+            return out
         out = self.rt(shape, "f32")
         if bias is None and act is None:
             self.emit("MATMUL", out.reg, self.reg_of(node, a), self.reg_of(node, b))
@@ -1114,7 +1142,10 @@ class Importer:
         x = self.get(node, 0)
         rank = len(x.shape)
         perm = node.attr("perm")
-        perm = list(reversed(range(rank))) if perm is None else [self.axis_of(node, p, rank, "perm entry") for p in perm]
+        if perm is None:
+            perm = list(reversed(range(rank)))
+        else:
+            perm = [self.axis_of(node, p, rank, "perm entry") for p in perm]
         if sorted(perm) != list(range(rank)):
             self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
         self.set(node, 0, self.permute(node, x, perm))
@@ -1184,7 +1215,8 @@ class Importer:
                 v = self.matmul(node, self.const_val(m.astype(np.float32)), v)
             else:
                 perm = [j for j in range(rank) if j != k] + [k]
-                t = self.matmul(node, self.permute(node, v, perm), self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+                mt = self.const_val(np.ascontiguousarray(m.T.astype(np.float32)))
+                t = self.matmul(node, self.permute(node, v, perm), mt)
                 v = self.permute(node, t, [perm.index(j) for j in range(rank)])
         if v is x:
             v = self.unary(node, "COPY", x)
@@ -1249,8 +1281,9 @@ class Importer:
                 self.refuse(node, "cannot infer the -1 entry of the shape from %s" % shape_text(x.shape), "shape")
             out[infer] = q
         if dims_prod(out) != total:
-            self.refuse(node, "shape %s does not hold the %s elements of %s" % (shape_text(out), total, shape_text(x.shape)),
-                        "shape")
+            self.refuse(
+                node, "shape %s does not hold the %s elements of %s" % (shape_text(out), total, shape_text(x.shape)),
+                "shape")
         self.set(node, 0, self.reshape(node, x, out))
 
     def op_Flatten(self, node):
@@ -1416,6 +1449,15 @@ class Importer:
                 count = max(0, (s - e - st - 1) // (-st))
             triples[a] = (s, e, st)
             shape[a] = count
+        if x.lazy is not None and all(t == (0, x.shape[k], 1) for k, t in enumerate(triples[:-1])) \
+                and triples[-1][2] == 1:
+            # Columns s:e of a . W + b are a . W[:, s:e] + b[s:e], the same
+            # fma chains: one LINEAR of those columns, no copy.
+            a, w, b, act = x.lazy
+            s0, e0, _ = triples[-1]
+            ws = self.const_val(np.ascontiguousarray(w.array[:, s0:e0]))
+            bs = self.const_val(np.ascontiguousarray(b.array[s0:e0]))
+            return self.matmul(node, a, ws, bs, act)
         if x.const and x.array.dtype != object:
             idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
             return self.const_val(np.ascontiguousarray(x.array[idx]), x.onnx_type)
@@ -1499,6 +1541,52 @@ class Importer:
         out = self.rt(shape, x.dtype, x.onnx_type)
         self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
         self.set(node, 0, out)
+
+    def op_Compress(self, node):
+        # The kept positions are known at import: a GATHER_AXIS of them.
+        x = self.get(node, 0)
+        cond = np.asarray(self.const_input(node, 1, "the condition")).reshape(-1).astype(bool)
+        axis = node.attr("axis")
+        if axis is None:
+            x = self.reshape(node, x, [dims_prod(x.shape)])
+            axis = 0
+        axis = self.axis_of(node, axis, len(x.shape))
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "compressing a dynamic axis", "shape")
+        idx = np.nonzero(cond[:n])[0].astype(np.int64)
+        self.need(node, "GATHER_AXIS")
+        shape = list(x.shape)
+        shape[axis] = len(idx)
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, self.const_val(idx)), axis)
+        self.set(node, 0, out)
+
+    def op_OneHot(self, node):
+        # values[1] where the index (negative ones + depth) is the position
+        # along the new axis, values[0] elsewhere.
+        idx, values = self.get(node, 0), self.get(node, 2)
+        depth = int(np.asarray(self.const_input(node, 1, "the depth")).reshape(-1)[0])
+        rank = len(idx.shape) + 1
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        if idx.dtype == "f32":
+            self.need(node, "CAST")
+            i = self.rt(idx.shape, "i32")
+            self.emit("CAST", i.reg, self.reg_of(node, idx), 2)
+            idx = i
+        self.need_i32(node, "TADD")
+        neg = self.binary(node, "TLT", idx, self.const_val(np.array([0], np.int64)), out_type=TensorProto.BOOL)
+        idx = self.where(node, neg, self.binary(node, "TADD", idx, self.const_val(np.array([depth], np.int64))), idx)
+        shape = list(idx.shape)
+        shape.insert(axis, 1)
+        col = self.reshape(node, idx, shape)
+        along = [depth if k == axis else 1 for k in range(rank)]
+        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape(along))
+        hit = self.binary(node, "TEQ", col, iota, True, out_type=TensorProto.BOOL)
+        pair = np.asarray(self.const_input(node, 2, "the values")).reshape(-1)
+        off = self.const_val(pair[0:1], values.onnx_type)
+        on = self.const_val(pair[1:2], values.onnx_type)
+        self.set(node, 0, self.where(node, hit, on, off))
 
     def op_GatherElements(self, node):
         x, idx = self.get(node, 0), self.get(node, 1)
@@ -1973,7 +2061,8 @@ class Importer:
         ign = None
         t = target
         if ignore is not None:
-            ign = self.binary(node, "TEQ", target, self.const_val(np.array([ignore], np.int64)), out_type=TensorProto.BOOL)
+            ii = self.const_val(np.array([ignore], np.int64))
+            ign = self.binary(node, "TEQ", target, ii, out_type=TensorProto.BOOL)
             t = self.where(node, ign, self.const_val(np.array([0], np.int64)), target)
         self.need(node, "GATHER_ELEMENTS")
         tk = self.reshape(node, t, [t.shape[0], 1] + list(t.shape[1:]))
@@ -2025,7 +2114,7 @@ class Importer:
     def consumers_of(self, name):
         return self.consumers.get(name) or (name in self.graph_outputs)
 
-    def op_BatchNormalization(self, node):
+    def op_BatchNormalization(self, node, relu=False):
         x = self.get(node, 0)
         if node.attr("training_mode", 0):
             self.refuse(node, "attribute 'training_mode' = 1: BIB runs inference only")
@@ -2038,19 +2127,25 @@ class Importer:
         params = [self.const_input(node, k, name) for k, name in
                   ((1, "the scale"), (2, "the bias"), (3, "the mean"), (4, "the variance"))]
         self.f32_only(node, x)
-        self.need(node, "BATCHNORM")
         c = x.shape[1]
         p = self.const_val(np.stack([np.asarray(a, np.float32).reshape(c) for a in params]))
+        self.set(node, 0, self.batchnorm(node, x, p, eps, relu))
+
+    def batchnorm(self, node, x, params, eps, relu):
+        """BATCHNORM (BATCHNORM_RELU with relu) of x by the [4,C] params."""
+        mnem = "BATCHNORM_RELU" if relu else "BATCHNORM"
+        self.need(node, mnem)
         out = self.rt(x.shape, "f32")
         self.scalar(1)
         self.load_f64(("scratch", 0), eps)
-        self.emit("BATCHNORM", out.reg, self.reg_of(node, x), self.reg_of(node, p), ("scratch", 0))
-        self.set(node, 0, out)
+        self.emit(mnem, out.reg, self.reg_of(node, x), self.reg_of(node, params), ("scratch", 0))
+        return out
 
     # convolution and pooling
     def window(self, node, x, kernel):
-        """group-free window parameters: strides, dilations, pads (explicit
-        or from auto_pad), each as lists over the spatial axes."""
+        """The window of a Conv or pool: strides, dilations and pads
+        (explicit, or from auto_pad and the static spatial dims), as lists
+        over the spatial axes (pads: all begins, then all ends)."""
         nsp = len(kernel)
         strides = list(node.attr("strides", [1] * nsp))
         dilations = list(node.attr("dilations", [1] * nsp))
@@ -2089,7 +2184,7 @@ class Importer:
             return o
         return num // s + 1
 
-    def op_Conv(self, node):
+    def op_Conv(self, node, relu=False):
         x, w = self.get(node, 0), self.get(node, 1)
         bias = self.get(node, 2, optional=True)
         self.f32_only(node, x, w, bias)
@@ -2111,10 +2206,118 @@ class Importer:
             words = [group, strides[0], strides[1], dilations[0], dilations[1]] + pads[:4] + [0, 0, 0]
         r = self.params(words)
         self.emit("CONV", out.reg, self.reg_of(node, x), self.reg_of(node, w), r)
+        o = w.shape[0]
+        if relu and bias is not None and bias.const and self.have("BATCHNORM_RELU"):
+            # The bias and the ReLU in one pass: x / sqrt(1 + 0) * 1 + bias
+            # is exactly x + bias.
+            one, zero = np.ones(o, np.float32), np.zeros(o, np.float32)
+            p = self.const_val(np.stack([one, np.asarray(bias.array, np.float32).reshape(o), zero, one]))
+            self.set(node, 0, self.batchnorm(node, out, p, 0.0, True))
+            return
         if bias is not None:
-            b3 = self.reshape(node, bias, [w.shape[0]] + [1] * nsp)
+            b3 = self.reshape(node, bias, [o] + [1] * nsp)
             out = self.binary(node, "TADD", out, b3)
+        if relu:
+            out = self.unary(node, "RELU", out)
         self.set(node, 0, out)
+
+    def op_ConvTranspose(self, node):
+        """The transposed convolution as a CONV: the input with s - 1 zeros
+        between its elements (EXPAND, then WHERE against a mask, so that no
+        Inf or NaN reaches the zeros), padded by d (k - 1) - pad, convolved
+        with the kernel flipped and its two channel axes swapped per group."""
+        x, w = self.get(node, 0), self.get(node, 1)
+        bias = self.get(node, 2, optional=True)
+        self.f32_only(node, x, w, bias)
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "a %d-D transposed convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+        self.const_input(node, 1, "the kernel")  # rearranged at import
+        spatial = x.shape[2:]
+        if not is_static(spatial):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        group = node.attr("group", 1)
+        kernel = list(node.attr("kernel_shape", w.shape[2:]))
+        strides = list(node.attr("strides", [1] * nsp))
+        dil = list(node.attr("dilations", [1] * nsp))
+        outpad = list(node.attr("output_padding", [0] * nsp))
+        pads = list(node.attr("pads", [0] * (2 * nsp)))
+        out_shape = node.attr("output_shape")
+        auto = node.attr("auto_pad", "NOTSET")
+        full = [strides[k] * (spatial[k] - 1) + outpad[k] + (kernel[k] - 1) * dil[k] + 1 for k in range(nsp)]
+        if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            want = list(out_shape)[-nsp:] if out_shape is not None else [spatial[k] * strides[k] for k in range(nsp)]
+            for k in range(nsp):
+                # ONNX's rule (C division, toward zero): SAME_UPPER, and an
+                # output_shape, give the begin half the total, the end the
+                # rest; a negative total extends the end.
+                total = full[k] - want[k]
+                half = int(total / 2)
+                pads[k], pads[k + nsp] = (total - half, half) if auto == "SAME_LOWER" else (half, total - half)
+        elif auto not in ("NOTSET", "VALID"):
+            self.refuse(node, "attribute 'auto_pad' = '%s'" % auto)
+        begin = [(kernel[k] - 1) * dil[k] - pads[k] for k in range(nsp)]
+        end = [(kernel[k] - 1) * dil[k] - pads[k + nsp] + outpad[k] for k in range(nsp)]
+        if min(begin + end) < 0:
+            self.refuse(node, "pads larger than dilation * (kernel - 1)", "attribute")
+        self.need(node, "CONV")
+        c, og = w.shape[0], w.shape[1]
+        if c % group:
+            self.refuse(node, "%d input channels in %d groups" % (c, group), "shape")
+        wa = np.asarray(w.array, np.float32)
+        flip = wa[(slice(None), slice(None)) + (slice(None, None, -1),) * nsp]
+        per = c // group
+        wt = np.concatenate([np.swapaxes(flip[g * per:(g + 1) * per], 0, 1) for g in range(group)], axis=0)
+        z = x
+        if any(st > 1 for st in strides):
+            # [N,C,H,W] -> [N,C,H,1,W,1] -> [N,C,H,sh,W,sw], the copies but the
+            # first of each block zeroed, -> [N,C,H*sh,W*sw], cut to (H-1)*sh+1.
+            up, big, mask_shape = list(x.shape[:2]), list(x.shape[:2]), [1, 1]
+            for k in range(nsp):
+                up += [spatial[k], 1]
+                big += [spatial[k], strides[k]]
+                mask_shape += [1, strides[k]]
+            mask = np.zeros(mask_shape, np.int64)
+            mask[(0,) * len(mask_shape)] = 1
+            e = self.expand(node, self.reshape(node, x, up), big)
+            e = self.where(node, self.const_val(mask, TensorProto.BOOL), e, self.scalar_const(0.0))
+            flat = self.reshape(node, e, list(x.shape[:2]) + [spatial[k] * strides[k] for k in range(nsp)])
+            z = self.slice(node, flat, [0] * nsp, [(spatial[k] - 1) * strides[k] + 1 for k in range(nsp)],
+                           list(range(2, 2 + nsp)), [1] * nsp)
+        zsp = z.shape[2:]
+        outsp = [zsp[k] + begin[k] + end[k] - (kernel[k] - 1) * dil[k] for k in range(nsp)]
+        out = self.rt([x.shape[0], og * group] + outsp, "f32")
+        if nsp == 1:
+            words = [group, 1, 1, 1, dil[0], 0, begin[0], 0, end[0], 0, 0, 0]
+        else:
+            words = [group, 1, 1, dil[0], dil[1], begin[0], begin[1], end[0], end[1], 0, 0, 0]
+        r = self.params(words)
+        self.emit("CONV", out.reg, self.reg_of(node, z), self.reg_of(node, self.const_val(np.ascontiguousarray(wt))), r)
+        if bias is not None:
+            out = self.binary(node, "TADD", out, self.reshape(node, bias, [og * group] + [1] * nsp))
+        self.set(node, 0, out)
+
+    def op_LRN(self, node):
+        # y = x / (bias + alpha / size * sum of x^2 over the nearby channels)^beta;
+        # the channel window sum is a CONV of ones over the channel axis.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        size = int(node.attr("size"))
+        alpha, beta = node.attr("alpha", 0.0001), node.attr("beta", 0.75)
+        bias = node.attr("bias", 1.0)
+        if len(x.shape) < 3:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        self.need(node, "CONV")
+        n, c = x.shape[0], x.shape[1]
+        rest = dims_prod(x.shape[2:])
+        sq = self.reshape(node, self.binary(node, "TMUL", x, x), [n, 1, c, rest])
+        ones = self.const_val(np.ones((1, 1, size, 1), np.float32))
+        ss = self.rt([n, 1, c, rest], "f32")
+        r = self.params([1, 1, 1, 1, 1, (size - 1) // 2, 0, size // 2, 0, 0, 0, 0])
+        self.emit("CONV", ss.reg, self.reg_of(node, sq), self.reg_of(node, ones), r)
+        t = self.binary(node, "TADD", self.scale(node, self.reshape(node, ss, x.shape), alpha / size),
+                        self.scalar_const(bias))
+        self.set(node, 0, self.binary(node, "TDIV", x, self.binary(node, "TPOW", t, self.scalar_const(beta))))
 
     def pool(self, node, mnem):
         x = self.get(node, 0)
@@ -2187,6 +2390,8 @@ class Importer:
         return [np.arange(a[0], a[1], a[2]).astype(a[0].dtype)]
 
     def op_Range(self, node):
+        # Range is folded (fold_Range); here one of its inputs is not known
+        # at import time, which is refused naming it.
         self.const_input(node, 0, "start")
         self.const_input(node, 1, "limit")
         self.const_input(node, 2, "delta")
@@ -2335,7 +2540,8 @@ def import_model(model, bind=None, name=None):
     try:
         model = shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:
-        raise Refused("ONNX shape inference fails on the model: %s" % str(e).strip().splitlines()[-1], "model") from None
+        why = str(e).strip().splitlines()[-1]
+        raise Refused("ONNX shape inference fails on the model: %s" % why, "model") from None
     imp = Importer(model, bind)
     imp.run()
     try:

@@ -2,14 +2,18 @@
 the ONNX importer (onnx_import.py) so that each becomes one BIB instruction:
 
 - layer norm: ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add eps,
-  Sqrt, Div, then optionally Mul gamma and Add beta -> LAYERNORM_EPS
-  (LAYERNORM when eps is 1e-5 and the library lacks LAYERNORM_EPS);
+  Sqrt, Div, then optionally Mul gamma and Add beta -> LAYERNORM_EPS (or
+  LAYERNORM: onnx_import's layernorm chooses);
 - GELU, exact: Div by sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul x,
   Mul 0.5 (in either order) -> GELU_ERF;
 - GELU, tanh form: Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), Tanh, Add 1,
   Mul 0.5 x -> GELU;
-- MatMul by a [K,N] weight then Add of a [N] bias -> LINEAR, and with a
-  following Relu or GELU -> LINEAR_RELU, LINEAR_GELU, LINEAR_GELU_ERF;
+- MatMul by a [K,N] weight then Add of a [N] bias, or Gemm with a bias row
+  -> LINEAR, and with a following Relu or GELU -> LINEAR_RELU, LINEAR_GELU,
+  LINEAR_GELU_ERF; read only by column slices, one LINEAR per slice;
+- Conv (with a constant bias) or BatchNormalization then Relu -> CONV,
+  BATCHNORM_RELU (the bias as a batch norm of scale 1, mean 0, var 1,
+  eps 0, which adds it exactly);
 - attention as torch's multi-head attention exports it: q, k, v [S,H,D]
   (H heads, or batch times heads), Transpose q and v to [H,S,D] and k to
   [H,D,T], q scaled by 1/sqrt(D) (Div or Mul, before or after the MatMul),
@@ -24,8 +28,13 @@ import math
 
 import numpy as np
 
+from .onnx_import import broadcast_shapes, dims_prod, is_static
+
 
 class _Graph:
+    """The graph as the patterns see it before lowering: each value's
+    producer and readers, and the nodes already taken by a pattern."""
+
     def __init__(self, imp, nodes):
         self.imp = imp
         self.nodes = nodes
@@ -43,6 +52,17 @@ class _Graph:
         if n is None or n.op != op or n.index in self.taken or n.proto.domain not in ("", "ai.onnx"):
             return None
         return n
+
+    def value(self, name):
+        """The importer's value of name if known before lowering (an input or
+        initializer, also through Identity nodes), else None."""
+        seen = 0
+        while name not in self.imp.vals and seen < 64:
+            n = self.producer.get(name)
+            if n is None or n.op != "Identity":
+                return None
+            name, seen = n.inputs[0], seen + 1
+        return self.imp.vals.get(name)
 
     def const(self, name):
         """The value of a constant input (initializer or Constant node), or None."""
@@ -130,15 +150,22 @@ def _layernorm(g, div):
     mean = g.prod(sub.inputs[1], "ReduceMean")
     if mean is None or mean.inputs[0] != x:
         return None
+    # x is usually computed, so its rank comes from ONNX's shape inference;
+    # without it, only axes counted from the end can be read.
     xv = imp.vals.get(x)
-    if xv is None:
-        return None
-    rank = len(xv.shape)
+    rank = len(xv.shape) if xv is not None else len(imp.inferred[x]) if x in imp.inferred else None
     axes = [_trailing_axes(mean), _trailing_axes(var)]
     if axes[0] is None or axes[1] is None:
         return None
-    norm = [sorted(a + rank if a < 0 else a for a in ax) for ax in axes]
-    if norm[0] != norm[1] or norm[0] != list(range(rank - len(norm[0]), rank)) or not norm[0]:
+    if rank is None:
+        if any(a >= 0 for ax in axes for a in ax):
+            return None
+        norm = [sorted(ax) for ax in axes]
+        trailing = norm[0] == list(range(-len(norm[0]), 0))
+    else:
+        norm = [sorted(a - rank if a >= 0 else a for a in ax) for ax in axes]
+        trailing = norm[0] == list(range(-len(norm[0]), 0))
+    if norm[0] != norm[1] or not trailing or not norm[0]:
         return None
     if mean.attrs.get("keepdims", 1) != 1 or var.attrs.get("keepdims", 1) != 1:
         return None
@@ -149,7 +176,7 @@ def _layernorm(g, div):
     mul = g.single_consumer(div.outputs[0])
     if mul is not None and mul.op == "Mul":
         gname = g.other(mul, div.outputs[0])
-        if gname is not None and gname != div.outputs[0] and gname in imp.vals:
+        if gname is not None and gname != div.outputs[0]:
             gamma = gname
             group.append(mul)
             inner.append(div.outputs[0])
@@ -157,7 +184,7 @@ def _layernorm(g, div):
             add2 = g.single_consumer(mul.outputs[0])
             if add2 is not None and add2.op == "Add":
                 bname = g.other(add2, mul.outputs[0])
-                if bname is not None and bname != mul.outputs[0] and bname in imp.vals:
+                if bname is not None and bname != mul.outputs[0]:
                     beta = bname
                     group.append(add2)
                     inner.append(mul.outputs[0])
@@ -165,21 +192,35 @@ def _layernorm(g, div):
     if not g.only_inside(group, inner):
         return None
     eps = float(np.asarray(g.const(eps_name), np.float64).reshape(-1)[0])
-    axis = norm[0][0]
-    n_axes = rank - axis
+    n_axes = len(norm[0])
+
+    ordered = sorted(group, key=lambda n: n.index)
 
     def lower():
         xval = imp.vals[x]
+        axis = len(xval.shape) - n_axes
         tail = xval.shape[axis:]
         gv = imp.vals[gamma] if gamma else None
         bv = imp.vals[beta] if beta else None
+
+        def over_tail(v):
+            # A scale or bias over the normalized axes only (a constant may
+            # broadcast; one given at run time must have their size).
+            if v is None:
+                return True
+            if len(v.shape) > n_axes and any(d != 1 for d in v.shape[:-n_axes]):
+                return False
+            if v.const:
+                return broadcast_shapes(v.shape, tail) == list(tail)
+            return dims_prod(v.shape) == dims_prod(tail)
+
+        if axis < 0 or not over_tail(gv) or not over_tail(bv) or (gv is None and not is_static(tail)):
+            # Not a layer norm BIB's instruction computes: the nodes one by one.
+            for n in ordered:
+                imp.lower(n)
+            return
         if gv is None:
-            if not all(isinstance(t, int) for t in tail):
-                imp.refuse(end, "a layer norm without a scale over a dynamic axis", "shape")
             gv = imp.const_val(np.ones(tail, np.float32))
-        for v, what in ((gv, "scale"), (bv, "bias")):
-            if v is not None and len(v.shape) > n_axes and any(s != 1 for s in v.shape[:-n_axes]):
-                imp.refuse(end, "a layer-norm %s that is not over the normalized axes" % what, "shape")
         imp.set(end, 0, imp.layernorm(end, xval, gv, bv, eps, axis))
 
     return group, end, lower
@@ -322,7 +363,7 @@ def _linear(g, mm, acts):
         if mm.attrs.get("alpha", 1.0) != 1.0 or mm.attrs.get("beta", 1.0) != 1.0:
             return None
         trans = mm.attrs.get("transB", 0)
-        w = imp.vals.get(mm.inputs[1])
+        w = g.value(mm.inputs[1])
         if w is None or len(w.shape) != 2 or (trans and not w.const):
             return None
         n = w.shape[0] if trans else w.shape[1]
@@ -330,7 +371,7 @@ def _linear(g, mm, acts):
         group, end, y = [mm], mm, mm.outputs[0]
     else:
         trans = 0
-        w = imp.vals.get(mm.inputs[1])
+        w = g.value(mm.inputs[1])
         if w is None or len(w.shape) != 2:
             return None
         n = w.shape[1]
@@ -341,7 +382,7 @@ def _linear(g, mm, acts):
         if bname is None or bname == mm.outputs[0]:
             return None
         group, end, y = [mm, add], add, add.outputs[0]
-    b = imp.vals.get(bname)
+    b = g.value(bname)
     if b is None or not b.shape or b.shape[-1] != n or any(d != 1 for d in b.shape[:-1]) or len(b.shape) > 2:
         return None
     act = None
@@ -352,12 +393,24 @@ def _linear(g, mm, acts):
     if mm.op == "MatMul" and not g.only_inside(group, [mm.outputs[0]]):
         return None
     a_name, w_name = mm.inputs[0], mm.inputs[1]
+    # Read only by Slice, Split (and Shape), with a constant weight and
+    # bias, as torch's fused q, k, v projection is: each slice of columns
+    # becomes a LINEAR of its own (onnx_import's slice); the whole product
+    # is emitted only if a reader needs it.
+    readers = g.consumers.get(end.outputs[0], [])
+    lazy = (
+        w.const and b.const
+        and end.outputs[0] not in g.outputs and readers and all(r.op in ("Slice", "Split", "Shape") for r in readers)
+    )
+    if lazy:
+        imp.extra_use[a_name] = max(r.index for r in readers)
 
     def lower():
         wv = imp.vals[w_name]
         if trans:
             wv = imp.const_val(np.ascontiguousarray(wv.array.T))
-        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], wv, imp.reshape(end, imp.vals[bname], [n]), act))
+        bias = imp.reshape(end, imp.vals[bname], [n])
+        imp.set(end, 0, imp.matmul(end, imp.vals[a_name], wv, bias, act, lazy=lazy))
 
     return group, end, lower, act
 
@@ -442,6 +495,26 @@ def _attention(g, sm):
     return group, out, lower
 
 
+def _with_relu(g, n):
+    """Conv or BatchNormalization whose result only a Relu reads: one lowering
+    with the ReLU folded in (CONV then BATCHNORM_RELU for the bias)."""
+    imp = g.imp
+    relu = g.single_consumer(n.outputs[0])
+    if relu is None or relu.op != "Relu" or relu.index in g.taken or len([o for o in n.outputs if o]) != 1:
+        return None
+    if not imp.have("BATCHNORM_RELU"):
+        return None
+
+    def lower():
+        getattr(imp, "op_" + n.op)(n, relu=True)
+        unknown = sorted(set(n.attrs) - n.used_attrs)
+        if unknown:
+            imp.refuse(n, "attribute '%s' is not supported" % unknown[0])
+        imp.set(relu, 0, imp.vals[n.outputs[0]])
+
+    return [n, relu], relu, lower
+
+
 def find(imp, nodes):
     """Marks the fused groups on the importer: imp.fused[end index] is the
     lowering of a group, imp.skip the indices of its other nodes, and
@@ -465,6 +538,11 @@ def find(imp, nodes):
     for n in nodes:
         if n.op == "Softmax" and n.index not in g.taken:
             m = _attention(g, n)
+            if m is not None:
+                take(*m)
+    for n in nodes:
+        if n.op in ("Conv", "BatchNormalization") and n.index not in g.taken:
+            m = _with_relu(g, n)
             if m is not None:
                 take(*m)
     gelus = {}
