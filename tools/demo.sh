@@ -21,3 +21,7 @@ if [ -f examples/mlp.basm ] && [ -f tools/make-npy.py ]; then
         --output y=build/demo/y.npy
     /usr/bin/python3 -c "import numpy; print(numpy.load('build/demo/y.npy'))"
 fi
+if [ -f tools/bib-onnx ]; then
+    say "make digits   # a model trained with torch, imported from ONNX, run by bib"
+    BIB=$BIB sh examples/digits/run.sh build/digits
+fi

@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Export the PyTorch models that tests/models/check.py runs through bib-onnx.
+
+    export.py OUTDIR [--opset N] [MODEL...]
+
+Writes, for each model (mlp, encoder, cnn): OUTDIR/NAME.onnx, exported with
+torch.onnx.export offline with a dynamic batch axis; OUTDIR/NAME.x.npy, the
+input, batch 7; OUTDIR/NAME.y.npy, torch's output for it. Weights and inputs
+come from fixed seeds, so every run writes the same files. Nothing here is
+committed: `make test` regenerates the models.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+BATCH = 7
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 48),
+                                 nn.Tanh(), nn.Linear(48, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class CNN(nn.Module):
+    """[N,1,16,16] -> [N,10]: two Conv2d/ReLU/MaxPool2d stages, then Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 8, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, kernel_size=3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.fc = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.features(x), 1))
+
+
+def encoder():
+    return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
+                                      activation="gelu", norm_first=True, batch_first=True)
+
+
+# name -> (constructor, input shape after the batch axis)
+MODELS = {
+    "mlp": (MLP, (32,)),
+    "encoder": (encoder, (10, 64)),
+    "cnn": (CNN, (1, 16, 16)),
+}
+
+
+def build(name, batch=BATCH, seq=None):
+    """Model NAME with its fixed weights, and its input x (batch rows; the
+    encoder's sequence length seq, default 10)."""
+    make, shape = MODELS[name]
+    if seq is not None:
+        shape = (seq,) + shape[1:]
+    torch.manual_seed(14)
+    model = make().eval()
+    # Default initialisation leaves biases at 0 and norm weights at 1, which would
+    # hide a swapped gamma and beta (and the exporter folds equal initialisers
+    # into one): every parameter gets noise of its own.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    x = np.random.default_rng(14).standard_normal((batch,) + shape).astype(np.float32)
+    return model, x
+
+
+def export_model(name, outdir, opset, batch=BATCH, seq=None):
+    """Write OUTDIR/NAME.onnx, NAME.x.npy and NAME.y.npy (see the module's doc);
+    returns the model."""
+    os.makedirs(outdir, exist_ok=True)
+    model, x = build(name, batch, seq)
+    # With grad enabled, nn.TransformerEncoderLayer takes its module path (the
+    # one the export traces), not the fused inference kernel.
+    y = model(torch.from_numpy(x)).detach().numpy()
+    path = os.path.join(outdir, name + ".onnx")
+    dynamic = {"x": {0: "batch"}, "y": {0: "batch"}}
+    torch.onnx.export(model, torch.from_numpy(x), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes=dynamic, opset_version=opset, do_constant_folding=True)
+    np.save(os.path.join(outdir, name + ".x.npy"), x)
+    np.save(os.path.join(outdir, name + ".y.npy"), y)
+    return model
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--opset", type=int, default=17)
+    ap.add_argument("models", nargs="*", default=list(MODELS))
+    args = ap.parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in args.models:
+        if name not in MODELS:
+            sys.exit("export.py: unknown model '%s' (known: %s)" % (name, ", ".join(MODELS)))
+        export_model(name, args.outdir, args.opset)
+
+
+if __name__ == "__main__":
+    main()
