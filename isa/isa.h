@@ -47,7 +47,7 @@ enum {
     BIB_F_TALLOC = 1u << 5,   /* ALLOC: its TD operand must not be live */
     BIB_F_TFREE = 1u << 6,    /* FREE: its TM operand is dead afterwards */
     BIB_F_RANGE3 = 1u << 7,   /* its COUNT d sizes a range of 3*d registers (SLICE's triples) */
-    /* A kernel along the last axis run on any axes (vm/tensor_ops.c): IMM c
+    /* A kernel along the last axis run on any axes (vm/tensor_layout.c): IMM c
      * names them (REDUCE: a bitmask, c = 0 every axis; ROWS and INDEX: one
      * axis, negative from the end); they are permuted to the end, the
      * kernel runs, and the result is reshaped (IMM d = keepdims) or, for a

@@ -7,6 +7,8 @@
  *                    (bib_tensor_run_kernel), traces, device-program buffers
  *   vm/tensor_ops.c  what each tensor opcode means: its operand checks, shape,
  *                    cost and fuel (the rules of isa/kernels.def), messages
+ *   vm/tensor_layout.c  the strided copies, gathers and broadcasts, and the
+ *                    opcodes run on any axes (several calls each)
  *   vm/tensor_api.c  the public tensor API (inputs, outputs, declarations)
  *                    and the binding of inputs and constants at run start
  *   vm/tensor_gpu.c  the GPU_* opcodes: the CUDA executor driven by the program
@@ -114,6 +116,9 @@ bib_status_t bib_tensor_need_live(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t 
 /* Brings t (operand reg) to the host for the host's own access; traps on failure. */
 bib_status_t bib_tensor_to_host(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
                                 const bib_tensor_t *t);
+/* Dimensions r[first..first+n) as tensor dims, each 0..2^31-1; traps otherwise. */
+bib_status_t bib_tensor_dims_from_regs(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
+                                       uint32_t first, uint32_t n, uint32_t *dims);
 /* ALLOC's semantics: t[a] of dtype b and the dims r[c..c+d), zero-filled on the host. */
 bib_status_t bib_tensor_op_alloc(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R);
 /* An opcode of a KOP or GKOP row (forced_place >= 0: run there). */
@@ -184,6 +189,31 @@ bib_status_t bib_tensor_host_read(bib_vm_t *vm, const bib_tensor_t *t, char *why
 const char *bib_tensor_holder_name(const bib_tensor_t *t);
 /* Drops t's storage reference; the register becomes empty. */
 void bib_tensor_clear(bib_vm_t *vm, bib_tensor_t *t);
+
+/* The result of a rule: the result's dtype and shape, filled into k. */
+typedef struct bib_kresult {
+    uint32_t dtype, rank;
+    uint32_t dims[BIB_MAX_RANK];
+} bib_kresult_t;
+
+/* ---- layouts: strided copies, gathers, broadcasts, axes (vm/tensor_layout.c) ---- */
+
+/* The shape rule of a STRIDED row (PERMUTE, EXPAND, SLICE, CONCAT): writes
+ * the result's shape and the call's p[]. */
+bib_status_t bib_tensor_strided_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
+                                     bib_kspec_t *k, bib_tensor_t *const *t, bib_kresult_t *r);
+/* numpy's broadcast of the operands' shapes (two, or WHERE's three) into r. */
+bib_status_t bib_tensor_broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k,
+                                        bib_tensor_t *const *t, bib_kresult_t *r);
+/* The shape rule of GATHER_AXIS and GATHER_ELEMENTS (the indices checked). */
+bib_status_t bib_tensor_take_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                                  bib_tensor_t *const *t, bib_kresult_t *r);
+/* A BIB_F_AXES row: its kernel along the last axis, on the axes IMM c names. */
+bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                                bib_tensor_t *a, const bib_kresult_t *dt);
+/* An elementwise call on the broadcast shape r, operands expanded as needed. */
+bib_status_t bib_tensor_op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                                     bib_tensor_t *const *t, const bib_kresult_t *r);
 
 /* ---- inputs (vm/tensor_api.c) ---------------------------------------------------- */
 
