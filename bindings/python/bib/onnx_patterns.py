@@ -3,7 +3,7 @@ the ONNX importer (onnx_import.py) so that each becomes one BIB instruction:
 
 - layer norm: ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add eps,
   Sqrt, Div, then optionally Mul gamma and Add beta -> LAYERNORM_EPS (or
-  LAYERNORM: onnx_import's layernorm chooses);
+  LAYERNORM: onnx_nn's layernorm chooses);
 - GELU, exact: Div by sqrt(2) (or Mul by 1/sqrt(2)), Erf, Add 1, Mul x,
   Mul 0.5 (in either order) -> GELU_ERF;
 - GELU, tanh form: Pow 3, Mul 0.044715, Add x, Mul sqrt(2/pi), Tanh, Add 1,
@@ -395,7 +395,7 @@ def _linear(g, mm, acts):
     a_name, w_name = mm.inputs[0], mm.inputs[1]
     # Read only by Slice, Split (and Shape), with a constant weight and
     # bias, as torch's fused q, k, v projection is: each slice of columns
-    # becomes a LINEAR of its own (onnx_import's slice); the whole product
+    # becomes a LINEAR of its own (onnx_shapes' slice); the whole product
     # is emitted only if a reader needs it.
     readers = g.consumers.get(end.outputs[0], [])
     lazy = (

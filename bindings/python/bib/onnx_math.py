@@ -1,0 +1,591 @@
+"""Lowering of the elementwise and math ONNX ops for the importer
+(onnx_import.py): unary and binary arithmetic, matrix products, reductions,
+arg max/min, softmax, comparisons, logic, Where and Clip."""
+
+import numpy as np
+from onnx import TensorProto
+
+from .onnx_common import (
+    _bib_dtype, broadcast_shapes, dims_prod, _DTYPE_NAME, is_static, library_broadcasts, _np_for,
+    shape_text, Val)
+
+
+class MathOps:
+    """The Importer's op_ methods for elementwise and math ops."""
+
+    # unary math
+    def _unary_op(mnemonic):
+        def f(self, node):
+            x = self.get(node, 0)
+            self.f32_only(node, x)
+            self.set(node, 0, self.unary(node, mnemonic, x))
+
+        return f
+
+    op_Relu = _unary_op("RELU")
+    op_Sigmoid = _unary_op("SIGMOID")
+    op_Tanh = _unary_op("TANH")
+    op_Exp = _unary_op("EXP")
+    op_Erf = _unary_op("ERF")
+    op_Log = _unary_op("LOG")
+    op_Sqrt = _unary_op("SQRT")
+    op_Reciprocal = _unary_op("RECIP")
+
+    def op_Abs(self, node):
+        x = self.get(node, 0)
+        if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
+            self.f32_only(node, x)
+        self.set(node, 0, self.unary(node, "TABS", x))
+
+    def op_Neg(self, node):
+        x = self.get(node, 0)
+        if x.onnx_type not in (TensorProto.FLOAT, TensorProto.INT32):
+            self.f32_only(node, x)
+        self.set(node, 0, self.unary(node, "TNEG", x))
+
+    def op_Softplus(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "LOG")
+        e = self.unary(node, "EXP", x)
+        s = self.binary(node, "TADD", e, self.scalar_const(1.0))
+        self.set(node, 0, self.unary(node, "LOG", s))
+
+    def op_Softsign(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "TABS")
+        a = self.unary(node, "TABS", x)
+        d = self.binary(node, "TADD", a, self.scalar_const(1.0))
+        self.set(node, 0, self.binary(node, "TDIV", x, d))
+
+    def op_LeakyRelu(self, node):
+        # relu(x) + (-alpha) * relu(-x): for x < 0 the product is alpha * x
+        # rounded once, as ONNX's alpha * x; for x >= 0 it adds -0.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 0.01)))
+        p = self.unary(node, "RELU", x)
+        n = self.unary(node, "RELU", self.scale(node, x, -1.0))
+        self.set(node, 0, self.binary(node, "TADD", p, self.scale(node, n, -alpha)))
+
+    def op_Elu(self, node):
+        # x < 0 ? (exp(x) - 1) * alpha : x, in ONNX's order of operations
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        self.need(node, "WHERE")
+        neg = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        e = self.binary(node, "TSUB", self.unary(node, "EXP", x), self.scalar_const(1.0))
+        self.set(node, 0, self.where(node, neg, self.scale(node, e, alpha), x))
+
+    def op_Selu(self, node):
+        # x <= 0 ? (exp(x) * alpha - alpha) * gamma : x * gamma
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.67326319217681884765625)))
+        gamma = float(np.float32(node.attr("gamma", 1.05070102214813232421875)))
+        self.need(node, "WHERE")
+        le = self.binary(node, "TLE", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        e = self.binary(node, "TSUB", self.scale(node, self.unary(node, "EXP", x), alpha), self.scalar_const(alpha))
+        self.set(node, 0, self.where(node, le, self.scale(node, e, gamma), self.scale(node, x, gamma)))
+
+    def op_Celu(self, node):
+        # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        zero = self.scalar_const(0.0)
+        e = self.unary(node, "EXP", self.binary(node, "TDIV", x, self.scalar_const(alpha)))
+        e = self.scale(node, self.binary(node, "TSUB", e, self.scalar_const(1.0)), alpha)
+        self.set(node, 0, self.binary(node, "TADD", self.binary(node, "TMAX", x, zero),
+                                      self.binary(node, "TMIN", e, zero)))
+
+    def hard_sigmoid(self, node, x, alpha, beta):
+        # max(0, min(1, alpha * x + beta))
+        v = self.binary(node, "TADD", self.scale(node, x, alpha), self.scalar_const(beta))
+        v = self.binary(node, "TMIN", v, self.scalar_const(1.0))
+        return self.binary(node, "TMAX", v, self.scalar_const(0.0))
+
+    def op_HardSigmoid(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 0.2)))
+        beta = float(np.float32(node.attr("beta", 0.5)))
+        self.set(node, 0, self.hard_sigmoid(node, x, alpha, beta))
+
+    def op_HardSwish(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.binary(node, "TMUL", x, self.hard_sigmoid(node, x, float(np.float32(1 / 6)), 0.5)))
+
+    def op_ThresholdedRelu(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        alpha = float(np.float32(node.attr("alpha", 1.0)))
+        self.need(node, "WHERE")
+        gt = self.binary(node, "TGT", x, self.scalar_const(alpha), out_type=TensorProto.BOOL)
+        self.set(node, 0, self.where(node, gt, x, self.scalar_const(0.0)))
+
+    def op_PRelu(self, node):
+        x, slope = self.get(node, 0), self.get(node, 1)
+        self.f32_only(node, x, slope)
+        self.need(node, "WHERE")
+        neg = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        self.set(node, 0, self.where(node, neg, self.binary(node, "TMUL", x, slope, True), x))
+
+    def op_Shrink(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        bias = float(np.float32(node.attr("bias", 0.0)))
+        lambd = float(np.float32(node.attr("lambd", 0.5)))
+        self.need(node, "WHERE")
+        lo = self.binary(node, "TLT", x, self.scalar_const(-lambd), out_type=TensorProto.BOOL)
+        hi = self.binary(node, "TGT", x, self.scalar_const(lambd), out_type=TensorProto.BOOL)
+        up = self.where(node, hi, self.binary(node, "TSUB", x, self.scalar_const(bias)), self.scalar_const(0.0))
+        self.set(node, 0, self.where(node, lo, self.binary(node, "TADD", x, self.scalar_const(bias)), up))
+
+    # binary math
+    def _binary_op(mnemonic, commutes, np_fn=None, exact_fold=True):
+        def f(self, node):
+            a, b = self.get(node, 0), self.get(node, 1)
+            if a.onnx_type != b.onnx_type:
+                self.refuse(node, "inputs of two types", "dtype")
+            if a.onnx_type != TensorProto.FLOAT:
+                if a.onnx_type in (TensorProto.INT32, TensorProto.INT64) and mnemonic in ("TADD", "TSUB", "TMUL"):
+                    self.need_i32(node, mnemonic)
+                else:
+                    self.f32_only(node, a, b)
+            self.set(node, 0, self.binary(node, mnemonic, a, b, commutes))
+
+        return f
+
+    op_Add = _binary_op("TADD", True)
+    op_Sub = _binary_op("TSUB", False)
+    op_Mul = _binary_op("TMUL", True)
+    op_Div = _binary_op("TDIV", False)
+
+    def op_Pow(self, node):
+        x, y = self.get(node, 0), self.get(node, 1)
+        self.f32_only(node, x)
+        if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 2.0:
+            # x^2 is x * x correctly rounded, as pow gives it.
+            self.set(node, 0, self.binary(node, "TMUL", x, x))
+            return
+        if y.const and y.array.size == 1 and float(y.array.reshape(-1)[0]) == 1.0:
+            self.set(node, 0, x)
+            return
+        if y.dtype == "i32" and y.onnx_type != TensorProto.BOOL and not y.const:
+            # numpy's float ** int: the exponent as f32 (exact below 2^24).
+            self.need(node, "CAST")
+            yf = self.rt(y.shape, "f32")
+            self.emit("CAST", yf.reg, self.reg_of(node, y), 1)
+            y = yf
+        elif y.const and y.array.dtype.kind in "iu":
+            y = self.const_val(y.array.astype(np.float32))
+        self.f32_only(node, y)
+        self.set(node, 0, self.binary(node, "TPOW", x, y))
+
+    def _variadic(mnemonic):
+        def f(self, node):
+            vals = [self.get(node, k) for k in range(len(node.inputs))]
+            self.f32_only(node, *vals)
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = self.binary(node, mnemonic, acc, v, True)
+            if len(vals) == 1:
+                acc = self.unary(node, "COPY", acc) if not acc.const else acc
+            if node.op == "Mean" and len(vals) > 1:
+                acc = self.binary(node, "TDIV", acc, self.scalar_const(float(len(vals))))
+            self.set(node, 0, acc)
+
+        return f
+
+    op_Sum = _variadic("TADD")
+    op_Mean = _variadic("TADD")
+    op_Max = _variadic("TMAX")
+    op_Min = _variadic("TMIN")
+
+    # matrix products
+    def matmul(self, node, a, b, bias=None, act=None, lazy=False):
+        """a . b (+ bias row) (then act) on BIB's MATMUL / LINEAR*, which
+        take numpy.matmul's shapes (batch axes broadcast, rank-1 operands)."""
+        self.f32_only(node, a, b)
+        ra, rb = len(a.shape), len(b.shape)
+        if ra == 0 or rb == 0:
+            self.refuse(node, "a rank-0 operand", "shape")
+        ka = a.shape[-1]
+        kb = b.shape[0] if rb == 1 else b.shape[-2]
+        if ka != kb:
+            self.refuse(node, "inner dimensions %s and %s differ" % (ka, kb), "shape")
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if batch is None:
+            self.refuse(node, "batch axes %s and %s do not broadcast" % (shape_text(a.shape[:-2]),
+                        shape_text(b.shape[:-2])), "shape")
+        if len(batch) > 4:
+            self.refuse(node, "%d batch axes (BIB's MATMUL takes up to 4)" % len(batch), "shape")
+        shape = list(batch) + ([a.shape[-2]] if ra > 1 else []) + ([b.shape[-1]] if rb > 1 else [])
+        if lazy:
+            out = Val(shape, "f32", TensorProto.FLOAT)
+            out.lazy = (a, b, bias, act)
+            return out
+        out = self.rt(shape, "f32")
+        if bias is None and act is None:
+            self.emit("MATMUL", out.reg, self.reg_of(node, a), self.reg_of(node, b))
+        else:
+            mnem = {None: "LINEAR", "RELU": "LINEAR_RELU", "GELU": "LINEAR_GELU", "GELU_ERF": "LINEAR_GELU_ERF"}[act]
+            self.need(node, mnem)
+            self.emit(mnem, out.reg, self.reg_of(node, a), self.reg_of(node, b), self.reg_of(node, bias))
+        return out
+
+    def op_MatMul(self, node):
+        self.set(node, 0, self.matmul(node, self.get(node, 0), self.get(node, 1)))
+
+    def op_Gemm(self, node):
+        a, b = self.get(node, 0), self.get(node, 1)
+        c = self.get(node, 2, optional=True)
+        alpha = float(node.attr("alpha", 1.0))
+        beta = float(node.attr("beta", 1.0))
+        if node.attr("transA", 0):
+            a = self.transpose_last2(node, a)
+        if node.attr("transB", 0):
+            b = self.transpose_last2(node, b)
+        self.f32_only(node, a, b, c)
+        n = b.shape[-1]
+        bias = None
+        if c is not None and beta != 0.0:
+            if c.const and beta != 1.0:
+                c = self.const_val((c.array * np.float32(beta)).astype(np.float32))
+                beta = 1.0
+            row = beta == 1.0 and alpha == 1.0 and dims_prod(c.shape) in (n,) and all(d == 1 for d in c.shape[:-1])
+            if row and c.shape[-1] == n:
+                bias = self.reshape(node, c, [n])
+        if bias is not None:
+            self.set(node, 0, self.matmul(node, a, b, bias))
+            return
+        y = self.matmul(node, a, b)
+        if alpha != 1.0:
+            y = self.scale(node, y, alpha)
+        if c is not None and beta != 0.0:
+            if beta != 1.0:
+                c = self.scale(node, c, beta)
+            y = self.binary(node, "TADD", y, c, True)
+        self.set(node, 0, y)
+
+    def transpose_last2(self, node, v):
+        if v.const:
+            return self.const_val(np.ascontiguousarray(np.swapaxes(v.array, -1, -2)), v.onnx_type)
+        out = self.rt(v.shape[:-2] + [v.shape[-1], v.shape[-2]], v.dtype, v.onnx_type)
+        self.emit("TRANSPOSE", out.reg, self.reg_of(node, v))
+        return out
+
+    # reductions
+    def reduce(self, node, kind, x, axes, keepdims):
+        """kind over axes (sorted, distinct), keepdims 0/1."""
+        rank = len(x.shape)
+        out_keep = [1 if k in axes else d for k, d in enumerate(x.shape)]
+        out_shape = out_keep if keepdims else [d for k, d in enumerate(x.shape) if k not in axes]
+        if not axes:
+            return self.reshape(node, x, out_shape)
+        trailing = axes == list(range(rank - len(axes), rank))
+        old = {"SUM": "SUM", "MEAN": "MEAN", "MAX": "MAX"}
+        if trailing and kind in old:
+            lead = x.shape[: rank - len(axes)]
+            flat = self.reshape(node, x, lead + [dims_prod(x.shape[rank - len(axes):])])
+            out = self.rt(lead, "f32")
+            self.emit(old[kind], out.reg, self.reg_of(node, flat))
+            return self.reshape(node, out, out_shape)
+        mnem = "REDUCE_" + kind
+        self.need(node, mnem, "axes %s of a rank-%d input" % (axes, rank))
+        mask = sum(1 << a for a in axes)
+        out = self.rt(out_shape, "f32")
+        self.emit(mnem, out.reg, self.reg_of(node, x), mask, 1 if keepdims else 0)
+        return out
+
+    def reduce_args(self, node, x):
+        rank = len(x.shape)
+        keepdims = node.attr("keepdims", 1)
+        axes = self.axes_of(node, 1, rank)
+        if axes is None or axes == []:
+            if node.attr("noop_with_empty_axes", 0):
+                return [], keepdims
+            axes = list(range(rank))
+        return sorted(set(axes)), keepdims
+
+    def _reduce_op(kind, pre=None, post=None):
+        def f(self, node):
+            x = self.get(node, 0)
+            self.f32_only(node, x)
+            axes, keepdims = self.reduce_args(node, x)
+            if not axes and node.attr("noop_with_empty_axes", 0):
+                self.set(node, 0, x)
+                return
+            v = x
+            if pre == "abs":
+                v = self.unary(node, "TABS", v)
+            elif pre == "square":
+                v = self.binary(node, "TMUL", v, v)
+            elif pre == "exp":
+                self.need(node, "LOG")
+                v = self.unary(node, "EXP", v)
+            if post in ("sqrt", "log"):
+                self.need(node, "SQRT" if post == "sqrt" else "LOG")
+            v = self.reduce(node, kind, v, axes, keepdims)
+            if post == "sqrt":
+                v = self.unary(node, "SQRT", v)
+            elif post == "log":
+                v = self.unary(node, "LOG", v)
+            self.set(node, 0, v)
+
+        return f
+
+    op_ReduceSum = _reduce_op("SUM")
+    op_ReduceMean = _reduce_op("MEAN")
+    op_ReduceMax = _reduce_op("MAX")
+    op_ReduceMin = _reduce_op("MIN")
+    op_ReduceProd = _reduce_op("PROD")
+    op_ReduceL1 = _reduce_op("SUM", pre="abs")
+    op_ReduceL2 = _reduce_op("SUM", pre="square", post="sqrt")
+    op_ReduceSumSquare = _reduce_op("SUM", pre="square")
+    op_ReduceLogSum = _reduce_op("SUM", post="log")
+    op_ReduceLogSumExp = _reduce_op("SUM", pre="exp", post="log")
+
+    def arg(self, node, which):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        keepdims = node.attr("keepdims", 1)
+        last = node.attr("select_last_index", 0)
+        n = x.shape[axis]
+        if last:
+            # The last extreme of x is the first of x reversed along the
+            # axis, at n - 1 - its index there.
+            if not isinstance(n, int):
+                self.refuse(node, "attribute 'select_last_index' = 1 over a dynamic axis", "shape")
+            x = self.slice(node, x, [-1], [-(1 << 62)], [axis], [-1])
+        idx = self.arg_first(node, x, which, axis, keepdims)
+        if last:
+            self.need_i32(node, "TMUL")
+            idx = self.binary(node, "TMUL", idx, self.const_val(np.array([-1], np.int64)))
+            idx = self.binary(node, "TADD", idx, self.const_val(np.array([n - 1], np.int64)))
+        self.set(node, 0, idx)
+
+    def arg_first(self, node, x, which, axis, keepdims):
+        rank = len(x.shape)
+        shape_keep = [1 if k == axis else d for k, d in enumerate(x.shape)]
+        shape_drop = [d for k, d in enumerate(x.shape) if k != axis]
+        out_shape = shape_keep if keepdims else shape_drop
+        mnem = "ARG%s_AXIS" % which
+        if which == "MIN" and not self.have(mnem):
+            # The first minimum of x is the first maximum of -x.
+            self.need(node, "TNEG", "ArgMin")
+            return self.arg_first(node, self.unary(node, "TNEG", x), "MAX", axis, keepdims)
+        if axis == rank - 1 and which == "MAX" or not self.have(mnem):
+            v = x
+            if axis != rank - 1:
+                if axis == rank - 2:
+                    v = self.transpose_last2(node, v)
+                else:
+                    self.need(node, mnem, "an axis other than the last")
+            out = self.rt([d for k, d in enumerate(v.shape) if k != rank - 1], "i32", TensorProto.INT64)
+            self.emit("ARGMAX", out.reg, self.reg_of(node, v))
+            return self.reshape(node, out, out_shape)
+        out = self.rt(out_shape, "i32", TensorProto.INT64)
+        self.emit(mnem, out.reg, self.reg_of(node, x), axis, 1 if keepdims else 0)
+        return out
+
+    def op_ArgMax(self, node):
+        self.arg(node, "MAX")
+
+    def op_ArgMin(self, node):
+        self.arg(node, "MIN")
+
+    def softmax(self, node, log):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        default = -1 if self.opset >= 13 else 1
+        axis = self.axis_of(node, node.attr("axis", default), rank)
+        if self.opset < 13 and axis != rank - 1:
+            # Before opset 13 the softmax is over the flattened axes [axis:].
+            v = self.reshape(node, x, x.shape[:axis] + [dims_prod(x.shape[axis:])])
+            out = self.softmax_last(node, v, log)
+            self.set(node, 0, self.reshape(node, out, x.shape))
+            return
+        if axis == rank - 1:
+            self.set(node, 0, self.softmax_last(node, x, log))
+            return
+        mnem = "LOGSOFTMAX_AXIS" if log else "SOFTMAX_AXIS"
+        if self.have(mnem):
+            out = self.rt(x.shape, "f32")
+            self.emit(mnem, out.reg, self.reg_of(node, x), axis)
+            self.set(node, 0, out)
+            return
+        # The axis moved last, the last-axis kernel, moved back: the bits
+        # SOFTMAX_AXIS defines.
+        if axis == rank - 2:
+            t = self.transpose_last2(node, x)
+            self.set(node, 0, self.transpose_last2(node, self.softmax_last(node, t, log)))
+            return
+        self.need(node, "PERMUTE", "axis %d of a rank-%d input" % (axis, rank))
+        perm = [k for k in range(rank) if k != axis] + [axis]
+        back = [perm.index(k) for k in range(rank)]
+        t = self.softmax_last(node, self.permute(node, x, perm), log)
+        self.set(node, 0, self.permute(node, t, back))
+
+    def softmax_last(self, node, x, log):
+        return self.unary(node, "LOGSOFTMAX" if log else "SOFTMAX", x)
+
+    def op_Softmax(self, node):
+        self.softmax(node, False)
+
+    def op_LogSoftmax(self, node):
+        self.softmax(node, True)
+
+    # compare and select
+    def _compare(mnemonic, swap=False):
+        def f(self, node):
+            a, b = self.get(node, 0), self.get(node, 1)
+            if a.dtype != b.dtype or a.dtype is None:
+                self.refuse(node, "inputs of two types", "dtype")
+            if swap:
+                a, b = b, a
+            self.set(node, 0, self.binary(node, mnemonic, a, b, mnemonic == "TEQ", out_type=TensorProto.BOOL))
+
+        return f
+
+    op_Equal = _compare("TEQ")
+    op_Less = _compare("TLT")
+    op_LessOrEqual = _compare("TLE")
+    op_Greater = _compare("TGT")
+    op_GreaterOrEqual = _compare("TGE")
+
+    def op_IsNaN(self, node):
+        # NaN is the one value that is not equal to itself.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.need(node, "TNOT")
+        eq = self.binary(node, "TEQ", x, x, out_type=TensorProto.BOOL)
+        out = self.rt(x.shape, "i32", TensorProto.BOOL)
+        self.emit("TNOT", out.reg, self.reg_of(node, eq))
+        self.set(node, 0, out)
+
+    def op_IsInf(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        pos, neg = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+        hits = []
+        if pos:
+            hits.append(self.binary(node, "TEQ", x, self.scalar_const(np.inf), out_type=TensorProto.BOOL))
+        if neg:
+            hits.append(self.binary(node, "TEQ", x, self.scalar_const(-np.inf), out_type=TensorProto.BOOL))
+        if not hits:
+            if not is_static(x.shape):
+                self.refuse(node, "detect_positive = detect_negative = 0 on a dynamic shape", "shape")
+            self.set(node, 0, self.const_val(np.zeros([int(d) for d in x.shape], np.bool_), TensorProto.BOOL))
+            return
+        out = hits[0] if len(hits) == 1 else self.binary(node, "TOR", hits[0], hits[1], out_type=TensorProto.BOOL)
+        self.set(node, 0, out)
+
+    def op_Sign(self, node):
+        # x > 0 ? 1 : (x < 0 ? -1 : x): zeros keep their sign, NaN stays NaN.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        gt = self.binary(node, "TGT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        lt = self.binary(node, "TLT", x, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        low = self.where(node, lt, self.scalar_const(-1.0), x)
+        self.set(node, 0, self.where(node, gt, self.scalar_const(1.0), low))
+
+    def op_EyeLike(self, node):
+        x = self.get(node, 0)
+        if len(x.shape) != 2 or not is_static(x.shape):
+            self.refuse(node, "an input that is not a static matrix", "shape")
+        et = node.attr("dtype", x.onnx_type)
+        if _bib_dtype(et) is None:
+            self.refuse(node, "attribute 'dtype' = %s" % _DTYPE_NAME.get(et), "dtype")
+        arr = np.eye(x.shape[0], x.shape[1], k=node.attr("k", 0)).astype(_np_for(et))
+        self.set(node, 0, self.const_val(arr, et))
+
+    def op_Not(self, node):
+        x = self.get(node, 0)
+        self.need(node, "TNOT")
+        out = self.rt(x.shape, "i32", TensorProto.BOOL)
+        self.emit("TNOT", out.reg, self.reg_of(node, x))
+        self.set(node, 0, out)
+
+    def _logic(mnemonic):
+        def f(self, node):
+            a, b = self.get(node, 0), self.get(node, 1)
+            self.set(node, 0, self.binary(node, mnemonic, a, b, True, out_type=TensorProto.BOOL))
+
+        return f
+
+    op_And = _logic("TAND")
+    op_Or = _logic("TOR")
+    op_Xor = _logic("TXOR")
+
+    def op_Where(self, node):
+        c, a, b = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        if a.onnx_type != b.onnx_type:
+            self.refuse(node, "inputs of two types", "dtype")
+        self.set(node, 0, self.where(node, c, a, b))
+
+    def where(self, node, c, a, b):
+        self.need(node, "WHERE")
+        shape = broadcast_shapes(c.shape, a.shape, b.shape)
+        if shape is None:
+            self.refuse(node, "shapes that do not broadcast", "shape")
+        if not library_broadcasts():
+            # WHERE takes a condition of the result's shape, and values of
+            # that shape, a row over its last axis, or one element.
+            c = self.expand(node, c, shape)
+
+            def fit(v):
+                if list(v.shape) == shape or dims_prod(v.shape) == 1:
+                    return v
+                if shape and v.shape and v.shape[-1] == shape[-1] and all(d == 1 for d in v.shape[:-1]):
+                    return self.reshape(node, v, [shape[-1]])
+                return self.expand(node, v, shape)
+
+            a, b = fit(a), fit(b)
+        out = self.rt(shape, a.dtype, a.onnx_type)
+        self.emit("WHERE", out.reg, self.reg_of(node, c), self.reg_of(node, a), self.reg_of(node, b))
+        return out
+
+    def op_Clip(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        if self.opset < 11:
+            lo, hi = node.attr("min"), node.attr("max")
+            lo = None if lo is None else self.scalar_const(lo)
+            hi = None if hi is None else self.scalar_const(hi)
+        else:
+            lo, hi = self.get(node, 1, True), self.get(node, 2, True)
+        v = x
+        if lo is not None:
+            v = self.binary(node, "TMAX", v, self.reshape(node, lo, [1]) if lo.const else lo)
+        if hi is not None:
+            v = self.binary(node, "TMIN", v, self.reshape(node, hi, [1]) if hi.const else hi)
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
+    def op_Hardmax(self, node):
+        # 1.0 where the first maximum along the axis is, else 0.0.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1 if self.opset >= 13 else 1), rank)
+        if self.opset < 13 and axis != rank - 1:
+            self.refuse(node, "attribute 'axis' before opset 13 (over the flattened axes)")
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "a dynamic axis", "shape")
+        idx = self.arg_first(node, x, "MAX", axis, 1)
+        iota = self.const_val(np.arange(n, dtype=np.int64).reshape([n if k == axis else 1 for k in range(rank)]))
+        hit = self.binary(node, "TEQ", idx, iota, True, out_type=TensorProto.BOOL)
+        self.need(node, "CAST")
+        out = self.rt(hit.shape, "f32")
+        self.emit("CAST", out.reg, self.reg_of(node, hit), 1)
+        self.set(node, 0, out)

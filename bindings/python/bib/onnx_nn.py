@@ -1,0 +1,586 @@
+"""Lowering of the neural-network ONNX ops for the importer (onnx_import.py):
+normalizations, losses, convolution, pooling and the recurrent units (RNN,
+LSTM, GRU, unrolled at import)."""
+
+import numpy as np
+from onnx import TensorProto
+
+from .onnx_common import dims_prod, is_static, shape_text
+
+
+class NNOps:
+    """The Importer's op_ methods for neural-network ops."""
+
+    def op_GlobalAveragePool(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.reduce(node, "MEAN", x, list(range(2, len(x.shape))), 1))
+
+    def op_GlobalMaxPool(self, node):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.reduce(node, "MAX", x, list(range(2, len(x.shape))), 1))
+
+    # normalization
+    def layernorm(self, node, x, gamma, beta, eps, axis):
+        """LAYERNORM_EPS (or LAYERNORM when eps is its fixed 1e-5) over the
+        axes [axis:] of x, flattened into one."""
+        rank = len(x.shape)
+        self.f32_only(node, x, gamma, beta)
+        n = dims_prod(x.shape[axis:])
+        v = self.reshape(node, x, x.shape[:axis] + [n]) if axis != rank - 1 else x
+        g = self.reshape(node, self.expand_const(node, gamma, x.shape[axis:]), [n])
+        if beta is None:
+            beta = self.const_val(np.zeros([n], np.float32)) if isinstance(n, int) else None
+            if beta is None:
+                self.refuse(node, "a dynamic normalized axis without a bias", "shape")
+        bt = self.reshape(node, self.expand_const(node, beta, x.shape[axis:]), [n])
+        out = self.rt(v.shape, "f32")
+        eps32 = float(np.float32(eps))
+        packed = g.const and bt.const
+        if eps32 == float(np.float32(1e-5)) and not (packed and self.have("LAYERNORM_EPS")):
+            # LAYERNORM's fixed eps; gamma and beta as they are.
+            self.emit("LAYERNORM", out.reg, self.reg_of(node, v), self.reg_of(node, g), self.reg_of(node, bt))
+        else:
+            self.need(node, "LAYERNORM_EPS", "an epsilon other than 1e-5")
+            if packed:
+                gb = self.const_val(np.stack([g.array, bt.array]).astype(np.float32))
+            else:
+                self.need(node, "CONCAT", "a scale or bias given at run time")
+                gb = self.rt([2, n], "f32")
+                g2, b2 = self.reshape(node, g, [1, n]), self.reshape(node, bt, [1, n])
+                self.emit("CONCAT", gb.reg, self.reg_of(node, g2), self.reg_of(node, b2), 0)
+            self.scalar(1)
+            self.load_f64(("scratch", 0), eps32)
+            self.emit("LAYERNORM_EPS", out.reg, self.reg_of(node, v), self.reg_of(node, gb), ("scratch", 0))
+        return self.reshape(node, out, x.shape)
+
+    def expand_const(self, node, v, shape):
+        if list(v.shape) == list(shape):
+            return v
+        if dims_prod(v.shape) == dims_prod(shape):
+            return self.reshape(node, v, shape)
+        if v.const and is_static(shape):
+            return self.const_val(np.ascontiguousarray(np.broadcast_to(v.array, shape)), v.onnx_type)
+        self.refuse(node, "a scale or bias of shape %s over %s" % (shape_text(v.shape), shape_text(shape)), "shape")
+
+    def op_LayerNormalization(self, node):
+        x = self.get(node, 0)
+        gamma = self.get(node, 1)
+        beta = self.get(node, 2, optional=True)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        eps = node.attr("epsilon", 1e-5)
+        node.attr("stash_type")
+        self.set(node, 0, self.layernorm(node, x, gamma, beta, eps, axis))
+        want = [k < len(node.outputs) and node.outputs[k] and self.consumers_of(node.outputs[k]) for k in (0, 1, 2)]
+        if want[1] or want[2]:
+            # Mean and InvStdDev as ONNX's function body defines them:
+            # ReduceMean, Sub, Mul, ReduceMean, Add eps, Sqrt, Reciprocal.
+            axes = list(range(axis, rank))
+            mean = self.reduce(node, "MEAN", x, axes, 1)
+            self.set(node, 1, mean)
+            if want[2]:
+                d = self.binary(node, "TSUB", x, mean)
+                var = self.reduce(node, "MEAN", self.binary(node, "TMUL", d, d), axes, 1)
+                self.need(node, "SQRT", "output InvStdDev")
+                self.need(node, "RECIP", "output InvStdDev")
+                v = self.binary(node, "TADD", var, self.scalar_const(eps))
+                self.set(node, 2, self.unary(node, "RECIP", self.unary(node, "SQRT", v)))
+
+    def op_InstanceNormalization(self, node):
+        # Layer norm of each (n, c) over the spatial axes, then scale and
+        # bias per channel.
+        x, scale, bias = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        self.f32_only(node, x, scale, bias)
+        eps = node.attr("epsilon", 1e-5)
+        rank = len(x.shape)
+        if rank < 3:
+            self.refuse(node, "a rank-%d input" % rank, "shape")
+        c = x.shape[1]
+        flat = self.reshape(node, x, [dims_prod(x.shape[:2]), dims_prod(x.shape[2:])])
+        hw = flat.shape[1]
+        if not isinstance(hw, int):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        ones = self.const_val(np.ones([hw], np.float32))
+        zeros = self.const_val(np.zeros([hw], np.float32))
+        y = self.reshape(node, self.layernorm(node, flat, ones, zeros, eps, 1), x.shape)
+        per_channel = [c] + [1] * (rank - 2)
+        y = self.binary(node, "TMUL", y, self.reshape(node, scale, per_channel))
+        self.set(node, 0, self.binary(node, "TADD", y, self.reshape(node, bias, per_channel)))
+
+    def op_MeanVarianceNormalization(self, node):
+        # ONNX's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axes = sorted(self.axis_of(node, a, rank) for a in node.attr("axes", [0, 2, 3]))
+        mean = self.reduce(node, "MEAN", x, axes, 1)
+        ex2 = self.reduce(node, "MEAN", self.binary(node, "TMUL", x, x), axes, 1)
+        var = self.binary(node, "TSUB", ex2, self.binary(node, "TMUL", mean, mean))
+        std = self.binary(node, "TADD", self.unary(node, "SQRT", var), self.scalar_const(1e-9))
+        self.set(node, 0, self.binary(node, "TDIV", self.binary(node, "TSUB", x, mean), std))
+
+    def nll(self, node, logp, target, weight, reduction, ignore):
+        """ONNX's negative log-likelihood of logp [N,C,...] at the class
+        indices target [N,...], as its reference computes it: -logp at the
+        target (0 where target == ignore), times the gathered weight, then
+        summed, or divided by the sum of the weights ('mean')."""
+        if reduction not in ("none", "sum", "mean"):
+            self.refuse(node, "attribute 'reduction' = '%s'" % reduction)
+        if len(logp.shape) < 2 or target.dtype != "i32":
+            self.refuse(node, "an input of rank < 2 or a non-integer target", "shape")
+        ign = None
+        t = target
+        if ignore is not None:
+            ii = self.const_val(np.array([ignore], np.int64))
+            ign = self.binary(node, "TEQ", target, ii, out_type=TensorProto.BOOL)
+            t = self.where(node, ign, self.const_val(np.array([0], np.int64)), target)
+        self.need(node, "GATHER_ELEMENTS")
+        tk = self.reshape(node, t, [t.shape[0], 1] + list(t.shape[1:]))
+        g = self.rt(tk.shape, "f32")
+        self.emit("GATHER_ELEMENTS", g.reg, self.reg_of(node, logp), self.reg_of(node, tk), 1)
+        loss = self.unary(node, "TNEG", self.reshape(node, g, t.shape))
+        zero = self.scalar_const(0.0)
+        if ign is not None:
+            loss = self.where(node, ign, zero, loss)
+        w = None
+        if weight is not None:
+            self.need(node, "GATHER_AXIS")
+            w = self.rt(t.shape, "f32")
+            self.emit("GATHER_AXIS", w.reg, self.reg_of(node, weight), self.reg_of(node, t), 0)
+            if ign is not None:
+                w = self.where(node, ign, zero, w)
+            loss = self.binary(node, "TMUL", w, loss)
+        elif ign is not None:
+            w = self.where(node, ign, zero, self.scalar_const(1.0))
+        every = list(range(len(t.shape)))
+        if reduction == "none":
+            return loss
+        total = self.reduce(node, "SUM", loss, every, 0)
+        if reduction == "sum":
+            return total
+        if w is not None:
+            return self.binary(node, "TDIV", total, self.reduce(node, "SUM", w, every, 0))
+        return self.reduce(node, "MEAN", loss, every, 0)
+
+    def op_NegativeLogLikelihoodLoss(self, node):
+        x, target = self.get(node, 0), self.get(node, 1)
+        weight = self.get(node, 2, optional=True)
+        self.f32_only(node, x, weight)
+        self.set(node, 0, self.nll(node, x, target, weight, node.attr("reduction", "mean"), node.attr("ignore_index")))
+
+    def op_SoftmaxCrossEntropyLoss(self, node):
+        x, target = self.get(node, 0), self.get(node, 1)
+        weight = self.get(node, 2, optional=True)
+        self.f32_only(node, x, weight)
+        if len(x.shape) < 2:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        self.need(node, "LOGSOFTMAX_AXIS")
+        logp = self.rt(x.shape, "f32")
+        self.emit("LOGSOFTMAX_AXIS", logp.reg, self.reg_of(node, x), 1)
+        self.set(node, 0, self.nll(node, logp, target, weight, node.attr("reduction", "mean"),
+                                   node.attr("ignore_index")))
+        self.set(node, 1, logp)
+
+    def consumers_of(self, name):
+        return self.consumers.get(name) or (name in self.graph_outputs)
+
+    def op_BatchNormalization(self, node, relu=False):
+        x = self.get(node, 0)
+        if node.attr("training_mode", 0):
+            self.refuse(node, "attribute 'training_mode' = 1: BIB runs inference only")
+        if len([o for o in node.outputs if o]) > 1:
+            self.refuse(node, "the running mean and variance outputs (training mode)")
+        eps = float(np.float32(node.attr("epsilon", 1e-5)))
+        node.attr("momentum")
+        if node.attr("spatial", 1) != 1:
+            self.refuse(node, "attribute 'spatial' = 0")
+        params = [self.const_input(node, k, name) for k, name in
+                  ((1, "the scale"), (2, "the bias"), (3, "the mean"), (4, "the variance"))]
+        self.f32_only(node, x)
+        c = x.shape[1]
+        p = self.const_val(np.stack([np.asarray(a, np.float32).reshape(c) for a in params]))
+        self.set(node, 0, self.batchnorm(node, x, p, eps, relu))
+
+    def batchnorm(self, node, x, params, eps, relu):
+        """BATCHNORM (BATCHNORM_RELU with relu) of x by the [4,C] params."""
+        mnem = "BATCHNORM_RELU" if relu else "BATCHNORM"
+        self.need(node, mnem)
+        out = self.rt(x.shape, "f32")
+        self.scalar(1)
+        self.load_f64(("scratch", 0), eps)
+        self.emit(mnem, out.reg, self.reg_of(node, x), self.reg_of(node, params), ("scratch", 0))
+        return out
+
+    # convolution and pooling
+    def window(self, node, x, kernel):
+        """The window of a Conv or pool: strides, dilations and pads
+        (explicit, or from auto_pad and the static spatial dims), as lists
+        over the spatial axes (pads: all begins, then all ends)."""
+        nsp = len(kernel)
+        strides = list(node.attr("strides", [1] * nsp))
+        dilations = list(node.attr("dilations", [1] * nsp))
+        pads = list(node.attr("pads", [0] * (2 * nsp)))
+        auto = node.attr("auto_pad", "NOTSET")
+        spatial = x.shape[2:]
+        if not is_static(spatial):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pads = [0] * (2 * nsp)
+            for k in range(nsp):
+                out = -(-spatial[k] // strides[k])
+                total = max(0, (out - 1) * strides[k] + (kernel[k] - 1) * dilations[k] + 1 - spatial[k])
+                small, big = total // 2, total - total // 2
+                pads[k], pads[k + nsp] = (small, big) if auto == "SAME_UPPER" else (big, small)
+        elif auto == "VALID":
+            pads = [0] * (2 * nsp)
+        elif auto != "NOTSET":
+            self.refuse(node, "attribute 'auto_pad' = '%s'" % auto)
+        return strides, dilations, pads
+
+    def params(self, words):
+        """Loads a parameter block into scratch registers; returns the first."""
+        self.scalar(len(words))
+        for k, w in enumerate(words):
+            self.load_int(("scratch", k), int(w))
+        return ("scratch", 0)
+
+    def pool_out(self, n, k, s, d, p0, p1, ceil):
+        eff = (k - 1) * d + 1
+        num = n + p0 + p1 - eff
+        if ceil:
+            o = -(-num // s) + 1
+            if (o - 1) * s >= n + p0:
+                o -= 1
+            return o
+        return num // s + 1
+
+    def op_Conv(self, node, relu=False):
+        x, w = self.get(node, 0), self.get(node, 1)
+        bias = self.get(node, 2, optional=True)
+        self.f32_only(node, x, w, bias)
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "a %d-D convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+        kernel = list(node.attr("kernel_shape", w.shape[2:]))
+        group = node.attr("group", 1)
+        strides, dilations, pads = self.window(node, x, kernel)
+        self.need(node, "CONV")
+        spatial = [self.pool_out(x.shape[2 + k], kernel[k], strides[k], dilations[k], pads[k], pads[k + nsp], 0)
+                   for k in range(nsp)]
+        out = self.rt([x.shape[0], w.shape[0]] + spatial, "f32")
+        # ONNX-PLAN.md's block: group, stride h,w, dilation h,w, pad t,l,b,r,
+        # 3 reserved; 1-D uses the w entries with h = 1.
+        if nsp == 1:
+            words = [group, 1, strides[0], 1, dilations[0], 0, pads[0], 0, pads[1], 0, 0, 0]
+        else:
+            words = [group, strides[0], strides[1], dilations[0], dilations[1]] + pads[:4] + [0, 0, 0]
+        r = self.params(words)
+        self.emit("CONV", out.reg, self.reg_of(node, x), self.reg_of(node, w), r)
+        o = w.shape[0]
+        if relu and bias is not None and bias.const and self.have("BATCHNORM_RELU"):
+            # The bias and the ReLU in one pass: x / sqrt(1 + 0) * 1 + bias
+            # is exactly x + bias.
+            one, zero = np.ones(o, np.float32), np.zeros(o, np.float32)
+            p = self.const_val(np.stack([one, np.asarray(bias.array, np.float32).reshape(o), zero, one]))
+            self.set(node, 0, self.batchnorm(node, out, p, 0.0, True))
+            return
+        if bias is not None:
+            b3 = self.reshape(node, bias, [o] + [1] * nsp)
+            out = self.binary(node, "TADD", out, b3)
+        if relu:
+            out = self.unary(node, "RELU", out)
+        self.set(node, 0, out)
+
+    def op_ConvTranspose(self, node):
+        """The transposed convolution as a CONV: the input with s - 1 zeros
+        between its elements (EXPAND, then WHERE against a mask, so that no
+        Inf or NaN reaches the zeros), padded by d (k - 1) - pad, convolved
+        with the kernel flipped and its two channel axes swapped per group."""
+        x, w = self.get(node, 0), self.get(node, 1)
+        bias = self.get(node, 2, optional=True)
+        self.f32_only(node, x, w, bias)
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "a %d-D transposed convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+        self.const_input(node, 1, "the kernel")  # rearranged at import
+        spatial = x.shape[2:]
+        if not is_static(spatial):
+            self.refuse(node, "dynamic spatial dimensions", "shape")
+        group = node.attr("group", 1)
+        kernel = list(node.attr("kernel_shape", w.shape[2:]))
+        strides = list(node.attr("strides", [1] * nsp))
+        dil = list(node.attr("dilations", [1] * nsp))
+        outpad = list(node.attr("output_padding", [0] * nsp))
+        pads = list(node.attr("pads", [0] * (2 * nsp)))
+        out_shape = node.attr("output_shape")
+        auto = node.attr("auto_pad", "NOTSET")
+        full = [strides[k] * (spatial[k] - 1) + outpad[k] + (kernel[k] - 1) * dil[k] + 1 for k in range(nsp)]
+        if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            want = list(out_shape)[-nsp:] if out_shape is not None else [spatial[k] * strides[k] for k in range(nsp)]
+            for k in range(nsp):
+                # ONNX's rule (C division, toward zero): SAME_UPPER, and an
+                # output_shape, give the begin half the total, the end the
+                # rest; a negative total extends the end.
+                total = full[k] - want[k]
+                half = int(total / 2)
+                pads[k], pads[k + nsp] = (total - half, half) if auto == "SAME_LOWER" else (half, total - half)
+        elif auto not in ("NOTSET", "VALID"):
+            self.refuse(node, "attribute 'auto_pad' = '%s'" % auto)
+        begin = [(kernel[k] - 1) * dil[k] - pads[k] for k in range(nsp)]
+        end = [(kernel[k] - 1) * dil[k] - pads[k + nsp] + outpad[k] for k in range(nsp)]
+        if min(begin + end) < 0:
+            self.refuse(node, "pads larger than dilation * (kernel - 1)", "attribute")
+        self.need(node, "CONV")
+        c, og = w.shape[0], w.shape[1]
+        if c % group:
+            self.refuse(node, "%d input channels in %d groups" % (c, group), "shape")
+        wa = np.asarray(w.array, np.float32)
+        flip = wa[(slice(None), slice(None)) + (slice(None, None, -1),) * nsp]
+        per = c // group
+        wt = np.concatenate([np.swapaxes(flip[g * per:(g + 1) * per], 0, 1) for g in range(group)], axis=0)
+        z = x
+        if any(st > 1 for st in strides):
+            # [N,C,H,W] -> [N,C,H,1,W,1] -> [N,C,H,sh,W,sw], the copies but the
+            # first of each block zeroed, -> [N,C,H*sh,W*sw], cut to (H-1)*sh+1.
+            up, big, mask_shape = list(x.shape[:2]), list(x.shape[:2]), [1, 1]
+            for k in range(nsp):
+                up += [spatial[k], 1]
+                big += [spatial[k], strides[k]]
+                mask_shape += [1, strides[k]]
+            mask = np.zeros(mask_shape, np.int64)
+            mask[(0,) * len(mask_shape)] = 1
+            e = self.expand(node, self.reshape(node, x, up), big)
+            e = self.where(node, self.const_val(mask, TensorProto.BOOL), e, self.scalar_const(0.0))
+            flat = self.reshape(node, e, list(x.shape[:2]) + [spatial[k] * strides[k] for k in range(nsp)])
+            z = self.slice(node, flat, [0] * nsp, [(spatial[k] - 1) * strides[k] + 1 for k in range(nsp)],
+                           list(range(2, 2 + nsp)), [1] * nsp)
+        zsp = z.shape[2:]
+        outsp = [zsp[k] + begin[k] + end[k] - (kernel[k] - 1) * dil[k] for k in range(nsp)]
+        out = self.rt([x.shape[0], og * group] + outsp, "f32")
+        if nsp == 1:
+            words = [group, 1, 1, 1, dil[0], 0, begin[0], 0, end[0], 0, 0, 0]
+        else:
+            words = [group, 1, 1, dil[0], dil[1], begin[0], begin[1], end[0], end[1], 0, 0, 0]
+        r = self.params(words)
+        self.emit("CONV", out.reg, self.reg_of(node, z), self.reg_of(node, self.const_val(np.ascontiguousarray(wt))), r)
+        if bias is not None:
+            out = self.binary(node, "TADD", out, self.reshape(node, bias, [og * group] + [1] * nsp))
+        self.set(node, 0, out)
+
+    def op_LRN(self, node):
+        # y = x / (bias + alpha / size * sum of x^2 over the nearby channels)^beta;
+        # the channel window sum is a CONV of ones over the channel axis.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        size = int(node.attr("size"))
+        alpha, beta = node.attr("alpha", 0.0001), node.attr("beta", 0.75)
+        bias = node.attr("bias", 1.0)
+        if len(x.shape) < 3:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        self.need(node, "CONV")
+        n, c = x.shape[0], x.shape[1]
+        rest = dims_prod(x.shape[2:])
+        sq = self.reshape(node, self.binary(node, "TMUL", x, x), [n, 1, c, rest])
+        ones = self.const_val(np.ones((1, 1, size, 1), np.float32))
+        ss = self.rt([n, 1, c, rest], "f32")
+        r = self.params([1, 1, 1, 1, 1, (size - 1) // 2, 0, size // 2, 0, 0, 0, 0])
+        self.emit("CONV", ss.reg, self.reg_of(node, sq), self.reg_of(node, ones), r)
+        t = self.binary(node, "TADD", self.scale(node, self.reshape(node, ss, x.shape), alpha / size),
+                        self.scalar_const(bias))
+        self.set(node, 0, self.binary(node, "TDIV", x, self.binary(node, "TPOW", t, self.scalar_const(beta))))
+
+    def op_RNN(self, node):
+        """A forward RNN with tanh, unrolled at import over the static
+        sequence: per step H = tanh(X_t W^T + H R^T + Wb + Rb), summed in
+        that order as ONNX's reference does."""
+        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Tanh"])
+        w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
+        wt = self.transpose_last2(node, self.reshape(node, w, [hidden, w.shape[2]]))
+        rt = self.transpose_last2(node, self.reshape(node, r, [hidden, hidden]))
+        h0 = self.get(node, 5, optional=True)
+        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
+            self.const_val(np.zeros((batch, hidden), np.float32))
+        rows = None
+        if b is not None:
+            bb = self.reshape(node, b, [2 * hidden])
+            rows = [self.columns(node, bb, k, hidden) for k in (0, 1)]
+        steps = []
+        for t in range(seq):
+            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+            acc = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
+            for row in rows or []:
+                acc = self.binary(node, "TADD", acc, row)
+            h = self.unary(node, "TANH", acc)
+            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
+        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+
+    def recurrent_input(self, node, acts):
+        """The checks and the inputs every unrolled recurrence shares: x as
+        [seq, batch, input] (layout 1 permuted), seq, batch, hidden size."""
+        x = self.get(node, 0)
+        self.f32_only(node, x, self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True))
+        if node.attr("direction", "forward") != "forward":
+            self.refuse(node, "attribute 'direction' = '%s'" % node.attr("direction"))
+        given = node.attr("activations")
+        if given is not None and [a.decode() if isinstance(a, bytes) else a for a in given] != acts:
+            self.refuse(node, "attribute 'activations' other than %s" % ", ".join(acts))
+        for a in ("clip", "activation_alpha", "activation_beta", "input_forget"):
+            if node.attr(a):
+                self.refuse(node, "attribute '%s'" % a)
+        layout = node.attr("layout", 0)
+        if layout:
+            x = self.permute(node, x, [1, 0, 2])
+        seq, batch = x.shape[0], x.shape[1]
+        if not isinstance(seq, int) or not isinstance(batch, int):
+            self.refuse(node, "a dynamic sequence or batch (the steps are unrolled at import)", "shape")
+        if self.get(node, 4, optional=True) is not None:
+            lens = self.const_input(node, 4, "the sequence lengths")
+            if any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
+                self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
+        return x, seq, batch, int(node.attr("hidden_size")), layout
+
+    def columns(self, node, v, k, width):
+        """Columns [k*width, (k+1)*width) of v's last axis."""
+        return self.slice(node, v, [k * width], [(k + 1) * width], [len(v.shape) - 1], [1])
+
+    def recurrent_outputs(self, node, steps, h, batch, hidden, layout):
+        if node.outputs and node.outputs[0]:
+            y = steps[0]
+            for st in steps[1:]:
+                self.need(node, "CONCAT")
+                out = self.rt([y.shape[0] + 1, 1, batch, hidden], "f32")
+                self.emit("CONCAT", out.reg, self.reg_of(node, y), self.reg_of(node, st), 0)
+                y = out
+            self.set(node, 0, self.permute(node, y, [2, 0, 1, 3]) if layout else y)
+        yh = self.reshape(node, h, [1, batch, hidden])
+        self.set(node, 1, self.permute(node, yh, [1, 0, 2]) if layout else yh)
+
+    def op_LSTM(self, node):
+        """A forward LSTM unrolled at import, in the order of operations of
+        ONNX's reference: gates = X_t W^T + H R^T + (Wb + Rb), split i, o, f,
+        c; i, f with the peepholes on C; C = f C + i tanh(c); o with the
+        peephole on the new C; H = o tanh(C)."""
+        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Sigmoid", "Tanh", "Tanh"])
+        w, r = self.get(node, 1), self.get(node, 2)
+        b, p = self.get(node, 3, optional=True), self.get(node, 7, optional=True)
+        wt = self.transpose_last2(node, self.reshape(node, w, [4 * hidden, w.shape[2]]))
+        rt = self.transpose_last2(node, self.reshape(node, r, [4 * hidden, hidden]))
+        bias = None
+        if b is not None:
+            bb = self.reshape(node, b, [8 * hidden])
+            wb, rb = self.columns(node, bb, 0, 4 * hidden), self.columns(node, bb, 1, 4 * hidden)
+            bias = self.binary(node, "TADD", wb, rb)
+        zeros = self.const_val(np.zeros((batch, hidden), np.float32))
+        h0, c0 = self.get(node, 5, optional=True), self.get(node, 6, optional=True)
+        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else zeros
+        c = self.reshape(node, c0, [batch, hidden]) if c0 is not None else zeros
+        peep = None
+        if p is not None:
+            pp = self.reshape(node, p, [3 * hidden])
+            peep = [self.columns(node, pp, k, hidden) for k in range(3)]  # i, o, f
+        steps = []
+        for t in range(seq):
+            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+            g = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
+            if bias is not None:
+                g = self.binary(node, "TADD", g, bias)
+            gi, go, gf, gc = (self.columns(node, g, k, hidden) for k in range(4))
+            if peep is not None:
+                gi = self.binary(node, "TADD", gi, self.binary(node, "TMUL", peep[0], c))
+                gf = self.binary(node, "TADD", gf, self.binary(node, "TMUL", peep[2], c))
+            i, f = self.unary(node, "SIGMOID", gi), self.unary(node, "SIGMOID", gf)
+            cc = self.unary(node, "TANH", gc)
+            c = self.binary(node, "TADD", self.binary(node, "TMUL", f, c), self.binary(node, "TMUL", i, cc))
+            if peep is not None:
+                go = self.binary(node, "TADD", go, self.binary(node, "TMUL", peep[1], c))
+            h = self.binary(node, "TMUL", self.unary(node, "SIGMOID", go), self.unary(node, "TANH", c))
+            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
+        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+        if len(node.outputs) > 2 and node.outputs[2]:
+            yc = self.reshape(node, c, [1, batch, hidden])
+            self.set(node, 2, self.permute(node, yc, [1, 0, 2]) if layout else yc)
+
+    def op_GRU(self, node):
+        """A forward GRU unrolled at import, as ONNX's reference computes it:
+        z, r = sigmoid(X_t Wzr^T + H Rzr^T + (Wbzr + Rbzr)); the candidate
+        tanh(X_t Wh^T + (r H) Rh^T + Wbh + Rbh), or with linear_before_reset
+        tanh(X_t Wh^T + r (H Rh^T + Rbh) + Wbh); H = (1 - z) h + z H."""
+        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Sigmoid", "Tanh"])
+        lbr = node.attr("linear_before_reset", 0)
+        w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
+        w2 = self.reshape(node, w, [3 * hidden, w.shape[2]])
+        r2 = self.reshape(node, r, [3 * hidden, hidden])
+
+        def rows(v, k0, k1):
+            return self.slice(node, v, [k0 * hidden], [k1 * hidden], [0], [1])
+
+        wzr, wh = self.transpose_last2(node, rows(w2, 0, 2)), self.transpose_last2(node, rows(w2, 2, 3))
+        rzr, rh = self.transpose_last2(node, rows(r2, 0, 2)), self.transpose_last2(node, rows(r2, 2, 3))
+        bzr = wbh = rbh = None
+        if b is not None:
+            bb = self.reshape(node, b, [6 * hidden])
+            bzr = self.binary(node, "TADD", rows(bb, 0, 2), rows(bb, 3, 5))
+            wbh, rbh = rows(bb, 2, 3), rows(bb, 5, 6)
+        h0 = self.get(node, 5, optional=True)
+        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
+            self.const_val(np.zeros((batch, hidden), np.float32))
+        one = self.scalar_const(1.0)
+        steps = []
+        for t in range(seq):
+            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+            g = self.binary(node, "TADD", self.matmul(node, xt, wzr), self.matmul(node, h, rzr))
+            if bzr is not None:
+                g = self.binary(node, "TADD", g, bzr)
+            z = self.unary(node, "SIGMOID", self.columns(node, g, 0, hidden))
+            rr = self.unary(node, "SIGMOID", self.columns(node, g, 1, hidden))
+            xh = self.matmul(node, xt, wh)
+            if lbr:
+                hr = self.matmul(node, h, rh)
+                if rbh is not None:
+                    hr = self.binary(node, "TADD", hr, rbh)
+                cand = self.binary(node, "TADD", xh, self.binary(node, "TMUL", rr, hr))
+                if wbh is not None:
+                    cand = self.binary(node, "TADD", cand, wbh)
+            else:
+                cand = self.binary(node, "TADD", xh, self.matmul(node, self.binary(node, "TMUL", rr, h), rh))
+                if wbh is not None:
+                    cand = self.binary(node, "TADD", self.binary(node, "TADD", cand, wbh), rbh)
+            hc = self.unary(node, "TANH", cand)
+            keep = self.binary(node, "TSUB", one, z)
+            h = self.binary(node, "TADD", self.binary(node, "TMUL", keep, hc), self.binary(node, "TMUL", z, h))
+            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
+        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+
+    def pool(self, node, mnem):
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        if len([o for o in node.outputs if o]) > 1:
+            self.refuse(node, "output 'Indices' is not supported")
+        nsp = len(x.shape) - 2
+        if nsp not in (1, 2):
+            self.refuse(node, "%d-D pooling (BIB has 1-D and 2-D)" % nsp, "shape")
+        kernel = list(node.attr("kernel_shape"))
+        strides, dilations, pads = self.window(node, x, kernel)
+        ceil = node.attr("ceil_mode", 0)
+        node.attr("storage_order")
+        w11 = node.attr("count_include_pad", 0) if mnem == "AVGPOOL" else 0
+        self.need(node, mnem)
+        spatial = [self.pool_out(x.shape[2 + k], kernel[k], strides[k], dilations[k], pads[k], pads[k + nsp], ceil)
+                   for k in range(nsp)]
+        out = self.rt(list(x.shape[:2]) + spatial, "f32")
+        # kernel h,w, stride h,w, dilation h,w, pad t,l,b,r, ceil_mode, w11
+        if nsp == 1:
+            words = [1, kernel[0], 1, strides[0], 1, dilations[0], 0, pads[0], 0, pads[1], ceil, w11]
+        else:
+            words = kernel[:2] + strides[:2] + dilations[:2] + pads[:4] + [ceil, w11]
+        r = self.params(words)
+        self.emit(mnem, out.reg, self.reg_of(node, x), r)
+        self.set(node, 0, out)
+
+    def op_MaxPool(self, node):
+        self.pool(node, "MAXPOOL")
+
+    def op_AveragePool(self, node):
+        self.pool(node, "AVGPOOL")

@@ -1,0 +1,580 @@
+"""Lowering of the ONNX ops that move data or compute shapes for the importer
+(onnx_import.py): Transpose, Resize, Reshape, Squeeze, Shape, Cast, Concat,
+Slice, Split, Gather, Expand, Tile and their kin."""
+
+import numpy as np
+from onnx import TensorProto, numpy_helper
+
+from .onnx_common import (
+    _bib_dtype, broadcast_shapes, dim_add, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
+    _np_for, shape_text, Val)
+
+
+class ShapeOps:
+    """The Importer's op_ methods for shapes and data movement."""
+
+    # shapes and data movement
+    def permute(self, node, v, perm):
+        rank = len(v.shape)
+        shape = [v.shape[p] for p in perm]
+        if perm == list(range(rank)):
+            return v
+        if v.const and v.array.dtype != object:
+            return self.const_val(np.ascontiguousarray(np.transpose(v.array, perm)), v.onnx_type)
+        # Axes of size 1 may move freely: a view when the others keep their order.
+        moved = [p for p in perm if v.shape[p] != 1]
+        if moved == sorted(moved):
+            return self.reshape(node, v, shape)
+        if perm[:-2] == list(range(rank - 2)):
+            return self.transpose_last2(node, v)
+        self.need(node, "PERMUTE", "a permutation other than the last two axes")
+        out = self.rt(shape, v.dtype, v.onnx_type)
+        self.scalar(rank)
+        for k, p in enumerate(perm):
+            self.load_int(("scratch", k), p)
+        self.emit("PERMUTE", out.reg, self.reg_of(node, v), ("scratch", 0), rank)
+        return out
+
+    def op_Transpose(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        perm = node.attr("perm")
+        if perm is None:
+            perm = list(reversed(range(rank)))
+        else:
+            perm = [self.axis_of(node, p, rank, "perm entry") for p in perm]
+        if sorted(perm) != list(range(rank)):
+            self.refuse(node, "attribute 'perm' %s is not a permutation of %d axes" % (perm, rank))
+        self.set(node, 0, self.permute(node, x, perm))
+
+    def op_Resize(self, node):
+        """Resize is separable: along each resized axis the result is a
+        constant matrix times the input, computed here with the formulas of
+        ONNX's reference (coordinate transform, neighbours with edge
+        padding, nearest / linear / cubic coefficients). Nearest becomes
+        GATHER_AXIS of the chosen indices (exact); linear and cubic a MATMUL
+        by the matrix along that axis."""
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        mode = node.attr("mode", "nearest")
+        ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+        nearest = node.attr("nearest_mode", "round_prefer_floor")
+        a = node.attr("cubic_coeff_a", -0.75)
+        exclude = node.attr("exclude_outside", 0)
+        node.attr("extrapolation_value")
+        if ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+            self.refuse(node, "attribute 'coordinate_transformation_mode' = '%s'" % ctm)
+        if mode not in ("nearest", "linear", "cubic"):
+            self.refuse(node, "attribute 'mode' = '%s'" % mode)
+        if not is_static(x.shape):
+            self.refuse(node, "a dynamic input shape", "shape")
+        if node.op == "Upsample" or self.opset < 11:
+            # Upsample and Resize-10: scales (an attribute before opset 9),
+            # the asymmetric transform, nearest rounding down.
+            ctm, nearest = "asymmetric", "floor"
+            sizes = None
+            scales = node.attr("scales")
+            scales = np.array(scales) if scales is not None else self.const_input(node, 1, "the scales")
+            if mode == "nearest" and any(abs(f - round(f)) > 0 or f < 1 for f in scales.reshape(-1)):
+                self.refuse(node, "nearest with a scale that is not a whole number before opset 11")
+        else:
+            scales = self.const_input(node, 2, "the scales", optional=True) if len(node.inputs) > 2 else None
+            sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
+            if node.inputs[1:2] and node.inputs[1]:
+                self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
+        if sizes is not None and sizes.size:
+            out = [int(v) for v in sizes.reshape(-1)]
+            factors = [o / i for o, i in zip(out, x.shape)]
+        elif scales is not None and scales.size:
+            factors = [float(v) for v in scales.reshape(-1)]
+            out = [int(np.floor(i * f)) for i, f in zip(x.shape, factors)]
+        else:
+            self.refuse(node, "neither scales nor sizes", "attribute")
+        if len(out) != rank:
+            self.refuse(node, "%d scales for a rank-%d input" % (len(out), rank), "shape")
+        v = x
+        for k in range(rank):
+            if out[k] == x.shape[k] and factors[k] == 1.0:
+                continue
+            m = _resize_matrix(x.shape[k], out[k], factors[k], mode, ctm, nearest, a, exclude)
+            if mode == "nearest":
+                idx = self.const_val(m.argmax(axis=1).astype(np.int64))
+                self.need(node, "GATHER_AXIS")
+                shape = list(v.shape)
+                shape[k] = out[k]
+                res = self.rt(shape, "f32")
+                self.emit("GATHER_AXIS", res.reg, self.reg_of(node, v), self.reg_of(node, idx), k)
+                v = res
+            elif k == rank - 1:
+                v = self.matmul(node, v, self.const_val(np.ascontiguousarray(m.T.astype(np.float32))))
+            elif k == rank - 2:
+                v = self.matmul(node, self.const_val(m.astype(np.float32)), v)
+            else:
+                perm = [j for j in range(rank) if j != k] + [k]
+                mt = self.const_val(np.ascontiguousarray(m.T.astype(np.float32)))
+                t = self.matmul(node, self.permute(node, v, perm), mt)
+                v = self.permute(node, t, [perm.index(j) for j in range(rank)])
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
+    op_Upsample = op_Resize
+
+    def op_DepthToSpace(self, node):
+        x = self.get(node, 0)
+        bs = int(node.attr("blocksize"))
+        mode = node.attr("mode", "DCR")
+        if len(x.shape) != 4 or mode not in ("DCR", "CRD"):
+            self.refuse(node, "attribute 'mode' = %s or a rank-%d input" % (mode, len(x.shape)), "attribute")
+        b, c, h, w = x.shape
+        c2 = dim_div(c, bs * bs)
+        if c2 is None:
+            self.refuse(node, "channels %s are not a multiple of blocksize^2" % c, "shape")
+        if mode == "DCR":
+            v = self.reshape(node, x, [b, bs, bs, c2, h, w])
+            v = self.permute(node, v, [0, 3, 4, 1, 5, 2])
+        else:
+            v = self.reshape(node, x, [b, c2, bs, bs, h, w])
+            v = self.permute(node, v, [0, 1, 4, 2, 5, 3])
+        self.set(node, 0, self.reshape(node, v, [b, c2, dim_mul(h, bs), dim_mul(w, bs)]))
+
+    def op_SpaceToDepth(self, node):
+        x = self.get(node, 0)
+        bs = int(node.attr("blocksize"))
+        if len(x.shape) != 4:
+            self.refuse(node, "a rank-%d input" % len(x.shape), "shape")
+        b, c, h, w = x.shape
+        h2, w2 = dim_div(h, bs), dim_div(w, bs)
+        if h2 is None or w2 is None:
+            self.refuse(node, "spatial dims %s, %s are not multiples of the blocksize" % (h, w), "shape")
+        v = self.reshape(node, x, [b, c, h2, bs, w2, bs])
+        v = self.permute(node, v, [0, 3, 5, 1, 2, 4])
+        self.set(node, 0, self.reshape(node, v, [b, dim_mul(c, bs * bs), h2, w2]))
+
+    def op_Reshape(self, node):
+        x = self.get(node, 0)
+        shape = self.const_input(node, 1, "the shape")
+        allowzero = node.attr("allowzero", 0)
+        out = []
+        infer = None
+        for k, d in enumerate(shape.reshape(-1).tolist()):
+            if isinstance(d, int) and d == -1:
+                if infer is not None:
+                    self.refuse(node, "two -1 entries in the shape", "attribute")
+                infer = k
+                out.append(1)
+            elif isinstance(d, int) and d == 0 and not allowzero:
+                if k >= len(x.shape):
+                    self.refuse(node, "shape entry %d is 0 past the input's rank" % k, "attribute")
+                out.append(x.shape[k])
+            else:
+                out.append(d)
+        total = dims_prod(x.shape)
+        if infer is not None:
+            rest = dims_prod(out)
+            q = dim_div(total, rest)
+            if q is None:
+                self.refuse(node, "cannot infer the -1 entry of the shape from %s" % shape_text(x.shape), "shape")
+            out[infer] = q
+        if dims_prod(out) != total:
+            self.refuse(
+                node, "shape %s does not hold the %s elements of %s" % (shape_text(out), total, shape_text(x.shape)),
+                "shape")
+        self.set(node, 0, self.reshape(node, x, out))
+
+    def op_Flatten(self, node):
+        x = self.get(node, 0)
+        axis = node.attr("axis", 1)
+        rank = len(x.shape)
+        axis = axis + rank if axis < 0 else axis
+        self.set(node, 0, self.reshape(node, x, [dims_prod(x.shape[:axis]), dims_prod(x.shape[axis:])]))
+
+    def axes_of(self, node, k, rank, attr="axes"):
+        axes = node.attr(attr)
+        if axes is None and len(node.inputs) > k and node.inputs[k]:
+            axes = self.const_input(node, k, "the axes").reshape(-1).tolist()
+        if axes is None:
+            return None
+        return [self.axis_of(node, int(a), rank, "axis") for a in axes]
+
+    def op_Squeeze(self, node):
+        x = self.get(node, 0)
+        axes = self.axes_of(node, 1, len(x.shape))
+        if axes is None:
+            axes = [k for k, d in enumerate(x.shape) if d == 1]
+        for a in axes:
+            if x.shape[a] != 1:
+                self.refuse(node, "axis %d has size %s, not 1" % (a, x.shape[a]), "shape")
+        self.set(node, 0, self.reshape(node, x, [d for k, d in enumerate(x.shape) if k not in axes]))
+
+    def op_Unsqueeze(self, node):
+        x = self.get(node, 0)
+        n = len(x.shape)
+        axes = node.attr("axes")
+        if axes is None:
+            axes = self.const_input(node, 1, "the axes").reshape(-1).tolist()
+        rank = n + len(axes)
+        axes = sorted(self.axis_of(node, int(a), rank) for a in axes)
+        shape = list(x.shape)
+        for a in axes:
+            shape.insert(a, 1)
+        self.set(node, 0, self.reshape(node, x, shape))
+
+    def op_Shape(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        start = node.attr("start", 0)
+        end = node.attr("end", rank)
+        start = min(max(start + rank if start < 0 else start, 0), rank)
+        end = min(max(end + rank if end < 0 else end, 0), rank)
+        dims = x.shape[start:end]
+        arr = np.array(dims, np.int64) if is_static(dims) else np.array(dims, object)
+        self.set(node, 0, self.const_val(arr, TensorProto.INT64))
+
+    def op_Size(self, node):
+        x = self.get(node, 0)
+        n = dims_prod(x.shape)
+        self.set(node, 0, self.const_val(np.array(n, np.int64 if isinstance(n, int) else object), TensorProto.INT64))
+
+    def op_ConstantOfShape(self, node):
+        shape = self.const_input(node, 0, "the shape").reshape(-1).tolist()
+        value = node.attr("value")
+        arr = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+        et = value.data_type if value is not None else TensorProto.FLOAT
+        if all(isinstance(d, int) for d in shape):
+            self.set(node, 0, self.const_val(np.full(shape, arr[0], arr.dtype), et))
+            return
+        dtype = _bib_dtype(et)
+        if dtype is None:
+            self.refuse(node, "attribute 'value' of type %s" % _DTYPE_NAME.get(et), "dtype")
+        out = self.rt(shape, dtype, et)
+        r = self.load_dims(node, shape)
+        self.emit("ALLOC", out.reg, 1 if dtype == "f32" else 2, r, len(shape))
+        self.scalar(len(shape) + 1)
+        slot = ("scratch", len(shape))
+        if dtype == "f32":
+            self.load_f64(slot, float(arr[0]))
+        else:
+            self.load_int(slot, int(arr[0]))
+        self.emit("FILL", out.reg, slot)
+        self.set(node, 0, out)
+
+    def op_Cast(self, node):
+        x = self.get(node, 0)
+        to = node.attr("to")
+        self.cast(node, x, to)
+
+    def op_CastLike(self, node):
+        x = self.get(node, 0)
+        like = self.get(node, 1)
+        self.cast(node, x, like.onnx_type)
+
+    def cast(self, node, x, to):
+        if x.const:
+            if x.array.dtype == object:
+                if to in (TensorProto.INT64, TensorProto.INT32):
+                    self.set(node, 0, self.const_val(x.array, to))
+                    return
+                self.refuse(node, "a cast of dynamic dimensions to %s" % _DTYPE_NAME.get(to), "dtype")
+            self.set(node, 0, self.const_val(x.array.astype(_np_for(to)), to))
+            return
+        dtype = _bib_dtype(to)
+        if dtype is None or x.dtype is None:
+            self.refuse(
+                node, "attribute 'to' = %s from %s: BIB tensors are f32 or i32" % (
+                    _DTYPE_NAME.get(to), _DTYPE_NAME.get(x.onnx_type)), "dtype")
+        if to == x.onnx_type or (dtype == x.dtype and to != TensorProto.BOOL and x.onnx_type != TensorProto.BOOL
+                                 and not (to in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16,
+                                                 TensorProto.UINT16))):
+            self.set(node, 0, Val(x.shape, x.dtype, to, reg=x.reg))
+            return
+        if to == TensorProto.BOOL or to not in (TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64):
+            self.refuse(node, "attribute 'to' = %s: BIB casts between f32 and i32" % _DTYPE_NAME.get(to), "dtype")
+        self.need(node, "CAST")
+        out = self.rt(x.shape, dtype, to)
+        self.emit("CAST", out.reg, self.reg_of(node, x), 1 if dtype == "f32" else 2)
+        self.set(node, 0, out)
+
+    def op_Concat(self, node):
+        vals = [self.get(node, k) for k in range(len(node.inputs))]
+        rank = len(vals[0].shape)
+        axis = self.axis_of(node, node.attr("axis"), rank)
+        if all(v.const for v in vals):
+            self.set(node, 0, self.const_val(np.concatenate([v.array for v in vals], axis), vals[0].onnx_type))
+            return
+        vals = [v for v in vals if v.shape[axis] != 0] or vals[:1]
+        acc = vals[0]
+        for v in vals[1:]:
+            self.need(node, "CONCAT")
+            shape = list(acc.shape)
+            shape[axis] = dim_add(acc.shape[axis], v.shape[axis], self, node)
+            out = self.rt(shape, acc.dtype, acc.onnx_type)
+            self.emit("CONCAT", out.reg, self.reg_of(node, acc), self.reg_of(node, v), axis)
+            acc = out
+        if acc is vals[0] and len(vals) == 1 and not acc.const:
+            acc = self.unary(node, "COPY", acc)
+        self.set(node, 0, acc)
+
+    def slice(self, node, x, starts, ends, axes, steps):
+        rank = len(x.shape)
+        triples = [(0, x.shape[k], 1) for k in range(rank)]
+        shape = list(x.shape)
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            a = self.axis_of(node, int(a), rank)
+            n = x.shape[a]
+            if st == 0:
+                self.refuse(node, "step 0 on axis %d" % a, "attribute")
+            if not isinstance(n, int):
+                if st == 1 and s >= 0 and e >= (1 << 31) - 1:
+                    if s == 0:
+                        continue
+                self.refuse(node, "slicing the dynamic axis %d" % a, "shape")
+            s, e, st = int(s), int(e), int(st)
+            # ONNX's clamping, done here so that the VM sees plain bounds.
+            if s < 0:
+                s += n
+            if e < 0:
+                e += n
+            if st > 0:
+                s = min(max(s, 0), n)
+                e = min(max(e, 0), n)
+                count = max(0, (e - s + st - 1) // st)
+            else:
+                s = min(max(s, -1), n - 1)
+                e = min(max(e, -1), n - 1)
+                count = max(0, (s - e - st - 1) // (-st))
+            triples[a] = (s, e, st)
+            shape[a] = count
+        if x.lazy is not None and all(t == (0, x.shape[k], 1) for k, t in enumerate(triples[:-1])) \
+                and triples[-1][2] == 1:
+            # Columns s:e of a . W + b are a . W[:, s:e] + b[s:e], the same
+            # fma chains: one LINEAR of those columns, no copy.
+            a, w, b, act = x.lazy
+            s0, e0, _ = triples[-1]
+            ws = self.const_val(np.ascontiguousarray(w.array[:, s0:e0]))
+            bs = self.const_val(np.ascontiguousarray(b.array[s0:e0]))
+            return self.matmul(node, a, ws, bs, act)
+        if x.const and x.array.dtype != object:
+            idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
+            return self.const_val(np.ascontiguousarray(x.array[idx]), x.onnx_type)
+        if x.const:
+            idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
+            return self.const_val(x.array[idx], x.onnx_type)
+        if shape == list(x.shape) and all(t[2] == 1 for t in triples):
+            return x
+        self.need(node, "SLICE")
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.scalar(3 * rank)
+        for k, (s, e, st) in enumerate(triples):
+            # Bounds are clamped above; a -1 left by a negative step means
+            # "before the first element", which the VM's rule (negative
+            # counts from the end) reads from -(n+1).
+            if st < 0:
+                s = -int(x.shape[k]) - 1 if s == -1 else s
+                e = -int(x.shape[k]) - 1 if e == -1 else e
+            self.load_int(("scratch", 3 * k), s)
+            self.load_int(("scratch", 3 * k + 1), e)
+            self.load_int(("scratch", 3 * k + 2), st)
+        self.emit("SLICE", out.reg, self.reg_of(node, x), ("scratch", 0), rank)
+        return out
+
+    def op_Slice(self, node):
+        x = self.get(node, 0)
+        if "starts" in node.attrs:  # opset < 10
+            starts, ends = node.attr("starts"), node.attr("ends")
+            axes = node.attr("axes", list(range(len(starts))))
+            steps = [1] * len(starts)
+        else:
+            starts = self.const_input(node, 1, "the starts").reshape(-1).tolist()
+            ends = self.const_input(node, 2, "the ends").reshape(-1).tolist()
+            a = self.const_input(node, 3, "the axes", optional=True)
+            axes = a.reshape(-1).tolist() if a is not None else list(range(len(starts)))
+            s = self.const_input(node, 4, "the steps", optional=True)
+            steps = s.reshape(-1).tolist() if s is not None else [1] * len(starts)
+        self.set(node, 0, self.slice(node, x, starts, ends, axes, steps))
+
+    def op_Split(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        split = node.attr("split")
+        if split is None and len(node.inputs) > 1 and node.inputs[1]:
+            split = self.const_input(node, 1, "the split sizes").reshape(-1).tolist()
+        n = x.shape[axis]
+        outs = len(node.outputs)
+        if split is None:
+            if not isinstance(n, int):
+                self.refuse(node, "splitting the dynamic axis %d" % axis, "shape")
+            if n % outs:
+                self.refuse(node, "axis %d of size %d does not split into %d equal parts" % (axis, n, outs), "shape")
+            split = [n // outs] * outs
+        start = 0
+        for k, size in enumerate(split):
+            self.set(node, k, self.slice(node, x, [start], [start + int(size)], [axis], [1]))
+            start += int(size)
+
+    def op_Gather(self, node):
+        x, idx = self.get(node, 0), self.get(node, 1)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        if x.const and idx.const:
+            i = idx.array.astype(np.int64)
+            self.set(node, 0, self.const_val(np.take(x.array, i, axis=axis), x.onnx_type))
+            return
+        if idx.const and isinstance(x.shape[axis], int):
+            n = x.shape[axis]
+            i = idx.array.astype(np.int64)
+            if i.size and (i.min() < -n or i.max() >= n):
+                self.refuse(node, "an index outside [-%d, %d)" % (n, n), "attribute")
+            idx = self.const_val(np.where(i < 0, i + n, i).astype(np.int32), TensorProto.INT64)
+        shape = x.shape[:axis] + list(idx.shape) + x.shape[axis + 1:]
+        if axis == 0 and idx.const:
+            out = self.rt(shape, x.dtype, x.onnx_type)
+            self.emit("GATHER", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"))
+            self.set(node, 0, out)
+            return
+        self.need(node, "GATHER_AXIS", "an axis other than 0, or indices given at run time,")
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
+        self.set(node, 0, out)
+
+    def op_Compress(self, node):
+        # The kept positions are known at import: a GATHER_AXIS of them.
+        x = self.get(node, 0)
+        cond = np.asarray(self.const_input(node, 1, "the condition")).reshape(-1).astype(bool)
+        axis = node.attr("axis")
+        if axis is None:
+            x = self.reshape(node, x, [dims_prod(x.shape)])
+            axis = 0
+        axis = self.axis_of(node, axis, len(x.shape))
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "compressing a dynamic axis", "shape")
+        idx = np.nonzero(cond[:n])[0].astype(np.int64)
+        self.need(node, "GATHER_AXIS")
+        shape = list(x.shape)
+        shape[axis] = len(idx)
+        out = self.rt(shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, x), self.reg_of(node, self.const_val(idx)), axis)
+        self.set(node, 0, out)
+
+    def op_OneHot(self, node):
+        # values[1] where the index (negative ones + depth) is the position
+        # along the new axis, values[0] elsewhere.
+        idx, values = self.get(node, 0), self.get(node, 2)
+        depth = int(np.asarray(self.const_input(node, 1, "the depth")).reshape(-1)[0])
+        rank = len(idx.shape) + 1
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        if idx.dtype == "f32":
+            self.need(node, "CAST")
+            i = self.rt(idx.shape, "i32")
+            self.emit("CAST", i.reg, self.reg_of(node, idx), 2)
+            idx = i
+        self.need_i32(node, "TADD")
+        neg = self.binary(node, "TLT", idx, self.const_val(np.array([0], np.int64)), out_type=TensorProto.BOOL)
+        idx = self.where(node, neg, self.binary(node, "TADD", idx, self.const_val(np.array([depth], np.int64))), idx)
+        shape = list(idx.shape)
+        shape.insert(axis, 1)
+        col = self.reshape(node, idx, shape)
+        along = [depth if k == axis else 1 for k in range(rank)]
+        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape(along))
+        hit = self.binary(node, "TEQ", col, iota, True, out_type=TensorProto.BOOL)
+        pair = np.asarray(self.const_input(node, 2, "the values")).reshape(-1)
+        off = self.const_val(pair[0:1], values.onnx_type)
+        on = self.const_val(pair[1:2], values.onnx_type)
+        self.set(node, 0, self.where(node, hit, on, off))
+
+    def op_GatherElements(self, node):
+        x, idx = self.get(node, 0), self.get(node, 1)
+        axis = self.axis_of(node, node.attr("axis", 0), len(x.shape))
+        self.need(node, "GATHER_ELEMENTS")
+        out = self.rt(idx.shape, x.dtype, x.onnx_type)
+        self.emit("GATHER_ELEMENTS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
+        self.set(node, 0, out)
+
+    def op_Expand(self, node):
+        x = self.get(node, 0)
+        shape = self.const_input(node, 1, "the shape").reshape(-1).tolist()
+        out = broadcast_shapes(x.shape, shape)
+        if out is None:
+            self.refuse(node, "shape %s does not broadcast with %s" % (shape_text(shape), shape_text(x.shape)), "shape")
+        if dims_prod(out) == dims_prod(x.shape):
+            self.set(node, 0, self.reshape(node, x, out))
+            return
+        self.set(node, 0, self.expand(node, x, out))
+
+    def op_Tile(self, node):
+        x = self.get(node, 0)
+        reps = [int(r) for r in self.const_input(node, 1, "the repeats").reshape(-1).tolist()]
+        if len(reps) != len(x.shape):
+            self.refuse(node, "%d repeats for a rank-%d input" % (len(reps), len(x.shape)), "shape")
+        # One axis at a time: [pre, d, post] viewed as [pre, 1, d, post],
+        # expanded to [pre, r, d, post], viewed as [pre, r*d, post].
+        v = x
+        for k, r in enumerate(reps):
+            if r == 1:
+                continue
+            shape = list(v.shape)
+            pre, post = dims_prod(shape[:k]), dims_prod(shape[k + 1:])
+            up = self.reshape(node, v, [pre, 1, shape[k], post])
+            big = self.expand(node, up, [pre, r, shape[k], post])
+            shape[k] = dim_mul(r, shape[k])
+            v = self.reshape(node, big, shape)
+        if v is x and not x.const:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
+
+def _resize_matrix(n_in, n_out, scale, mode, ctm, nearest, a, exclude):
+    """The [n_out, n_in] matrix of a 1-D Resize, as ONNX's reference
+    (onnx/backend/test/case/node/resize.py) computes each output."""
+    m = np.zeros((n_out, n_in))
+    width = scale * n_in  # the reference's output width: not rounded
+    for x in range(n_out):
+        if ctm == "align_corners":
+            x_ori = 0.0 if width == 1 else x * (n_in - 1) / (width - 1)
+        elif ctm == "asymmetric":
+            x_ori = x / scale
+        elif ctm == "pytorch_half_pixel":
+            x_ori = -0.5 if width == 1 else (x + 0.5) / scale - 0.5
+        else:
+            x_ori = (x + 0.5) / scale - 0.5
+        x_ori = float(x_ori)
+        ratio = 1.0 if x_ori.is_integer() else x_ori - np.floor(x_ori)
+        if mode == "nearest":
+            if x_ori.is_integer():
+                coeffs = [0.0, 1.0]
+            elif nearest == "round_prefer_floor":
+                coeffs = [float(ratio <= 0.5), float(ratio > 0.5)]
+            elif nearest == "round_prefer_ceil":
+                coeffs = [float(ratio < 0.5), float(ratio >= 0.5)]
+            elif nearest == "floor":
+                coeffs = [1.0, 0.0]
+            else:
+                coeffs = [0.0, 1.0]
+        elif mode == "linear":
+            coeffs = [1 - ratio, ratio]
+        else:
+            r = ratio
+            coeffs = [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                      ((a + 2) * r - (a + 3)) * r * r + 1,
+                      ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                      ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a]
+        n = len(coeffs)
+        # The n nearest indexes of the edge-padded input, the smaller first.
+        pad = int(np.ceil(n / 2))
+        xp = x_ori + pad
+        lo = int(np.floor(xp))
+        cands = [i for i in range(lo - n - 1, lo + n + 2) if 0 <= i < n_in + 2 * pad]
+        idxes = sorted(sorted(cands, key=lambda i: (abs(xp - i), i))[:n])
+        idxes = [i - pad for i in idxes]
+        coeffs = np.array(coeffs, np.float64)
+        if exclude:
+            for j, i in enumerate(idxes):
+                if i < 0 or i >= n_in:
+                    coeffs[j] = 0
+            coeffs /= coeffs.sum()
+        for c, i in zip(coeffs, idxes):
+            m[x, min(max(i, 0), n_in - 1)] += c
+    return m
