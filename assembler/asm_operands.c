@@ -91,10 +91,29 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         *word = a->tensors[sym->value].reg;
         return 1;
     }
-    case BIB_K_IMM: {
+    case BIB_K_SCALE:
+    case BIB_K_CASES: {
+        const int scale = kind == BIB_K_SCALE;
+        uint64_t n;
+        if (!bib_asm_parse_unsigned(a, si, op, scale ? 3 : BIB_MAX_CASES, &n,
+                                    scale ? "a scale (0..3)" : "a jump table size"))
+            return 0;
+        if (!scale && n == 0) {
+            bib_asm_diag_span(a, si, op, "a jump table has at least one entry, found '%s'", NULL);
+            return 0;
+        }
+        *word = (uint32_t)n;
+        return 1;
+    }
+    case BIB_K_IMM:
+    case BIB_K_DIVISOR: {
         asm_int_t v;
         if (!bib_asm_parse_int_expr(a, si, op, &v, 0))
             return 0;
+        if (kind == BIB_K_DIVISOR && bib_asm_int_bits(v) == 0) {
+            bib_asm_diag_span(a, si, op, "the divisor '%s' is zero", NULL);
+            return 0;
+        }
         if (!bib_asm_int_fits(v, INT32_MIN, INT32_MAX)) {
             char text[32];
             bib_asm_int_text(v, text, sizeof text);

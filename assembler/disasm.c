@@ -121,6 +121,7 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
             bib_asm_text_printf(t, "t%u", v);
             break;
         case BIB_K_IMM:
+        case BIB_K_DIVISOR:
             bib_asm_text_printf(t, "%d", (int32_t)v);
             break;
         case BIB_K_IMMLO:
@@ -131,6 +132,8 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
                 comment = "f64";
             break;
         case BIB_K_COUNT:
+        case BIB_K_SCALE:
+        case BIB_K_CASES:
             bib_asm_text_printf(t, "%u", v);
             break;
         case BIB_K_DTYPE:

@@ -15,6 +15,7 @@
 
 #define BIB_INSN_WORDS 5
 #define BIB_INSN_BYTES 20
+#define BIB_MAX_CASES 65536u /* entries in one JTAB table */
 
 /* Operand kinds. The verifier checks each operand word against its kind. */
 typedef enum bib_operand_kind {
@@ -35,6 +36,9 @@ typedef enum bib_operand_kind {
     BIB_K_DTYPE,  /* tensor element type (bib_dtype_t) */
     BIB_K_SHADER, /* user compute shader index (module section 17, spec/device-code.md) */
     BIB_K_KERNEL, /* user CUDA kernel index (module section 18, spec/device-code.md) */
+    BIB_K_SCALE,   /* an index's shift: 0..3, so the index counts 1, 2, 4 or 8 bytes */
+    BIB_K_DIVISOR, /* signed 32-bit immediate that is not 0 */
+    BIB_K_CASES,   /* a jump table's size: 1..BIB_MAX_CASES JMPs follow the instruction */
     BIB_K__N
 } bib_operand_kind_t;
 

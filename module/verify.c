@@ -558,6 +558,32 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
     case BIB_K_IMMLO:
     case BIB_K_IMMHI:
         return BIB_OK;
+    case BIB_K_SCALE:
+        if (v > 3)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): operand %c is scale %u; a scale is 0..3", pc,
+                                info->name, slot, v);
+        return BIB_OK;
+    case BIB_K_DIVISOR:
+        if (v == 0)
+            return bib_diag_set(diag, BIB_E_VERIFY, "pc %u (%s): operand %c divides by zero",
+                                pc, info->name, slot);
+        return BIB_OK;
+    case BIB_K_CASES:
+        /* The table: the v instructions after this one, JMPs of the same
+           function (their targets are checked as every JMP's are). */
+        if (v == 0 || v > BIB_MAX_CASES || v >= f->entry + f->count - pc)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): a jump table of %u entries needs 1..%u JMPs after "
+                                "it inside function '%s' (pc %u..%u)",
+                                pc, info->name, v, BIB_MAX_CASES, f->name, f->entry,
+                                f->entry + f->count - 1);
+        for (uint32_t i = 1; i <= v; i++)
+            if (bib_module_op(m, pc + i) != BIB_OP_JMP)
+                return bib_diag_set(diag, BIB_E_VERIFY,
+                                    "pc %u (%s): entry %u of its jump table, pc %u, is not a JMP",
+                                    pc, info->name, i - 1, pc + i);
+        return BIB_OK;
     case BIB_K_TGT:
         if (v < f->entry || v - f->entry >= f->count)
             return bib_diag_set(diag, BIB_E_VERIFY,
@@ -614,7 +640,7 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
         }
         /* Outside calls a count is a number of tensor dimensions (ALLOC,
            RESHAPE). */
-        if (!(info->flags & BIB_F_CALL) && v > BIB_MAX_RANK)
+        if (info->opclass != BIB_CLASS_SCALAR && !(info->flags & BIB_F_CALL) && v > BIB_MAX_RANK)
             return bib_diag_set(diag, BIB_E_VERIFY,
                                 "pc %u (%s): operand %c gives %u dimensions, more than the limit "
                                 "%u",
@@ -833,17 +859,25 @@ static bib_status_t lv_step(liveness_t *lv, uint8_t *cur, uint32_t nlocal, uint3
     return BIB_OK;
 }
 
-/* Control leaves the last instruction of a block for these blocks. */
+/* Control leaves the last instruction of a block for these blocks: out[0..n),
+   then, after a JTAB, the *table_count blocks from *table_first (its JMPs,
+   each a block of its own). */
 static uint32_t lv_successors(const liveness_t *lv, const bib_function_t *f, uint32_t last,
-                              uint32_t out[5]) {
+                              uint32_t out[5], uint32_t *table_first, uint32_t *table_count) {
     const bib_insn_t *insn = &lv->m->code[last];
     const bib_opinfo_t *info = bib_module_info(lv->m, last);
     const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
     uint32_t n = 0;
+    *table_count = 0;
     if (info->flags & BIB_F_BRANCH)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 4; k++) {
             if (info->kinds[k] == BIB_K_TGT)
                 out[n++] = lv->block_of[words[k] - f->entry];
+            if (info->kinds[k] == BIB_K_CASES) {
+                *table_first = lv->block_of[last + 1 - f->entry];
+                *table_count = words[k];
+            }
+        }
     if (!(info->flags & BIB_F_TERM) && last + 1 < f->entry + f->count)
         out[n++] = lv->block_of[last + 1 - f->entry];
     return n;
@@ -921,13 +955,14 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
         memcpy(cur, in + (size_t)blk * nlocal, nlocal);
         for (uint32_t pc = lv->starts[blk]; pc < end; pc++)
             lv_step(lv, cur, nlocal, pc, 0);
-        uint32_t succ[5];
-        uint32_t n = lv_successors(lv, f, end - 1, succ);
-        for (uint32_t i = 0; i < n; i++) {
-            uint8_t *dst = in + (size_t)succ[i] * nlocal;
+        uint32_t out[5], table_first = 0, table_count = 0;
+        uint32_t n = lv_successors(lv, f, end - 1, out, &table_first, &table_count);
+        for (uint32_t i = 0; i < n + table_count; i++) {
+            const uint32_t next = i < n ? out[i] : table_first + (i - n);
+            uint8_t *dst = in + (size_t)next * nlocal;
             int changed = 0;
-            if (!visited[succ[i]]) {
-                visited[succ[i]] = 1;
+            if (!visited[next]) {
+                visited[next] = 1;
                 memcpy(dst, cur, nlocal);
                 changed = 1;
             } else {
@@ -937,9 +972,9 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
                     dst[l] = j;
                 }
             }
-            if (changed && !queued[succ[i]]) {
-                queued[succ[i]] = 1;
-                stack[top++] = succ[i];
+            if (changed && !queued[next]) {
+                queued[next] = 1;
+                stack[top++] = next;
             }
         }
     }
@@ -991,9 +1026,17 @@ static bib_status_t verify_liveness(const bib_module_t *m, bib_diag_t *diag) {
         const bib_insn_t *insn = &m->code[pc];
         const bib_opinfo_t *info = bib_module_info(m, pc);
         const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
-        for (int k = 0; k < 4; k++)
-            if (info->kinds[k] == BIB_K_FN && words[k] == m->entry_func)
+        /* A CALL of the entry function, or any CALLR (whose callee is a
+           value), may enter it again. */
+        int callee = 0;
+        for (int k = 0; k < 4; k++) {
+            callee |= info->kinds[k] == BIB_K_FN || info->kinds[k] == BIB_K_HOST;
+            if (info->kinds[k] == BIB_K_FN && words[k] == m->entry_func &&
+                (info->flags & BIB_F_CALL))
                 lv.entry_called = 1;
+        }
+        if ((info->flags & BIB_F_CALL) && !callee)
+            lv.entry_called = 1;
     }
     for (uint32_t fi = 0; fi < m->func_count && st == BIB_OK; fi++)
         st = lv_function(&lv, fi);

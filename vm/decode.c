@@ -9,9 +9,173 @@
  * superinstruction are marked here too (BIB_FUSED_ROWS, BIB_LATCH_ROWS in
  * vm.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "vm/vm.h"
+
+/* ---- what a call must zero --------------------------------------------------
+ *
+ * A callee's registers start at zero (spec/isa.md, CALL), but only a register
+ * that the callee may read before it writes it can show it. Zeroing just
+ * those, r[nargs..nzero), is what frame_zero_end computes: a backward
+ * liveness over the function's blocks gives the registers live at its entry,
+ * and nzero is one past the highest of them. An instruction outside the
+ * scalar class (tensor, device, collective: their register blocks are read
+ * by rules of their own), or a function too large for the work budget, keeps
+ * the whole frame zeroed. */
+
+#define ZERO_MAX_WORK (1u << 22) /* bitset words touched per function */
+
+typedef struct zero_scan {
+    const bib_module_t *m;
+    const bib_function_t *f;
+    uint32_t words;     /* 64-bit words per register set */
+    uint32_t *block_of; /* per instruction of f: its block, at a leader; else UINT32_MAX */
+    uint32_t *starts;   /* first pc of each block */
+    uint32_t nblocks;
+    uint64_t *use, *def, *in; /* nblocks sets each */
+} zero_scan_t;
+
+static void set_bit(uint64_t *set, uint32_t r) {
+    set[r / 64] |= (uint64_t)1 << (r % 64);
+}
+static int has_bit(const uint64_t *set, uint32_t r) {
+    return (int)(set[r / 64] >> (r % 64) & 1);
+}
+
+/* Adds the registers instruction pc reads that the block has not written
+   (def) to use, then what it writes to def. A COUNT after a register reads
+   the range r[c..c+d) (arguments, returned values). */
+static void zero_step(const zero_scan_t *z, uint32_t pc, uint64_t *use, uint64_t *def) {
+    const bib_insn_t *in = &z->m->code[pc];
+    const bib_opinfo_t *info = bib_module_info(z->m, pc);
+    const uint32_t w[4] = {in->a, in->b, in->c, in->d};
+    for (int k = 0; k < 4; k++) {
+        if (info->kinds[k] != BIB_K_RS)
+            continue;
+        uint32_t n = k < 3 && info->kinds[k + 1] == BIB_K_COUNT ? w[k + 1] : 1;
+        for (uint32_t r = w[k]; r < w[k] + n; r++)
+            if (!has_bit(def, r))
+                set_bit(use, r);
+    }
+    for (int k = 0; k < 4; k++)
+        if (info->kinds[k] == BIB_K_RD)
+            set_bit(def, w[k]);
+}
+
+/* The blocks control may go to after block b's last instruction, as f's
+   verifier sees them (a JTAB's table: the JMP blocks after it). */
+static uint32_t zero_successors(const zero_scan_t *z, uint32_t b, uint32_t *out, uint32_t cap) {
+    const bib_function_t *f = z->f;
+    const uint32_t last = (b + 1 < z->nblocks ? z->starts[b + 1] : f->entry + f->count) - 1;
+    const bib_insn_t *in = &z->m->code[last];
+    const bib_opinfo_t *info = bib_module_info(z->m, last);
+    const uint32_t w[4] = {in->a, in->b, in->c, in->d};
+    uint32_t n = 0;
+    for (int k = 0; k < 4 && (info->flags & BIB_F_BRANCH); k++) {
+        if (info->kinds[k] == BIB_K_TGT && n < cap)
+            out[n++] = z->block_of[w[k] - f->entry];
+        if (info->kinds[k] == BIB_K_CASES)
+            for (uint32_t i = 1; i <= w[k] && n < cap; i++)
+                out[n++] = z->block_of[last + i - f->entry];
+    }
+    if (!(info->flags & BIB_F_TERM) && last + 1 < f->entry + f->count && n < cap)
+        out[n++] = z->block_of[last + 1 - f->entry];
+    return n;
+}
+
+static uint32_t zero_live_in(zero_scan_t *z) {
+    const bib_module_t *m = z->m;
+    const bib_function_t *f = z->f;
+    /* Leaders: the entry, every jump target, whatever follows a branch. */
+    for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
+        const bib_insn_t *in = &m->code[pc];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
+        if (info->opclass != BIB_CLASS_SCALAR)
+            return f->nregs;
+        const uint32_t w[4] = {in->a, in->b, in->c, in->d};
+        for (int k = 0; k < 4; k++)
+            if (info->kinds[k] == BIB_K_TGT)
+                z->block_of[w[k] - f->entry] = 1;
+        if ((info->flags & (BIB_F_BRANCH | BIB_F_TERM)) && pc + 1 < f->entry + f->count)
+            z->block_of[pc + 1 - f->entry] = 1;
+    }
+    z->block_of[0] = 1;
+    for (uint32_t i = 0; i < f->count; i++) {
+        if (z->block_of[i]) {
+            z->starts[z->nblocks] = f->entry + i;
+            z->block_of[i] = z->nblocks++;
+        } else {
+            z->block_of[i] = UINT32_MAX;
+        }
+    }
+    const size_t sets = (size_t)z->nblocks * z->words;
+    if (sets > ZERO_MAX_WORK / 4)
+        return f->nregs;
+    z->use = calloc(3 * sets, sizeof *z->use);
+    uint32_t *succ = malloc(((size_t)f->count + 2) * sizeof *succ);
+    uint64_t *out = malloc((size_t)z->words * sizeof *out);
+    uint32_t end = f->nregs;
+    if (z->use == NULL || succ == NULL || out == NULL)
+        goto done;
+    z->def = z->use + sets;
+    z->in = z->def + sets;
+    for (uint32_t b = 0; b < z->nblocks; b++) {
+        uint32_t stop = b + 1 < z->nblocks ? z->starts[b + 1] : f->entry + f->count;
+        for (uint32_t pc = z->starts[b]; pc < stop; pc++)
+            zero_step(z, pc, z->use + (size_t)b * z->words, z->def + (size_t)b * z->words);
+    }
+    /* Round robin, last block first, to the fixed point. */
+    uint64_t work = 0;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t b = z->nblocks; b-- > 0;) {
+            uint32_t n = zero_successors(z, b, succ, f->count + 2);
+            memset(out, 0, (size_t)z->words * sizeof *out);
+            for (uint32_t i = 0; i < n; i++)
+                for (uint32_t j = 0; j < z->words; j++)
+                    out[j] |= z->in[(size_t)succ[i] * z->words + j];
+            uint64_t *in = z->in + (size_t)b * z->words;
+            const uint64_t *use = z->use + (size_t)b * z->words;
+            const uint64_t *def = z->def + (size_t)b * z->words;
+            for (uint32_t j = 0; j < z->words; j++) {
+                uint64_t v = use[j] | (out[j] & ~def[j]);
+                changed |= v != in[j];
+                in[j] = v;
+            }
+            work += (uint64_t)(n + 2) * z->words;
+        }
+        if (work > ZERO_MAX_WORK)
+            goto done;
+    }
+    end = f->nargs;
+    for (uint32_t r = f->nregs; r-- > f->nargs;)
+        if (has_bit(z->in, r)) {
+            end = r + 1;
+            break;
+        }
+done:
+    free(z->use);
+    free(succ);
+    free(out);
+    return end;
+}
+
+/* One past the last register a call of f must zero (see above). */
+static uint32_t frame_zero_end(const bib_module_t *m, const bib_function_t *f) {
+    if (f->nargs >= f->nregs)
+        return f->nregs;
+    zero_scan_t z = {.m = m, .f = f, .words = (f->nregs + 63) / 64};
+    z.block_of = calloc(f->count, sizeof *z.block_of);
+    z.starts = malloc((size_t)f->count * sizeof *z.starts);
+    uint32_t end = f->nregs;
+    if (z.block_of != NULL && z.starts != NULL)
+        end = zero_live_in(&z);
+    free(z.block_of);
+    free(z.starts);
+    return end;
+}
 
 /* The superinstruction (BIB_FUSED_ROWS) for first followed by second, or -1. */
 static int fused_op(const bib_dinsn_t *first, const bib_dinsn_t *second) {
@@ -113,6 +277,7 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
         funcs[fi].entry = &code[f->entry];
         funcs[fi].nregs = f->nregs;
         funcs[fi].nargs = f->nargs;
+        funcs[fi].nzero = frame_zero_end(m, f);
         for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
             const bib_insn_t *in = &m->code[pc];
             bib_dinsn_t *d = &code[pc];
@@ -128,6 +293,7 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
                     d->x.target = &code[w];
                     break;
                 case BIB_K_IMM:
+                case BIB_K_DIVISOR:
                     d->x.imm = (int64_t)(int32_t)w;
                     break;
                 case BIB_K_IMMLO:
@@ -150,6 +316,10 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
                     break;
                 }
             }
+            /* A call through a register has no FN word to hold where the
+               callee's window starts. */
+            if ((info->flags & BIB_F_CALL) && info->kinds[1] == BIB_K_RS)
+                d->x.imm = f->nregs;
             d->a = words[0];
             d->b = words[1];
             d->c = words[2];

@@ -213,6 +213,37 @@ BIB_COLD static bib_status_t trap_oob(bib_vm_t *vm, const bib_dinsn_t *ip, const
                           addr, width, (unsigned long long)msize);
 }
 
+BIB_COLD static bib_status_t trap_oob_indexed(bib_vm_t *vm, const bib_dinsn_t *ip,
+                                              const uint64_t *R, uint64_t msize, unsigned width) {
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "out-of-bounds memory access: address r%u (%llu) + r%u (%llu) << %u, "
+                          "width %u, memory size %llu bytes",
+                          ip->b, (unsigned long long)R[ip->b], ip->c, (unsigned long long)R[ip->c],
+                          ip->d, width, (unsigned long long)msize);
+}
+
+BIB_COLD static bib_status_t trap_callee(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t index) {
+    const bib_program_t *p = &vm->program;
+    if (index >= p->func_count)
+        return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                              "CALLR through r%u = %llu, which names no function (the module has "
+                              "%u)",
+                              ip->b, (unsigned long long)index, p->func_count);
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "CALLR through r%u calls function %llu '%s', which takes %u argument%s, "
+                          "with %u",
+                          ip->b, (unsigned long long)index, vm->module->funcs[index].name,
+                          p->funcs[index].nargs, p->funcs[index].nargs == 1 ? "" : "s", ip->d);
+}
+
+BIB_COLD static bib_status_t trap_return_fit(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t dest,
+                                             size_t room) {
+    return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip),
+                          "RETN returns %u values to the caller's r%u.., whose frame has room "
+                          "for %zu",
+                          ip->b, dest, room);
+}
+
 BIB_COLD static bib_status_t trap_div_zero(bib_vm_t *vm, const bib_dinsn_t *ip) {
     return bib_vm_trap_at(vm, BIB_E_TRAP, insn_pc(vm, ip), "division by zero");
 }
@@ -553,6 +584,21 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
+#define INT_IMMOP(name, expr)                                                                      \
+    vmcase(name) {                                                                                 \
+        const uint64_t x = RB, y = (uint64_t)ip->x.imm;                                            \
+        RA = (expr);                                                                               \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+/* f64 with the constant K[c], inlined at decode. */
+#define F_CONSTOP(name, expr)                                                                      \
+    vmcase(name) {                                                                                 \
+        const double x = bib_f64_from_bits(RB), k = bib_f64_from_bits(ip->x.bits);                 \
+        RA = bib_f64_bits(expr);                                                                   \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
 #define F_BINOP(name, expr)                                                                        \
     vmcase(name) {                                                                                 \
         const double x = bib_f64_from_bits(RB), y = bib_f64_from_bits(RC);                         \
@@ -588,6 +634,66 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
+/* Compare-and-branch against the sign-extended immediate in the raw word b
+   (x holds the target). */
+#define BRANCHI(name, cond)                                                                        \
+    vmcase(name) {                                                                                 \
+        const int64_t x = (int64_t)RA, y = (int64_t)(int32_t)ip->b;                                \
+        if (cond) {                                                                                \
+            ip = ip->x.target;                                                                     \
+            vmbreak;                                                                               \
+        }                                                                                          \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+/* Enters function f_ with a window that starts window_ registers into the
+   caller's (the caller's register count): the arguments r[c..c+d) are
+   copied to the callee's r[0..d), and the registers the callee may read
+   before it writes them, up to nzero, are zeroed (decode.c); the
+   instrumented loop zeroes the whole frame, so that stepping and the REPL
+   never show a register left from an earlier call. */
+#if BIB_INSTRUMENTED
+#define FRAME_ZERO_END(f) ((f)->nregs)
+#else
+#define FRAME_ZERO_END(f) ((f)->nzero)
+#endif
+#define ENTER(f_, window_)                                                                         \
+    do {                                                                                           \
+        const bib_dfunc_t *const f = (f_);                                                         \
+        const uint32_t window = (window_);                                                         \
+        if (BIB_UNLIKELY(fp == fp_limit)) {                                                        \
+            const size_t depth = (size_t)(fp - vm->frames) + 1;                                    \
+            st = grow_frames(vm, ip, depth);                                                       \
+            if (st != BIB_OK)                                                                      \
+                goto fail;                                                                         \
+            fp = vm->frames + depth - 1;                                                           \
+            fp_limit = vm->frames + vm->frames_cap - 1;                                            \
+        }                                                                                          \
+        uint64_t *nR = R + window;                                                                 \
+        if (BIB_UNLIKELY((size_t)(regs_end - nR) < f->nregs)) {                                    \
+            const size_t at = (size_t)(R - vm->regs);                                              \
+            st = grow_regs(vm, ip, (uint64_t)(at + window) + f->nregs, at + window,                \
+                           (size_t)(fp - vm->frames) + 1);                                         \
+            if (st != BIB_OK)                                                                      \
+                goto fail;                                                                         \
+            R = vm->regs + at;                                                                     \
+            regs_end = vm->regs + vm->regs_cap;                                                    \
+            nR = R + window;                                                                       \
+        }                                                                                          \
+        fp++;                                                                                      \
+        fp->ret = ip + 1;                                                                          \
+        fp->regs = R;                                                                              \
+        fp->dest = ip->a;                                                                          \
+        const uint64_t *args = R + ip->c;                                                          \
+        uint32_t i = 0;                                                                            \
+        for (const uint32_t n = ip->d; i < n; i++)                                                 \
+            nR[i] = args[i];                                                                       \
+        for (const uint32_t n = FRAME_ZERO_END(f); i < n; i++)                                     \
+            nR[i] = 0;                                                                             \
+        TRACE_NOW(BIB_TRACE_WRITE_NONE, 0);                                                        \
+        R = nR;                                                                                    \
+        ip = f->entry;                                                                             \
+    } while (0)
 /* A superinstruction has run its first instruction; the second needs fuel of
    its own. Without it, it goes on at the second alone, whose fetch then
    traps at the second's pc: fuel N runs exactly N instructions, fused or not.
@@ -705,6 +811,33 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         st = trap_oob(vm, ip, R, msize, (width));                                                  \
         goto fail;                                                                                 \
     }
+/* ea = r[b] + (r[c] << d), bounds-checked: with base and offset each at most
+   the memory size (below 2^41), their sum cannot wrap. */
+#define MEMX_ADDR(width)                                                                           \
+    const uint64_t base_ = RB, index_ = RC;                                                        \
+    const uint64_t ea = base_ + (index_ << ip->d);                                                 \
+    if (BIB_UNLIKELY(base_ > msize || index_ > (msize >> ip->d) || ea > msize ||                   \
+                     msize - ea < (width))) {                                                      \
+        st = trap_oob_indexed(vm, ip, R, msize, (width));                                          \
+        goto fail;                                                                                 \
+    }
+#define LOADX_OP(name, width, expr)                                                                \
+    vmcase(name) {                                                                                 \
+        MEMX_ADDR(width);                                                                          \
+        const uint8_t *p = mem + ea;                                                               \
+        RA = (expr);                                                                               \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+#define STOREX_OP(name, width, stmt)                                                               \
+    vmcase(name) {                                                                                 \
+        MEMX_ADDR(width);                                                                          \
+        uint8_t *p = mem + ea;                                                                     \
+        const uint64_t v = RA;                                                                     \
+        stmt;                                                                                      \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
 #define LOAD_OP(name, width, expr)                                                                 \
     vmcase(name) {                                                                                 \
         MEM_ADDR(width);                                                                           \
@@ -751,41 +884,35 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             BRANCH2(JLTU, x < y)
             BRANCH2(JLEU, x <= y)
             vmcase(CALL) {
-                const bib_dfunc_t *f = ip->x.func;
-                if (BIB_UNLIKELY(fp == fp_limit)) {
-                    const size_t depth = (size_t)(fp - vm->frames) + 1;
-                    st = grow_frames(vm, ip, depth);
-                    if (st != BIB_OK)
-                        goto fail;
-                    fp = vm->frames + depth - 1;
-                    fp_limit = vm->frames + vm->frames_cap - 1;
-                }
-                uint64_t *nR = R + ip->b;
-                if (BIB_UNLIKELY((size_t)(regs_end - nR) < f->nregs)) {
-                    const size_t at = (size_t)(R - vm->regs);
-                    st = grow_regs(vm, ip, (uint64_t)(at + ip->b) + f->nregs, at + ip->b,
-                                   (size_t)(fp - vm->frames) + 1);
-                    if (st != BIB_OK)
-                        goto fail;
-                    R = vm->regs + at;
-                    regs_end = vm->regs + vm->regs_cap;
-                    nR = R + ip->b;
-                }
-                fp++;
-                fp->ret = ip + 1;
-                fp->regs = R;
-                fp->dest = ip->a;
-                const uint64_t *args = R + ip->c;
-                uint32_t i = 0;
-                for (const uint32_t n = ip->d; i < n; i++)
-                    nR[i] = args[i];
-                for (const uint32_t n = f->nregs; i < n; i++)
-                    nR[i] = 0;
-                TRACE_NOW(BIB_TRACE_WRITE_NONE, 0);
-                R = nR;
-                ip = f->entry;
+                ENTER(ip->x.func, ip->b);
                 vmbreak;
             }
+            vmcase(CALLR) {
+                const uint64_t index = RB;
+                if (BIB_UNLIKELY(index >= vm->program.func_count ||
+                                 vm->program.funcs[index].nargs != ip->d)) {
+                    st = trap_callee(vm, ip, index);
+                    goto fail;
+                }
+                ENTER(&vm->program.funcs[index], (uint32_t)ip->x.imm);
+                vmbreak;
+            }
+            vmcase(FNREF) {
+                RA = (uint64_t)(ip->x.func - vm->program.funcs);
+                ip++;
+                vmbreak;
+            }
+            vmcase(JTAB) {
+                const uint64_t i = RA;
+                ip = i < ip->b ? ip[1 + i].x.target : ip->x.target;
+                vmbreak;
+            }
+            BRANCHI(JEQI, x == y)
+            BRANCHI(JNEI, x != y)
+            BRANCHI(JLTI, x < y)
+            BRANCHI(JLEI, x <= y)
+            BRANCHI(JGTI, x > y)
+            BRANCHI(JGEI, x >= y)
             vmcase(RET) {
                 const uint64_t v = RA;
                 TRACE_NOW(BIB_TRACE_WRITE_RET, v);
@@ -797,6 +924,28 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 ip = fp->ret;
                 R = fp->regs;
                 R[fp->dest] = v;
+                fp--;
+                vmbreak;
+            }
+            vmcase(RETN) {
+                const uint32_t n = ip->b;
+                TRACE_NOW(BIB_TRACE_WRITE_RET, n > 0 ? RA : 0);
+                if (BIB_UNLIKELY(fp->ret == NULL)) {
+                    if (exit_value != NULL)
+                        *exit_value = n > 0 ? (int64_t)RA : 0;
+                    goto done;
+                }
+                /* The caller's frame ends where this one begins. */
+                uint64_t *const dst = fp->regs + fp->dest;
+                if (BIB_UNLIKELY((size_t)(R - dst) < n)) {
+                    st = trap_return_fit(vm, ip, fp->dest, (size_t)(R - dst));
+                    goto fail;
+                }
+                const uint64_t *const src = R + ip->a;
+                for (uint32_t i = 0; i < n; i++)
+                    dst[i] = src[i];
+                ip = fp->ret;
+                R = fp->regs;
                 fp--;
                 vmbreak;
             }
@@ -864,6 +1013,19 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             STORE_OP(STORE16, 2, mem_put16(p, (uint16_t)v))
             STORE_OP(STORE32, 4, mem_put32(p, (uint32_t)v))
             STORE_OP(STOREF32, 4, mem_put32(p, f32_narrow(v)))
+            LOADX_OP(LOADX, 8, mem_get64(p))
+            LOADX_OP(LOADX8U, 1, (uint64_t)p[0])
+            LOADX_OP(LOADX8S, 1, (uint64_t)(int64_t)(int8_t)p[0])
+            LOADX_OP(LOADX16U, 2, (uint64_t)mem_get16(p))
+            LOADX_OP(LOADX16S, 2, (uint64_t)(int64_t)(int16_t)mem_get16(p))
+            LOADX_OP(LOADX32U, 4, (uint64_t)mem_get32(p))
+            LOADX_OP(LOADX32S, 4, (uint64_t)(int64_t)(int32_t)mem_get32(p))
+            LOADX_OP(LOADXF32, 4, f32_widen(mem_get32(p)))
+            STOREX_OP(STOREX, 8, mem_put64(p, v))
+            STOREX_OP(STOREX8, 1, p[0] = (uint8_t)v)
+            STOREX_OP(STOREX16, 2, mem_put16(p, (uint16_t)v))
+            STOREX_OP(STOREX32, 4, mem_put32(p, (uint32_t)v))
+            STOREX_OP(STOREXF32, 4, mem_put32(p, f32_narrow(v)))
             vmcase(MEMSIZE) {
                 RA = msize;
                 ip++;
@@ -897,6 +1059,32 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             INT_BINOP(LE, (int64_t)x <= (int64_t)y)
             INT_BINOP(LTU, x < y)
             INT_BINOP(LEU, x <= y)
+            INT_BINOP(IMIN, (int64_t)x < (int64_t)y ? x : y)
+            INT_BINOP(IMAX, (int64_t)x > (int64_t)y ? x : y)
+            INT_BINOP(IMINU, x < y ? x : y)
+            INT_BINOP(IMAXU, x > y ? x : y)
+            vmcase(SELECT) {
+                RA = RB != 0 ? RC : R[ip->d];
+                ip++;
+                vmbreak;
+            }
+
+            /* ---- immediate forms: c sign-extended at decode ---- */
+            INT_IMMOP(MULI, x * y)
+            INT_IMMOP(DIVI, div_s(x, y))
+            INT_IMMOP(REMI, rem_s(x, y))
+            INT_IMMOP(ANDI, x & y)
+            INT_IMMOP(ORI, x | y)
+            INT_IMMOP(XORI, x ^ y)
+            INT_IMMOP(SHLI, x << (y & 63))
+            INT_IMMOP(SHRI, x >> (y & 63))
+            INT_IMMOP(SARI, sar64(x, y))
+            INT_IMMOP(EQI, x == y)
+            INT_IMMOP(NEI, x != y)
+            INT_IMMOP(LTI, (int64_t)x < (int64_t)y)
+            INT_IMMOP(LEI, (int64_t)x <= (int64_t)y)
+            INT_IMMOP(GTI, (int64_t)x > (int64_t)y)
+            INT_IMMOP(GEI, (int64_t)x >= (int64_t)y)
 
             /* ---- f64 arithmetic ---- */
             F_BINOP(FADD, x + y)
@@ -908,6 +1096,12 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             INT_UNOP(FSQRT, bib_f64_bits(sqrt(bib_f64_from_bits(x))))
             INT_BINOP(FMIN, fmin_bits(x, y))
             INT_BINOP(FMAX, fmax_bits(x, y))
+            F_CONSTOP(FADDK, x + k)
+            F_CONSTOP(FSUBK, x - k)
+            F_CONSTOP(FMULK, x * k)
+            F_CONSTOP(FDIVK, x / k)
+            F_CONSTOP(FRSUBK, k - x)
+            F_CONSTOP(FRDIVK, k / x)
             F_CMP(FEQ, x == y)
             F_CMP(FNE, x != y)
             F_CMP(FLT, x < y)
@@ -1080,6 +1274,14 @@ save:
 #undef MEM_ADDR
 #undef LOAD_OP
 #undef STORE_OP
+#undef MEMX_ADDR
+#undef LOADX_OP
+#undef STOREX_OP
+#undef INT_IMMOP
+#undef F_CONSTOP
+#undef BRANCHI
+#undef ENTER
+#undef FRAME_ZERO_END
 #if !BIB_USE_COMPUTED_GOTO
 #undef OP
 #undef TOP

@@ -78,6 +78,7 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
             snprintf(o, BIB_OPERAND_TEXT, "t%" PRIu32, w);
             break;
         case BIB_K_IMM:
+        case BIB_K_DIVISOR:
             snprintf(o, BIB_OPERAND_TEXT, "%" PRId32, (int32_t)w);
             break;
         case BIB_K_IMMLO: {
@@ -90,6 +91,8 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
         }
         case BIB_K_COUNT:
         case BIB_K_DTYPE:
+        case BIB_K_SCALE:
+        case BIB_K_CASES:
             snprintf(o, BIB_OPERAND_TEXT, "%" PRIu32, w);
             break;
         case BIB_K_CONST:

@@ -41,6 +41,7 @@ typedef struct bib_dfunc {
     const struct bib_dinsn *entry;
     uint32_t nregs;
     uint32_t nargs;
+    uint32_t nzero; /* a call zeroes r[nargs..nzero): what may be read before written */
 } bib_dfunc_t;
 
 /* Superinstructions of the plain loop: an instruction fused with the one
@@ -123,7 +124,10 @@ typedef enum bib_xop {
  *                for ADDI_JMP)
  *   IMMLO+IMMHI  bits: the 64-bit immediate
  *   CONST        bits: the constant's value
- *   FN           func: the callee
+ *   FN           func: the callee (FNREF: the function named)
+ *   DIVISOR      imm, as IMM
+ *   (CALLR)      imm: the caller's register count, where CALL keeps it in
+ *                its FN word
  *   HOST         host: the bound host function
  * A superinstruction (xop != op) is the first instruction of its group; it
  * keeps its own operands and holds in x the second one's target, or for a

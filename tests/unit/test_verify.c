@@ -199,14 +199,14 @@ Test(verify, fall_through_off_function_end) {
     bib_module_t *m = small_module();
     m->code[6] = insn(BIB_CODE_NOP, 0, 0, 0, 0);
     expect_error(m, "pc 6 (NOP): function 'main' falls off its end (its last instruction must be "
-                    "JMP, RET, TRAP or HALT)");
+                    "JMP, RET, TRAP, JTAB, RETN or HALT)");
 }
 
 Test(verify, conditional_branch_is_not_a_terminator) {
     bib_module_t *m = small_module();
     m->code[6] = insn(BIB_CODE_JZ, 0, 0, 0, 0);
     expect_error(m, "pc 6 (JZ): function 'main' falls off its end (its last instruction must be "
-                    "JMP, RET, TRAP or HALT)");
+                    "JMP, RET, TRAP, JTAB, RETN or HALT)");
 }
 
 Test(verify, no_code) {
