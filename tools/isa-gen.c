@@ -182,7 +182,26 @@ int main(int argc, char **argv) {
            "shapes must match |\n");
     printf("| ts | tensor register read: must be live |\n");
     printf("| tm | tensor register changed in place (or freed): must be live |\n");
-    printf("| dtype | tensor element type |\n\n");
+    printf("| dtype | tensor element type |\n");
+    printf("| scale | an index's shift, 0..3: the index counts 1, 2, 4 or 8 bytes |\n");
+    printf("| divisor | signed 32-bit immediate that is not 0 |\n");
+    printf("| cases | a jump table's size, 1..%u: that many JMPs follow the instruction, "
+           "its table |\n\n",
+           BIB_MAX_CASES);
+    printf("## Calls\n\n");
+    printf("Each call gets a register window of the callee's `regs` registers, right after "
+           "the caller's. CALL and CALLR copy the arguments r[c..c+d) to the callee's r[0..d); "
+           "every other register of the callee reads 0 until the callee writes it (the VM "
+           "zeroes only the registers a callee may read before writing them, found from its "
+           "code at load time, so a large frame costs nothing to enter). RET returns one value "
+           "to the CALL's r[a]; RETN returns b values to r[a..a+b) of the caller, which must "
+           "lie in the caller's frame (a trap otherwise): a function that returns a pair is "
+           "called with a destination that has room for two. A function value is a function's "
+           "index (FNREF); CALLR checks when it runs that the index names a function and that "
+           "the function takes the count it passes. JTAB's table is the JMP instructions after "
+           "it: it goes straight to the target of the chosen JMP in one instruction (the JMP is "
+           "not executed), or to its default target when the index is past the table "
+           "(unsigned, so a negative index too).\n\n");
     printf("Status: `implemented`, or `reserved` (the code is fixed but this build's verifier "
            "rejects it).\n\n");
     printf("## Fuel\n\n");
