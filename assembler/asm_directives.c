@@ -604,7 +604,8 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
             prev_reg = ASM_NONE;
             continue;
         }
-        if ((kind == BIB_K_RD || kind == BIB_K_RS) && bib_asm_parse_reg(op, 'r', &reg)) {
+        if ((kind == BIB_K_RD || kind == BIB_K_RS || kind == BIB_K_RM) &&
+            bib_asm_parse_reg(op, 'r', &reg)) {
             if (reg + 1 > f->regs_used && reg < BIB_MAX_REGS)
                 f->regs_used = reg + 1;
             if (program_geometry > 0 && kind == BIB_K_RS && reg < BIB_MAX_REGS &&

@@ -45,6 +45,7 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
     switch ((bib_operand_kind_t)kind) {
     case BIB_K_RD:
     case BIB_K_RS:
+    case BIB_K_RM:
         if (!bib_asm_parse_reg(op, 'r', &reg)) {
             bib_asm_diag_span(a, si, op, "expected a register (r0, r1, ...), found '%s'", NULL);
             return 0;

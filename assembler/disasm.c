@@ -113,6 +113,7 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
         switch ((bib_operand_kind_t)kind) {
         case BIB_K_RD:
         case BIB_K_RS:
+        case BIB_K_RM:
             bib_asm_text_printf(t, "r%u", v);
             break;
         case BIB_K_TD:

@@ -96,6 +96,7 @@ const char *bib_isa_kind_name(bib_operand_kind_t kind) {
         [BIB_K_TS] = "ts",         [BIB_K_TM] = "tm",          [BIB_K_DTYPE] = "dtype",
         [BIB_K_SHADER] = "shader", [BIB_K_KERNEL] = "kernel",
         [BIB_K_SCALE] = "scale",   [BIB_K_DIVISOR] = "divisor", [BIB_K_CASES] = "cases",
+        [BIB_K_RM] = "rm",
     };
     return (unsigned)kind < BIB_K__N ? names[kind] : "?";
 }

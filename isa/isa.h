@@ -39,6 +39,7 @@ typedef enum bib_operand_kind {
     BIB_K_SCALE,   /* an index's shift: 0..3, so the index counts 1, 2, 4 or 8 bytes */
     BIB_K_DIVISOR, /* signed 32-bit immediate that is not 0 */
     BIB_K_CASES,   /* a jump table's size: 1..BIB_MAX_CASES JMPs follow the instruction */
+    BIB_K_RM,      /* register read, then written (a loop counter): same range as RD */
     BIB_K__N
 } bib_operand_kind_t;
 

@@ -538,6 +538,7 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
         return BIB_OK;
     case BIB_K_RD:
     case BIB_K_RS:
+    case BIB_K_RM:
         if (v >= f->nregs)
             return bib_diag_set(diag, BIB_E_VERIFY,
                                 "pc %u (%s): operand %c names register r%u but function '%s' has "

@@ -171,6 +171,7 @@ int main(int argc, char **argv) {
     printf("## Operand kinds\n\n| kind | meaning |\n| --- | --- |\n");
     printf("| rd | register written: index below the function's register count |\n");
     printf("| rs | register read: same range |\n");
+    printf("| rm | register read, then written (a loop counter): same range |\n");
     printf("| imm32 | signed 32-bit immediate |\n");
     printf("| imm64.lo, imm64.hi | the two halves of a 64-bit immediate |\n");
     printf("| count | a count of consecutive registers starting at the previous operand |\n");

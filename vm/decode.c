@@ -52,15 +52,17 @@ static void zero_step(const zero_scan_t *z, uint32_t pc, uint64_t *use, uint64_t
     const bib_opinfo_t *info = bib_module_info(z->m, pc);
     const uint32_t w[4] = {in->a, in->b, in->c, in->d};
     for (int k = 0; k < 4; k++) {
-        if (info->kinds[k] != BIB_K_RS)
+        if (info->kinds[k] != BIB_K_RS && info->kinds[k] != BIB_K_RM)
             continue;
-        uint32_t n = k < 3 && info->kinds[k + 1] == BIB_K_COUNT ? w[k + 1] : 1;
+        uint32_t n = k < 3 && info->kinds[k] == BIB_K_RS && info->kinds[k + 1] == BIB_K_COUNT
+                         ? w[k + 1]
+                         : 1;
         for (uint32_t r = w[k]; r < w[k] + n; r++)
             if (!has_bit(def, r))
                 set_bit(use, r);
     }
     for (int k = 0; k < 4; k++)
-        if (info->kinds[k] == BIB_K_RD)
+        if (info->kinds[k] == BIB_K_RD || info->kinds[k] == BIB_K_RM)
             set_bit(def, w[k]);
 }
 
@@ -294,7 +296,9 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
                     break;
                 case BIB_K_IMM:
                 case BIB_K_DIVISOR:
-                    d->x.imm = (int64_t)(int32_t)w;
+                    /* A branch keeps its target in x, its immediate in the word. */
+                    if (!(info->flags & BIB_F_BRANCH))
+                        d->x.imm = (int64_t)(int32_t)w;
                     break;
                 case BIB_K_IMMLO:
                     d->x.bits |= w;

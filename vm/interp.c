@@ -646,6 +646,18 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
+/* A counted loop's back edge: step r[a] by the raw word d, compare with r[b]. */
+#define LOOP_OP(name, cmp)                                                                         \
+    vmcase(name) {                                                                                 \
+        const uint64_t i = RA + (uint64_t)(int64_t)(int32_t)ip->d;                                 \
+        RA = i;                                                                                    \
+        if ((int64_t)i cmp(int64_t) RB) {                                                          \
+            ip = ip->x.target;                                                                     \
+            vmbreak;                                                                               \
+        }                                                                                          \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
 /* Enters function f_ with a window that starts window_ registers into the
    caller's (the caller's register count): the arguments r[c..c+d) are
    copied to the callee's r[0..d), and the registers the callee may read
@@ -907,6 +919,9 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 ip = i < ip->b ? ip[1 + i].x.target : ip->x.target;
                 vmbreak;
             }
+            LOOP_OP(LOOPLT, <)
+            LOOP_OP(LOOPLE, <=)
+            LOOP_OP(LOOPGE, >=)
             BRANCHI(JEQI, x == y)
             BRANCHI(JNEI, x != y)
             BRANCHI(JLTI, x < y)
@@ -1280,6 +1295,7 @@ save:
 #undef INT_IMMOP
 #undef F_CONSTOP
 #undef BRANCHI
+#undef LOOP_OP
 #undef ENTER
 #undef FRAME_ZERO_END
 #if !BIB_USE_COMPUTED_GOTO

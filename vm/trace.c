@@ -70,6 +70,7 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
             continue;
         case BIB_K_RD:
         case BIB_K_RS:
+        case BIB_K_RM:
             snprintf(o, BIB_OPERAND_TEXT, "r%" PRIu32, w);
             break;
         case BIB_K_TD:
@@ -212,7 +213,8 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
     /* What was written: "r3" = value, or "ret" = value, or nothing. */
     char dest[16] = "";
     bool is_float = false;
-    if (kind == BIB_TRACE_WRITE_DEST && info->kinds[0] == BIB_K_RD) {
+    if (kind == BIB_TRACE_WRITE_DEST &&
+        (info->kinds[0] == BIB_K_RD || info->kinds[0] == BIB_K_RM)) {
         snprintf(dest, sizeof dest, "r%" PRIu32, in->a);
         value = regs[in->a];
         is_float = writes_f64(m, in, op);

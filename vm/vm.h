@@ -121,7 +121,8 @@ typedef enum bib_xop {
  *   TGT          target: the decoded instruction jumped to
  *   IMM          imm: the word sign-extended to 64 bits (ADDI reads its
  *                immediate from the raw word c instead, so that x is free
- *                for ADDI_JMP)
+ *                for ADDI_JMP; a branch, JEQI or LOOPLT, keeps its target
+ *                in x and reads its immediate from its word)
  *   IMMLO+IMMHI  bits: the 64-bit immediate
  *   CONST        bits: the constant's value
  *   FN           func: the callee (FNREF: the function named)
