@@ -24,13 +24,6 @@ const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #define VOP(...) BIB_ISA_ROW(BIB_CLASS_VULKAN, __VA_ARGS__)
 #define COP(...) BIB_ISA_ROW(BIB_CLASS_COLLECTIVE, __VA_ARGS__)
 #include "isa/opcodes.def"
-#undef OP
-#undef TOP
-#undef KOP
-#undef GOP
-#undef GKOP
-#undef VOP
-#undef COP
 #undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
 };

@@ -81,13 +81,6 @@ typedef enum bib_opcode {
 #define VOP BIB_ISA_ROW
 #define COP BIB_ISA_ROW
 #include "isa/opcodes.def"
-#undef OP
-#undef TOP
-#undef KOP
-#undef GOP
-#undef GKOP
-#undef VOP
-#undef COP
 #undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
     BIB_OP__COUNT
@@ -106,13 +99,6 @@ enum {
 #define VOP BIB_ISA_ROW
 #define COP BIB_ISA_ROW
 #include "isa/opcodes.def"
-#undef OP
-#undef TOP
-#undef KOP
-#undef GOP
-#undef GKOP
-#undef VOP
-#undef COP
 #undef BIB_ISA_KROW
 #undef BIB_ISA_ROW
 };

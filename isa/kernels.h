@@ -194,16 +194,9 @@ typedef enum bib_attention {
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number
  * them so. */
 typedef enum bib_unary {
-#define OP(...)
-#define TOP(...)
-#define GOP(...)
-#define VOP(...)
-#define COP(...)
-#define GKOP(...)
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(UNARY, kernel, sub))(BIB_UNARY_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_UNARY__COUNT
 } bib_unary_t;
 
@@ -212,7 +205,6 @@ typedef enum bib_binary {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(BINARY, kernel, sub))(BIB_BINARY_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_BINARY__COUNT
 } bib_binary_t;
 
@@ -221,7 +213,6 @@ typedef enum bib_reduce {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(REDUCE, kernel, sub))(BIB_REDUCE_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_REDUCE__COUNT
 } bib_reduce_t;
 
@@ -231,7 +222,6 @@ typedef enum bib_strided {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(STRIDED, kernel, sub))(BIB_STRIDED_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_STRIDED__COUNT
 } bib_strided_t;
 
@@ -240,7 +230,6 @@ typedef enum bib_take {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(TAKE, kernel, sub))(BIB_TAKE_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_TAKE__COUNT
 } bib_take_t;
 
@@ -249,7 +238,6 @@ typedef enum bib_argmax {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_ADDS_IN(ARGMAX, kernel, sub))(BIB_ARGMAX_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_ARGMAX__COUNT
 } bib_argmax_t;
 
@@ -258,7 +246,6 @@ typedef enum bib_compare {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(BIB_COMPARE_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_COMPARE__COUNT
 } bib_compare_t;
 
@@ -267,7 +254,6 @@ typedef enum bib_logic {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(BIB_LOGIC_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
     BIB_LOGIC__COUNT
 } bib_logic_t;
 
@@ -276,13 +262,6 @@ typedef enum bib_pool {
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(BIB_POOL_##sub, )
 #include "isa/opcodes.def"
-#undef KOP
-#undef OP
-#undef TOP
-#undef GOP
-#undef VOP
-#undef COP
-#undef GKOP
     BIB_POOL__COUNT
 } bib_pool_t;
 

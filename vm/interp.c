@@ -499,13 +499,6 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define VOP(name, ...) &&L__device,
 #define COP(name, ...) &&L__device,
 #include "isa/opcodes.def"
-#undef OP
-#undef TOP
-#undef KOP
-#undef GOP
-#undef GKOP
-#undef VOP
-#undef COP
 #if !BIB_INSTRUMENTED
 #define BIB_FUSED_LABEL(name, ...) &&LX_##name,
 #define BIB_LATCH_LABEL(lead, test) &&LX_L_##lead##_##test,
@@ -537,7 +530,6 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define vmdispatch(o) switch ((int)(o))
 #define vmcase(name) case BIB_OP_##name:
 #define vmfused(name) case BIB_XOP_##name:
-#define OP(...)
 #define vmtensor
 #define vmdevice
 #define vmbreak continue
@@ -1156,18 +1148,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             /* ---- tensors: one entry point, out of the loop (tensor.c) ---- */
 #if !BIB_USE_COMPUTED_GOTO
 #define TOP(name, ...) case BIB_OP_##name:
-#define KOP TOP
-#define GOP(...)
-#define GKOP GOP
-#define VOP(...)
-#define COP(...)
 #include "isa/opcodes.def"
-#undef TOP
-#undef KOP
-#undef GOP
-#undef GKOP
-#undef VOP
-#undef COP
 #endif
             vmtensor {
                 WITH_FUEL(st = bib_tensor_exec(vm, ip, R));
@@ -1298,13 +1279,6 @@ save:
 #undef LOOP_OP
 #undef ENTER
 #undef FRAME_ZERO_END
-#if !BIB_USE_COMPUTED_GOTO
-#undef OP
-#undef TOP
-#undef GOP
-#undef VOP
-#undef COP
-#endif
 }
 
 #endif /* BIB_INTERP_INSTANCE */

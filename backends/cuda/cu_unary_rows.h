@@ -15,19 +15,6 @@
 #endif
 #include "isa/kernels.h"
 
-#define OP(...)
-#define TOP(...)
-#define GOP(...)
-#define GKOP(...)
-#define VOP(...)
-#define COP(...)
 #define KOP(name, code, k0, k1, k2, k3, flags, kernel, sub, sem)                                   \
     BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(BIB_CU_UNARY_ROW(UNARY_##sub, bib_unary_##sub))
 #include "isa/opcodes.def"
-#undef OP
-#undef TOP
-#undef GOP
-#undef GKOP
-#undef VOP
-#undef COP
-#undef KOP
