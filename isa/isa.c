@@ -82,14 +82,13 @@ int bib_isa_find_name(const char *name) {
 
 const char *bib_isa_kind_name(bib_operand_kind_t kind) {
     static const char *const names[BIB_K__N] = {
-        [BIB_K_NONE] = "-",        [BIB_K_RD] = "rd",          [BIB_K_RS] = "rs",
-        [BIB_K_IMM] = "imm32",     [BIB_K_IMMLO] = "imm64.lo", [BIB_K_IMMHI] = "imm64.hi",
-        [BIB_K_COUNT] = "count",   [BIB_K_CONST] = "const",    [BIB_K_TGT] = "target",
-        [BIB_K_FN] = "func",       [BIB_K_HOST] = "host",      [BIB_K_TD] = "td",
-        [BIB_K_TS] = "ts",         [BIB_K_TM] = "tm",          [BIB_K_DTYPE] = "dtype",
-        [BIB_K_SHADER] = "shader", [BIB_K_KERNEL] = "kernel",
-        [BIB_K_SCALE] = "scale",   [BIB_K_DIVISOR] = "divisor", [BIB_K_CASES] = "cases",
-        [BIB_K_RM] = "rm",
+        [BIB_K_NONE] = "-",          [BIB_K_RD] = "rd",          [BIB_K_RS] = "rs",
+        [BIB_K_IMM] = "imm32",       [BIB_K_IMMLO] = "imm64.lo", [BIB_K_IMMHI] = "imm64.hi",
+        [BIB_K_COUNT] = "count",     [BIB_K_CONST] = "const",    [BIB_K_TGT] = "target",
+        [BIB_K_FN] = "func",         [BIB_K_HOST] = "host",      [BIB_K_TD] = "td",
+        [BIB_K_TS] = "ts",           [BIB_K_TM] = "tm",          [BIB_K_DTYPE] = "dtype",
+        [BIB_K_SHADER] = "shader",   [BIB_K_KERNEL] = "kernel",  [BIB_K_SCALE] = "scale",
+        [BIB_K_DIVISOR] = "divisor", [BIB_K_CASES] = "cases",    [BIB_K_RM] = "rm",
     };
     return (unsigned)kind < BIB_K__N ? names[kind] : "?";
 }

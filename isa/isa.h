@@ -19,23 +19,23 @@
 
 /* Operand kinds. The verifier checks each operand word against its kind. */
 typedef enum bib_operand_kind {
-    BIB_K_NONE,   /* unused: must be 0 */
-    BIB_K_RD,     /* register written: index < the function's register count */
-    BIB_K_RS,     /* register read: same range check */
-    BIB_K_IMM,    /* signed 32-bit immediate */
-    BIB_K_IMMLO,  /* low 32 bits of a 64-bit immediate */
-    BIB_K_IMMHI,  /* high 32 bits of a 64-bit immediate */
-    BIB_K_COUNT,  /* a count (of arguments, dimensions): range checked per opcode */
-    BIB_K_CONST,  /* constant-pool index */
-    BIB_K_TGT,    /* jump target: instruction index inside the same function */
-    BIB_K_FN,     /* function index */
-    BIB_K_HOST,   /* host-function import index */
-    BIB_K_TD,     /* tensor register written */
-    BIB_K_TS,     /* tensor register read: must be live */
-    BIB_K_TM,     /* tensor register modified in place (or freed): must be live */
-    BIB_K_DTYPE,  /* tensor element type (bib_dtype_t) */
-    BIB_K_SHADER, /* user compute shader index (module section 17, spec/device-code.md) */
-    BIB_K_KERNEL, /* user CUDA kernel index (module section 18, spec/device-code.md) */
+    BIB_K_NONE,    /* unused: must be 0 */
+    BIB_K_RD,      /* register written: index < the function's register count */
+    BIB_K_RS,      /* register read: same range check */
+    BIB_K_IMM,     /* signed 32-bit immediate */
+    BIB_K_IMMLO,   /* low 32 bits of a 64-bit immediate */
+    BIB_K_IMMHI,   /* high 32 bits of a 64-bit immediate */
+    BIB_K_COUNT,   /* a count (of arguments, dimensions): range checked per opcode */
+    BIB_K_CONST,   /* constant-pool index */
+    BIB_K_TGT,     /* jump target: instruction index inside the same function */
+    BIB_K_FN,      /* function index */
+    BIB_K_HOST,    /* host-function import index */
+    BIB_K_TD,      /* tensor register written */
+    BIB_K_TS,      /* tensor register read: must be live */
+    BIB_K_TM,      /* tensor register modified in place (or freed): must be live */
+    BIB_K_DTYPE,   /* tensor element type (bib_dtype_t) */
+    BIB_K_SHADER,  /* user compute shader index (module section 17, spec/device-code.md) */
+    BIB_K_KERNEL,  /* user CUDA kernel index (module section 18, spec/device-code.md) */
     BIB_K_SCALE,   /* an index's shift: 0..3, so the index counts 1, 2, 4 or 8 bytes */
     BIB_K_DIVISOR, /* signed 32-bit immediate that is not 0 */
     BIB_K_CASES,   /* a jump table's size: 1..BIB_MAX_CASES JMPs follow the instruction */

@@ -567,8 +567,8 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
         return BIB_OK;
     case BIB_K_DIVISOR:
         if (v == 0)
-            return bib_diag_set(diag, BIB_E_VERIFY, "pc %u (%s): operand %c divides by zero",
-                                pc, info->name, slot);
+            return bib_diag_set(diag, BIB_E_VERIFY, "pc %u (%s): operand %c divides by zero", pc,
+                                info->name, slot);
         return BIB_OK;
     case BIB_K_CASES:
         /* The table: the v instructions after this one, JMPs of the same

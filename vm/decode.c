@@ -54,9 +54,8 @@ static void zero_step(const zero_scan_t *z, uint32_t pc, uint64_t *use, uint64_t
     for (int k = 0; k < 4; k++) {
         if (info->kinds[k] != BIB_K_RS && info->kinds[k] != BIB_K_RM)
             continue;
-        uint32_t n = k < 3 && info->kinds[k] == BIB_K_RS && info->kinds[k + 1] == BIB_K_COUNT
-                         ? w[k + 1]
-                         : 1;
+        uint32_t n =
+            k < 3 && info->kinds[k] == BIB_K_RS && info->kinds[k + 1] == BIB_K_COUNT ? w[k + 1] : 1;
         for (uint32_t r = w[k]; r < w[k] + n; r++)
             if (!has_bit(def, r))
                 set_bit(use, r);
