@@ -605,10 +605,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
-/* Two dispatch sites per branch: taken and not taken predict separately. */
-#define BRANCH1(name, cond)                                                                        \
+/* Two dispatch sites per branch: taken and not taken predict separately.
+   operands declares x (and y) for cond. */
+#define BRANCH_IF(name, operands, cond)                                                            \
     vmcase(name) {                                                                                 \
-        const uint64_t x = RA;                                                                     \
+        operands;                                                                                  \
         if (cond) {                                                                                \
             ip = ip->x.target;                                                                     \
             vmbreak;                                                                               \
@@ -616,40 +617,19 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
-#define BRANCH2(name, cond)                                                                        \
-    vmcase(name) {                                                                                 \
-        const uint64_t x = RA, y = RB;                                                             \
-        if (cond) {                                                                                \
-            ip = ip->x.target;                                                                     \
-            vmbreak;                                                                               \
-        }                                                                                          \
-        ip++;                                                                                      \
-        vmbreak;                                                                                   \
-    }
-/* Compare-and-branch against the sign-extended immediate in the raw word b
-   (x holds the target). */
-#define BRANCHI(name, cond)                                                                        \
-    vmcase(name) {                                                                                 \
-        const int64_t x = (int64_t)RA, y = (int64_t)(int32_t)ip->b;                                \
-        if (cond) {                                                                                \
-            ip = ip->x.target;                                                                     \
-            vmbreak;                                                                               \
-        }                                                                                          \
-        ip++;                                                                                      \
-        vmbreak;                                                                                   \
-    }
-/* A counted loop's back edge: step r[a] by the raw word d, compare with r[b]. */
-#define LOOP_OP(name, cmp)                                                                         \
-    vmcase(name) {                                                                                 \
-        const uint64_t i = RA + (uint64_t)(int64_t)(int32_t)ip->d;                                 \
-        RA = i;                                                                                    \
-        if ((int64_t)i cmp(int64_t) RB) {                                                          \
-            ip = ip->x.target;                                                                     \
-            vmbreak;                                                                               \
-        }                                                                                          \
-        ip++;                                                                                      \
-        vmbreak;                                                                                   \
-    }
+#define X_A const uint64_t x = RA
+#define X_AB const uint64_t x = RA, y = RB
+/* Against the sign-extended immediate in the raw word b (x holds the target). */
+#define X_AIMM const int64_t x = (int64_t)RA, y = (int64_t)(int32_t)ip->b
+/* A counted loop's back edge: r[a] steps by the raw word d, then meets r[b]. */
+#define X_LOOP                                                                                     \
+    const uint64_t i_ = RA + (uint64_t)(int64_t)(int32_t)ip->d;                                    \
+    RA = i_;                                                                                       \
+    const int64_t x = (int64_t)i_, y = (int64_t)RB
+#define BRANCH1(name, cond) BRANCH_IF(name, X_A, cond)
+#define BRANCH2(name, cond) BRANCH_IF(name, X_AB, cond)
+#define BRANCHI(name, cond) BRANCH_IF(name, X_AIMM, cond)
+#define LOOP_OP(name, cmp) BRANCH_IF(name, X_LOOP, x cmp y)
 /* Enters function f_ with a window that starts window_ registers into the
    caller's (the caller's register count): the arguments r[c..c+d) are
    copied to the callee's r[0..d), and the registers the callee may read
@@ -825,40 +805,40 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         st = trap_oob_indexed(vm, ip, R, msize, (width));                                          \
         goto fail;                                                                                 \
     }
-#define LOADX_OP(name, width, expr)                                                                \
+/* A load or store with the address rule addr (MEM_ADDR or MEMX_ADDR). */
+#define LOAD_WITH(addr, name, width, expr)                                                         \
     vmcase(name) {                                                                                 \
-        MEMX_ADDR(width);                                                                          \
+        addr(width);                                                                               \
         const uint8_t *p = mem + ea;                                                               \
         RA = (expr);                                                                               \
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
-#define STOREX_OP(name, width, stmt)                                                               \
+#define STORE_WITH(addr, name, width, stmt)                                                        \
     vmcase(name) {                                                                                 \
-        MEMX_ADDR(width);                                                                          \
+        addr(width);                                                                               \
         uint8_t *p = mem + ea;                                                                     \
         const uint64_t v = RA;                                                                     \
         stmt;                                                                                      \
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
-#define LOAD_OP(name, width, expr)                                                                 \
-    vmcase(name) {                                                                                 \
-        MEM_ADDR(width);                                                                           \
-        const uint8_t *p = mem + ea;                                                               \
-        RA = (expr);                                                                               \
-        ip++;                                                                                      \
-        vmbreak;                                                                                   \
-    }
-#define STORE_OP(name, width, stmt)                                                                \
-    vmcase(name) {                                                                                 \
-        MEM_ADDR(width);                                                                           \
-        uint8_t *p = mem + ea;                                                                     \
-        const uint64_t v = RA;                                                                     \
-        stmt;                                                                                      \
-        ip++;                                                                                      \
-        vmbreak;                                                                                   \
-    }
+/* Every width, for one address rule: LOAD8U with MEM_ADDR and an empty x,
+   LOADX8U with MEMX_ADDR and x = X. */
+#define MEMORY_OPS(addr, x)                                                                        \
+    LOAD_WITH(addr, LOAD##x, 8, mem_get64(p))                                                      \
+    LOAD_WITH(addr, LOAD##x##8U, 1, (uint64_t)p[0])                                                \
+    LOAD_WITH(addr, LOAD##x##8S, 1, (uint64_t)(int64_t)(int8_t)p[0])                               \
+    LOAD_WITH(addr, LOAD##x##16U, 2, (uint64_t)mem_get16(p))                                       \
+    LOAD_WITH(addr, LOAD##x##16S, 2, (uint64_t)(int64_t)(int16_t)mem_get16(p))                     \
+    LOAD_WITH(addr, LOAD##x##32U, 4, (uint64_t)mem_get32(p))                                       \
+    LOAD_WITH(addr, LOAD##x##32S, 4, (uint64_t)(int64_t)(int32_t)mem_get32(p))                     \
+    LOAD_WITH(addr, LOAD##x##F32, 4, f32_widen(mem_get32(p)))                                      \
+    STORE_WITH(addr, STORE##x, 8, mem_put64(p, v))                                                 \
+    STORE_WITH(addr, STORE##x##8, 1, p[0] = (uint8_t)v)                                            \
+    STORE_WITH(addr, STORE##x##16, 2, mem_put16(p, (uint16_t)v))                                   \
+    STORE_WITH(addr, STORE##x##32, 4, mem_put32(p, (uint32_t)v))                                   \
+    STORE_WITH(addr, STORE##x##F32, 4, mem_put32(p, f32_narrow(v)))
 
 #if BIB_USE_COMPUTED_GOTO && !BIB_INSTRUMENTED
     if (!vm->program.threaded) {
@@ -1007,32 +987,8 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
                 ip++;
                 vmbreak;
             }
-            LOAD_OP(LOAD, 8, mem_get64(p))
-            LOAD_OP(LOAD8U, 1, (uint64_t)p[0])
-            LOAD_OP(LOAD8S, 1, (uint64_t)(int64_t)(int8_t)p[0])
-            LOAD_OP(LOAD16U, 2, (uint64_t)mem_get16(p))
-            LOAD_OP(LOAD16S, 2, (uint64_t)(int64_t)(int16_t)mem_get16(p))
-            LOAD_OP(LOAD32U, 4, (uint64_t)mem_get32(p))
-            LOAD_OP(LOAD32S, 4, (uint64_t)(int64_t)(int32_t)mem_get32(p))
-            LOAD_OP(LOADF32, 4, f32_widen(mem_get32(p)))
-            STORE_OP(STORE, 8, mem_put64(p, v))
-            STORE_OP(STORE8, 1, p[0] = (uint8_t)v)
-            STORE_OP(STORE16, 2, mem_put16(p, (uint16_t)v))
-            STORE_OP(STORE32, 4, mem_put32(p, (uint32_t)v))
-            STORE_OP(STOREF32, 4, mem_put32(p, f32_narrow(v)))
-            LOADX_OP(LOADX, 8, mem_get64(p))
-            LOADX_OP(LOADX8U, 1, (uint64_t)p[0])
-            LOADX_OP(LOADX8S, 1, (uint64_t)(int64_t)(int8_t)p[0])
-            LOADX_OP(LOADX16U, 2, (uint64_t)mem_get16(p))
-            LOADX_OP(LOADX16S, 2, (uint64_t)(int64_t)(int16_t)mem_get16(p))
-            LOADX_OP(LOADX32U, 4, (uint64_t)mem_get32(p))
-            LOADX_OP(LOADX32S, 4, (uint64_t)(int64_t)(int32_t)mem_get32(p))
-            LOADX_OP(LOADXF32, 4, f32_widen(mem_get32(p)))
-            STOREX_OP(STOREX, 8, mem_put64(p, v))
-            STOREX_OP(STOREX8, 1, p[0] = (uint8_t)v)
-            STOREX_OP(STOREX16, 2, mem_put16(p, (uint16_t)v))
-            STOREX_OP(STOREX32, 4, mem_put32(p, (uint32_t)v))
-            STOREX_OP(STOREXF32, 4, mem_put32(p, f32_narrow(v)))
+            MEMORY_OPS(MEM_ADDR, )
+            MEMORY_OPS(MEMX_ADDR, X)
             vmcase(MEMSIZE) {
                 RA = msize;
                 ip++;
@@ -1268,14 +1224,18 @@ save:
 #undef BRANCH1
 #undef BRANCH2
 #undef MEM_ADDR
-#undef LOAD_OP
-#undef STORE_OP
 #undef MEMX_ADDR
-#undef LOADX_OP
-#undef STOREX_OP
+#undef MEMORY_OPS
+#undef LOAD_WITH
+#undef STORE_WITH
 #undef INT_IMMOP
 #undef F_CONSTOP
 #undef BRANCHI
+#undef BRANCH_IF
+#undef X_A
+#undef X_AB
+#undef X_AIMM
+#undef X_LOOP
 #undef LOOP_OP
 #undef ENTER
 #undef FRAME_ZERO_END
