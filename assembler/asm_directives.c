@@ -23,6 +23,10 @@
 
 /* ---- pass 1: definitions ------------------------------------------------ */
 
+/* Where a '.bss' without an alignment starts: a multiple of the widest
+   scalar. */
+#define BSS_DEFAULT_ALIGN 8
+
 static int is_data_directive(span_t w) {
     static const char *const names[] = {".byte", ".i16",   ".i32",   ".i64",  ".f32",
                                         ".f64",  ".ascii", ".asciz", ".zero", ".align"};
@@ -791,6 +795,28 @@ static void pass1_const(asm_state_t *a, uint32_t si) {
     free(name);
 }
 
+/* '.bss SIZE[, ALIGN]': memory to reserve after the data, without bytes in
+   the module. */
+static void pass1_bss(asm_state_t *a, uint32_t si) {
+    const stmt_t *s = &a->stmts[si];
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    uint64_t size, align = BSS_DEFAULT_ALIGN;
+    if (!bib_asm_expect_operands(a, si, 1, 2) ||
+        !bib_asm_parse_unsigned(a, si, ops[0], BIB_MAX_MEMORY, &size, "a byte count") ||
+        (s->op_count == 2 &&
+         !bib_asm_parse_unsigned(a, si, ops[1], UINT32_MAX, &align, "an alignment")))
+        return;
+    if (align == 0 || (align & (align - 1)) != 0) {
+        bib_asm_diag_span(a, si, ops[1], "alignment %s is not a power of two", NULL);
+        return;
+    }
+    if (!bib_asm_grow_array((void **)&a->bss, &a->bss_cap, a->bss_count + 1, sizeof *a->bss)) {
+        bib_asm_out_of_memory(a);
+        return;
+    }
+    a->bss[a->bss_count++] = (asm_bss_t){si, size, align, 0};
+}
+
 int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi) {
     const stmt_t *s = &a->stmts[si];
     if (s->op_count >= lo && s->op_count <= hi)
@@ -823,6 +849,11 @@ void bib_asm_pass1(asm_state_t *a) {
             sym_t *prev = bib_asm_sym_find(&a->syms, name, kind, scope);
             /* Data labels and .equ names both stand for numbers: one space. */
             sym_t *equ = kind == SYM_DATA ? bib_asm_sym_find(&a->syms, name, SYM_EQU, 0) : NULL;
+            /* A '.bss' label holds the index of its reservation until all
+               the data is laid out (bib_asm_place_bss). */
+            uint64_t value = current != ASM_NONE          ? a->funcs[current].insn_count
+                             : bib_asm_word_is(w, ".bss") ? a->bss_count
+                                                          : a->data_size;
             if (prev != NULL) {
                 bib_asm_diag_at(a, si, l.col, l.len, "label '%s' is already defined on line %u",
                                 name, a->stmts[prev->stmt].line);
@@ -835,10 +866,7 @@ void bib_asm_pass1(asm_state_t *a) {
                 bib_asm_diag_at(a, equ->stmt, e.col, e.len,
                                 "'.equ' name '%s' is already a data label on line %u", name,
                                 a->stmts[si].line);
-            } else if (bib_asm_sym_add(&a->syms, name, kind, scope,
-                                       current != ASM_NONE ? a->funcs[current].insn_count
-                                                           : a->data_size,
-                                       si) == NULL) {
+            } else if (bib_asm_sym_add(&a->syms, name, kind, scope, value, si) == NULL) {
                 bib_asm_out_of_memory(a);
             }
             free(name);
@@ -954,6 +982,15 @@ void bib_asm_pass1(asm_state_t *a) {
                 (a->stmts[si - 1].body_of == 0 && bib_asm_block_end(a, &a->stmts[si - 1]) == NULL))
                 bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' without a '%s' block", (int)w.len, w.p,
                                 bib_asm_word_is(w, ".endshader") ? ".shader" : ".kernel");
+        } else if (bib_asm_word_is(w, ".bss")) {
+            if (current != ASM_NONE) {
+                bib_asm_diag_at(a, si, w.col, w.len,
+                                "'.bss' inside function '%s' (put reservations outside '.func' "
+                                "... '.end')",
+                                a->funcs[current].name);
+                continue;
+            }
+            pass1_bss(a, si);
         } else if (bib_asm_word_is(w, ".equ")) {
             /* defined before pass 1 (asm_equ.c) */
         } else if (bib_asm_word_is(w, ".const")) {
@@ -1011,6 +1048,36 @@ void bib_asm_pass1(asm_state_t *a) {
     if (current != ASM_NONE && !a->stopped)
         bib_asm_diag_at(a, a->funcs[current].stmt, a->stmts[a->funcs[current].stmt].word.col, 5,
                         "function '%s' has no '.end'", a->funcs[current].name);
+}
+
+/* Places the '.bss' reservations after all the data, in file order, each at
+   a multiple of its alignment, and gives their labels those addresses. */
+void bib_asm_place_bss(asm_state_t *a) {
+    uint64_t at = a->data_size;
+    for (uint32_t i = 0; i < a->bss_count; i++) {
+        asm_bss_t *r = &a->bss[i];
+        uint64_t start = (at + r->align - 1) & ~(r->align - 1);
+        if (start > BIB_MAX_MEMORY || r->size > BIB_MAX_MEMORY - start) {
+            const stmt_t *s = &a->stmts[r->stmt];
+            bib_asm_diag_at(a, r->stmt, s->word.col, s->word.len,
+                            "'.bss' of %llu bytes at address %llu ends past %llu bytes, the most "
+                            "linear memory a module declares",
+                            (unsigned long long)r->size, (unsigned long long)start,
+                            (unsigned long long)BIB_MAX_MEMORY);
+            return;
+        }
+        r->addr = start;
+        at = start + r->size;
+    }
+    a->bss_end = at;
+    for (uint32_t i = 0; i < a->syms.count && a->bss_count > 0; i++) {
+        sym_t *sym = &a->syms.syms[i];
+        if (sym->kind != SYM_DATA || !bib_asm_word_is(a->stmts[sym->stmt].word, ".bss"))
+            continue;
+        /* Pass 1 gave it the index its line's reservation would have. */
+        uint64_t r = sym->value;
+        sym->value = r < a->bss_count && a->bss[r].stmt == sym->stmt ? a->bss[r].addr : 0;
+    }
 }
 
 /* Data labels named in .i32/.i64 are resolved once every label is known. */

@@ -128,6 +128,14 @@ typedef struct asm_equ {
     int f32_fits;      /* 0 for raw bits(...) wider than 32 */
 } asm_equ_t;
 
+/* A '.bss' reservation: placed after all the data once pass 1 has laid it
+   out (bib_asm_place_bss). */
+typedef struct asm_bss {
+    uint32_t stmt;
+    uint64_t size, align;
+    uint64_t addr; /* set by bib_asm_place_bss */
+} asm_bss_t;
+
 typedef struct data_fixup {
     uint32_t offset, width, stmt;
     span_t op;
@@ -165,6 +173,9 @@ typedef struct asm_state {
     uint32_t fixup_count, fixup_cap;
     uint64_t memory_size;
     uint32_t memory_stmt; /* ASM_NONE when no .memory */
+    asm_bss_t *bss;
+    uint32_t bss_count, bss_cap;
+    uint64_t bss_end; /* the end of the last reservation; the data size when none */
     asm_equ_t *equs;
     uint32_t equ_count, equ_cap;
     uint32_t entry_stmt; /* ASM_NONE when no .entry */
@@ -274,6 +285,8 @@ int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t t
 int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi);
 void bib_asm_pass1(asm_state_t *a);
 void bib_asm_resolve_fixups(asm_state_t *a);
+
+void bib_asm_place_bss(asm_state_t *a);
 
 /* ---- .equ, the symbolic constants (asm_equ.c) ---- */
 

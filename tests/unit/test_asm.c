@@ -450,6 +450,72 @@ Test(asm_equ, names_share_one_space_with_data_labels_and_dimensions_only) {
     bib_module_free(m);
 }
 
+/* ---- .bss ----------------------------------------------------------------- */
+
+Test(asm_bss, a_megabyte_reserved_costs_no_bytes_in_the_module) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    const char *src =
+        ".equ MB, 1048576\n"
+        "msg: .ascii \"abc\"\n"
+        "buf: .bss MB\n"
+        "big: .bss 100, 4096\n"
+        "tail: .byte 9\n" /* data after a reservation still follows the data */
+        "odd: .bss 3, 1\n"
+        "none: .bss 0\n"
+        ".func main regs=1\n"
+        "  LDI r0, buf\n  LDI r0, big\n  LDI r0, tail\n  LDI r0, odd\n  LDI r0, none\n"
+        "  HALT r0\n.end\n";
+    cr_assert_eq(bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag), BIB_OK, "%s",
+                 diag);
+    cr_expect_lt(size, 1024u, "a 1 MiB reservation is not stored: %zu bytes", size);
+    bib_module_t *m = NULL;
+    bib_diag_t d;
+    cr_assert_eq(bib_module_read(bytes, size, &m, &d), BIB_OK, "%s", d.msg);
+    cr_expect_eq(m->data_size, 4u);
+    cr_expect_eq(m->code[0].b, 8u, "after the 4 data bytes, at a multiple of 8");
+    cr_expect_eq(m->code[1].b, 1052672u, "8 + 1 MiB, up to a multiple of 4096");
+    cr_expect_eq(m->code[2].b, 3u);
+    cr_expect_eq(m->code[3].b, 1052772u);
+    cr_expect_eq(m->code[4].b, 1052776u, "a size 0 reservation marks an address");
+    cr_expect_eq(m->memory_size, 1052776u);
+    bib_module_free(m);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+Test(asm_bss, memory_directive_may_give_more_but_not_less) {
+    bib_module_t *m = assemble_ok(".memory 65536\nbuf: .bss 100\n.func main\n HALT r0\n.end\n");
+    cr_expect_eq(m->memory_size, 65536u);
+    cr_expect_eq(m->data_size, 0u);
+    bib_module_free(m);
+    char *d = assemble_fail(".memory 99\nbuf: .bss 100\n.func main\n HALT r0\n.end\n");
+    cr_expect(strstr(d, "1:1: error: memory size 99 is smaller than the 100 bytes of data and "
+                        "'.bss' reservations"),
+              "%s", d);
+    bib_free(d);
+}
+
+Test(asm_bss, bad_operands_are_errors) {
+    const char *want[] = {
+        "1:4: error: '.bss' takes 1 to 2 operands, found 0",
+        "2:12: error: alignment 3 is not a power of two",
+        "3:9: error: -1 is out of range for a byte count",
+        "5:4: error: '.bss' of 1 bytes at address 1099511627776 ends past 1099511627776 bytes",
+        "7:4: error: '.bss' inside function 'main'",
+    };
+    expect_only_errors("a: .bss\n"
+                       "b: .bss 8, 3\n"
+                       "c: .bss -1\n"
+                       "d: .bss 1099511627776\n"
+                       "e: .bss 1\n"
+                       ".func main\n"
+                       "f: .bss 8\n"
+                       "  HALT r0\n.end\n",
+                       want, 5);
+}
+
 /* ---- constants ----------------------------------------------------------- */
 
 Test(asm_consts, named_constants_come_first_then_inline_ones_reused_by_value) {
@@ -713,10 +779,11 @@ Test(asm_round_trip, spec_example_and_every_construct) {
         "  TRAP 42\n.end\n");
 }
 
-Test(asm_round_trip, equ_leaves_text_that_gives_the_same_bytes) {
-    /* The disassembly has no .equ: the values stand in place. */
+Test(asm_round_trip, equ_and_bss_leave_text_that_gives_the_same_bytes) {
+    /* The disassembly has neither: values in place, and '.memory' for the
+       reservations. */
     assert_source_round_trips(".equ N, 3\n.equ PI, 3.25\n.equ MB, 1048576\n"
-                              "t: .i32 N\nbuf: .zero N\n.memory MB\n"
+                              "t: .i32 N\nbuf: .bss MB, 64\n.zero N\n"
                               ".func main regs=N\n  LDI r0, buf\n  LDI64 r1, PI\n"
                               "  ADDI r2, r0, N\n  HALT r2\n.end\n");
 }
