@@ -1,8 +1,9 @@
 /* assembler/asm.c: the assembler, .basm text to .bib bytes (bib_assemble).
  *
- * The language is specified in spec/assembly.md. Two passes over the parsed
- * lines: the first collects every definition (functions, code and data labels,
- * constants, imports, data bytes) so that anything may be named before it is
+ * The language is specified in spec/assembly.md. The .equ names are defined
+ * first, in file order. Then two passes over the parsed lines: the first
+ * collects every definition (functions, code and data labels, constants,
+ * imports, data bytes) so that anything but an .equ may be named before it is
  * defined; the second checks every instruction's operands against the kinds in
  * isa/opcodes.def and emits through the builder (builder.c), which lays the
  * module out, verifies it and writes the bytes. Errors are collected, not
@@ -11,7 +12,8 @@
  * This file is the driver only: the public entry points, the order of the
  * passes, the module-wide checks, the builder calls and the clean-up. The
  * passes live beside it (asm_internal.h lists who owns what): asm_lex.c
- * (lines, literals, symbols, diagnostics), asm_directives.c (pass 1),
+ * (lines, literals, symbols, diagnostics), asm_equ.c (.equ, defined before
+ * pass 1), asm_directives.c (pass 1, then the '.bss' placement),
  * asm_devcode.c (.shader, .kernel), asm_operands.c (pass 2), and asm_text.c
  * (the text helpers the disassembler shares).
  */
@@ -52,6 +54,12 @@ static void check_module(asm_state_t *a) {
         bib_asm_diag_at(a, a->memory_stmt, s->word.col, s->word.len,
                         "memory size %llu is smaller than the %llu bytes of data",
                         (unsigned long long)a->memory_size, (unsigned long long)a->data_size);
+    } else if (a->memory_stmt != ASM_NONE && a->memory_size < a->bss_end) {
+        const stmt_t *s = &a->stmts[a->memory_stmt];
+        bib_asm_diag_at(a, a->memory_stmt, s->word.col, s->word.len,
+                        "memory size %llu is smaller than the %llu bytes of data and '.bss' "
+                        "reservations",
+                        (unsigned long long)a->memory_size, (unsigned long long)a->bss_end);
     }
 }
 
@@ -91,6 +99,8 @@ static void asm_free(asm_state_t *a) {
     free(a->consts);
     free(a->data);
     free(a->fixups);
+    free(a->bss);
+    free(a->equs);
     free(a->source_name);
     for (uint32_t i = 0; i < a->tensor_count; i++) {
         free(a->tensors[i].name);
@@ -117,7 +127,11 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
                              size_t *size) {
     bib_asm_split_lines(a, source, length);
     if (!a->stopped && !a->oom)
+        bib_asm_pass_equ(a);
+    if (!a->stopped && !a->oom)
         bib_asm_pass1(a);
+    if (!a->stopped && !a->oom)
+        bib_asm_place_bss(a);
     if (!a->stopped && !a->oom)
         bib_asm_resolve_fixups(a);
     if (!a->stopped && !a->oom)
@@ -177,7 +191,11 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
     if (a->strip)
         bib_builder_strip(b);
     bib_builder_source(b, a->source_set ? a->source_name : a->default_source);
-    bib_builder_memory(b, a->memory_stmt != ASM_NONE ? a->memory_size : a->data_size);
+    /* '.bss' costs no bytes: it only makes linear memory larger than the
+       data, and the VM zeroes what lies beyond the data. */
+    bib_builder_memory(b, a->memory_stmt != ASM_NONE  ? a->memory_size
+                          : a->bss_end > a->data_size ? a->bss_end
+                                                      : a->data_size);
     if (a->data_size > 0)
         bib_builder_data(b, 0, a->data, (size_t)a->data_size);
     free(a->data); /* the builder holds the data now: keep one copy alive */

@@ -23,6 +23,10 @@
 
 /* ---- pass 1: definitions ------------------------------------------------ */
 
+/* Where a '.bss' without an alignment starts: a multiple of the widest
+   scalar. */
+#define BSS_DEFAULT_ALIGN 8
+
 static int is_data_directive(span_t w) {
     static const char *const names[] = {".byte", ".i16",   ".i32",   ".i64",  ".f32",
                                         ".f64",  ".ascii", ".asciz", ".zero", ".align"};
@@ -145,11 +149,18 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
                                                                                       : 8;
         if (bib_asm_word_is(w, ".f32") || bib_asm_word_is(w, ".f64")) {
             uint64_t bits;
-            parse_result_t r = bib_asm_parse_float(op, (int)width * 8, &bits);
+            asm_equ_t q;
+            int equ = bib_asm_equ_value(a, si, op, &q);
+            if (equ < 0)
+                return;
+            parse_result_t r = equ > 0 ? bib_asm_equ_float_bits(&q, (int)width * 8, &bits)
+                                       : bib_asm_parse_float(op, (int)width * 8, &bits);
             if (r != PARSE_OK) {
                 bib_asm_diag_span(a, si, op,
-                                  r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
-                                                   : "expected a float, found '%s'",
+                                  r == PARSE_RANGE && equ > 0
+                                      ? "'%s' holds raw bits wider than an f32's 32"
+                                  : r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
+                                                     : "expected a float, found '%s'",
                                   NULL);
                 return;
             }
@@ -161,6 +172,13 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
         }
         asm_int_t v;
         parse_result_t r = bib_asm_parse_int(op, &v);
+        if (r == PARSE_NOT) {
+            int equ = bib_asm_equ_int(a, si, op, &v);
+            if (equ < 0)
+                return;
+            if (equ > 0)
+                r = PARSE_OK;
+        }
         if (r == PARSE_NOT && width >= 4 && bib_asm_name_length(op.p, op.p + op.len) > 0) {
             /* A data label: its address is known only after pass 1. */
             if (!bib_asm_grow_array((void **)&a->fixups, &a->fixup_cap, a->fixup_count + 1,
@@ -326,6 +344,22 @@ static int parse_dim(asm_state_t *a, uint32_t si, span_t d, int fixed_only, int6
             return 0;
         *out = (int64_t)n;
     } else {
+        asm_int_t v;
+        int equ = bib_asm_equ_int(a, si, d, &v);
+        if (equ < 0)
+            return 0;
+        if (equ > 0) {
+            if (v.neg || v.mag > BIB_MAX_TENSOR_DIM) {
+                char text[32];
+                bib_asm_int_text(v, text, sizeof text);
+                bib_asm_diag_at(a, si, d.col, d.len,
+                                "%.*s = %s is out of range for a dimension size (0..%llu)",
+                                (int)d.len, d.p, text, (unsigned long long)BIB_MAX_TENSOR_DIM);
+                return 0;
+            }
+            *out = (int64_t)v.mag;
+            return 1;
+        }
         char *name = bib_asm_parse_name(a, si, d, "dimension");
         if (name == NULL)
             return 0;
@@ -404,13 +438,20 @@ static int parse_tensor_type(asm_state_t *a, uint32_t si, span_t sp, int fixed_o
 
 /* One element of a .tensor value list, as its 32-bit pattern. */
 static int parse_element(asm_state_t *a, uint32_t si, span_t op, uint32_t dtype, uint32_t *out) {
+    asm_equ_t q;
+    int equ = bib_asm_equ_value(a, si, op, &q);
+    if (equ < 0)
+        return 0;
     if (dtype == BIB_DTYPE_F32) {
         uint64_t bits;
-        parse_result_t r = bib_asm_parse_float(op, 32, &bits);
+        parse_result_t r =
+            equ > 0 ? bib_asm_equ_float_bits(&q, 32, &bits) : bib_asm_parse_float(op, 32, &bits);
         if (r != PARSE_OK) {
             bib_asm_diag_span(a, si, op,
-                              r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
-                                               : "expected an f32 value, found '%s'",
+                              r == PARSE_RANGE && equ > 0
+                                  ? "'%s' holds raw bits wider than an f32's 32"
+                              : r == PARSE_RANGE ? "raw bits %s do not fit 32 bits"
+                                                 : "expected an f32 value, found '%s'",
                               NULL);
             return 0;
         }
@@ -419,6 +460,14 @@ static int parse_element(asm_state_t *a, uint32_t si, span_t op, uint32_t dtype,
     }
     asm_int_t v;
     parse_result_t r = bib_asm_parse_int(op, &v);
+    if (equ > 0 && q.is_float) {
+        bib_asm_diag_span(a, si, op, "'%s' is a float '.equ'; an i32 value is expected here", NULL);
+        return 0;
+    }
+    if (equ > 0) {
+        v = q.value;
+        r = PARSE_OK;
+    }
     if (r == PARSE_OK && bib_asm_int_fits(v, INT32_MIN, UINT32_MAX)) {
         *out = (uint32_t)bib_asm_int_bits(v);
         return 1;
@@ -633,7 +682,8 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
         }
         uint64_t count;
         asm_int_t v;
-        if (kind == BIB_K_COUNT && prev_reg != ASM_NONE && bib_asm_parse_int(op, &v) == PARSE_OK &&
+        if (kind == BIB_K_COUNT && prev_reg != ASM_NONE &&
+            (bib_asm_parse_int(op, &v) == PARSE_OK || bib_asm_equ_peek_int(a, si, op, &v)) &&
             !v.neg && v.mag <= BIB_MAX_REGS) {
             count = v.mag + program_extra;
             if (prev_reg + count > f->regs_used && prev_reg + count <= BIB_MAX_REGS)
@@ -674,16 +724,29 @@ uint32_t bib_asm_add_const(asm_state_t *a, uint32_t type, uint64_t bits) {
 /* Parses a constant value of the given type (".const" or "=" form). */
 int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t type,
                               uint64_t *bits) {
+    asm_equ_t q;
+    int equ = bib_asm_equ_value(a, si, op, &q);
+    if (equ < 0)
+        return 0;
     if (type == BIB_CONST_F64) {
-        parse_result_t r = bib_asm_parse_float(op, 64, bits);
+        parse_result_t r =
+            equ > 0 ? bib_asm_equ_float_bits(&q, 64, bits) : bib_asm_parse_float(op, 64, bits);
         if (r != PARSE_OK) {
             bib_asm_diag_span(a, si, op, "expected an f64 value, found '%s'", NULL);
             return 0;
         }
         return 1;
     }
+    if (equ > 0 && q.is_float) {
+        bib_asm_diag_span(a, si, op, "'%s' is a float '.equ'; an i64 value is expected here", NULL);
+        return 0;
+    }
     asm_int_t v;
-    parse_result_t r = bib_asm_parse_int(op, &v);
+    parse_result_t r = PARSE_OK;
+    if (equ > 0)
+        v = q.value;
+    else
+        r = bib_asm_parse_int(op, &v);
     if (r == PARSE_OK && bib_asm_int_fits(v, INT64_MIN, UINT64_MAX)) {
         *bits = bib_asm_int_bits(v);
         return 1;
@@ -733,6 +796,28 @@ static void pass1_const(asm_state_t *a, uint32_t si) {
     free(name);
 }
 
+/* '.bss SIZE[, ALIGN]': memory to reserve after the data, without bytes in
+   the module. */
+static void pass1_bss(asm_state_t *a, uint32_t si) {
+    const stmt_t *s = &a->stmts[si];
+    const span_t *ops = bib_asm_stmt_operands(a, s);
+    uint64_t size, align = BSS_DEFAULT_ALIGN;
+    if (!bib_asm_expect_operands(a, si, 1, 2) ||
+        !bib_asm_parse_unsigned(a, si, ops[0], BIB_MAX_MEMORY, &size, "a byte count") ||
+        (s->op_count == 2 &&
+         !bib_asm_parse_unsigned(a, si, ops[1], UINT32_MAX, &align, "an alignment")))
+        return;
+    if (align == 0 || (align & (align - 1)) != 0) {
+        bib_asm_diag_span(a, si, ops[1], "alignment %s is not a power of two", NULL);
+        return;
+    }
+    if (!bib_asm_grow_array((void **)&a->bss, &a->bss_cap, a->bss_count + 1, sizeof *a->bss)) {
+        bib_asm_out_of_memory(a);
+        return;
+    }
+    a->bss[a->bss_count++] = (asm_bss_t){si, size, align, 0};
+}
+
 int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi) {
     const stmt_t *s = &a->stmts[si];
     if (s->op_count >= lo && s->op_count <= hi)
@@ -763,14 +848,28 @@ void bib_asm_pass1(asm_state_t *a) {
             uint32_t kind = current != ASM_NONE ? SYM_CODE : SYM_DATA;
             uint32_t scope = current != ASM_NONE ? current + 1 : 0;
             sym_t *prev = bib_asm_sym_find(&a->syms, name, kind, scope);
-            if (prev != NULL)
+            /* Data labels and .equ names both stand for numbers: one space. */
+            sym_t *equ = kind == SYM_DATA ? bib_asm_sym_find(&a->syms, name, SYM_EQU, 0) : NULL;
+            /* A '.bss' label holds the index of its reservation until all
+               the data is laid out (bib_asm_place_bss). */
+            uint64_t value = current != ASM_NONE          ? a->funcs[current].insn_count
+                             : bib_asm_word_is(w, ".bss") ? a->bss_count
+                                                          : a->data_size;
+            if (prev != NULL) {
                 bib_asm_diag_at(a, si, l.col, l.len, "label '%s' is already defined on line %u",
                                 name, a->stmts[prev->stmt].line);
-            else if (bib_asm_sym_add(&a->syms, name, kind, scope,
-                                     current != ASM_NONE ? a->funcs[current].insn_count
-                                                         : a->data_size,
-                                     si) == NULL)
+            } else if (equ != NULL && equ->stmt < si) {
+                bib_asm_diag_at(a, si, l.col, l.len,
+                                "label '%s' is already defined by '.equ' on line %u", name,
+                                a->stmts[equ->stmt].line);
+            } else if (equ != NULL) {
+                span_t e = a->spans[a->stmts[equ->stmt].op_first];
+                bib_asm_diag_at(a, equ->stmt, e.col, e.len,
+                                "'.equ' name '%s' is already a data label on line %u", name,
+                                a->stmts[si].line);
+            } else if (bib_asm_sym_add(&a->syms, name, kind, scope, value, si) == NULL) {
                 bib_asm_out_of_memory(a);
+            }
             free(name);
         }
         if (w.len == 0) {
@@ -844,9 +943,17 @@ void bib_asm_pass1(asm_state_t *a) {
                 pass1_tensor(a, si);
             } else if (bib_asm_word_is(w, ".dim")) {
                 for (uint32_t i = 0; i < s->op_count; i++) {
-                    char *name = bib_asm_parse_name(a, si, a->spans[s->op_first + i], "dimension");
-                    if (name != NULL)
+                    span_t op = a->spans[s->op_first + i];
+                    char *name = bib_asm_parse_name(a, si, op, "dimension");
+                    sym_t *equ = name ? bib_asm_sym_find(&a->syms, name, SYM_EQU, 0) : NULL;
+                    if (equ != NULL) {
+                        bib_asm_diag_at(a, si, op.col, op.len,
+                                        "'%s' is an '.equ' (line %u), not a dimension name", name,
+                                        a->stmts[equ->stmt].line);
+                        free(name);
+                    } else if (name != NULL) {
                         dim_symbol(a, si, name);
+                    }
                 }
             } else if (bib_asm_expect_operands(a, si, 1, 1)) {
                 uint64_t n;
@@ -876,6 +983,17 @@ void bib_asm_pass1(asm_state_t *a) {
                 (a->stmts[si - 1].body_of == 0 && bib_asm_block_end(a, &a->stmts[si - 1]) == NULL))
                 bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' without a '%s' block", (int)w.len, w.p,
                                 bib_asm_word_is(w, ".endshader") ? ".shader" : ".kernel");
+        } else if (bib_asm_word_is(w, ".bss")) {
+            if (current != ASM_NONE) {
+                bib_asm_diag_at(a, si, w.col, w.len,
+                                "'.bss' inside function '%s' (put reservations outside '.func' "
+                                "... '.end')",
+                                a->funcs[current].name);
+                continue;
+            }
+            pass1_bss(a, si);
+        } else if (bib_asm_word_is(w, ".equ")) {
+            /* defined before pass 1 (asm_equ.c) */
         } else if (bib_asm_word_is(w, ".const")) {
             pass1_const(a, si);
         } else if (bib_asm_word_is(w, ".import")) {
@@ -931,6 +1049,36 @@ void bib_asm_pass1(asm_state_t *a) {
     if (current != ASM_NONE && !a->stopped)
         bib_asm_diag_at(a, a->funcs[current].stmt, a->stmts[a->funcs[current].stmt].word.col, 5,
                         "function '%s' has no '.end'", a->funcs[current].name);
+}
+
+/* Places the '.bss' reservations after all the data, in file order, each at
+   a multiple of its alignment, and gives their labels those addresses. */
+void bib_asm_place_bss(asm_state_t *a) {
+    uint64_t at = a->data_size;
+    for (uint32_t i = 0; i < a->bss_count; i++) {
+        asm_bss_t *r = &a->bss[i];
+        uint64_t start = (at + r->align - 1) & ~(r->align - 1);
+        if (start > BIB_MAX_MEMORY || r->size > BIB_MAX_MEMORY - start) {
+            const stmt_t *s = &a->stmts[r->stmt];
+            bib_asm_diag_at(a, r->stmt, s->word.col, s->word.len,
+                            "'.bss' of %llu bytes at address %llu ends past %llu bytes, the most "
+                            "linear memory a module declares",
+                            (unsigned long long)r->size, (unsigned long long)start,
+                            (unsigned long long)BIB_MAX_MEMORY);
+            return;
+        }
+        r->addr = start;
+        at = start + r->size;
+    }
+    a->bss_end = at;
+    for (uint32_t i = 0; i < a->syms.count && a->bss_count > 0; i++) {
+        sym_t *sym = &a->syms.syms[i];
+        if (sym->kind != SYM_DATA || !bib_asm_word_is(a->stmts[sym->stmt].word, ".bss"))
+            continue;
+        /* Pass 1 gave it the index its line's reservation would have. */
+        uint64_t r = sym->value;
+        sym->value = r < a->bss_count && a->bss[r].stmt == sym->stmt ? a->bss[r].addr : 0;
+    }
 }
 
 /* Data labels named in .i32/.i64 are resolved once every label is known. */

@@ -1,7 +1,7 @@
 /* assembler/asm_internal.h: what the assembler's files share (asm.c,
- * asm_text.c, asm_lex.c, asm_directives.c, asm_devcode.c, asm_operands.c):
- * the parsed lines, the symbol table, the assembler state and the functions
- * one file calls in another. Not installed and not part of the library's
+ * asm_text.c, asm_lex.c, asm_equ.c, asm_directives.c, asm_devcode.c,
+ * asm_operands.c): the parsed lines, the symbol table, the assembler state
+ * and the functions one file calls in another. Not installed and not part of the library's
  * interface; everything else stays static in its file.
  */
 #ifndef BIB_ASM_INTERNAL_H
@@ -35,6 +35,7 @@ typedef enum sym_kind {
        reported): uses of the name say nothing more. */
     SYM_BROKEN_SHADER,
     SYM_BROKEN_KERNEL,
+    SYM_EQU, /* value: index in asm_state_t.equs */
 } sym_kind_t;
 
 typedef struct sym {
@@ -105,6 +106,36 @@ typedef struct asm_devcode {
     uint32_t ptx_bytes;
 } asm_devcode_t;
 
+typedef struct asm_int {
+    int neg;
+    uint64_t mag;
+} asm_int_t;
+
+/* A .equ, defined before pass 1 (asm_equ.c). */
+typedef enum equ_state {
+    EQU_PENDING, /* its value is not read yet */
+    EQU_OK,
+    EQU_FAILED, /* its value was wrong (reported): uses say nothing more */
+} equ_state_t;
+
+typedef struct asm_equ {
+    uint32_t stmt;
+    uint32_t state; /* equ_state_t */
+    int is_float;
+    asm_int_t value;   /* an integer .equ */
+    uint64_t f64_bits; /* a float .equ: its binary64 bits */
+    uint64_t f32_bits; /* and its binary32 bits, read from the same text */
+    int f32_fits;      /* 0 for raw bits(...) wider than 32 */
+} asm_equ_t;
+
+/* A '.bss' reservation: placed after all the data once pass 1 has laid it
+   out (bib_asm_place_bss). */
+typedef struct asm_bss {
+    uint32_t stmt;
+    uint64_t size, align;
+    uint64_t addr; /* set by bib_asm_place_bss */
+} asm_bss_t;
+
 typedef struct data_fixup {
     uint32_t offset, width, stmt;
     span_t op;
@@ -142,7 +173,12 @@ typedef struct asm_state {
     uint32_t fixup_count, fixup_cap;
     uint64_t memory_size;
     uint32_t memory_stmt; /* ASM_NONE when no .memory */
-    uint32_t entry_stmt;  /* ASM_NONE when no .entry */
+    asm_bss_t *bss;
+    uint32_t bss_count, bss_cap;
+    uint64_t bss_end; /* the end of the last reservation; the data size when none */
+    asm_equ_t *equs;
+    uint32_t equ_count, equ_cap;
+    uint32_t entry_stmt; /* ASM_NONE when no .entry */
 
     asm_tensor_t *tensors;
     uint32_t tensor_count, tensor_cap;
@@ -181,11 +217,6 @@ typedef struct bib_asm_pass2 {
 } pass2_t;
 
 /* ---- operand values ----------------------------------------------------- */
-
-typedef struct asm_int {
-    int neg;
-    uint64_t mag;
-} asm_int_t;
 
 typedef enum parse_result {
     PARSE_OK,
@@ -233,6 +264,7 @@ void bib_asm_int_text(asm_int_t v, char *out, size_t cap);
 parse_result_t bib_asm_parse_int(span_t sp, asm_int_t *out);
 int bib_asm_looks_float(span_t sp);
 parse_result_t bib_asm_parse_float(span_t sp, int width, uint64_t *bits);
+uint64_t bib_asm_int_float_bits(asm_int_t v, int width);
 char *bib_asm_parse_name(asm_state_t *a, uint32_t si, span_t sp, const char *what);
 int bib_asm_parse_reg(span_t sp, char prefix, uint32_t *index);
 int bib_asm_find_mnemonic(span_t w);
@@ -253,6 +285,16 @@ int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t t
 int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi);
 void bib_asm_pass1(asm_state_t *a);
 void bib_asm_resolve_fixups(asm_state_t *a);
+
+void bib_asm_place_bss(asm_state_t *a);
+
+/* ---- .equ, the symbolic constants (asm_equ.c) ---- */
+
+void bib_asm_pass_equ(asm_state_t *a);
+int bib_asm_equ_value(asm_state_t *a, uint32_t si, span_t sp, asm_equ_t *out);
+int bib_asm_equ_int(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *out);
+int bib_asm_equ_peek_int(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *out);
+parse_result_t bib_asm_equ_float_bits(const asm_equ_t *e, int width, uint64_t *bits);
 
 /* ---- .shader and .kernel declarations (asm_devcode.c) ---- */
 

@@ -661,6 +661,25 @@ int bib_asm_looks_float(span_t sp) {
     return 0;
 }
 
+/* The f64 (width 64) or f32 (width 32) bit pattern of the float nearest an
+   integer. */
+uint64_t bib_asm_int_float_bits(asm_int_t v, int width) {
+    /* Through int64 when it fits, so the one rounding is the C library's. */
+    int small = !v.neg || v.mag <= (1ull << 63);
+    if (width == 32) {
+        float f =
+            small ? (v.neg ? (float)(int64_t)bib_asm_int_bits(v) : (float)v.mag) : -(float)v.mag;
+        uint32_t b32;
+        memcpy(&b32, &f, sizeof b32);
+        return b32;
+    }
+    double d =
+        small ? (v.neg ? (double)(int64_t)bib_asm_int_bits(v) : (double)v.mag) : -(double)v.mag;
+    uint64_t b64;
+    memcpy(&b64, &d, sizeof d);
+    return b64;
+}
+
 /* A float in f64 (width 64) or f32 (width 32) form, as its bit pattern.
    Integers are converted to the nearest float. */
 parse_result_t bib_asm_parse_float(span_t sp, int width, uint64_t *bits) {
@@ -680,19 +699,7 @@ parse_result_t bib_asm_parse_float(span_t sp, int width, uint64_t *bits) {
     asm_int_t iv;
     parse_result_t r = bib_asm_parse_int(sp, &iv);
     if (r == PARSE_OK && sp.p[0] != '\'') {
-        /* Through int64 when it fits, so the one rounding is the C library's. */
-        int small = !iv.neg || iv.mag <= (1ull << 63);
-        double d = small ? (iv.neg ? (double)(int64_t)bib_asm_int_bits(iv) : (double)iv.mag)
-                         : -(double)iv.mag;
-        if (width == 32) {
-            float f = small ? (iv.neg ? (float)(int64_t)bib_asm_int_bits(iv) : (float)iv.mag)
-                            : -(float)iv.mag;
-            uint32_t b32;
-            memcpy(&b32, &f, sizeof b32);
-            *bits = b32;
-        } else {
-            memcpy(bits, &d, sizeof d);
-        }
+        *bits = bib_asm_int_float_bits(iv, width);
         return PARSE_OK;
     }
     if (!bib_asm_looks_float(sp) || n > 120)
@@ -799,11 +806,19 @@ int bib_asm_word_is(span_t w, const char *name) {
     return strlen(name) == w.len && strncasecmp(w.p, name, w.len) == 0;
 }
 
-/* A count or size: an unsigned integer literal up to max. */
+/* A count or size: an unsigned integer literal, or an .equ, up to max. */
 int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
                            const char *what) {
     asm_int_t v;
     parse_result_t r = bib_asm_parse_int(sp, &v);
+    int equ = 0;
+    if (r == PARSE_NOT) {
+        equ = bib_asm_equ_int(a, si, sp, &v);
+        if (equ < 0)
+            return 0;
+        if (equ > 0)
+            r = PARSE_OK;
+    }
     if (r == PARSE_NOT || r == PARSE_BAD_CHAR) {
         char msg[96];
         snprintf(msg, sizeof msg, "expected %s, found '%%s'", what);
@@ -811,16 +826,23 @@ int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max,
         return 0;
     }
     if (r == PARSE_RANGE || (v.neg && v.mag != 0) || v.mag > max) {
-        bib_asm_diag_at(a, si, sp.col, sp.len, "%.*s is out of range for %s (0..%llu)", (int)sp.len,
-                        sp.p, what, (unsigned long long)max);
+        char value[32] = "";
+        if (equ > 0) {
+            value[0] = ' ';
+            value[1] = '=';
+            value[2] = ' ';
+            bib_asm_int_text(v, value + 3, sizeof value - 3);
+        }
+        bib_asm_diag_at(a, si, sp.col, sp.len, "%.*s%s is out of range for %s (0..%llu)",
+                        (int)sp.len, sp.p, value, what, (unsigned long long)max);
         return 0;
     }
     *out = v.mag;
     return 1;
 }
 
-/* An integer, char, or data label with an optional +N/-N: resolved against
-   the data labels of pass 1. */
+/* An integer, char, .equ or data label, the names with an optional +N/-N:
+   resolved against the .equ names and the data labels of pass 1. */
 int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *out, int floats_ok) {
     parse_result_t r = bib_asm_parse_int(sp, out);
     if (r == PARSE_OK)
@@ -849,6 +871,9 @@ int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *ou
                           NULL);
         return 0;
     }
+    int equ = bib_asm_equ_int(a, si, sp, out);
+    if (equ != 0)
+        return equ > 0;
     uint32_t n = bib_asm_name_length(sp.p, sp.p + sp.len);
     if (n == 0) {
         bib_asm_diag_span(a, si, sp, "expected an integer or a data label, found '%s'", NULL);

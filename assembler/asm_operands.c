@@ -129,7 +129,13 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
     case BIB_K_IMMLO: {
         asm_int_t v;
         uint64_t bits;
-        if (bib_asm_parse_int_expr(a, si, op, &v, 1)) {
+        asm_equ_t q;
+        int equ = bib_asm_equ_value(a, si, op, &q);
+        if (equ < 0)
+            return 0;
+        if (equ > 0) {
+            bits = q.is_float ? q.f64_bits : bib_asm_int_bits(q.value);
+        } else if (bib_asm_parse_int_expr(a, si, op, &v, 1)) {
             if (!bib_asm_int_fits(v, INT64_MIN, UINT64_MAX)) {
                 bib_asm_diag_span(a, si, op, "value %s does not fit 64 bits", NULL);
                 return 0;
@@ -206,7 +212,13 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
                 lit.len--;
                 lit.col++;
             }
-            uint32_t type = bib_asm_looks_float(lit) ? BIB_CONST_F64 : BIB_CONST_I64;
+            asm_equ_t q;
+            int equ = bib_asm_equ_value(a, si, lit, &q);
+            if (equ < 0)
+                return 0;
+            /* An .equ keeps its own type: a float one is an f64 entry. */
+            uint32_t type =
+                (equ > 0 ? q.is_float : bib_asm_looks_float(lit)) ? BIB_CONST_F64 : BIB_CONST_I64;
             uint64_t bits;
             if (!bib_asm_parse_const_value(a, si, lit, type, &bits))
                 return 0;

@@ -31,7 +31,7 @@ static const char *const directive_names[] = {
     ".func",  ".end",    ".memory",  ".data",   ".asciz",  ".ascii",   ".byte",
     ".i16",   ".i32",    ".i64",     ".f32",    ".f64",    ".zero",    ".align",
     ".const", ".import", ".input",   ".output", ".tensor", ".tensors", ".dim",
-    ".entry", ".source", ".nodebug", ".shader", ".kernel",
+    ".entry", ".source", ".nodebug", ".shader", ".kernel", ".equ",     ".bss",
 };
 
 /* The candidates gathered for one completion, each malloc'd. */

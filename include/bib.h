@@ -307,6 +307,9 @@ BIB_API bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_ho
  *   print_i64(x)        the decimal integer and a newline
  *   print_u64(x)        the unsigned decimal integer and a newline
  *   print_f64(x)        the shortest decimal that reads back as the same f64, and a newline
+ *   print_f64(x,digits) x with digits (0..40) digits after the point, rounded as C's
+ *                       "%.*f" rounds (print_f64(1/3.0, 9) prints 0.333333333), and a
+ *                       newline; digits outside 0..40 is a trap
  *   print_char(c)       one byte
  *   print_str(addr,len) len bytes of linear memory from addr (bounds-checked)
  * Each returns 0. */

@@ -843,13 +843,33 @@ static bib_status_t stdio_print_u64(bib_vm_t *vm, void *user, const bib_value_t 
     return BIB_OK;
 }
 
+/* The most digits print_f64 writes after the point (include/bib.h). */
+#define PRINT_F64_MAX_DIGITS 40
+
+/* print_f64(x): the shortest text that reads back as x. print_f64(x, digits):
+   x with that many digits after the point, as C's "%.*f" rounds it. */
 static bib_status_t stdio_print_f64(bib_vm_t *vm, void *user, const bib_value_t *args,
                                     uint32_t nargs, bib_value_t *result) {
-    if (want_args(vm, "print_f64", nargs, 1) != BIB_OK)
+    if (nargs != 1 && nargs != 2) {
+        bib_vm_trap(vm,
+                    "print_f64 takes 1 or 2 arguments (the value, then the digits after the "
+                    "point), got %u",
+                    nargs);
         return BIB_E_TRAP;
-    char text[40];
-    bib_format_f64(args[0].f, text, sizeof text);
-    fprintf((FILE *)user, "%s\n", text);
+    }
+    if (nargs == 2) {
+        int64_t digits = args[1].i;
+        if (digits < 0 || digits > PRINT_F64_MAX_DIGITS) {
+            bib_vm_trap(vm, "print_f64: %" PRId64 " digits after the point is out of range (0..%d)",
+                        digits, PRINT_F64_MAX_DIGITS);
+            return BIB_E_TRAP;
+        }
+        fprintf((FILE *)user, "%.*f\n", (int)digits, args[0].f);
+    } else {
+        char text[40];
+        bib_format_f64(args[0].f, text, sizeof text);
+        fprintf((FILE *)user, "%s\n", text);
+    }
     result->i = 0;
     return BIB_OK;
 }

@@ -40,6 +40,31 @@ for ex in hello fib sieve loop; do
     fi
 done
 expect_out "run a .bib file" 2178309 $BIB run "$T/fib.bib"
+
+# A '.bss' reservation costs no bytes on disk: 1 MiB reserved and written,
+# a module of a few hundred bytes, whose disassembly reassembles to it.
+cat >"$T/bss.basm" <<'EOF'
+.equ MB, 1048576
+.equ LAST, MB-8
+buf: .bss MB
+.func main regs=3
+    LDI      r0, buf
+    LOAD     r1, r0, LAST           ; reads as zero
+    ADDI     r1, r1, 7
+    STORE    r1, r0, LAST
+    LOAD     r1, r0, LAST           ; and keeps what is written
+    HOSTCALL r2, print_i64, r1, 1
+    HALT     r2
+.end
+EOF
+if $BIB asm "$T/bss.basm" -o "$T/bss.bib" && [ "$(wc -c <"$T/bss.bib")" -lt 1024 ] &&
+    [ "$($BIB run "$T/bss.bib")" = 7 ] && $BIB dis "$T/bss.bib" >"$T/bss.dis.basm" &&
+    grep -q "^.memory 1048576$" "$T/bss.dis.basm" &&
+    $BIB asm "$T/bss.dis.basm" -o "$T/bss.again.bib" && cmp -s "$T/bss.bib" "$T/bss.again.bib"; then
+    ok "a 1 MiB .bss module is $(wc -c <"$T/bss.bib") bytes, runs, and round-trips through dis"
+else
+    bad "1 MiB .bss module: $(ls -l "$T"/bss* 2>&1)"
+fi
 cp examples/fib.basm "$T/plain.basm"
 if $BIB asm "$T/plain.basm" && [ "$($BIB run "$T/plain.bib")" = 2178309 ]; then
     ok "asm without -o writes the module beside the source, .basm replaced by .bib"

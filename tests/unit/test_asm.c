@@ -45,6 +45,16 @@ static int count_of(const char *haystack, const char *needle) {
     return n;
 }
 
+/* Assembles a source that must fail and checks that its diagnostics hold
+   each of the n messages wanted and no other error. */
+static void expect_only_errors(const char *src, const char *const *want, int n) {
+    char *d = assemble_fail(src);
+    for (int i = 0; i < n; i++)
+        cr_expect(strstr(d, want[i]) != NULL, "missing: %s\n%s", want[i], d);
+    cr_expect_eq(count_of(d, ": error: "), n, "%s", d);
+    bib_free(d);
+}
+
 /* Disassembles bytes, re-assembles the text, and checks the bytes match. */
 static void assert_round_trip(const uint8_t *bytes, size_t size) {
     char *text = NULL, *diag = NULL;
@@ -248,6 +258,262 @@ Test(asm_data, memory_directive_sets_the_size_and_must_hold_the_data) {
     char *d = assemble_fail(".memory 2\n.ascii \"abc\"\n.func main\n HALT r0\n.end\n");
     cr_expect(strstr(d, "1:1: error: memory size 2 is smaller than the 3 bytes of data"), "%s", d);
     bib_free(d);
+}
+
+/* ---- .equ ----------------------------------------------------------------- */
+
+Test(asm_equ, names_stand_for_integers_wherever_a_literal_is_accepted) {
+    bib_module_t *m = assemble_ok(".equ N, 100\n"
+                                  ".equ M, N+2\n" /* an earlier .equ, with an offset */
+                                  ".equ ALIGN, 8\n"
+                                  ".equ NARGS, 1\n"
+                                  ".equ REGS, 4\n"
+                                  ".equ MEM, 4096\n"
+                                  ".equ LINE, 70\n"
+                                  ".equ CH, 'z'\n"
+                                  ".memory MEM\n"
+                                  "a:  .byte CH, M-100\n"
+                                  "    .i16 N\n"
+                                  "    .zero NARGS\n"
+                                  "    .align ALIGN\n"
+                                  "b:  .i32 M, b\n"
+                                  "    .i64 -N\n"
+                                  ".func main regs=REGS\n"
+                                  "  LDI r0, M\n"
+                                  "  LOAD r1, r0, N-1\n"
+                                  "  LDI64 r2, N\n"
+                                  "  CALL r3, f, r0, NARGS\n"
+                                  ".line LINE\n"
+                                  "  HALT r0\n.end\n"
+                                  ".func f args=NARGS\n  RET r0\n.end\n"
+                                  ".func g\n  CALL r0, f, r6, NARGS\n  RET r0\n.end\n");
+    const uint8_t want[] = {'z', 2,   100, 0,   0,   0,   0,   0, /* .byte, .i16, .zero, .align */
+                            102, 0,   0,   0,   8,   0,   0,   0, /* .i32 M, b */
+                            156, 255, 255, 255, 255, 255, 255, 255};
+    cr_assert_eq(m->data_size, sizeof want);
+    cr_expect(memcmp(m->data, want, sizeof want) == 0);
+    /* .memory, regs=, args=, g's default regs (r6 is passed: the count
+       counts), LDI M, LOAD's offset N-1, LDI64 N's two words, CALL's count,
+       .line */
+    const uint64_t got[] = {m->memory_size, m->funcs[0].nregs, m->funcs[1].nargs, m->funcs[2].nregs,
+                            m->code[0].b,   m->code[1].c,      m->code[2].b,      m->code[2].c,
+                            m->code[3].d,   m->lines[4]};
+    const uint64_t want_values[] = {4096, 4, 1, 7, 102, 99, 100, 0, 1, 70};
+    for (size_t i = 0; i < sizeof got / sizeof got[0]; i++)
+        cr_expect_eq(got[i], want_values[i], "value %zu: %llu", i, (unsigned long long)got[i]);
+    bib_module_free(m);
+}
+
+Test(asm_equ, a_float_value_gives_ldi64_f64_f32_and_constants_their_bits) {
+    bib_module_t *m = assemble_ok(".equ TENTH, 0.1\n"
+                                  ".equ ALSO, TENTH\n"
+                                  ".equ SEVEN, 7\n"
+                                  ".equ RAW, bits(0x7FF8000000000001)\n"
+                                  ".const k f64 ALSO\n"
+                                  ".const i i64 SEVEN\n"
+                                  ".const s f64 SEVEN\n"
+                                  "x: .f64 TENTH, SEVEN, RAW\n"
+                                  "   .f32 TENTH, SEVEN\n"
+                                  ".func main regs=1\n"
+                                  "  LDI64 r0, TENTH\n"
+                                  "  LDI64 r0, SEVEN\n"
+                                  "  LDK r0, =ALSO\n"  /* reuses k */
+                                  "  LDK r0, =SEVEN\n" /* reuses i */
+                                  "  HALT r0\n.end\n");
+    uint64_t d[3];
+    uint32_t f[2];
+    cr_assert_eq(m->data_size, 32u);
+    memcpy(d, m->data, sizeof d);
+    memcpy(f, m->data + 24, sizeof f);
+    cr_expect_eq(d[0], f64_bits(0.1));
+    cr_expect_eq(d[1], f64_bits(7.0));
+    cr_expect_eq(d[2], 0x7FF8000000000001ull);
+    float tenth = 0.1f, seven = 7.0f; /* read from the text, not narrowed from the f64 */
+    uint32_t want0, want1;
+    memcpy(&want0, &tenth, 4);
+    memcpy(&want1, &seven, 4);
+    cr_expect_eq(f[0], want0);
+    cr_expect_eq(f[1], want1);
+    const bib_const_t want_pool[] = {
+        {BIB_CONST_F64, f64_bits(0.1)}, {BIB_CONST_I64, 7}, {BIB_CONST_F64, f64_bits(7.0)}};
+    cr_assert_eq(m->const_count, 3u);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect(m->consts[i].type == want_pool[i].type && m->consts[i].bits == want_pool[i].bits,
+                  "k%zu", i);
+    /* LDI64's two words; LDK's pool index and a zero word. SEVEN stays an
+       integer in LDI64. */
+    const uint64_t want_code[] = {f64_bits(0.1), 7, 0, 1};
+    for (size_t i = 0; i < 4; i++)
+        cr_expect_eq((uint64_t)m->code[i].b | (uint64_t)m->code[i].c << 32, want_code[i],
+                     "insn %zu", i);
+    bib_module_free(m);
+}
+
+Test(asm_equ, tensor_shapes_and_values_take_them) {
+    bib_module_t *m = assemble_ok(".equ ROWS, 2\n.equ C, 3\n.equ HALF, 0.5\n"
+                                  ".input x t0 f32[n, C]\n"
+                                  ".tensor w t1 f32[ROWS] = HALF, C\n"
+                                  ".tensor k t2 i32[ROWS] = C, -C\n"
+                                  ".func main\n HALT r0\n.end\n");
+    cr_assert_eq(m->tensor_count, 3u);
+    cr_expect_eq(m->tensors[0].dims[1], 3);
+    cr_expect_eq(m->tensors[1].dims[0], 2);
+    float w[2];
+    memcpy(w, m->tensors[1].init, sizeof w);
+    cr_expect(w[0] == 0.5f && w[1] == 3.0f, "%g %g", w[0], w[1]);
+    int32_t k[2];
+    memcpy(k, m->tensors[2].init, sizeof k);
+    cr_expect(k[0] == 3 && k[1] == -3, "%d %d", k[0], k[1]);
+    bib_module_free(m);
+}
+
+Test(asm_equ, redefinition_names_both_lines) {
+    const char *want[] = {"t.basm:2:6: error: '.equ' name 'N' is already defined on line 1\n"
+                          ".equ N, 2\n     ^\n"};
+    expect_only_errors(".equ N, 1\n.equ N, 2\n.func main\n HALT r0\n.end\n", want, 1);
+}
+
+Test(asm_equ, a_use_before_the_definition_is_an_error_naming_it) {
+    /* One error each, none for the uses of A. */
+    const char *want[] = {
+        "t.basm:1:9: error: 'B' is used before its '.equ' on line 2 (define it first)",
+        "t.basm:3:9: error: '.equ' 'S' refers to itself",
+        "t.basm:4:10: error: 'C' is used before its '.equ' on line 9",
+        "t.basm:6:10: error: 'C' is used before its '.equ' on line 9",
+    };
+    expect_only_errors(".equ A, B+1\n"
+                       ".equ B, 2\n"
+                       ".equ S, S\n"
+                       "x: .byte C\n"
+                       ".func main\n LDI r0, C\n HALT r0\n.end\n"
+                       ".equ C, 3\n",
+                       want, 4);
+}
+
+Test(asm_equ, values_of_the_wrong_kind_are_errors) {
+    const char *want[] = {
+        "4:11: error: malformed float '1.2.3'",
+        "5:13: error: expected an integer, a float or the name of an earlier '.equ', found 'msg'",
+        "6:6: error: 'r2' reads as a register or a float; it cannot name an '.equ'",
+        "7:1: error: '.equ' takes a name and a value (.equ N, 10); found 0 operands",
+        "8:9: error: NEG = -1 is out of range for a memory size in bytes",
+        "9:7: error: value 256 does not fit 1 bytes",
+        "11:11: error: 'PI' is a float '.equ' (line 1); an integer is expected here",
+        "12:11: error: 'PI+1' adds to a float '.equ'",
+        "13:14: error: expected '+N' or '-N' after an '.equ' name, found '*2'",
+        "16:14: error: 'PI' is a float '.equ'; an i64 value is expected here",
+    };
+    expect_only_errors(".equ PI, 3.5\n"
+                       ".equ NEG, -1\n"
+                       ".equ BIG, 0x100\n"
+                       ".equ bad, 1.2.3\n"
+                       ".equ worse, msg\n"
+                       ".equ r2, 1\n"
+                       ".equ\n"
+                       ".memory NEG\n"
+                       ".byte BIG\n"
+                       ".func main regs=2\n"
+                       "  LDI r0, PI\n"
+                       "  LDI r0, PI+1\n"
+                       "  LDI r0, BIG*2\n"
+                       "  HALT r0\n.end\n"
+                       ".const k i64 PI\n",
+                       want, 10);
+}
+
+Test(asm_equ, names_share_one_space_with_data_labels_and_dimensions_only) {
+    const char *want[] = {
+        "2:1: error: label 'x' is already defined by '.equ' on line 1",
+        "4:6: error: '.equ' name 'y' is already a data label on line 3",
+        "5:6: error: 'x' is an '.equ' (line 1), not a dimension name",
+    };
+    expect_only_errors(".equ x, 1\n"
+                       "x: .byte 1\n"
+                       "y: .byte 2\n"
+                       ".equ y, 3\n"
+                       ".dim x\n"
+                       ".func main\n HALT r0\n.end\n",
+                       want, 3);
+    /* Functions, constants, imports, tensors and code labels are other
+       spaces: the operand's kind says which. */
+    bib_module_t *m = assemble_ok(".equ f, 5\n.equ k, 6\n.equ loop, 7\n.equ w, 8\n"
+                                  ".const k i64 9\n.tensor w t0 i32[1] = w\n"
+                                  ".func main regs=2\n"
+                                  "loop: LDI r0, loop\n  LDK r1, k\n  CALL r0, f, r0, 0\n"
+                                  "  JZ r0, loop\n  HALT r0\n.end\n"
+                                  ".func f\n  LDI r0, f\n  RET r0\n.end\n");
+    /* LDI loop, LDK k (the .const), CALL f (the function), JZ loop (the
+       code label), LDI f */
+    const uint32_t want_b[] = {7, 0, 1, 0, 5};
+    for (size_t i = 0; i < 5; i++)
+        cr_expect_eq(m->code[i + (i == 4)].b, want_b[i], "insn %zu", i);
+    bib_module_free(m);
+}
+
+/* ---- .bss ----------------------------------------------------------------- */
+
+Test(asm_bss, a_megabyte_reserved_costs_no_bytes_in_the_module) {
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    const char *src =
+        ".equ MB, 1048576\n"
+        "msg: .ascii \"abc\"\n"
+        "buf: .bss MB\n"
+        "big: .bss 100, 4096\n"
+        "tail: .byte 9\n" /* data after a reservation still follows the data */
+        "odd: .bss 3, 1\n"
+        "none: .bss 0\n"
+        ".func main regs=1\n"
+        "  LDI r0, buf\n  LDI r0, big\n  LDI r0, tail\n  LDI r0, odd\n  LDI r0, none\n"
+        "  HALT r0\n.end\n";
+    cr_assert_eq(bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag), BIB_OK, "%s",
+                 diag);
+    cr_expect_lt(size, 1024u, "a 1 MiB reservation is not stored: %zu bytes", size);
+    bib_module_t *m = NULL;
+    bib_diag_t d;
+    cr_assert_eq(bib_module_read(bytes, size, &m, &d), BIB_OK, "%s", d.msg);
+    cr_expect_eq(m->data_size, 4u);
+    cr_expect_eq(m->code[0].b, 8u, "after the 4 data bytes, at a multiple of 8");
+    cr_expect_eq(m->code[1].b, 1052672u, "8 + 1 MiB, up to a multiple of 4096");
+    cr_expect_eq(m->code[2].b, 3u);
+    cr_expect_eq(m->code[3].b, 1052772u);
+    cr_expect_eq(m->code[4].b, 1052776u, "a size 0 reservation marks an address");
+    cr_expect_eq(m->memory_size, 1052776u);
+    bib_module_free(m);
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+}
+
+Test(asm_bss, memory_directive_may_give_more_but_not_less) {
+    bib_module_t *m = assemble_ok(".memory 65536\nbuf: .bss 100\n.func main\n HALT r0\n.end\n");
+    cr_expect_eq(m->memory_size, 65536u);
+    cr_expect_eq(m->data_size, 0u);
+    bib_module_free(m);
+    char *d = assemble_fail(".memory 99\nbuf: .bss 100\n.func main\n HALT r0\n.end\n");
+    cr_expect(strstr(d, "1:1: error: memory size 99 is smaller than the 100 bytes of data and "
+                        "'.bss' reservations"),
+              "%s", d);
+    bib_free(d);
+}
+
+Test(asm_bss, bad_operands_are_errors) {
+    const char *want[] = {
+        "1:4: error: '.bss' takes 1 to 2 operands, found 0",
+        "2:12: error: alignment 3 is not a power of two",
+        "3:9: error: -1 is out of range for a byte count",
+        "5:4: error: '.bss' of 1 bytes at address 1099511627776 ends past 1099511627776 bytes",
+        "7:4: error: '.bss' inside function 'main'",
+    };
+    expect_only_errors("a: .bss\n"
+                       "b: .bss 8, 3\n"
+                       "c: .bss -1\n"
+                       "d: .bss 1099511627776\n"
+                       "e: .bss 1\n"
+                       ".func main\n"
+                       "f: .bss 8\n"
+                       "  HALT r0\n.end\n",
+                       want, 5);
 }
 
 /* ---- constants ----------------------------------------------------------- */
@@ -511,6 +777,15 @@ Test(asm_round_trip, spec_example_and_every_construct) {
         "  LDI64 r5, 3.141592653589793\n  LDI64 r5, -9223372036854775808\n  LDI r6, tab\n"
         "  LOAD r7, r6, 8\n  STORE8 r7, r6, -1\n  MEMSIZE r7\n  FSQRT r1, r1\n"
         "  TRAP 42\n.end\n");
+}
+
+Test(asm_round_trip, equ_and_bss_leave_text_that_gives_the_same_bytes) {
+    /* The disassembly has neither: values in place, and '.memory' for the
+       reservations. */
+    assert_source_round_trips(".equ N, 3\n.equ PI, 3.25\n.equ MB, 1048576\n"
+                              "t: .i32 N\nbuf: .bss MB, 64\n.zero N\n"
+                              ".func main regs=N\n  LDI r0, buf\n  LDI64 r1, PI\n"
+                              "  ADDI r2, r0, N\n  HALT r2\n.end\n");
 }
 
 Test(asm_round_trip, no_debug_entry_not_main_and_quoted_names) {

@@ -846,6 +846,74 @@ Test(host, stdio_prints_integers_floats_chars_and_strings) {
     free(out);
 }
 
+/* print_f64(value, digits) in a program of its own: what it printed, and the
+   status and error of the run. */
+static char *print_f64_digits(const char *value, int64_t digits, bib_status_t *st, char *err,
+                              size_t errcap) {
+    char src[256];
+    snprintf(src, sizeof src,
+             ".func main regs=4\n LDI64 r0, %s\n LDI64 r1, %lld\n"
+             " HOSTCALL r3, print_f64, r0, 2\n HALT r3\n.end\n",
+             value, (long long)digits);
+    return run_stdio(src, st, err, errcap);
+}
+
+Test(host, print_f64_with_a_second_argument_prints_that_many_decimals) {
+    /* 0.1 is 0.1000000000000000055511151231257827...; 2.5 and 0.125 are
+       exact, so their halves round to even as "%.*f" does. */
+    static const struct {
+        const char *value;
+        int digits;
+        const char *want;
+    } cases[] = {
+        {"0.1", 9, "0.100000000\n"},
+        {"0.1", 20, "0.10000000000000000555\n"},
+        {"2.5", 0, "2\n"},
+        {"0.125", 2, "0.12\n"},
+        {"-1.5e10", 1, "-15000000000.0\n"},
+        {"-0.0", 3, "-0.000\n"},
+        {"1e-9", 40, "0.0000000010000000000000000622815914577799\n"},
+        {"-inf", 9, "-inf\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bib_status_t st;
+        char err[512];
+        char *out = print_f64_digits(cases[i].value, cases[i].digits, &st, err, sizeof err);
+        cr_expect_eq(st, BIB_OK, "%s", err);
+        cr_expect_str_eq(out, cases[i].want, "%s with %d digits", cases[i].value, cases[i].digits);
+        free(out);
+    }
+}
+
+Test(host, print_f64_digits_outside_0_to_40_trap_naming_them) {
+    const int64_t bad[] = {-1, 41, INT64_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bib_status_t st;
+        char err[512], want[128];
+        char *out = print_f64_digits("1.5", bad[i], &st, err, sizeof err);
+        cr_expect_eq(st, BIB_E_TRAP);
+        snprintf(want, sizeof want,
+                 "host function 'print_f64' failed: print_f64: %lld digits after the point is "
+                 "out of range (0..40)",
+                 (long long)bad[i]);
+        cr_expect_not_null(strstr(err, want), "%s", err);
+        cr_expect_str_eq(out, "", "nothing is printed");
+        free(out);
+    }
+}
+
+Test(host, print_f64_with_three_arguments_traps_naming_both_forms) {
+    bib_status_t st;
+    char err[512];
+    char *out = run_stdio(".func main regs=4\n HOSTCALL r3, print_f64, r0, 3\n HALT r3\n.end\n",
+                          &st, err, sizeof err);
+    cr_assert_eq(st, BIB_E_TRAP);
+    cr_expect_not_null(strstr(err, "print_f64 takes 1 or 2 arguments (the value, then the digits "
+                                   "after the point), got 3"),
+                       "%s", err);
+    free(out);
+}
+
 Test(host, print_str_out_of_bounds_traps) {
     bib_status_t st;
     char err[512];
