@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "isa/isa.h"
 #include "vm/fileio.h"
+#include "vm/json.h"
 
 #define MAX_INPUTS 16
 #define MAX_EXECUTORS 4
@@ -620,21 +621,6 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
 
 /* ---- bib bench FILE ---------------------------------------------------------------- */
 
-/* Writes s as a JSON string. */
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* A CSV field: quoted when it holds a comma, a quote or a line break. */
 static void csv_field(FILE *f, const char *s) {
     if (strpbrk(s, ",\"\n\r") == NULL) {
@@ -723,9 +709,9 @@ int bib_cli_bench_module(bib_vm_t *vm, const char *path, const char *backend,
     }
     if (flags->format == BIB_BENCH_JSON) {
         fprintf(f, "{\"file\":");
-        json_string(f, path);
+        bib_json_string(f, path);
         fprintf(f, ",\"backend\":");
-        json_string(f, backend);
+        bib_json_string(f, backend);
         fprintf(f,
                 ",\"warmup\":%d,\"repetitions\":%d,\"min_ms\":%.6f,\"median_ms\":%.6f,"
                 "\"max_ms\":%.6f,\"times_ms\":[",
@@ -758,9 +744,9 @@ int bib_cli_bench_module(bib_vm_t *vm, const char *path, const char *backend,
         double mean_us = r.count ? r.seconds / (double)r.count * 1e6 : 0;
         if (flags->format == BIB_BENCH_JSON) {
             fprintf(f, "%s{\"op\":", i ? "," : "");
-            json_string(f, r.op);
+            bib_json_string(f, r.op);
             fprintf(f, ",\"executor\":");
-            json_string(f, r.executor);
+            bib_json_string(f, r.executor);
             fprintf(f,
                     ",\"count\":%llu,\"total_ms\":%.6f,\"mean_us\":%.6f,\"flops\":%llu,"
                     "\"bytes\":%llu}",

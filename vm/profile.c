@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vm/json.h"
 #include "vm/profile.h"
 #include "vm/vm.h"
 

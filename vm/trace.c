@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/json.h"
 #include "vm/vm.h"
 
 static bool is_plain_name(const char *s) {
@@ -187,19 +188,6 @@ static bool writes_f64(const bib_module_t *m, const bib_insn_t *in, int op) {
     default:
         return false;
     }
-}
-
-void bib_json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
 }
 
 void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_write_t kind,

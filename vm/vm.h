@@ -319,10 +319,6 @@ static inline uint64_t bib_f64_bits(double d) {
     return u;
 }
 
-/* Writes s to out as a JSON string: quoted, with '"', '\\' and control
- * characters escaped (the one escaper of traces and profiles). */
-void bib_json_string(FILE *out, const char *s);
-
 /* Shortest decimal text that reads back to the same f64 (%.15g..%.17g). */
 void bib_format_f64(double value, char *buf, size_t cap);
 
