@@ -27,6 +27,9 @@
  *     options.size; bib_vm_create takes the fields within that size and
  *     gives the rest their defaults, so a host built against an older bib.h
  *     keeps working with a newer library.
+ *   - The structs of bib_info_gather's facts are filled by the library and
+ *     versioned by their size field: they only grow at their end, and a host
+ *     built against another bib.h reads what both know.
  *   - The other structs (bib_tensor_info_t, bib_run_stats_t, the debugging
  *     and profiling structs) are filled by the library and are not
  *     versioned: their layout may change in a new minor version before 1.0,
@@ -576,13 +579,120 @@ BIB_API bib_status_t bib_vm_profile_report(const bib_vm_t *vm, int json, char **
 /* One line describing the build: version, SIMD level, executors compiled in. */
 BIB_API const char *bib_build_info(void);
 
-/* What this machine offers BIB, for `bib info`: the CPU (model, cores, memory,
- * SIMD features and the kernel level chosen), every Vulkan device and CUDA
- * device with the numerics paths each gets (or why there is none), and what
- * --backend=auto picks for small and large work with its measured threshold
- * (calibrating once if no cached measurement exists). options selects
- * threads and device (may be NULL). json: one JSON object instead of text.
- * *report is the caller's to bib_free. */
+/* ---- what this machine offers: the facts of `bib info` ----------------- */
+
+/* What this machine offers BIB, gathered once: the CPU (model, cores,
+ * memory, SIMD features and the kernel level chosen), every executor with
+ * its devices and the numerics paths each gets (or why it has none), and
+ * --backend=auto's cost model of each with what it picks for small and
+ * large work. `bib info` prints these facts (spec/cli.md); a host reads
+ * them with the functions below.
+ *
+ * The structs below are filled by the library and versioned by their first
+ * field: the host sets size to the sizeof it compiled
+ * (`bib_info_cpu_t cpu = {.size = sizeof cpu};`), the library fills the fields
+ * within it, and zeroes those it does not know (a host built against a newer
+ * bib.h reads them as unknown: NULL or 0). A size below the struct's
+ * size in 0.4.0 is BIB_E_USAGE. Fields are only ever appended. Every string
+ * belongs to the bib_info_t and stays valid until bib_info_free. */
+typedef struct bib_info bib_info_t;
+
+/* Gathers the facts: starts every executor on each of its devices in turn,
+ * and the default one (options->device) for auto's model, read from the
+ * cache under $XDG_CACHE_HOME/bib or else measured (about a second per
+ * executor, then cached). options selects threads and device (may be
+ * NULL). The caller owns *out and releases it with bib_info_free.
+ * BIB_E_USAGE when options->size is not one bib_vm_create accepts. */
+BIB_API bib_status_t bib_info_gather(const bib_options_t *options, bib_info_t **out);
+BIB_API void bib_info_free(bib_info_t *info);
+
+/* The host CPU. */
+typedef struct bib_info_cpu {
+    size_t size;                     /* sizeof(bib_info_cpu_t) as the host compiled it */
+    const char *model;               /* /proc/cpuinfo's model name, or why it is unknown */
+    uint32_t cores_online;           /* cores the system has online */
+    uint32_t cores_usable;           /* cores this process may run on (its affinity) */
+    uint64_t memory_total_bytes;     /* 0 where /proc/meminfo does not say */
+    uint64_t memory_available_bytes; /* 0 where /proc/meminfo does not say */
+    uint32_t feature_count;
+    const char *const *features; /* the SIMD features the cpu executor can use ("avx2",
+                                    "fma"...), by CPUID */
+    int os_saves_ymm;            /* the OS saves the AVX registers on a switch */
+    int os_saves_zmm;            /* the OS saves the AVX-512 registers on a switch */
+    int kernel_level_ok;         /* kernel_level names the level the cpu executor runs at;
+                                    0: it says why there is none (BIB_CPU_LEVEL names a
+                                    level the executor cannot use) */
+    const char *kernel_level;    /* "scalar", "avx2", "avx512", or why there is none */
+    const char *best_level;      /* the best level this CPU supports; NULL when unknown */
+} bib_info_cpu_t;
+BIB_API bib_status_t bib_info_cpu(const bib_info_t *info, bib_info_cpu_t *cpu);
+
+/* One executor: "cpu" first, then the GPU executors in auto's order of
+ * preference (CUDA before Vulkan), then those this library was built
+ * without (built 0). */
+typedef struct bib_info_executor {
+    size_t size;           /* sizeof(bib_info_executor_t) as the host compiled it */
+    const char *name;      /* "cpu", "cuda", "vulkan" */
+    int built;             /* compiled into this library; 0: absent says why not */
+    uint32_t device_count; /* the devices it started on, read with bib_info_device */
+    const char *absent;    /* why it has no device here; NULL when device_count > 0 */
+    /* --backend=auto's cost model of its default device: */
+    int measured;            /* the model below is known */
+    int cached;              /* read from the cache rather than measured by this gather */
+    int cpu_device;          /* a GPU executor whose device is the CPU (lavapipe): auto
+                                never picks it for speed */
+    double overhead_s;       /* seconds per kernel call */
+    double flops_per_s;      /* sustained MATMUL rate */
+    double transfer_s;       /* seconds per copy between the host and the device (0: cpu) */
+    double bytes_per_s;      /* copy bandwidth (0: cpu) */
+    const char *model_error; /* why there is no model although there are devices (the
+                                default device failed to start, measuring failed); NULL
+                                when measured or absent */
+} bib_info_executor_t;
+BIB_API uint32_t bib_info_executor_count(const bib_info_t *info);
+BIB_API bib_status_t bib_info_executor(const bib_info_t *info, uint32_t index,
+                                       bib_info_executor_t *executor);
+
+/* Device index of executor number executor: what it is and how it computes.
+ * A string is "" and a number 0 where the executor does not know. */
+typedef struct bib_info_device {
+    size_t size;                  /* sizeof(bib_info_device_t) as the host compiled it */
+    const char *describe;         /* one line: the device and its numerics paths */
+    int has_facts;                /* the executor reports the fields below one by one */
+    const char *name;             /* the device's name */
+    const char *kind;             /* "discrete GPU", "integrated GPU", "CPU" (the cpu, lavapipe) */
+    const char *fma;              /* how fma is computed: "native (fused, probed)"... */
+    const char *denormals;        /* "preserved (probed)", "flushed"... */
+    const char *rounding;         /* "nearest-even (probed)"... */
+    int fp64;                     /* 1: the device computes f64 */
+    uint64_t memory_bytes;        /* device memory (the cpu: the machine's) */
+    uint64_t max_buffer_bytes;    /* the largest buffer a tensor may take */
+    uint32_t max_workgroup;       /* threads in one workgroup (block) at most */
+    uint64_t shared_memory_bytes; /* workgroup (block) shared memory */
+    uint32_t compute_units;       /* SMs (CUDA) */
+    uint32_t max_threads;         /* the cpu executor's thread cap (--threads) */
+} bib_info_device_t;
+BIB_API bib_status_t bib_info_device(const bib_info_t *info, uint32_t executor, uint32_t index,
+                                     bib_info_device_t *device);
+
+/* What --backend=auto picks for a square MATMUL with operands on the host,
+ * small and large, and the work from which a GPU executor overtakes the cpu. */
+typedef struct bib_info_placement {
+    size_t size;                      /* sizeof(bib_info_placement_t) as the host compiled it */
+    uint32_t small_n;                 /* the small work: MATMUL small_n^3 */
+    const char *small_executor;       /* what auto runs it on */
+    uint32_t large_n;                 /* the large work: MATMUL large_n^3 */
+    const char *large_executor;       /* what auto runs it on */
+    const char *threshold_executor;   /* the GPU executor that overtakes the cpu at the least
+                                         work; NULL: none does, auto runs everything on the cpu */
+    double threshold_flops_from_host; /* MATMUL work (flops) from which it does, counting the
+                                         copies of the operands from the host */
+    double threshold_flops_resident;  /* the same with the operands already on it */
+} bib_info_placement_t;
+BIB_API bib_status_t bib_info_placement(const bib_info_t *info, bib_info_placement_t *placement);
+
+/* The facts of bib_info_gather as `bib info` writes them: text (json == 0)
+ * or one JSON object. *report is the caller's to bib_free. */
 BIB_API bib_status_t bib_info_report(const bib_options_t *options, int json, char **report);
 
 #ifdef __cplusplus
