@@ -246,49 +246,38 @@ static int make_dir(const char *dir) {
     return 0;
 }
 
-/* The JSON string value that follows key in json at or after from ("" when
-   absent); escapes other than \" and \\ are kept as written. */
-static const char *json_value(const char *json, const char *from, const char *key, char *buf,
-                              size_t cap) {
-    buf[0] = '\0';
-    const char *p = strstr(from, key);
-    if (p == NULL)
-        return NULL;
-    p += strlen(key);
-    size_t n = 0;
-    for (; *p && *p != '"' && n + 1 < cap; p++) {
-        if (*p == '\\' && p[1])
-            p++;
-        buf[n++] = *p;
+/* The first device of the executor called name, from the facts of bib info;
+   0 when it has none. */
+static int first_device(const bib_info_t *info, const char *name, bib_info_device_t *device) {
+    for (uint32_t i = 0; info != NULL && i < bib_info_executor_count(info); i++) {
+        bib_info_executor_t e = {.size = sizeof e};
+        if (bib_info_executor(info, i, &e) == BIB_OK && strcmp(e.name, name) == 0)
+            return e.device_count > 0 && bib_info_device(info, i, 0, device) == BIB_OK;
     }
-    buf[n] = '\0';
-    (void)json;
-    return p;
+    return 0;
 }
 
 /* What each executor runs on, for the chart's subtitle: "cpu: AMD EPYC (2
    threads)", "vulkan: llvmpipe (CPU, software Vulkan)"; from bib info. */
 static void device_names(const bib_options_t *options, const char *const *names, int nex,
                          char (*out)[160]) {
-    char *report = NULL;
     bib_options_t o = *options;
     o.backend = NULL;
-    bool have = bib_info_report(&o, 1, &report) == BIB_OK && report != NULL;
-    char model[128] = "", threads[64] = "";
-    if (have) {
-        json_value(report, report, "\"model\":\"", model, sizeof model);
-        const char *cpu = strstr(report, "\"cpu\":{");
-        if (cpu != NULL)
-            json_value(report, cpu, "\"executor\":\"cpu: ", threads, sizeof threads);
-    }
+    bib_info_t *info = NULL;
+    if (bib_info_gather(&o, &info) != BIB_OK)
+        info = NULL;
+    bib_info_cpu_t cpu = {.size = sizeof cpu};
+    const char *model = info != NULL && bib_info_cpu(info, &cpu) == BIB_OK ? cpu.model : "";
     for (int e = 0; e < nex; e++) {
+        bib_info_device_t d = {.size = sizeof d};
+        int have = first_device(info, names[e], &d);
         if (strcmp(names[e], "cpu") == 0) {
-            /* "avx512, 2 threads, fp32 ..." -> "2 threads" */
-            char *t = strchr(threads, ',');
+            /* "cpu: avx512, 2 threads, fp32 ..." -> "2 threads" */
+            const char *t = have ? strchr(d.describe, ',') : NULL;
             char count[32] = "";
             if (t != NULL)
                 snprintf(count, sizeof count, "%.*s", (int)strcspn(t + 2, ","), t + 2);
-            snprintf(out[e], sizeof out[e], "cpu: %s%s%s%s", model[0] ? model : "the CPU",
+            snprintf(out[e], sizeof out[e], "cpu: %.127s%s%s%s", model[0] ? model : "the CPU",
                      count[0] ? " (" : "", count, count[0] ? ")" : "");
             continue;
         }
@@ -296,27 +285,18 @@ static void device_names(const bib_options_t *options, const char *const *names,
             snprintf(out[e], sizeof out[e], "auto: picks an executor per instruction");
             continue;
         }
-        snprintf(out[e], sizeof out[e], "%s: device not described", names[e]);
-        char key[64], name[128], kind[64];
-        snprintf(key, sizeof key, "{\"name\":\"%s\",\"devices\":[{", names[e]);
-        const char *at = have ? strstr(report, key) : NULL;
-        if (at == NULL || json_value(report, at, "\"describe\":\"", name, sizeof name) == NULL)
+        if (!have || !d.has_facts) {
+            snprintf(out[e], sizeof out[e], "%s: device not described", names[e]);
             continue;
-        const char *after = strstr(at, "\"describe\":\"");
-        after = after ? strchr(after + 12, '"') : NULL;
-        /* Past the describe string: the fields name and kind follow it. */
-        const char *fields = after ? strstr(after + 1, ",\"name\":\"") : NULL;
-        if (fields == NULL)
-            continue;
-        json_value(report, fields, ",\"name\":\"", name, sizeof name);
-        json_value(report, fields, ",\"kind\":\"", kind, sizeof kind);
+        }
         /* lavapipe and other CPU Vulkan drivers: say so, lest its bars read
            as a GPU's. */
-        if (strcmp(names[e], "vulkan") == 0 && strcmp(kind, "CPU") == 0)
-            snprintf(kind, sizeof kind, "CPU, software Vulkan");
-        snprintf(out[e], sizeof out[e], "%s: %.90s (%s)", names[e], name, kind);
+        const char *kind = strcmp(names[e], "vulkan") == 0 && strcmp(d.kind, "CPU") == 0
+                               ? "CPU, software Vulkan"
+                               : d.kind;
+        snprintf(out[e], sizeof out[e], "%s: %.90s (%s)", names[e], d.name, kind);
     }
-    bib_free(report);
+    bib_info_free(info);
 }
 
 /* Draws DIR/chart.png: GFLOP/s per workload on a log axis, one bar per

@@ -60,9 +60,9 @@ extern "C" {
 #endif
 
 #define BIB_VERSION_MAJOR 0
-#define BIB_VERSION_MINOR 3
+#define BIB_VERSION_MINOR 4
 #define BIB_VERSION_PATCH 0
-#define BIB_VERSION_STRING "0.3.0"
+#define BIB_VERSION_STRING "0.4.0"
 
 typedef enum bib_status {
     BIB_OK = 0,
@@ -690,10 +690,6 @@ typedef struct bib_info_placement {
     double threshold_flops_resident;  /* the same with the operands already on it */
 } bib_info_placement_t;
 BIB_API bib_status_t bib_info_placement(const bib_info_t *info, bib_info_placement_t *placement);
-
-/* The facts of bib_info_gather as `bib info` writes them: text (json == 0)
- * or one JSON object. *report is the caller's to bib_free. */
-BIB_API bib_status_t bib_info_report(const bib_options_t *options, int json, char **report);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* tests/unit/test_abi.c: the parts of the public API that keep hosts and
  * bindings working across library versions: the versioned options struct
- * (options.size), and the write-callback twins of the FILE * functions. */
+ * (options.size), the versioned structs of bib info's facts, and the
+ * write-callback twins of the FILE * functions. */
 #include <criterion/criterion.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -98,18 +99,154 @@ Test(abi, options_one_byte_short_of_the_oldest_are_refused) {
     cr_assert_eq(bib_vm_create(&o, &vm), BIB_E_USAGE);
 }
 
-Test(abi, info_report_reads_options_of_an_older_size) {
+/* ---- the facts of bib info ---------------------------------------------- */
+
+static bib_info_t *gather(void) {
+    bib_info_t *info = NULL;
+    cr_assert_eq(bib_info_gather(NULL, &info), BIB_OK);
+    cr_assert_not_null(info);
+    return info;
+}
+
+Test(abi, info_gather_reads_options_of_an_older_size) {
     unsigned char buf[sizeof(bib_options_t)];
     memset(buf, 0xab, sizeof buf);
     bib_options_t *o = (bib_options_t *)buf;
     bib_options_init_size(o, BIB_OPTIONS_SIZE_MIN);
-    char *report = NULL;
-    cr_assert_eq(bib_info_report(o, 1, &report), BIB_OK);
-    cr_assert_not_null(report);
-    bib_free(report);
+    bib_info_t *info = NULL;
+    cr_assert_eq(bib_info_gather(o, &info), BIB_OK);
+    cr_assert_not_null(info);
+    bib_info_free(info);
     bib_options_t zero;
     memset(&zero, 0, sizeof zero);
-    cr_assert_eq(bib_info_report(&zero, 1, &report), BIB_E_USAGE);
+    cr_assert_eq(bib_info_gather(&zero, &info), BIB_E_USAGE);
+    cr_assert_null(info);
+}
+
+Test(abi, info_gives_the_cpu_and_its_executor_first) {
+    bib_info_t *info = gather();
+    bib_info_cpu_t cpu = {.size = sizeof cpu};
+    cr_assert_eq(bib_info_cpu(info, &cpu), BIB_OK);
+    cr_assert(cpu.model != NULL && cpu.model[0] != '\0');
+    cr_assert_geq(cpu.cores_online, 1);
+    cr_assert_not_null(cpu.kernel_level);
+    for (uint32_t i = 0; i < cpu.feature_count; i++)
+        cr_assert(cpu.features[i] != NULL && cpu.features[i][0] != '\0');
+    cr_assert_geq(bib_info_executor_count(info), 1);
+    bib_info_executor_t e = {.size = sizeof e};
+    cr_assert_eq(bib_info_executor(info, 0, &e), BIB_OK);
+    cr_assert_str_eq(e.name, "cpu");
+    cr_assert(e.built);
+    cr_assert_eq(e.device_count, 1, "%s", e.absent ? e.absent : "");
+    cr_assert_null(e.absent);
+    bib_info_device_t d = {.size = sizeof d};
+    cr_assert_eq(bib_info_device(info, 0, 0, &d), BIB_OK);
+    cr_assert(strncmp(d.describe, "cpu: ", 5) == 0, "%s", d.describe);
+    cr_assert(d.has_facts);
+    cr_assert_str_eq(d.kind, "CPU");
+    cr_assert_eq(d.memory_bytes, cpu.memory_total_bytes);
+    cr_assert_gt(d.max_threads, 0);
+    bib_info_free(info);
+}
+
+Test(abi, info_lists_each_gpu_executor_once_with_devices_or_why_none) {
+    bib_info_t *info = gather();
+    int cuda = 0, vulkan = 0;
+    for (uint32_t i = 1; i < bib_info_executor_count(info); i++) {
+        bib_info_executor_t e = {.size = sizeof e};
+        cr_assert_eq(bib_info_executor(info, i, &e), BIB_OK);
+        cuda += strcmp(e.name, "cuda") == 0;
+        vulkan += strcmp(e.name, "vulkan") == 0;
+        cr_assert((e.device_count > 0) == (e.absent == NULL), "%s", e.name);
+        if (!e.built)
+            cr_assert(strstr(e.absent, "this build has no") != NULL, "%s", e.absent);
+        if (e.measured)
+            cr_assert(e.built && e.device_count > 0 && e.flops_per_s > 0, "%s", e.name);
+        for (uint32_t k = 0; k < e.device_count; k++) {
+            bib_info_device_t d = {.size = sizeof d};
+            cr_assert_eq(bib_info_device(info, i, k, &d), BIB_OK);
+            cr_assert(d.describe != NULL && d.describe[0] != '\0');
+        }
+    }
+    cr_assert_eq(cuda, 1);
+    cr_assert_eq(vulkan, 1);
+    bib_info_free(info);
+}
+
+Test(abi, info_placement_picks_a_listed_executor) {
+    bib_info_t *info = gather();
+    bib_info_placement_t p = {.size = sizeof p};
+    cr_assert_eq(bib_info_placement(info, &p), BIB_OK);
+    cr_assert_eq(p.small_n, 16);
+    cr_assert_eq(p.large_n, 4096);
+    const char *picks[] = {p.small_executor, p.large_executor, p.threshold_executor};
+    for (size_t k = 0; k < 3; k++) {
+        int listed = picks[k] == NULL && k == 2;
+        for (uint32_t i = 0; !listed && i < bib_info_executor_count(info); i++) {
+            bib_info_executor_t e = {.size = sizeof e};
+            cr_assert_eq(bib_info_executor(info, i, &e), BIB_OK);
+            listed = e.built && strcmp(e.name, picks[k]) == 0;
+        }
+        cr_assert(listed, "%s", picks[k]);
+    }
+    if (p.threshold_executor != NULL)
+        cr_assert(p.threshold_flops_from_host >= 0 && p.threshold_flops_resident >= 0);
+    bib_info_free(info);
+}
+
+/* A host built against a newer bib.h, whose structs have fields this library
+ * does not know: those read as zero, whatever was in them. */
+Test(abi, info_structs_from_a_newer_header_read_zeros_past_what_the_library_knows) {
+    bib_info_t *info = gather();
+    const size_t own[] = {sizeof(bib_info_cpu_t), sizeof(bib_info_executor_t),
+                          sizeof(bib_info_device_t), sizeof(bib_info_placement_t)};
+    for (int k = 0; k < 4; k++) {
+        union {
+            size_t size;
+            unsigned char bytes[512];
+        } buf;
+        memset(&buf, 0xab, sizeof buf);
+        buf.size = own[k] + 24;
+        bib_status_t st = k == 0   ? bib_info_cpu(info, (bib_info_cpu_t *)&buf)
+                          : k == 1 ? bib_info_executor(info, 0, (bib_info_executor_t *)&buf)
+                          : k == 2 ? bib_info_device(info, 0, 0, (bib_info_device_t *)&buf)
+                                   : bib_info_placement(info, (bib_info_placement_t *)&buf);
+        cr_assert_eq(st, BIB_OK, "struct %d", k);
+        for (size_t b = own[k]; b < own[k] + 24; b++)
+            cr_assert_eq(buf.bytes[b], 0, "struct %d: byte %zu", k, b);
+        cr_assert_eq(buf.bytes[own[k] + 24], 0xab, "struct %d: written past its size", k);
+    }
+    bib_info_free(info);
+}
+
+Test(abi, info_structs_smaller_than_their_first_version_are_refused) {
+    bib_info_t *info = gather();
+    bib_info_cpu_t cpu = {.size = sizeof cpu - 1};
+    cr_assert_eq(bib_info_cpu(info, &cpu), BIB_E_USAGE);
+    bib_info_executor_t e = {.size = 0};
+    cr_assert_eq(bib_info_executor(info, 0, &e), BIB_E_USAGE);
+    bib_info_device_t d = {.size = sizeof d - 1};
+    cr_assert_eq(bib_info_device(info, 0, 0, &d), BIB_E_USAGE);
+    bib_info_placement_t p = {.size = sizeof p - 1};
+    cr_assert_eq(bib_info_placement(info, &p), BIB_E_USAGE);
+    bib_info_free(info);
+}
+
+Test(abi, info_readers_refuse_what_is_not_there) {
+    bib_info_t *info = gather();
+    uint32_t n = bib_info_executor_count(info);
+    bib_info_executor_t e = {.size = sizeof e};
+    cr_assert_eq(bib_info_executor(info, n, &e), BIB_E_USAGE);
+    bib_info_device_t d = {.size = sizeof d};
+    cr_assert_eq(bib_info_device(info, 0, 1, &d), BIB_E_USAGE);
+    cr_assert_eq(bib_info_device(info, n, 0, &d), BIB_E_USAGE);
+    cr_assert_eq(bib_info_executor(info, 0, NULL), BIB_E_USAGE);
+    cr_assert_eq(bib_info_executor_count(NULL), 0);
+    bib_info_cpu_t cpu = {.size = sizeof cpu};
+    cr_assert_eq(bib_info_cpu(NULL, &cpu), BIB_E_USAGE);
+    cr_assert_eq(bib_info_gather(NULL, NULL), BIB_E_USAGE);
+    bib_info_free(info);
+    bib_info_free(NULL);
 }
 
 Test(abi, output_functions_write_through_a_callback) {
