@@ -241,12 +241,13 @@ static void render_json(FILE *out, const bib_info_t *info) {
                 "{\"executor\":\"cpu\",\"overhead_s\":%.6g,\"flops_per_s\":%.6g,\"cached\":%s,"
                 "\"candidate\":true}",
                 s.host.overhead_s, s.host.flops_per_s, s.host.cached ? "true" : "false");
-    for (uint32_t i = 1; i < s.nex; i++) {
+    for (uint32_t i = 1, listed = 0; i < s.nex; i++) {
         bib_info_executor_t e = {.size = sizeof e};
         bib_info_executor(info, i, &e);
         if (!e.built || !e.measured)
             continue;
-        fprintf(out, ",{\"executor\":");
+        /* The first model when the cpu has none (it failed to start). */
+        fprintf(out, "%s{\"executor\":", s.host.measured || listed++ ? "," : "");
         bib_json_string(out, e.name);
         fprintf(out,
                 ",\"overhead_s\":%.6g,\"flops_per_s\":%.6g,\"transfer_s\":%.6g,"

@@ -102,6 +102,20 @@ else
     echo "SKIP CUDA device fields: no $MOCK (built with build/tests/test_cuda when nvcc exists)"
 fi
 
+# Regression: with a cpu executor that cannot start, auto's models began
+# with a comma ("models":[,{...), which is not JSON.
+if BIB_CPU_LEVEL=bogus $BIB info --json >"$T/json" 2>"$T/err" &&
+    "$PY" -c "
+import json, sys
+r = json.load(open('$T/json'))
+assert r['cpu']['executor'].startswith('the cpu executor failed to start: BIB_CPU_LEVEL=bogus'), r['cpu']
+assert all(m['executor'] != 'cpu' for m in r['auto']['models']), r['auto']
+" 2>>"$T/err"; then
+    ok "--json stays JSON when the cpu executor cannot start"
+else
+    bad "--json with BIB_CPU_LEVEL=bogus: $(cat "$T/err") $(head -c 300 "$T/json")"
+fi
+
 $BIB info extra >/dev/null 2>"$T/err"
 if [ $? -eq 64 ]; then ok "bib info with a file is a usage error"; else bad "bib info extra: $(cat "$T/err")"; fi
 
