@@ -610,7 +610,7 @@ BIB_API void bib_info_free(bib_info_t *info);
 typedef struct bib_info_cpu {
     size_t size;                     /* sizeof(bib_info_cpu_t) as the host compiled it */
     const char *model;               /* /proc/cpuinfo's model name, or why it is unknown */
-    uint32_t cores_online;           /* cores the system has online */
+    uint32_t cores_online;           /* cores the system has online (0: unknown) */
     uint32_t cores_usable;           /* cores this process may run on (its affinity) */
     uint64_t memory_total_bytes;     /* 0 where /proc/meminfo does not say */
     uint64_t memory_available_bytes; /* 0 where /proc/meminfo does not say */

@@ -32,6 +32,8 @@ static const struct {
 #define INFO_MAX_EXECUTORS                                                                         \
     (BIB_MAX_PLACES + sizeof optional_executors / sizeof optional_executors[0])
 
+/* What the readers copy out (pub) and the storage its strings point into,
+ * which lives as long as the bib_info_t. */
 typedef struct device_fact {
     bib_info_device_t pub;
     char describe[512];
@@ -282,6 +284,7 @@ bib_status_t bib_info_gather(const bib_options_t *options, bib_info_t **out) {
     gather_cpu(info);
     for (uint32_t i = 0; i < INFO_MAX_EXECUTORS; i++)
         info->executors[i].pub.size = sizeof info->executors[i].pub;
+    info->executors[0].pub.built = 1;
     gather_cpu_executor(&o, info->cpu.memory_total_bytes, &info->executors[0]);
     info->nexecutors = 1;
     /* GPU executors, in the registry's order of preference (CUDA first). */
@@ -290,7 +293,6 @@ bib_status_t bib_info_gather(const bib_options_t *options, bib_info_t **out) {
         e->pub.built = 1;
         gather_gpu_executor(&o, bib_executor_at(i), e);
     }
-    info->executors[0].pub.built = 1;
     for (size_t k = 0; k < sizeof optional_executors / sizeof optional_executors[0]; k++) {
         bool built = false;
         for (uint32_t i = 0; i < info->nexecutors; i++)
