@@ -19,6 +19,9 @@
 
 #define BIB_MPI_DEFAULT_LIBRARY "libmpi.so.40"
 
+/* mpi.h's MPI_IN_PLACE in Open MPI 4.x and 5.x. */
+#define BIB_MPI_IN_PLACE ((const void *)1)
+
 /* Open MPI's handles are pointers to its structures; opaque here. */
 typedef void *mpi_handle_t;
 
@@ -234,6 +237,10 @@ bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, con
     if (ints == NULL) {
         snprintf(why, cap, "allgatherv: host out of memory");
         return BIB_E_NOMEM;
+    }
+    if (send == NULL) {
+        send = BIB_MPI_IN_PLACE;
+        bytes = 0;
     }
     if (!fits_int(bytes) || !to_ints(counts, ints, comm.size) ||
         !to_ints(displs, ints + comm.size, comm.size)) {

@@ -51,7 +51,8 @@ uint64_t bib_comm_timeout_ms(void);
 /* recv[r * bytes ..] = rank r's send, bytes from every rank. */
 bib_status_t bib_comm_allgather(const void *send, void *recv, size_t bytes, char *why, size_t cap);
 /* recv gets every rank's send in rank order: rank r's counts[r] bytes at
- * displs[r]. */
+ * displs[r]. send NULL: in place (MPI_IN_PLACE), this rank's counts[rank]
+ * bytes are already at recv + displs[rank] and stay there (bytes unused). */
 bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, const uint64_t *counts,
                                  const uint64_t *displs, char *why, size_t cap);
 /* Rank r gets scounts[r] bytes from send + sdispls[r] of every rank s, at

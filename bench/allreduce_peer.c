@@ -8,7 +8,10 @@
  * times, so the VM's own cost per call (host copy checks, the header
  * exchange) is counted too. Both are timed between barriers, best of three
  * rounds; rank 0 prints one line per size: milliseconds per call, the
- * algorithm bandwidth (bytes / time) of each, and BIB's share of MPI's. This
+ * algorithm bandwidth (bytes / time) of each, and BIB's share of MPI's.
+ * Every rank then checks BIB's result against the rank-order left fold of
+ * every rank's values, computed here, bit for bit (a fast wrong answer
+ * would not count), and the run fails if one differs. This
  * program links libmpi (mpicc) and calls MPI_Init itself; libbib's
  * communicator finds MPI initialized and uses it.
  */
@@ -32,6 +35,29 @@ static double mpi_ms(float *buf, int count, int iters) {
         best = ms < best ? ms : best;
     }
     return best;
+}
+
+/* Rank r's value at element i. */
+static float value_of(uint32_t i, int r) {
+    return (float)((i * 7u + (uint32_t)r * 13u) % 1000u) * 0.001f;
+}
+
+/* Whether t2 (the last ALLREDUCE's result) holds ((x0 + x1) + x2) + ... */
+static int bib_result_ok(bib_vm_t *vm, uint32_t count, int size) {
+    float *got = malloc((size_t)count * 4);
+    if (got == NULL || bib_vm_tensor_read(vm, 2, 0, count, got) != BIB_OK) {
+        free(got);
+        return 0;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < count && ok; i++) {
+        float acc = value_of(i, 0);
+        for (int r = 1; r < size; r++)
+            acc = acc + value_of(i, r);
+        ok = memcmp(&acc, &got[i], 4) == 0;
+    }
+    free(got);
+    return ok;
 }
 
 static double bib_ms(bib_vm_t *vm, const float *buf, uint32_t count, int iters) {
@@ -84,11 +110,16 @@ int main(int argc, char **argv) {
     for (int s = 0; s < 2; s++) {
         float *buf = malloc((size_t)counts[s] * 4);
         for (uint32_t i = 0; i < counts[s]; i++)
-            buf[i] = (float)((i * 7u + (uint32_t)rank * 13u) % 1000u) * 0.001f;
+            buf[i] = value_of(i, rank);
         float *copy = malloc((size_t)counts[s] * 4);
         memcpy(copy, buf, (size_t)counts[s] * 4);
         double m = mpi_ms(copy, (int)counts[s], iters[s]);
         double b = bib_ms(vm, buf, counts[s], iters[s]);
+        if (!bib_result_ok(vm, counts[s], size)) {
+            fprintf(stderr, "allreduce_peer: rank %d: BIB's ALLREDUCE is not the rank-order fold\n",
+                    rank);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         double bytes = (double)counts[s] * 4;
         if (rank == 0)
             printf("%-8s %12.3f %12.2f %12.3f %12.2f %7.2fx\n", s == 0 ? "1 MB" : "64 MB", m,

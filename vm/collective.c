@@ -9,15 +9,21 @@
  *
  * - ALLREDUCE: the elements are split in WORLD blocks (block r: n/WORLD
  *   elements, one more when r < n mod WORLD). Rank r receives block r of
- *   every rank (one all-to-all) and folds it in rank order,
- *   acc = canon(x0), then acc = canon(acc + x1), ..., a plain binary32 add;
- *   then every rank gathers every block (one all-gather). Each element's sum
- *   is therefore the same left fold over ranks 0..WORLD-1 whatever the
- *   arrival order or the network, and the traffic is that of a ring
- *   all-reduce (each rank sends and receives 2 (WORLD-1)/WORLD of the
- *   tensor). _MAX takes MAX's maximum (spec/numerics.md section 2).
- * - REDUCE_SCATTER: the same fold over blocks of rows (axis 0), without the
- *   all-gather.
+ *   every other rank (all-to-all) and folds it with its own in rank order,
+ *   acc = x0 + x1, then acc = acc + x2, ..., a plain binary32 add, NaN
+ *   canonical; then every rank gathers every folded block (all-gather, in
+ *   place in the destination). Each element's sum is therefore the same left
+ *   fold over ranks 0..WORLD-1 whatever the arrival order or the network,
+ *   and the traffic is that of a ring all-reduce (each rank sends and
+ *   receives 2 (WORLD-1)/WORLD of the tensor). _MAX takes MAX's maximum
+ *   (spec/numerics.md section 2).
+ *   The blocks move in steps of about 1 MiB received per rank (an
+ *   all-to-all, the fold, an all-gather per step; reduce_steps), so the
+ *   pieces are folded while still in the cache, and the only scratch is one
+ *   step's pieces: nothing is copied to itself, no buffer the size of the
+ *   tensor is allocated. The step changes the speed, never the bits.
+ * - REDUCE_SCATTER: the same fold over blocks of rows (axis 0), into the
+ *   destination, without the all-gather.
  * - ALLGATHER and BROADCAST move bits unchanged.
  *
  * Tensors are read from and written to the host (bib_tensor_host_in/out):
@@ -258,58 +264,140 @@ static void block_of(uint64_t n, int w, int r, uint64_t *off, uint64_t *len) {
 
 /* ---- the fold ------------------------------------------------------------------ */
 
-/* acc[i] = the fold over ranks 0..w-1 of parts[s * len + i], in rank
-   order: the sum's left fold, or MAX's maximum. */
-static void fold(float *acc, const float *parts, uint64_t len, int w, bool max) {
-    for (uint64_t i = 0; i < len; i++) {
-        if (max) {
-            bool nan = false;
-            int32_t best = bib_f32_order_key(-INFINITY);
-            for (int s = 0; s < w; s++) {
-                const float x = parts[(uint64_t)s * len + i];
-                nan |= x != x;
-                const int32_t k = bib_f32_order_key(x);
-                best = k > best ? k : best;
-            }
-            acc[i] = nan ? bib_f32_canonical_nan() : bib_f32_from_order_key(best);
+/* Four lanes in GCC's vector extension, one SSE2 register (the x86-64
+   baseline; wider vectors built for SSE2 go through the stack): each lane
+   is the scalar operation on one element, so the bits are the scalar
+   code's. Loads and stores go through memcpy: rows need not be aligned. */
+typedef float fold_vf __attribute__((vector_size(16)));
+typedef int32_t fold_vi __attribute__((vector_size(16)));
+#define FOLD_LANES 4
+
+/* The pairwise step of the fold, element by element: d[i] = canon(a[i] +
+   b[i]) (one binary32 add; a NaN becomes the canonical NaN, so canon(x0)
+   is not needed first: a NaN stays a NaN through the later adds) or MAX's
+   maximum of a[i] and b[i] (bib_max2: canonical NaN if either is NaN, else
+   the greater order key, -0 < +0). b NULL: d[i] = the fold of a[i] alone,
+   canon(a[i]). d may be a or b (element i of each), never overlap them
+   otherwise. */
+static void fold_pair(float *d, const float *a, const float *b, uint64_t n, bool max) {
+    const fold_vi nan_bits = (fold_vi){0} + (int32_t)BIB_F32_CANONICAL_NAN_BITS;
+    const fold_vi low31 = (fold_vi){0} + 0x7FFFFFFF;
+    uint64_t i = 0;
+    for (; i + FOLD_LANES <= n; i += FOLD_LANES) {
+        fold_vf x, y;
+        memcpy(&x, a + i, sizeof x);
+        if (b != NULL)
+            memcpy(&y, b + i, sizeof y);
+        else
+            y = x;
+        fold_vi nan, pick;
+        if (!max) {
+            const fold_vf r = b != NULL ? x + y : x;
+            nan = r != r;
+            pick = (fold_vi)r;
         } else {
-            float a = bib_f32_canon(parts[i]);
-            for (int s = 1; s < w; s++)
-                a = bib_f32_canon(a + parts[(uint64_t)s * len + i]);
-            acc[i] = a;
+            const fold_vi xi = (fold_vi)x, yi = (fold_vi)y;
+            const fold_vi kx = xi ^ ((xi >> 31) & low31), ky = yi ^ ((yi >> 31) & low31);
+            const fold_vi greater = ky > kx;
+            nan = (x != x) | (y != y);
+            pick = (yi & greater) | (xi & ~greater);
         }
+        pick = (nan_bits & nan) | (pick & ~nan);
+        memcpy(d + i, &pick, sizeof pick);
+    }
+    for (; i < n; i++) {
+        if (b == NULL)
+            d[i] = bib_f32_canon(a[i]);
+        else
+            d[i] = max ? bib_max2(a[i], b[i]) : bib_f32_canon(a[i] + b[i]);
     }
 }
 
-/* Reduces src (units * unit f32 elements, this rank's contribution) over
-   the ranks: block r of the split of the units goes to rank r, which folds
-   it; *mine gets this rank's folded block (malloc'd; the caller frees it),
-   *mine_off and *mine_len its place in elements. */
-static void reduce_blocks(const bib_dinsn_t *ip, const float *src, uint64_t units, uint64_t unit,
-                          bool max, float **mine, uint64_t *mine_off, uint64_t *mine_len) {
+/* Elements per block that one step of the reduction moves from each rank:
+   about 1 MiB received per step, so a step's parts are still in the cache
+   when they are folded, and the scratch stays small whatever the tensor. */
+#define REDUCE_STEP_BYTES ((uint64_t)1 << 20)
+#define REDUCE_STEP_MIN 4096
+
+/* Reduces this rank's contribution src (units * unit f32 elements) over the
+   ranks; rank r owns block r of the split of the units (block_of) and folds
+   it. The blocks go in steps: step k moves the k-th piece of every block
+   (one all-to-all: this rank's piece of block r to rank r; nothing to
+   itself), folds the piece of its own block in rank order, from the
+   received pieces and its own src, into mine + k * step, and, with gather,
+   sends that folded piece to every rank (one all-gather in place into out,
+   where mine = out + this block's offset). The fold of each element is the
+   same left fold whatever the step size, so the step only changes speed.
+   mine may be src + this block's offset (in place); every element of src
+   that another rank needs is sent before the step that overwrites it. */
+static void reduce_steps(const bib_dinsn_t *ip, const float *src, float *out, float *mine,
+                         uint64_t units, uint64_t unit, bool max, bool gather) {
     const int w = bib_comm_size(), me = bib_comm_rank();
-    uint64_t off, len;
-    block_of(units, w, me, &off, &len);
-    *mine_off = off * unit;
-    *mine_len = len * unit;
-    float *parts = scratch(ip, (uint64_t)w * *mine_len * 4);
-    uint64_t *c = scratch(ip, 4 * (uint64_t)w * sizeof *c);
-    uint64_t *sc = c, *sd = c + w, *rc = c + 2 * w, *rd = c + 3 * w;
+    const char *name = bib_isa_table[ip->op].name;
+    /* Blocks in elements: rank r's block is [eo[r], eo[r] + el[r]). */
+    uint64_t *c = scratch(ip, 6 * (uint64_t)w * sizeof *c);
+    uint64_t *eo = c, *el = c + w, *sc = c + 2 * w, *sd = c + 3 * w, *rc = c + 4 * w,
+             *rd = c + 5 * w;
     for (int r = 0; r < w; r++) {
         uint64_t o, l;
         block_of(units, w, r, &o, &l);
-        sc[r] = l * unit * 4;
-        sd[r] = o * unit * 4;
-        rc[r] = *mine_len * 4;
-        rd[r] = (uint64_t)r * *mine_len * 4;
+        eo[r] = o * unit;
+        el[r] = l * unit;
     }
+    uint64_t step = REDUCE_STEP_BYTES / 4 / (uint64_t)(w > 1 ? w - 1 : 1);
+    step = step < REDUCE_STEP_MIN ? REDUCE_STEP_MIN : step;
+    /* Block 0 is the longest: every rank takes the same number of steps. */
+    const uint64_t steps = (el[0] + step - 1) / step;
+    const uint64_t part = step < el[me] ? step : el[me];
+    float *parts = scratch(ip, (uint64_t)(w - 1) * part * 4);
     char why[600];
-    if (bib_comm_alltoallv(src, sc, sd, parts, rc, rd, why, sizeof why) != BIB_OK)
-        lost(bib_isa_table[ip->op].name, why);
+    for (uint64_t k = 0; k < steps; k++) {
+        const uint64_t at = k * step;
+        uint64_t len = 0;
+        for (int r = 0; r < w; r++) {
+            const uint64_t left = el[r] > at ? el[r] - at : 0;
+            const uint64_t n = left < step ? left : step;
+            if (r == me)
+                len = n;
+            sc[r] = r == me ? 0 : n * 4;
+            sd[r] = (eo[r] + (n ? at : 0)) * 4;
+        }
+        /* Rank r's piece of this rank's block lands in slot r, or r - 1
+           after this rank. */
+        for (int r = 0; r < w; r++) {
+            rc[r] = r == me ? 0 : len * 4;
+            rd[r] = r == me ? 0 : (uint64_t)(r < me ? r : r - 1) * part * 4;
+        }
+        if (w > 1 && bib_comm_alltoallv(src, sc, sd, parts, rc, rd, why, sizeof why) != BIB_OK)
+            lost(name, why);
+        if (len > 0) {
+            const float *own = src + eo[me] + at;
+            float *d = mine + at;
+            /* In rank order. Until this rank's own piece the running fold
+               lives in slot 0 (rank 0's piece, read only by the step that
+               overwrites it): d may be own's elements, read first. */
+            if (w == 1)
+                fold_pair(d, own, NULL, len, max);
+            const float *acc = me == 0 ? own : parts;
+            for (int r = 1; r < w; r++) {
+                const float *x = r == me ? own : parts + (uint64_t)(r < me ? r : r - 1) * part;
+                float *to = r < me ? parts : d;
+                fold_pair(to, acc, x, len, max);
+                acc = to;
+            }
+        }
+        if (gather && w > 1) {
+            for (int r = 0; r < w; r++) {
+                const uint64_t left = el[r] > at ? el[r] - at : 0;
+                sc[r] = (left < step ? left : step) * 4;
+                sd[r] = (eo[r] + (sc[r] ? at : 0)) * 4;
+            }
+            if (bib_comm_allgatherv(NULL, 0, out, sc, sd, why, sizeof why) != BIB_OK)
+                lost(name, why);
+        }
+    }
+    free(parts);
     free(c);
-    /* Folded in place into the first row: element i reads only column i. */
-    fold(parts, parts, *mine_len, w, max);
-    *mine = parts;
 }
 
 /* ---- the opcodes ---------------------------------------------------------------- */
@@ -351,49 +439,26 @@ static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, bool max, boo
     const uint64_t in_count = in->count, out_count = scatter ? dims[0] * unit : in_count;
     const uint32_t in_rank = in->rank;
     CHECK(bib_tensor_charge_fuel(vm, ip, in_count + out_count));
-    /* The destination before any exchange: a failure here is this rank's
-       error, which the others learn from its header. */
+    /* The destination before any exchange: a failure here (a live
+       destination of another shape, in place too) is this rank's error,
+       which the others learn from its header. In place, or a view of the
+       input, it is the input's buffer with the input's layout. */
+    const float *src = (const float *)in->storage->host;
     uint8_t *out;
+    CHECK(bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out));
     if (!bib_comm_started()) {
         /* Alone: the fold of one rank, element by element, so in place too. */
-        const float *src = (const float *)in->storage->host;
-        CHECK(bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out));
-        fold((float *)out, src, out_count, 1, max);
+        fold_pair((float *)out, src, NULL, out_count, max);
         return BIB_OK;
     }
-    if (ip->a != ip->b)
-        CHECK(bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out));
     header_t mine, *all;
     header_for(vm, ip, in, 0, &mine);
     CHECK(agree_at(vm, ip, &mine, &all));
     free(all);
-
-    float *block;
     uint64_t off, len;
-    reduce_blocks(ip, (const float *)in->storage->host, scatter ? rows : in_count, unit, max,
-                  &block, &off, &len);
-    if (ip->a == ip->b) {
-        /* In place: the input has been sent; its buffer takes the result. */
-        if (bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out) != BIB_OK)
-            lost(bib_isa_table[ip->op].name, bib_vm_error(vm));
-    }
-    if (scatter) {
-        memcpy(out, block, (size_t)(len * 4));
-    } else {
-        uint64_t *c = scratch(ip, 2 * (uint64_t)w * sizeof *c);
-        for (int r = 0; r < w; r++) {
-            uint64_t o, l;
-            block_of(in_count, w, r, &o, &l);
-            c[r] = l * 4;
-            c[w + r] = o * 4;
-        }
-        char why[600];
-        if (bib_comm_allgatherv(block, len * 4, out, c, c + w, why, sizeof why) != BIB_OK)
-            lost(bib_isa_table[ip->op].name, why);
-        free(c);
-    }
-    free(block);
-    (void)off;
+    block_of(rows, w, me, &off, &len);
+    float *block = scatter ? (float *)out : (float *)out + off * unit;
+    reduce_steps(ip, src, (float *)out, block, rows, unit, max, !scatter);
     return BIB_OK;
 }
 

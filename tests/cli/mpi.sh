@@ -155,6 +155,148 @@ else
     bad "ALLREDUCE differs run to run"
 fi
 
+# ---- ALLREDUCE and REDUCE_SCATTER in steps, against numpy, on 1, 2 and 3 ranks ----
+# The reduction moves each block in steps of about 1 MiB received per rank
+# (vm/collective.c); these sizes take 2 and 3 steps with a short last one,
+# split unevenly over 2 and 3 ranks, beside tiny and empty tensors (fewer
+# elements than ranks: empty blocks). Rank r contributes row r of each input.
+# S sum, M max, I in place, V into a view of the input, RS and RM
+# REDUCE_SCATTER(_MAX) of [rows, cols] gathered back, s and m a 2-element
+# tensor, e an empty one.
+cat >"$T/steps.basm" <<'BASM'
+.input  P  t0 f32[w, n]
+.input  Q  t1 f32[w, q]
+.input  Y  t2 f32[w, 2]
+.input  E  t3 f32[w, 0]
+.output S  t4 f32[n]
+.output M  t5 f32[n]
+.output I  t6 f32[n]
+.output V  t7 f32[n]
+.output RS t8 f32[rows, cols]
+.output RM t9 f32[rows, cols]
+.output s  t10 f32[2]
+.output m  t11 f32[2]
+.output e  t12 f32[0]
+.func main regs=8
+    RANK r0
+    LDI r1, 1
+    ALLOC t20, i32, r1, 1
+    LDI r2, 0
+    TSET t20, r2, r0
+    GATHER t21, P, t20
+    DIM r3, P, 1
+    RESHAPE t22, t21, r3, 1
+    ALLREDUCE S, t22
+    ALLREDUCE_MAX M, t22
+    COPY I, t22
+    ALLREDUCE I, I
+    GATHER t23, Q, t20
+    LDI r4, 1001
+    LDI r5, 1000
+    RESHAPE t24, t23, r4, 2
+    REDUCE_SCATTER t25, t24
+    ALLGATHER RS, t25, 0
+    REDUCE_SCATTER_MAX t26, t24
+    ALLGATHER RM, t26, 0
+    GATHER t27, Y, t20
+    LDI r6, 2
+    RESHAPE t28, t27, r6, 1
+    ALLREDUCE s, t28
+    ALLREDUCE_MAX m, t28
+    GATHER t29, E, t20
+    LDI r6, 0
+    RESHAPE t30, t29, r6, 1
+    ALLREDUCE e, t30
+    RESHAPE V, t22, r3, 1       ; a view of the input: ALLREDUCE over its own storage
+    ALLREDUCE V, t22
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+$PY - "$T" <<'PY' || bad "writing the stepped inputs"
+import sys, numpy as np
+np.seterr(all="ignore")   # inf - inf and NaN operands are meant
+d = sys.argv[1]
+r = np.random.default_rng(19)
+def values(shape):
+    # Magnitudes over 16 decades, so that the order of the adds shows in the bits.
+    x = r.standard_normal(shape) * 10.0 ** r.integers(-8, 9, shape)
+    return x.astype(np.float32)
+n = 1000003
+P = values((3, n))
+# Specials at the start, across the step boundaries and at the end: NaNs
+# with payloads and signalling, infinities that cancel, signed zeros.
+bits = P.view(np.uint32)
+special = [0x7FC00001, 0xFFC00000, 0x7F800001, 0x7F800000, 0xFF800000, 0x80000000, 0x00000000]
+for at in (0, 1, 262143, 262144, 500001, 500002, 655359, n - 1):
+    for row in range(3):
+        bits[row, at] = special[(at + 3 * row) % len(special)]
+bits[:, 7] = [0x80000000, 0x80000000, 0x80000000]    # -0 + -0 + -0 = -0
+bits[:, 8] = [0x80000000, 0x00000000, 0x80000000]    # max: +0 over -0
+bits[:, 9] = [0x7F800000, 0xFF800000, 0x3F800000]    # inf + -inf: NaN
+np.save(d + "/P.npy", P)
+np.save(d + "/Q.npy", values((3, 1001 * 1000)))
+np.save(d + "/Y.npy", values((3, 2)))
+np.save(d + "/E.npy", np.zeros((3, 0), np.float32))
+left = (P[0] + P[1]) + P[2]
+right = P[0] + (P[1] + P[2])
+ok = ~np.isnan(left) & ~np.isnan(right)
+assert (left[ok] != right[ok]).sum() > 1000, "the data must tell the orders apart"
+PY
+for n in 1 2 3; do
+    $PY - "$T" "$n" <<'PY' || bad "slicing the inputs for $n ranks"
+import sys, numpy as np
+d, w = sys.argv[1], int(sys.argv[2])
+for name in "PQYE":
+    np.save("%s/%s%d.npy" % (d, name, w), np.load("%s/%s.npy" % (d, name))[:w])
+PY
+    outs=""
+    for o in S M I V RS RM s m e; do outs="$outs --output $o=$T/$o.$n.npy"; done
+    # shellcheck disable=SC2086
+    if $MPIRUN -np $n $BIB run "$T/steps.basm" --input "P=$T/P$n.npy" --input "Q=$T/Q$n.npy" \
+        --input "Y=$T/Y$n.npy" --input "E=$T/E$n.npy" $outs >"$T/out" 2>&1; then
+        if $PY - "$T" "$n" <<'PY'; then
+import sys, numpy as np
+np.seterr(all="ignore")
+d, w = sys.argv[1], int(sys.argv[2])
+CANON = np.uint32(0x7FC00000)
+def fold_sum(x):
+    acc = x[0].copy()
+    for row in x[1:]:
+        acc = acc + row              # float32 + float32: one rounding, in rank order
+    bits = acc.view(np.uint32).copy()
+    bits[np.isnan(acc)] = CANON
+    return bits
+def fold_max(x):
+    b = x.view(np.int32)
+    keys = b ^ ((b >> 31) & 0x7FFFFFFF)   # -0 < +0, as MAX orders them
+    best = keys.max(axis=0)
+    bits = (best ^ ((best >> 31) & 0x7FFFFFFF)).view(np.uint32).copy()
+    bits[np.isnan(x).any(axis=0)] = CANON
+    return bits
+def got(name):
+    return np.load("%s/%s.%d.npy" % (d, name, w)).view(np.uint32)
+P, Q, Y = (np.load("%s/%s%d.npy" % (d, k, w)) for k in "PQY")
+Q3 = Q.reshape(w, 1001, 1000)
+checks = [("S", fold_sum(P)), ("M", fold_max(P)), ("I", fold_sum(P)), ("V", fold_sum(P)),
+          ("RS", fold_sum(Q3)), ("RM", fold_max(Q3)), ("s", fold_sum(Y)), ("m", fold_max(Y))]
+for name, want in checks:
+    g = got(name)
+    assert g.shape == want.shape, (name, g.shape, want.shape)
+    wrong = np.flatnonzero(g.ravel() != want.ravel())
+    assert wrong.size == 0, "%s: %d elements differ, first at %d: %08x, want %08x" % (
+        name, wrong.size, wrong[0], g.ravel()[wrong[0]], want.ravel()[wrong[0]])
+assert got("e").shape == (0,)
+PY
+            ok "ALLREDUCE, _MAX and REDUCE_SCATTER(_MAX) in steps on $n rank(s): numpy's rank-order fold, bit for bit"
+        else
+            bad "the stepped reductions on $n rank(s) differ from numpy"
+        fi
+    else
+        bad "the stepped reductions on $n rank(s): $(cat "$T/out")"
+    fi
+done
+
 # ---- faults: every rank exits with one line naming the rank and the cause ----
 # expect_all NAME NP CODE PATTERN ARGS...: exit CODE and NP lines matching PATTERN
 expect_all() {
@@ -200,6 +342,19 @@ expect_all "mismatched shapes name both ranks' shapes" 2 70 \
 expect_all "an input rank 0 cannot read stops every rank" 2 66 \
     "rank [01] of 2: rank 0: --input P: cannot .*nothing.npy" \
     $BIB run "$T/coll.basm" --input "P=$T/nothing.npy"
+# In place, REDUCE_SCATTER's live destination keeps the input's shape: a
+# trap before any exchange, on every rank, not an exchange that cannot end.
+cat >"$T/scatter_in_place.basm" <<'BASM'
+.tensor A t0 f32[4] = 1, 2, 3, 4
+.func main regs=4
+    REDUCE_SCATTER A, A
+    LDI r0, 0
+    HALT r0
+.end
+BASM
+expect_all "REDUCE_SCATTER in place onto another shape traps on every rank" 2 70 \
+    "rank [01] of 2: rank 0: trap at pc 0 (REDUCE_SCATTER t0, t0) line 3: shape mismatch: t0 (A) holds f32\[4\] but the result is f32\[2\]" \
+    $BIB run "$T/scatter_in_place.basm"
 cat >"$T/own.basm" <<'BASM'
 .output R t0 f32[1]
 .func main regs=4
