@@ -3,9 +3,10 @@
 # spectralnorm) that bench/interp.sh times: each, at a small size, prints
 # exactly the bytes its Lua twin in bench/lua/ prints at that size (Lua 5.4),
 # and the Benchmarks Game's reference output for that size; each survives
-# the asm/dis/asm round trip. The size is one line at the top of each file
-# (`.const N i64` in the .basm, `local N =` in the .lua), which this script
-# rewrites. Prints one line per check and "N passed, N failed" at the end.
+# the asm/dis/asm round trip, and the three carry the same runtime. The size
+# is one line at the top of each file (`.const N i64` in the .basm,
+# `local N =` in the .lua), which this script rewrites. Prints one line per
+# check and "N passed, N failed" at the end.
 . "$(dirname "$0")/lib/common.sh"
 LUA=${LUA:-lua5.4}
 have_lua=1
@@ -55,4 +56,16 @@ check() {
 check nbody 1000 "-0.169075164/-0.169087605"
 check fannkuch 7 "228/Pfannkuchen(7) = 16"
 check spectralnorm 100 "1.274219991"
+
+# The runtime a compiler links into each module (from "; ---- the runtime"
+# to the end) is one text, kept the same in all three.
+for prog in nbody fannkuch spectralnorm; do
+    sed -n '/^; ---- the runtime/,$p' "examples/$prog.basm" >"$T/$prog.runtime"
+done
+if [ -s "$T/nbody.runtime" ] && cmp -s "$T/nbody.runtime" "$T/fannkuch.runtime" &&
+    cmp -s "$T/nbody.runtime" "$T/spectralnorm.runtime"; then
+    ok "the three programs carry the same runtime"
+else
+    bad "the runtimes of nbody, fannkuch and spectralnorm differ (or one is missing)"
+fi
 finish
