@@ -105,7 +105,7 @@ DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.
                openmpi-bin libopenmpi-dev \
                python3-onnx libonnx-testdata python3-torch python3-sklearn
 # Only `make bench` needs these: the peers its benchmarks run beside.
-BENCH_DEB_PACKAGES = libdnnl-dev
+BENCH_DEB_PACKAGES = libdnnl-dev luajit
 $(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps
 	@$(if $(KIT),echo "bench deps: from the kit in $(KIT)",sh tools/install-deps.sh $(BENCH_DEB_PACKAGES))
 	@touch $@
