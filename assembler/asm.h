@@ -1,11 +1,14 @@
-/* assembler/asm.h: what builder.c, asm.c and disasm.c share beyond the public
- * API in include/bib.h.
+/* assembler/asm.h: what builder.c, the assembler and disasm.c share beyond
+ * the public API in include/bib.h.
  *
  * The builder controls exist so that every module the disassembler prints can
  * be rebuilt byte for byte: an explicit entry function, and a module without
- * debug info. The text helpers keep the one rule for writing names and floats
- * (what the assembler reads back) in asm.c. All of this is internal to libbib;
- * embedders use the public builder only.
+ * debug info. The read-backs (names found in the builder, declarations by
+ * index, the pool and the data) let the assembler drive one builder from its
+ * first pass on, with no copy of what it declared. The text helpers keep the
+ * one rule for writing names and floats (what the assembler reads back) in
+ * asm_text.c. All of this is internal to libbib; embedders use the public
+ * builder only.
  */
 #ifndef BIB_ASM_H
 #define BIB_ASM_H
@@ -54,6 +57,48 @@ bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, 
                                        size_t *size);
 
 /* bib_builder_tensor_dim/_input/_output/_const/_regs are public: include/bib.h. */
+
+/* ---- what the assembler reads back while it drives a builder ---- */
+
+/* The builder's name spaces: each entry is found by its name in its own. */
+typedef enum bib_builder_space {
+    BIB_BUILDER_FUNCTION, /* bib_builder_declare: function ids */
+    BIB_BUILDER_IMPORT,   /* bib_builder_import: import ids */
+    BIB_BUILDER_DIM,      /* bib_builder_tensor_dim: symbolic dimension indices */
+    BIB_BUILDER_TENSOR,   /* bib_builder_tensor_*: declarations, in the order given */
+    BIB_BUILDER_SHADER,   /* bib_builder_shader */
+    BIB_BUILDER_KERNEL,   /* bib_builder_kernel */
+} bib_builder_space_t;
+
+/* The index of the first entry declared with name in space, or UINT32_MAX
+   when none was. */
+uint32_t bib_builder_find(const bib_builder_t *b, bib_builder_space_t space, const char *name);
+
+/* BIB_OK, or the status of the first failure, which finish reports. */
+bib_status_t bib_builder_status(const bib_builder_t *b);
+
+/* What was declared, by index (NULL past the end). The pointers stay valid
+   until the next declaration of their kind, or finish. */
+const char *bib_builder_function_name(const bib_builder_t *b, uint32_t func);
+uint32_t bib_builder_tensor_count(const bib_builder_t *b);
+const bib_tensor_decl_t *bib_builder_tensor_decl(const bib_builder_t *b, uint32_t index);
+const bib_shader_decl_t *bib_builder_shader_decl(const bib_builder_t *b, uint32_t index);
+const bib_kernel_decl_t *bib_builder_kernel_decl(const bib_builder_t *b, uint32_t index);
+
+/* Appends a pool entry of type BIB_CONST_* with these bits (no value goes
+   through a double); UINT32_MAX when out of memory. */
+uint32_t bib_builder_const_bits(bib_builder_t *b, uint32_t type, uint64_t bits);
+
+/* The first pool entry with this type and these bits, or UINT32_MAX. */
+uint32_t bib_builder_const_find(const bib_builder_t *b, uint32_t type, uint64_t bits);
+
+/* The data bytes so far; the next appended byte goes at this address. */
+uint64_t bib_builder_data_size(const bib_builder_t *b);
+
+/* Appends size zero bytes to the data and returns where they start, for the
+   caller to fill before the next data call; NULL after a failure (past
+   4 GiB, or out of memory) that the builder keeps for finish. */
+uint8_t *bib_builder_data_append(bib_builder_t *b, uint64_t size);
 
 /* User device code (spec/device-code.md). Each returns the new entry's index
    (in declaration order), or UINT32_MAX after a failure the builder keeps

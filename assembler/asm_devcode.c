@@ -18,6 +18,16 @@
 
 /* ---- device code: .shader and .kernel (spec/device-code.md) ------------ */
 
+/* A .shader or .kernel line, compiled, before it goes to the builder. */
+typedef struct asm_devcode {
+    char *name, *entry, *params;   /* params: kernels only */
+    uint32_t bindings, push_bytes; /* shaders only */
+    uint32_t *words;               /* shader SPIR-V */
+    uint32_t word_count;
+    char *ptx; /* kernel PTX, NUL-terminated */
+    uint32_t ptx_bytes;
+} asm_devcode_t;
+
 /* A path operand, relative to the directory of the file being assembled. */
 static char *devcode_path(asm_state_t *a, uint32_t si, span_t op) {
     if (op.len == 0 || op.p[0] != '"') {
@@ -167,7 +177,6 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
     }
     asm_devcode_t d;
     memset(&d, 0, sizeof d);
-    d.stmt = si;
     int bindings_given = 0, push_given = 0;
     uint64_t bindings = 0, push = 0;
     char *path = NULL;
@@ -338,31 +347,26 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
         }
     }
     free(path);
-    asm_devcode_t **list = kernel ? &a->kernels : &a->shaders;
-    uint32_t *count = kernel ? &a->kernel_count : &a->shader_count;
-    uint32_t *cap = kernel ? &a->kernel_cap : &a->shader_cap;
-    uint32_t kind = kernel ? SYM_KERNEL : SYM_SHADER;
-    sym_t *prev = ok ? bib_asm_sym_find(&a->syms, d.name, kind, 0) : NULL;
-    if (prev != NULL) {
+    uint32_t prev =
+        ok ? bib_builder_find(a->b, kernel ? BIB_BUILDER_KERNEL : BIB_BUILDER_SHADER, d.name)
+           : ASM_NONE;
+    if (prev != ASM_NONE) {
         bib_asm_diag_span(a, si, ops[0], "'%s' is already defined", NULL);
         ok = 0;
     }
-    if (ok && (!bib_asm_grow_array((void **)list, cap, *count + 1, sizeof **list) ||
-               bib_asm_sym_add(&a->syms, d.name, kind, 0, *count, si) == NULL)) {
-        bib_asm_out_of_memory(a);
+    if (ok && (kernel ? bib_builder_kernel(a->b, d.name, d.entry, d.params, d.ptx, d.ptx_bytes)
+                      : bib_builder_shader(a->b, d.name, d.entry, d.bindings, d.push_bytes, d.words,
+                                           d.word_count)) == ASM_NONE) {
+        bib_asm_builder_failed(a);
         ok = 0;
     }
-    if (!ok) {
-        if (d.name != NULL && prev == NULL && !a->oom &&
-            bib_asm_sym_add(&a->syms, d.name, kernel ? SYM_BROKEN_KERNEL : SYM_BROKEN_SHADER, 0, 0,
-                            si) == NULL)
-            bib_asm_out_of_memory(a);
-        free(d.name);
-        free(d.entry);
-        free(d.params);
-        free(d.words);
-        free(d.ptx);
-        return;
-    }
-    (*list)[(*count)++] = d;
+    if (!ok && d.name != NULL && prev == ASM_NONE && !a->oom &&
+        bib_asm_sym_add(&a->syms, d.name, kernel ? SYM_BROKEN_KERNEL : SYM_BROKEN_SHADER, 0, 0,
+                        si) == NULL)
+        bib_asm_out_of_memory(a);
+    free(d.name);
+    free(d.entry);
+    free(d.params);
+    free(d.words);
+    free(d.ptx);
 }

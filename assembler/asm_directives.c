@@ -5,9 +5,12 @@
  * .tensor, .dim) and the pass that walks the lines to collect them all, so
  * that anything may be named before it is defined; then the data fixups.
  *
+ * Each declaration goes into the builder as it is met (asm_internal.h says
+ * how), so the module lists functions, imports, constants, dimensions and
+ * tensors in the order of their lines, and the data grows in the builder.
+ *
  * It does not parse instruction operands (asm_operands.c) nor device code
- * blocks (asm_devcode.c), and it emits nothing: asm.c hands the results to
- * the builder.
+ * blocks (asm_devcode.c), and it emits no code.
  */
 #include "assembler/asm_internal.h"
 
@@ -27,6 +30,15 @@
    scalar. */
 #define BSS_DEFAULT_ALIGN 8
 
+/* A .input, .output or .tensor line, read before it goes to the builder. */
+typedef struct asm_tensor {
+    char *name;
+    uint32_t reg, flags, dtype, rank;
+    int64_t dims[BIB_MAX_RANK];
+    uint32_t *values; /* .tensor: the elements' bit patterns, numel of them */
+    uint64_t numel;
+} asm_tensor_t;
+
 static int is_data_directive(span_t w) {
     static const char *const names[] = {".byte", ".i16",   ".i32",   ".i64",  ".f32",
                                         ".f64",  ".ascii", ".asciz", ".zero", ".align"};
@@ -41,7 +53,7 @@ static int is_data_directive(span_t w) {
 static int fits_cap(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
     /* Strictly below the cap: a module holds its headers and code besides,
        and must stay readable under the same cap. */
-    uint64_t used = a->data_size + a->tensor_bytes;
+    uint64_t used = bib_builder_data_size(a->b) + a->tensor_bytes;
     if (n < a->max_size && used < a->max_size - n)
         return 1;
     bib_asm_diag_at(
@@ -53,8 +65,10 @@ static int fits_cap(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
     return 0;
 }
 
+/* n zero bytes appended to the module's data, for the caller to fill; NULL
+   after a diagnostic. */
 static uint8_t *data_reserve(asm_state_t *a, uint32_t si, span_t where, uint64_t n) {
-    uint64_t end = a->data_size + n;
+    uint64_t end = bib_builder_data_size(a->b) + n;
     if (end > UINT32_MAX || n > UINT32_MAX) {
         bib_asm_diag_at(a, si, where.col, where.len,
                         "data grows past 4 GiB, the most a module holds");
@@ -62,21 +76,9 @@ static uint8_t *data_reserve(asm_state_t *a, uint32_t si, span_t where, uint64_t
     }
     if (!fits_cap(a, si, where, n))
         return NULL;
-    if (end > a->data_cap || a->data == NULL) { // even for n == 0: `at` below needs a base
-        uint64_t cap = a->data_cap ? a->data_cap : 256;
-        while (cap < end)
-            cap *= 2;
-        uint8_t *p = realloc(a->data, (size_t)cap);
-        if (p == NULL) {
-            bib_asm_out_of_memory(a);
-            return NULL;
-        }
-        a->data = p;
-        a->data_cap = cap;
-    }
-    uint8_t *at = a->data + a->data_size;
-    memset(at, 0, (size_t)n);
-    a->data_size = end;
+    uint8_t *at = bib_builder_data_append(a->b, n);
+    if (at == NULL)
+        bib_asm_builder_failed(a);
     return at;
 }
 
@@ -103,7 +105,7 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
                 bib_asm_diag_span(a, si, ops[0], "alignment %s is not a power of two", NULL);
                 return;
             }
-            n = (n - a->data_size % n) % n;
+            n = (n - bib_builder_data_size(a->b) % n) % n;
         }
         data_reserve(a, si, ops[0], n);
         return;
@@ -186,7 +188,8 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
                 bib_asm_out_of_memory(a);
                 return;
             }
-            a->fixups[a->fixup_count++] = (data_fixup_t){(uint32_t)a->data_size, width, si, op};
+            a->fixups[a->fixup_count++] =
+                (data_fixup_t){(uint32_t)bib_builder_data_size(a->b), width, si, op};
             if (data_reserve(a, si, op, width) == NULL)
                 return;
             continue;
@@ -221,7 +224,8 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
     const span_t *ops = bib_asm_stmt_operands(a, s);
     if (*current != ASM_NONE) {
         bib_asm_diag_at(a, si, s->word.col, s->word.len,
-                        "'.func' inside function '%s' (missing '.end'?)", a->funcs[*current].name);
+                        "'.func' inside function '%s' (missing '.end'?)",
+                        bib_builder_function_name(a->b, *current));
         s->bad = 1;
         return;
     }
@@ -241,27 +245,30 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
             return;
         }
     }
-    if (!bib_asm_grow_array((void **)&a->funcs, &a->func_cap, a->func_count + 1,
-                            sizeof *a->funcs)) {
+    /* The builder numbers functions in the order of their '.func' lines. */
+    uint32_t id = ASM_NONE;
+    if (bib_asm_grow_array((void **)&a->funcs, &a->func_cap, a->func_count + 1, sizeof *a->funcs))
+        id = bib_builder_declare(a->b, name);
+    if (id == ASM_NONE) {
         free(name);
         bib_asm_out_of_memory(a);
         s->bad = 1;
         return;
     }
-    uint32_t id = a->func_count++;
+    a->func_count = id + 1;
     asm_func_t *f = &a->funcs[id];
-    *f = (asm_func_t){name, si, 0, 0, 0, 0, 0, -1, 0};
+    *f = (asm_func_t){si, 0, 0, 0, 0, 0, -1, 0};
     *current = id;
-    if (s->bad)
+    if (s->bad) {
+        free(name);
         return;
-    sym_t *prev = bib_asm_sym_find(&a->syms, name, SYM_FUNC, 0);
-    if (prev != NULL) {
+    }
+    /* The first of a name keeps it: a second is an error. */
+    uint32_t first = bib_builder_find(a->b, BIB_BUILDER_FUNCTION, name);
+    if (first != id)
         bib_asm_diag_at(a, si, ops[0].col, ops[0].len,
                         "function '%s' is already defined on line %u", name,
-                        a->stmts[prev->stmt].line);
-    } else if (bib_asm_sym_add(&a->syms, name, SYM_FUNC, 0, id, si) == NULL) {
-        bib_asm_out_of_memory(a);
-    }
+                        a->stmts[a->funcs[first].stmt].line);
     for (uint32_t i = 1; i < s->op_count; i++) {
         span_t op = ops[i];
         const char *eq = memchr(op.p, '=', op.len);
@@ -292,6 +299,7 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
             a, si, s->word.col, s->word.len,
             "function '%s' takes %u arguments but has regs=%u (arguments live in registers)", name,
             f->nargs, f->nregs);
+    free(name);
 }
 
 /* ---- pass 1: tensor declarations ------------------------------------------ */
@@ -303,23 +311,14 @@ static void note_treg(asm_state_t *a, uint32_t si, uint32_t reg) {
     }
 }
 
-/* The index of symbolic dimension name, declared on first use; ASM_NONE when
-   out of memory. */
-static uint32_t dim_symbol(asm_state_t *a, uint32_t si, char *name) {
-    sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_DIM, 0);
-    if (sym != NULL) {
-        free(name);
-        return (uint32_t)sym->value;
-    }
-    if (!bib_asm_grow_array((void **)&a->dim_names, &a->dim_cap, a->dim_count + 1,
-                            sizeof *a->dim_names) ||
-        bib_asm_sym_add(&a->syms, name, SYM_DIM, 0, a->dim_count, si) == NULL) {
-        free(name);
-        bib_asm_out_of_memory(a);
-        return ASM_NONE;
-    }
-    a->dim_names[a->dim_count] = name;
-    return a->dim_count++;
+/* The symbolic dimension called name (BIB_DIM_SYMBOL), which the builder
+   numbers in order of first use; 0 after a failure. Frees name. */
+static int64_t dim_symbol(asm_state_t *a, char *name) {
+    int64_t dim = bib_builder_tensor_dim(a->b, name);
+    free(name);
+    if (dim == 0)
+        bib_asm_builder_failed(a);
+    return dim;
 }
 
 int bib_asm_parse_dtype(span_t sp, uint32_t *dtype) {
@@ -361,12 +360,8 @@ static int parse_dim(asm_state_t *a, uint32_t si, span_t d, int fixed_only, int6
             return 1;
         }
         char *name = bib_asm_parse_name(a, si, d, "dimension");
-        if (name == NULL)
+        if (name == NULL || (*out = dim_symbol(a, name)) == 0)
             return 0;
-        uint32_t index = dim_symbol(a, si, name);
-        if (index == ASM_NONE)
-            return 0;
-        *out = BIB_DIM_SYMBOL(index);
     }
     if (fixed_only && *out < 0) {
         bib_asm_diag_span(a, si, d, "a constant tensor needs fixed dimension sizes, found '%s'",
@@ -572,7 +567,6 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
     }
     asm_tensor_t t;
     memset(&t, 0, sizeof t);
-    t.stmt = si;
     t.flags = flags;
     if (!bib_asm_parse_reg(ops[1], 't', &t.reg) || t.reg >= BIB_MAX_TENSOR_REGS) {
         bib_asm_diag_span(a, si, ops[1], "expected a tensor register (t0 .. t65535), found '%s'",
@@ -583,22 +577,23 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
         return;
     if ((t.name = bib_asm_parse_name(a, si, ops[0], "tensor")) == NULL)
         return;
-    sym_t *prev = bib_asm_sym_find(&a->syms, t.name, SYM_TENSOR, 0);
-    if (prev != NULL) {
+    uint32_t prev = bib_builder_find(a->b, BIB_BUILDER_TENSOR, t.name);
+    if (prev != ASM_NONE) {
         bib_asm_diag_at(a, si, ops[0].col, ops[0].len, "tensor '%s' is already declared on line %u",
-                        t.name, a->stmts[prev->stmt].line);
+                        t.name, a->stmts[a->tensor_stmts[prev]].line);
         free(t.name);
         return;
     }
-    for (uint32_t i = 0; i < a->tensor_count && flags != BIB_TENSOR_OUTPUT; i++) {
-        const asm_tensor_t *o = &a->tensors[i];
+    uint32_t declared = bib_builder_tensor_count(a->b);
+    for (uint32_t i = 0; i < declared && flags != BIB_TENSOR_OUTPUT; i++) {
+        const bib_tensor_decl_t *o = bib_builder_tensor_decl(a->b, i);
         if (o->reg == t.reg && o->flags != BIB_TENSOR_OUTPUT) {
             bib_asm_diag_at(
                 a, si, ops[1].col, ops[1].len,
                 "t%u already holds %s '%s' (line %u): a register carries at most one input "
                 "or constant",
                 t.reg, o->flags == BIB_TENSOR_INPUT ? "input" : "constant", o->name,
-                a->stmts[o->stmt].line);
+                a->stmts[a->tensor_stmts[i]].line);
             free(t.name);
             return;
         }
@@ -623,16 +618,39 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
         free(t.values);
         return;
     }
-    if (!bib_asm_grow_array((void **)&a->tensors, &a->tensor_cap, a->tensor_count + 1,
-                            sizeof *a->tensors) ||
-        bib_asm_sym_add(&a->syms, t.name, SYM_TENSOR, 0, a->tensor_count, si) == NULL) {
+    if (!bib_asm_grow_array((void **)&a->tensor_stmts, &a->tensor_stmt_cap, declared + 1,
+                            sizeof *a->tensor_stmts)) {
         free(t.name);
         free(t.values);
         bib_asm_out_of_memory(a);
         return;
     }
-    a->tensors[a->tensor_count++] = t;
+    bib_status_t st =
+        flags == BIB_TENSOR_INPUT
+            ? bib_builder_tensor_input(a->b, t.name, t.reg, (bib_dtype_t)t.dtype, t.rank, t.dims)
+        : flags == BIB_TENSOR_OUTPUT
+            ? bib_builder_tensor_output(a->b, t.name, t.reg, (bib_dtype_t)t.dtype, t.rank, t.dims)
+            : bib_builder_tensor_const(a->b, t.name, t.reg, (bib_dtype_t)t.dtype, t.rank, t.dims,
+                                       t.values);
+    free(t.name);
+    free(t.values);
+    if (st != BIB_OK) {
+        bib_asm_builder_failed(a);
+        return;
+    }
+    a->tensor_stmts[declared] = si;
     note_treg(a, si, t.reg);
+}
+
+/* The shader a plain name operand names, when it is declared above; else
+   NULL (pass 2 reports what is wrong with the operand). */
+static const bib_shader_decl_t *shader_above(asm_state_t *a, span_t op) {
+    if (bib_asm_name_length(op.p, op.p + op.len) != op.len || op.p[0] == '"')
+        return NULL;
+    char *name = strndup(op.p, op.len);
+    uint32_t index = name ? bib_builder_find(a->b, BIB_BUILDER_SHADER, name) : ASM_NONE;
+    free(name);
+    return bib_builder_shader_decl(a->b, index);
 }
 
 /* Notes the registers an instruction names, for the default regs=. */
@@ -667,16 +685,9 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
         if (kind == BIB_K_SHADER || kind == BIB_K_KERNEL) {
             /* Device code declared above sizes the frame: the launch size
                registers and a shader's pushed words. */
-            char *name = bib_asm_name_length(op.p, op.p + op.len) == op.len && op.p[0] != '"'
-                             ? strndup(op.p, op.len)
-                             : NULL;
-            sym_t *sym = name ? bib_asm_sym_find(&a->syms, name,
-                                                 kind == BIB_K_SHADER ? SYM_SHADER : SYM_KERNEL, 0)
-                              : NULL;
-            free(name);
+            const bib_shader_decl_t *shader = kind == BIB_K_SHADER ? shader_above(a, op) : NULL;
             program_geometry = kind == BIB_K_SHADER ? 3 : 6;
-            program_extra =
-                sym != NULL && kind == BIB_K_SHADER ? a->shaders[sym->value].push_bytes / 4 : 0;
+            program_extra = shader != NULL ? shader->push_bytes / 4 : 0;
             prev_reg = ASM_NONE;
             continue;
         }
@@ -693,32 +704,15 @@ static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib
     }
 }
 
+/* Imports a host function the first time its name is met: the builder
+   numbers imports in that order. */
 static void pass1_import(asm_state_t *a, uint32_t si, span_t op) {
     char *name = bib_asm_parse_name(a, si, op, "host function");
     if (name == NULL)
         return;
-    if (bib_asm_sym_find(&a->syms, name, SYM_IMPORT, 0) == NULL) {
-        if (!bib_asm_grow_array((void **)&a->imports, &a->import_cap, a->import_count + 1,
-                                sizeof *a->imports) ||
-            bib_asm_sym_add(&a->syms, name, SYM_IMPORT, 0, a->import_count, si) == NULL) {
-            free(name);
-            bib_asm_out_of_memory(a);
-            return;
-        }
-        a->imports[a->import_count++] = name;
-        return;
-    }
-    free(name);
-}
-
-uint32_t bib_asm_add_const(asm_state_t *a, uint32_t type, uint64_t bits) {
-    if (!bib_asm_grow_array((void **)&a->consts, &a->const_cap, a->const_count + 1,
-                            sizeof *a->consts)) {
+    if (bib_builder_import(a->b, name) == ASM_NONE)
         bib_asm_out_of_memory(a);
-        return ASM_NONE;
-    }
-    a->consts[a->const_count] = (bib_const_t){type, bits};
-    return a->const_count++;
+    free(name);
 }
 
 /* Parses a constant value of the given type (".const" or "=" form). */
@@ -787,8 +781,10 @@ static void pass1_const(asm_state_t *a, uint32_t si) {
                             "constant '%s' is already defined on line %u", name,
                             a->stmts[prev->stmt].line);
         } else {
-            uint32_t index = bib_asm_add_const(a, type, bits);
-            if (index != ASM_NONE &&
+            /* '.const' lines come first in the pool: pass 2 adds the inline
+               ones. */
+            uint32_t index = bib_builder_const_bits(a->b, type, bits);
+            if (index == ASM_NONE ||
                 bib_asm_sym_add(&a->syms, name, SYM_CONST, 0, index, si) == NULL)
                 bib_asm_out_of_memory(a);
         }
@@ -854,7 +850,8 @@ void bib_asm_pass1(asm_state_t *a) {
                the data is laid out (bib_asm_place_bss). */
             uint64_t value = current != ASM_NONE          ? a->funcs[current].insn_count
                              : bib_asm_word_is(w, ".bss") ? a->bss_count
-                                                          : a->data_size;
+                                                          : bib_builder_data_size(a->b);
+            sym_t *sym = NULL;
             if (prev != NULL) {
                 bib_asm_diag_at(a, si, l.col, l.len, "label '%s' is already defined on line %u",
                                 name, a->stmts[prev->stmt].line);
@@ -867,8 +864,12 @@ void bib_asm_pass1(asm_state_t *a) {
                 bib_asm_diag_at(a, equ->stmt, e.col, e.len,
                                 "'.equ' name '%s' is already a data label on line %u", name,
                                 a->stmts[si].line);
-            } else if (bib_asm_sym_add(&a->syms, name, kind, scope, value, si) == NULL) {
+            } else if ((sym = bib_asm_sym_add(&a->syms, name, kind, scope, value, si)) == NULL) {
                 bib_asm_out_of_memory(a);
+            } else if (kind == SYM_CODE) {
+                /* The builder's label now; pass 2 binds it where it stands. */
+                if ((sym->label_id = bib_builder_label(a->b)) == ASM_NONE)
+                    bib_asm_out_of_memory(a);
             }
             free(name);
         }
@@ -926,7 +927,7 @@ void bib_asm_pass1(asm_state_t *a) {
                 bib_asm_diag_at(a, si, w.col, w.len,
                                 "data directive '%.*s' inside function '%s' (put data outside "
                                 "'.func' ... '.end')",
-                                (int)w.len, w.p, a->funcs[current].name);
+                                (int)w.len, w.p, bib_builder_function_name(a->b, current));
                 continue;
             }
             pass1_data(a, si);
@@ -936,7 +937,7 @@ void bib_asm_pass1(asm_state_t *a) {
                 bib_asm_diag_at(
                     a, si, w.col, w.len,
                     "'%.*s' inside function '%s' (declare tensors outside '.func' ... '.end')",
-                    (int)w.len, w.p, a->funcs[current].name);
+                    (int)w.len, w.p, bib_builder_function_name(a->b, current));
                 continue;
             }
             if (bib_asm_is_tensor_decl(w)) {
@@ -952,7 +953,7 @@ void bib_asm_pass1(asm_state_t *a) {
                                         a->stmts[equ->stmt].line);
                         free(name);
                     } else if (name != NULL) {
-                        dim_symbol(a, si, name);
+                        dim_symbol(a, name);
                     }
                 }
             } else if (bib_asm_expect_operands(a, si, 1, 1)) {
@@ -972,7 +973,7 @@ void bib_asm_pass1(asm_state_t *a) {
                     a, si, w.col, w.len,
                     "'%.*s' inside function '%s' (declare device code outside '.func' ... "
                     "'.end')",
-                    (int)w.len, w.p, a->funcs[current].name);
+                    (int)w.len, w.p, bib_builder_function_name(a->b, current));
                 continue;
             }
             bib_asm_pass1_devcode(a, si);
@@ -988,7 +989,7 @@ void bib_asm_pass1(asm_state_t *a) {
                 bib_asm_diag_at(a, si, w.col, w.len,
                                 "'.bss' inside function '%s' (put reservations outside '.func' "
                                 "... '.end')",
-                                a->funcs[current].name);
+                                bib_builder_function_name(a->b, current));
                 continue;
             }
             pass1_bss(a, si);
@@ -1024,21 +1025,25 @@ void bib_asm_pass1(asm_state_t *a) {
         } else if (bib_asm_word_is(w, ".source")) {
             if (!bib_asm_expect_operands(a, si, 0, 1))
                 continue;
-            free(a->source_name);
-            a->source_name = NULL;
-            a->source_set = 1;
-            if (s->op_count == 1)
-                a->source_name = bib_asm_parse_name(a, si, a->spans[s->op_first], "source file");
+            /* The last '.source' names the source; one without a name says
+               there is none. */
+            char *name = NULL;
+            if (s->op_count == 1 &&
+                (name = bib_asm_parse_name(a, si, a->spans[s->op_first], "source file")) == NULL)
+                continue;
+            bib_builder_source(a->b, name);
+            free(name);
+            bib_asm_builder_failed(a);
         } else if (bib_asm_word_is(w, ".nodebug")) {
             if (bib_asm_expect_operands(a, si, 0, 0))
-                a->nodebug = 1;
+                bib_builder_nodebug(a->b);
         } else if (bib_asm_word_is(w, ".data")) {
             if (!bib_asm_expect_operands(a, si, 0, 0))
                 continue;
             if (current != ASM_NONE)
                 bib_asm_diag_at(a, si, w.col, w.len,
                                 "'.data' inside function '%s' (missing '.end'?)",
-                                a->funcs[current].name);
+                                bib_builder_function_name(a->b, current));
         } else if (bib_asm_word_is(w, ".line")) {
             /* applied in pass 2, where instructions are emitted in order */
         } else {
@@ -1048,13 +1053,13 @@ void bib_asm_pass1(asm_state_t *a) {
     }
     if (current != ASM_NONE && !a->stopped)
         bib_asm_diag_at(a, a->funcs[current].stmt, a->stmts[a->funcs[current].stmt].word.col, 5,
-                        "function '%s' has no '.end'", a->funcs[current].name);
+                        "function '%s' has no '.end'", bib_builder_function_name(a->b, current));
 }
 
 /* Places the '.bss' reservations after all the data, in file order, each at
    a multiple of its alignment, and gives their labels those addresses. */
 void bib_asm_place_bss(asm_state_t *a) {
-    uint64_t at = a->data_size;
+    uint64_t at = bib_builder_data_size(a->b);
     for (uint32_t i = 0; i < a->bss_count; i++) {
         asm_bss_t *r = &a->bss[i];
         uint64_t start = (at + r->align - 1) & ~(r->align - 1);
@@ -1093,6 +1098,9 @@ void bib_asm_resolve_fixups(asm_state_t *a) {
             bib_asm_diag_span(a, fx->stmt, fx->op, "address %s does not fit the field", NULL);
             continue;
         }
-        put_le(a->data + fx->offset, bib_asm_int_bits(v), fx->width);
+        uint8_t bytes[8];
+        put_le(bytes, bib_asm_int_bits(v), fx->width);
+        if (bib_builder_data(a->b, fx->offset, bytes, fx->width) != BIB_OK)
+            bib_asm_builder_failed(a);
     }
 }

@@ -3,6 +3,14 @@
  * asm_operands.c): the parsed lines, the symbol table, the assembler state
  * and the functions one file calls in another. Not installed and not part of the library's
  * interface; everything else stays static in its file.
+ *
+ * The module being made lives in the builder (asm_state_t.b), which the
+ * passes drive as they meet each declaration: functions, imports, constants,
+ * dimensions, tensors, shaders, kernels and data go into it in the order the
+ * module lists them, and are found there again by name (bib_builder_find).
+ * The state here holds only what the text adds: where each thing was
+ * defined, the labels, constants and .equ names, and what a directive
+ * decides for the whole module once every line is read.
  */
 #ifndef BIB_ASM_INTERNAL_H
 #define BIB_ASM_INTERNAL_H
@@ -13,24 +21,21 @@
 
 #include "assembler/asm.h"
 #include "assembler/devcode.h"
+#include "assembler/names.h"
 
 #define ASM_MAX_ERRORS 50
 #define ASM_NONE UINT32_MAX
 
 /* ---- symbols ------------------------------------------------------------ */
 
-/* Symbol kinds share one table; code labels also carry their function as
-   scope, so two functions can each have "loop". */
+/* The names only the text has; code labels also carry their function as
+   scope, so two functions can each have "loop". Functions, imports,
+   dimensions, tensors, shaders and kernels are the builder's to name
+   (bib_builder_find). */
 typedef enum sym_kind {
-    SYM_FUNC,
     SYM_DATA,
     SYM_CONST,
-    SYM_IMPORT,
     SYM_CODE,
-    SYM_TENSOR, /* value: index in asm_state_t.tensors */
-    SYM_DIM,    /* value: symbolic dimension index */
-    SYM_SHADER, /* value: index in asm_state_t.shaders */
-    SYM_KERNEL, /* value: index in asm_state_t.kernels */
     /* A .shader or .kernel whose declaration failed (its error is already
        reported): uses of the name say nothing more. */
     SYM_BROKEN_SHADER,
@@ -39,18 +44,16 @@ typedef enum sym_kind {
 } sym_kind_t;
 
 typedef struct sym {
-    char *name;
     uint32_t kind, scope;
-    uint64_t value;    /* function id, data address, pool index, import id, instruction index */
-    uint32_t label_id; /* code labels: builder label id, ASM_NONE until needed */
+    uint64_t value;    /* data address, pool index, instruction index */
+    uint32_t label_id; /* code labels: the builder's label id */
     uint32_t stmt;     /* statement that defines it */
 } sym_t;
 
 typedef struct symtab {
     sym_t *syms;
     uint32_t count, cap;
-    uint32_t *slots; /* open addressing: index + 1, 0 = empty */
-    uint32_t nslots;
+    bib_names_t index; /* name in (kind, scope) -> index in syms */
 } symtab_t;
 
 /* ---- parsed lines ------------------------------------------------------- */
@@ -75,8 +78,9 @@ typedef struct stmt {
     uint32_t body_of; /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
 } stmt_t;
 
+/* What the text says of a function; its id is the builder's, its name is in
+   the builder. */
 typedef struct asm_func {
-    char *name;
     uint32_t stmt; /* its .func line */
     uint32_t nargs, nregs;
     int regs_given;
@@ -85,26 +89,6 @@ typedef struct asm_func {
     int last_op; /* opcode index of the last instruction, -1 when none */
     int ended;
 } asm_func_t;
-
-/* A .input, .output or .tensor declaration. */
-typedef struct asm_tensor {
-    char *name;
-    uint32_t stmt, reg, flags, dtype, rank;
-    int64_t dims[BIB_MAX_RANK];
-    uint32_t *values; /* .tensor: the elements' bit patterns, numel of them */
-    uint64_t numel;
-} asm_tensor_t;
-
-/* A .shader or .kernel declaration, compiled in pass 1. */
-typedef struct asm_devcode {
-    char *name, *entry, *params; /* params: kernels only */
-    uint32_t stmt;
-    uint32_t bindings, push_bytes; /* shaders only */
-    uint32_t *words;               /* shader SPIR-V */
-    uint32_t word_count;
-    char *ptx; /* kernel PTX, NUL-terminated */
-    uint32_t ptx_bytes;
-} asm_devcode_t;
 
 typedef struct asm_int {
     int neg;
@@ -159,16 +143,16 @@ typedef struct asm_state {
     span_t *spans;
     uint32_t span_count, span_cap;
 
-    symtab_t syms;
-    asm_func_t *funcs;
-    uint32_t func_count, func_cap;
-    char **imports;
-    uint32_t import_count, import_cap;
-    bib_const_t *consts;
-    uint32_t const_count, const_cap;
+    /* The module: every declaration and data byte goes into it as pass 1
+       meets it, and pass 2 emits the code. */
+    bib_builder_t *b;
 
-    uint8_t *data;
-    uint64_t data_size, data_cap;
+    symtab_t syms;
+    asm_func_t *funcs; /* by function id, as the builder numbers them */
+    uint32_t func_count, func_cap;
+    uint32_t *tensor_stmts; /* the statement of each tensor declaration, by builder index */
+    uint32_t tensor_stmt_cap;
+
     data_fixup_t *fixups;
     uint32_t fixup_count, fixup_cap;
     uint64_t memory_size;
@@ -180,23 +164,13 @@ typedef struct asm_state {
     uint32_t equ_count, equ_cap;
     uint32_t entry_stmt; /* ASM_NONE when no .entry */
 
-    asm_tensor_t *tensors;
-    uint32_t tensor_count, tensor_cap;
-    char **dim_names;
-    uint32_t dim_count, dim_cap;
     uint32_t tregs_used;   /* highest tensor register named + 1 */
     uint32_t tregs_stmt;   /* where that highest register is named */
     uint32_t tensors_stmt; /* ASM_NONE when no .tensors */
     uint32_t tensors_given;
     int deny_device_code; /* .shader and .kernel are errors (the load policy, vm/api.c) */
-    asm_devcode_t *shaders, *kernels;
-    uint32_t shader_count, shader_cap, kernel_count, kernel_cap;
-    uint32_t *pc_stmt; /* the statement of each emitted instruction, by pc */
+    uint32_t *pc_stmt;    /* the statement of each emitted instruction, by pc */
     uint32_t pc_count, pc_cap;
-    int nodebug;
-    int strip; /* bib asm --strip: no debug section, no label names */
-    int source_set;
-    char *source_name;
     const char *default_source; /* the file name given, or NULL */
 
     int oom;
@@ -207,13 +181,14 @@ typedef struct asm_state {
 
 typedef struct bib_asm_pass2 {
     asm_state_t *a;
-    bib_builder_t *b;
     uint32_t func; /* current function */
     uint32_t line; /* the next instruction's line, once a .line has set it */
     int line_set;
-    uint32_t callee;              /* FN operand of the instruction being parsed */
-    uint32_t host_call;           /* the instruction has a HOST operand */
-    const asm_devcode_t *program; /* SHADER or KERNEL operand of the instruction, or NULL */
+    uint32_t callee;    /* FN operand of the instruction being parsed */
+    uint32_t host_call; /* the instruction has a HOST operand */
+    /* SHADER or KERNEL operand of the instruction, or NULL */
+    const bib_shader_decl_t *shader;
+    const bib_kernel_decl_t *kernel;
 } pass2_t;
 
 /* ---- operand values ----------------------------------------------------- */
@@ -251,6 +226,7 @@ char *bib_asm_diags_text(asm_state_t *a);
 void bib_asm_diag_span(asm_state_t *a, uint32_t stmt, span_t sp, const char *format,
                        const char *arg);
 void bib_asm_out_of_memory(asm_state_t *a);
+void bib_asm_builder_failed(asm_state_t *a);
 int bib_asm_is_space(int c);
 const char *bib_asm_skip_quoted(const char *p, const char *end);
 long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at, const char **why);
@@ -279,7 +255,6 @@ void bib_asm_split_lines(asm_state_t *a, const char *src, size_t length);
 /* ---- pass 1 definitions and directives (asm_directives.c) ---- */
 
 int bib_asm_parse_dtype(span_t sp, uint32_t *dtype);
-uint32_t bib_asm_add_const(asm_state_t *a, uint32_t type, uint64_t bits);
 int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t type,
                               uint64_t *bits);
 int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t hi);
@@ -302,7 +277,6 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si);
 
 /* ---- pass 2 instruction operands (asm_operands.c) ---- */
 
-void bib_asm_builder_const(bib_builder_t *b, bib_const_t k);
 void bib_asm_pass2(pass2_t *p);
 
 #endif

@@ -22,73 +22,30 @@
 
 /* ---- symbols ------------------------------------------------------------ */
 
-static uint32_t sym_hash(const char *name, uint32_t kind, uint32_t scope) {
-    uint32_t h = 2166136261u ^ kind ^ (scope * 0x9E3779B9u);
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h;
+/* A symbol's kind and scope are the space of its name in the index. */
+static uint64_t sym_space(uint32_t kind, uint32_t scope) {
+    return (uint64_t)scope << 32 | kind;
 }
 
 sym_t *bib_asm_sym_find(symtab_t *st, const char *name, uint32_t kind, uint32_t scope) {
-    if (st->nslots == 0)
-        return NULL;
-    uint32_t mask = st->nslots - 1;
-    for (uint32_t i = sym_hash(name, kind, scope) & mask;; i = (i + 1) & mask) {
-        uint32_t s = st->slots[i];
-        if (s == 0)
-            return NULL;
-        sym_t *sym = &st->syms[s - 1];
-        if (sym->kind == kind && sym->scope == scope && strcmp(sym->name, name) == 0)
-            return sym;
-    }
+    uint32_t i = bib_names_find(&st->index, sym_space(kind, scope), name);
+    return i == BIB_NAMES_NONE ? NULL : &st->syms[i];
 }
 
 /* Adds a symbol that bib_asm_sym_find did not find; NULL when out of memory. */
 sym_t *bib_asm_sym_add(symtab_t *st, const char *name, uint32_t kind, uint32_t scope,
                        uint64_t value, uint32_t stmt) {
-    if ((st->count + 1) * 2 > st->nslots) {
-        uint32_t n = st->nslots ? st->nslots * 2 : 64;
-        uint32_t *slots = calloc(n, sizeof *slots);
-        if (slots == NULL)
-            return NULL;
-        for (uint32_t i = 0; i < st->count; i++) {
-            sym_t *s = &st->syms[i];
-            uint32_t j = sym_hash(s->name, s->kind, s->scope) & (n - 1);
-            while (slots[j] != 0)
-                j = (j + 1) & (n - 1);
-            slots[j] = i + 1;
-        }
-        free(st->slots);
-        st->slots = slots;
-        st->nslots = n;
-    }
-    if (st->count == st->cap) {
-        uint32_t cap = st->cap ? st->cap * 2 : 64;
-        sym_t *syms = realloc(st->syms, cap * sizeof *syms);
-        if (syms == NULL)
-            return NULL;
-        st->syms = syms;
-        st->cap = cap;
-    }
-    size_t len = strlen(name) + 1;
-    char *copy = malloc(len);
-    if (copy == NULL)
+    if (!bib_asm_grow_array((void **)&st->syms, &st->cap, st->count + 1, sizeof *st->syms) ||
+        bib_names_add(&st->index, sym_space(kind, scope), name, st->count) != st->count)
         return NULL;
-    memcpy(copy, name, len);
-    sym_t *s = &st->syms[st->count];
-    *s = (sym_t){copy, kind, scope, value, ASM_NONE, stmt};
-    uint32_t j = sym_hash(name, kind, scope) & (st->nslots - 1);
-    while (st->slots[j] != 0)
-        j = (j + 1) & (st->nslots - 1);
-    st->slots[j] = ++st->count;
+    sym_t *s = &st->syms[st->count++];
+    *s = (sym_t){kind, scope, value, ASM_NONE, stmt};
     return s;
 }
 
 void bib_asm_symtab_free(symtab_t *st) {
-    for (uint32_t i = 0; i < st->count; i++)
-        free(st->syms[i].name);
     free(st->syms);
-    free(st->slots);
+    bib_names_free(&st->index);
 }
 
 int bib_asm_grow_array(void **array, uint32_t *cap, uint32_t need, size_t elem) {
@@ -200,6 +157,14 @@ void bib_asm_diag_span(asm_state_t *a, uint32_t stmt, span_t sp, const char *for
 
 void bib_asm_out_of_memory(asm_state_t *a) {
     a->oom = 1;
+}
+
+/* After a builder call failed in a pass: running out of memory is the
+   assembler's to report; any other failure the builder keeps, and finish
+   reports it. */
+void bib_asm_builder_failed(asm_state_t *a) {
+    if (bib_builder_status(a->b) == BIB_E_NOMEM)
+        bib_asm_out_of_memory(a);
 }
 
 /* ---- lexical helpers ---------------------------------------------------- */

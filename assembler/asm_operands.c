@@ -4,8 +4,9 @@
  * (registers, immediates, constants, labels, functions, imports, tensors,
  * shaders and kernels) and emits it through the builder, with its .line.
  *
- * It defines nothing: every name it resolves was collected by pass 1
- * (asm_directives.c, asm_devcode.c).
+ * It declares nothing but the inline '=' constants: every other name it
+ * resolves was declared by pass 1 (asm_directives.c, asm_devcode.c), into the
+ * builder or the symbol table.
  */
 #include "assembler/asm_internal.h"
 
@@ -19,21 +20,6 @@
 #include <strings.h>
 
 /* ---- pass 2: instructions ----------------------------------------------- */
-
-void bib_asm_builder_const(bib_builder_t *b, bib_const_t k) {
-    double d;
-    memcpy(&d, &k.bits, sizeof d);
-    if (k.type == BIB_CONST_F64)
-        bib_builder_const_f64(b, d);
-    else
-        bib_builder_const_i64(b, (int64_t)k.bits);
-}
-
-static uint32_t code_label_id(pass2_t *p, sym_t *sym) {
-    if (sym->label_id == ASM_NONE)
-        sym->label_id = bib_builder_label(p->b);
-    return sym->label_id;
-}
 
 /* Parses one operand of the given kind into word(s). Returns 0 after a
    diagnostic. prev_rs is the register of the operand before (for COUNT). */
@@ -53,7 +39,7 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         if (reg >= f->nregs) {
             bib_asm_diag_at(a, si, op.col, op.len,
                             "register r%u is out of range: function '%s' has regs=%u (r0..r%u)",
-                            reg, f->name, f->nregs, f->nregs - 1);
+                            reg, bib_builder_function_name(a->b, p->func), f->nregs, f->nregs - 1);
             return 0;
         }
         *word = reg;
@@ -79,9 +65,10 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         char *name = bib_asm_parse_name(a, si, op, "tensor");
         if (name == NULL)
             return 0;
-        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_TENSOR, 0);
+        const bib_tensor_decl_t *decl =
+            bib_builder_tensor_decl(a->b, bib_builder_find(a->b, BIB_BUILDER_TENSOR, name));
         free(name);
-        if (sym == NULL) {
+        if (decl == NULL) {
             bib_asm_diag_span(
                 a, si, op,
                 "unknown tensor '%s' (declare it with .input, .output or .tensor, or name "
@@ -89,7 +76,7 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
                 NULL);
             return 0;
         }
-        *word = a->tensors[sym->value].reg;
+        *word = decl->reg;
         return 1;
     }
     case BIB_K_SCALE:
@@ -159,23 +146,25 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         if (prev_rs != ASM_NONE && prev_rs + n > f->nregs) {
             bib_asm_diag_at(a, si, op.col, op.len,
                             "registers r%u..r%llu are out of range: function '%s' has regs=%u",
-                            prev_rs, (unsigned long long)(prev_rs + n - 1), f->name, f->nregs);
+                            prev_rs, (unsigned long long)(prev_rs + n - 1),
+                            bib_builder_function_name(a->b, p->func), f->nregs);
             return 0;
         }
         if (p->callee != ASM_NONE && n != a->funcs[p->callee].nargs) {
             bib_asm_diag_at(a, si, op.col, op.len,
                             "function '%s' takes %u argument%s, this call passes %llu",
-                            a->funcs[p->callee].name, a->funcs[p->callee].nargs,
+                            bib_builder_function_name(a->b, p->callee), a->funcs[p->callee].nargs,
                             a->funcs[p->callee].nargs == 1 ? "" : "s", (unsigned long long)n);
             return 0;
         }
-        if (p->program != NULL) {
-            int shader = p->program->params == NULL;
-            uint32_t want = shader ? p->program->bindings : (uint32_t)strlen(p->program->params);
-            uint32_t extra = shader ? p->program->push_bytes / 4 : 0;
+        if (p->shader != NULL || p->kernel != NULL) {
+            int shader = p->shader != NULL;
+            uint32_t want = shader ? p->shader->bindings : (uint32_t)strlen(p->kernel->params);
+            uint32_t extra = shader ? p->shader->push_bytes / 4 : 0;
             if (n != want) {
                 bib_asm_diag_at(a, si, op.col, op.len, "%s '%s' takes %u %s, this passes %llu",
-                                shader ? "shader" : "kernel", p->program->name, want,
+                                shader ? "shader" : "kernel",
+                                shader ? p->shader->name : p->kernel->name, want,
                                 shader ? "bindings" : "arguments", (unsigned long long)n);
                 return 0;
             }
@@ -185,7 +174,7 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
                     "registers r%u..r%llu (%llu arguments and %u pushed words) are out of "
                     "range: function '%s' has regs=%u",
                     prev_rs, (unsigned long long)(prev_rs + n + extra - 1), (unsigned long long)n,
-                    extra, f->name, f->nregs);
+                    extra, bib_builder_function_name(a->b, p->func), f->nregs);
                 return 0;
             }
         }
@@ -222,16 +211,14 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
             uint64_t bits;
             if (!bib_asm_parse_const_value(a, si, lit, type, &bits))
                 return 0;
-            for (uint32_t i = 0; i < a->const_count; i++) {
-                if (a->consts[i].type == type && a->consts[i].bits == bits) {
-                    *word = i;
-                    return 1;
-                }
-            }
-            uint32_t index = bib_asm_add_const(a, type, bits);
-            if (index == ASM_NONE)
+            /* The first entry with these bits, else a new one after all the
+               '.const' lines (pass 1 put them in the pool). */
+            uint32_t index = bib_builder_const_find(a->b, type, bits);
+            if (index == ASM_NONE &&
+                (index = bib_builder_const_bits(a->b, type, bits)) == ASM_NONE) {
+                bib_asm_out_of_memory(a);
                 return 0;
-            bib_asm_builder_const(p->b, a->consts[index]);
+            }
             *word = index;
             return 1;
         }
@@ -265,20 +252,19 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
                               NULL);
             return 0;
         }
-        *word = code_label_id(p, sym);
+        *word = sym->label_id;
         return 1;
     }
     case BIB_K_FN: {
         char *name = bib_asm_parse_name(a, si, op, "function");
         if (name == NULL)
             return 0;
-        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_FUNC, 0);
+        p->callee = bib_builder_find(a->b, BIB_BUILDER_FUNCTION, name);
         free(name);
-        if (sym == NULL) {
+        if (p->callee == ASM_NONE) {
             bib_asm_diag_span(a, si, op, "unknown function '%s'", NULL);
             return 0;
         }
-        p->callee = (uint32_t)sym->value;
         *word = p->callee;
         return 1;
     }
@@ -286,12 +272,12 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         char *name = bib_asm_parse_name(a, si, op, "host function");
         if (name == NULL)
             return 0;
-        sym_t *sym = bib_asm_sym_find(&a->syms, name, SYM_IMPORT, 0);
+        uint32_t import = bib_builder_find(a->b, BIB_BUILDER_IMPORT, name);
         free(name);
-        if (sym == NULL) /* pass 1 imports every well-formed name */
+        if (import == ASM_NONE) /* pass 1 imports every well-formed name */
             return 0;
         p->host_call = 1;
-        *word = (uint32_t)sym->value;
+        *word = import;
         return 1;
     }
     case BIB_K_SHADER:
@@ -300,22 +286,26 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         char *name = bib_asm_parse_name(a, si, op, shader ? "shader" : "kernel");
         if (name == NULL)
             return 0;
-        sym_t *sym = bib_asm_sym_find(&a->syms, name, shader ? SYM_SHADER : SYM_KERNEL, 0);
-        int broken = sym == NULL &&
+        uint32_t index =
+            bib_builder_find(a->b, shader ? BIB_BUILDER_SHADER : BIB_BUILDER_KERNEL, name);
+        int broken = index == ASM_NONE &&
                      bib_asm_sym_find(&a->syms, name,
                                       shader ? SYM_BROKEN_SHADER : SYM_BROKEN_KERNEL, 0) != NULL;
         free(name);
         if (broken)
             return 0;
-        if (sym == NULL) {
+        if (index == ASM_NONE) {
             bib_asm_diag_span(a, si, op,
                               shader ? "unknown shader '%s' (declare it with '.shader')"
                                      : "unknown kernel '%s' (declare it with '.kernel')",
                               NULL);
             return 0;
         }
-        p->program = shader ? &a->shaders[sym->value] : &a->kernels[sym->value];
-        *word = (uint32_t)sym->value;
+        if (shader)
+            p->shader = bib_builder_shader_decl(a->b, index);
+        else
+            p->kernel = bib_builder_kernel_decl(a->b, index);
+        *word = index;
         return 1;
     }
     case BIB_K_NONE:
@@ -367,7 +357,8 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
     uint32_t text = 0, prev_rs = ASM_NONE;
     p->callee = ASM_NONE;
     p->host_call = 0;
-    p->program = NULL;
+    p->shader = NULL;
+    p->kernel = NULL;
     for (int k = 0; k < 4; k++) {
         uint32_t kind = info->kinds[k];
         if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
@@ -380,7 +371,7 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
         if (kind == BIB_K_IMMLO && k < 3)
             words[k + 1] = hi;
         /* The launch size registers follow a device program operand. */
-        uint32_t geometry = p->program == NULL ? 0 : p->program->params == NULL ? 3 : 6;
+        uint32_t geometry = p->shader != NULL ? 3 : p->kernel != NULL ? 6 : 0;
         if (kind == BIB_K_RS && k > 0 && geometry > 0 &&
             (info->kinds[k - 1] == BIB_K_SHADER || info->kinds[k - 1] == BIB_K_KERNEL) &&
             words[k] + geometry > a->funcs[p->func].nregs) {
@@ -388,7 +379,8 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
                 a, si, op.col, op.len,
                 "registers r%u..r%u (the launch size) are out of range: function '%s' has "
                 "regs=%u",
-                words[k], words[k] + geometry - 1, a->funcs[p->func].name, a->funcs[p->func].nregs);
+                words[k], words[k] + geometry - 1, bib_builder_function_name(a->b, p->func),
+                a->funcs[p->func].nregs);
             return;
         }
         prev_rs = kind == BIB_K_RS ? words[k] : ASM_NONE;
@@ -398,8 +390,8 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
                         "'%s' is reserved: not implemented in this build", info->name);
         return;
     }
-    bib_builder_line(p->b, p->line_set ? p->line : s->line);
-    bib_builder_emit(p->b, info->code, words[0], words[1], words[2], words[3]);
+    bib_builder_line(a->b, p->line_set ? p->line : s->line);
+    bib_builder_emit(a->b, info->code, words[0], words[1], words[2], words[3]);
     if (p->line_set)
         p->line = bib_asm_line_after(p->line);
     if (!bib_asm_grow_array((void **)&a->pc_stmt, &a->pc_cap, a->pc_count + 1, sizeof *a->pc_stmt))
@@ -434,7 +426,7 @@ void bib_asm_pass2(pass2_t *p) {
             if (p->func == ASM_NONE)
                 continue;
             asm_func_t *f = &a->funcs[p->func];
-            bib_builder_begin(p->b, p->func, f->nargs, f->nregs);
+            bib_builder_begin(a->b, p->func, f->nargs, f->nregs);
             continue;
         }
         if (s->func != ASM_NONE && s->func == p->func) {
@@ -443,8 +435,8 @@ void bib_asm_pass2(pass2_t *p) {
                 char *name = bib_asm_parse_name(a, si, l, "label");
                 sym_t *sym = name ? bib_asm_sym_find(&a->syms, name, SYM_CODE, p->func + 1) : NULL;
                 if (sym != NULL && sym->stmt == si) {
-                    bib_builder_bind(p->b, code_label_id(p, sym));
-                    bib_builder_label_name(p->b, name);
+                    bib_builder_bind(a->b, sym->label_id);
+                    bib_builder_label_name(a->b, name);
                 }
                 free(name);
             }
@@ -458,8 +450,9 @@ void bib_asm_pass2(pass2_t *p) {
             if (p->func == ASM_NONE)
                 continue;
             asm_func_t *f = &a->funcs[p->func];
+            const char *name = bib_builder_function_name(a->b, p->func);
             if (f->insn_count == 0) {
-                bib_asm_diag_at(a, si, w.col, w.len, "function '%s' has no instructions", f->name);
+                bib_asm_diag_at(a, si, w.col, w.len, "function '%s' has no instructions", name);
             } else if (!(bib_isa_table[f->last_op].flags & BIB_F_TERM)) {
                 char terms[96];
                 terminator_list(terms, sizeof terms);
@@ -467,9 +460,9 @@ void bib_asm_pass2(pass2_t *p) {
                     a, si, w.col, w.len,
                     "function '%s' falls off its end: its last instruction (%s) must be one "
                     "of %s",
-                    f->name, bib_isa_table[f->last_op].name, terms);
+                    name, bib_isa_table[f->last_op].name, terms);
             }
-            bib_builder_end(p->b);
+            bib_builder_end(a->b);
             p->func = ASM_NONE;
         } else if (bib_asm_word_is(w, ".line")) {
             uint64_t n;

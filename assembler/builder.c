@@ -11,6 +11,7 @@
  * module.
  */
 #include "assembler/asm.h"
+#include "assembler/names.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -84,6 +85,10 @@ struct bib_builder {
     uint32_t shader_count, shader_cap;
     bib_kernel_decl_t *kernels;
     uint32_t kernel_count, kernel_cap;
+
+    /* The names of the functions, imports, dimensions, tensors, shaders and
+       kernels, each in its bib_builder_space_t: bib_builder_find. */
+    bib_names_t index;
 };
 
 static bib_status_t fail(bib_builder_t *b, bib_status_t status, const char *format, ...)
@@ -184,7 +189,46 @@ void bib_builder_destroy(bib_builder_t *b) {
         free(b->kernels[i].ptx);
     }
     free(b->kernels);
+    bib_names_free(&b->index);
     free(b);
+}
+
+/* Names entry index in space (the first of a name keeps it); 0 when out of
+   memory, after failing the builder with what. */
+static int name_entry(bib_builder_t *b, bib_builder_space_t space, const char *name, uint32_t index,
+                      const char *what) {
+    if (bib_names_add(&b->index, space, name, index) != BIB_NAMES_NONE)
+        return 1;
+    fail(b, BIB_E_NOMEM, "out of memory naming %s '%s'", what, name);
+    return 0;
+}
+
+uint32_t bib_builder_find(const bib_builder_t *b, bib_builder_space_t space, const char *name) {
+    return bib_names_find(&b->index, space, name);
+}
+
+bib_status_t bib_builder_status(const bib_builder_t *b) {
+    return b->failed;
+}
+
+const char *bib_builder_function_name(const bib_builder_t *b, uint32_t func) {
+    return func < b->func_count ? b->funcs[func].name : NULL;
+}
+
+uint32_t bib_builder_tensor_count(const bib_builder_t *b) {
+    return b->tensor_count;
+}
+
+const bib_tensor_decl_t *bib_builder_tensor_decl(const bib_builder_t *b, uint32_t index) {
+    return index < b->tensor_count ? &b->tensors[index] : NULL;
+}
+
+const bib_shader_decl_t *bib_builder_shader_decl(const bib_builder_t *b, uint32_t index) {
+    return index < b->shader_count ? &b->shaders[index] : NULL;
+}
+
+const bib_kernel_decl_t *bib_builder_kernel_decl(const bib_builder_t *b, uint32_t index) {
+    return index < b->kernel_count ? &b->kernels[index] : NULL;
 }
 
 uint32_t bib_builder_shader(bib_builder_t *b, const char *name, const char *entry,
@@ -202,7 +246,8 @@ uint32_t bib_builder_shader(bib_builder_t *b, const char *name, const char *entr
     sh->name = copy_string(name);
     sh->entry = copy_string(entry);
     sh->spirv = malloc(count > 0 ? (size_t)count * 4 : 1);
-    if (sh->name == NULL || sh->entry == NULL || sh->spirv == NULL) {
+    if (sh->name == NULL || sh->entry == NULL || sh->spirv == NULL ||
+        !name_entry(b, BIB_BUILDER_SHADER, name, b->shader_count, "shader")) {
         free(sh->name);
         free(sh->entry);
         free(sh->spirv);
@@ -232,7 +277,8 @@ uint32_t bib_builder_kernel(bib_builder_t *b, const char *name, const char *entr
     k->entry = copy_string(entry);
     k->params = copy_string(params != NULL ? params : "");
     k->ptx = malloc((size_t)bytes + 1);
-    if (k->name == NULL || k->entry == NULL || k->params == NULL || k->ptx == NULL) {
+    if (k->name == NULL || k->entry == NULL || k->params == NULL || k->ptx == NULL ||
+        !name_entry(b, BIB_BUILDER_KERNEL, name, b->kernel_count, "kernel")) {
         free(k->name);
         free(k->entry);
         free(k->params);
@@ -340,6 +386,10 @@ uint32_t bib_builder_declare(bib_builder_t *b, const char *name) {
         fail(b, BIB_E_NOMEM, "out of memory declaring function '%s'", name ? name : "");
         return BUILDER_NONE;
     }
+    if (!name_entry(b, BIB_BUILDER_FUNCTION, f->name, b->func_count, "function")) {
+        free(f->name);
+        return BUILDER_NONE;
+    }
     return b->func_count++;
 }
 
@@ -402,19 +452,23 @@ bib_status_t bib_builder_bind(bib_builder_t *b, uint32_t label) {
 uint32_t bib_builder_import(bib_builder_t *b, const char *name) {
     if (name == NULL)
         name = "";
-    for (uint32_t i = 0; i < b->import_count; i++)
-        if (strcmp(b->imports[i], name) == 0)
-            return i;
+    uint32_t known = bib_names_find(&b->index, BIB_BUILDER_IMPORT, name);
+    if (known != BIB_NAMES_NONE)
+        return known;
     if (!grow((void **)&b->imports, &b->import_cap, (uint64_t)b->import_count + 1,
               sizeof *b->imports) ||
         (b->imports[b->import_count] = copy_string(name)) == NULL) {
         fail(b, BIB_E_NOMEM, "out of memory importing '%s'", name);
         return BUILDER_NONE;
     }
+    if (!name_entry(b, BIB_BUILDER_IMPORT, name, b->import_count, "import")) {
+        free(b->imports[b->import_count]);
+        return BUILDER_NONE;
+    }
     return b->import_count++;
 }
 
-static uint32_t add_const(bib_builder_t *b, uint32_t type, uint64_t bits) {
+uint32_t bib_builder_const_bits(bib_builder_t *b, uint32_t type, uint64_t bits) {
     if (!grow((void **)&b->consts, &b->const_cap, (uint64_t)b->const_count + 1,
               sizeof *b->consts)) {
         fail(b, BIB_E_NOMEM, "out of memory adding constant %u", b->const_count);
@@ -425,14 +479,21 @@ static uint32_t add_const(bib_builder_t *b, uint32_t type, uint64_t bits) {
     return b->const_count++;
 }
 
+uint32_t bib_builder_const_find(const bib_builder_t *b, uint32_t type, uint64_t bits) {
+    for (uint32_t i = 0; i < b->const_count; i++)
+        if (b->consts[i].type == type && b->consts[i].bits == bits)
+            return i;
+    return BUILDER_NONE;
+}
+
 uint32_t bib_builder_const_i64(bib_builder_t *b, int64_t value) {
-    return add_const(b, BIB_CONST_I64, (uint64_t)value);
+    return bib_builder_const_bits(b, BIB_CONST_I64, (uint64_t)value);
 }
 
 uint32_t bib_builder_const_f64(bib_builder_t *b, double value) {
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
-    return add_const(b, BIB_CONST_F64, bits);
+    return bib_builder_const_bits(b, BIB_CONST_F64, bits);
 }
 
 bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb,
@@ -496,15 +557,10 @@ bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size) {
     return BIB_OK;
 }
 
-bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes, size_t size) {
-    if (size == 0)
-        return BIB_OK;
-    if (bytes == NULL || offset > UINT32_MAX || size > UINT32_MAX - offset)
-        return fail(b, BIB_E_USAGE,
-                    "data: %zu bytes at offset %llu do not fit the 4 GiB data limit", size,
-                    (unsigned long long)offset);
-    uint64_t end = offset + size;
-    if (end > b->data_cap) {
+/* Makes room for data up to end (at most 4 GiB), zeroing what lies between
+   the data so far and end; the data size becomes end when that is more. */
+static bib_status_t data_extend(bib_builder_t *b, uint64_t end) {
+    if (end > b->data_cap || b->data == NULL) {
         uint64_t cap = b->data_cap ? b->data_cap : 64;
         while (cap < end)
             cap *= 2;
@@ -515,24 +571,54 @@ bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *byt
         b->data = p;
         b->data_cap = cap;
     }
-    if (offset > b->data_size)
-        memset(b->data + b->data_size, 0, (size_t)(offset - b->data_size));
-    memcpy(b->data + offset, bytes, size);
-    if (end > b->data_size)
+    if (end > b->data_size) {
+        memset(b->data + b->data_size, 0, (size_t)(end - b->data_size));
         b->data_size = end;
+    }
     return BIB_OK;
+}
+
+bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes, size_t size) {
+    if (size == 0)
+        return BIB_OK;
+    if (bytes == NULL || offset > UINT32_MAX || size > UINT32_MAX - offset)
+        return fail(b, BIB_E_USAGE,
+                    "data: %zu bytes at offset %llu do not fit the 4 GiB data limit", size,
+                    (unsigned long long)offset);
+    bib_status_t st = data_extend(b, offset + size);
+    if (st == BIB_OK)
+        memcpy(b->data + offset, bytes, size);
+    return st;
+}
+
+uint64_t bib_builder_data_size(const bib_builder_t *b) {
+    return b->data_size;
+}
+
+uint8_t *bib_builder_data_append(bib_builder_t *b, uint64_t size) {
+    uint64_t at = b->data_size;
+    if (size > UINT32_MAX - at) {
+        fail(b, BIB_E_USAGE, "data: %llu more bytes after %llu do not fit the 4 GiB data limit",
+             (unsigned long long)size, (unsigned long long)at);
+        return NULL;
+    }
+    return data_extend(b, at + size) == BIB_OK ? b->data + at : NULL;
 }
 
 int64_t bib_builder_tensor_dim(bib_builder_t *b, const char *name) {
     if (name == NULL)
         name = "";
-    for (uint32_t i = 0; i < b->dim_count; i++)
-        if (strcmp(b->dim_names[i], name) == 0)
-            return BIB_DIM_SYMBOL(i);
+    uint32_t known = bib_names_find(&b->index, BIB_BUILDER_DIM, name);
+    if (known != BIB_NAMES_NONE)
+        return BIB_DIM_SYMBOL(known);
     if (!grow((void **)&b->dim_names, &b->dim_cap, (uint64_t)b->dim_count + 1,
               sizeof *b->dim_names) ||
         (b->dim_names[b->dim_count] = copy_string(name)) == NULL) {
         fail(b, BIB_E_NOMEM, "out of memory declaring dimension '%s'", name);
+        return 0;
+    }
+    if (!name_entry(b, BIB_BUILDER_DIM, name, b->dim_count, "dimension")) {
+        free(b->dim_names[b->dim_count]);
         return 0;
     }
     return BIB_DIM_SYMBOL(b->dim_count++);
@@ -579,7 +665,9 @@ static bib_status_t add_tensor(bib_builder_t *b, const char *what, uint32_t flag
     }
     if (!grow((void **)&b->tensors, &b->tensor_cap, (uint64_t)b->tensor_count + 1,
               sizeof *b->tensors) ||
-        (t.name = copy_string(name)) == NULL) {
+        (t.name = copy_string(name)) == NULL ||
+        !name_entry(b, BIB_BUILDER_TENSOR, name, b->tensor_count, "tensor")) {
+        free(t.name);
         free(t.init);
         return fail(b, BIB_E_NOMEM, "%s '%s': out of memory", what, name);
     }

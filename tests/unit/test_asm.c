@@ -6,6 +6,8 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "assembler/asm.h"
@@ -1276,6 +1278,55 @@ Test(builder, tensor_register_count_smaller_than_used_is_an_error) {
     cr_expect_str_eq(bib_builder_error(b),
                      "finish: 2 tensor registers set, but t2 is used (need at least 3)");
     bib_builder_destroy(b);
+}
+
+Test(builder, names_keep_their_first_index_past_many_declarations) {
+    /* Enough names, alike in the three spaces, that the builder's name index
+       grows several times. */
+    enum { N = 500 };
+    bib_builder_t *b = bib_builder_create();
+    int64_t dims[N];
+    char name[32];
+    for (uint32_t i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "n%u", i);
+        cr_assert_eq(bib_builder_import(b, name), i);
+        dims[i] = bib_builder_tensor_dim(b, name);
+        cr_assert_eq(bib_builder_declare(b, name), i);
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "n%u", i);
+        cr_expect_eq(bib_builder_import(b, name), i, "import '%s' keeps its index", name);
+        cr_expect_eq(bib_builder_tensor_dim(b, name), dims[i], "dimension '%s' keeps it", name);
+    }
+    cr_expect_eq(bib_builder_declare(b, "n7"), N, "a second function of one name is a new id");
+    bib_builder_destroy(b);
+}
+
+Test(asm_functions, many_imports_and_tensors_keep_the_order_of_first_use) {
+    bib_asm_text_t src = {0};
+    for (int i = 0; i < 200; i++)
+        bib_asm_text_printf(&src, ".input x%d t%d f32[d%d]\n", i, i, 199 - i);
+    bib_asm_text_printf(&src, ".func main regs=2\n");
+    for (int i = 199; i >= 0; i--)
+        bib_asm_text_printf(
+            &src, "    HOSTCALL r0, host%d, r1, 1\n    HOSTCALL r0, host%d, r1, 1\n", i, i);
+    bib_asm_text_printf(&src, "    HALT r0\n.end\n");
+    cr_assert(!src.failed);
+    bib_module_t *m = assemble_ok(src.p);
+    free(src.p);
+    cr_assert_eq(m->import_count, 200);
+    cr_assert_eq(m->tensor_count, 200);
+    cr_assert_eq(m->dim_name_count, 200);
+    for (uint32_t i = 0; i < 200; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "host%u", 199 - i);
+        cr_expect_str_eq(m->imports[i], want, "import %u", i);
+        snprintf(want, sizeof want, "d%u", 199 - i);
+        cr_expect_str_eq(m->dim_names[i], want, "dimension %u", i);
+        cr_expect_eq(m->code[2 * i].b, i, "HOSTCALL %u names import %u", 2 * i, i);
+        cr_expect_eq(m->code[2 * i + 1].b, i);
+    }
+    bib_module_free(m);
 }
 
 Test(asm_round_trip, builder_tensor_module_with_unusual_symbol_order) {

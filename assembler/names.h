@@ -1,0 +1,38 @@
+/* assembler/names.h: a hashed index of names, each in a numbered space, to
+ * a value. The builder finds its functions, imports, dimensions, tensors,
+ * shaders and kernels by name through one; the assembler's symbol table
+ * (asm_lex.c) keeps its labels, constants and .equ names in another.
+ * Internal to libbib.
+ */
+#ifndef BIB_NAMES_H
+#define BIB_NAMES_H
+
+#include <stdint.h>
+
+#define BIB_NAMES_NONE UINT32_MAX
+
+typedef struct bib_name {
+    char *name; /* owned copy */
+    uint64_t space;
+    uint32_t value;
+} bib_name_t;
+
+/* Zeroed, it is empty. Release it with bib_names_free. */
+typedef struct bib_names {
+    bib_name_t *entries;
+    uint32_t count, cap;
+    uint32_t *slots; /* open addressing: entry index + 1, 0 = empty */
+    uint32_t nslots;
+} bib_names_t;
+
+/* The value of name in space, or BIB_NAMES_NONE when it has none. */
+uint32_t bib_names_find(const bib_names_t *t, uint64_t space, const char *name);
+
+/* Gives name in space the value, unless it has one already: the first value
+   given stays. Returns the value the name has now, or BIB_NAMES_NONE when out
+   of memory (nothing is added then). */
+uint32_t bib_names_add(bib_names_t *t, uint64_t space, const char *name, uint32_t value);
+
+void bib_names_free(bib_names_t *t);
+
+#endif
