@@ -1,16 +1,17 @@
-/* assembler/names.c: the name index (names.h): FNV-1a of the name mixed with
- * its space, open addressing with linear probing, at most half full.
+/* assembler/names.c: the name index (names.h): the project's FNV-1a of the
+ * space and the name, open addressing with linear probing, at most half full.
  */
 #include "assembler/names.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/isa.h"
+
 static uint32_t name_hash(uint64_t space, const char *name) {
-    uint32_t h = 2166136261u ^ (uint32_t)space ^ ((uint32_t)(space >> 32) * 0x9E3779B9u);
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h;
+    uint64_t h = bib_fnv1a64(BIB_FNV1A64_BASIS, &space, sizeof space);
+    h = bib_fnv1a64(h, name, strlen(name));
+    return (uint32_t)(h ^ h >> 32);
 }
 
 /* The slot that holds (space, name), or the empty slot where it would go. */

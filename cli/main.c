@@ -732,13 +732,10 @@ static int check_outputs_agree(bib_vm_t *vm, const tensor_file_t *outputs, int n
             for (uint32_t i = 0; i < rank; i++)
                 count *= dims[i];
             /* FNV-1a over dtype, shape and bytes. */
-            h = 0xcbf29ce484222325ull;
             const uint32_t head[2] = {(uint32_t)dtype, rank};
-            const uint8_t *parts[3] = {(const uint8_t *)head, (const uint8_t *)dims, data};
-            const uint64_t lens[3] = {sizeof head, rank * 4ull, count * 4};
-            for (int p = 0; p < 3; p++)
-                for (uint64_t i = 0; i < lens[p]; i++)
-                    h = (h ^ parts[p][i]) * 0x100000001b3ull;
+            h = bib_fnv1a64(BIB_FNV1A64_BASIS, head, sizeof head);
+            h = bib_fnv1a64(h, dims, rank * sizeof dims[0]);
+            h = bib_fnv1a64(h, data, (size_t)count * 4);
         }
         uint64_t *all = bib_cli_zalloc((size_t)n, sizeof *all);
         char why[600], msg[700];

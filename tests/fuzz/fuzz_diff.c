@@ -8,6 +8,10 @@
  *   A  scalar kernels, 1 thread (run twice in one VM: runs start fresh)
  *   B  the widest SIMD level this machine has, 2 threads
  *   C  AVX2, 2 threads (when the machine has AVX-512, so B is not AVX2)
+ *   D  scalar kernels, 1 thread, traced: the instrumented loop, which runs
+ *      every instruction alone, never a superinstruction, and zeroes whole
+ *      frames on calls where the plain loop zeroes only what the callee may
+ *      read before writing (vm/decode.c)
  *
  * and every run must agree with A's first: the load status and message,
  * the run status, the exit value, every byte the program printed and the
@@ -46,9 +50,10 @@ typedef struct config {
     const char *backend;
     const char *level; /* BIB_CPU_LEVEL */
     uint32_t threads;
+    int traced; /* the instrumented loop, its trace thrown away */
 } config_t;
 
-static config_t configs[3];
+static config_t configs[4];
 static int nconfigs;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -60,15 +65,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     char why[256];
     if (bib_cpu_level_select(&f, NULL, &best, why, sizeof why) != BIB_OK)
         best = BIB_CPU_LEVEL_SCALAR;
-    configs[nconfigs++] = (config_t){"scalar/1 thread", "cpu", "scalar", 1};
+    configs[nconfigs++] = (config_t){"scalar/1 thread", "cpu", "scalar", 1, 0};
     if (best == BIB_CPU_LEVEL_AVX512) {
-        configs[nconfigs++] = (config_t){"avx512/2 threads", "cpu", "avx512", 2};
-        configs[nconfigs++] = (config_t){"avx2/2 threads", "cpu", "avx2", 2};
+        configs[nconfigs++] = (config_t){"avx512/2 threads", "cpu", "avx512", 2, 0};
+        configs[nconfigs++] = (config_t){"avx2/2 threads", "cpu", "avx2", 2, 0};
     } else if (best == BIB_CPU_LEVEL_AVX2) {
-        configs[nconfigs++] = (config_t){"avx2/2 threads", "cpu", "avx2", 2};
+        configs[nconfigs++] = (config_t){"avx2/2 threads", "cpu", "avx2", 2, 0};
     } else {
-        configs[nconfigs++] = (config_t){"scalar/2 threads", "cpu", "scalar", 2};
+        configs[nconfigs++] = (config_t){"scalar/2 threads", "cpu", "scalar", 2, 0};
     }
+    configs[nconfigs++] = (config_t){"scalar/1 thread traced", "cpu", "scalar", 1, 1};
     return 0;
 }
 
@@ -87,6 +93,14 @@ static void run_config(const config_t *c, const uint8_t *bytes, size_t size, out
     opt.max_memory = FUZZ_MAX_MEMORY;
     opt.backend = c->backend;
     opt.threads = c->threads;
+    FILE *trace = NULL;
+    if (c->traced) {
+        trace = fopen("/dev/null", "w");
+        if (trace == NULL)
+            abort();
+        opt.trace_format = BIB_TRACE_TEXT;
+        opt.trace = trace;
+    }
     bib_vm_t *vm = NULL;
     if (bib_vm_create(&opt, &vm) != BIB_OK)
         abort();
@@ -121,6 +135,8 @@ static void run_config(const config_t *c, const uint8_t *bytes, size_t size, out
     }
     bib_vm_destroy(vm);
     fclose(out);
+    if (trace != NULL)
+        fclose(trace);
     free(all);
     unsetenv(BIB_CPU_LEVEL_ENV);
 }
