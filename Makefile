@@ -215,6 +215,10 @@ $(BUILD)/gpu_bench: bench/gpu_bench.c $(BUILD)/libbib.a
 $(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
+# The instruction sequences a program executes most, exactly (bench/opseq.c).
+$(BUILD)/opseq: bench/opseq.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+
 # BIB's ALLREDUCE beside MPI_Allreduce (bench/allreduce.bench.sh); mpicc links libmpi.
 $(BUILD)/allreduce_peer: bench/allreduce_peer.c $(BUILD)/libbib.a
 	mpicc $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)

@@ -4,7 +4,7 @@
 -- elements while the first, k, is not 0), the checksum (flips added for even
 -- permutation indices, subtracted for odd) and the maximum. Values are 0..N-1,
 -- indices 1..N. The size is N below (the tests run a smaller one).
-local N = 9
+local N = 10
 
 local function fannkuch(n)
   local perm, perm1, count = {}, {}, {}
