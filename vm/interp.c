@@ -621,15 +621,17 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define X_AB const uint64_t x = RA, y = RB
 /* Against the sign-extended immediate in the raw word b (x holds the target). */
 #define X_AIMM const int64_t x = (int64_t)RA, y = (int64_t)(int32_t)ip->b
-/* A counted loop's back edge: r[a] steps by the raw word d, then meets r[b]. */
-#define X_LOOP                                                                                     \
-    const uint64_t i_ = RA + (uint64_t)(int64_t)(int32_t)ip->d;                                    \
+/* A counted loop's back edge: r[a] steps by the raw word d (sign-extended)
+   or by r[d], then meets r[b]. */
+#define X_LOOP(step)                                                                               \
+    const uint64_t i_ = RA + (step);                                                               \
     RA = i_;                                                                                       \
     const int64_t x = (int64_t)i_, y = (int64_t)RB
 #define BRANCH1(name, cond) BRANCH_IF(name, X_A, cond)
 #define BRANCH2(name, cond) BRANCH_IF(name, X_AB, cond)
 #define BRANCHI(name, cond) BRANCH_IF(name, X_AIMM, cond)
-#define LOOP_OP(name, cmp) BRANCH_IF(name, X_LOOP, x cmp y)
+#define LOOP_OP(name, cmp) BRANCH_IF(name, X_LOOP((uint64_t)(int64_t)(int32_t)ip->d), x cmp y)
+#define LOOPR_OP(name, cmp) BRANCH_IF(name, X_LOOP(R[ip->d]), x cmp y)
 /* Enters function f_ with a window that starts window_ registers into the
    caller's (the caller's register count): the arguments r[c..c+d) are
    copied to the callee's r[0..d), and the registers the callee may read
@@ -805,6 +807,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         st = trap_oob_indexed(vm, ip, R, msize, (width));                                          \
         goto fail;                                                                                 \
     }
+#define IMM_A ((uint64_t)(int64_t)(int32_t)ip->a)
 /* A load or store with the address rule addr (MEM_ADDR or MEMX_ADDR). */
 #define LOAD_WITH(addr, name, width, expr)                                                         \
     vmcase(name) {                                                                                 \
@@ -814,11 +817,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         ip++;                                                                                      \
         vmbreak;                                                                                   \
     }
-#define STORE_WITH(addr, name, width, stmt)                                                        \
+#define STORE_WITH(addr, name, width, value, stmt)                                                 \
     vmcase(name) {                                                                                 \
         addr(width);                                                                               \
         uint8_t *p = mem + ea;                                                                     \
-        const uint64_t v = RA;                                                                     \
+        const uint64_t v = (value);                                                                \
         stmt;                                                                                      \
         ip++;                                                                                      \
         vmbreak;                                                                                   \
@@ -834,11 +837,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     LOAD_WITH(addr, LOAD##x##32U, 4, (uint64_t)mem_get32(p))                                       \
     LOAD_WITH(addr, LOAD##x##32S, 4, (uint64_t)(int64_t)(int32_t)mem_get32(p))                     \
     LOAD_WITH(addr, LOAD##x##F32, 4, f32_widen(mem_get32(p)))                                      \
-    STORE_WITH(addr, STORE##x, 8, mem_put64(p, v))                                                 \
-    STORE_WITH(addr, STORE##x##8, 1, p[0] = (uint8_t)v)                                            \
-    STORE_WITH(addr, STORE##x##16, 2, mem_put16(p, (uint16_t)v))                                   \
-    STORE_WITH(addr, STORE##x##32, 4, mem_put32(p, (uint32_t)v))                                   \
-    STORE_WITH(addr, STORE##x##F32, 4, mem_put32(p, f32_narrow(v)))
+    STORE_WITH(addr, STORE##x, 8, RA, mem_put64(p, v))                                             \
+    STORE_WITH(addr, STORE##x##8, 1, RA, p[0] = (uint8_t)v)                                        \
+    STORE_WITH(addr, STORE##x##16, 2, RA, mem_put16(p, (uint16_t)v))                               \
+    STORE_WITH(addr, STORE##x##32, 4, RA, mem_put32(p, (uint32_t)v))                               \
+    STORE_WITH(addr, STORE##x##F32, 4, RA, mem_put32(p, f32_narrow(v)))
 
 #if BIB_USE_COMPUTED_GOTO && !BIB_INSTRUMENTED
     if (!vm->program.threaded) {
@@ -894,6 +897,9 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             LOOP_OP(LOOPLT, <)
             LOOP_OP(LOOPLE, <=)
             LOOP_OP(LOOPGE, >=)
+            LOOPR_OP(LOOPLTR, <)
+            LOOPR_OP(LOOPLER, <=)
+            LOOPR_OP(LOOPGER, >=)
             BRANCHI(JEQI, x == y)
             BRANCHI(JNEI, x != y)
             BRANCHI(JLTI, x < y)
@@ -989,6 +995,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             }
             MEMORY_OPS(MEM_ADDR, )
             MEMORY_OPS(MEMX_ADDR, X)
+            /* The stores of an immediate: the raw word a, sign-extended. */
+            STORE_WITH(MEM_ADDR, STOREI, 8, IMM_A, mem_put64(p, v))
+            STORE_WITH(MEM_ADDR, STOREI8, 1, IMM_A, p[0] = (uint8_t)v)
+            STORE_WITH(MEM_ADDR, STOREI16, 2, IMM_A, mem_put16(p, (uint16_t)v))
+            STORE_WITH(MEM_ADDR, STOREI32, 4, IMM_A, mem_put32(p, (uint32_t)v))
             vmcase(MEMSIZE) {
                 RA = msize;
                 ip++;
@@ -1226,6 +1237,7 @@ save:
 #undef MEM_ADDR
 #undef MEMX_ADDR
 #undef MEMORY_OPS
+#undef IMM_A
 #undef LOAD_WITH
 #undef STORE_WITH
 #undef INT_IMMOP
@@ -1237,6 +1249,7 @@ save:
 #undef X_AIMM
 #undef X_LOOP
 #undef LOOP_OP
+#undef LOOPR_OP
 #undef ENTER
 #undef FRAME_ZERO_END
 }

@@ -122,7 +122,9 @@ typedef enum bib_xop {
  *   IMM          imm: the word sign-extended to 64 bits (ADDI reads its
  *                immediate from the raw word c instead, so that x is free
  *                for ADDI_JMP; a branch, JEQI or LOOPLT, keeps its target
- *                in x and reads its immediate from its word)
+ *                in x and reads its immediate from its word; with two IMM
+ *                words, STOREI's, x holds the later one, the offset c, and
+ *                the value is read from word a)
  *   IMMLO+IMMHI  bits: the 64-bit immediate
  *   CONST        bits: the constant's value
  *   FN           func: the callee (FNREF: the function named)
