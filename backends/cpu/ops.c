@@ -719,13 +719,10 @@ static bib_status_t run_gather(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     size_t width = view_count(&c->in[0]) / (rows ? rows : 1);
     size_t n = view_count(&c->in[1]);
     const int32_t *idx = view_i32(&c->in[1]);
-    for (size_t r = 0; r < n; r++) {
-        if (idx[r] < 0 || (size_t)idx[r] >= rows) {
-            snprintf(ctx->error, ctx->error_len,
-                     "gather: index %d at position %zu is outside the table's %zu rows",
-                     (int)idx[r], r, rows);
-            return BIB_E_TRAP;
-        }
+    int64_t bad = bib_gather_bad_index(idx, n, rows);
+    if (bad >= 0) {
+        bib_gather_index_message(ctx->error, ctx->error_len, idx[bad], bad, rows);
+        return BIB_E_TRAP;
     }
     const uint32_t *x = (const uint32_t *)c->in[0].buf + c->in[0].offset;
     uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
