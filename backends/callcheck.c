@@ -72,7 +72,7 @@ void bib_gather_index_message(char *buf, size_t cap, int32_t index, int64_t posi
              (int)index, (long long)position, (unsigned long long)rows);
 }
 
-bib_status_t bib_call_check_on_host(const bib_executor_ops_t *ops, bib_executor_fail_fn fail,
+bib_status_t bib_call_check_on_host(const bib_executor_ops_t *ops, bib_executor_fail_fn *fail,
                                     bib_executor_t *ex, const bib_call_t *c) {
     bool gather = c->kernel == BIB_KERNEL_GATHER;
     if (!gather && !(c->kernel == BIB_KERNEL_BINARY && c->sub == BIB_BINARY_DIV &&

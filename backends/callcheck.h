@@ -69,8 +69,8 @@ void bib_gather_index_message(char *buf, size_t cap, int32_t index, int64_t posi
 
 /* An executor's error setter: writes the message as its error() and
  * returns status. */
-typedef bib_status_t (*bib_executor_fail_fn)(bib_executor_t *ex, bib_status_t status,
-                                             const char *fmt, ...);
+typedef bib_status_t bib_executor_fail_fn(bib_executor_t *ex, bib_status_t status, const char *fmt,
+                                          ...);
 
 /* The two checks above on a GPU executor, whose operands live on the device:
  * GATHER's indices and i32 BINARY DIV's divisors (in1) come back to the host
@@ -79,7 +79,7 @@ typedef bib_status_t (*bib_executor_fail_fn)(bib_executor_t *ex, bib_status_t st
  * the kernel may run; otherwise the status of a failed download (its
  * message already set), or fail's BIB_E_NOMEM ("<ops->name>: out of host
  * memory for ...") or BIB_E_TRAP with the check's message. */
-bib_status_t bib_call_check_on_host(const bib_executor_ops_t *ops, bib_executor_fail_fn fail,
+bib_status_t bib_call_check_on_host(const bib_executor_ops_t *ops, bib_executor_fail_fn *fail,
                                     bib_executor_t *ex, const bib_call_t *call);
 
 /* Rules where the executors' kernels differ, as bits for bib_call_shapes_ok. */
