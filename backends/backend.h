@@ -222,5 +222,10 @@ uint32_t bib_executor_count(void);
 const bib_executor_ops_t *bib_executor_at(uint32_t index);
 /* The executor called name, or NULL when this build has none. */
 const bib_executor_ops_t *bib_executor_find(const char *name);
+/* Whether a GPU executor's device number index, called name, is the one a
+ * non-empty selector (bib_executor_config_t.device) names: its index when
+ * the selector is all digits, else any device whose name contains it,
+ * ignoring case. */
+bool bib_device_selector_matches(const char *selector, uint32_t index, const char *name);
 
 #endif

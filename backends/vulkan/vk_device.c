@@ -10,7 +10,6 @@
  * timestamp query pool written around every timed command and read back
  * when its command buffer has finished. Memory lives in vk_memory.c, kernels
  * in vk_kernels.c. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -139,19 +138,6 @@ static int bib_vk_type_rank(VkPhysicalDeviceType t) {
     }
 }
 
-static bool bib_vk_contains_nocase(const char *hay, const char *needle) {
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] &&
-               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n)
-            return true;
-    }
-    return n == 0;
-}
-
 static bool bib_vk_compute_family(VkPhysicalDevice pd, uint32_t *family) {
     uint32_t n = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
@@ -190,9 +176,6 @@ static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector,
         return BIB_E_NOMEM;
     vkEnumeratePhysicalDevices(ex->instance, &n, pds);
     int chosen = -1, best_rank = -1;
-    bool numeric = selector && *selector;
-    for (const char *p = selector; numeric && *p; p++)
-        numeric = isdigit((unsigned char)*p) != 0;
     for (uint32_t i = 0; i < n; i++) {
         VkPhysicalDeviceProperties pr;
         vkGetPhysicalDeviceProperties(pds[i], &pr);
@@ -200,9 +183,7 @@ static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector,
         if (!bib_vk_compute_family(pds[i], &fam))
             continue;
         if (selector && *selector) {
-            bool match = numeric ? (uint32_t)atoi(selector) == i
-                                 : bib_vk_contains_nocase(pr.deviceName, selector);
-            if (match && chosen < 0)
+            if (bib_device_selector_matches(selector, i, pr.deviceName) && chosen < 0)
                 chosen = (int)i;
             continue;
         }
