@@ -20,6 +20,13 @@ uint64_t bib_view_rows(const bib_view_t *v, uint32_t *last) {
     return *last ? bib_view_count(v) / *last : 0;
 }
 
+uint64_t bib_call_rows(const bib_call_t *c, uint32_t *last) {
+    uint64_t rows = bib_view_rows(&c->in[0], last);
+    if (c->kernel == BIB_KERNEL_REDUCE || c->kernel == BIB_KERNEL_ARGMAX)
+        rows = bib_view_count(&c->out);
+    return rows;
+}
+
 bib_broadcast_t bib_view_broadcast(const bib_view_t *to, const bib_view_t *v) {
     uint64_t n0 = bib_view_count(to), n1 = bib_view_count(v);
     if (n1 == n0)

@@ -26,6 +26,12 @@ uint64_t bib_view_count(const bib_view_t *v);
  * rank 0); 0 rows when that axis is empty. */
 uint64_t bib_view_rows(const bib_view_t *v, uint32_t *last);
 
+/* The rows a row kernel (SOFTMAX, LAYERNORM, RMSNORM, REDUCE, ARGMAX) runs
+ * over: in0's along its last axis, whose length goes to *last. REDUCE and
+ * ARGMAX write one output per row, also for rows of length 0, so theirs
+ * are counted on the output. */
+uint64_t bib_call_rows(const bib_call_t *call, uint32_t *last);
+
 /* Axis k of the view's shape padded on the left with 1s to BIB_MAX_RANK
  * axes, as STRIDED's and TAKE's p[] index their output. */
 static inline uint32_t bib_view_padded_dim(const bib_view_t *v, uint32_t k) {

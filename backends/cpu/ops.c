@@ -1127,19 +1127,19 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_RMSNORM:
     case BIB_KERNEL_REDUCE:
     case BIB_KERNEL_ARGMAX: {
-        /* A task per row of in0's last axis. REDUCE and ARGMAX write one
-         * output per row, also when the rows are empty (last == 0): those
-         * are +0, -Inf, NaN or index 0, never left unwritten, so their rows
-         * are counted on the output. */
+        /* A task per row (bib_call_rows): REDUCE's and ARGMAX's rows of
+         * length 0 still get their output (+0, -Inf, NaN or index 0), never
+         * left unwritten. */
         static const bib_parallel_fn row_task[BIB_KERNEL__COUNT] = {
             [BIB_KERNEL_SOFTMAX] = task_softmax,
             [BIB_KERNEL_LAYERNORM] = task_layernorm,
             [BIB_KERNEL_RMSNORM] = task_rmsnorm,
             [BIB_KERNEL_REDUCE] = task_reduce,
             [BIB_KERNEL_ARGMAX] = task_argmax};
-        bool per_row_out = c->kernel == BIB_KERNEL_REDUCE || c->kernel == BIB_KERNEL_ARGMAX;
-        t.row_len = last;
-        run_parallel(ctx, per_row_out ? count : rows, row_grain(last), row_task[c->kernel], &t);
+        uint32_t n;
+        uint64_t call_rows = bib_call_rows(c, &n);
+        t.row_len = n;
+        run_parallel(ctx, call_rows, row_grain(n), row_task[c->kernel], &t);
         return BIB_OK;
     }
     case BIB_KERNEL_ATTENTION:

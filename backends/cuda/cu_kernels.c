@@ -231,10 +231,8 @@ static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- row kernels: one block of 64 per row (THE tree) --------------------- */
 
-/* per_row_out: the kernel writes one output per row (REDUCE, ARGMAX), so
- * the rows are counted on the output: rows of length 0 still get theirs. */
 static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
-                                   uint32_t param, int inputs, bool per_row_out) {
+                                   uint32_t param, int inputs) {
     bib_cu_args_t p = {0};
     const char *names[4] = {"output", "input", inputs > 1 ? "gamma" : NULL,
                             inputs > 2 ? "beta" : NULL};
@@ -242,9 +240,7 @@ static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_
     if (st != BIB_OK)
         return st;
     uint32_t n;
-    uint64_t rows = bib_view_rows(&c->in[0], &n);
-    if (per_row_out)
-        rows = bib_view_count(&c->out);
+    uint64_t rows = bib_call_rows(c, &n);
     if (rows == 0)
         return BIB_OK;
     p.n[0] = rows;
@@ -271,7 +267,7 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
             fn = cached[log][i];
             break;
         }
-    return bib_cu_rowwise(ex, c, fn, 0, 1, false);
+    return bib_cu_rowwise(ex, c, fn, 0, 1);
 }
 
 static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
@@ -281,16 +277,16 @@ static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
                                                        [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN,
                                                        [BIB_REDUCE_MIN] = BIB_CU_FN_REDUCE_MIN,
                                                        [BIB_REDUCE_PROD] = BIB_CU_FN_REDUCE_PROD};
-    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1, true);
+    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1);
 }
 
 static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1, true);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     if (c->sub != BIB_LAYERNORM_PACKED)
-        return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3, false);
+        return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3);
     /* PACKED: gamma and beta are the rows of in1 [2,N]; beta is in1's second
      * row, so the call passes it as in2 and the kernel is the same. */
     bib_call_t packed = *c;
@@ -299,11 +295,11 @@ static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     packed.in[2].offset += n;
     packed.in[1].rank = packed.in[2].rank = 1;
     packed.in[1].dims[0] = packed.in[2].dims[0] = n;
-    return bib_cu_rowwise(ex, &packed, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3, false);
+    return bib_cu_rowwise(ex, &packed, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3);
 }
 
 static bib_status_t bib_cu_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_f32_bits(c->f[0]), 2, false);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_f32_bits(c->f[0]), 2);
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */

@@ -169,10 +169,8 @@ static bib_status_t bib_vk_scale(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- row kernels: one workgroup of 64 per row (THE tree) ----------------- */
 
-/* per_row_out: the kernel writes one output per row (REDUCE, ARGMAX), so
- * the rows are counted on the output: rows of length 0 still get theirs. */
 static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
-                                   uint32_t op, uint32_t param, int inputs, bool per_row_out) {
+                                   uint32_t op, uint32_t param, int inputs) {
     bib_vk_push_t p = {0};
     bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
     const char *names[4] = {"output", "input", inputs > 1 ? "gamma" : NULL,
@@ -181,9 +179,7 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
     if (st != BIB_OK)
         return st;
     uint32_t n;
-    uint64_t rows = bib_view_rows(&c->in[0], &n);
-    if (per_row_out)
-        rows = bib_view_count(&c->out);
+    uint64_t rows = bib_call_rows(c, &n);
     p.n[0] = (uint32_t)rows;
     p.n[1] = n;
     p.u[1] = param;
@@ -193,7 +189,7 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
 }
 
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1, false);
+    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1);
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
@@ -203,22 +199,22 @@ static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
                                                     [BIB_REDUCE_MIN] = 4,
                                                     [BIB_REDUCE_PROD] = 5};
     _Static_assert(BIB_REDUCE__COUNT == 5, "shaders/vulkan/reduce.comp has an op per reduction");
-    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1, true);
+    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1);
 }
 
 static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1, true);
+    return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1);
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     /* PACKED: gamma and beta are the rows of in1 (norm.comp's op 2). */
     if (c->sub == BIB_LAYERNORM_PACKED)
-        return bib_vk_rowwise(ex, c, "norm", 2, bib_f32_bits(c->f[0]), 2, false);
-    return bib_vk_rowwise(ex, c, "norm", 0, bib_f32_bits(c->f[0]), 3, false);
+        return bib_vk_rowwise(ex, c, "norm", 2, bib_f32_bits(c->f[0]), 2);
+    return bib_vk_rowwise(ex, c, "norm", 0, bib_f32_bits(c->f[0]), 3);
 }
 
 static bib_status_t bib_vk_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "norm", 1, bib_f32_bits(c->f[0]), 2, false);
+    return bib_vk_rowwise(ex, c, "norm", 1, bib_f32_bits(c->f[0]), 2);
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */
