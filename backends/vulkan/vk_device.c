@@ -735,10 +735,9 @@ static bib_status_t bib_vk_settle(bib_executor_t *ex) {
     return st;
 }
 
-bib_status_t bib_vk_submit(bib_executor_t *ex) {
-    bib_status_t usable = bib_vk_usable(ex);
-    if (usable != BIB_OK || !ex->recording)
-        return usable;
+/* Ends the command buffer being recorded and submits it to signal the
+ * fence (submit and flush). */
+static bib_status_t bib_vk_end_and_submit(bib_executor_t *ex) {
     ex->recording = false;
     ex->pending_count = 0;
     bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
@@ -748,10 +747,18 @@ bib_status_t bib_vk_submit(bib_executor_t *ex) {
                        .commandBufferCount = 1,
                        .pCommandBuffers = &ex->cmd};
     st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
-    if (st == BIB_OK) {
+    if (st == BIB_OK)
         ex->submits++;
+    return st;
+}
+
+bib_status_t bib_vk_submit(bib_executor_t *ex) {
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK || !ex->recording)
+        return usable;
+    bib_status_t st = bib_vk_end_and_submit(ex);
+    if (st == BIB_OK)
         ex->inflight = true;
-    }
     return st;
 }
 
@@ -781,23 +788,14 @@ bib_status_t bib_vk_flush(bib_executor_t *ex) {
         return usable;
     if (!ex->recording)
         return bib_vk_settle(ex);
-    ex->recording = false;
-    ex->pending_count = 0;
-    bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
+    bib_status_t st = bib_vk_end_and_submit(ex);
     bool done = false;
     if (st == BIB_OK) {
-        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                           .commandBufferCount = 1,
-                           .pCommandBuffers = &ex->cmd};
-        st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
-        if (st == BIB_OK) {
-            ex->submits++;
-            st = bib_vk_wait(ex);
-            if (ex->lost)
-                return st;
-            done = st == BIB_OK;
-            vkResetFences(ex->device, 1, &ex->fence);
-        }
+        st = bib_vk_wait(ex);
+        if (ex->lost)
+            return st;
+        done = st == BIB_OK;
+        vkResetFences(ex->device, 1, &ex->fence);
     }
     bib_vk_time_collect(ex, done);
     vkResetCommandPool(ex->device, ex->command_pool, 0);
