@@ -346,9 +346,9 @@ static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
     return st;
 }
 
-/* ---- STRIDED ------------------------------------------------------------- */
+/* ---- STRIDED and TAKE ---------------------------------------------------- */
 
-/* STRIDED and TAKE: the output's shape padded to BIB_MAX_RANK axes in n[],
+/* The output's shape padded to BIB_MAX_RANK axes in n[],
  * the call's p[] in s[], one grid-stride loop over the output. */
 static bib_status_t bib_cu_indexed(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
                                    const char *const names[4]) {

@@ -6,7 +6,6 @@
  * vk_device.c; nothing here waits. The arithmetic lives in the shaders
  * (shaders/vulkan), which follow spec/numerics.md operation for operation. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "backends/callcheck.h"
 #include "backends/cpu/bmath.h"
