@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backends/cpu/bmath.h"
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/vk_shaders.h"
 #include "vm/fileio.h"
@@ -896,18 +897,6 @@ static uint32_t bib_vk_rand(uint64_t *s) {
     return (uint32_t)(*s >> 33);
 }
 
-static float bib_vk_f(uint32_t bits) {
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static uint32_t bib_vk_bits(float f) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
 #define BIB_VK_FMA_CASES 64
 #define BIB_VK_DEN_CASES 12
 #define BIB_VK_RTE_CASES 68
@@ -918,12 +907,12 @@ static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
     uint64_t s = 0x5eedb1bull;
     uint32_t n = 0;
     while (n < BIB_VK_FMA_CASES) {
-        float x = bib_vk_f(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
-        float y = bib_vk_f(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
+        float x = bib_f32_from_bits(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
+        float y = bib_f32_from_bits(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
         if (n & 1)
             x = -x;
         volatile float p = x * y;
-        float z = (n & 2) ? -p : bib_vk_f(bib_vk_bits(-p) ^ 1u);
+        float z = (n & 2) ? -p : bib_f32_from_bits(bib_f32_bits(-p) ^ 1u);
         volatile float unfused = p + z;
         if (fmaf(x, y, z) != unfused)
             c[n++] = (bib_vk_case_t){x, y, z};
@@ -954,8 +943,9 @@ static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
     memcpy(c + n, ties, sizeof ties);
     n += 4;
     for (uint32_t i = 0; i < BIB_VK_RTE_CASES - 4; i++) {
-        float x = bib_vk_f(bib_vk_rand(&s) & 0xbfffffffu);
-        float y = bib_vk_f((bib_vk_rand(&s) & 0x807fffffu) | (bib_vk_bits(x) & 0x7f800000u));
+        float x = bib_f32_from_bits(bib_vk_rand(&s) & 0xbfffffffu);
+        float y =
+            bib_f32_from_bits((bib_vk_rand(&s) & 0x807fffffu) | (bib_f32_bits(x) & 0x7f800000u));
         c[n++] = (bib_vk_case_t){x, y, 0.0f};
     }
     return n;
@@ -980,9 +970,9 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
         volatile float p = cases[i].x * cases[i].y, s = cases[i].x + cases[i].y;
         bool den = i >= BIB_VK_FMA_CASES && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES;
         bool ok_f =
-            bib_vk_bits(res[3 * i]) == bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
-        bool ok_ps = bib_vk_bits(res[3 * i + 1]) == bib_vk_bits(p) &&
-                     bib_vk_bits(res[3 * i + 2]) == bib_vk_bits(s);
+            bib_f32_bits(res[3 * i]) == bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
+        bool ok_ps = bib_f32_bits(res[3 * i + 1]) == bib_f32_bits(p) &&
+                     bib_f32_bits(res[3 * i + 2]) == bib_f32_bits(s);
         if (i < BIB_VK_FMA_CASES && !ok_f)
             ex->probe_fused = false;
         if (den && !ok_ps)
@@ -1005,7 +995,7 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
     bool native_ok = ex->probe_fused;
     for (uint32_t i = BIB_VK_FMA_CASES; native_ok && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
         native_ok =
-            bib_vk_bits(res[3 * i]) == bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
+            bib_f32_bits(res[3 * i]) == bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
     if (native_ok)
         return BIB_OK;
     if (!ex->has_f64) {
@@ -1020,7 +1010,7 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
         return st;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (bib_vk_bits(res[3 * i]) != bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
+        if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
             snprintf(why, why_len, "'%s': the fp64 fma emulation failed its probe (case %u)",
                      ex->props.deviceName, i);
             return BIB_E_UNAVAILABLE;
