@@ -100,6 +100,42 @@ typedef struct bib_host_facts {
     const char *best_level; /* the best level this CPU supports */
 } bib_host_facts_t;
 
+/* The slots' function types, so that an executor declares the functions
+ * it fills them with by type (`bib_executor_upload_fn bib_cu_upload;`) and
+ * each signature is written here once. */
+typedef bib_status_t bib_executor_init_fn(const bib_executor_config_t *config, bib_executor_t **out,
+                                          char *why, size_t why_len);
+typedef void bib_executor_shutdown_fn(bib_executor_t *ex);
+typedef const char *bib_executor_error_fn(const bib_executor_t *ex);
+typedef bib_status_t bib_executor_buffer_alloc_fn(bib_executor_t *ex, size_t bytes, void **buf);
+typedef void bib_executor_buffer_free_fn(bib_executor_t *ex, void *buf);
+typedef bib_status_t bib_executor_upload_fn(bib_executor_t *ex, void *buf, size_t offset_bytes,
+                                            const void *src, size_t bytes);
+typedef bib_status_t bib_executor_download_fn(bib_executor_t *ex, void *buf, size_t offset_bytes,
+                                              void *dst, size_t bytes);
+/* synchronize and submit */
+typedef bib_status_t bib_executor_wait_fn(bib_executor_t *ex);
+typedef bib_status_t bib_executor_memory_fn(bib_executor_t *ex, uint64_t *free_bytes,
+                                            uint64_t *total_bytes);
+typedef bool bib_executor_supports_fn(bib_executor_t *ex, const bib_call_t *call);
+typedef bib_status_t bib_executor_kernel_fn(bib_executor_t *ex, const bib_call_t *call);
+typedef const char *bib_executor_describe_fn(bib_executor_t *ex);
+typedef void bib_executor_facts_fn(bib_executor_t *ex, bib_device_facts_t *out);
+typedef void bib_executor_host_facts_fn(bib_host_facts_t *facts);
+typedef bib_status_t bib_executor_program_create_fn(bib_executor_t *ex, bib_program_kind_t kind,
+                                                    const void *code, size_t size,
+                                                    const char *entry, uint32_t bindings,
+                                                    uint32_t push_bytes, const char *signature,
+                                                    void **prog);
+typedef bib_status_t bib_executor_program_dispatch_fn(bib_executor_t *ex, void *prog,
+                                                      void *const *buffers, const uint64_t *sizes,
+                                                      uint32_t nbuffers, const void *push,
+                                                      uint32_t push_bytes, const uint32_t groups[3],
+                                                      const uint32_t block[3]);
+typedef void bib_executor_program_destroy_fn(bib_executor_t *ex, void *prog);
+typedef bib_status_t bib_executor_timing_fn(bib_executor_t *ex, bool on);
+typedef bib_status_t bib_executor_elapsed_fn(bib_executor_t *ex, double *ms);
+
 typedef struct bib_executor_ops {
     const char *name;     /* "cpu", "vulkan", "cuda" */
     bib_executor_id_t id; /* its column in isa/kernels.def */
@@ -107,45 +143,42 @@ typedef struct bib_executor_ops {
     /* Probes and starts the executor. When it cannot run here it returns
      * BIB_E_UNAVAILABLE and writes why ("no Vulkan loader", "no device") to
      * why[0..why_len). The caller owns *out and ends it with shutdown. */
-    bib_status_t (*init)(const bib_executor_config_t *config, bib_executor_t **out, char *why,
-                         size_t why_len);
-    void (*shutdown)(bib_executor_t *ex);
+    bib_executor_init_fn *init;
+    bib_executor_shutdown_fn *shutdown;
 
     /* The last error's one-line message. */
-    const char *(*error)(const bib_executor_t *ex);
+    bib_executor_error_fn *error;
 
-    bib_status_t (*buffer_alloc)(bib_executor_t *ex, size_t bytes, void **buf);
-    void (*buffer_free)(bib_executor_t *ex, void *buf);
-    bib_status_t (*upload)(bib_executor_t *ex, void *buf, size_t offset_bytes, const void *src,
-                           size_t bytes);
-    bib_status_t (*download)(bib_executor_t *ex, void *buf, size_t offset_bytes, void *dst,
-                             size_t bytes);
+    bib_executor_buffer_alloc_fn *buffer_alloc;
+    bib_executor_buffer_free_fn *buffer_free;
+    bib_executor_upload_fn *upload;
+    bib_executor_download_fn *download;
 
     /* Waits until every recorded kernel has finished. */
-    bib_status_t (*synchronize)(bib_executor_t *ex);
-    bib_status_t (*memory)(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total_bytes);
+    bib_executor_wait_fn *synchronize;
+    bib_executor_memory_fn *memory;
 
     /* Whether this executor runs the call at all: its device limits (grid
      * sizes, index widths, buffer ranges) on shapes the VM has checked, for a
      * kernel the descriptor says it has. */
-    bool (*supports)(bib_executor_t *ex, const bib_call_t *call);
+    bib_executor_supports_fn *supports;
     /* One entry per kernel: runs (or records) the call. Exactly the kernels
      * whose EXECUTORS column in isa/kernels.def names this executor have an
      * entry, the others NULL; tools/isa-gen.c fails the build otherwise. The
      * VM sends a call for a kernel this executor lacks to the CPU executor
      * (bib_kernel_runs_on), never here. */
-    bib_status_t (*kernels[BIB_KERNEL__COUNT])(bib_executor_t *ex, const bib_call_t *call);
+    bib_executor_kernel_fn *kernels[BIB_KERNEL__COUNT];
 
     /* Optional (may be NULL): a line describing the device and its numerics
      * paths, for `bib info`. */
-    const char *(*describe)(bib_executor_t *ex);
+    bib_executor_describe_fn *describe;
     /* Optional (may be NULL): the same facts one by one, for `bib info
      * --json`. */
-    void (*facts)(bib_executor_t *ex, bib_device_facts_t *out);
+    bib_executor_facts_fn *facts;
 
     /* Optional (NULL but for the CPU executor): the host's facts for `bib
      * info`, without starting the executor. */
-    void (*host_facts)(bib_host_facts_t *facts);
+    bib_executor_host_facts_fn *host_facts;
 
     /* Optional (NULL when unsupported): user device programs carried in the
      * module (spec/device-code.md), run by VK_COMPUTE and GPU_LAUNCH.
@@ -154,23 +187,18 @@ typedef struct bib_executor_ops {
      * executor until program_destroy. bindings is the shader's storage-buffer
      * count and push_bytes its push-constant size (SPIR-V); signature is the
      * kernel's parameter letters (PTX; NULL for SPIR-V). */
-    bib_status_t (*program_create)(bib_executor_t *ex, bib_program_kind_t kind, const void *code,
-                                   size_t size, const char *entry, uint32_t bindings,
-                                   uint32_t push_bytes, const char *signature, void **prog);
+    bib_executor_program_create_fn *program_create;
     /* Records (or launches) one run of prog. buffers are this executor's
      * buffers: a shader's bindings 0..nbuffers-1, a kernel's t parameters in
      * order; sizes[i] is the bytes of buffers[i] the program may use. push holds a shader's push
      * constants (push_bytes), or a kernel's other parameters as one 8-byte little-endian slot each,
      * in order. groups: workgroups (SPIR-V) or the grid (PTX); block: the CUDA block (NULL for
      * SPIR-V). Ordered after earlier work on this executor. */
-    bib_status_t (*program_dispatch)(bib_executor_t *ex, void *prog, void *const *buffers,
-                                     const uint64_t *sizes, uint32_t nbuffers, const void *push,
-                                     uint32_t push_bytes, const uint32_t groups[3],
-                                     const uint32_t block[3]);
-    void (*program_destroy)(bib_executor_t *ex, void *prog);
+    bib_executor_program_dispatch_fn *program_dispatch;
+    bib_executor_program_destroy_fn *program_destroy;
     /* Optional: starts the recorded work without waiting for it
      * (synchronize waits). */
-    bib_status_t (*submit)(bib_executor_t *ex);
+    bib_executor_wait_fn *submit;
 
     /* Optional (NULL when unsupported): the device's own clock (--profile).
      * timing(ex, true) starts timing every kernel and program dispatch
@@ -182,8 +210,8 @@ typedef struct bib_executor_ops {
      * from zero: call it after synchronize to have everything recorded so
      * far. Overlapping work is counted once (the time the device was busy
      * with it); copies between host and device are not included. */
-    bib_status_t (*timing)(bib_executor_t *ex, bool on);
-    bib_status_t (*elapsed)(bib_executor_t *ex, double *ms);
+    bib_executor_timing_fn *timing;
+    bib_executor_elapsed_fn *elapsed;
 } bib_executor_ops_t;
 
 extern const bib_executor_ops_t bib_cpu_executor;
@@ -194,5 +222,10 @@ uint32_t bib_executor_count(void);
 const bib_executor_ops_t *bib_executor_at(uint32_t index);
 /* The executor called name, or NULL when this build has none. */
 const bib_executor_ops_t *bib_executor_find(const char *name);
+/* Whether a GPU executor's device number index, called name, is the one a
+ * non-empty selector (bib_executor_config_t.device) names: its index when
+ * the selector is all digits, else any device whose name contains it,
+ * ignoring case. */
+bool bib_device_selector_matches(const char *selector, uint32_t index, const char *name);
 
 #endif

@@ -6,12 +6,25 @@
 #include "backends/callcheck.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 uint64_t bib_view_count(const bib_view_t *v) {
     uint64_t n = 1;
     for (uint32_t i = 0; i < v->rank; i++)
         n *= v->dims[i];
     return n;
+}
+
+uint64_t bib_view_rows(const bib_view_t *v, uint32_t *last) {
+    *last = v->rank ? v->dims[v->rank - 1] : 1;
+    return *last ? bib_view_count(v) / *last : 0;
+}
+
+uint64_t bib_call_rows(const bib_call_t *c, uint32_t *last) {
+    uint64_t rows = bib_view_rows(&c->in[0], last);
+    if (c->kernel == BIB_KERNEL_REDUCE || c->kernel == BIB_KERNEL_ARGMAX)
+        rows = bib_view_count(&c->out);
+    return rows;
 }
 
 bib_broadcast_t bib_view_broadcast(const bib_view_t *to, const bib_view_t *v) {
@@ -29,6 +42,16 @@ bib_broadcast_t bib_call_broadcast(const bib_call_t *c) {
     return bib_view_broadcast(&c->in[0], &c->in[1]);
 }
 
+bool bib_call_forms(const bib_call_t *c, bib_broadcast_t forms[3]) {
+    for (int i = 0; i < 3; i++) {
+        forms[i] =
+            i && c->in[i].buf ? bib_view_broadcast(&c->in[0], &c->in[i]) : BIB_BROADCAST_SAME;
+        if (forms[i] == BIB_BROADCAST_NONE)
+            return false;
+    }
+    return true;
+}
+
 int64_t bib_i32_zero_divisor(const int32_t *divisor, uint64_t n, uint64_t count) {
     if (count == 0)
         return -1;
@@ -41,6 +64,46 @@ int64_t bib_i32_zero_divisor(const int32_t *divisor, uint64_t n, uint64_t count)
 void bib_i32_zero_divisor_message(char *buf, size_t cap, int64_t element) {
     snprintf(buf, cap, "integer division by zero: the divisor of element %lld is 0",
              (long long)element);
+}
+
+int64_t bib_gather_bad_index(const int32_t *indices, uint64_t n, uint64_t rows) {
+    for (uint64_t r = 0; r < n; r++)
+        if (indices[r] < 0 || (uint64_t)indices[r] >= rows)
+            return (int64_t)r;
+    return -1;
+}
+
+void bib_gather_index_message(char *buf, size_t cap, int32_t index, int64_t position,
+                              uint64_t rows) {
+    snprintf(buf, cap, "gather: index %d at position %lld is outside the table's %llu rows",
+             (int)index, (long long)position, (unsigned long long)rows);
+}
+
+bib_status_t bib_call_check_on_host(const bib_executor_ops_t *ops, bib_executor_fail_fn *fail,
+                                    bib_executor_t *ex, const bib_call_t *c) {
+    bool gather = c->kernel == BIB_KERNEL_GATHER;
+    if (!gather && !(c->kernel == BIB_KERNEL_BINARY && c->sub == BIB_BINARY_DIV &&
+                     c->out.dtype == BIB_DTYPE_I32))
+        return BIB_OK;
+    uint64_t n = bib_view_count(&c->in[1]), count = bib_view_count(&c->out);
+    if (n == 0 || (!gather && count == 0))
+        return BIB_OK;
+    int32_t *v = malloc(n * sizeof *v);
+    if (!v)
+        return fail(ex, BIB_E_NOMEM, "%s: out of host memory for %s", ops->name,
+                    gather ? "gather indices" : "divisors");
+    bib_status_t st = ops->download(ex, c->in[1].buf, c->in[1].offset * 4, v, n * 4);
+    char msg[200];
+    uint64_t rows = c->in[0].dims[0];
+    int64_t at = st != BIB_OK ? -1
+                 : gather     ? bib_gather_bad_index(v, n, rows)
+                              : bib_i32_zero_divisor(v, n, count);
+    if (at >= 0 && gather)
+        bib_gather_index_message(msg, sizeof msg, v[at], at, rows);
+    else if (at >= 0)
+        bib_i32_zero_divisor_message(msg, sizeof msg, at);
+    free(v);
+    return at >= 0 ? fail(ex, BIB_E_TRAP, "%s", msg) : st;
 }
 
 static bool bib_call_is_f32(const bib_view_t *v) {
@@ -100,11 +163,8 @@ bool bib_call_strided_ok(const bib_call_t *c) {
         c->p[14] >= BIB_MAX_RANK)
         return false;
     uint32_t dims[BIB_MAX_RANK], lo[BIB_MAX_RANK] = {0}, hi[BIB_MAX_RANK];
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + o->rank;
-        dims[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
-        hi[k] = dims[k];
-    }
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
+        hi[k] = dims[k] = bib_view_padded_dim(o, k);
     uint32_t axis = (uint32_t)c->p[14];
     int64_t split = c->p[15];
     if (split < 0 || split > (int64_t)dims[axis])
@@ -131,10 +191,8 @@ bool bib_call_take_ok(const bib_call_t *c) {
         c->p[13] > UINT32_MAX || c->p[12] < 0)
         return false;
     uint32_t lo[BIB_MAX_RANK] = {0}, hi[BIB_MAX_RANK];
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + o->rank;
-        hi[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
-    }
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
+        hi[k] = bib_view_padded_dim(o, k);
     int64_t min, max;
     if (!strided_span(lo, hi, 0, c->p, &min, &max))
         return true; /* an empty output reads nothing */

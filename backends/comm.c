@@ -186,6 +186,22 @@ static bib_status_t wait_for(mpi_handle_t *req, const char *what, char *why, siz
     }
 }
 
+/* The end of every exchange: the error of the call that started it (rc),
+   else its wait. ints, the counts MPI reads until the exchange completes
+   (NULL when none), are freed, but not after a timeout: MPI may still read
+   them. */
+static bib_status_t finish(int rc, mpi_handle_t *req, const char *call, int *ints, char *why,
+                           size_t cap) {
+    bib_status_t st = BIB_E_IO;
+    if (rc != 0)
+        mpi_error(rc, call, why, cap);
+    else
+        st = wait_for(req, call, why, cap);
+    if (st != BIB_E_TIMEOUT)
+        free(ints);
+    return st;
+}
+
 static bool fits_int(uint64_t n) {
     return n <= (uint64_t)INT_MAX;
 }
@@ -211,11 +227,7 @@ bib_status_t bib_comm_allgather(const void *send, void *recv, size_t bytes, char
     mpi_handle_t req = NULL;
     int rc = comm.mpi.iallgather(send, (int)bytes, comm.mpi.byte, recv, (int)bytes, comm.mpi.byte,
                                  comm.mpi.world, &req);
-    if (rc != 0) {
-        mpi_error(rc, "MPI_Iallgather", why, cap);
-        return BIB_E_IO;
-    }
-    return wait_for(&req, "MPI_Iallgather", why, cap);
+    return finish(rc, &req, "MPI_Iallgather", NULL, why, cap);
 }
 
 /* counts and displacements as MPI's ints; false when one does not fit. */
@@ -250,15 +262,7 @@ bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, con
     mpi_handle_t req = NULL;
     int rc = comm.mpi.iallgatherv(send, (int)bytes, comm.mpi.byte, recv, ints, ints + comm.size,
                                   comm.mpi.byte, comm.mpi.world, &req);
-    if (rc != 0) {
-        free(ints);
-        mpi_error(rc, "MPI_Iallgatherv", why, cap);
-        return BIB_E_IO;
-    }
-    st = wait_for(&req, "MPI_Iallgatherv", why, cap);
-    if (st != BIB_E_TIMEOUT)
-        free(ints); /* after a timeout MPI may still read them */
-    return st;
+    return finish(rc, &req, "MPI_Iallgatherv", ints, why, cap);
 }
 
 bib_status_t bib_comm_alltoallv(const void *send, const uint64_t *scounts, const uint64_t *sdispls,
@@ -281,15 +285,7 @@ bib_status_t bib_comm_alltoallv(const void *send, const uint64_t *scounts, const
     mpi_handle_t req = NULL;
     int rc = comm.mpi.ialltoallv(send, ints, ints + n, comm.mpi.byte, recv, ints + 2 * n,
                                  ints + 3 * n, comm.mpi.byte, comm.mpi.world, &req);
-    if (rc != 0) {
-        free(ints);
-        mpi_error(rc, "MPI_Ialltoallv", why, cap);
-        return BIB_E_IO;
-    }
-    st = wait_for(&req, "MPI_Ialltoallv", why, cap);
-    if (st != BIB_E_TIMEOUT)
-        free(ints);
-    return st;
+    return finish(rc, &req, "MPI_Ialltoallv", ints, why, cap);
 }
 
 bib_status_t bib_comm_bcast(void *buf, size_t bytes, int root, char *why, size_t cap) {
@@ -300,9 +296,5 @@ bib_status_t bib_comm_bcast(void *buf, size_t bytes, int root, char *why, size_t
         return too_large("bcast", why, cap);
     mpi_handle_t req = NULL;
     int rc = comm.mpi.ibcast(buf, (int)bytes, comm.mpi.byte, root, comm.mpi.world, &req);
-    if (rc != 0) {
-        mpi_error(rc, "MPI_Ibcast", why, cap);
-        return BIB_E_IO;
-    }
-    return wait_for(&req, "MPI_Ibcast", why, cap);
+    return finish(rc, &req, "MPI_Ibcast", NULL, why, cap);
 }

@@ -1,9 +1,12 @@
-/* backends/executors.c: the executors this build contains, found by name.
+/* backends/executors.c: the executors this build contains, found by name,
+ * and the rule by which a GPU executor finds its device by selector.
  *
  * Each executor's build fragment (backends/<name>/<name>.mk) defines
  * BIB_HAVE_<NAME> when it compiles the executor in; the CPU executor is
  * always present. The VM looks executors up here and nowhere else.
  */
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
@@ -37,4 +40,24 @@ const bib_executor_ops_t *bib_executor_find(const char *name) {
         if (strcmp(executors[i]->name, name) == 0)
             return executors[i];
     return NULL;
+}
+
+static bool contains_nocase(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return true;
+    }
+    return n == 0;
+}
+
+bool bib_device_selector_matches(const char *selector, uint32_t index, const char *name) {
+    bool numeric = *selector != '\0';
+    for (const char *p = selector; numeric && *p; p++)
+        numeric = isdigit((unsigned char)*p) != 0;
+    return numeric ? (uint32_t)atoi(selector) == index : contains_nocase(name, selector);
 }

@@ -256,85 +256,87 @@ static void task_binary_flat(void *arg, size_t begin, size_t end, uint32_t chunk
                            end - begin);
 }
 
+/* What a row task reads from its task_t: the call, the level's row
+ * functions, the row length n, and the f32 rows of in0 (x) and out (y). */
+typedef struct rows {
+    const bib_call_t *c;
+    const bib_cpu_rowops_t *ro;
+    size_t n;
+    const float *x;
+    float *y;
+} rows_t;
+
+static rows_t task_rows(const void *arg) {
+    const task_t *t = arg;
+    return (rows_t){.c = t->call,
+                    .ro = t->ctx->rowops,
+                    .n = t->row_len,
+                    .x = view_f32(&t->call->in[0]),
+                    .y = view_f32(&t->call->out)};
+}
+
 static void task_binary_rows(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
-    task_t *t = arg;
-    size_t n = t->row_len;
-    const float *a = view_f32(&t->call->in[0]);
-    const float *b = view_f32(&t->call->in[1]);
-    float *y = view_f32(&t->call->out);
+    rows_t t = task_rows(arg);
+    const float *b = view_f32(&t.c->in[1]);
     for (size_t r = begin; r < end; r++)
-        t->ctx->rowops->binary((bib_binary_t)t->call->sub, a + r * n, b, 1, y + r * n, n);
+        t.ro->binary((bib_binary_t)t.c->sub, t.x + r * t.n, b, 1, t.y + r * t.n, t.n);
 }
 
 static void task_softmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
-    task_t *t = arg;
-    size_t n = t->row_len;
-    const float *x = view_f32(&t->call->in[0]);
-    float *y = view_f32(&t->call->out);
+    rows_t t = task_rows(arg);
     void (*row)(const float *, float *, size_t) =
-        t->call->sub == BIB_SOFTMAX_LOG ? t->ctx->rowops->logsoftmax : t->ctx->rowops->softmax;
+        t.c->sub == BIB_SOFTMAX_LOG ? t.ro->logsoftmax : t.ro->softmax;
     for (size_t r = begin; r < end; r++)
-        row(x + r * n, y + r * n, n);
+        row(t.x + r * t.n, t.y + r * t.n, t.n);
 }
 
 static void task_layernorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
-    task_t *t = arg;
-    const bib_call_t *c = t->call;
-    size_t n = t->row_len;
-    const float *x = view_f32(&c->in[0]);
-    float *y = view_f32(&c->out);
+    rows_t t = task_rows(arg);
     /* PACKED: gamma and beta are the two rows of in1. */
-    const float *gamma = view_f32(&c->in[1]);
-    const float *beta = c->sub == BIB_LAYERNORM_PACKED ? gamma + n : view_f32(&c->in[2]);
+    const float *gamma = view_f32(&t.c->in[1]);
+    const float *beta = t.c->sub == BIB_LAYERNORM_PACKED ? gamma + t.n : view_f32(&t.c->in[2]);
     for (size_t r = begin; r < end; r++)
-        t->ctx->rowops->layernorm(x + r * n, gamma, beta, c->f[0], y + r * n, n);
+        t.ro->layernorm(t.x + r * t.n, gamma, beta, t.c->f[0], t.y + r * t.n, t.n);
 }
 
 static void task_rmsnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
-    task_t *t = arg;
-    const bib_call_t *c = t->call;
-    size_t n = t->row_len;
-    const float *x = view_f32(&c->in[0]);
-    float *y = view_f32(&c->out);
+    rows_t t = task_rows(arg);
     for (size_t r = begin; r < end; r++)
-        t->ctx->rowops->rmsnorm(x + r * n, view_f32(&c->in[1]), c->f[0], y + r * n, n);
+        t.ro->rmsnorm(t.x + r * t.n, view_f32(&t.c->in[1]), t.c->f[0], t.y + r * t.n, t.n);
 }
 
 static void task_reduce(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
-    task_t *t = arg;
-    const bib_call_t *c = t->call;
-    size_t n = t->row_len;
-    const float *x = view_f32(&c->in[0]);
-    float *y = view_f32(&c->out);
+    rows_t t = task_rows(arg);
     for (size_t r = begin; r < end; r++) {
-        if (c->sub == BIB_REDUCE_MAX) {
-            y[r] = t->ctx->rowops->max(x + r * n, n);
-        } else if (c->sub == BIB_REDUCE_MIN) {
+        const float *row = t.x + r * t.n;
+        if (t.c->sub == BIB_REDUCE_MAX) {
+            t.y[r] = t.ro->max(row, t.n);
+        } else if (t.c->sub == BIB_REDUCE_MIN) {
             /* MIN and PROD: the scalar reference at every level. */
-            y[r] = bib_min(x + r * n, n);
-        } else if (c->sub == BIB_REDUCE_PROD) {
-            y[r] = bib_f32_canon(bib_tree_prod(x + r * n, n));
+            t.y[r] = bib_min(row, t.n);
+        } else if (t.c->sub == BIB_REDUCE_PROD) {
+            t.y[r] = bib_f32_canon(bib_tree_prod(row, t.n));
         } else {
-            float s = t->ctx->rowops->sum(x + r * n, n);
-            y[r] = bib_f32_canon(c->sub == BIB_REDUCE_MEAN ? s / (float)n : s);
+            float s = t.ro->sum(row, t.n);
+            t.y[r] = bib_f32_canon(t.c->sub == BIB_REDUCE_MEAN ? s / (float)t.n : s);
         }
     }
 }
 
 static void task_argmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
-    task_t *t = arg;
-    size_t n = t->row_len;
-    const float *x = view_f32(&t->call->in[0]);
-    int32_t *y = view_i32(&t->call->out);
+    rows_t t = task_rows(arg);
+    size_t n = t.n;
+    const float *x = t.x;
+    int32_t *y = view_i32(&t.c->out);
     /* MIN: the first maximum of the keys' complements (~k reverses the
      * order and never overflows). */
-    const int32_t flip = t->call->sub == BIB_ARGMAX_MIN ? -1 : 0;
+    const int32_t flip = t.c->sub == BIB_ARGMAX_MIN ? -1 : 0;
     for (size_t r = begin; r < end; r++) {
         const float *row = x + r * n;
         size_t best = 0;
@@ -422,10 +424,8 @@ static void task_strided(void *arg, size_t begin, size_t end, uint32_t chunk) {
     const uint32_t *x1 = c->in[1].buf ? (const uint32_t *)c->in[1].buf + c->in[1].offset : NULL;
     uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
     uint32_t d[BIB_MAX_RANK];
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + c->out.rank;
-        d[k] = at >= BIB_MAX_RANK ? c->out.dims[at - BIB_MAX_RANK] : 1;
-    }
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
+        d[k] = bib_view_padded_dim(&c->out, k);
     const size_t n = d[BIB_MAX_RANK - 1];
     const int64_t axis = p[14], split = p[15];
     for (size_t r = begin; r < end; r++) {
@@ -460,10 +460,8 @@ static void task_take(void *arg, size_t begin, size_t end, uint32_t chunk) {
     const int32_t *idx = view_i32(&c->in[1]);
     uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
     uint32_t d[BIB_MAX_RANK];
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + c->out.rank;
-        d[k] = at >= BIB_MAX_RANK ? c->out.dims[at - BIB_MAX_RANK] : 1;
-    }
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
+        d[k] = bib_view_padded_dim(&c->out, k);
     const size_t n = d[BIB_MAX_RANK - 1];
     for (size_t r = begin; r < end; r++) {
         size_t rem = r;
@@ -719,13 +717,10 @@ static bib_status_t run_gather(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     size_t width = view_count(&c->in[0]) / (rows ? rows : 1);
     size_t n = view_count(&c->in[1]);
     const int32_t *idx = view_i32(&c->in[1]);
-    for (size_t r = 0; r < n; r++) {
-        if (idx[r] < 0 || (size_t)idx[r] >= rows) {
-            snprintf(ctx->error, ctx->error_len,
-                     "gather: index %d at position %zu is outside the table's %zu rows",
-                     (int)idx[r], r, rows);
-            return BIB_E_TRAP;
-        }
+    int64_t bad = bib_gather_bad_index(idx, n, rows);
+    if (bad >= 0) {
+        bib_gather_index_message(ctx->error, ctx->error_len, idx[bad], bad, rows);
+        return BIB_E_TRAP;
     }
     const uint32_t *x = (const uint32_t *)c->in[0].buf + c->in[0].offset;
     uint32_t *y = (uint32_t *)c->out.buf + c->out.offset;
@@ -1106,10 +1101,6 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         run_parallel(ctx, out_rows, row_grain(in_rows), task_transpose, &t);
         return BIB_OK;
     }
-    case BIB_KERNEL_SOFTMAX:
-        t.row_len = last;
-        run_parallel(ctx, rows, row_grain(last), task_softmax, &t);
-        return BIB_OK;
     case BIB_KERNEL_UNARY:
         if (c->out.dtype == BIB_DTYPE_I32)
             return bib_cpu_dtypes_run(ctx, c);
@@ -1131,28 +1122,30 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_SCALE:
         run_parallel(ctx, count, ELEMENT_GRAIN, task_scale, &t);
         return BIB_OK;
-    case BIB_KERNEL_REDUCE:
-        /* One output per row, also when the rows are empty (last == 0):
-         * those are +0, -Inf or NaN, never left unwritten. */
-        t.row_len = last;
-        run_parallel(ctx, count, row_grain(last), task_reduce, &t);
-        return BIB_OK;
+    case BIB_KERNEL_SOFTMAX:
     case BIB_KERNEL_LAYERNORM:
-        t.row_len = last;
-        run_parallel(ctx, rows, row_grain(last), task_layernorm, &t);
-        return BIB_OK;
     case BIB_KERNEL_RMSNORM:
-        t.row_len = last;
-        run_parallel(ctx, rows, row_grain(last), task_rmsnorm, &t);
+    case BIB_KERNEL_REDUCE:
+    case BIB_KERNEL_ARGMAX: {
+        /* A task per row (bib_call_rows): REDUCE's and ARGMAX's rows of
+         * length 0 still get their output (+0, -Inf, NaN or index 0), never
+         * left unwritten. */
+        static const bib_parallel_fn row_task[BIB_KERNEL__COUNT] = {
+            [BIB_KERNEL_SOFTMAX] = task_softmax,
+            [BIB_KERNEL_LAYERNORM] = task_layernorm,
+            [BIB_KERNEL_RMSNORM] = task_rmsnorm,
+            [BIB_KERNEL_REDUCE] = task_reduce,
+            [BIB_KERNEL_ARGMAX] = task_argmax};
+        uint32_t n;
+        uint64_t call_rows = bib_call_rows(c, &n);
+        t.row_len = n;
+        run_parallel(ctx, call_rows, row_grain(n), row_task[c->kernel], &t);
         return BIB_OK;
+    }
     case BIB_KERNEL_ATTENTION:
         return run_attention(ctx, c);
     case BIB_KERNEL_GATHER:
         return run_gather(ctx, c);
-    case BIB_KERNEL_ARGMAX:
-        t.row_len = last;
-        run_parallel(ctx, count, row_grain(last), task_argmax, &t);
-        return BIB_OK;
     case BIB_KERNEL_FILL: {
         uint32_t word =
             c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_f32_bits(c->f[0]);

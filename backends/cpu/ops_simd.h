@@ -247,29 +247,24 @@ static inline float V_FN(v_tree_finish)(VF acc[V_NACC]) {
         }                                                                                          \
     } while (0)
 
+/* The unary ops with a vector form, X(op, its V_FN function). */
+#define V_UNARY_VECTOR_OPS(X)                                                                      \
+    X(RELU, v_relu)                                                                                \
+    X(SIGMOID, v_sigmoid)                                                                          \
+    X(TANH, v_tanh)                                                                                \
+    X(GELU, v_gelu)                                                                                \
+    X(EXP, v_exp)                                                                                  \
+    X(ERF, v_erf)                                                                                  \
+    X(GELU_ERF, v_gelu_erf)
+
 static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) {
     switch (op) {
-    case BIB_UNARY_RELU:
-        V_MAP_ROW(x, y, n, V_FN(v_relu));
+#define V_UNARY_CASE(name, fn)                                                                     \
+    case BIB_UNARY_##name:                                                                         \
+        V_MAP_ROW(x, y, n, V_FN(fn));                                                              \
         return;
-    case BIB_UNARY_SIGMOID:
-        V_MAP_ROW(x, y, n, V_FN(v_sigmoid));
-        return;
-    case BIB_UNARY_TANH:
-        V_MAP_ROW(x, y, n, V_FN(v_tanh));
-        return;
-    case BIB_UNARY_GELU:
-        V_MAP_ROW(x, y, n, V_FN(v_gelu));
-        return;
-    case BIB_UNARY_EXP:
-        V_MAP_ROW(x, y, n, V_FN(v_exp));
-        return;
-    case BIB_UNARY_ERF:
-        V_MAP_ROW(x, y, n, V_FN(v_erf));
-        return;
-    case BIB_UNARY_GELU_ERF:
-        V_MAP_ROW(x, y, n, V_FN(v_gelu_erf));
-        return;
+        V_UNARY_VECTOR_OPS(V_UNARY_CASE)
+#undef V_UNARY_CASE
     case BIB_UNARY_LOG:
     case BIB_UNARY_SQRT:
     case BIB_UNARY_RSQRT:
@@ -416,6 +411,18 @@ static float V_FN(row_max)(const float *x, size_t n) {
     return bib_f32_from_order_key(V_IMAX_REDUCE(best));
 }
 
+/* The softmaxes' first pass: the row's maximum in *m. When it is not finite
+ * (NaN, +Inf, or a row of -Inf) some x - m is NaN, and so is every output:
+ * y is the canonical NaN row and the answer false. */
+static bool V_FN(row_max_finite)(const float *x, float *y, size_t n, float *m) {
+    *m = V_FN(row_max)(x, n);
+    if (isfinite(*m))
+        return true;
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canonical_nan();
+    return false;
+}
+
 /* A row of at most BIB_TREE_LANES elements is the tree's first block and its
  * tail at once: each element is its own tree lane, and every lane starts
  * from +0, so a lane's sum is its e exactly (+0 + e = e for e >= +0). The
@@ -468,12 +475,9 @@ static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
         V_FN(row_softmax_short)(x, y, n);
         return;
     }
-    float m = V_FN(row_max)(x, n);
-    if (!isfinite(m)) {
-        for (size_t i = 0; i < n; i++)
-            y[i] = bib_f32_canonical_nan();
+    float m;
+    if (!V_FN(row_max_finite)(x, y, n, &m))
         return;
-    }
     VF mv = V_SET1(m);
     VF acc[V_NACC];
     V_UNROLL
@@ -515,12 +519,9 @@ static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
  * NaN; otherwise s >= 1 (the maximum's term is exactly 1), log(s) is finite
  * and (x - m) - log(s) is never NaN. */
 static void V_FN(row_logsoftmax)(const float *x, float *y, size_t n) {
-    float m = V_FN(row_max)(x, n);
-    if (!isfinite(m)) {
-        for (size_t i = 0; i < n; i++)
-            y[i] = bib_f32_canonical_nan();
+    float m;
+    if (!V_FN(row_max_finite)(x, y, n, &m))
         return;
-    }
     VF mv = V_SET1(m);
     float s;
 #define V_EXPDEV(v) V_FN(v_exp_nonpos)(V_SUB(v, mv))

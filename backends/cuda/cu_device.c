@@ -9,7 +9,6 @@
  * the device timer of --profile: CUDA events recorded around every timed
  * command and read when elapsed is asked. Memory lives in cu_memory.c, the
  * kernels' launch code in cu_kernels.c. */
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,19 +244,6 @@ bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint
 
 /* ---- device choice ---------------------------------------------------------- */
 
-static bool bib_cu_contains_nocase(const char *hay, const char *needle) {
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] &&
-               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n)
-            return true;
-    }
-    return n == 0;
-}
-
 /* The selector is a device index or a substring of the device's name; no
  * selector: device 0, the driver's (and CUDA_VISIBLE_DEVICES') first. */
 static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector, char *why,
@@ -274,9 +260,6 @@ static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector,
         snprintf(why, why_len, "no CUDA device (cuDeviceGetCount: 0)");
         return BIB_E_UNAVAILABLE;
     }
-    bool numeric = selector && *selector;
-    for (const char *p = selector; numeric && *p; p++)
-        numeric = isdigit((unsigned char)*p) != 0;
     int chosen = -1;
     for (int i = 0; i < count && chosen < 0; i++) {
         CUdevice dev;
@@ -284,8 +267,7 @@ static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector,
         if (ex->api.DeviceGet(&dev, i) != CUDA_SUCCESS ||
             ex->api.DeviceGetName(name, (int)sizeof name, dev) != CUDA_SUCCESS)
             continue;
-        if (!selector || !*selector ||
-            (numeric ? atoi(selector) == i : bib_cu_contains_nocase(name, selector))) {
+        if (!selector || !*selector || bib_device_selector_matches(selector, (uint32_t)i, name)) {
             chosen = i;
             ex->device = dev;
             snprintf(ex->name, sizeof ex->name, "%s", name);

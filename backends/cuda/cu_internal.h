@@ -272,13 +272,12 @@ void bib_cu_api_unload(bib_cu_api_t *api);
 const char *bib_cu_error_name(const bib_cu_api_t *api, CUresult r, char *buf, size_t len);
 
 /* cu_device.c */
-bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **out, char *why,
-                         size_t why_len);
-void bib_cu_shutdown(bib_executor_t *ex);
-const char *bib_cu_error(const bib_executor_t *ex);
-const char *bib_cu_describe(bib_executor_t *ex);
-void bib_cu_facts(bib_executor_t *ex, bib_device_facts_t *out);
-bib_status_t bib_cu_synchronize(bib_executor_t *ex);
+bib_executor_init_fn bib_cu_init;
+bib_executor_shutdown_fn bib_cu_shutdown;
+bib_executor_error_fn bib_cu_error;
+bib_executor_describe_fn bib_cu_describe;
+bib_executor_facts_fn bib_cu_facts;
+bib_executor_wait_fn bib_cu_synchronize;
 bib_status_t bib_cu_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -305,8 +304,8 @@ bib_status_t bib_cu_wait(bib_executor_t *ex);
  * queued. */
 bib_status_t bib_cu_time_begin(bib_executor_t *ex);
 void bib_cu_time_end(bib_executor_t *ex);
-bib_status_t bib_cu_timing(bib_executor_t *ex, bool on);
-bib_status_t bib_cu_elapsed(bib_executor_t *ex, double *ms);
+bib_executor_timing_fn bib_cu_timing;
+bib_executor_elapsed_fn bib_cu_elapsed;
 /* Queues fn over grid x block threads with dynamic shared bytes and args. */
 bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint32_t gy,
                            uint32_t gz, uint32_t bx, uint32_t by, uint32_t shared,
@@ -316,25 +315,19 @@ extern const char *const bib_cu_fn_names[BIB_CU_FN__COUNT];
 /* cu_memory.c */
 bib_status_t bib_cu_memory_init(bib_executor_t *ex);
 void bib_cu_memory_shutdown(bib_executor_t *ex);
-bib_status_t bib_cu_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf);
-void bib_cu_buffer_free(bib_executor_t *ex, void *buf);
-bib_status_t bib_cu_upload(bib_executor_t *ex, void *buf, size_t offset, const void *src,
-                           size_t bytes);
-bib_status_t bib_cu_download(bib_executor_t *ex, void *buf, size_t offset, void *dst, size_t bytes);
-bib_status_t bib_cu_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total);
+bib_executor_buffer_alloc_fn bib_cu_buffer_alloc;
+bib_executor_buffer_free_fn bib_cu_buffer_free;
+bib_executor_upload_fn bib_cu_upload;
+bib_executor_download_fn bib_cu_download;
+bib_executor_memory_fn bib_cu_memory_query;
 
 /* cu_kernels.c */
-bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *call);
+bib_executor_supports_fn bib_cu_supports;
 
 /* cu_programs.c: user kernels (GPU_LAUNCH, spec/device-code.md). */
-bib_status_t bib_cu_program_create(bib_executor_t *ex, bib_program_kind_t kind, const void *code,
-                                   size_t size, const char *entry, uint32_t bindings,
-                                   uint32_t push_bytes, const char *signature, void **prog);
-bib_status_t bib_cu_program_dispatch(bib_executor_t *ex, void *prog, void *const *buffers,
-                                     const uint64_t *sizes, uint32_t nbuffers, const void *push,
-                                     uint32_t push_bytes, const uint32_t groups[3],
-                                     const uint32_t block[3]);
-void bib_cu_program_destroy(bib_executor_t *ex, void *prog);
-bib_status_t bib_cu_submit(bib_executor_t *ex);
+bib_executor_program_create_fn bib_cu_program_create;
+bib_executor_program_dispatch_fn bib_cu_program_dispatch;
+bib_executor_program_destroy_fn bib_cu_program_destroy;
+bib_executor_wait_fn bib_cu_submit;
 
 #endif

@@ -7,10 +7,10 @@
  * lives in shaders/cuda, which follows spec/numerics.md operation for
  * operation. Launch shapes (tile sizes, grid sizes) change speed only: every
  * kernel computes each output the same way wherever it runs. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/callcheck.h"
+#include "backends/cpu/bmath.h"
 #include "backends/cuda/cu_internal.h"
 
 #define BIB_CU_MAX_GRID_X 0x7fffffffu
@@ -35,10 +35,18 @@ static bib_status_t bib_cu_addr(bib_executor_t *ex, const bib_view_t *v, const c
     return BIB_OK;
 }
 
-static uint32_t bib_cu_fbits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
+/* Makes the executor's context current, then checks the call's views that
+ * have a name in names (out, in[0], in[1], in[2]; NULL: a view the kernel
+ * does not take), in that order, writing their addresses to p's out, in0,
+ * in1 and in2. */
+static bib_status_t bib_cu_views(bib_executor_t *ex, const bib_call_t *c,
+                                 const char *const names[4], bib_cu_args_t *p) {
+    uint64_t *addrs[4] = {&p->out, &p->in0, &p->in1, &p->in2};
+    bib_status_t st = bib_cu_enter(ex);
+    for (int i = 0; i < 4 && st == BIB_OK; i++)
+        if (names[i])
+            st = bib_cu_addr(ex, i ? &c->in[i - 1] : &c->out, names[i], addrs[i]);
+    return st;
 }
 
 /* Blocks for a grid-stride loop over n items: enough to fill the device,
@@ -47,6 +55,12 @@ static uint32_t bib_cu_ew_blocks(const bib_executor_t *ex, uint64_t n) {
     uint64_t want = (n + BIB_CU_EW_THREADS - 1) / BIB_CU_EW_THREADS;
     uint64_t cap = (uint64_t)(ex->sm_count > 0 ? ex->sm_count : 1) * 8;
     return (uint32_t)(want < cap ? (want ? want : 1) : cap);
+}
+
+/* Queues fn as a grid-stride loop over n items. */
+static bib_status_t bib_cu_launch_items(bib_executor_t *ex, bib_cu_fn_t fn, uint64_t n,
+                                        const bib_cu_args_t *p) {
+    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, p);
 }
 
 static uint32_t bib_cu_rows_grid(uint64_t rows) {
@@ -58,13 +72,10 @@ static uint32_t bib_cu_rows_grid(uint64_t rows) {
 static bib_status_t bib_cu_matmul(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *a = &c->in[0], *b = &c->in[1], *bias = &c->in[2];
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "matmul output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, a, "matmul input a", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, b, "matmul input b", &p.in1)) != BIB_OK)
-        return st;
-    if (bias->buf && (st = bib_cu_addr(ex, bias, "matmul bias", &p.in2)) != BIB_OK)
+    const char *names[4] = {"matmul output", "matmul input a", "matmul input b",
+                            bias->buf ? "matmul bias" : NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
     uint64_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
     if (M == 0 || N == 0)
@@ -93,10 +104,9 @@ static bib_status_t bib_cu_matmul(bib_executor_t *ex, const bib_call_t *c) {
 static bib_status_t bib_cu_transpose(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0];
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "transpose output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, x, "transpose input", &p.in0)) != BIB_OK)
+    static const char *const names[4] = {"transpose output", "transpose input", NULL, NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
     uint64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1], batch = 1;
     for (uint32_t i = 0; i + 2 < x->rank; i++)
@@ -116,17 +126,14 @@ static bib_status_t bib_cu_transpose(bib_executor_t *ex, const bib_call_t *c) {
 static bib_status_t bib_cu_elementwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
                                        uint32_t param) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "input", &p.in0)) != BIB_OK)
-        return st;
+    static const char *const names[4] = {"output", "input", NULL, NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t n = bib_view_count(&c->out);
-    if (n == 0)
-        return BIB_OK;
+    if (st != BIB_OK || n == 0)
+        return st;
     p.n[0] = n;
     p.u[0] = param;
-    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, fn, n, &p);
 }
 
 /* The unary kernels are bib_cu_fn_t's first, in bib_unary_t order (generated
@@ -150,7 +157,7 @@ static bib_status_t bib_cu_unary(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_elementwise(ex, c, BIB_CU_FN_SCALE, bib_cu_fbits(c->f[0]));
+    return bib_cu_elementwise(ex, c, BIB_CU_FN_SCALE, bib_f32_bits(c->f[0]));
 }
 
 /* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 (dtypes.cu) ---- */
@@ -160,50 +167,28 @@ static bib_status_t bib_cu_scale(bib_executor_t *ex, const bib_call_t *c) {
 static bib_status_t bib_cu_dtypes(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
                                   uint32_t op, uint32_t u3) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    static const char *const names[3] = {"input 0", "input 1", "input 2"};
-    uint64_t *addrs[3] = {&p.in0, &p.in1, &p.in2};
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK)
+    const char *names[4] = {"output", c->in[0].buf ? "input 0" : NULL,
+                            c->in[1].buf ? "input 1" : NULL, c->in[2].buf ? "input 2" : NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
-    for (int i = 0; i < 3; i++)
-        if (c->in[i].buf && (st = bib_cu_addr(ex, &c->in[i], names[i], addrs[i])) != BIB_OK)
-            return st;
     const bib_view_t *x = &c->in[0];
+    bib_broadcast_t forms[3];
+    if (!bib_call_forms(c, forms))
+        return bib_cu_fail(ex, BIB_E_USAGE, "cuda: operand shapes do not broadcast");
     p.u[0] = op;
+    p.u[1] = (uint32_t)forms[1];
+    p.u[2] = (uint32_t)forms[2];
     p.u[3] = u3;
-    for (int i = 1; i < 3; i++) {
-        if (!c->in[i].buf)
-            continue;
-        bib_broadcast_t form = bib_view_broadcast(x, &c->in[i]);
-        if (form == BIB_BROADCAST_NONE)
-            return bib_cu_fail(ex, BIB_E_USAGE, "cuda: operand shapes do not broadcast");
-        p.u[i] = (uint32_t)form;
-    }
     uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
-    if (fn == BIB_CU_FN_BINARY_I32 && op == BIB_BINARY_DIV) {
-        /* A zero divisor is an error this call must return: the divisors
-           come back to the host (one wait) and are checked there. */
-        uint64_t nb = bib_view_count(&c->in[1]);
-        int32_t *d = malloc(nb * sizeof *d);
-        if (!d)
-            return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory for divisors");
-        st = bib_cu_download(ex, c->in[1].buf, c->in[1].offset * 4, d, nb * 4);
-        int64_t at = st == BIB_OK ? bib_i32_zero_divisor(d, nb, n) : -1;
-        free(d);
-        if (st != BIB_OK)
-            return st;
-        if (at >= 0) {
-            char msg[200];
-            bib_i32_zero_divisor_message(msg, sizeof msg, at);
-            return bib_cu_fail(ex, BIB_E_TRAP, "%s", msg);
-        }
-    }
+    /* i32 DIV: a zero divisor is an error this call must return. */
+    if ((st = bib_call_check_on_host(&bib_cuda_executor, bib_cu_fail, ex, c)) != BIB_OK)
+        return st;
     p.n[0] = n;
     p.n[1] = x->rank ? x->dims[x->rank - 1] : 1;
-    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, fn, n, &p);
 }
 
 static bib_status_t bib_cu_cast(bib_executor_t *ex, const bib_call_t *c) {
@@ -227,11 +212,9 @@ static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
     if (c->out.dtype == BIB_DTYPE_I32)
         return bib_cu_dtypes(ex, c, BIB_CU_FN_BINARY_I32, c->sub, 0);
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "input 0", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[1], "input 1", &p.in1)) != BIB_OK)
+    static const char *const names[4] = {"output", "input 0", "input 1", NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
     bib_broadcast_t form = bib_call_broadcast(c);
     if (form == BIB_BROADCAST_NONE)
@@ -243,34 +226,21 @@ static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
     p.n[1] = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
     /* BIB_CU_FUNCTIONS lists BINARY_<op>_{SAME,ROW,ONE} in bib_binary_t order. */
     bib_cu_fn_t fn = (bib_cu_fn_t)(BIB_CU_FN_BINARY_ADD_SAME + 3 * c->sub + (uint32_t)form);
-    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, fn, n, &p);
 }
 
 /* ---- row kernels: one block of 64 per row (THE tree) --------------------- */
 
-static uint64_t bib_cu_rows(const bib_view_t *v, uint32_t *last) {
-    *last = v->rank ? v->dims[v->rank - 1] : 1;
-    return *last ? bib_view_count(v) / *last : 0;
-}
-
-/* per_row_out: the kernel writes one output per row (REDUCE, ARGMAX), so
- * the rows are counted on the output: rows of length 0 still get theirs. */
 static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
-                                   uint32_t param, int inputs, bool per_row_out) {
+                                   uint32_t param, int inputs) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    uint64_t *addrs[3] = {&p.in0, &p.in1, &p.in2};
-    static const char *names[3] = {"input", "gamma", "beta"};
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "output", &p.out)) != BIB_OK)
+    const char *names[4] = {"output", "input", inputs > 1 ? "gamma" : NULL,
+                            inputs > 2 ? "beta" : NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
-    for (int i = 0; i < inputs; i++)
-        if ((st = bib_cu_addr(ex, &c->in[i], names[i], addrs[i])) != BIB_OK)
-            return st;
     uint32_t n;
-    uint64_t rows = bib_cu_rows(&c->in[0], &n);
-    if (per_row_out)
-        rows = bib_view_count(&c->out);
+    uint64_t rows = bib_call_rows(c, &n);
     if (rows == 0)
         return BIB_OK;
     p.n[0] = rows;
@@ -281,7 +251,7 @@ static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_
 
 static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
     uint32_t n;
-    bib_cu_rows(&c->in[0], &n);
+    bib_view_rows(&c->in[0], &n);
     /* Rows of up to 64 * 2^k elements keep them in registers; longer ones
      * stream. Same operations, same bits. */
     bool log = c->sub == BIB_SOFTMAX_LOG;
@@ -297,7 +267,7 @@ static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
             fn = cached[log][i];
             break;
         }
-    return bib_cu_rowwise(ex, c, fn, 0, 1, false);
+    return bib_cu_rowwise(ex, c, fn, 0, 1);
 }
 
 static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
@@ -307,16 +277,16 @@ static bib_status_t bib_cu_reduce(bib_executor_t *ex, const bib_call_t *c) {
                                                        [BIB_REDUCE_MEAN] = BIB_CU_FN_REDUCE_MEAN,
                                                        [BIB_REDUCE_MIN] = BIB_CU_FN_REDUCE_MIN,
                                                        [BIB_REDUCE_PROD] = BIB_CU_FN_REDUCE_PROD};
-    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1, true);
+    return bib_cu_rowwise(ex, c, fns[c->sub], 0, 1);
 }
 
 static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1, true);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     if (c->sub != BIB_LAYERNORM_PACKED)
-        return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
+        return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3);
     /* PACKED: gamma and beta are the rows of in1 [2,N]; beta is in1's second
      * row, so the call passes it as in2 and the kernel is the same. */
     bib_call_t packed = *c;
@@ -325,23 +295,21 @@ static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     packed.in[2].offset += n;
     packed.in[1].rank = packed.in[2].rank = 1;
     packed.in[1].dims[0] = packed.in[2].dims[0] = n;
-    return bib_cu_rowwise(ex, &packed, BIB_CU_FN_LAYERNORM, bib_cu_fbits(c->f[0]), 3, false);
+    return bib_cu_rowwise(ex, &packed, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3);
 }
 
 static bib_status_t bib_cu_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_cu_fbits(c->f[0]), 2, false);
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_RMSNORM, bib_f32_bits(c->f[0]), 2);
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */
 
 static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "attention output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "attention q", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[1], "attention k", &p.in1)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[2], "attention v", &p.in2)) != BIB_OK)
+    static const char *const names[4] = {"attention output", "attention q", "attention k",
+                                         "attention v"};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
     uint64_t S = c->in[0].dims[0], H = c->in[0].dims[1], D = c->in[0].dims[2];
     uint64_t T = c->in[1].dims[0];
@@ -352,7 +320,7 @@ static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
     p.n[2] = D;
     p.n[3] = T;
     p.u[0] = c->sub != 0;
-    p.u[1] = bib_cu_fbits(c->f[0]);
+    p.u[1] = bib_f32_bits(c->f[0]);
     p.u[2] = T <= BIB_CU_ATTN_SMEM_KEYS;
     uint32_t shared = p.u[2] ? (uint32_t)(T * 4) : 0;
     uint32_t gx = bib_cu_rows_grid(S);
@@ -378,51 +346,35 @@ static bib_status_t bib_cu_attention(bib_executor_t *ex, const bib_call_t *c) {
     return st;
 }
 
-/* ---- STRIDED ------------------------------------------------------------- */
+/* ---- STRIDED and TAKE ---------------------------------------------------- */
 
-static bib_status_t bib_cu_strided(bib_executor_t *ex, const bib_call_t *c) {
+/* The output's shape padded to BIB_MAX_RANK axes in n[],
+ * the call's p[] in s[], one grid-stride loop over the output. */
+static bib_status_t bib_cu_indexed(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                   const char *const names[4]) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "strided output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "strided input 0", &p.in0)) != BIB_OK)
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
-    if (c->in[1].buf && (st = bib_cu_addr(ex, &c->in[1], "strided input 1", &p.in1)) != BIB_OK)
-        return st;
-    const bib_view_t *o = &c->out;
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + o->rank;
-        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
-    }
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
+        p.n[k] = bib_view_padded_dim(&c->out, k);
     memcpy(p.s, c->p, sizeof p.s);
-    uint64_t n = bib_view_count(o);
+    uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
     p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
-    return bib_cu_launch(ex, BIB_CU_FN_STRIDED, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1,
-                         0, &p);
+    return bib_cu_launch_items(ex, fn, n, &p);
+}
+
+static bib_status_t bib_cu_strided(bib_executor_t *ex, const bib_call_t *c) {
+    const char *names[4] = {"strided output", "strided input 0",
+                            c->in[1].buf ? "strided input 1" : NULL, NULL};
+    return bib_cu_indexed(ex, c, BIB_CU_FN_STRIDED, names);
 }
 
 static bib_status_t bib_cu_take(bib_executor_t *ex, const bib_call_t *c) {
-    bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "take output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "take table", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[1], "take indices", &p.in1)) != BIB_OK)
-        return st;
-    const bib_view_t *o = &c->out;
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + o->rank;
-        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
-    }
-    memcpy(p.s, c->p, sizeof p.s);
-    uint64_t n = bib_view_count(o);
-    if (n == 0)
-        return BIB_OK;
-    p.u[0] = n > UINT32_MAX; /* 64-bit index arithmetic only when needed */
-    return bib_cu_launch(ex, BIB_CU_FN_TAKE, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0,
-                         &p);
+    static const char *const names[4] = {"take output", "take table", "take indices", NULL};
+    return bib_cu_indexed(ex, c, BIB_CU_FN_TAKE, names);
 }
 
 /* ---- GATHER and RNG ------------------------------------------------------ */
@@ -436,15 +388,11 @@ static uint64_t bib_cu_pair(uint64_t lo, uint64_t hi) {
 static bib_status_t bib_cu_conv(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0], *w = &c->in[1], *o = &c->out;
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, o, "conv output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, x, "conv input", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, w, "conv weights", &p.in1)) != BIB_OK)
-        return st;
+    static const char *const names[4] = {"conv output", "conv input", "conv weights", NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t n = bib_view_count(o);
-    if (n == 0)
-        return BIB_OK;
+    if (st != BIB_OK || n == 0)
+        return st;
     bool one_d = x->rank == 3;
     p.n[0] = bib_cu_pair(w->dims[1], o->dims[1] / (uint64_t)c->p[0]);
     p.n[1] = bib_cu_pair(one_d ? 1 : x->dims[2], x->dims[x->rank - 1]);
@@ -455,21 +403,17 @@ static bib_status_t bib_cu_conv(bib_executor_t *ex, const bib_call_t *c) {
     for (int i = 0; i < 4; i++)
         p.u[i] = (uint32_t)c->p[3 + i];
     p.scratch = n;
-    return bib_cu_launch(ex, BIB_CU_FN_CONV, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1,
-                         0, &p);
+    return bib_cu_launch_items(ex, BIB_CU_FN_CONV, n, &p);
 }
 
 static bib_status_t bib_cu_pool(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0], *o = &c->out;
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, o, "pool output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, x, "pool input", &p.in0)) != BIB_OK)
-        return st;
+    static const char *const names[4] = {"pool output", "pool input", NULL, NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t n = bib_view_count(o);
-    if (n == 0)
-        return BIB_OK;
+    if (st != BIB_OK || n == 0)
+        return st;
     bool one_d = x->rank == 3;
     p.n[0] = bib_cu_pair(x->dims[1], (uint64_t)c->p[8]);
     p.n[1] = bib_cu_pair(one_d ? 1 : x->dims[2], x->dims[x->rank - 1]);
@@ -483,110 +427,87 @@ static bib_status_t bib_cu_pool(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_fn_t fn = c->sub == BIB_POOL_MAX ? BIB_CU_FN_POOL_MAX
                      : c->p[11]             ? BIB_CU_FN_POOL_AVG_PAD
                                             : BIB_CU_FN_POOL_AVG;
-    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, fn, n, &p);
 }
 
 static bib_status_t bib_cu_batchnorm(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0], *o = &c->out;
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, o, "batchnorm output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, x, "batchnorm input", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[1], "batchnorm statistics", &p.in1)) != BIB_OK)
-        return st;
+    static const char *const names[4] = {"batchnorm output", "batchnorm input",
+                                         "batchnorm statistics", NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t n = bib_view_count(o), planes = (uint64_t)x->dims[0] * x->dims[1];
-    if (n == 0)
-        return BIB_OK;
+    if (st != BIB_OK || n == 0)
+        return st;
     p.n[0] = n;
     p.n[1] = x->dims[1];
     p.n[2] = n / planes;
-    p.u[0] = bib_cu_fbits(c->f[0]);
+    p.u[0] = bib_f32_bits(c->f[0]);
     bib_cu_fn_t fn = c->sub == BIB_ACT_RELU ? BIB_CU_FN_BATCHNORM_RELU : BIB_CU_FN_BATCHNORM;
-    return bib_cu_launch(ex, fn, bib_cu_ew_blocks(ex, n), 1, 1, BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, fn, n, &p);
 }
 
 static bib_status_t bib_cu_gather(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "gather output", &p.out)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "gather table", &p.in0)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[1], "gather indices", &p.in1)) != BIB_OK)
-        return st;
+    static const char *const names[4] = {"gather output", "gather table", "gather indices", NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t rows = c->in[0].dims[0];
     uint64_t width = rows ? bib_view_count(&c->in[0]) / rows : 0;
     uint64_t n = bib_view_count(&c->in[1]);
-    if (n == 0)
-        return BIB_OK;
-    /* An index out of range is an error this call must return, so the
-     * indices come back to the host (one wait) and are checked there, with
-     * the CPU executor's message. */
-    int32_t *idx = malloc(n * sizeof *idx);
-    if (!idx)
-        return bib_cu_fail(ex, BIB_E_NOMEM, "cuda: out of host memory for gather indices");
-    st = bib_cu_download(ex, c->in[1].buf, c->in[1].offset * 4, idx, n * 4);
-    for (uint64_t r = 0; st == BIB_OK && r < n; r++)
-        if (idx[r] < 0 || (uint64_t)idx[r] >= rows)
-            st = bib_cu_fail(ex, BIB_E_TRAP,
-                             "gather: index %d at position %llu is outside the table's %llu rows",
-                             (int)idx[r], (unsigned long long)r, (unsigned long long)rows);
-    free(idx);
-    if (st != BIB_OK || width == 0)
+    if (st != BIB_OK || n == 0)
+        return st;
+    /* An index out of range is an error this call must return, with the
+     * CPU executor's message. */
+    if ((st = bib_call_check_on_host(&bib_cuda_executor, bib_cu_fail, ex, c)) != BIB_OK ||
+        width == 0)
         return st;
     p.n[0] = n;
     p.n[1] = width;
-    return bib_cu_launch(ex, BIB_CU_FN_GATHER, bib_cu_ew_blocks(ex, n * width), 1, 1,
-                         BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, BIB_CU_FN_GATHER, n * width, &p);
 }
 
 static bib_status_t bib_cu_rng(bib_executor_t *ex, const bib_call_t *c) {
     bib_cu_args_t p = {0};
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "rng output", &p.out)) != BIB_OK)
-        return st;
+    static const char *const names[4] = {"rng output", NULL, NULL, NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t n = bib_view_count(&c->out);
-    if (n == 0)
-        return BIB_OK;
+    if (st != BIB_OK || n == 0)
+        return st;
     uint64_t seed = (uint64_t)c->i[0], stream = (uint64_t)c->i[1];
     p.n[0] = n;
     p.u[0] = (uint32_t)seed;
     p.u[1] = (uint32_t)(seed >> 32);
     p.u[2] = (uint32_t)stream;
     p.u[3] = (uint32_t)(stream >> 32);
-    return bib_cu_launch(ex, BIB_CU_FN_RNG, bib_cu_ew_blocks(ex, (n + 3) / 4), 1, 1,
-                         BIB_CU_EW_THREADS, 1, 0, &p);
+    return bib_cu_launch_items(ex, BIB_CU_FN_RNG, (n + 3) / 4, &p);
 }
 
 /* ---- FILL and COPY: driver commands that move bits ---------------------- */
 
 static bib_status_t bib_cu_fill(bib_executor_t *ex, const bib_call_t *c) {
-    uint64_t dst;
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "fill output", &dst)) != BIB_OK)
-        return st;
+    bib_cu_args_t p = {0};
+    static const char *const names[4] = {"fill output", NULL, NULL, NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
     uint64_t n = bib_view_count(&c->out);
-    if (n == 0)
-        return BIB_OK;
+    if (st != BIB_OK || n == 0)
+        return st;
     uint32_t word =
-        c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_cu_fbits(c->f[0]);
+        c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_f32_bits(c->f[0]);
     if ((st = bib_cu_time_begin(ex)) != BIB_OK)
         return st;
     ex->launches++;
-    CUresult r = ex->api.MemsetD32Async((CUdeviceptr)dst, word, n, ex->stream);
+    CUresult r = ex->api.MemsetD32Async((CUdeviceptr)p.out, word, n, ex->stream);
     bib_cu_time_end(ex);
     return bib_cu_check(ex, r, "cuMemsetD32Async(%llu words)", (unsigned long long)n);
 }
 
 static bib_status_t bib_cu_copy(bib_executor_t *ex, const bib_call_t *c) {
-    uint64_t dst, src;
-    bib_status_t st;
-    if ((st = bib_cu_enter(ex)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->out, "copy output", &dst)) != BIB_OK ||
-        (st = bib_cu_addr(ex, &c->in[0], "copy input", &src)) != BIB_OK)
+    bib_cu_args_t p = {0};
+    static const char *const names[4] = {"copy output", "copy input", NULL, NULL};
+    bib_status_t st = bib_cu_views(ex, c, names, &p);
+    if (st != BIB_OK)
         return st;
+    uint64_t dst = p.out, src = p.in0;
     uint64_t bytes = bib_view_count(&c->out) * 4;
     if (bytes == 0 || dst == src)
         return BIB_OK;

@@ -10,7 +10,6 @@
  * timestamp query pool written around every timed command and read back
  * when its command buffer has finished. Memory lives in vk_memory.c, kernels
  * in vk_kernels.c. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backends/cpu/bmath.h"
 #include "backends/vulkan/vk_internal.h"
 #include "backends/vulkan/vk_shaders.h"
 #include "vm/fileio.h"
@@ -139,19 +139,6 @@ static int bib_vk_type_rank(VkPhysicalDeviceType t) {
     }
 }
 
-static bool bib_vk_contains_nocase(const char *hay, const char *needle) {
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] &&
-               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n)
-            return true;
-    }
-    return n == 0;
-}
-
 static bool bib_vk_compute_family(VkPhysicalDevice pd, uint32_t *family) {
     uint32_t n = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
@@ -190,9 +177,6 @@ static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector,
         return BIB_E_NOMEM;
     vkEnumeratePhysicalDevices(ex->instance, &n, pds);
     int chosen = -1, best_rank = -1;
-    bool numeric = selector && *selector;
-    for (const char *p = selector; numeric && *p; p++)
-        numeric = isdigit((unsigned char)*p) != 0;
     for (uint32_t i = 0; i < n; i++) {
         VkPhysicalDeviceProperties pr;
         vkGetPhysicalDeviceProperties(pds[i], &pr);
@@ -200,9 +184,7 @@ static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector,
         if (!bib_vk_compute_family(pds[i], &fam))
             continue;
         if (selector && *selector) {
-            bool match = numeric ? (uint32_t)atoi(selector) == i
-                                 : bib_vk_contains_nocase(pr.deviceName, selector);
-            if (match && chosen < 0)
+            if (bib_device_selector_matches(selector, i, pr.deviceName) && chosen < 0)
                 chosen = (int)i;
             continue;
         }
@@ -754,10 +736,9 @@ static bib_status_t bib_vk_settle(bib_executor_t *ex) {
     return st;
 }
 
-bib_status_t bib_vk_submit(bib_executor_t *ex) {
-    bib_status_t usable = bib_vk_usable(ex);
-    if (usable != BIB_OK || !ex->recording)
-        return usable;
+/* Ends the command buffer being recorded and submits it to signal the
+ * fence (submit and flush). */
+static bib_status_t bib_vk_end_and_submit(bib_executor_t *ex) {
     ex->recording = false;
     ex->pending_count = 0;
     bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
@@ -767,10 +748,18 @@ bib_status_t bib_vk_submit(bib_executor_t *ex) {
                        .commandBufferCount = 1,
                        .pCommandBuffers = &ex->cmd};
     st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
-    if (st == BIB_OK) {
+    if (st == BIB_OK)
         ex->submits++;
+    return st;
+}
+
+bib_status_t bib_vk_submit(bib_executor_t *ex) {
+    bib_status_t usable = bib_vk_usable(ex);
+    if (usable != BIB_OK || !ex->recording)
+        return usable;
+    bib_status_t st = bib_vk_end_and_submit(ex);
+    if (st == BIB_OK)
         ex->inflight = true;
-    }
     return st;
 }
 
@@ -800,23 +789,14 @@ bib_status_t bib_vk_flush(bib_executor_t *ex) {
         return usable;
     if (!ex->recording)
         return bib_vk_settle(ex);
-    ex->recording = false;
-    ex->pending_count = 0;
-    bib_status_t st = bib_vk_check(ex, vkEndCommandBuffer(ex->cmd), "vkEndCommandBuffer");
+    bib_status_t st = bib_vk_end_and_submit(ex);
     bool done = false;
     if (st == BIB_OK) {
-        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                           .commandBufferCount = 1,
-                           .pCommandBuffers = &ex->cmd};
-        st = bib_vk_check(ex, vkQueueSubmit(ex->queue, 1, &si, ex->fence), "vkQueueSubmit");
-        if (st == BIB_OK) {
-            ex->submits++;
-            st = bib_vk_wait(ex);
-            if (ex->lost)
-                return st;
-            done = st == BIB_OK;
-            vkResetFences(ex->device, 1, &ex->fence);
-        }
+        st = bib_vk_wait(ex);
+        if (ex->lost)
+            return st;
+        done = st == BIB_OK;
+        vkResetFences(ex->device, 1, &ex->fence);
     }
     bib_vk_time_collect(ex, done);
     vkResetCommandPool(ex->device, ex->command_pool, 0);
@@ -917,18 +897,6 @@ static uint32_t bib_vk_rand(uint64_t *s) {
     return (uint32_t)(*s >> 33);
 }
 
-static float bib_vk_f(uint32_t bits) {
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static uint32_t bib_vk_bits(float f) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
 #define BIB_VK_FMA_CASES 64
 #define BIB_VK_DEN_CASES 12
 #define BIB_VK_RTE_CASES 68
@@ -939,12 +907,12 @@ static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
     uint64_t s = 0x5eedb1bull;
     uint32_t n = 0;
     while (n < BIB_VK_FMA_CASES) {
-        float x = bib_vk_f(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
-        float y = bib_vk_f(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
+        float x = bib_f32_from_bits(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
+        float y = bib_f32_from_bits(0x3f800000u | (bib_vk_rand(&s) & 0x7fffff));
         if (n & 1)
             x = -x;
         volatile float p = x * y;
-        float z = (n & 2) ? -p : bib_vk_f(bib_vk_bits(-p) ^ 1u);
+        float z = (n & 2) ? -p : bib_f32_from_bits(bib_f32_bits(-p) ^ 1u);
         volatile float unfused = p + z;
         if (fmaf(x, y, z) != unfused)
             c[n++] = (bib_vk_case_t){x, y, z};
@@ -975,8 +943,9 @@ static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
     memcpy(c + n, ties, sizeof ties);
     n += 4;
     for (uint32_t i = 0; i < BIB_VK_RTE_CASES - 4; i++) {
-        float x = bib_vk_f(bib_vk_rand(&s) & 0xbfffffffu);
-        float y = bib_vk_f((bib_vk_rand(&s) & 0x807fffffu) | (bib_vk_bits(x) & 0x7f800000u));
+        float x = bib_f32_from_bits(bib_vk_rand(&s) & 0xbfffffffu);
+        float y =
+            bib_f32_from_bits((bib_vk_rand(&s) & 0x807fffffu) | (bib_f32_bits(x) & 0x7f800000u));
         c[n++] = (bib_vk_case_t){x, y, 0.0f};
     }
     return n;
@@ -1001,9 +970,9 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
         volatile float p = cases[i].x * cases[i].y, s = cases[i].x + cases[i].y;
         bool den = i >= BIB_VK_FMA_CASES && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES;
         bool ok_f =
-            bib_vk_bits(res[3 * i]) == bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
-        bool ok_ps = bib_vk_bits(res[3 * i + 1]) == bib_vk_bits(p) &&
-                     bib_vk_bits(res[3 * i + 2]) == bib_vk_bits(s);
+            bib_f32_bits(res[3 * i]) == bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
+        bool ok_ps = bib_f32_bits(res[3 * i + 1]) == bib_f32_bits(p) &&
+                     bib_f32_bits(res[3 * i + 2]) == bib_f32_bits(s);
         if (i < BIB_VK_FMA_CASES && !ok_f)
             ex->probe_fused = false;
         if (den && !ok_ps)
@@ -1026,7 +995,7 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
     bool native_ok = ex->probe_fused;
     for (uint32_t i = BIB_VK_FMA_CASES; native_ok && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
         native_ok =
-            bib_vk_bits(res[3 * i]) == bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
+            bib_f32_bits(res[3 * i]) == bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
     if (native_ok)
         return BIB_OK;
     if (!ex->has_f64) {
@@ -1041,7 +1010,7 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
         return st;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (bib_vk_bits(res[3 * i]) != bib_vk_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
+        if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
             snprintf(why, why_len, "'%s': the fp64 fma emulation failed its probe (case %u)",
                      ex->props.deviceName, i);
             return BIB_E_UNAVAILABLE;

@@ -151,13 +151,12 @@ struct bib_executor {
 };
 
 /* vk_device.c: the executor's lifecycle entries of bib_vulkan_executor */
-bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **out, char *why,
-                         size_t why_len);
-void bib_vk_shutdown(bib_executor_t *ex);
-const char *bib_vk_error(const bib_executor_t *ex);
-const char *bib_vk_describe(bib_executor_t *ex);
-void bib_vk_facts(bib_executor_t *ex, bib_device_facts_t *out);
-bib_status_t bib_vk_synchronize(bib_executor_t *ex);
+bib_executor_init_fn bib_vk_init;
+bib_executor_shutdown_fn bib_vk_shutdown;
+bib_executor_error_fn bib_vk_error;
+bib_executor_describe_fn bib_vk_describe;
+bib_executor_facts_fn bib_vk_facts;
+bib_executor_wait_fn bib_vk_synchronize;
 bib_status_t bib_vk_fail(bib_executor_t *ex, bib_status_t status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -172,7 +171,7 @@ bib_status_t bib_vk_usable(bib_executor_t *ex);
 /* Submits what is recorded and waits for it (and for earlier submits). */
 bib_status_t bib_vk_flush(bib_executor_t *ex);
 /* Submits what is recorded without waiting; the next begin or flush waits. */
-bib_status_t bib_vk_submit(bib_executor_t *ex);
+bib_executor_wait_fn bib_vk_submit;
 /* Records a barrier first if an access overlaps a pending one, then notes
  * the accesses. */
 void bib_vk_hazard(bib_executor_t *ex, const bib_vk_access_t *acc, uint32_t count);
@@ -183,8 +182,8 @@ bib_status_t bib_vk_time_reserve(bib_executor_t *ex);
 /* The timestamps around one recorded command (nothing when timing is off). */
 void bib_vk_time_begin(bib_executor_t *ex);
 void bib_vk_time_end(bib_executor_t *ex);
-bib_status_t bib_vk_timing(bib_executor_t *ex, bool on);
-bib_status_t bib_vk_elapsed(bib_executor_t *ex, double *ms);
+bib_executor_timing_fn bib_vk_timing;
+bib_executor_elapsed_fn bib_vk_elapsed;
 /* Records one dispatch of shader `name` with spec[0..spec_count) as
  * specialization constants 1..spec_count (constant 0, the fma path, is filled
  * in here) over buffers bound at 0..4 (bufs[0] and bufs[4], the scratch,
@@ -197,28 +196,22 @@ bib_status_t bib_vk_dispatch(bib_executor_t *ex, const char *name, const uint32_
 /* vk_memory.c */
 bib_status_t bib_vk_memory_init(bib_executor_t *ex);
 void bib_vk_memory_shutdown(bib_executor_t *ex);
-bib_status_t bib_vk_buffer_alloc(bib_executor_t *ex, size_t bytes, void **buf);
-void bib_vk_buffer_free(bib_executor_t *ex, void *buf);
-bib_status_t bib_vk_upload(bib_executor_t *ex, void *buf, size_t offset, const void *src,
-                           size_t bytes);
-bib_status_t bib_vk_download(bib_executor_t *ex, void *buf, size_t offset, void *dst, size_t bytes);
-bib_status_t bib_vk_memory_query(bib_executor_t *ex, uint64_t *free_bytes, uint64_t *total);
+bib_executor_buffer_alloc_fn bib_vk_buffer_alloc;
+bib_executor_buffer_free_fn bib_vk_buffer_free;
+bib_executor_upload_fn bib_vk_upload;
+bib_executor_download_fn bib_vk_download;
+bib_executor_memory_fn bib_vk_memory_query;
 VkBuffer bib_vk_block_buffer(bib_executor_t *ex, const bib_vk_buffer_t *b);
 
 /* vk_programs.c: user programs (VK_COMPUTE) */
-bib_status_t bib_vk_program_create(bib_executor_t *ex, bib_program_kind_t kind, const void *code,
-                                   size_t size, const char *entry, uint32_t bindings,
-                                   uint32_t push_bytes, const char *signature, void **prog);
-bib_status_t bib_vk_program_dispatch(bib_executor_t *ex, void *prog, void *const *buffers,
-                                     const uint64_t *sizes, uint32_t nbuffers, const void *push,
-                                     uint32_t push_bytes, const uint32_t groups[3],
-                                     const uint32_t block[3]);
-void bib_vk_program_destroy(bib_executor_t *ex, void *prog);
+bib_executor_program_create_fn bib_vk_program_create;
+bib_executor_program_dispatch_fn bib_vk_program_dispatch;
+bib_executor_program_destroy_fn bib_vk_program_destroy;
 /* The command buffer's work has finished: its program descriptor sets are free. */
 void bib_vk_programs_reset(bib_executor_t *ex);
 
 /* vk_kernels.c */
-bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *call);
+bib_executor_supports_fn bib_vk_supports;
 /* Runs the probe shader on (x, y, z) triples: out gets fma, mul, add. */
 bib_status_t bib_vk_run_probe(bib_executor_t *ex, bib_vk_fma_path_t path, const float *xyz,
                               float *res, uint32_t count);

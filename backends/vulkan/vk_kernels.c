@@ -6,9 +6,9 @@
  * vk_device.c; nothing here waits. The arithmetic lives in the shaders
  * (shaders/vulkan), which follow spec/numerics.md operation for operation. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "backends/callcheck.h"
+#include "backends/cpu/bmath.h"
 #include "backends/vulkan/vk_internal.h"
 
 #define BIB_VK_MAX_GROUPS 65535u
@@ -36,15 +36,38 @@ static bib_status_t bib_vk_elem(bib_executor_t *ex, const bib_view_t *v, const c
     return BIB_OK;
 }
 
+/* Checks the call's views that have a name in names (out, in[0], in[1],
+ * in[2]; NULL: a view the shader does not bind), in that order, writing
+ * their element offsets to p's off_out, off_in0, off_in1 and off_in2, and
+ * their buffers to bufs[0..3] (NULL for the others, and the scratch
+ * bufs[4]). */
+static bib_status_t bib_vk_views(bib_executor_t *ex, const bib_call_t *c,
+                                 const char *const names[4], bib_vk_push_t *p,
+                                 bib_vk_buffer_t *bufs[BIB_VK_BINDINGS]) {
+    uint32_t *offs[4] = {&p->off_out, &p->off_in0, &p->off_in1, &p->off_in2};
+    bufs[4] = NULL;
+    for (int i = 0; i < 4; i++) {
+        const bib_view_t *v = i ? &c->in[i - 1] : &c->out;
+        bib_status_t st = names[i] ? bib_vk_elem(ex, v, names[i], offs[i]) : BIB_OK;
+        if (st != BIB_OK)
+            return st;
+        bufs[i] = names[i] ? v->buf : NULL;
+    }
+    return BIB_OK;
+}
+
 static uint32_t bib_vk_groups(uint64_t n, uint32_t per_group) {
     uint64_t g = (n + per_group - 1) / per_group;
     return g > BIB_VK_MAX_GROUPS ? BIB_VK_MAX_GROUPS : (uint32_t)(g ? g : 1);
 }
 
-static uint32_t bib_vk_fbits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
+/* Records shader over n items, 256 to a workgroup (the shaders stride past
+ * 65535 workgroups). */
+static bib_status_t bib_vk_dispatch_items(bib_executor_t *ex, const char *shader,
+                                          const uint32_t *spec, uint32_t spec_count,
+                                          bib_vk_buffer_t *const *bufs, const bib_vk_push_t *p,
+                                          uint64_t n) {
+    return bib_vk_dispatch(ex, shader, spec, spec_count, bufs, p, bib_vk_groups(n, 256), 1, 1);
 }
 
 /* ---- MATMUL -------------------------------------------------------------- */
@@ -53,12 +76,11 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *a = &c->in[0], *b = &c->in[1], *bias = &c->in[2];
     uint32_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "matmul output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, a, "matmul input a", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, b, "matmul input b", &p.off_in1)) != BIB_OK)
-        return st;
-    if (bias->buf && (st = bib_vk_elem(ex, bias, "matmul bias", &p.off_in2)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    const char *names[4] = {"matmul output", "matmul input a", "matmul input b",
+                            bias->buf ? "matmul bias" : NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     p.n[0] = M;
     p.n[1] = N;
@@ -75,7 +97,6 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
     uint32_t bm = big ? 128 : 64, bn = big ? 128 : 64, bk = big ? 8 : 16, tm = big ? 8 : 4,
              tn = big ? 8 : 4;
     uint32_t spec[7] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub};
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, a->buf, b->buf, bias->buf, NULL};
     if (M == 0 || N == 0)
         return BIB_OK;
     /* Capped at 65535 workgroups per axis (NVIDIA allows no more along y);
@@ -89,9 +110,10 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
 static bib_status_t bib_vk_transpose(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0];
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "transpose output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, x, "transpose input", &p.off_in0)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"transpose output", "transpose input", NULL, NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     uint32_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1], batch = 1;
     for (uint32_t i = 0; i + 2 < x->rank; i++)
@@ -99,7 +121,6 @@ static bib_status_t bib_vk_transpose(bib_executor_t *ex, const bib_call_t *c) {
     p.n[0] = batch;
     p.n[1] = rows;
     p.n[2] = cols;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, x->buf, NULL, NULL, NULL};
     return bib_vk_dispatch(ex, "transpose", NULL, 0, bufs, &p, (cols + 31) / 32, (rows + 31) / 32,
                            batch);
 }
@@ -109,15 +130,15 @@ static bib_status_t bib_vk_transpose(bib_executor_t *ex, const bib_call_t *c) {
 static bib_status_t bib_vk_unary_op(bib_executor_t *ex, const bib_call_t *c, uint32_t op,
                                     uint32_t param) {
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "input", &p.off_in0)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"output", "input", NULL, NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     uint64_t n = bib_view_count(&c->out);
     p.n[0] = (uint32_t)n;
     p.u[1] = param;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, NULL, NULL, NULL};
-    return bib_vk_dispatch(ex, "unary", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "unary", &op, 1, bufs, &p, n);
 }
 
 /* dtypes.comp's KIND constant. */
@@ -142,82 +163,68 @@ static bib_status_t bib_vk_unary(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 static bib_status_t bib_vk_scale(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_unary_op(ex, c, 100, bib_vk_fbits(c->f[0]));
+    return bib_vk_unary_op(ex, c, 100, bib_f32_bits(c->f[0]));
 }
 
 /* ---- row kernels: one workgroup of 64 per row (THE tree) ----------------- */
 
-static uint64_t bib_vk_rows(const bib_view_t *v, uint32_t *last) {
-    *last = v->rank ? v->dims[v->rank - 1] : 1;
-    return *last ? bib_view_count(v) / *last : 0;
-}
-
-/* per_row_out: the kernel writes one output per row (REDUCE, ARGMAX), so
- * the rows are counted on the output: rows of length 0 still get theirs. */
 static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
-                                   uint32_t op, uint32_t param, int inputs, bool per_row_out) {
+                                   uint32_t op, uint32_t param, int inputs) {
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    uint32_t *offs[3] = {&p.off_in0, &p.off_in1, &p.off_in2};
-    static const char *names[3] = {"input", "gamma", "beta"};
-    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    const char *names[4] = {"output", "input", inputs > 1 ? "gamma" : NULL,
+                            inputs > 2 ? "beta" : NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
-    for (int i = 0; i < inputs; i++)
-        if ((st = bib_vk_elem(ex, &c->in[i], names[i], offs[i])) != BIB_OK)
-            return st;
     uint32_t n;
-    uint64_t rows = bib_vk_rows(&c->in[0], &n);
-    if (per_row_out)
-        rows = bib_view_count(&c->out);
+    uint64_t rows = bib_call_rows(c, &n);
     p.n[0] = (uint32_t)rows;
     p.n[1] = n;
     p.u[1] = param;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf,
-                                              inputs > 1 ? c->in[1].buf : NULL,
-                                              inputs > 2 ? c->in[2].buf : NULL, NULL};
     if (rows == 0)
         return BIB_OK;
     return bib_vk_dispatch(ex, shader, &op, 1, bufs, &p, bib_vk_groups(rows, 1), 1, 1);
 }
 
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1, false);
+    return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1);
 }
 
 static bib_status_t bib_vk_reduce(bib_executor_t *ex, const bib_call_t *c) {
     static const uint32_t ops[BIB_REDUCE__COUNT] = {[BIB_REDUCE_SUM] = 0,
-                                                     [BIB_REDUCE_MAX] = 1,
-                                                     [BIB_REDUCE_MEAN] = 2,
-                                                     [BIB_REDUCE_MIN] = 4,
-                                                     [BIB_REDUCE_PROD] = 5};
+                                                    [BIB_REDUCE_MAX] = 1,
+                                                    [BIB_REDUCE_MEAN] = 2,
+                                                    [BIB_REDUCE_MIN] = 4,
+                                                    [BIB_REDUCE_PROD] = 5};
     _Static_assert(BIB_REDUCE__COUNT == 5, "shaders/vulkan/reduce.comp has an op per reduction");
-    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1, true);
+    return bib_vk_rowwise(ex, c, "reduce", ops[c->sub], 0, 1);
 }
 
 static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1, true);
+    return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1);
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     /* PACKED: gamma and beta are the rows of in1 (norm.comp's op 2). */
     if (c->sub == BIB_LAYERNORM_PACKED)
-        return bib_vk_rowwise(ex, c, "norm", 2, bib_vk_fbits(c->f[0]), 2, false);
-    return bib_vk_rowwise(ex, c, "norm", 0, bib_vk_fbits(c->f[0]), 3, false);
+        return bib_vk_rowwise(ex, c, "norm", 2, bib_f32_bits(c->f[0]), 2);
+    return bib_vk_rowwise(ex, c, "norm", 0, bib_f32_bits(c->f[0]), 3);
 }
 
 static bib_status_t bib_vk_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "norm", 1, bib_vk_fbits(c->f[0]), 2, false);
+    return bib_vk_rowwise(ex, c, "norm", 1, bib_f32_bits(c->f[0]), 2);
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */
 
 static bib_status_t bib_vk_attention(bib_executor_t *ex, const bib_call_t *c) {
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "attention output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "attention q", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[1], "attention k", &p.off_in1)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[2], "attention v", &p.off_in2)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"attention output", "attention q", "attention k",
+                                         "attention v"};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     uint32_t S = c->in[0].dims[0], H = c->in[0].dims[1], D = c->in[0].dims[2];
     uint32_t T = c->in[1].dims[0];
@@ -234,9 +241,8 @@ static bib_status_t bib_vk_attention(bib_executor_t *ex, const bib_call_t *c) {
     p.n[2] = D;
     p.n[3] = T;
     p.u[0] = c->sub != 0;
-    p.u[1] = bib_vk_fbits(c->f[0]);
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, c->in[2].buf,
-                                              scratch};
+    p.u[1] = bib_f32_bits(c->f[0]);
+    bufs[4] = scratch;
     st = bib_vk_dispatch(ex, "attention", NULL, 0, bufs, &p, bib_vk_groups(S, 1), H, 1);
     bib_vk_buffer_free(ex, scratch);
     return st;
@@ -260,121 +266,109 @@ static uint32_t bib_vk_pair(int64_t lo, int64_t hi) {
     return (uint32_t)lo | (uint32_t)hi << 16;
 }
 
+/* What conv.comp's CONV and POOL share: x's H and W in n[1] and n[2], the
+ * output's OH and OW in n[4] and n[5] (a rank-3 view is 1-D, H = OH = 1),
+ * and the output's element count, in off_in2 and returned. */
+static uint64_t bib_vk_spatial(const bib_call_t *c, bib_vk_push_t *p) {
+    const bib_view_t *x = &c->in[0], *o = &c->out;
+    bool one_d = x->rank == 3;
+    uint64_t n = bib_view_count(o);
+    p->n[1] = one_d ? 1 : x->dims[2];
+    p->n[2] = x->dims[x->rank - 1];
+    p->n[4] = one_d ? 1 : o->dims[2];
+    p->n[5] = o->dims[o->rank - 1];
+    p->off_in2 = (uint32_t)n;
+    return n;
+}
+
 static bib_status_t bib_vk_conv(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0], *w = &c->in[1], *o = &c->out;
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, o, "conv output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, x, "conv input", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, w, "conv weights", &p.off_in1)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"conv output", "conv input", "conv weights", NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
-    bool one_d = x->rank == 3;
-    uint64_t n = bib_view_count(o);
+    uint64_t n = bib_vk_spatial(c, &p);
     p.n[0] = w->dims[1];
-    p.n[1] = one_d ? 1 : x->dims[2];
-    p.n[2] = x->dims[x->rank - 1];
     p.n[3] = o->dims[1];
-    p.n[4] = one_d ? 1 : o->dims[2];
-    p.n[5] = o->dims[o->rank - 1];
-    p.off_in2 = (uint32_t)n;
     p.off_scratch = (uint32_t)(o->dims[1] / (uint64_t)c->p[0]);
-    p.u[0] = bib_vk_pair(one_d ? 1 : w->dims[2], w->dims[w->rank - 1]);
+    p.u[0] = bib_vk_pair(x->rank == 3 ? 1 : w->dims[2], w->dims[w->rank - 1]);
     p.u[1] = bib_vk_pair(c->p[1], c->p[2]);
     p.u[2] = bib_vk_pair(c->p[3], c->p[4]);
     p.u[3] = bib_vk_pair(c->p[5], c->p[6]);
     uint32_t op = 0;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, w->buf, NULL, NULL};
     if (n == 0)
         return BIB_OK;
-    return bib_vk_dispatch(ex, "conv", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "conv", &op, 1, bufs, &p, n);
 }
 
 static bib_status_t bib_vk_pool(bib_executor_t *ex, const bib_call_t *c) {
-    const bib_view_t *x = &c->in[0], *o = &c->out;
+    const bib_view_t *x = &c->in[0];
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, o, "pool output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, x, "pool input", &p.off_in0)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"pool output", "pool input", NULL, NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
-    bool one_d = x->rank == 3;
-    uint64_t n = bib_view_count(o);
-    p.n[0] = x->dims[1];
-    p.n[1] = one_d ? 1 : x->dims[2];
-    p.n[2] = x->dims[x->rank - 1];
-    p.n[3] = x->dims[1];
-    p.n[4] = one_d ? 1 : o->dims[2];
-    p.n[5] = o->dims[o->rank - 1];
-    p.off_in2 = (uint32_t)n;
+    uint64_t n = bib_vk_spatial(c, &p);
+    p.n[0] = p.n[3] = x->dims[1];
     p.off_scratch = bib_vk_pair(c->p[8], c->p[9]);
-    p.u[0] = bib_vk_pair(c->p[0], c->p[1]);
-    p.u[1] = bib_vk_pair(c->p[2], c->p[3]);
-    p.u[2] = bib_vk_pair(c->p[4], c->p[5]);
-    p.u[3] = bib_vk_pair(c->p[6], c->p[7]);
+    for (int i = 0; i < 4; i++)
+        p.u[i] = bib_vk_pair(c->p[2 * i], c->p[2 * i + 1]);
     uint32_t op = c->sub == BIB_POOL_MAX ? 1 : c->p[11] ? 3 : 2;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, NULL, NULL, NULL};
     if (n == 0)
         return BIB_OK;
-    return bib_vk_dispatch(ex, "conv", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "conv", &op, 1, bufs, &p, n);
 }
 
 static bib_status_t bib_vk_batchnorm(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *x = &c->in[0], *o = &c->out;
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, o, "batchnorm output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, x, "batchnorm input", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[1], "batchnorm statistics", &p.off_in1)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"batchnorm output", "batchnorm input",
+                                         "batchnorm statistics", NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     uint64_t n = bib_view_count(o), planes = (uint64_t)x->dims[0] * x->dims[1];
     p.n[0] = (uint32_t)n;
     p.n[1] = x->dims[1];
     p.n[2] = planes ? (uint32_t)(n / planes) : 1;
-    p.u[0] = bib_vk_fbits(c->f[0]);
+    p.u[0] = bib_f32_bits(c->f[0]);
     uint32_t op = c->sub == BIB_ACT_RELU ? 5 : 4;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {o->buf, x->buf, c->in[1].buf, NULL, NULL};
     if (n == 0)
         return BIB_OK;
-    return bib_vk_dispatch(ex, "conv", &op, 1, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "conv", &op, 1, bufs, &p, n);
 }
 
 /* ---- GATHER and RNG ------------------------------------------------------ */
 
 static bib_status_t bib_vk_gather(bib_executor_t *ex, const bib_call_t *c) {
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "gather output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "gather table", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[1], "gather indices", &p.off_in1)) != BIB_OK)
-        return st;
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"gather output", "gather table", "gather indices", NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
     uint32_t rows = c->in[0].dims[0];
     uint64_t width = rows ? bib_view_count(&c->in[0]) / rows : 0;
     uint64_t n = bib_view_count(&c->in[1]);
-    if (n == 0)
-        return BIB_OK;
-    /* An index out of range is an error the caller must see at this call, so
-     * the indices are read back (one wait) and checked on the host. */
-    int32_t *idx = malloc(n * sizeof *idx);
-    if (!idx)
-        return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for gather indices");
-    st = bib_vk_download(ex, c->in[1].buf, c->in[1].offset * 4, idx, n * 4);
-    for (uint64_t r = 0; st == BIB_OK && r < n; r++)
-        if (idx[r] < 0 || (uint32_t)idx[r] >= rows)
-            st = bib_vk_fail(ex, BIB_E_TRAP,
-                             "gather: index %d at position %llu is outside the table's %u rows",
-                             (int)idx[r], (unsigned long long)r, rows);
-    free(idx);
-    if (st != BIB_OK || width == 0)
+    if (st != BIB_OK || n == 0)
+        return st;
+    /* An index out of range is an error the caller must see at this call. */
+    if ((st = bib_call_check_on_host(&bib_vulkan_executor, bib_vk_fail, ex, c)) != BIB_OK ||
+        width == 0)
         return st;
     p.n[0] = (uint32_t)n;
     p.n[1] = (uint32_t)width;
     p.n[2] = rows;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
-    return bib_vk_dispatch(ex, "gather", NULL, 0, bufs, &p, bib_vk_groups(n * width, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "gather", NULL, 0, bufs, &p, n * width);
 }
 
 static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
     bib_vk_push_t p = {0};
-    bib_status_t st = bib_vk_elem(ex, &c->out, "rng output", &p.off_out);
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"rng output", NULL, NULL, NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
     if (st != BIB_OK)
         return st;
     uint64_t n = bib_view_count(&c->out);
@@ -384,14 +378,12 @@ static bib_status_t bib_vk_rng(bib_executor_t *ex, const bib_call_t *c) {
     p.u[1] = (uint32_t)(seed >> 32);
     p.u[2] = (uint32_t)stream;
     p.u[3] = (uint32_t)(stream >> 32);
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, NULL, NULL, NULL, NULL};
     if (n == 0)
         return BIB_OK;
-    return bib_vk_dispatch(ex, "rng", NULL, 0, bufs, &p, bib_vk_groups((n + 3) / 4, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "rng", NULL, 0, bufs, &p, (n + 3) / 4);
 }
 
 /* ---- dtypes: CAST, COMPARE, WHERE, LOGIC, BINARY on i32 (dtypes.comp) -- */
-
 
 /* dtypes.comp numbers the subs so. */
 _Static_assert(BIB_COMPARE_EQ == 0 && BIB_COMPARE_LT == 1 && BIB_COMPARE_LE == 2 &&
@@ -429,63 +421,38 @@ static uint32_t bib_vk_dt_sub(uint32_t kind, uint32_t sub) {
 
 static bib_status_t bib_vk_dtypes(bib_executor_t *ex, const bib_call_t *c, uint32_t kind) {
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    static const char *const names[3] = {"input 0", "input 1", "input 2"};
-    uint32_t *offs[3] = {&p.off_in0, &p.off_in1, &p.off_in2};
-    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    const char *names[4] = {"output", c->in[0].buf ? "input 0" : NULL,
+                            c->in[1].buf ? "input 1" : NULL, c->in[2].buf ? "input 2" : NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
-    for (int i = 0; i < 3; i++)
-        if (c->in[i].buf && (st = bib_vk_elem(ex, &c->in[i], names[i], offs[i])) != BIB_OK)
-            return st;
     const bib_view_t *x = &c->in[0];
-    uint32_t spec[4] = {kind, bib_vk_dt_sub(kind, c->sub), 0, 0};
-    for (int i = 1; i < 3; i++) {
-        if (!c->in[i].buf)
-            continue;
-        bib_broadcast_t form = bib_view_broadcast(x, &c->in[i]);
-        if (form == BIB_BROADCAST_NONE)
-            return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: operand shapes do not broadcast");
-        spec[1 + i] = (uint32_t)form;
-    }
+    bib_broadcast_t forms[3];
+    if (!bib_call_forms(c, forms))
+        return bib_vk_fail(ex, BIB_E_USAGE, "vulkan: operand shapes do not broadcast");
+    uint32_t spec[4] = {kind, bib_vk_dt_sub(kind, c->sub), (uint32_t)forms[1], (uint32_t)forms[2]};
     uint64_t n = bib_view_count(&c->out);
     if (n == 0)
         return BIB_OK;
-    if (kind == BIB_VK_DT_BINARY_I32 && c->sub == BIB_BINARY_DIV) {
-        /* A zero divisor is an error this call must return: the divisors
-           come back to the host (one wait) and are checked there. */
-        uint64_t nb = bib_view_count(&c->in[1]);
-        int32_t *d = malloc(nb * sizeof *d);
-        if (!d)
-            return bib_vk_fail(ex, BIB_E_NOMEM, "vulkan: out of host memory for divisors");
-        st = bib_vk_download(ex, c->in[1].buf, c->in[1].offset * 4, d, nb * 4);
-        int64_t at = st == BIB_OK ? bib_i32_zero_divisor(d, nb, n) : -1;
-        free(d);
-        if (st != BIB_OK)
-            return st;
-        if (at >= 0) {
-            char msg[200];
-            bib_i32_zero_divisor_message(msg, sizeof msg, at);
-            return bib_vk_fail(ex, BIB_E_TRAP, "%s", msg);
-        }
-    }
+    /* i32 DIV: a zero divisor is an error this call must return. */
+    if ((st = bib_call_check_on_host(&bib_vulkan_executor, bib_vk_fail, ex, c)) != BIB_OK)
+        return st;
     p.n[0] = (uint32_t)n;
     p.n[1] = x->rank ? x->dims[x->rank - 1] : 1;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf,
-                                              c->in[2].buf, NULL};
-    return bib_vk_dispatch(ex, "dtypes", spec, 4, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "dtypes", spec, 4, bufs, &p, n);
 }
 
 static bib_status_t bib_vk_cast(bib_executor_t *ex, const bib_call_t *c) {
-    uint32_t kind = c->in[0].dtype == c->out.dtype    ? BIB_VK_DT_COPY
+    uint32_t kind = c->in[0].dtype == c->out.dtype  ? BIB_VK_DT_COPY
                     : c->out.dtype == BIB_DTYPE_I32 ? BIB_VK_DT_CAST_F2I
                                                     : BIB_VK_DT_CAST_I2F;
     return bib_vk_dtypes(ex, c, kind);
 }
 
 static bib_status_t bib_vk_compare(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_dtypes(ex, c,
-                         c->in[0].dtype == BIB_DTYPE_I32 ? BIB_VK_DT_COMPARE_I32
-                                                         : BIB_VK_DT_COMPARE_F32);
+    return bib_vk_dtypes(
+        ex, c, c->in[0].dtype == BIB_DTYPE_I32 ? BIB_VK_DT_COMPARE_I32 : BIB_VK_DT_COMPARE_F32);
 }
 
 static bib_status_t bib_vk_where(bib_executor_t *ex, const bib_call_t *c) {
@@ -500,10 +467,10 @@ static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
     if (c->out.dtype == BIB_DTYPE_I32)
         return bib_vk_dtypes(ex, c, BIB_VK_DT_BINARY_I32);
     bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "input 0", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[1], "input 1", &p.off_in1)) != BIB_OK)
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"output", "input 0", "input 1", NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     bib_broadcast_t mode = bib_call_broadcast(c);
     if (mode == BIB_BROADCAST_NONE)
@@ -512,75 +479,60 @@ static bib_status_t bib_vk_binary(bib_executor_t *ex, const bib_call_t *c) {
     p.n[0] = (uint32_t)n;
     p.n[1] = c->in[0].rank ? c->in[0].dims[c->in[0].rank - 1] : 1;
     uint32_t spec[2] = {c->sub, (uint32_t)mode};
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
-    return bib_vk_dispatch(ex, "binary", spec, 2, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    return bib_vk_dispatch_items(ex, "binary", spec, 2, bufs, &p, n);
 }
 
-/* ---- STRIDED ------------------------------------------------------------- */
+/* ---- STRIDED and TAKE ---------------------------------------------------- */
+
+/* The output's shape padded to BIB_MAX_RANK axes in n[], the call's p[] in
+ * s[] (bib_vk_supports: each fits), one invocation per output element. */
+static bib_status_t bib_vk_indexed(bib_executor_t *ex, const bib_call_t *c, const char *shader,
+                                   const char *const names[4]) {
+    bib_vk_push_t p = {0};
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
+        return st;
+    for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
+        p.n[k] = bib_view_padded_dim(&c->out, k);
+    for (int i = 0; i < BIB_CALL_PARAMS; i++)
+        p.s[i] = (int32_t)c->p[i];
+    uint64_t n = bib_view_count(&c->out);
+    p.u[0] = (uint32_t)n;
+    if (n == 0)
+        return BIB_OK;
+    return bib_vk_dispatch_items(ex, shader, NULL, 0, bufs, &p, n);
+}
 
 static bib_status_t bib_vk_strided(bib_executor_t *ex, const bib_call_t *c) {
-    bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "strided output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "strided input 0", &p.off_in0)) != BIB_OK)
-        return st;
-    if (c->in[1].buf && (st = bib_vk_elem(ex, &c->in[1], "strided input 1", &p.off_in1)) != BIB_OK)
-        return st;
-    const bib_view_t *o = &c->out;
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + o->rank;
-        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
-    }
-    for (int i = 0; i < BIB_CALL_PARAMS; i++)
-        p.s[i] = (int32_t)c->p[i]; /* bib_vk_supports: each fits */
-    uint64_t n = bib_view_count(o);
-    p.u[0] = (uint32_t)n;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
-    if (n == 0)
-        return BIB_OK;
-    return bib_vk_dispatch(ex, "strided", NULL, 0, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    const char *names[4] = {"strided output", "strided input 0",
+                            c->in[1].buf ? "strided input 1" : NULL, NULL};
+    return bib_vk_indexed(ex, c, "strided", names);
 }
 
-/* ---- TAKE ---------------------------------------------------------------- */
-
 static bib_status_t bib_vk_take(bib_executor_t *ex, const bib_call_t *c) {
-    bib_vk_push_t p = {0};
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "take output", &p.off_out)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "take table", &p.off_in0)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[1], "take indices", &p.off_in1)) != BIB_OK)
-        return st;
-    const bib_view_t *o = &c->out;
-    for (uint32_t k = 0; k < BIB_MAX_RANK; k++) {
-        uint32_t at = k + o->rank;
-        p.n[k] = at >= BIB_MAX_RANK ? o->dims[at - BIB_MAX_RANK] : 1;
-    }
-    for (int i = 0; i < BIB_CALL_PARAMS; i++)
-        p.s[i] = (int32_t)c->p[i]; /* bib_vk_supports: each fits */
-    uint64_t n = bib_view_count(o);
-    p.u[0] = (uint32_t)n;
-    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {c->out.buf, c->in[0].buf, c->in[1].buf, NULL, NULL};
-    if (n == 0)
-        return BIB_OK;
-    return bib_vk_dispatch(ex, "take", NULL, 0, bufs, &p, bib_vk_groups(n, 256), 1, 1);
+    static const char *const names[4] = {"take output", "take table", "take indices", NULL};
+    return bib_vk_indexed(ex, c, "take", names);
 }
 
 /* ---- transfers ----------------------------------------------------------- */
 
 static bib_status_t bib_vk_fill(bib_executor_t *ex, const bib_call_t *c) {
-    uint32_t e;
-    bib_status_t st = bib_vk_elem(ex, &c->out, "fill output", &e);
+    bib_vk_push_t p = {0};
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"fill output", NULL, NULL, NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
     uint64_t n = bib_view_count(&c->out);
     if (st != BIB_OK || n == 0)
         return st;
     if ((st = bib_vk_time_reserve(ex)) != BIB_OK || (st = bib_vk_begin(ex)) != BIB_OK)
         return st;
     const bib_vk_buffer_t *b = c->out.buf;
-    VkDeviceSize at = b->offset + (VkDeviceSize)e * 4; /* in the block */
+    VkDeviceSize at = b->offset + (VkDeviceSize)p.off_out * 4; /* in the block */
     bib_vk_access_t acc = {b->block, at, at + n * 4, true};
     bib_vk_hazard(ex, &acc, 1);
     uint32_t word =
-        c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_vk_fbits(c->f[0]);
+        c->out.dtype == BIB_DTYPE_I32 ? (uint32_t)(int32_t)c->i[0] : bib_f32_bits(c->f[0]);
     bib_vk_time_begin(ex);
     vkCmdFillBuffer(ex->cmd, bib_vk_block_buffer(ex, b), at, n * 4, word);
     bib_vk_time_end(ex);
@@ -606,14 +558,16 @@ static bib_status_t bib_vk_record_copy(bib_executor_t *ex, const bib_vk_buffer_t
 }
 
 static bib_status_t bib_vk_copy(bib_executor_t *ex, const bib_call_t *c) {
-    uint32_t eo, ei;
-    bib_status_t st;
-    if ((st = bib_vk_elem(ex, &c->out, "copy output", &eo)) != BIB_OK ||
-        (st = bib_vk_elem(ex, &c->in[0], "copy input", &ei)) != BIB_OK)
+    bib_vk_push_t p = {0};
+    bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
+    static const char *const names[4] = {"copy output", "copy input", NULL, NULL};
+    bib_status_t st = bib_vk_views(ex, c, names, &p, bufs);
+    if (st != BIB_OK)
         return st;
     uint64_t n = bib_view_count(&c->out);
-    const bib_vk_buffer_t *bo = c->out.buf, *bi = c->in[0].buf;
-    VkDeviceSize to = bo->offset + (VkDeviceSize)eo * 4, from = bi->offset + (VkDeviceSize)ei * 4;
+    const bib_vk_buffer_t *bo = bufs[0], *bi = bufs[1];
+    VkDeviceSize to = bo->offset + (VkDeviceSize)p.off_out * 4,
+                 from = bi->offset + (VkDeviceSize)p.off_in0 * 4;
     if (n == 0 || (bo->block == bi->block && to == from))
         return BIB_OK;
     if (bo->block != bi->block || to + n * 4 <= from || from + n * 4 <= to)

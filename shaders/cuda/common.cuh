@@ -50,6 +50,16 @@ __device__ __forceinline__ int32_t *i32(uint64_t addr) {
     return reinterpret_cast<int32_t *>(static_cast<uintptr_t>(addr));
 }
 
+// A grid-stride loop over 64-bit indices: this thread's first, and the step
+// (so any grid walks every index once, and gives the same result).
+__device__ __forceinline__ uint64_t first_index() {
+    return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ uint64_t grid_stride() {
+    return static_cast<uint64_t>(gridDim.x) * blockDim.x;
+}
+
 __device__ __forceinline__ float qnan() {
     return __uint_as_float(BIB_F32_CANONICAL_NAN_BITS);
 }

@@ -21,14 +21,6 @@ using namespace bibcu;
 
 namespace {
 
-__device__ __forceinline__ uint64_t first_index() {
-    return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ uint64_t grid_stride() {
-    return static_cast<uint64_t>(gridDim.x) * blockDim.x;
-}
-
 __device__ __forceinline__ int64_t lo32(uint64_t v) {
     return static_cast<int64_t>(v & 0xffffffffu);
 }

@@ -12,14 +12,6 @@ using namespace bibcu;
 
 namespace {
 
-__device__ __forceinline__ uint64_t first_index() {
-    return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ uint64_t grid_stride() {
-    return static_cast<uint64_t>(gridDim.x) * blockDim.x;
-}
-
 enum { FORM_SAME, FORM_ROW, FORM_ONE };
 
 __device__ __forceinline__ uint64_t form_index(uint32_t form, uint64_t i, uint64_t row) {

@@ -9,14 +9,6 @@ using namespace bibcu;
 
 namespace {
 
-__device__ __forceinline__ uint64_t first_index() {
-    return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ __forceinline__ uint64_t grid_stride() {
-    return static_cast<uint64_t>(gridDim.x) * blockDim.x;
-}
-
 // UNARY: out[i] = op(in0[i]); n[0] = element count. Every op returns its
 // NaN canonical already (bmath.h), so no canon here, as on the CPU.
 template <int OP> __device__ __forceinline__ void unary_all(const bib_cu_args_t &a) {

@@ -256,13 +256,19 @@ class NNOps:
             return o
         return num // s + 1
 
-    def op_Conv(self, node, relu=False):
+    def conv_operands(self, node, what):
+        """A convolution node's x, w and optional bias (f32 each) and its
+        spatial rank nsp, 1 or 2; what names the node in a refusal."""
         x, w = self.get(node, 0), self.get(node, 1)
         bias = self.get(node, 2, optional=True)
         self.f32_only(node, x, w, bias)
         nsp = len(x.shape) - 2
         if nsp not in (1, 2):
-            self.refuse(node, "a %d-D convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+            self.refuse(node, "a %d-D %s (BIB has 1-D and 2-D)" % (nsp, what), "shape")
+        return x, w, bias, nsp
+
+    def op_Conv(self, node, relu=False):
+        x, w, bias, nsp = self.conv_operands(node, "convolution")
         kernel = list(node.attr("kernel_shape", w.shape[2:]))
         group = node.attr("group", 1)
         strides, dilations, pads = self.window(node, x, kernel)
@@ -298,12 +304,7 @@ class NNOps:
         between its elements (EXPAND, then WHERE against a mask, so that no
         Inf or NaN reaches the zeros), padded by d (k - 1) - pad, convolved
         with the kernel flipped and its two channel axes swapped per group."""
-        x, w = self.get(node, 0), self.get(node, 1)
-        bias = self.get(node, 2, optional=True)
-        self.f32_only(node, x, w, bias)
-        nsp = len(x.shape) - 2
-        if nsp not in (1, 2):
-            self.refuse(node, "a %d-D transposed convolution (BIB has 1-D and 2-D)" % nsp, "shape")
+        x, w, bias, nsp = self.conv_operands(node, "transposed convolution")
         self.const_input(node, 1, "the kernel")  # rearranged at import
         spatial = x.shape[2:]
         if not is_static(spatial):

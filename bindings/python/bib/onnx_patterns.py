@@ -171,24 +171,20 @@ def _layernorm(g, div):
         return None
     group = [mean, sub, pw, var, add, sqrt, div]
     inner = [mean.outputs[0], d, pw.outputs[0], var.outputs[0], add.outputs[0], sqrt.outputs[0]]
-    gamma = beta = None
+    # The affine tail, Mul gamma then Add beta: each may be absent, beta only
+    # after gamma.
+    params = []
     end = div
-    mul = g.single_consumer(div.outputs[0])
-    if mul is not None and mul.op == "Mul":
-        gname = g.other(mul, div.outputs[0])
-        if gname is not None and gname != div.outputs[0]:
-            gamma = gname
-            group.append(mul)
-            inner.append(div.outputs[0])
-            end = mul
-            add2 = g.single_consumer(mul.outputs[0])
-            if add2 is not None and add2.op == "Add":
-                bname = g.other(add2, mul.outputs[0])
-                if bname is not None and bname != mul.outputs[0]:
-                    beta = bname
-                    group.append(add2)
-                    inner.append(mul.outputs[0])
-                    end = add2
+    for op in ("Mul", "Add"):
+        nxt = g.single_consumer(end.outputs[0])
+        name = g.other(nxt, end.outputs[0]) if nxt is not None and nxt.op == op else None
+        if name is None or name == end.outputs[0]:
+            break
+        params.append(name)
+        group.append(nxt)
+        inner.append(end.outputs[0])
+        end = nxt
+    gamma, beta = (params + [None, None])[:2]
     if not g.only_inside(group, inner):
         return None
     eps = float(np.asarray(g.const(eps_name), np.float64).reshape(-1)[0])
@@ -226,6 +222,37 @@ def _layernorm(g, div):
     return group, end, lower
 
 
+def _gelu_tail(g, f, x, group, inner):
+    """What both gelu forms end with past f (their Erf or Tanh): Add 1, then
+    Mul x and Mul 0.5 in either order. Appends its nodes to group and the
+    values they alone read to inner; returns the end node, or None."""
+    u = g.single_consumer(f.outputs[0])
+    if u is None or u.op != "Add" or not g.scalar_is(g.other(u, f.outputs[0]) or "", 1.0):
+        return None
+    group.append(u)
+    inner.append(f.outputs[0])
+    m1 = g.single_consumer(u.outputs[0])
+    if m1 is None or m1.op != "Mul":
+        return None
+    o = g.other(m1, u.outputs[0])
+    group.append(m1)
+    inner.append(u.outputs[0])
+    if o == x:
+        # Mul(x, 1 + f) then Mul 0.5
+        m2 = g.single_consumer(m1.outputs[0])
+        if m2 is None or m2.op != "Mul" or not g.scalar_is(g.other(m2, m1.outputs[0]) or "", 0.5):
+            return None
+        group.append(m2)
+        inner.append(m1.outputs[0])
+        return m2
+    half = g.prod(o, "Mul")
+    if half is None or g.other(half, x) is None or not g.scalar_is(g.other(half, x), 0.5):
+        return None
+    group.append(half)
+    inner.append(o)
+    return m1
+
+
 def _gelu_erf(g, erf):
     a = erf.inputs[0]
     div = g.prod(a, "Div")
@@ -243,32 +270,10 @@ def _gelu_erf(g, erf):
         first = mul
     if x is None:
         return None
-    add = g.single_consumer(erf.outputs[0])
-    if add is None or add.op != "Add" or not g.scalar_is(g.other(add, erf.outputs[0]) or "", 1.0):
-        return None
-    c = add.outputs[0]
-    m1 = g.single_consumer(c)
-    if m1 is None or m1.op != "Mul":
-        return None
-    o = g.other(m1, c)
-    group = [first, erf, add, m1]
-    inner = [a, erf.outputs[0], c]
-    if o == x:
-        # Mul(x, 1 + erf) then Mul 0.5
-        m2 = g.single_consumer(m1.outputs[0])
-        if m2 is None or m2.op != "Mul" or not g.scalar_is(g.other(m2, m1.outputs[0]) or "", 0.5):
-            return None
-        group.append(m2)
-        inner.append(m1.outputs[0])
-        end = m2
-    else:
-        half = g.prod(o, "Mul")
-        if half is None or g.other(half, x) is None or not g.scalar_is(g.other(half, x), 0.5):
-            return None
-        group.append(half)
-        inner.append(o)
-        end = m1
-    if not g.only_inside(group, inner):
+    group = [first, erf]
+    inner = [a]
+    end = _gelu_tail(g, erf, x, group, inner)
+    if end is None or not g.only_inside(group, inner):
         return None
     return group, end, x, "GELU_ERF"
 
@@ -310,32 +315,8 @@ def _gelu_tanh(g, tanh):
             return None
         group += [m3, m2]
         inner += [q, sq]
-    u = g.single_consumer(tanh.outputs[0])
-    if u is None or u.op != "Add" or not g.scalar_is(g.other(u, tanh.outputs[0]) or "", 1.0):
-        return None
-    group.append(u)
-    inner.append(tanh.outputs[0])
-    m1 = g.single_consumer(u.outputs[0])
-    if m1 is None or m1.op != "Mul":
-        return None
-    o = g.other(m1, u.outputs[0])
-    group.append(m1)
-    inner.append(u.outputs[0])
-    if o == x:
-        m2 = g.single_consumer(m1.outputs[0])
-        if m2 is None or m2.op != "Mul" or not g.scalar_is(g.other(m2, m1.outputs[0]) or "", 0.5):
-            return None
-        group.append(m2)
-        inner.append(m1.outputs[0])
-        end = m2
-    else:
-        half = g.prod(o, "Mul")
-        if half is None or g.other(half, x) is None or not g.scalar_is(g.other(half, x), 0.5):
-            return None
-        group.append(half)
-        inner.append(o)
-        end = m1
-    if not g.only_inside(group, inner):
+    end = _gelu_tail(g, tanh, x, group, inner)
+    if end is None or not g.only_inside(group, inner):
         return None
     return group, end, x, "GELU"
 
