@@ -63,8 +63,8 @@ static double median(double *v, int n) {
 typedef struct copier {
     uint32_t threads;
     pthread_t helper[MAX_THREADS];
-    _Atomic uint64_t claim;  /* generation << 32 | shares claimed; generation 0: stop */
-    atomic_uint unfinished;  /* shares of the current copy not yet copied */
+    _Atomic uint64_t claim; /* generation << 32 | shares claimed; generation 0: stop */
+    atomic_uint unfinished; /* shares of the current copy not yet copied */
     char *dst;
     const char *src;
     size_t rows, row_bytes;
@@ -262,8 +262,8 @@ int main(int argc, char **argv) {
            "peer: memcpy of the same bytes on %u thread%s (memcpy-%u) and on 1\n",
            cpu->describe ? cpu->describe(ex) : "cpu", rows, cols, runs, threads,
            threads == 1 ? "" : "s", threads);
-    printf("%-10s %9s %10s %10s %7s %13s  %s\n", "kernel", "GB/s", "memcpy-T", "memcpy-1",
-           "ratio", "ratio range", "hash");
+    printf("%-10s %9s %10s %10s %7s %13s  %s\n", "kernel", "GB/s", "memcpy-T", "memcpy-1", "ratio",
+           "ratio range", "hash");
 
     /* memcpy itself, on T threads and on one, alternating. */
     double tm[MAX_RUNS], t1[MAX_RUNS], tk[MAX_RUNS], ratio[MAX_RUNS];

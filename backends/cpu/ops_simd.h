@@ -17,6 +17,7 @@
  *   V_WIDTH          lanes per VF
  *   V_SUFFIX         name suffix (avx2, avx512)
  *   V_LOAD, V_STORE, V_SET1, V_ZERO
+ *   V_STREAM(p, v)   a non-temporal store; p aligned to the vector's size
  *   V_ADD, V_SUB, V_MUL, V_DIV, V_FMA(a,b,c)=a*b+c, V_FNMA(a,b,c)=c-a*b
  *   V_MIN(a, b), V_MAX(a, b) with x86's rule: b when either is NaN
  *   V_GT, V_LT, V_GE, V_UNORD, V_EQ -> VM; V_SELECT(m, a, b) = m ? a : b
@@ -30,6 +31,8 @@
  *   V_ORDER_KEY(x) -> integer vector as VI; V_IMAX(a, b); VI; V_ISET1;
  *   V_IMAX_REDUCE(v) -> the greatest int32 lane
  *   V_TAILMASK(r) -> VF whose first r lanes are all-ones bits, others zero
+ *   V_HMAX_ALL(v) -> every lane the greatest lane of v by V_MAX (the sign of
+ *                    a zero and NaN as V_MAX's lane order makes them)
  */
 
 #define V_CAT2(a, b) a##_##b
@@ -340,6 +343,11 @@ static void V_FN(row_scale)(const float *x, float s, float *y, size_t n) {
 #define V_PREFETCH_NEXT_ROW(x, n, i)                                                               \
     _mm_prefetch((const char *)((uintptr_t)(x) + ((n) + (i)) * sizeof(float)), _MM_HINT_T0)
 
+#define V_BYTES (V_WIDTH * sizeof(float))
+
+/* The first r lanes at p, the others +0. */
+#define V_TAIL0(p, r) V_LOAD_TAIL((p), (r), 0.0f)
+
 /* A vector of r lanes (1..V_WIDTH) of a short row: a whole one moves with a
  * plain load or store, only a partial one masked (with masked moves for
  * whole vectors, rows of 64 ran 2.5x slower on an AMD EPYC with AVX-512). */
@@ -361,7 +369,8 @@ static void V_FN(row_scale)(const float *x, float s, float *y, size_t n) {
 
 /* The tree with a term computed per element: TERM(v) -> VF. Tail lanes
  * beyond n contribute +0 (their term is masked to zero bits). */
-#define V_TREE_ROW(x, n, TERM, result)                                                             \
+#define V_TREE_ROW(x, n, TERM, result) V_TREE_ROW_PF(x, n, TERM, result, 0)
+#define V_TREE_ROW_PF(x, n, TERM, result, PF)                                                      \
     do {                                                                                           \
         VF acc_[V_NACC];                                                                           \
         V_UNROLL                                                                                   \
@@ -371,6 +380,8 @@ static void V_FN(row_scale)(const float *x, float s, float *y, size_t n) {
         for (; i_ + BIB_TREE_LANES <= (n); i_ += BIB_TREE_LANES) {                                 \
             V_UNROLL                                                                               \
             for (int a_ = 0; a_ < V_NACC; a_++) {                                                  \
+                if (PF)                                                                            \
+                    V_PREFETCH_NEXT_ROW(x, n, i_ + (size_t)a_ * V_WIDTH);                          \
                 VF v_ = V_LOAD((x) + i_ + (size_t)a_ * V_WIDTH);                                   \
                 acc_[a_] = V_ADD(acc_[a_], TERM(v_));                                              \
             }                                                                                      \
@@ -454,61 +465,6 @@ static void V_FN(row_softmax_short)(const float *x, float *y, size_t n) {
     }
 }
 
-/* Two passes after the max: exp written to y while the tree accumulates it,
- * then the division in place while the row is still in cache.
- *
- * When m is NaN, +Inf or -Inf (a row of -Inf), some x - m is NaN, so the sum
- * and every output are NaN: the row is the canonical NaN. Otherwise every
- * x - m is <= 0 and not NaN, every e is in [0, 1], the e of the maximum is
- * exactly 1, so 1 <= s <= n and e / s is never NaN: no canonicalization is
- * needed. Tail lanes are loaded as -Inf, whose e is +0, which leaves a tree
- * lane unchanged. */
-static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
-    if (n <= BIB_TREE_LANES) {
-        V_FN(row_softmax_short)(x, y, n);
-        return;
-    }
-    float m = V_FN(row_max)(x, n);
-    if (!isfinite(m)) {
-        for (size_t i = 0; i < n; i++)
-            y[i] = bib_f32_canonical_nan();
-        return;
-    }
-    VF mv = V_SET1(m);
-    VF acc[V_NACC];
-    V_UNROLL
-    for (int a = 0; a < V_NACC; a++)
-        acc[a] = V_ZERO();
-    size_t i = 0;
-    for (; i + BIB_TREE_LANES <= n; i += BIB_TREE_LANES) {
-        V_UNROLL
-        for (int a = 0; a < V_NACC; a++) {
-            size_t o = i + (size_t)a * V_WIDTH;
-            VF e = V_FN(v_exp_nonpos)(V_SUB(V_LOAD(x + o), mv));
-            V_STORE(y + o, e);
-            acc[a] = V_ADD(acc[a], e);
-        }
-    }
-    V_UNROLL
-    for (int a = 0; a < V_NACC; a++) {
-        size_t o = i + (size_t)a * V_WIDTH;
-        VF e = V_ZERO();
-        if (o < n) {
-            size_t r = V_TAIL_LANES(o, n);
-            e = V_FN(v_exp_nonpos)(V_SUB(V_LOAD_TAIL(x + o, r, -INFINITY), mv));
-            V_STORE_TAIL(y + o, r, e);
-        }
-        acc[a] = V_ADD(acc[a], e);
-    }
-    VF sv = V_SET1(V_FN(v_tree_finish)(acc));
-    for (i = 0; i + V_WIDTH <= n; i += V_WIDTH) {
-        V_PREFETCH_NEXT_ROW(x, n, i);
-        V_STORE(y + i, V_DIV(V_LOAD(y + i), sv));
-    }
-    if (i < n)
-        V_STORE_TAIL(y + i, n - i, V_DIV(V_LOAD_TAIL(y + i, n - i, 0.0f), sv));
-}
-
 /* log-softmax: the sum of exp(x - m) through the tree (tail lanes masked to
  * +0), one scalar log, then (x - m) - log(s) in a second pass, so y may be
  * x. When m is not finite the scalar reference's x - m makes every output
@@ -536,47 +492,579 @@ static void V_FN(row_logsoftmax)(const float *x, float *y, size_t n) {
         V_STORE_TAIL(y + i, n - i, V_SUB(V_SUB(V_LOAD_TAIL(x + i, n - i, 0.0f), mv), lv));
 }
 
-static void V_FN(row_layernorm)(const float *x, const float *gamma, const float *beta, float eps,
-                                float *y, size_t n) {
+/* ---- several rows at a time ----------------------------------------------
+ *
+ * A short row (at most one tree block, BIB_TREE_LANES elements) is a chain of
+ * dependent steps (a reduction, a broadcast, another pass), and the steps
+ * that fold a register's lanes cost as much as the arithmetic on the row.
+ * Short rows therefore go V_GROUP at a time (the level's row group): each
+ * step runs for every row of the group before the next, so the rows' chains
+ * overlap, and the in-register steps of the tree (and of softmax's max) run
+ * for the whole group in one set of shuffles (V_TREE_GROUP, V_MAX_GROUP).
+ * Each row's operations and their order are those of the one-row functions:
+ * the same bits. */
+
+static inline bool V_FN(v_aligned)(const float *p) {
+    return ((uintptr_t)p & (V_BYTES - 1)) == 0;
+}
+
+/* The tree's steps s >= V_WIDTH, inside one row's accumulators: p[i] +=
+ * p[i + s] is acc[a] += acc[a + s / V_WIDTH]; what is left is acc[0], whose
+ * lanes the in-register steps finish (v_tree_finish, V_TREE_GROUP). */
+static inline VF V_FN(v_tree_fold)(VF acc[V_NACC]) {
+    V_UNROLL
+    for (int s = V_NACC / 2; s >= 1; s >>= 1) {
+        V_UNROLL
+        for (int a = 0; a < s; a++)
+            acc[a] = V_ADD(acc[a], acc[a + s]);
+    }
+    return acc[0];
+}
+
+/* Short rows are streamed only when each of their vectors is a whole aligned
+ * one: a partial line written non-temporally is slower than a cached one. */
+static inline bool V_FN(short_rows_stream)(const float *y, size_t n, bool stream) {
+    return stream && n % V_WIDTH == 0 && V_FN(v_aligned)(y);
+}
+
+#define V_STORE_SHORT(p, r, v, stream)                                                             \
+    do {                                                                                           \
+        if (stream)                                                                                \
+            V_STREAM((p), (v));                                                                    \
+        else                                                                                       \
+            V_STORE_PART((p), (r), (v));                                                           \
+    } while (0)
+
+/* Loads row g of a group into v[a], a partial vector's missing lanes and the
+ * vectors past the row as `fill`. */
+#define V_LOAD_SHORT_ROW(v, x, n, fill)                                                            \
+    do {                                                                                           \
+        V_UNROLL                                                                                   \
+        for (int a_ = 0; a_ < V_NACC; a_++) {                                                      \
+            size_t o_ = (size_t)a_ * V_WIDTH;                                                      \
+            (v)[a_] =                                                                              \
+                o_ < (n) ? V_LOAD_PART((x) + o_, V_TAIL_LANES(o_, n), (fill)) : V_SET1(fill);      \
+        }                                                                                          \
+    } while (0)
+
+/* The first step of a group prefetches the rows PF_AHEAD groups further
+ * on, one address per line: short rows run too fast for the hardware's
+ * prefetcher alone (f32[65536, 64], one thread, against none: softmax
+ * 31 -> 36 GB/s, layernorm 48 -> 54, rmsnorm 56 -> 68). A prefetch never
+ * faults, so past the end of the tensor it is harmless; the address is
+ * formed as an integer. */
+#define PF_AHEAD 4
+static inline void V_FN(prefetch_group_ahead)(const float *x, size_t n) {
+    uintptr_t p = (uintptr_t)x + (size_t)PF_AHEAD * V_GROUP * n * sizeof(float);
+    for (size_t b = 0; b < V_GROUP * n * sizeof(float); b += 64)
+        _mm_prefetch((const char *)(p + b), _MM_HINT_T0);
+}
+
+/* A tree term with a partial vector's missing lanes as +0 (no term). */
+#define V_TERM_MASKED(t, o, n) ((n) - (o) < V_WIDTH ? V_AND_MASK((t), V_TAILMASK((n) - (o))) : (t))
+
+/* The last pass of a long row: y[i .. i+V_WIDTH) = FULL(i) for whole
+ * vectors, PART(i, r) for r lanes (loads of r lanes; only those lanes are
+ * stored). With stream, a partial vector first brings y to the vector's
+ * alignment and the whole vectors are stored non-temporally. Each output
+ * depends on its own element only, so where the vectors fall changes no bit.
+ * With PF, every vector also prefetches the next row (V_PREFETCH_NEXT_ROW). */
+#define V_LAST_PASS(x, y, n, stream, FULL, PART, PF)                                               \
+    do {                                                                                           \
+        size_t i_ = 0;                                                                             \
+        if (stream) {                                                                              \
+            size_t h_ =                                                                            \
+                ((V_BYTES - ((uintptr_t)(y) & (V_BYTES - 1))) & (V_BYTES - 1)) / sizeof(float);    \
+            if (h_ > (n))                                                                          \
+                h_ = (n);                                                                          \
+            if (h_ > 0)                                                                            \
+                V_STORE_TAIL((y), h_, PART(0, h_));                                                \
+            for (i_ = h_; i_ + V_WIDTH <= (n); i_ += V_WIDTH) {                                    \
+                if (PF)                                                                            \
+                    V_PREFETCH_NEXT_ROW(x, n, i_);                                                 \
+                V_STREAM((y) + i_, FULL(i_));                                                      \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (; i_ + V_WIDTH <= (n); i_ += V_WIDTH) {                                           \
+                if (PF)                                                                            \
+                    V_PREFETCH_NEXT_ROW(x, n, i_);                                                 \
+                V_STORE((y) + i_, FULL(i_));                                                       \
+            }                                                                                      \
+        }                                                                                          \
+        if (i_ < (n))                                                                              \
+            V_STORE_TAIL((y) + i_, (n)-i_, PART(i_, (n)-i_));                                      \
+    } while (0)
+
+/* ---- softmax ---- */
+
+/* softmax's maximum, in every lane, by x86's max. It may differ from
+ * section 2's MAX in two ways only, and neither reaches an output:
+ *  - a NaN may be lost: a row with a NaN has exp(NaN - m) = NaN among its
+ *    terms whatever m is, so its sum is NaN;
+ *  - a zero maximum may come out as -0 rather than +0, or differ in sign
+ *    between lanes: x - m is then x except for x = +-0, where it is +-0
+ *    and exp gives exactly 1 for either sign (j = shift, kf = 0, r = +-0,
+ *    the polynomial's steps c + (+-0) * p give c, 1 * 2^0 = 1).
+ * The sum s is NaN exactly for the rows the contract makes NaN (a NaN, a
+ * +Inf: Inf - Inf, only -Inf: -Inf - -Inf), and otherwise finite (every
+ * term in [0, 1]), so callers test s instead of m. */
+static inline VF V_FN(row_max_loose)(const float *x, size_t n) {
+    VF m0 = V_SET1(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    size_t i = 0;
+    for (; i + 4 * V_WIDTH <= n; i += 4 * V_WIDTH) {
+        m0 = V_MAX(m0, V_LOAD(x + i));
+        m1 = V_MAX(m1, V_LOAD(x + i + V_WIDTH));
+        m2 = V_MAX(m2, V_LOAD(x + i + 2 * V_WIDTH));
+        m3 = V_MAX(m3, V_LOAD(x + i + 3 * V_WIDTH));
+    }
+    for (; i + V_WIDTH <= n; i += V_WIDTH)
+        m0 = V_MAX(m0, V_LOAD(x + i));
+    if (i < n)
+        m1 = V_MAX(m1, V_LOAD_TAIL(x + i, n - i, -INFINITY));
+    return V_HMAX_ALL(V_MAX(V_MAX(m0, m1), V_MAX(m2, m3)));
+}
+
+static void V_FN(row_nan)(float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = bib_f32_canonical_nan();
+}
+
+/* V_GROUP short rows (n <= BIB_TREE_LANES) with row_softmax_short's
+ * operations, the max by row_max_loose's rule, in three steps so that two
+ * groups' steps can alternate (softmax_rows): the group's maxima, packed
+ * (V_MAX_GROUP); exp(x - m) into e (the rows' terms, in the cache) and the
+ * group's sums, packed; the divisions. Each element is its own tree lane,
+ * from +0: e >= +0 or NaN, and +0 + e = e. Vectors wholly past a row are
+ * -Inf, whose e is +0: no exp for them. */
+static inline __attribute__((always_inline)) VF V_FN(softmax_group_max)(const float *x, size_t n) {
+    VF r[V_GROUP];
+    V_FN(prefetch_group_ahead)(x, n);
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF v[V_NACC];
+        V_LOAD_SHORT_ROW(v, x + g * n, n, -INFINITY);
+        V_UNROLL
+        for (int s = V_NACC / 2; s >= 1; s >>= 1) {
+            V_UNROLL
+            for (int a = 0; a < s; a++)
+                v[a] = V_MAX(v[a], v[a + s]);
+        }
+        r[g] = v[0];
+    }
+    return V_MAX_GROUP(r);
+}
+
+static inline __attribute__((always_inline)) VF
+V_FN(softmax_group_exp)(const float *x, size_t n, VF mg, float e[V_GROUP][BIB_TREE_LANES]) {
+    VF r[V_GROUP];
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF mv = V_BCAST_ROW(mg, g), acc[V_NACC];
+        V_LOAD_SHORT_ROW(acc, x + g * n, n, -INFINITY);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            acc[a] = (size_t)a * V_WIDTH < n ? V_FN(v_exp_nonpos)(V_SUB(acc[a], mv)) : V_ZERO();
+            V_STORE(e[g] + a * V_WIDTH, acc[a]);
+        }
+        r[g] = V_FN(v_tree_fold)(acc);
+    }
+    return V_TREE_GROUP(r);
+}
+
+static inline __attribute__((always_inline)) void
+V_FN(softmax_group_div)(float *y, size_t n, VF sg, float e[V_GROUP][BIB_TREE_LANES], bool stream) {
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF sv = V_BCAST_ROW(sg, g);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = (size_t)a * V_WIDTH;
+            if (o < n)
+                V_STORE_SHORT(y + g * n + o, V_TAIL_LANES(o, n), V_DIV(V_LOAD(e[g] + o), sv),
+                              stream);
+        }
+    }
+}
+
+/* A group's packed sums hold, beside each row's sum, sums of some of that
+ * row's terms: NaN only where the row's sum is NaN too. A special group's
+ * rows go to the one-row function (nothing of theirs has been stored). */
+static inline __attribute__((always_inline)) void
+V_FN(softmax_group_finish)(const float *x, float *y, size_t n, VF sg,
+                           float e[V_GROUP][BIB_TREE_LANES], bool stream) {
+    if (V_MASK_ANY(V_UNORD(sg, sg))) {
+        for (int g = 0; g < V_GROUP; g++)
+            V_FN(row_softmax_short)(x + g * n, y + g * n, n);
+        return;
+    }
+    V_FN(softmax_group_div)(y, n, sg, e, stream);
+}
+
+/* Two groups, their steps alternating: one group's chain of dependent steps
+ * runs while the other's waits. */
+/* Groups of rows in flight at once: two, measured against one, three and
+ * four (one: 11.2 ns a row of 64 on one thread, two 10.0, three 10.4, four
+ * 10.6). */
+#define SM_NG 2
+static inline __attribute__((always_inline)) void
+V_FN(softmax_short_groups)(const float *x, float *y, size_t n, bool stream) {
+    _Alignas(64) float e[SM_NG][V_GROUP][BIB_TREE_LANES];
+    VF m[SM_NG], sg[SM_NG];
+    V_UNROLL
+    for (int k = 0; k < SM_NG; k++)
+        m[k] = V_FN(softmax_group_max)(x + k * V_GROUP * n, n);
+    V_UNROLL
+    for (int k = 0; k < SM_NG; k++)
+        sg[k] = V_FN(softmax_group_exp)(x + k * V_GROUP * n, n, m[k], e[k]);
+    V_UNROLL
+    for (int k = 0; k < SM_NG; k++) {
+        size_t o = (size_t)k * V_GROUP * n;
+        V_FN(softmax_group_finish)(x + o, y + o, n, sg[k], e[k], stream);
+    }
+}
+
+/* A long row's exp(x - m) written to e (y, or x when y is x, or a buffer)
+ * while the tree accumulates it; the tree's sum. Tail lanes are loaded as
+ * -Inf, whose e is +0, which leaves a tree lane unchanged. Every vector
+ * prefetches the next row: this is the row's longest pass, and the only one
+ * that computes long enough to hide the fetch. */
+static inline float V_FN(softmax_exp_pass)(const float *x, VF mv, float *e, size_t n) {
+    VF acc[V_NACC];
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++)
+        acc[a] = V_ZERO();
+    size_t i = 0;
+    for (; i + BIB_TREE_LANES <= n; i += BIB_TREE_LANES) {
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = i + (size_t)a * V_WIDTH;
+            V_PREFETCH_NEXT_ROW(x, n, o);
+            VF t = V_FN(v_exp_nonpos)(V_SUB(V_LOAD(x + o), mv));
+            V_STORE(e + o, t);
+            acc[a] = V_ADD(acc[a], t);
+        }
+    }
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++) {
+        size_t o = i + (size_t)a * V_WIDTH;
+        VF t = V_ZERO();
+        if (o < n) {
+            size_t r = V_TAIL_LANES(o, n);
+            t = V_FN(v_exp_nonpos)(V_SUB(V_LOAD_TAIL(x + o, r, -INFINITY), mv));
+            V_STORE_TAIL(e + o, r, t);
+        }
+        acc[a] = V_ADD(acc[a], t);
+    }
+    return V_FN(v_tree_finish)(acc);
+}
+
+/* Two passes after the max: exp written to y while the tree accumulates it,
+ * then the division in place while the row is still in cache. Rows whose
+ * sum is NaN are the contract's NaN rows (row_max_loose). Otherwise every
+ * e is in [0, 1], 1 <= s <= n and e / s is never NaN: no canonicalization
+ * is needed. */
+static void V_FN(row_softmax)(const float *x, float *y, size_t n) {
+    if (n <= BIB_TREE_LANES) {
+        V_FN(row_softmax_short)(x, y, n);
+        return;
+    }
+    float s = V_FN(softmax_exp_pass)(x, V_FN(row_max_loose)(x, n), y, n);
+    if (isnan(s)) {
+        V_FN(row_nan)(y, n);
+        return;
+    }
+    VF sv = V_SET1(s);
+    size_t i = 0;
+    for (; i + V_WIDTH <= n; i += V_WIDTH)
+        V_STORE(y + i, V_DIV(V_LOAD(y + i), sv));
+    if (i < n)
+        V_STORE_TAIL(y + i, n - i, V_DIV(V_LOAD_TAIL(y + i, n - i, 0.0f), sv));
+}
+
+/* Rows up to this long keep e in a buffer on the stack when y is streamed;
+ * longer ones compute exp(x - m) again, the same bits, in the last pass. */
+#define SOFTMAX_STREAM_SCRATCH 4096
+
+/* A long row with y written once, at the end, non-temporally: e goes to a
+ * buffer in the cache instead of y, so y is never read. */
+static void V_FN(row_softmax_stream)(const float *x, float *y, size_t n) {
+    VF mv = V_FN(row_max_loose)(x, n);
+    if (n <= SOFTMAX_STREAM_SCRATCH) {
+        _Alignas(64) float e[SOFTMAX_STREAM_SCRATCH];
+        float s = V_FN(softmax_exp_pass)(x, mv, e, n);
+        if (isnan(s)) {
+            V_FN(row_nan)(y, n);
+            return;
+        }
+        VF sv = V_SET1(s);
+#define V_SOFTMAX_FULL(i) V_DIV(V_LOAD(e + (i)), sv)
+#define V_SOFTMAX_PART(i, r) V_DIV(V_LOAD_TAIL(e + (i), (r), 0.0f), sv)
+        V_LAST_PASS(x, y, n, true, V_SOFTMAX_FULL, V_SOFTMAX_PART, 0);
+#undef V_SOFTMAX_FULL
+#undef V_SOFTMAX_PART
+        return;
+    }
+    float s;
+#define V_EXPDEV(v) V_FN(v_exp_nonpos)(V_SUB(v, mv))
+    V_TREE_ROW(x, n, V_EXPDEV, s);
+#undef V_EXPDEV
+    if (isnan(s)) {
+        V_FN(row_nan)(y, n);
+        return;
+    }
+    VF sv = V_SET1(s);
+#define V_SOFTMAX_FULL(i) V_DIV(V_FN(v_exp_nonpos)(V_SUB(V_LOAD(x + (i)), mv)), sv)
+#define V_SOFTMAX_PART(i, r)                                                                       \
+    V_DIV(V_FN(v_exp_nonpos)(V_SUB(V_LOAD_TAIL(x + (i), (r), -INFINITY), mv)), sv)
+    V_LAST_PASS(x, y, n, true, V_SOFTMAX_FULL, V_SOFTMAX_PART, 1);
+#undef V_SOFTMAX_FULL
+#undef V_SOFTMAX_PART
+}
+
+static void V_FN(softmax_rows)(const float *x, float *y, size_t n, size_t rows, bool stream) {
+    size_t r = 0;
+    if (n <= BIB_TREE_LANES) {
+        bool st = V_FN(short_rows_stream)(y, n, stream);
+        /* The full block on its own: every vector whole, no tail to test. */
+        if (n == BIB_TREE_LANES) {
+            for (; r + SM_NG * V_GROUP <= rows; r += SM_NG * V_GROUP)
+                V_FN(softmax_short_groups)(x + r * n, y + r * n, BIB_TREE_LANES, st);
+        } else {
+            for (; r + SM_NG * V_GROUP <= rows; r += SM_NG * V_GROUP)
+                V_FN(softmax_short_groups)(x + r * n, y + r * n, n, st);
+        }
+        for (; r < rows; r++)
+            V_FN(row_softmax_short)(x + r * n, y + r * n, n);
+    } else if (stream) {
+        for (; r < rows; r++)
+            V_FN(row_softmax_stream)(x + r * n, y + r * n, n);
+    } else {
+        for (; r < rows; r++)
+            V_FN(row_softmax)(x + r * n, y + r * n, n);
+    }
+    if (stream)
+        _mm_sfence();
+}
+
+/* ---- layernorm and rmsnorm ---- */
+
+/* V_GROUP short rows (n <= BIB_TREE_LANES) with row_layernorm's operations,
+ * in three steps that reread the rows from the cache, so that two groups'
+ * steps can alternate (layernorm_short_groups): the means, the
+ * denominators, the outputs. The divisions by n, eps and the square root
+ * run on the group's packed sums, lane for lane the scalar operations. Each
+ * element is its own tree lane: the sum's lanes are +0 + x (which makes a
+ * -0 into +0, as the scalar tree does); a variance term d * d is never -0,
+ * so +0 + d * d = d * d. */
+static inline __attribute__((always_inline)) VF V_FN(layernorm_group_mean)(const float *x,
+                                                                           size_t n) {
+    VF r[V_GROUP];
+    V_FN(prefetch_group_ahead)(x, n);
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF acc[V_NACC];
+        V_LOAD_SHORT_ROW(acc, x + g * n, n, 0.0f);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++)
+            acc[a] = V_ADD(V_ZERO(), acc[a]);
+        r[g] = V_FN(v_tree_fold)(acc);
+    }
+    return V_DIV(V_TREE_GROUP(r), V_SET1((float)n));
+}
+
+static inline __attribute__((always_inline)) VF V_FN(layernorm_group_den)(const float *x, size_t n,
+                                                                          VF mean, float eps) {
+    VF r[V_GROUP];
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF mv = V_BCAST_ROW(mean, g), acc[V_NACC];
+        V_LOAD_SHORT_ROW(acc, x + g * n, n, 0.0f);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = (size_t)a * V_WIDTH;
+            VF d = V_SUB(acc[a], mv);
+            acc[a] = o < n ? V_TERM_MASKED(V_MUL(d, d), o, n) : V_ZERO();
+        }
+        r[g] = V_FN(v_tree_fold)(acc);
+    }
+    return V_SQRT(V_ADD(V_DIV(V_TREE_GROUP(r), V_SET1((float)n)), V_SET1(eps)));
+}
+
+static inline __attribute__((always_inline)) void
+V_FN(layernorm_group_out)(const float *x, const float *gamma, const float *beta, float *y, size_t n,
+                          VF mean, VF den, bool stream) {
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF mv = V_BCAST_ROW(mean, g), dv = V_BCAST_ROW(den, g);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = (size_t)a * V_WIDTH;
+            if (o < n) {
+                size_t rl = V_TAIL_LANES(o, n);
+                VF t = V_DIV(V_SUB(V_LOAD_PART(x + g * n + o, rl, 0.0f), mv), dv);
+                t = V_MUL(t, V_LOAD_PART(gamma + o, rl, 0.0f));
+                t = V_FN(v_canon_rare)(V_ADD(t, V_LOAD_PART(beta + o, rl, 0.0f)));
+                V_STORE_SHORT(y + g * n + o, rl, t, stream);
+            }
+        }
+    }
+}
+
+/* Two groups, their steps alternating. y may be x: each group's outputs are
+ * written after both groups have read their rows for the last time but the
+ * last step, which reads only its own rows. */
+static inline __attribute__((always_inline)) void
+V_FN(layernorm_short_groups)(const float *x, const float *gamma, const float *beta, float eps,
+                             float *y, size_t n, bool stream) {
+    const float *x1 = x + V_GROUP * n;
+    VF m0 = V_FN(layernorm_group_mean)(x, n);
+    VF m1 = V_FN(layernorm_group_mean)(x1, n);
+    VF d0 = V_FN(layernorm_group_den)(x, n, m0, eps);
+    VF d1 = V_FN(layernorm_group_den)(x1, n, m1, eps);
+    V_FN(layernorm_group_out)(x, gamma, beta, y, n, m0, d0, stream);
+    V_FN(layernorm_group_out)(x1, gamma, beta, y + V_GROUP * n, n, m1, d1, stream);
+}
+
+/* A long row: the sum's pass reads the row from memory, the variance's and
+ * the last one from the cache; the variance's pass prefetches the next row
+ * (measured: about 10% faster than in the last pass, which with stream is
+ * mostly stores). */
+static void V_FN(row_layernorm_at)(const float *x, const float *gamma, const float *beta, float eps,
+                                   float *y, size_t n, bool stream) {
     float nf = (float)n, sum, sq;
     V_TREE_ROW(x, n, V_TERM_ID, sum);
     float mean = sum / nf;
     VF mv = V_SET1(mean);
 #define V_SQDEV(v) V_MUL(V_SUB(v, mv), V_SUB(v, mv))
-    V_TREE_ROW(x, n, V_SQDEV, sq);
+    V_TREE_ROW_PF(x, n, V_SQDEV, sq, 1);
 #undef V_SQDEV
     float var = sq / nf;
     VF den = V_SET1(sqrtf(var + eps));
-    size_t i = 0;
-    for (; i + V_WIDTH <= n; i += V_WIDTH) {
-        V_PREFETCH_NEXT_ROW(x, n, i);
-        VF t = V_MUL(V_DIV(V_SUB(V_LOAD(x + i), mv), den), V_LOAD(gamma + i));
-        V_STORE(y + i, V_FN(v_canon_rare)(V_ADD(t, V_LOAD(beta + i))));
+#define V_LN(xv, gv, bv) V_ADD(V_MUL(V_DIV(V_SUB(xv, mv), den), gv), bv)
+#define V_LN_FULL(i)                                                                               \
+    V_FN(v_canon_rare)(V_LN(V_LOAD(x + (i)), V_LOAD(gamma + (i)), V_LOAD(beta + (i))))
+#define V_LN_PART(i, r)                                                                            \
+    V_FN(v_canon)(V_LN(V_TAIL0(x + (i), r), V_TAIL0(gamma + (i), r), V_TAIL0(beta + (i), r)))
+    V_LAST_PASS(x, y, n, stream, V_LN_FULL, V_LN_PART, 0);
+#undef V_LN
+#undef V_LN_FULL
+#undef V_LN_PART
+}
+
+static void V_FN(row_layernorm)(const float *x, const float *gamma, const float *beta, float eps,
+                                float *y, size_t n) {
+    V_FN(row_layernorm_at)(x, gamma, beta, eps, y, n, false);
+}
+
+static void V_FN(layernorm_rows)(const float *x, const float *gamma, const float *beta, float eps,
+                                 float *y, size_t n, size_t rows, bool stream) {
+    size_t r = 0;
+    if (n <= BIB_TREE_LANES) {
+        bool st = V_FN(short_rows_stream)(y, n, stream);
+        /* The full block on its own: every vector whole, no tail to test. */
+        if (n == BIB_TREE_LANES) {
+            for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP) {
+                const float *xr = x + r * n;
+                V_FN(layernorm_short_groups)(xr, gamma, beta, eps, y + r * n, BIB_TREE_LANES, st);
+            }
+        } else {
+            for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP)
+                V_FN(layernorm_short_groups)(x + r * n, gamma, beta, eps, y + r * n, n, st);
+        }
     }
-    if (i < n) {
-        size_t r = n - i;
-        VF t = V_MUL(V_DIV(V_SUB(V_LOAD_TAIL(x + i, r, 0.0f), mv), den),
-                     V_LOAD_TAIL(gamma + i, r, 0.0f));
-        V_STORE_TAIL(y + i, r, V_FN(v_canon)(V_ADD(t, V_LOAD_TAIL(beta + i, r, 0.0f))));
+    for (; r < rows; r++)
+        V_FN(row_layernorm_at)(x + r * n, gamma, beta, eps, y + r * n, n, stream);
+    if (stream)
+        _mm_sfence();
+}
+
+/* V_GROUP short rows with row_rmsnorm's operations, in two steps (the
+ * denominators, the outputs) so that two groups' steps can alternate; x * x
+ * is never -0, so a tree lane +0 + x * x is x * x. */
+static inline __attribute__((always_inline)) VF V_FN(rmsnorm_group_den)(const float *x, size_t n,
+                                                                        float eps) {
+    VF r[V_GROUP];
+    V_FN(prefetch_group_ahead)(x, n);
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF acc[V_NACC];
+        V_LOAD_SHORT_ROW(acc, x + g * n, n, 0.0f);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++)
+            acc[a] = V_MUL(acc[a], acc[a]); /* missing lanes: 0 * 0 */
+        r[g] = V_FN(v_tree_fold)(acc);
+    }
+    return V_SQRT(V_ADD(V_DIV(V_TREE_GROUP(r), V_SET1((float)n)), V_SET1(eps)));
+}
+
+static inline __attribute__((always_inline)) void V_FN(rmsnorm_group_out)(const float *x,
+                                                                          const float *gamma,
+                                                                          float *y, size_t n,
+                                                                          VF den, bool stream) {
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF dv = V_BCAST_ROW(den, g);
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = (size_t)a * V_WIDTH;
+            if (o < n) {
+                size_t rl = V_TAIL_LANES(o, n);
+                VF t = V_DIV(V_LOAD_PART(x + g * n + o, rl, 0.0f), dv);
+                t = V_MUL(t, V_LOAD_PART(gamma + o, rl, 0.0f));
+                V_STORE_SHORT(y + g * n + o, rl, V_FN(v_canon_rare)(t), stream);
+            }
+        }
     }
 }
 
-static void V_FN(row_rmsnorm)(const float *x, const float *gamma, float eps, float *y, size_t n) {
+static inline __attribute__((always_inline)) void
+V_FN(rmsnorm_short_groups)(const float *x, const float *gamma, float eps, float *y, size_t n,
+                           bool stream) {
+    const float *x1 = x + V_GROUP * n;
+    VF d0 = V_FN(rmsnorm_group_den)(x, n, eps);
+    VF d1 = V_FN(rmsnorm_group_den)(x1, n, eps);
+    V_FN(rmsnorm_group_out)(x, gamma, y, n, d0, stream);
+    V_FN(rmsnorm_group_out)(x1, gamma, y + V_GROUP * n, n, d1, stream);
+}
+
+static void V_FN(row_rmsnorm_at)(const float *x, const float *gamma, float eps, float *y, size_t n,
+                                 bool stream) {
     float sq;
 #define V_SQ(v) V_MUL(v, v)
     V_TREE_ROW(x, n, V_SQ, sq);
 #undef V_SQ
     VF den = V_SET1(sqrtf(sq / (float)n + eps));
-    size_t i = 0;
-    for (; i + V_WIDTH <= n; i += V_WIDTH) {
-        V_PREFETCH_NEXT_ROW(x, n, i);
-        V_STORE(y + i, V_FN(v_canon_rare)(V_MUL(V_DIV(V_LOAD(x + i), den), V_LOAD(gamma + i))));
+#define V_RMS(xv, gv) V_MUL(V_DIV(xv, den), gv)
+#define V_RMS_FULL(i) V_FN(v_canon_rare)(V_RMS(V_LOAD(x + (i)), V_LOAD(gamma + (i))))
+#define V_RMS_PART(i, r) V_FN(v_canon)(V_RMS(V_TAIL0(x + (i), r), V_TAIL0(gamma + (i), r)))
+    V_LAST_PASS(x, y, n, stream, V_RMS_FULL, V_RMS_PART, 1);
+#undef V_RMS
+#undef V_RMS_FULL
+#undef V_RMS_PART
+}
+
+static void V_FN(row_rmsnorm)(const float *x, const float *gamma, float eps, float *y, size_t n) {
+    V_FN(row_rmsnorm_at)(x, gamma, eps, y, n, false);
+}
+
+static void V_FN(rmsnorm_rows)(const float *x, const float *gamma, float eps, float *y, size_t n,
+                               size_t rows, bool stream) {
+    size_t r = 0;
+    if (n <= BIB_TREE_LANES) {
+        bool st = V_FN(short_rows_stream)(y, n, stream);
+        /* The full block on its own: every vector whole, no tail to test. */
+        if (n == BIB_TREE_LANES) {
+            for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP)
+                V_FN(rmsnorm_short_groups)(x + r * n, gamma, eps, y + r * n, BIB_TREE_LANES, st);
+        } else {
+            for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP)
+                V_FN(rmsnorm_short_groups)(x + r * n, gamma, eps, y + r * n, n, st);
+        }
     }
-    if (i < n) {
-        size_t r = n - i;
-        VF t = V_MUL(V_DIV(V_LOAD_TAIL(x + i, r, 0.0f), den), V_LOAD_TAIL(gamma + i, r, 0.0f));
-        V_STORE_TAIL(y + i, r, V_FN(v_canon)(t));
-    }
+    for (; r < rows; r++)
+        V_FN(row_rmsnorm_at)(x + r * n, gamma, eps, y + r * n, n, stream);
+    if (stream)
+        _mm_sfence();
 }
 
 static void V_FN(row_axpy)(float a, const float *x, float *y, size_t n) {
@@ -597,6 +1085,9 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .logsoftmax = V_FN(row_logsoftmax),
     .layernorm = V_FN(row_layernorm),
     .rmsnorm = V_FN(row_rmsnorm),
+    .softmax_rows = V_FN(softmax_rows),
+    .layernorm_rows = V_FN(layernorm_rows),
+    .rmsnorm_rows = V_FN(rmsnorm_rows),
     .sum = V_FN(row_sum),
     .max = V_FN(row_max),
     .axpy = V_FN(row_axpy),
