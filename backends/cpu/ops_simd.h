@@ -33,6 +33,12 @@
  *   V_TAILMASK(r) -> VF whose first r lanes are all-ones bits, others zero
  *   V_HMAX_ALL(v) -> every lane the greatest lane of v by V_MAX (the sign of
  *                    a zero and NaN as V_MAX's lane order makes them)
+ *   V_SQRT           correctly rounded square root, lane by lane
+ *   V_GROUP          short rows computed together (a row group)
+ *   V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of each row's
+ *                    register r[g], packed: row g's sum in one lane
+ *   V_MAX_GROUP(r[V_GROUP])  -> the same shape with V_MAX
+ *   V_BCAST_ROW(v, g) -> every lane row g's value of a packed v
  */
 
 #define V_CAT2(a, b) a##_##b
