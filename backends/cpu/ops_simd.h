@@ -827,6 +827,75 @@ static void V_FN(row_softmax_stream)(const float *x, float *y, size_t n) {
 #undef V_SOFTMAX_PART
 }
 
+/* softmax_exp_pass for one row with the previous row's last pass folded
+ * in: pe (that row's e) divided by its sum and streamed to py, vector for
+ * vector beside this row's exp. Streamed on their own, a row's stores come
+ * in one burst that the memory takes longer to drain than the core takes to
+ * issue them, and the core waits; beside the exp they drain while it
+ * computes. Rows whole vectors long (n % V_WIDTH == 0), py aligned. */
+static inline float V_FN(softmax_exp_pass_div)(const float *x, VF mv, float *e, size_t n,
+                                               const float *pe, VF psv, float *py) {
+    VF acc[V_NACC];
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++)
+        acc[a] = V_ZERO();
+    size_t i = 0;
+    for (; i + BIB_TREE_LANES <= n; i += BIB_TREE_LANES) {
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++) {
+            size_t o = i + (size_t)a * V_WIDTH;
+            V_PREFETCH_NEXT_ROW(x, n, o);
+            VF t = V_FN(v_exp_nonpos)(V_SUB(V_LOAD(x + o), mv));
+            V_STORE(e + o, t);
+            acc[a] = V_ADD(acc[a], t);
+            V_STREAM(py + o, V_DIV(V_LOAD(pe + o), psv));
+        }
+    }
+    V_UNROLL
+    for (int a = 0; a < V_NACC; a++) {
+        size_t o = i + (size_t)a * V_WIDTH;
+        VF t = V_ZERO();
+        if (o < n) {
+            t = V_FN(v_exp_nonpos)(V_SUB(V_LOAD(x + o), mv));
+            V_STORE(e + o, t);
+            V_STREAM(py + o, V_DIV(V_LOAD(pe + o), psv));
+        }
+        acc[a] = V_ADD(acc[a], t);
+    }
+    return V_FN(v_tree_finish)(acc);
+}
+
+/* Streamed rows of whole vectors (n % V_WIDTH == 0, y aligned) that fit the
+ * stack buffers: row r's exp pass carries row r - 1's last pass
+ * (softmax_exp_pass_div). Each row's operations are row_softmax_stream's.
+ * A special row (NaN sum) is written as NaN on its own. With y == x, row
+ * r - 1's outputs land on its own inputs, which nothing reads any more. */
+static void V_FN(softmax_rows_pipelined)(const float *x, float *y, size_t n, size_t rows) {
+    _Alignas(64) float e[2][SOFTMAX_STREAM_SCRATCH];
+    float ps = 0.0f;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *er = e[r & 1], *pe = e[(r - 1) & 1], *py = y + (r - 1) * n;
+        VF mv = V_FN(row_max_loose)(xr, n);
+        if (r > 0 && !isnan(ps)) {
+            ps = V_FN(softmax_exp_pass_div)(xr, mv, er, n, pe, V_SET1(ps), py);
+            continue;
+        }
+        if (r > 0)
+            V_FN(row_nan)(py, n);
+        ps = V_FN(softmax_exp_pass)(xr, mv, er, n);
+    }
+    float *ly = y + (rows - 1) * n;
+    const float *le = e[(rows - 1) & 1];
+    if (isnan(ps)) {
+        V_FN(row_nan)(ly, n);
+        return;
+    }
+    VF sv = V_SET1(ps);
+    for (size_t i = 0; i < n; i += V_WIDTH)
+        V_STREAM(ly + i, V_DIV(V_LOAD(le + i), sv));
+}
+
 static void V_FN(softmax_rows)(const float *x, float *y, size_t n, size_t rows, bool stream) {
     size_t r = 0;
     if (n <= BIB_TREE_LANES) {
@@ -841,6 +910,9 @@ static void V_FN(softmax_rows)(const float *x, float *y, size_t n, size_t rows, 
         }
         for (; r < rows; r++)
             V_FN(row_softmax_short)(x + r * n, y + r * n, n);
+    } else if (stream && rows > 0 && n <= SOFTMAX_STREAM_SCRATCH && n % V_WIDTH == 0 &&
+               V_FN(v_aligned)(y)) {
+        V_FN(softmax_rows_pipelined)(x, y, n, rows);
     } else if (stream) {
         for (; r < rows; r++)
             V_FN(row_softmax_stream)(x + r * n, y + r * n, n);

@@ -370,10 +370,14 @@ Test(cpu_ops_identity, short_rows_in_groups) {
 
 /* The rows functions with stream on (non-temporal stores, which the
  * executor picks for large outputs only) and off, against the scalar
- * reference: outputs at every offset from a vector's alignment, in place
- * and not, short and long rows, rows longer than softmax's stack buffer. */
+ * reference: outputs aligned and at offsets from a vector's alignment, in
+ * place and not, short and long rows, rows of whole vectors (which softmax
+ * streams one row behind its exp pass), rows longer than softmax's stack
+ * buffers. */
 Test(cpu_ops_identity, rows_functions_streamed_and_cached) {
-    static const uint32_t lengths[] = {1, 15, 16, 17, 48, 63, 64, 65, 100, 1000, 4096, 4097, 5000};
+    static const uint32_t lengths[] = {1,   15,  16,   17,   48,   63,   64,  65,
+                                       100, 128, 1000, 4096, 4097, 4112, 5000};
+    static const uint32_t offsets[] = {0, 1, 3, 8, 15};
     enum { ROWS = 11 };
     const bib_cpu_rowops_t *sc = &bib_cpu_rowops_scalar;
     for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
@@ -388,13 +392,14 @@ Test(cpu_ops_identity, rows_functions_streamed_and_cached) {
             sc->layernorm(xr, g, b, 1e-5f, ref + count + (size_t)r * n, n);
             sc->rmsnorm(xr, g, 1e-6f, ref + 2 * count + (size_t)r * n, n);
         }
-        float *buf = malloc((count + 32) * 4);
+        float *buf = aligned_alloc(64, ((count + 32) * 4 + 63) / 64 * 64);
         for (int level = 0; level <= (int)best_level(); level++) {
             const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
-            for (uint32_t offset = 0; offset < 17; offset += (n > 100 ? 5 : 1))
+            for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++)
                 for (int stream = 0; stream < 2; stream++)
                     for (int in_place = 0; in_place < 2; in_place++)
                         for (int k = 0; k < 3; k++) {
+                            uint32_t offset = offsets[oi];
                             float *y = buf + offset;
                             const float *src = x;
                             if (in_place) {
