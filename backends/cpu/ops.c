@@ -250,15 +250,18 @@ static void run_parallel(const bib_cpu_ctx_t *ctx, size_t n, size_t grain, bib_p
 }
 
 /* Outputs at least this large are written with non-temporal stores by the
- * row kernels that can (softmax, layernorm, rmsnorm): with their input they
- * fill a 32 MB L3, so they would not stay in the caches anyway, and a cached
- * store first reads the line it writes, a third of the memory traffic of a
- * pass that reads x once and writes y once. Smaller outputs stay cached for
- * the kernel that reads them next. The store's kind changes no bit.
- * Measured on f32[65536, 64] (16 MB) with a memcpy between calls, as
- * bench/ops_bench runs them: streamed, softmax 35 -> 49 GB/s, layernorm
- * 51 -> 64, rmsnorm 60 -> 76. */
-#define STREAM_MIN_BYTES ((size_t)16 << 20)
+ * row kernels that can (softmax, layernorm, rmsnorm): they would not stay in
+ * the caches anyway, and a cached store first reads the line it writes, a
+ * third of the memory traffic of a pass that reads x once and writes y once.
+ * Smaller outputs stay cached for the kernel that reads them next. The
+ * store's kind changes no bit. The bound is glibc's for memcpy, 3/4 of the
+ * L3 (32 MB here). Measured on f32[65536, 64] (16 MB out, 32 MB with its
+ * input), each kernel repeated on a quiet machine, 2 threads: cached,
+ * layernorm 102-109 GB/s and rmsnorm 113-137 against 81-88 streamed (the
+ * L3 holds both tensors); softmax 48-73 cached against 73-86 streamed (it
+ * computes more than it moves). With other work evicting the L3 streaming
+ * won for all three, so the bound sits where the tensors stop fitting. */
+#define STREAM_MIN_BYTES ((size_t)24 << 20)
 
 typedef struct task {
     const bib_cpu_ctx_t *ctx;
