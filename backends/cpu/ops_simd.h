@@ -926,6 +926,33 @@ static void V_FN(softmax_rows)(const float *x, float *y, size_t n, size_t rows, 
 
 /* ---- layernorm and rmsnorm ---- */
 
+/* Whether every lane is finite (x - x is NaN for +-Inf and NaN). */
+static inline bool V_FN(v_all_finite)(VF v) {
+    VF z = V_SUB(v, v);
+    return !V_MASK_ANY(V_UNORD(z, z));
+}
+
+/* Whether a norm's row parameters (gamma, beta; n of them) are finite and
+ * eps is positive. Then a short row whose denominator is finite gives no
+ * NaN, so its outputs skip canonicalization (the same bits: canon changes
+ * NaNs only). The reasoning, for layernorm (rmsnorm is the same with
+ * mean = 0 and no beta): den = sqrt(var + eps) finite means var is, so every
+ * term d * d is (a tree of non-negative terms never shrinks to finite from
+ * Inf or NaN), so every d = x - mean is finite and |d| <= sqrt(n * var),
+ * the terms that underflowed to 0 aside, which are below 2^-74. With
+ * eps > 0, den >= sqrt(eps) >= 2^-75 and den >= sqrt(var), so |d / den|
+ * <= max(sqrt(n), 2) plus rounding: finite. Times a finite gamma it is
+ * finite or +-Inf, never NaN, and plus a finite beta it stays so (Inf - Inf
+ * needs both terms infinite). */
+static inline bool V_FN(norm_params_clean)(const float *p, size_t n, float eps) {
+    if (!(eps > 0.0f) || !isfinite(eps))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(p[i]))
+            return false;
+    return true;
+}
+
 /* V_GROUP short rows (n <= BIB_TREE_LANES) with row_layernorm's operations,
  * in three steps that reread the rows from the cache, so that two groups'
  * steps can alternate (layernorm_short_groups): the means, the
@@ -969,8 +996,8 @@ static inline __attribute__((always_inline)) VF V_FN(layernorm_group_den)(const 
 }
 
 static inline __attribute__((always_inline)) void
-V_FN(layernorm_group_out)(const float *x, const float *gamma, const float *beta, float *y, size_t n,
-                          VF mean, VF den, bool stream) {
+V_FN(layernorm_group_store)(const float *x, const float *gamma, const float *beta, float *y,
+                            size_t n, VF mean, VF den, bool canon, bool stream) {
     V_UNROLL
     for (int g = 0; g < V_GROUP; g++) {
         VF mv = V_BCAST_ROW(mean, g), dv = V_BCAST_ROW(den, g);
@@ -981,11 +1008,23 @@ V_FN(layernorm_group_out)(const float *x, const float *gamma, const float *beta,
                 size_t rl = V_TAIL_LANES(o, n);
                 VF t = V_DIV(V_SUB(V_LOAD_PART(x + g * n + o, rl, 0.0f), mv), dv);
                 t = V_MUL(t, V_LOAD_PART(gamma + o, rl, 0.0f));
-                t = V_FN(v_canon_rare)(V_ADD(t, V_LOAD_PART(beta + o, rl, 0.0f)));
+                t = V_ADD(t, V_LOAD_PART(beta + o, rl, 0.0f));
+                if (canon)
+                    t = V_FN(v_canon_rare)(t);
                 V_STORE_SHORT(y + g * n + o, rl, t, stream);
             }
         }
     }
+}
+
+/* The outputs; canonicalized only when one could be NaN (v_norm_clean). */
+static inline __attribute__((always_inline)) void
+V_FN(layernorm_group_out)(const float *x, const float *gamma, const float *beta, float *y, size_t n,
+                          VF mean, VF den, bool params_clean, bool stream) {
+    if (params_clean && V_FN(v_all_finite)(den))
+        V_FN(layernorm_group_store)(x, gamma, beta, y, n, mean, den, false, stream);
+    else
+        V_FN(layernorm_group_store)(x, gamma, beta, y, n, mean, den, true, stream);
 }
 
 /* Two groups, their steps alternating. y may be x: each group's outputs are
@@ -993,14 +1032,14 @@ V_FN(layernorm_group_out)(const float *x, const float *gamma, const float *beta,
  * last step, which reads only its own rows. */
 static inline __attribute__((always_inline)) void
 V_FN(layernorm_short_groups)(const float *x, const float *gamma, const float *beta, float eps,
-                             float *y, size_t n, bool stream) {
+                             float *y, size_t n, bool clean, bool stream) {
     const float *x1 = x + V_GROUP * n;
     VF m0 = V_FN(layernorm_group_mean)(x, n);
     VF m1 = V_FN(layernorm_group_mean)(x1, n);
     VF d0 = V_FN(layernorm_group_den)(x, n, m0, eps);
     VF d1 = V_FN(layernorm_group_den)(x1, n, m1, eps);
-    V_FN(layernorm_group_out)(x, gamma, beta, y, n, m0, d0, stream);
-    V_FN(layernorm_group_out)(x1, gamma, beta, y + V_GROUP * n, n, m1, d1, stream);
+    V_FN(layernorm_group_out)(x, gamma, beta, y, n, m0, d0, clean, stream);
+    V_FN(layernorm_group_out)(x1, gamma, beta, y + V_GROUP * n, n, m1, d1, clean, stream);
 }
 
 /* A long row: the sum's pass reads the row from memory, the variance's and
@@ -1039,15 +1078,18 @@ static void V_FN(layernorm_rows)(const float *x, const float *gamma, const float
     size_t r = 0;
     if (n <= BIB_TREE_LANES) {
         bool st = V_FN(short_rows_stream)(y, n, stream);
+        bool clean =
+            V_FN(norm_params_clean)(gamma, n, eps) && V_FN(norm_params_clean)(beta, n, eps);
         /* The full block on its own: every vector whole, no tail to test. */
         if (n == BIB_TREE_LANES) {
             for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP) {
                 const float *xr = x + r * n;
-                V_FN(layernorm_short_groups)(xr, gamma, beta, eps, y + r * n, BIB_TREE_LANES, st);
+                float *yr = y + r * n;
+                V_FN(layernorm_short_groups)(xr, gamma, beta, eps, yr, BIB_TREE_LANES, clean, st);
             }
         } else {
             for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP)
-                V_FN(layernorm_short_groups)(x + r * n, gamma, beta, eps, y + r * n, n, st);
+                V_FN(layernorm_short_groups)(x + r * n, gamma, beta, eps, y + r * n, n, clean, st);
         }
     }
     for (; r < rows; r++)
@@ -1075,10 +1117,9 @@ static inline __attribute__((always_inline)) VF V_FN(rmsnorm_group_den)(const fl
     return V_SQRT(V_ADD(V_DIV(V_TREE_GROUP(r), V_SET1((float)n)), V_SET1(eps)));
 }
 
-static inline __attribute__((always_inline)) void V_FN(rmsnorm_group_out)(const float *x,
-                                                                          const float *gamma,
-                                                                          float *y, size_t n,
-                                                                          VF den, bool stream) {
+static inline __attribute__((always_inline)) void
+V_FN(rmsnorm_group_store)(const float *x, const float *gamma, float *y, size_t n, VF den,
+                          bool canon, bool stream) {
     V_UNROLL
     for (int g = 0; g < V_GROUP; g++) {
         VF dv = V_BCAST_ROW(den, g);
@@ -1089,20 +1130,32 @@ static inline __attribute__((always_inline)) void V_FN(rmsnorm_group_out)(const 
                 size_t rl = V_TAIL_LANES(o, n);
                 VF t = V_DIV(V_LOAD_PART(x + g * n + o, rl, 0.0f), dv);
                 t = V_MUL(t, V_LOAD_PART(gamma + o, rl, 0.0f));
-                V_STORE_SHORT(y + g * n + o, rl, V_FN(v_canon_rare)(t), stream);
+                if (canon)
+                    t = V_FN(v_canon_rare)(t);
+                V_STORE_SHORT(y + g * n + o, rl, t, stream);
             }
         }
     }
 }
 
+/* The outputs; canonicalized only when one could be NaN (norm_params_clean). */
+static inline __attribute__((always_inline)) void
+V_FN(rmsnorm_group_out)(const float *x, const float *gamma, float *y, size_t n, VF den,
+                        bool params_clean, bool stream) {
+    if (params_clean && V_FN(v_all_finite)(den))
+        V_FN(rmsnorm_group_store)(x, gamma, y, n, den, false, stream);
+    else
+        V_FN(rmsnorm_group_store)(x, gamma, y, n, den, true, stream);
+}
+
 static inline __attribute__((always_inline)) void
 V_FN(rmsnorm_short_groups)(const float *x, const float *gamma, float eps, float *y, size_t n,
-                           bool stream) {
+                           bool clean, bool stream) {
     const float *x1 = x + V_GROUP * n;
     VF d0 = V_FN(rmsnorm_group_den)(x, n, eps);
     VF d1 = V_FN(rmsnorm_group_den)(x1, n, eps);
-    V_FN(rmsnorm_group_out)(x, gamma, y, n, d0, stream);
-    V_FN(rmsnorm_group_out)(x1, gamma, y + V_GROUP * n, n, d1, stream);
+    V_FN(rmsnorm_group_out)(x, gamma, y, n, d0, clean, stream);
+    V_FN(rmsnorm_group_out)(x1, gamma, y + V_GROUP * n, n, d1, clean, stream);
 }
 
 static void V_FN(row_rmsnorm_at)(const float *x, const float *gamma, float eps, float *y, size_t n,
@@ -1130,13 +1183,16 @@ static void V_FN(rmsnorm_rows)(const float *x, const float *gamma, float eps, fl
     size_t r = 0;
     if (n <= BIB_TREE_LANES) {
         bool st = V_FN(short_rows_stream)(y, n, stream);
+        bool clean = V_FN(norm_params_clean)(gamma, n, eps);
         /* The full block on its own: every vector whole, no tail to test. */
         if (n == BIB_TREE_LANES) {
-            for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP)
-                V_FN(rmsnorm_short_groups)(x + r * n, gamma, eps, y + r * n, BIB_TREE_LANES, st);
+            for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP) {
+                float *yr = y + r * n;
+                V_FN(rmsnorm_short_groups)(x + r * n, gamma, eps, yr, BIB_TREE_LANES, clean, st);
+            }
         } else {
             for (; r + 2 * V_GROUP <= rows; r += 2 * V_GROUP)
-                V_FN(rmsnorm_short_groups)(x + r * n, gamma, eps, y + r * n, n, st);
+                V_FN(rmsnorm_short_groups)(x + r * n, gamma, eps, y + r * n, n, clean, st);
         }
     }
     for (; r < rows; r++)

@@ -368,6 +368,47 @@ Test(cpu_ops_identity, short_rows_in_groups) {
         }
 }
 
+/* Short norm rows skip canonicalization when no output can be NaN (finite
+ * gamma and beta, eps > 0, a finite denominator). The cases next to that
+ * bound, in groups, against the reference: an infinite gamma, a NaN beta,
+ * eps of 0 with a constant row (0 / 0), a negative eps, a row whose
+ * deviations overflow, a tiny denominator. */
+Test(cpu_ops_identity, short_norm_rows_near_the_nan_bound) {
+    enum { ROWS = 16 };
+    static const float eps_values[] = {1e-5f, 0.0f, -1e-3f, 1e-38f};
+    for (uint32_t n = 1; n <= BIB_TREE_LANES; n += (n < 16 ? 1 : 16))
+        for (int variant = 0; variant < 4; variant++)
+            for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
+                float *x = random_f32((size_t)ROWS * n, 3.0f, false);
+                float *g = random_f32(n, 2.0f, false), *b = random_f32(n, 2.0f, false);
+                for (uint32_t j = 0; j < n; j++)
+                    x[3 * n + j] = 0.5f; /* a constant row: var 0 */
+                for (uint32_t j = 0; j < n; j++)
+                    x[5 * n + j] = j % 2 ? 3e38f : -3e38f; /* d * d overflows */
+                for (uint32_t j = 0; j < n; j++)
+                    x[9 * n + j] = 1e-30f * (float)(j % 3); /* d * d underflows */
+                if (variant == 1)
+                    g[n - 1] = INFINITY;
+                if (variant == 2)
+                    b[n / 2] = bib_f32_from_bits(0x7FC00123u);
+                if (variant == 3)
+                    g[0] = 0.0f, g[n - 1] = 3e38f;
+                for (int k = 0; k < 2; k++) {
+                    bib_call_t call = {.kernel = k ? BIB_KERNEL_RMSNORM : BIB_KERNEL_LAYERNORM,
+                                       .out = view2(NULL, BIB_DTYPE_F32, ROWS, n),
+                                       .in = {view2(x, BIB_DTYPE_F32, ROWS, n),
+                                              view1(g, BIB_DTYPE_F32, n),
+                                              view1(b, BIB_DTYPE_F32, n)},
+                                       .f = {eps_values[e]}};
+                    char what[80];
+                    snprintf(what, sizeof what, "%s [%u,%u] variant %d eps %g",
+                             k ? "rmsnorm" : "layernorm", ROWS, n, variant, eps_values[e]);
+                    check_identity(what, call, (size_t)ROWS * n * 4);
+                }
+                free(x), free(g), free(b);
+            }
+}
+
 /* The rows functions with stream on (non-temporal stores, which the
  * executor picks for large outputs only) and off, against the scalar
  * reference: outputs aligned and at offsets from a vector's alignment, in
