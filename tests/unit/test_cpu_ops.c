@@ -317,8 +317,8 @@ Test(cpu_ops_identity, softmax_short_rows) {
     }
 }
 
-/* Short rows go several at a time (ops_simd.h's row groups, two groups in
- * flight): every length up to one tree block and just past it, at row
+/* Short rows go several at a time (ops_simd.h's row groups, in a software
+ * pipeline of groups): every length up to one tree block and just past it, at row
  * counts that fill the groups exactly, leave a tail of single rows, and
  * hold one special row (NaN, +Inf, only -Inf, only -0, +-0) in a group, through the
  * executor at every level and thread count, for softmax, layernorm and
