@@ -219,11 +219,15 @@ $(BUILD)/ops_bench: bench/ops_bench.c $(BUILD)/libbib.a
 $(BUILD)/opseq: bench/opseq.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
+# ATTENTION and the FFN block beside MATMUL at the same inner sizes (bench/fused_bench.c).
+$(BUILD)/fused_bench: bench/fused_bench.c $(BUILD)/libbib.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+
 # BIB's ALLREDUCE beside MPI_Allreduce (bench/allreduce.bench.sh); mpicc links libmpi.
 $(BUILD)/allreduce_peer: bench/allreduce_peer.c $(BUILD)/libbib.a
 	mpicc $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
-bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench
+bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench $(BUILD)/fused_bench
 	@BUILD=$(BUILD) sh bench/run.sh
 
 include tools/install.mk

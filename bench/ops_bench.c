@@ -3,20 +3,49 @@
  * Built by `make bench` (target build/ops_bench). For each kernel it times the
  * executor's own entry point (the one the VM calls, thread pool included) on a
  * rows x cols f32 tensor and prints GB/s counting bytes read plus bytes
- * written, beside a memcpy of the same bytes measured in the same run.
- *   build/ops_bench [rows] [cols] [runs]      (defaults 4096 4096 9)
- * BIB_THREADS and BIB_CPU_LEVEL select the thread count and SIMD level.
+ * written, beside two peers moving the same bytes in the same run:
+ *   memcpy-T  the tensor copied by as many threads as the executor runs, each
+ *             a contiguous share of the rows (the executor's own split), on
+ *             helper threads started once (no thread start in the timing);
+ *   memcpy-1  one thread's memcpy of the whole tensor.
+ * Each run times memcpy-T and the kernel back to back (alternating which goes
+ * first) and takes their ratio, so a ratio compares two timings taken within
+ * milliseconds of each other; on a machine shared with other work that keeps
+ * ratios steadier than either figure. The table gives the medians over the
+ * runs and the range of the per-run ratios; `hash` is FNV-1a of the output
+ * bytes, the same on every run, level and thread count for a given build and
+ * shape (bits before and after a change are compared with it).
+ *   build/ops_bench [rows] [cols] [runs] [kernel,kernel,...]
+ *   (defaults 4096 4096 15, every kernel)
+ * BIB_THREADS and BIB_CPU_LEVEL select the thread count and SIMD level,
+ * BENCH_CLOCK=cpu the process's CPU time as the clock (one thread only: the
+ * memcpy helpers poll while they wait).
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <immintrin.h>
+
 #include "backends/backend.h"
+#include "backends/cpu/cpufeatures.h"
+
+#define MAX_RUNS 99
+#define MAX_THREADS 64
+
+/* BENCH_CLOCK=cpu times by the process's CPU time instead of the wall clock:
+ * on one thread (BIB_THREADS=1), on a machine shared with other work, that
+ * counts only the time the benchmark ran. */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
 
 static double now(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(bench_clock, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -24,6 +53,101 @@ static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- memcpy on T threads ------------------------------------------------ */
+
+/* The copy is cut into T contiguous shares of rows, as the executor cuts a
+ * kernel's rows, and each share is claimed by whichever thread gets to it
+ * first, as the executor's pool does: when the machine is busy and a helper
+ * is not on a CPU, the caller copies its share too instead of waiting.
+ * Helpers wait for a new copy by polling (yielding now and then, as the pool
+ * does), so a copy starts within microseconds. */
+typedef struct copier {
+    uint32_t threads;
+    pthread_t helper[MAX_THREADS];
+    _Atomic uint64_t claim; /* generation << 32 | shares claimed; generation 0: stop */
+    atomic_uint unfinished; /* shares of the current copy not yet copied */
+    char *dst;
+    const char *src;
+    size_t rows, row_bytes;
+} copier_t;
+
+/* The rows of share `index`: [rows * index / T, rows * (index + 1) / T). */
+static void copy_share(copier_t *c, uint32_t index) {
+    size_t r0 = c->rows * index / c->threads, r1 = c->rows * (index + 1) / c->threads;
+    memcpy(c->dst + r0 * c->row_bytes, c->src + r0 * c->row_bytes, (r1 - r0) * c->row_bytes);
+}
+
+/* Claims and copies shares of generation gen until none is left. */
+static void copy_claimed(copier_t *c, uint32_t gen) {
+    uint64_t v = atomic_load_explicit(&c->claim, memory_order_acquire);
+    while ((uint32_t)(v >> 32) == gen && (uint32_t)v < c->threads) {
+        if (!atomic_compare_exchange_weak_explicit(&c->claim, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        copy_share(c, (uint32_t)v);
+        atomic_fetch_sub_explicit(&c->unfinished, 1, memory_order_acq_rel);
+        v = atomic_load_explicit(&c->claim, memory_order_acquire);
+    }
+}
+
+static void *helper_main(void *p) {
+    copier_t *c = p;
+    uint32_t seen = 1;
+    for (;;) {
+        uint32_t gen;
+        int round = 0;
+        while ((gen = (uint32_t)(atomic_load_explicit(&c->claim, memory_order_acquire) >> 32)) ==
+               seen) {
+            if (++round % 64 == 0)
+                sched_yield();
+            else
+                _mm_pause();
+        }
+        if (gen == 0)
+            return NULL;
+        seen = gen;
+        copy_claimed(c, gen);
+    }
+}
+
+static bool copier_start(copier_t *c, uint32_t threads) {
+    c->threads = threads;
+    atomic_init(&c->claim, (uint64_t)1 << 32 | threads); /* generation 1: nothing to claim */
+    atomic_init(&c->unfinished, 0);
+    for (uint32_t i = 1; i < threads; i++)
+        if (pthread_create(&c->helper[i], NULL, helper_main, c) != 0)
+            return false;
+    return true;
+}
+
+static void copier_run(copier_t *c, void *dst, const void *src, size_t rows, size_t row_bytes) {
+    c->dst = dst;
+    c->src = src;
+    c->rows = rows;
+    c->row_bytes = row_bytes;
+    atomic_store_explicit(&c->unfinished, c->threads, memory_order_relaxed);
+    uint32_t gen = (uint32_t)(atomic_load_explicit(&c->claim, memory_order_relaxed) >> 32) + 1;
+    if (gen == 0)
+        gen = 2;
+    atomic_store_explicit(&c->claim, (uint64_t)gen << 32, memory_order_release);
+    copy_claimed(c, gen);
+    while (atomic_load_explicit(&c->unfinished, memory_order_acquire) != 0)
+        _mm_pause();
+}
+
+static void copier_stop(copier_t *c) {
+    atomic_store_explicit(&c->claim, 0, memory_order_release);
+    for (uint32_t i = 1; i < c->threads; i++)
+        pthread_join(c->helper[i], NULL);
+}
+
+/* ---- the kernels -------------------------------------------------------- */
 
 static bib_view_t view(void *buf, uint32_t rows, uint32_t cols) {
     bib_view_t v = {.buf = buf, .offset = 0, .dtype = BIB_DTYPE_F32, .rank = 2};
@@ -46,18 +170,75 @@ typedef struct bench_case {
     int row_inputs; /* [cols] inputs (gamma, beta, bias row) */
 } bench_case_t;
 
+static const bench_case_t cases[] = {
+    {"exp", BIB_KERNEL_UNARY, BIB_UNARY_EXP, 1, 0},
+    {"gelu", BIB_KERNEL_UNARY, BIB_UNARY_GELU, 1, 0},
+    {"relu", BIB_KERNEL_UNARY, BIB_UNARY_RELU, 1, 0},
+    {"add", BIB_KERNEL_BINARY, BIB_BINARY_ADD, 2, 0},
+    {"div", BIB_KERNEL_BINARY, BIB_BINARY_DIV, 2, 0},
+    {"scale", BIB_KERNEL_SCALE, 0, 1, 0},
+    {"softmax", BIB_KERNEL_SOFTMAX, 0, 1, 0},
+    {"layernorm", BIB_KERNEL_LAYERNORM, 0, 1, 2},
+    {"rmsnorm", BIB_KERNEL_RMSNORM, 0, 1, 1},
+};
+#define CASES (sizeof cases / sizeof cases[0])
+
+/* Whether `name` is in the comma list (NULL: every kernel). */
+static bool selected(const char *list, const char *name) {
+    if (list == NULL)
+        return true;
+    size_t len = strlen(name);
+    for (const char *s = list; *s;) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n == len && strncmp(s, name, n) == 0)
+            return true;
+        s += n + (end != NULL);
+    }
+    return false;
+}
+
+static uint64_t fnv1a(const void *p, size_t bytes) {
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static double load_average(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 int main(int argc, char **argv) {
     uint32_t rows = argc > 1 ? (uint32_t)atoi(argv[1]) : 4096;
     uint32_t cols = argc > 2 ? (uint32_t)atoi(argv[2]) : 4096;
-    int runs = argc > 3 ? atoi(argv[3]) : 9;
-    if (rows == 0 || cols == 0 || runs < 1 || runs > 99) {
-        fprintf(stderr, "usage: ops_bench [rows] [cols] [runs 1..99]\n");
+    int runs = argc > 3 ? atoi(argv[3]) : 15;
+    const char *only = argc > 4 ? argv[4] : NULL;
+    if (rows == 0 || cols == 0 || runs < 1 || runs > MAX_RUNS) {
+        fprintf(stderr, "usage: ops_bench [rows] [cols] [runs 1..%d] [kernel,...]\n", MAX_RUNS);
+        return 2;
+    }
+    const char *clock_name = getenv("BENCH_CLOCK");
+    if (clock_name != NULL && strcmp(clock_name, "cpu") == 0)
+        bench_clock = CLOCK_PROCESS_CPUTIME_ID;
+    char why[256];
+    uint32_t threads;
+    if (bib_cpu_threads_select(0, getenv(BIB_THREADS_ENV), &threads, why, sizeof why) != BIB_OK ||
+        threads > MAX_THREADS) {
+        fprintf(stderr, "ops_bench: %s\n", threads > MAX_THREADS ? "too many threads" : why);
         return 2;
     }
     const bib_executor_ops_t *cpu = &bib_cpu_executor;
-    bib_executor_config_t config = {0};
+    bib_executor_config_t config = {.threads = threads};
     bib_executor_t *ex = NULL;
-    char why[256];
     if (cpu->init(&config, &ex, why, sizeof why) != BIB_OK) {
         fprintf(stderr, "ops_bench: the CPU executor did not start: %s\n", why);
         return 1;
@@ -77,34 +258,47 @@ int main(int argc, char **argv) {
         fa[i] = (float)((double)(seed >> 40) / (double)(1ull << 24) * 8.0 - 4.0);
         fb[i] = 1.0f + fa[i] * fa[i];
     }
+    memset(out, 0, bytes);
     for (uint32_t j = 0; j < cols; j++)
         fg[j] = 1.0f + 0.001f * (float)j, fbeta[j] = 0.01f * (float)j;
 
-    static const bench_case_t cases[] = {
-        {"exp", BIB_KERNEL_UNARY, BIB_UNARY_EXP, 1, 0},
-        {"gelu", BIB_KERNEL_UNARY, BIB_UNARY_GELU, 1, 0},
-        {"relu", BIB_KERNEL_UNARY, BIB_UNARY_RELU, 1, 0},
-        {"add", BIB_KERNEL_BINARY, BIB_BINARY_ADD, 2, 0},
-        {"div", BIB_KERNEL_BINARY, BIB_BINARY_DIV, 2, 0},
-        {"scale", BIB_KERNEL_SCALE, 0, 1, 0},
-        {"softmax", BIB_KERNEL_SOFTMAX, 0, 1, 0},
-        {"layernorm", BIB_KERNEL_LAYERNORM, 0, 1, 2},
-        {"rmsnorm", BIB_KERNEL_RMSNORM, 0, 1, 1},
-    };
-    double t[99];
+    static copier_t copier;
+    if (!copier_start(&copier, threads)) {
+        fprintf(stderr, "ops_bench: cannot start the memcpy threads\n");
+        return 1;
+    }
+    double load0 = load_average();
+    printf("Memory-bound kernels, CPU executor (%s), f32[%u,%u], %d runs, %s time; "
+           "peer: memcpy of the same bytes on %u thread%s (memcpy-%u) and on 1\n",
+           cpu->describe ? cpu->describe(ex) : "cpu", rows, cols, runs,
+           bench_clock == CLOCK_MONOTONIC ? "wall" : "process CPU", threads,
+           threads == 1 ? "" : "s", threads);
+    printf("%-10s %9s %10s %10s %7s %13s  %s\n", "kernel", "GB/s", "memcpy-T", "memcpy-1", "ratio",
+           "ratio range", "hash");
+
+    /* memcpy itself, on T threads and on one, alternating. */
+    double tm[MAX_RUNS], t1[MAX_RUNS], tk[MAX_RUNS], ratio[MAX_RUNS];
+    copier_run(&copier, out, a, rows, (size_t)cols * 4);
+    memcpy(out, a, bytes);
     for (int r = 0; r < runs; r++) {
         double t0 = now();
+        copier_run(&copier, out, a, rows, (size_t)cols * 4);
+        tm[r] = now() - t0;
+        t0 = now();
         memcpy(out, a, bytes);
-        t[r] = now() - t0;
+        t1[r] = now() - t0;
+        ratio[r] = tm[r] / t1[r];
     }
-    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
-    double memcpy_gbs = 2.0 * (double)bytes / t[runs / 2] * 1e-9;
-    printf("Memory-bound kernels, CPU executor (%s), f32[%u,%u], median of %d\n",
-           cpu->describe ? cpu->describe(ex) : "cpu", rows, cols, runs);
-    printf("%-10s %10s %10s %8s\n", "kernel", "GB/s", "memcpy", "ratio");
-    printf("%-10s %10.1f %10.1f %8.2f\n", "memcpy", memcpy_gbs, memcpy_gbs, 1.0);
+    double memcpy_t = 2.0 * (double)bytes / median(tm, runs) * 1e-9;
+    double memcpy_1 = 2.0 * (double)bytes / median(t1, runs) * 1e-9;
+    double rmid = median(ratio, runs);
+    printf("%-10s %9.1f %10.1f %10.1f %7.2f %6.2f-%-6.2f  (memcpy-1 / memcpy-T)\n", "memcpy",
+           memcpy_1, memcpy_t, memcpy_1, rmid, ratio[0], ratio[runs - 1]);
+
     int status = 0;
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    for (size_t c = 0; c < CASES; c++) {
+        if (!selected(only, cases[c].name))
+            continue;
         bib_call_t call = {.kernel = cases[c].kernel, .sub = cases[c].sub};
         call.out = view(out, rows, cols);
         call.in[0] = view(a, rows, cols);
@@ -117,21 +311,41 @@ int main(int argc, char **argv) {
         call.f[0] = cases[c].kernel == BIB_KERNEL_SCALE       ? 0.5f
                     : cases[c].kernel == BIB_KERNEL_LAYERNORM ? 1e-5f
                                                               : 1e-6f;
-        for (int r = 0; r < runs; r++) {
-            double t0 = now();
-            bib_status_t st = cpu->kernels[call.kernel](ex, &call);
-            t[r] = now() - t0;
-            if (st != BIB_OK) {
-                fprintf(stderr, "ops_bench: %s failed: %s\n", cases[c].name, cpu->error(ex));
-                status = 1;
-                break;
-            }
-        }
-        qsort(t, (size_t)runs, sizeof t[0], cmp_double);
         double moved = (double)bytes * (cases[c].inputs + 1) + 4.0 * cols * cases[c].row_inputs;
-        double gbs = moved / t[runs / 2] * 1e-9;
-        printf("%-10s %10.1f %10.1f %8.2f\n", cases[c].name, gbs, memcpy_gbs, gbs / memcpy_gbs);
+        if (cpu->kernels[call.kernel](ex, &call) != BIB_OK) { /* untimed: warms the pool */
+            fprintf(stderr, "ops_bench: %s failed: %s\n", cases[c].name, cpu->error(ex));
+            status = 1;
+            continue;
+        }
+        uint64_t hash = fnv1a(out, bytes);
+        for (int r = 0; r < runs; r++) {
+            double tc = 0, tr = 0;
+            for (int order = 0; order < 2; order++) {
+                bool copy_now = (order == 0) == (r % 2 == 0);
+                double t0 = now();
+                if (copy_now)
+                    copier_run(&copier, out, a, rows, (size_t)cols * 4);
+                else if (cpu->kernels[call.kernel](ex, &call) != BIB_OK)
+                    status = 1;
+                double dt = now() - t0;
+                if (copy_now)
+                    tc = dt;
+                else
+                    tr = dt;
+            }
+            tm[r] = tc;
+            tk[r] = tr;
+            /* kernel GB/s over memcpy-T GB/s, bytes counted the same way */
+            ratio[r] = (moved / tr) / (2.0 * (double)bytes / tc);
+        }
+        double gbs = moved / median(tk, runs) * 1e-9;
+        double peer = 2.0 * (double)bytes / median(tm, runs) * 1e-9;
+        rmid = median(ratio, runs);
+        printf("%-10s %9.1f %10.1f %10.1f %7.2f %6.2f-%-6.2f  %016llx\n", cases[c].name, gbs, peer,
+               memcpy_1, rmid, ratio[0], ratio[runs - 1], (unsigned long long)hash);
     }
+    printf("load average %.2f at the start, %.2f at the end\n", load0, load_average());
+    copier_stop(&copier);
     cpu->shutdown(ex);
     return status;
 }

@@ -13,6 +13,7 @@
 #ifndef BIB_CPU_OPS_H
 #define BIB_CPU_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,17 @@ typedef struct bib_cpu_rowops {
     void (*layernorm)(const float *x, const float *gamma, const float *beta, float eps, float *y,
                       size_t n);
     void (*rmsnorm)(const float *x, const float *gamma, float eps, float *y, size_t n);
+    /* The same three on rows [0, rows) of a contiguous [rows][n] block (row r
+     * at x + r * n, y + r * n): short rows are computed several at a time, so
+     * that one row's chain of dependent steps overlaps the next row's. With
+     * stream, y is written with non-temporal stores where they fit (the
+     * caller's tensor is larger than the caches, so y would only evict what
+     * is still to be read), then fenced. The same bits either way. */
+    void (*softmax_rows)(const float *x, float *y, size_t n, size_t rows, bool stream);
+    void (*layernorm_rows)(const float *x, const float *gamma, const float *beta, float eps,
+                           float *y, size_t n, size_t rows, bool stream);
+    void (*rmsnorm_rows)(const float *x, const float *gamma, float eps, float *y, size_t n,
+                         size_t rows, bool stream);
     float (*sum)(const float *x, size_t n); /* THE tree */
     float (*max)(const float *x, size_t n); /* NaN -> canonical NaN; -0 < +0 */
     /* y[i] = fma(a, x[i], y[i]): one step of ATTENTION's output chains. */

@@ -20,6 +20,7 @@ typedef __m256i VI;
 #define V_NAME "avx2"
 #define V_LOAD(p) _mm256_loadu_ps(p)
 #define V_STORE(p, v) _mm256_storeu_ps((p), (v))
+#define V_STREAM(p, v) _mm256_stream_ps((p), (v)) /* p 32-byte aligned */
 #define V_SET1(x) _mm256_set1_ps(x)
 #define V_ZERO() _mm256_setzero_ps()
 #define V_ADD _mm256_add_ps
@@ -94,6 +95,39 @@ static inline int32_t avx2_imax_reduce(__m256i v) {
     return _mm_cvtsi128_si32(m);
 }
 
+/* Every lane the greatest of v's lanes by x86's max (which of +-0, and
+ * whether a NaN survives, depends on the lanes' order). */
+static inline __m256 avx2_hmax_all(__m256 v) {
+    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 0x01));
+    v = _mm256_max_ps(v, _mm256_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm256_max_ps(v, _mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* Two short rows at a time (ops_simd.h's row groups): r[g] is row g's tree
+ * lanes folded into one register (p[0 .. 8)). The tree's steps 4, 2, 1 run
+ * on both rows together, p[i] + p[i + s] with the lower lane on the left as
+ * in avx2_hsum_tree; row g's sum ends in lane 4 g. */
+#define V_GROUP 2
+static inline __m256 avx2_tree_group(const __m256 r[2]) {
+    __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(r[0], r[1], 0x20),
+                             _mm256_permute2f128_ps(r[0], r[1], 0x31));
+    s = _mm256_add_ps(s, _mm256_permute_ps(s, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_add_ps(s, _mm256_permute_ps(s, _MM_SHUFFLE(1, 1, 1, 1)));
+}
+
+/* The same shape with max: row g's greatest lane (as V_HMAX_ALL) in lane 4 g. */
+static inline __m256 avx2_max_group(const __m256 r[2]) {
+    __m256 s = _mm256_max_ps(_mm256_permute2f128_ps(r[0], r[1], 0x20),
+                             _mm256_permute2f128_ps(r[0], r[1], 0x31));
+    s = _mm256_max_ps(s, _mm256_permute_ps(s, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_max_ps(s, _mm256_permute_ps(s, _MM_SHUFFLE(1, 1, 1, 1)));
+}
+
+#define V_TREE_GROUP avx2_tree_group
+#define V_MAX_GROUP avx2_max_group
+#define V_BCAST_ROW(v, g) _mm256_permutevar8x32_ps((v), _mm256_set1_epi32(4 * (g)))
+#define V_SQRT _mm256_sqrt_ps
+#define V_HMAX_ALL avx2_hmax_all
 #define V_SCALE2K avx2_scale2k
 #define V_IMAX_REDUCE avx2_imax_reduce
 #define V_HSUM_TREE avx2_hsum_tree

@@ -20,6 +20,7 @@ typedef __m512i VI;
 #define V_NAME "avx512"
 #define V_LOAD(p) _mm512_loadu_ps(p)
 #define V_STORE(p, v) _mm512_storeu_ps((p), (v))
+#define V_STREAM(p, v) _mm512_stream_ps((p), (v)) /* p 64-byte aligned */
 #define V_SET1(x) _mm512_set1_ps(x)
 #define V_ZERO() _mm512_setzero_ps()
 #define V_ADD _mm512_add_ps
@@ -77,6 +78,49 @@ static inline void avx512_store_tail(float *p, size_t r, __m512 v) {
     _mm512_mask_storeu_ps(p, (__mmask16)((1u << r) - 1u), v);
 }
 
+/* Every lane the greatest of v's lanes by x86's max (which of +-0, and
+ * whether a NaN survives, depends on the lanes' order). */
+static inline __m512 avx512_hmax_all(__m512 v) {
+    v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* Four short rows at a time (ops_simd.h's row groups): r[g] is row g's
+ * tree lanes folded into one register (p[0 .. 16)). The tree's steps 8, 4,
+ * 2, 1 run on the four rows together, p[i] + p[i + s] with the lower lane
+ * on the left as in avx512_hsum_tree; row g's sum ends in lane 4 g. */
+#define V_GROUP 4
+static inline __m512 avx512_tree_group(const __m512 r[4]) {
+    __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(r[2], r[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(r[2], r[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* ab: a's p[0..8) then b's; step 4 takes blocks 0 and 2 against 1 and 3 */
+    __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+    s = _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 1, 1, 1)));
+}
+
+/* The same shape with max: row g's greatest lane (as V_HMAX_ALL) in lane 4 g. */
+static inline __m512 avx512_max_group(const __m512 r[4]) {
+    __m512 ab = _mm512_max_ps(_mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 cd = _mm512_max_ps(_mm512_shuffle_f32x4(r[2], r[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_f32x4(r[2], r[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 s = _mm512_max_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+    s = _mm512_max_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_max_ps(s, _mm512_permute_ps(s, _MM_SHUFFLE(1, 1, 1, 1)));
+}
+
+#define V_TREE_GROUP avx512_tree_group
+#define V_MAX_GROUP avx512_max_group
+#define V_BCAST_ROW(v, g) _mm512_permutexvar_ps(_mm512_set1_epi32(4 * (g)), (v))
+#define V_SQRT _mm512_sqrt_ps
+#define V_HMAX_ALL avx512_hmax_all
 #define V_IMAX_REDUCE _mm512_reduce_max_epi32
 #define V_HSUM_TREE avx512_hsum_tree
 #define V_LOAD_TAIL avx512_load_tail

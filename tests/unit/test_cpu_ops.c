@@ -317,6 +317,152 @@ Test(cpu_ops_identity, softmax_short_rows) {
     }
 }
 
+/* Short rows go several at a time (ops_simd.h's row groups, in a software
+ * pipeline of groups): every length up to one tree block and just past it, at row
+ * counts that fill the groups exactly, leave a tail of single rows, and
+ * hold one special row (NaN, +Inf, only -Inf, only -0, +-0) in a group, through the
+ * executor at every level and thread count, for softmax, layernorm and
+ * rmsnorm. */
+Test(cpu_ops_identity, short_rows_in_groups) {
+    static const uint32_t row_counts[] = {8, 9, 16, 23, 40};
+    static const bib_kernel_t kernels[] = {BIB_KERNEL_SOFTMAX, BIB_KERNEL_LAYERNORM,
+                                           BIB_KERNEL_RMSNORM};
+    for (uint32_t n = 1; n <= BIB_TREE_LANES + 2; n++)
+        for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
+            uint32_t rows = row_counts[rc];
+            float *x = random_f32((size_t)rows * n, 30.0f, false);
+            float *g = random_f32(n, 2.0f, false), *b = random_f32(n, 2.0f, false);
+            uint32_t special = (uint32_t)(next_u32() % rows);
+            switch (next_u32() % 5) {
+            case 0:
+                x[(size_t)special * n + n / 2] = bib_f32_from_bits(0xFFC00001u);
+                break;
+            case 1:
+                x[(size_t)special * n + n - 1] = INFINITY;
+                break;
+            case 2:
+                for (uint32_t j = 0; j < n; j++)
+                    x[(size_t)special * n + j] = -INFINITY;
+                break;
+            case 3: /* a sum of -0: +0 only through the tree's +0 start */
+                for (uint32_t j = 0; j < n; j++)
+                    x[(size_t)special * n + j] = -0.0f;
+                break;
+            default:
+                for (uint32_t j = 0; j < n; j++)
+                    x[(size_t)special * n + j] = j % 2 ? -0.0f : 0.0f;
+            }
+            g[0] = -0.0f, b[0] = -0.0f; /* -0 * ... + -0 keeps signs in view */
+            for (size_t k = 0; k < 3; k++) {
+                bib_call_t call = {.kernel = kernels[k],
+                                   .out = view2(NULL, BIB_DTYPE_F32, rows, n),
+                                   .in = {view2(x, BIB_DTYPE_F32, rows, n),
+                                          view1(g, BIB_DTYPE_F32, n), view1(b, BIB_DTYPE_F32, n)},
+                                   .f = {kernels[k] == BIB_KERNEL_RMSNORM ? 1e-6f : 1e-5f}};
+                char what[64];
+                snprintf(what, sizeof what, "kernel %d [%u,%u], row %u special", kernels[k], rows,
+                         n, special);
+                check_identity(what, call, (size_t)rows * n * 4);
+            }
+            free(x), free(g), free(b);
+        }
+}
+
+/* Short norm rows skip canonicalization when no output can be NaN (finite
+ * gamma and beta, eps > 0, a finite denominator). The cases next to that
+ * bound, in groups, against the reference: an infinite gamma, a NaN beta,
+ * eps of 0 with a constant row (0 / 0), a negative eps, a row whose
+ * deviations overflow, a tiny denominator. */
+Test(cpu_ops_identity, short_norm_rows_near_the_nan_bound) {
+    enum { ROWS = 16 };
+    static const float eps_values[] = {1e-5f, 0.0f, -1e-3f, 1e-38f};
+    for (uint32_t n = 1; n <= BIB_TREE_LANES; n += (n < 16 ? 1 : 16))
+        for (int variant = 0; variant < 4; variant++)
+            for (size_t e = 0; e < sizeof eps_values / sizeof eps_values[0]; e++) {
+                float *x = random_f32((size_t)ROWS * n, 3.0f, false);
+                float *g = random_f32(n, 2.0f, false), *b = random_f32(n, 2.0f, false);
+                for (uint32_t j = 0; j < n; j++)
+                    x[3 * n + j] = 0.5f; /* a constant row: var 0 */
+                for (uint32_t j = 0; j < n; j++)
+                    x[5 * n + j] = j % 2 ? 3e38f : -3e38f; /* d * d overflows */
+                for (uint32_t j = 0; j < n; j++)
+                    x[9 * n + j] = 1e-30f * (float)(j % 3); /* d * d underflows */
+                if (variant == 1)
+                    g[n - 1] = INFINITY;
+                if (variant == 2)
+                    b[n / 2] = bib_f32_from_bits(0x7FC00123u);
+                if (variant == 3)
+                    g[0] = 0.0f, g[n - 1] = 3e38f;
+                for (int k = 0; k < 2; k++) {
+                    bib_call_t call = {.kernel = k ? BIB_KERNEL_RMSNORM : BIB_KERNEL_LAYERNORM,
+                                       .out = view2(NULL, BIB_DTYPE_F32, ROWS, n),
+                                       .in = {view2(x, BIB_DTYPE_F32, ROWS, n),
+                                              view1(g, BIB_DTYPE_F32, n),
+                                              view1(b, BIB_DTYPE_F32, n)},
+                                       .f = {eps_values[e]}};
+                    char what[80];
+                    snprintf(what, sizeof what, "%s [%u,%u] variant %d eps %g",
+                             k ? "rmsnorm" : "layernorm", ROWS, n, variant, eps_values[e]);
+                    check_identity(what, call, (size_t)ROWS * n * 4);
+                }
+                free(x), free(g), free(b);
+            }
+}
+
+/* The rows functions with stream on (non-temporal stores, which the
+ * executor picks for large outputs only) and off, against the scalar
+ * reference: outputs aligned and at offsets from a vector's alignment, in
+ * place and not, short and long rows, rows of whole vectors (which softmax
+ * streams one row behind its exp pass), rows longer than softmax's stack
+ * buffers. */
+Test(cpu_ops_identity, rows_functions_streamed_and_cached) {
+    static const uint32_t lengths[] = {1,   15,  16,   17,   48,   63,   64,  65,
+                                       100, 128, 1000, 4096, 4097, 4112, 5000};
+    static const uint32_t offsets[] = {0, 1, 3, 8, 15};
+    enum { ROWS = 11 };
+    const bib_cpu_rowops_t *sc = &bib_cpu_rowops_scalar;
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        uint32_t n = lengths[li];
+        size_t count = (size_t)ROWS * n;
+        float *x = random_f32(count, 20.0f, true);
+        float *g = random_f32(n, 2.0f, false), *b = random_f32(n, 2.0f, false);
+        float *ref = malloc(count * 4 * 3);
+        for (uint32_t r = 0; r < ROWS; r++) {
+            const float *xr = x + (size_t)r * n;
+            sc->softmax(xr, ref + (size_t)r * n, n);
+            sc->layernorm(xr, g, b, 1e-5f, ref + count + (size_t)r * n, n);
+            sc->rmsnorm(xr, g, 1e-6f, ref + 2 * count + (size_t)r * n, n);
+        }
+        float *buf = aligned_alloc(64, ((count + 32) * 4 + 63) / 64 * 64);
+        for (int level = 0; level <= (int)best_level(); level++) {
+            const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
+            for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++)
+                for (int stream = 0; stream < 2; stream++)
+                    for (int in_place = 0; in_place < 2; in_place++)
+                        for (int k = 0; k < 3; k++) {
+                            uint32_t offset = offsets[oi];
+                            float *y = buf + offset;
+                            const float *src = x;
+                            if (in_place) {
+                                memcpy(y, x, count * 4);
+                                src = y;
+                            }
+                            if (k == 0)
+                                ro->softmax_rows(src, y, n, ROWS, stream);
+                            else if (k == 1)
+                                ro->layernorm_rows(src, g, b, 1e-5f, y, n, ROWS, stream);
+                            else
+                                ro->rmsnorm_rows(src, g, 1e-6f, y, n, ROWS, stream);
+                            cr_assert_eq(memcmp(y, ref + k * count, count * 4), 0,
+                                         "%s: rows function %d, n %u, offset %u, stream %d, in "
+                                         "place %d",
+                                         ro->name, k, n, offset, stream, in_place);
+                        }
+        }
+        free(x), free(g), free(b), free(ref), free(buf);
+    }
+}
+
 Test(cpu_ops_identity, matmul_bias_and_activations) {
     static const uint32_t mnk[][3] = {{1, 1, 1}, {7, 33, 5}, {33, 7, 1023}, {64, 130, 17}};
     for (size_t s = 0; s < 4; s++)
@@ -1113,6 +1259,40 @@ Test(cpu_ops_math, row_results_do_not_depend_on_the_batch) {
         free(all), free(one);
     }
     free(x), free(gb);
+}
+
+/* The same for short rows, which run in groups in a batch and one by one
+ * alone: softmax, layernorm and rmsnorm over rows of 64 and 40. */
+Test(cpu_ops_math, short_row_results_do_not_depend_on_the_batch) {
+    enum { ROWS = 37 };
+    static const uint32_t lengths[2] = {64, 40};
+    static const bib_kernel_t kernels[3] = {BIB_KERNEL_SOFTMAX, BIB_KERNEL_LAYERNORM,
+                                            BIB_KERNEL_RMSNORM};
+    for (int li = 0; li < 2; li++) {
+        uint32_t n = lengths[li];
+        float *x = random_f32((size_t)ROWS * n, 40.0f, false), *g = random_f32(n, 2.0f, false),
+              *b = random_f32(n, 2.0f, false);
+        float *all = malloc((size_t)ROWS * n * 4), *one = malloc(n * 4);
+        for (int k = 0; k < 3; k++) {
+            bib_call_t call = {.kernel = kernels[k],
+                               .out = view2(all, BIB_DTYPE_F32, ROWS, n),
+                               .in = {view2(x, BIB_DTYPE_F32, ROWS, n), view1(g, BIB_DTYPE_F32, n),
+                                      view1(b, BIB_DTYPE_F32, n)},
+                               .f = {1e-5f}};
+            env_t e;
+            env_open(&e, best_level(), 2);
+            cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+            for (uint32_t r = 0; r < ROWS; r++) {
+                call.out = view2(one, BIB_DTYPE_F32, 1, n);
+                call.in[0] = view2(x + (size_t)r * n, BIB_DTYPE_F32, 1, n);
+                cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK);
+                cr_assert_eq(memcmp(one, all + (size_t)r * n, n * 4), 0, "kernel %d n %u row %u",
+                             kernels[k], n, r);
+            }
+            env_close(&e);
+        }
+        free(all), free(one), free(x), free(g), free(b);
+    }
 }
 
 /* The vector forms of ERF and GELU_ERF (both branches on every lane, then a
