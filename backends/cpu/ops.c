@@ -347,8 +347,8 @@ static void task_layernorm(void *arg, size_t begin, size_t end, uint32_t chunk) 
 static void task_rmsnorm(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     rows_t t = task_rows(arg);
-    t.ro->rmsnorm_rows(t.x + begin * t.n, view_f32(&t.c->in[1]), t.c->f[0], t.y + begin * t.n,
-                       t.n, end - begin, t.stream);
+    t.ro->rmsnorm_rows(t.x + begin * t.n, view_f32(&t.c->in[1]), t.c->f[0], t.y + begin * t.n, t.n,
+                       end - begin, t.stream);
 }
 
 static void task_reduce(void *arg, size_t begin, size_t end, uint32_t chunk) {
