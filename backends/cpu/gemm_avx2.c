@@ -25,6 +25,7 @@
 #define VCANON(v, nan) _mm256_blendv_ps(v, nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q))
 #define TILE_PREFETCH(c, rows, ldc)
 
+#define B_PREFETCH(bp)
 #include "backends/cpu/gemm_tile.h"
 
 KERNEL(1)

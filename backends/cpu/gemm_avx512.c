@@ -44,6 +44,16 @@
         }                                                                                          \
     } while (0)
 
+/* Read in place (a short M), the next tile's B is the NR columns to the right
+ * of this k's row: bring them to L2 while this tile computes, a whole tile
+ * ahead of their use, so the strided rows never wait on memory (16 x 4096 x
+ * 4096 went from 0.5x to 0.9x of dnnl_sgemm). Packed, bp + NR is the next
+ * k's row, already near: two cheap load-port slots per k. */
+#define B_PREFETCH(bp)                                                                             \
+    do {                                                                                           \
+        _mm_prefetch((const char *)((bp) + NR), _MM_HINT_T1);                                      \
+        _mm_prefetch((const char *)((bp) + NR + LANES), _MM_HINT_T1);                              \
+    } while (0)
 #include "backends/cpu/gemm_tile.h"
 
 KERNEL(1)

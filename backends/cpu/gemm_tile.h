@@ -17,6 +17,7 @@
  *   VCANON(v, nan)  v with its NaN lanes replaced by nan
  *   VNAN()          the canonical NaN in every lane
  *   TILE_PREFETCH(c, rows, ldc)   what to prefetch before the k loop (may be empty)
+ *   B_PREFETCH(bp)  what to prefetch beside each k's row of B (may be empty)
  */
 
 static inline __attribute__((always_inline)) void
@@ -37,6 +38,7 @@ tile(const int rows, size_t kc, const float *restrict ap, const float *restrict 
     TILE_PREFETCH(c, rows, ldc);
     for (size_t p = 0; p < kc; p++) {
         VEC b0 = VLOAD(bp), b1 = VLOAD(bp + LANES);
+        B_PREFETCH(bp);
         UNROLL for (int i = 0; i < rows; i++) {
             VEC a = VBCAST(ap + i);
             c0[i] = VFMA(a, b0, c0[i]);
