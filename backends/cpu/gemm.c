@@ -59,13 +59,22 @@ void bib_gemm_f32_reference(const bib_gemm_t *g) {
 
 /* ---- packing ------------------------------------------------------------ */
 
-/* A[i0 .. i0+mc)[p0 .. p0+kc) into panels of [kc][rows]: mr rows each, the
- * last one the rows that are left (its kernel runs that many rows). */
+/* The rows of pass `t` when mc rows run as ceil(mc / mr) passes of at most mr
+ * rows, as even as they come (16 is 8 + 8, not 14 + 2: a short pass is bound
+ * by its loads, not its fmas). Which rows share a pass never changes a bit. */
+static size_t pass_rows(size_t mc, uint32_t mr, size_t t) {
+    size_t passes = (mc + mr - 1) / mr;
+    return mc / passes + (t < mc % passes ? 1 : 0);
+}
+
+/* A[i0 .. i0+mc)[p0 .. p0+kc) into panels of [kc][rows], one per pass
+ * (pass_rows; its kernel runs that many rows). */
 static void pack_a(const bib_gemm_t *g, size_t i0, size_t mc, size_t p0, size_t kc, uint32_t mr,
                    float *restrict out) {
     const float *src[BIB_GEMM_MAX_MR];
-    for (size_t ir = 0; ir < mc; ir += mr) {
-        size_t rows = mc - ir < mr ? mc - ir : mr;
+    size_t rows;
+    for (size_t ir = 0, t = 0; ir < mc; ir += rows, t++) {
+        rows = pass_rows(mc, mr, t);
         for (size_t r = 0; r < rows; r++)
             src[r] = g->a + (i0 + ir + r) * g->lda + p0;
         for (size_t p = 0; p < kc; p++)
@@ -268,8 +277,9 @@ static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t 
                     const float *bias = (flags & BIB_GEMM_KERNEL_FINISH) && g->bias != NULL
                                             ? g->bias + jc + jr
                                             : NULL;
-                    for (size_t ir = 0; ir < mc; ir += mr) {
-                        size_t rows = mc - ir < mr ? mc - ir : mr;
+                    size_t rows;
+                    for (size_t ir = 0, t = 0; ir < mc; ir += rows, t++) {
+                        rows = pass_rows(mc, mr, t);
                         const float *ap = s->a + ir * kc;
                         float *c = g->c + (ic + ir) * g->ldc + jc + jr;
                         if (cols == nr)

@@ -226,6 +226,17 @@ Test(gemm, every_row_count_matches_reference) {
     }
 }
 
+/* Past the direct-B rows (B packed, on one thread) and past one mc block, so
+ * the last block's rows run as 1 .. 2 x mr rows split into even passes (16 as
+ * 8 + 8), across a K-block edge and an edge tile. */
+Test(gemm, every_pass_split_matches_reference_with_packed_b, .timeout = 60) {
+    for (size_t m = 337; m <= 365; m++) {
+        problem_t p = {.m = m, .n = 45, .k = 390};
+        for (int level = BIB_CPU_LEVEL_SCALAR; level <= (int)best_level(); level++)
+            check_level(&p, (bib_cpu_level_t)level, 600 + m);
+    }
+}
+
 static void check_all_levels(const problem_t *p, uint64_t seed) {
     for (int level = BIB_CPU_LEVEL_SCALAR; level <= (int)best_level(); level++)
         check_level(p, (bib_cpu_level_t)level, seed);
