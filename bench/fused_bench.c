@@ -29,29 +29,9 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "bench/timing.h"
 
 #define MAX_RUNS 99
-
-/* BENCH_CLOCK=cpu times by the process's CPU time instead of the wall clock:
- * on one thread (BIB_THREADS=1), on a machine shared with other work, that
- * counts only the time the benchmark ran. */
-static clockid_t bench_clock = CLOCK_MONOTONIC;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(bench_clock, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static uint64_t fnv1a(const void *p, size_t bytes) {
     const unsigned char *b = p;

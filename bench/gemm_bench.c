@@ -34,38 +34,17 @@
 #include "backends/cpu/cpufeatures.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/threadpool.h"
+#include "bench/timing.h"
 
 #include <mimalloc.h>
 
 /* libgomp's, which oneDNN's Debian build runs on. */
 void omp_set_num_threads(int threads);
 
-/* GEMM_BENCH_CLOCK=cpu times by the process's CPU time instead of the wall
- * clock: on one thread, on a machine shared with other work, that counts only
- * the time the benchmark ran. */
-static clockid_t bench_clock = CLOCK_MONOTONIC;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(bench_clock, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Both libraries' idle workers spin for a while before they sleep; let them
  * settle so neither timing pays for the other's spinning threads. */
 static void settle(void) {
     usleep(300 * 1000);
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v; the median and the best (shortest) time. */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Deterministic inputs in [-1, 1). */
