@@ -17,8 +17,9 @@
  * header line names the kernel it ran (openblas_get_corename).
  *
  * For each shape it prints the median and the best GFLOP/s of BIB and of the
- * peer (each after one untimed call, so page faults and first-call costs are
- * excluded: this is the steady state), their ratios, and whether BIB's result
+ * peer over runs of at least 20 ms each (back-to-back calls where one call is
+ * shorter), each after one untimed call (so page faults and first-call costs
+ * are excluded: this is the steady state), their ratios, and whether BIB's result
  * has the bits of the scalar reference (checked up to 2^30 multiply-adds). On
  * a machine shared with other work the best is the steadier figure. "first"
  * is BIB's first call on a freshly allocated C (page faults and all) over
@@ -46,6 +47,9 @@ void omp_set_num_threads(int threads);
 static void settle(void) {
     usleep(300 * 1000);
 }
+
+/* The least time one timed run lasts, in seconds (several calls if need be). */
+#define SAMPLE_S 0.02
 
 /* Deterministic inputs in [-1, 1). */
 static void fill(float *x, size_t count, uint64_t seed) {
@@ -172,14 +176,19 @@ int main(int argc, char **argv) {
         settle();
         double t0 = now();
         bib_gemm_f32(pool, level, &g); /* the first call: C's page faults, cold caches */
-        double first = flops / (now() - t0) / 1e9;
+        double first_s = now() - t0, first = flops / first_s / 1e9;
+        /* A run is enough back-to-back calls to last SAMPLE_S: a 256^3 call
+         * takes 0.1 ms, and a few lone calls after settle() time the caches
+         * and the clock warming up rather than the steady state. */
+        int calls = first_s >= SAMPLE_S ? 1 : (int)(SAMPLE_S / first_s) + 1;
         for (int r = 0; r < runs; r++) {
             double t = now();
-            if (bib_gemm_f32(pool, level, &g) != BIB_OK) {
-                fprintf(stderr, "gemm_bench: out of memory at %zux%zux%zu\n", m, n, k);
-                return 1;
-            }
-            times[r] = now() - t;
+            for (int i = 0; i < calls; i++)
+                if (bib_gemm_f32(pool, level, &g) != BIB_OK) {
+                    fprintf(stderr, "gemm_bench: out of memory at %zux%zux%zu\n", m, n, k);
+                    return 1;
+                }
+            times[r] = (now() - t) / calls;
         }
         double bib = flops / median(times, runs) / 1e9, bib_best = flops / times[0] / 1e9;
 
@@ -190,8 +199,9 @@ int main(int argc, char **argv) {
         }
         for (int r = 0; r < runs; r++) {
             double t = now();
-            peer_sgemm(peer, m, n, k, a, b, ref);
-            times[r] = now() - t;
+            for (int i = 0; i < calls; i++)
+                peer_sgemm(peer, m, n, k, a, b, ref);
+            times[r] = (now() - t) / calls;
         }
         double other = flops / median(times, runs) / 1e9, other_best = flops / times[0] / 1e9;
 

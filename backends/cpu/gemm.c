@@ -69,12 +69,18 @@ static size_t pass_rows(size_t mc, uint32_t mr, size_t t) {
 
 /* A[i0 .. i0+mc)[p0 .. p0+kc) into panels of [kc][rows], one per pass
  * (pass_rows; its kernel runs that many rows). */
-static void pack_a(const bib_gemm_t *g, size_t i0, size_t mc, size_t p0, size_t kc, uint32_t mr,
-                   float *restrict out) {
+static void pack_a(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, size_t i0, size_t mc,
+                   size_t p0, size_t kc, float *restrict out) {
+    const uint32_t mr = kd->mr;
     const float *src[BIB_GEMM_MAX_MR];
     size_t rows;
     for (size_t ir = 0, t = 0; ir < mc; ir += rows, t++) {
         rows = pass_rows(mc, mr, t);
+        if (kd->pack_a != NULL) {
+            kd->pack_a(g->a + (i0 + ir) * g->lda + p0, g->lda, rows, kc, out);
+            out += kc * rows;
+            continue;
+        }
         for (size_t r = 0; r < rows; r++)
             src[r] = g->a + (i0 + ir + r) * g->lda + p0;
         for (size_t p = 0; p < kc; p++)
@@ -201,7 +207,7 @@ static bool scratch_for(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, size_t
         kc = 1;
     size_t mc = rows < kd->mc ? rows : kd->mc;
     size_t nc = round_up(cols < kd->nc ? cols : kd->nc, kd->nr);
-    size_t fa = round_up(mc * kc, ALIGN / sizeof(float));
+    size_t fa = round_up(mc * kc + BIB_GEMM_PACK_SLACK, ALIGN / sizeof(float));
     size_t fb = round_up(kc * nc, ALIGN / sizeof(float));
     size_t ft = (size_t)kd->mr * kd->nr;
     float *base = scratch_get(fa + fb + ft + kd->nr);
@@ -265,7 +271,7 @@ static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t 
                 pack_b(g, p0, kc, jc + nc / nr * nr, nc % nr, nr, s->b + nc / nr * nr * kc);
             for (size_t ic = m0; ic < m1; ic += kd->mc) {
                 size_t mc = m1 - ic < kd->mc ? m1 - ic : kd->mc;
-                pack_a(g, ic, mc, p0, kc, mr, s->a);
+                pack_a(g, kd, ic, mc, p0, kc, s->a);
                 for (size_t jr = 0; jr < nc; jr += nr) {
                     size_t cols = nc - jr < nr ? nc - jr : nr;
                     const float *bp = s->b + jr * kc;

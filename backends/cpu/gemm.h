@@ -87,6 +87,12 @@ typedef void (*bib_gemm_kernel_fn)(size_t kc, const float *ap, const float *bp, 
 typedef void (*bib_gemm_gemv_fn)(size_t n, size_t k, const float *a, const float *b, size_t ldb,
                                  float *c, const float *bias);
 
+/* Packs one pass of A: out[p * rows + r] = a[r * lda + p] for p < kc and
+ * r < rows (rows <= mr). It may write up to BIB_GEMM_PACK_SLACK floats past
+ * the panel, which the caller provides and owns. */
+#define BIB_GEMM_PACK_SLACK 16
+typedef void (*bib_gemm_pack_a_fn)(const float *a, size_t lda, size_t rows, size_t kc, float *out);
+
 #define BIB_GEMM_MAX_MR 14
 
 typedef struct bib_gemm_kernel {
@@ -95,6 +101,7 @@ typedef struct bib_gemm_kernel {
     uint32_t kc, mc, nc; /* cache blocks: kc x nr of B in L1, mc x kc of A in L2, kc x nc of B */
     bib_gemm_kernel_fn kernels[BIB_GEMM_MAX_MR + 1]; /* [rows], rows = 1 .. mr */
     bib_gemm_gemv_fn gemv;                           /* nullable: rows of one use the tiles */
+    bib_gemm_pack_a_fn pack_a;                       /* nullable: the scalar copy */
 } bib_gemm_kernel_t;
 
 extern const bib_gemm_kernel_t bib_gemm_kernel_avx2;

@@ -7,14 +7,17 @@
  * One kernel per row count (1 .. 14), all from the template in gemm_tile.h, so a short M
  * (a decoder's few tokens, the last rows of a tall M) costs its own rows only.
  *
- * Zen 4 runs one zmm fma per cycle (two 256-bit pipes) with a latency of 4:
- * 28 independent chains hide it, and per k the 16 loads (2 rows of B, 14
- * broadcasts of A) fit the load ports beside the 28 fmas.
+ * Zen 4 runs one zmm fma per cycle (two 256-bit pipes), Zen 5 two, with a
+ * latency of 4: 28 independent chains hide it, and per k the 16 loads (2 rows
+ * of B, 14 broadcasts of A) fit the load ports beside the 28 fmas.
  *
- * Blocks (Zen 4: 32 KiB L1d, 1 MiB L2), chosen by measurement against
- * dnnl_sgemm: kc 384 (a K block is long, so C's tiles are reloaded
- * rarely; B's 48 KiB micro-panel streams from L2), mc 336 (A's 504 KiB
- * block stays in L2 beside it), nc 4096 (A packed once per K block). */
+ * Blocks, chosen by measurement against dnnl_sgemm on a Zen 5 (48 KiB L1d,
+ * 1 MiB L2; bench/RESULTS.md): kc 768 (C's tiles are loaded and stored once
+ * per K block, so a long block pays that rarely; B's micro-panel streams from
+ * L2: 384 gave 0.86-0.88x of dnnl_sgemm at 2048 and 4096, 768 0.92-0.95x),
+ * mc 336, nc 2048 (A packed twice per K block at n = 4096; B's packed block,
+ * 6 MiB, is one per thread and shares the L3). A is packed by a 16 x 16
+ * register transpose (pack_a below). */
 #include "backends/cpu/gemm.h"
 
 #include <immintrin.h>
@@ -74,10 +77,10 @@ KERNEL(14)
 /* One row: c[0, n) = a[0, k) . B[k][n], B read in place. A GEMV is bound by
  * reading B once, so B is read as it lies, GEMV_ROWS rows at a time, each a
  * sequential stream the prefetchers follow; the accumulators live in c (in
- * L1: a block of GEMV_COLS columns) between those steps, exactly as a K block
+ * L2: a block of GEMV_COLS columns) between those steps, exactly as a K block
  * leaves them, so each output is still one fma chain over k ascending. */
-#define GEMV_ROWS 8
-#define GEMV_COLS 2048
+#define GEMV_ROWS 16 /* 8 gave 0.88x of dnnl_sgemm at 1 x 4096 x 4096, 0.69x at N = 11008 */
+#define GEMV_COLS 16384
 
 static void gemv(size_t n, size_t k, const float *restrict a, const float *restrict b, size_t ldb,
                  float *restrict c, const float *restrict bias) {
@@ -95,7 +98,7 @@ static void gemv(size_t n, size_t k, const float *restrict a, const float *restr
                     cols - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - j)) - 1u);
                 __m512 acc = p0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, cb + j);
                 if (rows == GEMV_ROWS) {
-                    _Pragma("GCC unroll 8") for (size_t t = 0; t < GEMV_ROWS; t++) acc =
+                    _Pragma("GCC unroll 16") for (size_t t = 0; t < GEMV_ROWS; t++) acc =
                         _mm512_fmadd_ps(av[t], _mm512_maskz_loadu_ps(m, bb + t * ldb + j), acc);
                 } else {
                     for (size_t t = 0; t < rows; t++)
@@ -117,14 +120,70 @@ static void gemv(size_t n, size_t k, const float *restrict a, const float *restr
     }
 }
 
+#define UNROLL16 _Pragma("GCC unroll 16")
+
+/* The 16 x 16 transpose of r[0..16) in place: r[q] becomes column q. Four
+ * rounds of in-lane and cross-lane shuffles, 64 in all. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    UNROLL16 for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4g + c], lane l: rows 4g .. 4g+3 at column 4l + c */
+    UNROLL16 for (int g = 0; g < 4; g++) {
+        __m512d lo = _mm512_castps_pd(t[4 * g]), hi = _mm512_castps_pd(t[4 * g + 1]);
+        __m512d lo2 = _mm512_castps_pd(t[4 * g + 2]), hi2 = _mm512_castps_pd(t[4 * g + 3]);
+        r[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, lo2));
+        r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, lo2));
+        r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi, hi2));
+        r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi, hi2));
+    }
+    UNROLL16 for (int c = 0; c < 4; c++) {
+        t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+        t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+    }
+    UNROLL16 for (int c = 0; c < 4; c++) {
+        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);
+        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xdd);
+    }
+}
+
+/* One pass's A panel: out[p * rows + r] = a[r * lda + p]. Sixteen k's at a
+ * time: each row's 16 floats are one load, a 16 x 16 transpose turns them
+ * into the 16 k's, and each k's rows are one store of 16 lanes whose last
+ * 16 - rows lanes the next store overwrites (the caller leaves 16 floats of
+ * slack past the panels). The scalar transposing copy read one float of each
+ * row in turn: at 256 x 256 it took a sixth of the time. */
+static void pack_a(const float *restrict a, size_t lda, size_t rows, size_t kc,
+                   float *restrict out) {
+    size_t p = 0;
+    for (; p + 16 <= kc; p += 16) {
+        __m512 r[16];
+        UNROLL16 for (size_t i = 0; i < 16; i++) r[i] =
+            _mm512_maskz_loadu_ps(i < rows ? 0xFFFF : 0, a + (i < rows ? i : 0) * lda + p);
+        transpose16(r);
+        float *dst = out + p * rows;
+        UNROLL16 for (size_t q = 0; q < 16; q++) _mm512_storeu_ps(dst + q * rows, r[q]);
+    }
+    for (; p < kc; p++)
+        for (size_t i = 0; i < rows; i++)
+            out[p * rows + i] = a[i * lda + p];
+}
+
 const bib_gemm_kernel_t bib_gemm_kernel_avx512 = {
     .name = "avx512 14x32",
     .mr = MR,
     .nr = NR,
-    .kc = 384,
+    .kc = 768,
     .mc = MR * 24,
-    .nc = 4096,
+    .nc = 2048,
     .kernels = {NULL, kernel_1, kernel_2, kernel_3, kernel_4, kernel_5, kernel_6, kernel_7,
                 kernel_8, kernel_9, kernel_10, kernel_11, kernel_12, kernel_13, kernel_14},
+    .pack_a = pack_a,
     .gemv = gemv,
 };

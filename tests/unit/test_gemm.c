@@ -183,17 +183,19 @@ static void require_level(bib_cpu_level_t level) {
 }
 
 /* Shapes around every tile and block edge of both kernels (mr 6/14, nr
- * 16/32, kc 256/384, mc 144/336, nc 1024/4096), plus the direct-B path (up
- * to 128 rows a thread) on both sides of its edge. */
+ * 16/32, kc 256/768, mc 144/336, nc 1024/2048), the direct-B path (up to 128
+ * rows a thread) on both sides of its edge, the GEMV's blocks (16 rows of B,
+ * 16384 columns) and the AVX-512 A packing (16 k's at a time, then the rest). */
 static const problem_t shapes[] = {
-    {.m = 1, .n = 1, .k = 1},       {.m = 7, .n = 7, .k = 7},      {.m = 33, .n = 33, .k = 33},
-    {.m = 1, .n = 100, .k = 300},   {.m = 100, .n = 1, .k = 300},  {.m = 14, .n = 32, .k = 256},
-    {.m = 15, .n = 33, .k = 257},   {.m = 6, .n = 16, .k = 5},     {.m = 5, .n = 300, .k = 17},
-    {.m = 300, .n = 5, .k = 600},   {.m = 57, .n = 1100, .k = 40}, {.m = 337, .n = 513, .k = 520},
-    {.m = 1023, .n = 130, .k = 65}, {.m = 29, .n = 70, .k = 0},    {.m = 64, .n = 64, .k = 1},
-    {.m = 56, .n = 96, .k = 300},   {.m = 128, .n = 70, .k = 385}, {.m = 129, .n = 70, .k = 769},
-    {.m = 337, .n = 40, .k = 385},  {.m = 3, .n = 4100, .k = 5},   {.m = 2, .n = 4127, .k = 131},
-    {.m = 1, .n = 4130, .k = 17},
+    {.m = 1, .n = 1, .k = 1},       {.m = 7, .n = 7, .k = 7},       {.m = 33, .n = 33, .k = 33},
+    {.m = 1, .n = 100, .k = 300},   {.m = 100, .n = 1, .k = 300},   {.m = 14, .n = 32, .k = 256},
+    {.m = 15, .n = 33, .k = 257},   {.m = 6, .n = 16, .k = 5},      {.m = 5, .n = 300, .k = 17},
+    {.m = 300, .n = 5, .k = 600},   {.m = 57, .n = 1100, .k = 40},  {.m = 337, .n = 513, .k = 520},
+    {.m = 1023, .n = 130, .k = 65}, {.m = 29, .n = 70, .k = 0},     {.m = 64, .n = 64, .k = 1},
+    {.m = 56, .n = 96, .k = 300},   {.m = 128, .n = 70, .k = 385},  {.m = 129, .n = 70, .k = 769},
+    {.m = 337, .n = 40, .k = 385},  {.m = 3, .n = 4100, .k = 5},    {.m = 2, .n = 4127, .k = 131},
+    {.m = 1, .n = 4130, .k = 17},   {.m = 1, .n = 16390, .k = 33},  {.m = 150, .n = 70, .k = 1537},
+    {.m = 29, .n = 45, .k = 770},   {.m = 200, .n = 2081, .k = 40}, {.m = 45, .n = 40, .k = 53},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -264,6 +266,7 @@ Test(gemm, leading_dimensions_wider_than_rows_are_respected) {
         {.m = 40, .n = 50, .k = 64, .lda = 256, .ldb = 77, .ldc = 53},
         {.m = 40, .n = 50, .k = 64, .lda = 256, .ldb = 256, .ldc = 256, .b_transposed = true},
         {.m = 3, .n = 70, .k = 30, .lda = 31, .ldb = 71, .ldc = 99},
+        {.m = 300, .n = 50, .k = 53, .lda = 67, .ldb = 51, .ldc = 50},
     };
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         check_all_levels(&ps[i], 400 + i);
