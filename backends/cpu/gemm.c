@@ -257,7 +257,7 @@ static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t 
         return;
     }
     const bool direct_b = !g->b_transposed && m1 - m0 <= DIRECT_B_MAX_ROWS;
-    const size_t kblock = k_block(g->k, kd->kc);
+    const size_t kblock = k_block(g->k, direct_b && kd->kc_direct != 0 ? kd->kc_direct : kd->kc);
     for (size_t jc = n0; jc < n1; jc += kd->nc) {
         size_t nc = n1 - jc < kd->nc ? n1 - jc : kd->nc;
         size_t p0 = 0;

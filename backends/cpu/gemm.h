@@ -99,6 +99,7 @@ typedef struct bib_gemm_kernel {
     const char *name;
     uint32_t mr, nr;     /* register tile */
     uint32_t kc, mc, nc; /* cache blocks: kc x nr of B in L1, mc x kc of A in L2, kc x nc of B */
+    uint32_t kc_direct;  /* kc when B is read in place (a short M); 0: kc. At most kc. */
     bib_gemm_kernel_fn kernels[BIB_GEMM_MAX_MR + 1]; /* [rows], rows = 1 .. mr */
     bib_gemm_gemv_fn gemv;                           /* nullable: rows of one use the tiles */
     bib_gemm_pack_a_fn pack_a;                       /* nullable: the scalar copy */
