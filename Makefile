@@ -102,7 +102,7 @@ all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$
 DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.4 python3-numpy \
                libvulkan-dev glslc libshaderc-dev mesa-vulkan-drivers vulkan-validationlayers \
                libedit-dev gnuplot-nox clang-format g++ pkgconf \
-               openmpi-bin libopenmpi-dev \
+               openmpi-bin libopenmpi-dev mpich \
                python3-onnx libonnx-testdata python3-torch python3-sklearn
 # Only `make bench` needs these: the peers its benchmarks run beside.
 BENCH_DEB_PACKAGES = libdnnl-dev luajit

@@ -1,11 +1,22 @@
-/* backends/comm.c: the communicator, Open MPI loaded at run time (see comm.h).
+/* backends/comm.c: the communicator, an MPI library loaded at run time (see
+ * comm.h).
  *
- * Owns dlopen of libmpi.so.40, the table of the few MPI entry points used,
- * resolved by name, and Open MPI's predefined handles, which are the
- * addresses of its exported globals (mpi.h's MPI_COMM_WORLD is
- * &ompi_mpi_comm_world, MPI_BYTE &ompi_mpi_byte): so no mpi.h is needed to
- * build and no libmpi to run alone. RTLD_GLOBAL, because Open MPI's own
- * plugins resolve libmpi's symbols from the global scope.
+ * Owns dlopen of libmpi, the table of the few MPI entry points used,
+ * resolved by name, and the library's predefined handles, so that no mpi.h
+ * is needed to build and no libmpi to run alone. Two ABIs exist among the
+ * MPI libraries users have, and both are spoken here:
+ *  - Open MPI (libmpi.so.40, 4.x and 5.x): handles are pointers to its
+ *    structures, MPI_COMM_WORLD is &ompi_mpi_comm_world and MPI_BYTE
+ *    &ompi_mpi_byte, MPI_IN_PLACE is (void *)1, MPI_STATUS_IGNORE NULL;
+ *  - the MPICH ABI (libmpich.so.12: MPICH 3.1 and later, and the libraries
+ *    of the MPICH ABI initiative, Intel MPI's libmpi.so.12, Cray MPICH,
+ *    MVAPICH): handles are ints with fixed values, MPI_COMM_WORLD
+ *    0x44000000, MPI_BYTE 0x4c00010d, MPI_IN_PLACE (void *)-1,
+ *    MPI_STATUS_IGNORE (MPI_Status *)1.
+ * The entry points are declared once per ABI from one list (BIB_MPI_API),
+ * and each call site goes through a wrapper that passes that ABI's handles.
+ * RTLD_GLOBAL, because Open MPI's own plugins resolve libmpi's symbols from
+ * the global scope.
  */
 #include "backends/comm.h"
 
@@ -17,52 +28,75 @@
 #include <string.h>
 #include <time.h>
 
-#define BIB_MPI_DEFAULT_LIBRARY "libmpi.so.40"
+#define BIB_MPI_OMPI_LIBRARY "libmpi.so.40"
+#define BIB_MPI_MPICH_LIBRARY "libmpich.so.12"
+/* Intel MPI's name for the same ABI. */
+#define BIB_MPI_MPICH_LIBRARY_ALT "libmpi.so.12"
 
-/* mpi.h's MPI_IN_PLACE in Open MPI 4.x and 5.x. */
-#define BIB_MPI_IN_PLACE ((const void *)1)
+/* The MPICH ABI's fixed handles (mpi.h of MPICH 3.1 .. 4.x). */
+#define BIB_MPICH_COMM_WORLD 0x44000000
+#define BIB_MPICH_BYTE 0x4c00010d
+#define BIB_MPICH_REQUEST_NULL 0x2c000000
 
-/* Open MPI's handles are pointers to its structures; opaque here. */
-typedef void *mpi_handle_t;
-
-#define BIB_MPI_API(X)                                                                             \
+/* H: the ABI's handle type (communicator, datatype, request). */
+#define BIB_MPI_API(X, H)                                                                          \
     X(init, "MPI_Init", int, (int *, char ***))                                                    \
     X(initialized, "MPI_Initialized", int, (int *))                                                \
     X(finalize, "MPI_Finalize", int, (void))                                                       \
-    X(comm_rank, "MPI_Comm_rank", int, (mpi_handle_t, int *))                                      \
-    X(comm_size, "MPI_Comm_size", int, (mpi_handle_t, int *))                                      \
-    X(iallgather, "MPI_Iallgather", int,                                                           \
-      (const void *, int, mpi_handle_t, void *, int, mpi_handle_t, mpi_handle_t, mpi_handle_t *))  \
+    X(comm_rank, "MPI_Comm_rank", int, (H, int *))                                                 \
+    X(comm_size, "MPI_Comm_size", int, (H, int *))                                                 \
+    X(iallgather, "MPI_Iallgather", int, (const void *, int, H, void *, int, H, H, H *))           \
     X(iallgatherv, "MPI_Iallgatherv", int,                                                         \
-      (const void *, int, mpi_handle_t, void *, const int *, const int *, mpi_handle_t,            \
-       mpi_handle_t, mpi_handle_t *))                                                              \
+      (const void *, int, H, void *, const int *, const int *, H, H, H *))                         \
     X(ialltoallv, "MPI_Ialltoallv", int,                                                           \
-      (const void *, const int *, const int *, mpi_handle_t, void *, const int *, const int *,     \
-       mpi_handle_t, mpi_handle_t, mpi_handle_t *))                                                \
-    X(ibcast, "MPI_Ibcast", int, (void *, int, mpi_handle_t, int, mpi_handle_t, mpi_handle_t *))   \
-    X(test, "MPI_Test", int, (mpi_handle_t *, int *, void *))                                      \
-    X(abort, "MPI_Abort", int, (mpi_handle_t, int))                                                \
-    X(error_string, "MPI_Error_string", int, (int, char *, int *))
+      (const void *, const int *, const int *, H, void *, const int *, const int *, H, H, H *))    \
+    X(ibcast, "MPI_Ibcast", int, (void *, int, H, int, H, H *))                                    \
+    X(test, "MPI_Test", int, (H *, int *, void *))                                                 \
+    X(abort, "MPI_Abort", int, (H, int))                                                           \
+    X(error_string, "MPI_Error_string", int, (int, char *, int *))                                 \
+    X(library_version, "MPI_Get_library_version", int, (char *, int *))
 
-typedef struct mpi_api {
-    void *library;
 #define BIB_MPI_FIELD(field, symbol, ret, params) ret(*field) params;
-    BIB_MPI_API(BIB_MPI_FIELD)
+typedef struct ompi_api {
+    BIB_MPI_API(BIB_MPI_FIELD, void *)
+    void *world, *byte; /* MPI_COMM_WORLD, MPI_BYTE */
+} ompi_api_t;
+typedef struct mpich_api {
+    BIB_MPI_API(BIB_MPI_FIELD, int)
+} mpich_api_t;
 #undef BIB_MPI_FIELD
-    mpi_handle_t world, byte; /* MPI_COMM_WORLD, MPI_BYTE */
-} mpi_api_t;
+
+typedef enum { ABI_OMPI, ABI_MPICH } mpi_abi_t;
+
+/* A request in either ABI. */
+typedef struct mpi_request {
+    void *ompi;
+    int mpich;
+} mpi_request_t;
 
 static struct {
     bool started, stopped;
     bool host_init; /* the host program called MPI_Init: it also finalizes */
     int rank, size;
     uint64_t timeout_ms;
-    mpi_api_t mpi;
+    void *library;
+    const char *library_name;
+    mpi_abi_t abi;
+    union {
+        ompi_api_t ompi;
+        mpich_api_t mpich;
+    } mpi;
 } comm = {.rank = 0, .size = 1};
 
+/* Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; MPICH's Hydra (mpiexec.mpich,
+ * Intel MPI's mpirun) PMI_SIZE. */
+static bool env_set(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0';
+}
+
 bool bib_comm_launched(void) {
-    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
-    return size != NULL && size[0] != '\0';
+    return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMI_SIZE");
 }
 
 bool bib_comm_started(void) {
@@ -81,39 +115,168 @@ uint64_t bib_comm_timeout_ms(void) {
     return comm.timeout_ms;
 }
 
-static bib_status_t load(mpi_api_t *api, char *why, size_t cap) {
-    const char *name = getenv("BIB_MPI_LIBRARY");
-    if (name == NULL || name[0] == '\0')
-        name = BIB_MPI_DEFAULT_LIBRARY;
-    dlerror();
-    api->library = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-    if (api->library == NULL) {
-        const char *err = dlerror();
-        snprintf(why, cap, "%s could not be loaded (%s): install Open MPI (openmpi-bin)", name,
-                 err != NULL ? err : "not found");
-        return BIB_E_UNAVAILABLE;
-    }
+/* Resolves every entry point of `api` (one ABI's table) from `library`. */
+#define BIB_MPI_RESOLVE_ALL(api, H)                                                                \
+    do {                                                                                           \
+        BIB_MPI_API(BIB_MPI_RESOLVE, H)                                                            \
+    } while (0)
 #define BIB_MPI_RESOLVE(field, symbol, ret, params)                                                \
-    *(void **)&api->field = dlsym(api->library, symbol);                                           \
-    if (api->field == NULL) {                                                                      \
-        snprintf(why, cap, "%s has no %s: not an Open MPI library", name, symbol);                 \
+    *(void **)&(api)->field = dlsym(library, symbol);                                              \
+    if ((api)->field == NULL) {                                                                    \
+        snprintf(why, cap, "%s has no %s: not an MPI library", name, symbol);                      \
         return BIB_E_UNAVAILABLE;                                                                  \
     }
-    BIB_MPI_API(BIB_MPI_RESOLVE)
-#undef BIB_MPI_RESOLVE
-    api->world = dlsym(api->library, "ompi_mpi_comm_world");
-    api->byte = dlsym(api->library, "ompi_mpi_byte");
+
+static bib_status_t resolve_ompi(void *library, const char *name, ompi_api_t *api, char *why,
+                                 size_t cap) {
+    BIB_MPI_RESOLVE_ALL(api, void *);
+    api->world = dlsym(library, "ompi_mpi_comm_world");
+    api->byte = dlsym(library, "ompi_mpi_byte");
     if (api->world == NULL || api->byte == NULL) {
-        snprintf(why, cap, "%s has no ompi_mpi_comm_world: not an Open MPI library", name);
+        snprintf(why, cap, "%s has no ompi_mpi_byte: not an Open MPI library", name);
         return BIB_E_UNAVAILABLE;
     }
     return BIB_OK;
 }
 
+/* The MPICH ABI has no symbol of its own to check, so the library's own
+ * account of itself (callable before MPI_Init) must name an implementation
+ * of that ABI: integer handles with other values would be passed to the
+ * wrong objects. */
+static bib_status_t resolve_mpich(void *library, const char *name, mpich_api_t *api, char *why,
+                                  size_t cap) {
+    BIB_MPI_RESOLVE_ALL(api, int);
+    char version[8192] = "";
+    int len = 0;
+    if (api->library_version(version, &len) != 0)
+        version[0] = '\0';
+    version[sizeof version - 1] = '\0';
+    static const char *const known[] = {"MPICH", "Intel(R) MPI", "MVAPICH", "CRAY MPICH"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strstr(version, known[i]) != NULL)
+            return BIB_OK;
+    char *nl = strchr(version, '\n');
+    if (nl != NULL)
+        *nl = '\0';
+    snprintf(why, cap,
+             "%s is neither Open MPI nor of the MPICH ABI (it says \"%.200s\"); "
+             "$BIB_MPI_LIBRARY names the MPI library to load",
+             name, version);
+    return BIB_E_UNAVAILABLE;
+}
+#undef BIB_MPI_RESOLVE
+#undef BIB_MPI_RESOLVE_ALL
+
+/* Which library: $BIB_MPI_LIBRARY, else the one of the launcher that
+ * started this process (Hydra's PMI_SIZE without Open MPI's variable: the
+ * MPICH ABI, under either of its names), else Open MPI's. */
+static bib_status_t load(char *why, size_t cap) {
+    const char *names[2] = {getenv("BIB_MPI_LIBRARY"), NULL};
+    if (names[0] == NULL || names[0][0] == '\0') {
+        if (!env_set("OMPI_COMM_WORLD_SIZE") && env_set("PMI_SIZE")) {
+            names[0] = BIB_MPI_MPICH_LIBRARY;
+            names[1] = BIB_MPI_MPICH_LIBRARY_ALT;
+        } else {
+            names[0] = BIB_MPI_OMPI_LIBRARY;
+        }
+    }
+    const char *err = NULL;
+    for (size_t i = 0; i < 2 && names[i] != NULL && comm.library == NULL; i++) {
+        dlerror();
+        comm.library = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+        comm.library_name = names[i];
+        if (comm.library == NULL)
+            err = dlerror();
+    }
+    if (comm.library == NULL) {
+        snprintf(why, cap,
+                 "%s%s%s could not be loaded (%s): install Open MPI (openmpi-bin) or MPICH",
+                 names[0], names[1] != NULL ? " or " : "", names[1] != NULL ? names[1] : "",
+                 err != NULL ? err : "not found");
+        return BIB_E_UNAVAILABLE;
+    }
+    if (dlsym(comm.library, "ompi_mpi_comm_world") != NULL) {
+        comm.abi = ABI_OMPI;
+        return resolve_ompi(comm.library, comm.library_name, &comm.mpi.ompi, why, cap);
+    }
+    comm.abi = ABI_MPICH;
+    return resolve_mpich(comm.library, comm.library_name, &comm.mpi.mpich, why, cap);
+}
+
+/* ---- the calls, each with its ABI's handles ------------------------------ */
+
+#define CALL(fn, ...)                                                                              \
+    (comm.abi == ABI_OMPI ? comm.mpi.ompi.fn(__VA_ARGS__) : comm.mpi.mpich.fn(__VA_ARGS__))
+#define WORLD_OMPI comm.mpi.ompi.world
+#define BYTE_OMPI comm.mpi.ompi.byte
+
+static int mpi_comm_rank(int *rank) {
+    return comm.abi == ABI_OMPI ? comm.mpi.ompi.comm_rank(WORLD_OMPI, rank)
+                                : comm.mpi.mpich.comm_rank(BIB_MPICH_COMM_WORLD, rank);
+}
+
+static int mpi_comm_size(int *size) {
+    return comm.abi == ABI_OMPI ? comm.mpi.ompi.comm_size(WORLD_OMPI, size)
+                                : comm.mpi.mpich.comm_size(BIB_MPICH_COMM_WORLD, size);
+}
+
+static void mpi_abort(int code) {
+    if (comm.abi == ABI_OMPI)
+        comm.mpi.ompi.abort(WORLD_OMPI, code);
+    else
+        comm.mpi.mpich.abort(BIB_MPICH_COMM_WORLD, code);
+}
+
+static const void *mpi_in_place(void) {
+    return comm.abi == ABI_OMPI ? (const void *)1 : (const void *)-1;
+}
+
+static int mpi_test(mpi_request_t *req, int *done) {
+    return comm.abi == ABI_OMPI ? comm.mpi.ompi.test(&req->ompi, done, NULL)
+                                : comm.mpi.mpich.test(&req->mpich, done, (void *)1);
+}
+
+static int mpi_iallgather(const void *send, int bytes, void *recv, mpi_request_t *req) {
+    if (comm.abi == ABI_OMPI)
+        return comm.mpi.ompi.iallgather(send, bytes, BYTE_OMPI, recv, bytes, BYTE_OMPI, WORLD_OMPI,
+                                        &req->ompi);
+    return comm.mpi.mpich.iallgather(send, bytes, BIB_MPICH_BYTE, recv, bytes, BIB_MPICH_BYTE,
+                                     BIB_MPICH_COMM_WORLD, &req->mpich);
+}
+
+static int mpi_iallgatherv(const void *send, int bytes, void *recv, const int *counts,
+                           const int *displs, mpi_request_t *req) {
+    if (comm.abi == ABI_OMPI)
+        return comm.mpi.ompi.iallgatherv(send, bytes, BYTE_OMPI, recv, counts, displs, BYTE_OMPI,
+                                         WORLD_OMPI, &req->ompi);
+    return comm.mpi.mpich.iallgatherv(send, bytes, BIB_MPICH_BYTE, recv, counts, displs,
+                                      BIB_MPICH_BYTE, BIB_MPICH_COMM_WORLD, &req->mpich);
+}
+
+static int mpi_ialltoallv(const void *send, const int *scounts, const int *sdispls, void *recv,
+                          const int *rcounts, const int *rdispls, mpi_request_t *req) {
+    if (comm.abi == ABI_OMPI)
+        return comm.mpi.ompi.ialltoallv(send, scounts, sdispls, BYTE_OMPI, recv, rcounts, rdispls,
+                                        BYTE_OMPI, WORLD_OMPI, &req->ompi);
+    return comm.mpi.mpich.ialltoallv(send, scounts, sdispls, BIB_MPICH_BYTE, recv, rcounts, rdispls,
+                                     BIB_MPICH_BYTE, BIB_MPICH_COMM_WORLD, &req->mpich);
+}
+
+static int mpi_ibcast(void *buf, int bytes, int root, mpi_request_t *req) {
+    if (comm.abi == ABI_OMPI)
+        return comm.mpi.ompi.ibcast(buf, bytes, BYTE_OMPI, root, WORLD_OMPI, &req->ompi);
+    return comm.mpi.mpich.ibcast(buf, bytes, BIB_MPICH_BYTE, root, BIB_MPICH_COMM_WORLD,
+                                 &req->mpich);
+}
+
+static mpi_request_t request_null(void) {
+    return (mpi_request_t){.ompi = NULL, .mpich = BIB_MPICH_REQUEST_NULL};
+}
+
 static void mpi_error(int code, const char *what, char *why, size_t cap) {
     char text[512] = "";
     int len = 0;
-    if (comm.mpi.error_string(code, text, &len) != 0)
+    if (CALL(error_string, code, text, &len) != 0)
         snprintf(text, sizeof text, "error %d", code);
     snprintf(why, cap, "%s: %s", what, text);
 }
@@ -121,19 +284,19 @@ static void mpi_error(int code, const char *what, char *why, size_t cap) {
 bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
     if (comm.started)
         return BIB_OK;
-    bib_status_t st = load(&comm.mpi, why, cap);
+    bib_status_t st = load(why, cap);
     if (st != BIB_OK)
         return st;
-    int already = 0, rc = comm.mpi.initialized(&already);
+    int already = 0, rc = CALL(initialized, &already);
     if (rc == 0 && !already)
-        rc = comm.mpi.init(NULL, NULL);
+        rc = CALL(init, NULL, NULL);
     comm.host_init = already != 0;
     if (rc != 0) {
         mpi_error(rc, "MPI_Init", why, cap);
         return BIB_E_UNAVAILABLE;
     }
-    comm.mpi.comm_rank(comm.mpi.world, &comm.rank);
-    comm.mpi.comm_size(comm.mpi.world, &comm.size);
+    mpi_comm_rank(&comm.rank);
+    mpi_comm_size(&comm.size);
     comm.timeout_ms = timeout_ms;
     comm.started = true;
     return BIB_OK;
@@ -141,7 +304,7 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
 
 void bib_comm_stop(void) {
     if (comm.started && !comm.stopped && !comm.host_init)
-        comm.mpi.finalize();
+        (void)(comm.abi == ABI_OMPI ? comm.mpi.ompi.finalize() : comm.mpi.mpich.finalize());
     comm.stopped = !comm.host_init;
 }
 
@@ -149,7 +312,7 @@ void bib_comm_abort(int code) {
     fflush(stdout);
     fflush(stderr);
     if (comm.started && !comm.stopped)
-        comm.mpi.abort(comm.mpi.world, code);
+        mpi_abort(code);
     _Exit(code);
 }
 
@@ -162,11 +325,11 @@ static uint64_t now_ms(void) {
 /* Drives req to completion, or to the deadline. MPI progresses only inside
    its calls, so this polls; after a few thousand polls it yields the core
    (ranks may share cores: --oversubscribe). */
-static bib_status_t wait_for(mpi_handle_t *req, const char *what, char *why, size_t cap) {
+static bib_status_t wait_for(mpi_request_t *req, const char *what, char *why, size_t cap) {
     const uint64_t start = now_ms();
     for (uint32_t polls = 0;; polls++) {
         int done = 0;
-        int rc = comm.mpi.test(req, &done, NULL);
+        int rc = mpi_test(req, &done);
         if (rc != 0) {
             mpi_error(rc, what, why, cap);
             return BIB_E_IO;
@@ -190,7 +353,7 @@ static bib_status_t wait_for(mpi_handle_t *req, const char *what, char *why, siz
    else its wait. ints, the counts MPI reads until the exchange completes
    (NULL when none), are freed, but not after a timeout: MPI may still read
    them. */
-static bib_status_t finish(int rc, mpi_handle_t *req, const char *call, int *ints, char *why,
+static bib_status_t finish(int rc, mpi_request_t *req, const char *call, int *ints, char *why,
                            size_t cap) {
     bib_status_t st = BIB_E_IO;
     if (rc != 0)
@@ -224,9 +387,8 @@ bib_status_t bib_comm_allgather(const void *send, void *recv, size_t bytes, char
         return st;
     if (!fits_int(bytes))
         return too_large("allgather", why, cap);
-    mpi_handle_t req = NULL;
-    int rc = comm.mpi.iallgather(send, (int)bytes, comm.mpi.byte, recv, (int)bytes, comm.mpi.byte,
-                                 comm.mpi.world, &req);
+    mpi_request_t req = request_null();
+    int rc = mpi_iallgather(send, (int)bytes, recv, &req);
     return finish(rc, &req, "MPI_Iallgather", NULL, why, cap);
 }
 
@@ -251,7 +413,7 @@ bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, con
         return BIB_E_NOMEM;
     }
     if (send == NULL) {
-        send = BIB_MPI_IN_PLACE;
+        send = mpi_in_place();
         bytes = 0;
     }
     if (!fits_int(bytes) || !to_ints(counts, ints, comm.size) ||
@@ -259,9 +421,8 @@ bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, con
         free(ints);
         return too_large("allgatherv", why, cap);
     }
-    mpi_handle_t req = NULL;
-    int rc = comm.mpi.iallgatherv(send, (int)bytes, comm.mpi.byte, recv, ints, ints + comm.size,
-                                  comm.mpi.byte, comm.mpi.world, &req);
+    mpi_request_t req = request_null();
+    int rc = mpi_iallgatherv(send, (int)bytes, recv, ints, ints + comm.size, &req);
     return finish(rc, &req, "MPI_Iallgatherv", ints, why, cap);
 }
 
@@ -282,9 +443,8 @@ bib_status_t bib_comm_alltoallv(const void *send, const uint64_t *scounts, const
         free(ints);
         return too_large("alltoallv", why, cap);
     }
-    mpi_handle_t req = NULL;
-    int rc = comm.mpi.ialltoallv(send, ints, ints + n, comm.mpi.byte, recv, ints + 2 * n,
-                                 ints + 3 * n, comm.mpi.byte, comm.mpi.world, &req);
+    mpi_request_t req = request_null();
+    int rc = mpi_ialltoallv(send, ints, ints + n, recv, ints + 2 * n, ints + 3 * n, &req);
     return finish(rc, &req, "MPI_Ialltoallv", ints, why, cap);
 }
 
@@ -294,7 +454,7 @@ bib_status_t bib_comm_bcast(void *buf, size_t bytes, int root, char *why, size_t
         return st;
     if (!fits_int(bytes))
         return too_large("bcast", why, cap);
-    mpi_handle_t req = NULL;
-    int rc = comm.mpi.ibcast(buf, (int)bytes, comm.mpi.byte, root, comm.mpi.world, &req);
+    mpi_request_t req = request_null();
+    int rc = mpi_ibcast(buf, (int)bytes, root, &req);
     return finish(rc, &req, "MPI_Ibcast", NULL, why, cap);
 }

@@ -1,10 +1,11 @@
 /* backends/comm.h: the communicator between the ranks of an MPI run.
  *
  * Beside the executors, not one of them: the collective opcodes
- * (vm/collective.c) move host copies of tensors through it. Open MPI's
- * libmpi.so.40 is loaded at run time (dlopen, like the CUDA driver in
- * backends/cuda), so one bib binary runs alone on a machine without MPI and,
- * started by `mpirun -np N`, as one of N ranks. Nothing links against libmpi.
+ * (vm/collective.c) move host copies of tensors through it. The MPI library,
+ * Open MPI's libmpi.so.40 or one of the MPICH ABI (libmpich.so.12), is
+ * loaded at run time (dlopen, like the CUDA driver in backends/cuda), so one
+ * bib binary runs alone on a machine without MPI and, started by `mpirun -np
+ * N` (or MPICH's mpiexec), as one of N ranks. Nothing links against libmpi.
  *
  * MPI is one per process, so this is the one piece of process-wide state in
  * the library: started once (the `bib run` command does it when the
@@ -27,11 +28,14 @@
 
 #include "include/bib.h"
 
-/* Whether mpirun (Open MPI's launcher) started this process: the
- * environment holds OMPI_COMM_WORLD_SIZE. */
+/* Whether an MPI launcher started this process: the environment holds
+ * OMPI_COMM_WORLD_SIZE (Open MPI's mpirun) or PMI_SIZE (MPICH's Hydra:
+ * mpiexec.mpich, Intel MPI's mpirun). */
 bool bib_comm_launched(void);
 
-/* Loads libmpi.so.40 ($BIB_MPI_LIBRARY overrides the name) and initializes
+/* Loads the MPI library (libmpi.so.40 under Open MPI's launcher,
+ * libmpich.so.12 or libmpi.so.12 under Hydra; $BIB_MPI_LIBRARY names
+ * another), finds which of the two ABIs it speaks, and initializes
  * MPI, unless the host program already has (it then also finalizes it, and
  * bib_comm_stop leaves MPI running). timeout_ms bounds every later exchange (0: none).
  * BIB_E_UNAVAILABLE with why set when the library is missing or MPI_Init fails. */

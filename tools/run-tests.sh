@@ -64,6 +64,8 @@ for t in tests/cli/*.sh; do
     [ -f "$t" ] || continue
     suite "cli:$(basename "$t" .sh)" sh "$t"
 done
+# The collectives again under MPICH's launcher: bib speaks the MPICH ABI too.
+suite cli:mpi-mpich env BIB_TEST_MPI=mpich sh tests/cli/mpi.sh
 # The ONNX importer: its unit tests, and the ONNX node tests run through it
 # on every executor (spec/onnx.md).
 for t in tests/onnx/test_*.py tests/onnx/run-node-tests.py; do

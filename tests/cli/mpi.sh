@@ -8,18 +8,41 @@
 # one line naming the rank; a rank that never arrives ends the run after
 # --comm-timeout. Prints SKIP with the reason where mpirun is absent.
 # Prints one line per check and "N passed, N failed" at the end.
+#
+# BIB_TEST_MPI=mpich runs the same checks under MPICH's launcher
+# (mpiexec.mpich, Hydra), where bib loads libmpich.so.12: the MPICH ABI of
+# backends/comm.c. The default is Open MPI's mpirun.
 . "$(dirname "$0")/lib/common.sh"
-if ! command -v mpirun >/dev/null 2>&1; then
-    echo "SKIP: mpi: mpirun is not installed (make deps installs openmpi-bin)"
-    echo "0 passed, 0 failed"
-    exit 0
-fi
-
-# Open MPI refuses root without these; two cores need --oversubscribe for 3
-# ranks. Every run is bounded.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-MPIRUN="timeout 120 mpirun --oversubscribe --allow-run-as-root"
+FLAVOR=${BIB_TEST_MPI:-openmpi}
+case $FLAVOR in
+openmpi)
+    if ! command -v mpirun.openmpi >/dev/null 2>&1 && ! command -v mpirun >/dev/null 2>&1; then
+        echo "SKIP: mpi: mpirun is not installed (make deps installs openmpi-bin)"
+        echo "0 passed, 0 failed"
+        exit 0
+    fi
+    LAUNCHER=$(command -v mpirun.openmpi || command -v mpirun)
+    # Open MPI refuses root without these; two cores need --oversubscribe
+    # for 3 ranks. Every run is bounded.
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none
+    MPIRUN="timeout 120 $LAUNCHER --oversubscribe --allow-run-as-root"
+    LAUNCH_ENV=OMPI_COMM_WORLD_SIZE
+    ;;
+mpich)
+    if ! command -v mpiexec.mpich >/dev/null 2>&1; then
+        echo "SKIP: mpi (MPICH): mpiexec.mpich is not installed (make deps installs mpich)"
+        echo "0 passed, 0 failed"
+        exit 0
+    fi
+    MPIRUN="timeout 120 mpiexec.mpich"
+    LAUNCH_ENV=PMI_SIZE
+    ;;
+*)
+    echo "mpi.sh: BIB_TEST_MPI is openmpi or mpich, not $FLAVOR" >&2
+    exit 2
+    ;;
+esac
 
 # ---- sharded_mlp: the bytes of mlp.basm alone, on 1, 2 and 3 ranks ----
 $PY tools/make-npy.py "$T/in" --n 7 --d 33 --h 20 --o 5 >/dev/null || bad "make-npy.py"
@@ -414,12 +437,20 @@ else
 fi
 
 # ---- the same binary without MPI ----
-if OMPI_COMM_WORLD_SIZE=2 BIB_MPI_LIBRARY=libmpi-absent.so.40 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
+if env $LAUNCH_ENV=2 BIB_MPI_LIBRARY=libmpi-absent.so.40 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
     bad "a missing libmpi under mpirun's environment ran"
 elif grep -q "bib: started by mpirun, but libmpi-absent.so.40 could not be loaded" "$T/out"; then
-    ok "without libmpi, a run under mpirun's environment says so (exit 69)"
+    ok "without libmpi, a run under the launcher's environment ($LAUNCH_ENV) says so (exit 69)"
 else
     bad "missing libmpi: $(cat "$T/out")"
+fi
+# A library that is not MPI at all, named by $BIB_MPI_LIBRARY.
+if env $LAUNCH_ENV=2 BIB_MPI_LIBRARY=libz.so.1 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
+    bad "libz as the MPI library ran"
+elif grep -q "bib: started by mpirun, but libz.so.1 has no MPI_Init: not an MPI library" "$T/out"; then
+    ok "a library without MPI's entry points is refused by name"
+else
+    bad "libz as libmpi: $(cat "$T/out")"
 fi
 
 finish
