@@ -105,7 +105,7 @@ DEB_PACKAGES = libmimalloc-dev zlib1g-dev libcriterion-dev libopenblas-dev lua5.
                openmpi-bin libopenmpi-dev mpich \
                python3-onnx libonnx-testdata python3-torch python3-sklearn
 # Only `make bench` needs these: the peers its benchmarks run beside.
-BENCH_DEB_PACKAGES = libdnnl-dev luajit
+BENCH_DEB_PACKAGES = libdnnl-dev luajit libmpich-dev
 $(BUILD)/.bench-deps: tools/install-deps.sh | $(BUILD)/.deps
 	@$(if $(KIT),echo "bench deps: from the kit in $(KIT)",sh tools/install-deps.sh $(BENCH_DEB_PACKAGES))
 	@touch $@
@@ -223,9 +223,12 @@ $(BUILD)/opseq: bench/opseq.c $(BUILD)/libbib.a
 $(BUILD)/fused_bench: bench/fused_bench.c $(BUILD)/libbib.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
-# BIB's ALLREDUCE beside MPI_Allreduce (bench/allreduce.bench.sh); mpicc links libmpi.
+# BIB's ALLREDUCE beside MPI_Allreduce (bench/allreduce.bench.sh); mpicc links libmpi,
+# Open MPI's (mpicc) or MPICH's (mpicc.mpich, libmpich-dev: a bench dependency).
 $(BUILD)/allreduce_peer: bench/allreduce_peer.c $(BUILD)/libbib.a
 	mpicc $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
+$(BUILD)/allreduce_peer_mpich: bench/allreduce_peer.c $(BUILD)/libbib.a | $(BUILD)/.bench-deps
+	mpicc.mpich $(CFLAGS) -o $@ $< $(BUILD)/libbib.a $(LDLIBS)
 
 bench: all $(BUILD)/gemm_bench $(BUILD)/ops_bench $(BUILD)/fused_bench
 	@BUILD=$(BUILD) sh bench/run.sh
