@@ -74,18 +74,24 @@ typedef struct mpi_request {
     int mpich;
 } mpi_request_t;
 
-static struct {
-    bool started, stopped;
-    bool host_init; /* the host program called MPI_Init: it also finalizes */
-    int rank, size;
-    uint64_t timeout_ms;
-    void *library;
-    const char *library_name;
+/* One loaded MPI library: its handle, the name it was opened by, its ABI and
+ * that ABI's table of entry points. */
+typedef struct mpi_lib {
+    void *handle;
+    const char *name;
     mpi_abi_t abi;
     union {
         ompi_api_t ompi;
         mpich_api_t mpich;
     } mpi;
+} mpi_lib_t;
+
+static struct {
+    bool started, stopped;
+    bool host_init; /* the host program called MPI_Init: it also finalizes */
+    int rank, size;
+    uint64_t timeout_ms;
+    mpi_lib_t lib;
 } comm = {.rank = 0, .size = 1};
 
 /* Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; MPICH's Hydra (mpiexec.mpich,
@@ -167,106 +173,176 @@ static bib_status_t resolve_mpich(void *library, const char *name, mpich_api_t *
 #undef BIB_MPI_RESOLVE
 #undef BIB_MPI_RESOLVE_ALL
 
-/* Which library: $BIB_MPI_LIBRARY, else the one of the launcher that
- * started this process (Hydra's PMI_SIZE without Open MPI's variable: the
- * MPICH ABI, under either of its names), else Open MPI's. */
-static bib_status_t load(char *why, size_t cap) {
-    const char *names[2] = {getenv("BIB_MPI_LIBRARY"), NULL};
-    if (names[0] == NULL || names[0][0] == '\0') {
-        if (!env_set("OMPI_COMM_WORLD_SIZE") && env_set("PMI_SIZE")) {
-            names[0] = BIB_MPI_MPICH_LIBRARY;
-            names[1] = BIB_MPI_MPICH_LIBRARY_ALT;
-        } else {
-            names[0] = BIB_MPI_OMPI_LIBRARY;
-        }
-    }
+/* Opens the first of names[0 .. count) that loads, with dlopen's flags,
+ * finds its ABI and resolves that ABI's entry points into *lib. On failure
+ * lib->handle stays open only when it loaded (the caller closes it). */
+static bib_status_t open_lib(const char *const *names, size_t count, int flags, mpi_lib_t *lib,
+                             char *why, size_t cap) {
     const char *err = NULL;
-    for (size_t i = 0; i < 2 && names[i] != NULL && comm.library == NULL; i++) {
+    for (size_t i = 0; i < count && lib->handle == NULL; i++) {
         dlerror();
-        comm.library = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
-        comm.library_name = names[i];
-        if (comm.library == NULL)
+        lib->handle = dlopen(names[i], flags);
+        lib->name = names[i];
+        if (lib->handle == NULL)
             err = dlerror();
     }
-    if (comm.library == NULL) {
+    if (lib->handle == NULL) {
         snprintf(why, cap,
                  "%s%s%s could not be loaded (%s): install Open MPI (openmpi-bin) or MPICH",
-                 names[0], names[1] != NULL ? " or " : "", names[1] != NULL ? names[1] : "",
+                 names[0], count > 1 ? " or " : "", count > 1 ? names[1] : "",
                  err != NULL ? err : "not found");
         return BIB_E_UNAVAILABLE;
     }
-    if (dlsym(comm.library, "ompi_mpi_comm_world") != NULL) {
-        comm.abi = ABI_OMPI;
-        return resolve_ompi(comm.library, comm.library_name, &comm.mpi.ompi, why, cap);
+    if (dlsym(lib->handle, "ompi_mpi_comm_world") != NULL) {
+        lib->abi = ABI_OMPI;
+        return resolve_ompi(lib->handle, lib->name, &lib->mpi.ompi, why, cap);
     }
-    comm.abi = ABI_MPICH;
-    return resolve_mpich(comm.library, comm.library_name, &comm.mpi.mpich, why, cap);
+    lib->abi = ABI_MPICH;
+    return resolve_mpich(lib->handle, lib->name, &lib->mpi.mpich, why, cap);
+}
+
+/* The libraries the MPICH ABI goes by: MPICH's, then Intel MPI's. */
+static const char *const mpich_names[] = {BIB_MPI_MPICH_LIBRARY, BIB_MPI_MPICH_LIBRARY_ALT};
+
+/* Which library: $BIB_MPI_LIBRARY, else the one of the launcher that
+ * started this process (Hydra's PMI_SIZE without Open MPI's variable: the
+ * MPICH ABI, under either of its names), else Open MPI's. RTLD_GLOBAL:
+ * Open MPI's plugins resolve libmpi's symbols from the global scope. */
+static bib_status_t load(char *why, size_t cap) {
+    const char *own = getenv("BIB_MPI_LIBRARY");
+    static const char *const ompi_names[] = {BIB_MPI_OMPI_LIBRARY};
+    const char *const *names = ompi_names;
+    size_t count = 1;
+    if (own != NULL && own[0] != '\0') {
+        names = &own;
+    } else if (!env_set("OMPI_COMM_WORLD_SIZE") && env_set("PMI_SIZE")) {
+        names = mpich_names;
+        count = 2;
+    }
+    return open_lib(names, count, RTLD_NOW | RTLD_GLOBAL, &comm.lib, why, cap);
+}
+
+/* The first line of lib's MPI_Get_library_version (callable before
+ * MPI_Init), tabs as spaces, into out. */
+static void version_line(const mpi_lib_t *lib, char *out, size_t cap) {
+    char text[8192] = "";
+    int len = 0;
+    int rc = lib->abi == ABI_OMPI ? lib->mpi.ompi.library_version(text, &len)
+                                  : lib->mpi.mpich.library_version(text, &len);
+    text[sizeof text - 1] = '\0';
+    if (rc != 0)
+        text[0] = '\0';
+    size_t n = strcspn(text, "\n");
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\r'))
+        n--;
+    text[n] = '\0';
+    for (char *c = text; *c != '\0'; c++)
+        if (*c == '\t')
+            *c = ' ';
+    snprintf(out, cap, "%s", text);
+}
+
+/* Fills c for the library names[0 .. count) without starting MPI: opened
+ * RTLD_LOCAL (a probe of both ABIs must not put either's symbols in the
+ * global scope) and asked its version. */
+static void probe(const char *const *names, size_t count, const char *launcher, bool selected,
+                  bib_comm_candidate_t *c) {
+    memset(c, 0, sizeof *c);
+    c->launcher = launcher;
+    c->selected = selected;
+    mpi_lib_t lib = {0};
+    bib_status_t st =
+        open_lib(names, count, RTLD_NOW | RTLD_LOCAL, &lib, c->absent, sizeof c->absent);
+    snprintf(c->library, sizeof c->library, "%s", lib.name != NULL ? lib.name : names[0]);
+    if (st == BIB_OK) {
+        c->abi = lib.abi == ABI_OMPI ? "Open MPI" : "MPICH";
+        version_line(&lib, c->version, sizeof c->version);
+        c->absent[0] = '\0';
+    }
+    /* Not closed: an MPI library's own libraries (Open MPI's libopen-pal,
+       hwloc) may not survive being unloaded, and a run that loads it later
+       finds it already mapped. */
+}
+
+uint32_t bib_comm_candidates(bib_comm_candidate_t out[2]) {
+    const char *own = getenv("BIB_MPI_LIBRARY");
+    if (own != NULL && own[0] != '\0') {
+        probe(&own, 1, "$BIB_MPI_LIBRARY", true, &out[0]);
+        return 1;
+    }
+    static const char *const ompi_names[] = {BIB_MPI_OMPI_LIBRARY};
+    bool ompi = env_set("OMPI_COMM_WORLD_SIZE"), hydra = !ompi && env_set("PMI_SIZE");
+    probe(ompi_names, 1, "mpirun (Open MPI)", ompi, &out[0]);
+    probe(mpich_names, 2, "mpiexec (Hydra)", hydra, &out[1]);
+    return 2;
 }
 
 /* ---- the calls, each with its ABI's handles ------------------------------ */
 
 #define CALL(fn, ...)                                                                              \
-    (comm.abi == ABI_OMPI ? comm.mpi.ompi.fn(__VA_ARGS__) : comm.mpi.mpich.fn(__VA_ARGS__))
-#define WORLD_OMPI comm.mpi.ompi.world
-#define BYTE_OMPI comm.mpi.ompi.byte
+    (comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.fn(__VA_ARGS__)                                  \
+                              : comm.lib.mpi.mpich.fn(__VA_ARGS__))
+#define WORLD_OMPI comm.lib.mpi.ompi.world
+#define BYTE_OMPI comm.lib.mpi.ompi.byte
 
 static int mpi_comm_rank(int *rank) {
-    return comm.abi == ABI_OMPI ? comm.mpi.ompi.comm_rank(WORLD_OMPI, rank)
-                                : comm.mpi.mpich.comm_rank(BIB_MPICH_COMM_WORLD, rank);
+    return comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.comm_rank(WORLD_OMPI, rank)
+                                    : comm.lib.mpi.mpich.comm_rank(BIB_MPICH_COMM_WORLD, rank);
 }
 
 static int mpi_comm_size(int *size) {
-    return comm.abi == ABI_OMPI ? comm.mpi.ompi.comm_size(WORLD_OMPI, size)
-                                : comm.mpi.mpich.comm_size(BIB_MPICH_COMM_WORLD, size);
+    return comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.comm_size(WORLD_OMPI, size)
+                                    : comm.lib.mpi.mpich.comm_size(BIB_MPICH_COMM_WORLD, size);
 }
 
 static void mpi_abort(int code) {
-    if (comm.abi == ABI_OMPI)
-        comm.mpi.ompi.abort(WORLD_OMPI, code);
+    if (comm.lib.abi == ABI_OMPI)
+        comm.lib.mpi.ompi.abort(WORLD_OMPI, code);
     else
-        comm.mpi.mpich.abort(BIB_MPICH_COMM_WORLD, code);
+        comm.lib.mpi.mpich.abort(BIB_MPICH_COMM_WORLD, code);
 }
 
 static const void *mpi_in_place(void) {
-    return comm.abi == ABI_OMPI ? (const void *)1 : (const void *)-1;
+    return comm.lib.abi == ABI_OMPI ? (const void *)1 : (const void *)-1;
 }
 
 static int mpi_test(mpi_request_t *req, int *done) {
-    return comm.abi == ABI_OMPI ? comm.mpi.ompi.test(&req->ompi, done, NULL)
-                                : comm.mpi.mpich.test(&req->mpich, done, (void *)1);
+    return comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.test(&req->ompi, done, NULL)
+                                    : comm.lib.mpi.mpich.test(&req->mpich, done, (void *)1);
 }
 
 static int mpi_iallgather(const void *send, int bytes, void *recv, mpi_request_t *req) {
-    if (comm.abi == ABI_OMPI)
-        return comm.mpi.ompi.iallgather(send, bytes, BYTE_OMPI, recv, bytes, BYTE_OMPI, WORLD_OMPI,
-                                        &req->ompi);
-    return comm.mpi.mpich.iallgather(send, bytes, BIB_MPICH_BYTE, recv, bytes, BIB_MPICH_BYTE,
-                                     BIB_MPICH_COMM_WORLD, &req->mpich);
+    if (comm.lib.abi == ABI_OMPI)
+        return comm.lib.mpi.ompi.iallgather(send, bytes, BYTE_OMPI, recv, bytes, BYTE_OMPI,
+                                            WORLD_OMPI, &req->ompi);
+    return comm.lib.mpi.mpich.iallgather(send, bytes, BIB_MPICH_BYTE, recv, bytes, BIB_MPICH_BYTE,
+                                         BIB_MPICH_COMM_WORLD, &req->mpich);
 }
 
 static int mpi_iallgatherv(const void *send, int bytes, void *recv, const int *counts,
                            const int *displs, mpi_request_t *req) {
-    if (comm.abi == ABI_OMPI)
-        return comm.mpi.ompi.iallgatherv(send, bytes, BYTE_OMPI, recv, counts, displs, BYTE_OMPI,
-                                         WORLD_OMPI, &req->ompi);
-    return comm.mpi.mpich.iallgatherv(send, bytes, BIB_MPICH_BYTE, recv, counts, displs,
-                                      BIB_MPICH_BYTE, BIB_MPICH_COMM_WORLD, &req->mpich);
+    if (comm.lib.abi == ABI_OMPI)
+        return comm.lib.mpi.ompi.iallgatherv(send, bytes, BYTE_OMPI, recv, counts, displs,
+                                             BYTE_OMPI, WORLD_OMPI, &req->ompi);
+    return comm.lib.mpi.mpich.iallgatherv(send, bytes, BIB_MPICH_BYTE, recv, counts, displs,
+                                          BIB_MPICH_BYTE, BIB_MPICH_COMM_WORLD, &req->mpich);
 }
 
 static int mpi_ialltoallv(const void *send, const int *scounts, const int *sdispls, void *recv,
                           const int *rcounts, const int *rdispls, mpi_request_t *req) {
-    if (comm.abi == ABI_OMPI)
-        return comm.mpi.ompi.ialltoallv(send, scounts, sdispls, BYTE_OMPI, recv, rcounts, rdispls,
-                                        BYTE_OMPI, WORLD_OMPI, &req->ompi);
-    return comm.mpi.mpich.ialltoallv(send, scounts, sdispls, BIB_MPICH_BYTE, recv, rcounts, rdispls,
-                                     BIB_MPICH_BYTE, BIB_MPICH_COMM_WORLD, &req->mpich);
+    if (comm.lib.abi == ABI_OMPI)
+        return comm.lib.mpi.ompi.ialltoallv(send, scounts, sdispls, BYTE_OMPI, recv, rcounts,
+                                            rdispls, BYTE_OMPI, WORLD_OMPI, &req->ompi);
+    return comm.lib.mpi.mpich.ialltoallv(send, scounts, sdispls, BIB_MPICH_BYTE, recv, rcounts,
+                                         rdispls, BIB_MPICH_BYTE, BIB_MPICH_COMM_WORLD,
+                                         &req->mpich);
 }
 
 static int mpi_ibcast(void *buf, int bytes, int root, mpi_request_t *req) {
-    if (comm.abi == ABI_OMPI)
-        return comm.mpi.ompi.ibcast(buf, bytes, BYTE_OMPI, root, WORLD_OMPI, &req->ompi);
-    return comm.mpi.mpich.ibcast(buf, bytes, BIB_MPICH_BYTE, root, BIB_MPICH_COMM_WORLD,
-                                 &req->mpich);
+    if (comm.lib.abi == ABI_OMPI)
+        return comm.lib.mpi.ompi.ibcast(buf, bytes, BYTE_OMPI, root, WORLD_OMPI, &req->ompi);
+    return comm.lib.mpi.mpich.ibcast(buf, bytes, BIB_MPICH_BYTE, root, BIB_MPICH_COMM_WORLD,
+                                     &req->mpich);
 }
 
 static mpi_request_t request_null(void) {
@@ -304,7 +380,8 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
 
 void bib_comm_stop(void) {
     if (comm.started && !comm.stopped && !comm.host_init)
-        (void)(comm.abi == ABI_OMPI ? comm.mpi.ompi.finalize() : comm.mpi.mpich.finalize());
+        (void)(comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.finalize()
+                                        : comm.lib.mpi.mpich.finalize());
     comm.stopped = !comm.host_init;
 }
 

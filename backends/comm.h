@@ -45,6 +45,24 @@ void bib_comm_stop(void);
 /* Ends every rank now (MPI_Abort) with exit code; never returns. */
 void bib_comm_abort(int code) __attribute__((noreturn));
 
+/* An MPI library a run could load, found without starting MPI. */
+typedef struct bib_comm_candidate {
+    const char *abi;      /* "Open MPI" or "MPICH" (its ABI); NULL when it cannot be used */
+    const char *launcher; /* what selects it: "mpirun (Open MPI)", "mpiexec (Hydra)",
+                             "$BIB_MPI_LIBRARY" */
+    char library[128];    /* the name it loaded by (or the first one tried) */
+    char version[256];    /* the first line of its MPI_Get_library_version; "" if unusable */
+    char absent[320];     /* why it cannot be used; "" when it can */
+    bool selected;        /* this process's environment selects it (a launcher started it,
+                             or $BIB_MPI_LIBRARY names it) */
+} bib_comm_candidate_t;
+
+/* The libraries a run under a launcher would load: $BIB_MPI_LIBRARY's
+ * alone, else Open MPI's and the MPICH ABI's. Each is loaded (RTLD_LOCAL,
+ * and kept) and asked its version, which MPI allows before MPI_Init;
+ * nothing is initialized. Fills out[0 .. n) and returns n (1 or 2). */
+uint32_t bib_comm_candidates(bib_comm_candidate_t out[2]);
+
 bool bib_comm_started(void);
 /* This process's rank and the number of ranks: 0 and 1 when not started. */
 int bib_comm_rank(void);

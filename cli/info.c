@@ -144,6 +144,22 @@ static void render_text(FILE *out, const bib_info_t *info) {
     else
         fprintf(out, "  threshold: none: no GPU executor here is faster than the cpu at any "
                      "size, so auto runs everything on the cpu\n");
+
+    fprintf(out, "\nMPI (what a run under a launcher loads)\n");
+    int launched = 0;
+    for (uint32_t i = 0; i < bib_info_mpi_count(info); i++) {
+        bib_info_mpi_t m = {.size = sizeof m};
+        bib_info_mpi(info, i, &m);
+        launched |= m.selected;
+        fprintf(out, "  %s: %s: ", m.launcher, m.library);
+        if (m.abi != NULL)
+            fprintf(out, "%s ABI, \"%s\"", m.abi, m.version);
+        else
+            fprintf(out, "unusable: %s", m.absent);
+        fprintf(out, "%s\n", m.selected ? " [selected]" : "");
+    }
+    if (!launched)
+        fprintf(out, "  this process: not started by a launcher (a world of one)\n");
 }
 
 /* A string member's value, null when the executor does not know it. */
@@ -268,7 +284,23 @@ static void render_json(FILE *out, const bib_info_t *info) {
     } else {
         fprintf(out, ",\"threshold\":null");
     }
-    fprintf(out, "}}\n");
+    fprintf(out, "},\"mpi\":[");
+    for (uint32_t i = 0; i < bib_info_mpi_count(info); i++) {
+        bib_info_mpi_t m = {.size = sizeof m};
+        bib_info_mpi(info, i, &m);
+        fprintf(out, "%s{\"launcher\":", i > 0 ? "," : "");
+        bib_json_string(out, m.launcher);
+        fprintf(out, ",\"library\":");
+        bib_json_string(out, m.library);
+        fprintf(out, ",\"abi\":");
+        json_or_null(out, m.abi);
+        fprintf(out, ",\"version\":");
+        json_or_null(out, m.version);
+        fprintf(out, ",\"absent\":");
+        json_or_null(out, m.absent);
+        fprintf(out, ",\"selected\":%s}", m.selected ? "true" : "false");
+    }
+    fprintf(out, "]}\n");
 }
 
 int bib_cli_info(const bib_options_t *options, int json) {

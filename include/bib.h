@@ -60,9 +60,9 @@ extern "C" {
 #endif
 
 #define BIB_VERSION_MAJOR 0
-#define BIB_VERSION_MINOR 4
+#define BIB_VERSION_MINOR 5
 #define BIB_VERSION_PATCH 0
-#define BIB_VERSION_STRING "0.4.0"
+#define BIB_VERSION_STRING "0.5.0"
 
 typedef enum bib_status {
     BIB_OK = 0,
@@ -583,18 +583,18 @@ BIB_API const char *bib_build_info(void);
 
 /* What this machine offers BIB, gathered once: the CPU (model, cores,
  * memory, SIMD features and the kernel level chosen), every executor with
- * its devices and the numerics paths each gets (or why it has none), and
+ * its devices and the numerics paths each gets (or why it has none),
  * --backend=auto's cost model of each with what it picks for small and
- * large work. `bib info` prints these facts (spec/cli.md); a host reads
- * them with the functions below.
+ * large work, and the MPI libraries a run under a launcher would load. `bib info` prints these
+ * facts (spec/cli.md); a host reads them with the functions below.
  *
  * The structs below are filled by the library and versioned by their first
  * field: the host sets size to the sizeof it compiled
  * (`bib_info_cpu_t cpu = {.size = sizeof cpu};`), the library fills the fields
  * within it, and zeroes those it does not know (a host built against a newer
  * bib.h reads them as unknown: NULL or 0). A size below the struct's
- * size in 0.4.0 is BIB_E_USAGE. Fields are only ever appended. Every string
- * belongs to the bib_info_t and stays valid until bib_info_free. */
+ * size in 0.4.0 (or in the version that added it) is BIB_E_USAGE. Fields are only ever appended.
+ * Every string belongs to the bib_info_t and stays valid until bib_info_free. */
 typedef struct bib_info bib_info_t;
 
 /* Gathers the facts: starts every executor on each of its devices in turn,
@@ -690,6 +690,26 @@ typedef struct bib_info_placement {
     double threshold_flops_resident;  /* the same with the operands already on it */
 } bib_info_placement_t;
 BIB_API bib_status_t bib_info_placement(const bib_info_t *info, bib_info_placement_t *placement);
+
+/* An MPI library a run under an MPI launcher would load (spec/scale-out.md),
+ * found without starting MPI: $BIB_MPI_LIBRARY's alone when it is set, else
+ * Open MPI's (selected by mpirun) and the MPICH ABI's (selected by Hydra's
+ * mpiexec), in that order. Since 0.5.0. */
+typedef struct bib_info_mpi {
+    size_t size;          /* sizeof(bib_info_mpi_t) as the host compiled it */
+    const char *launcher; /* what selects it: "mpirun (Open MPI)", "mpiexec (Hydra)",
+                             "$BIB_MPI_LIBRARY" */
+    const char *library;  /* the file it loads by (or the first name tried) */
+    const char *abi;      /* "Open MPI" or "MPICH" (the MPICH ABI: MPICH, Intel MPI, Cray
+                             MPICH, MVAPICH); NULL when it cannot be used */
+    const char *version;  /* the first line of its MPI_Get_library_version; NULL when
+                             it cannot be used */
+    const char *absent;   /* why it cannot be used; NULL when it can */
+    int selected;         /* this process's environment selects it (a launcher started it,
+                             or $BIB_MPI_LIBRARY names it) */
+} bib_info_mpi_t;
+BIB_API uint32_t bib_info_mpi_count(const bib_info_t *info);
+BIB_API bib_status_t bib_info_mpi(const bib_info_t *info, uint32_t index, bib_info_mpi_t *mpi);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,8 @@
  * features and kernel level, each executor's devices and numerics paths (or
  * why there are none) from the executors themselves (host_facts, init,
  * describe, facts), so the facts say what a run would really get; and the
- * models --backend=auto measures (vm/placement.c) with what it picks. Nothing
+ * models --backend=auto measures (vm/placement.c) with what it picks; and the
+ * MPI libraries a launcher's run would load (backends/comm.c). Nothing
  * here is cached but the placement models. Writing the facts as text or JSON
  * is the `bib` command's (cli/info.c).
  */
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/comm.h"
 #include "vm/placement.h"
 #include "vm/vm.h"
 
@@ -48,6 +50,11 @@ typedef struct executor_fact {
     bib_place_model_t model;
 } executor_fact_t;
 
+typedef struct mpi_fact {
+    bib_info_mpi_t pub;
+    bib_comm_candidate_t found;
+} mpi_fact_t;
+
 struct bib_info {
     bib_info_cpu_t cpu;
     char model[256];
@@ -55,7 +62,30 @@ struct bib_info {
     uint32_t nexecutors;
     executor_fact_t executors[INFO_MAX_EXECUTORS];
     bib_info_placement_t placement;
+    uint32_t nmpi;
+    mpi_fact_t mpi[2];
 };
+
+/* ---- MPI --------------------------------------------------------------------------- */
+
+static void gather_mpi(bib_info_t *info) {
+    bib_comm_candidate_t found[2];
+    info->nmpi = bib_comm_candidates(found);
+    for (uint32_t i = 0; i < info->nmpi; i++) {
+        mpi_fact_t *m = &info->mpi[i];
+        m->found = found[i];
+        const bib_comm_candidate_t *c = &m->found;
+        m->pub = (bib_info_mpi_t){
+            .size = sizeof m->pub,
+            .launcher = c->launcher,
+            .library = c->library,
+            .abi = c->abi,
+            .version = c->abi != NULL ? c->version : NULL,
+            .absent = c->abi == NULL ? c->absent : NULL,
+            .selected = c->selected,
+        };
+    }
+}
 
 /* ---- the CPU ---------------------------------------------------------------------- */
 
@@ -304,6 +334,7 @@ bib_status_t bib_info_gather(const bib_options_t *options, bib_info_t **out) {
         e->pub.absent = optional_executors[k].why;
     }
     gather_placement(info);
+    gather_mpi(info);
     *out = info;
     return BIB_OK;
 }
@@ -314,8 +345,9 @@ void bib_info_free(bib_info_t *info) {
 
 /* ---- the readers ------------------------------------------------------------------ */
 
-/* The size of each struct in 0.4.0: a host's may not be smaller. */
-#define SIZE_0_4(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+/* The size of each struct in 0.4.0 (or in the version that added it): a
+ * host's may not be smaller. */
+#define SIZE_AT(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
 
 /* Copies the library's struct src (own bytes) into the host's dst, whose
  * size field says how large it is: the fields both know, then zeros for
@@ -337,7 +369,7 @@ static bib_status_t give(void *dst, const void *src, size_t own, size_t oldest) 
 bib_status_t bib_info_cpu(const bib_info_t *info, bib_info_cpu_t *cpu) {
     if (info == NULL)
         return BIB_E_USAGE;
-    return give(cpu, &info->cpu, sizeof info->cpu, SIZE_0_4(bib_info_cpu_t, best_level));
+    return give(cpu, &info->cpu, sizeof info->cpu, SIZE_AT(bib_info_cpu_t, best_level));
 }
 
 uint32_t bib_info_executor_count(const bib_info_t *info) {
@@ -349,7 +381,7 @@ bib_status_t bib_info_executor(const bib_info_t *info, uint32_t index,
     if (info == NULL || index >= info->nexecutors)
         return BIB_E_USAGE;
     const bib_info_executor_t *e = &info->executors[index].pub;
-    return give(executor, e, sizeof *e, SIZE_0_4(bib_info_executor_t, model_error));
+    return give(executor, e, sizeof *e, SIZE_AT(bib_info_executor_t, model_error));
 }
 
 bib_status_t bib_info_device(const bib_info_t *info, uint32_t executor, uint32_t index,
@@ -358,12 +390,23 @@ bib_status_t bib_info_device(const bib_info_t *info, uint32_t executor, uint32_t
         index >= info->executors[executor].pub.device_count)
         return BIB_E_USAGE;
     const bib_info_device_t *d = &info->executors[executor].devices[index].pub;
-    return give(device, d, sizeof *d, SIZE_0_4(bib_info_device_t, max_threads));
+    return give(device, d, sizeof *d, SIZE_AT(bib_info_device_t, max_threads));
 }
 
 bib_status_t bib_info_placement(const bib_info_t *info, bib_info_placement_t *placement) {
     if (info == NULL)
         return BIB_E_USAGE;
     return give(placement, &info->placement, sizeof info->placement,
-                SIZE_0_4(bib_info_placement_t, threshold_flops_resident));
+                SIZE_AT(bib_info_placement_t, threshold_flops_resident));
+}
+
+uint32_t bib_info_mpi_count(const bib_info_t *info) {
+    return info != NULL ? info->nmpi : 0;
+}
+
+bib_status_t bib_info_mpi(const bib_info_t *info, uint32_t index, bib_info_mpi_t *mpi) {
+    if (info == NULL || index >= info->nmpi)
+        return BIB_E_USAGE;
+    const bib_info_mpi_t *m = &info->mpi[index].pub;
+    return give(mpi, m, sizeof *m, SIZE_AT(bib_info_mpi_t, selected));
 }

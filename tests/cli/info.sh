@@ -1,11 +1,14 @@
 #!/bin/sh
 # CLI tests for `bib info`: the text names the CPU, its features and kernel
 # level, every executor's devices or why there are none, and what
-# --backend=auto picks for small and large work with its threshold; --json
-# is one valid JSON object with the same facts.
+# --backend=auto picks for small and large work with its threshold, and the
+# MPI library each launcher's run would load; --json is one valid JSON object
+# with the same facts.
 # Prints one line per check and "N passed, N failed" at the end.
 . "$(dirname "$0")/lib/common.sh"
 export XDG_CACHE_HOME="$T/cache"
+# Not under a launcher, whatever started the tests.
+unset BIB_MPI_LIBRARY OMPI_COMM_WORLD_SIZE PMI_SIZE
 
 # check NAME PATTERN: the text report matches the (grep basic) pattern
 check() {
@@ -40,6 +43,7 @@ if grep -q "llvmpipe" "$T/info"; then
 fi
 
 if $BIB info --json >"$T/json" 2>"$T/err"; then ok "bib info --json exits 0"; else bad "bib info --json: $(cat "$T/err")"; fi
+cp "$T/json" "$T/json0"
 if "$PY" -c 'import json,sys; json.load(sys.stdin)' <"$T/json" 2>"$T/err"; then
     ok "--json is valid JSON"
 else
@@ -114,6 +118,50 @@ assert all(m['executor'] != 'cpu' for m in r['auto']['models']), r['auto']
     ok "--json stays JSON when the cpu executor cannot start"
 else
     bad "--json with BIB_CPU_LEVEL=bogus: $(cat "$T/err") $(head -c 300 "$T/json")"
+fi
+
+# ---- MPI: what a run under each launcher loads, found without starting MPI ----
+check "has an MPI section" "^MPI (what a run under a launcher loads)$"
+check "lists Open MPI's library or why it is unusable" '^  mpirun (Open MPI): libmpi.so.40: \(Open MPI ABI, "Open MPI v[0-9]\|unusable: \)'
+check "lists the MPICH ABI's library or why it is unusable" '^  mpiexec (Hydra): libmpi\(ch\)\?.so.12: \(MPICH ABI, "\|unusable: \)'
+check "outside a launcher, a world of one" "^  this process: not started by a launcher (a world of one)$"
+# Installed (make deps installs openmpi-bin and mpich), each gives its version.
+if command -v mpirun.openmpi >/dev/null 2>&1; then
+    check "Open MPI installed: its version" '^  mpirun (Open MPI): libmpi.so.40: Open MPI ABI, "Open MPI v[0-9]'
+fi
+if command -v mpiexec.mpich >/dev/null 2>&1; then
+    check "MPICH installed: its version" '^  mpiexec (Hydra): libmpich.so.12: MPICH ABI, "MPICH Version: [0-9]'
+fi
+if OMPI_COMM_WORLD_SIZE=2 $BIB info 2>/dev/null | grep -q '^  mpirun (Open MPI): .*\[selected\]$' &&
+    PMI_SIZE=2 $BIB info 2>/dev/null | grep -q '^  mpiexec (Hydra): .*\[selected\]$'; then
+    ok "the launcher's environment selects its library (OMPI_COMM_WORLD_SIZE, PMI_SIZE)"
+else
+    bad "selected library: $(OMPI_COMM_WORLD_SIZE=2 $BIB info 2>&1 | tail -3)"
+fi
+if BIB_MPI_LIBRARY=libz.so.1 $BIB info --json 2>"$T/err" | "$PY" -c "
+import json, sys
+m = json.load(sys.stdin)['mpi']
+assert len(m) == 1, m
+m = m[0]
+assert m['launcher'] == '\$BIB_MPI_LIBRARY' and m['library'] == 'libz.so.1', m
+assert m['abi'] is None and m['version'] is None and m['selected'] is True, m
+assert 'libz.so.1 has no MPI_Init: not an MPI library' in m['absent'], m
+" 2>>"$T/err"; then
+    ok "--json: \$BIB_MPI_LIBRARY naming no MPI library is listed alone, unusable, with why"
+else
+    bad "--json with BIB_MPI_LIBRARY=libz.so.1: $(cat "$T/err")"
+fi
+if "$PY" -c "
+import json, sys
+m = json.load(open('$T/json0'))['mpi']
+assert [x['launcher'] for x in m] == ['mpirun (Open MPI)', 'mpiexec (Hydra)'], m
+for x in m:
+    assert (x['abi'] is None) == (x['absent'] is not None) == (x['version'] is None), x
+    assert x['selected'] is False, x
+" 2>"$T/err"; then
+    ok "--json lists both ABIs' libraries, each usable (abi, version) or not (absent)"
+else
+    bad "--json mpi: $(cat "$T/err")"
 fi
 
 $BIB info extra >/dev/null 2>"$T/err"

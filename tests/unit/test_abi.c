@@ -199,8 +199,9 @@ Test(abi, info_placement_picks_a_listed_executor) {
 Test(abi, info_structs_from_a_newer_header_read_zeros_past_what_the_library_knows) {
     bib_info_t *info = gather();
     const size_t own[] = {sizeof(bib_info_cpu_t), sizeof(bib_info_executor_t),
-                          sizeof(bib_info_device_t), sizeof(bib_info_placement_t)};
-    for (int k = 0; k < 4; k++) {
+                          sizeof(bib_info_device_t), sizeof(bib_info_placement_t),
+                          sizeof(bib_info_mpi_t)};
+    for (int k = 0; k < 5; k++) {
         union {
             size_t size;
             unsigned char bytes[512];
@@ -210,7 +211,8 @@ Test(abi, info_structs_from_a_newer_header_read_zeros_past_what_the_library_know
         bib_status_t st = k == 0   ? bib_info_cpu(info, (bib_info_cpu_t *)&buf)
                           : k == 1 ? bib_info_executor(info, 0, (bib_info_executor_t *)&buf)
                           : k == 2 ? bib_info_device(info, 0, 0, (bib_info_device_t *)&buf)
-                                   : bib_info_placement(info, (bib_info_placement_t *)&buf);
+                          : k == 3 ? bib_info_placement(info, (bib_info_placement_t *)&buf)
+                                   : bib_info_mpi(info, 0, (bib_info_mpi_t *)&buf);
         cr_assert_eq(st, BIB_OK, "struct %d", k);
         for (size_t b = own[k]; b < own[k] + 24; b++)
             cr_assert_eq(buf.bytes[b], 0, "struct %d: byte %zu", k, b);
@@ -229,6 +231,36 @@ Test(abi, info_structs_smaller_than_their_first_version_are_refused) {
     cr_assert_eq(bib_info_device(info, 0, 0, &d), BIB_E_USAGE);
     bib_info_placement_t p = {.size = sizeof p - 1};
     cr_assert_eq(bib_info_placement(info, &p), BIB_E_USAGE);
+    /* Its last field is an int: sizeof has padding past it. */
+    bib_info_mpi_t m = {.size = offsetof(bib_info_mpi_t, selected) + sizeof m.selected - 1};
+    cr_assert_eq(bib_info_mpi(info, 0, &m), BIB_E_USAGE);
+    bib_info_free(info);
+}
+
+/* The MPI libraries: Open MPI's and the MPICH ABI's, each either usable
+ * (an ABI and a version) or not (why), none selected outside a launcher;
+ * found without starting MPI. */
+Test(abi, info_mpi_lists_both_abis_without_starting_mpi) {
+    unsetenv("BIB_MPI_LIBRARY");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMI_SIZE");
+    bib_info_t *info = gather();
+    cr_assert_eq(bib_info_mpi_count(info), 2);
+    const char *launchers[] = {"mpirun (Open MPI)", "mpiexec (Hydra)"};
+    const char *abis[] = {"Open MPI", "MPICH"};
+    for (uint32_t i = 0; i < 2; i++) {
+        bib_info_mpi_t m = {.size = sizeof m};
+        cr_assert_eq(bib_info_mpi(info, i, &m), BIB_OK);
+        cr_assert_str_eq(m.launcher, launchers[i]);
+        cr_assert(m.library != NULL && m.library[0] != '\0');
+        cr_assert((m.abi == NULL) == (m.absent != NULL), "%s", m.library);
+        cr_assert((m.abi == NULL) == (m.version == NULL), "%s", m.library);
+        if (m.abi != NULL)
+            cr_assert_str_eq(m.abi, abis[i]);
+        cr_assert_eq(m.selected, 0);
+    }
+    bib_info_mpi_t m = {.size = sizeof m};
+    cr_assert_eq(bib_info_mpi(info, 2, &m), BIB_E_USAGE);
     bib_info_free(info);
 }
 
