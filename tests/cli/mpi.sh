@@ -1,7 +1,8 @@
 #!/bin/sh
 # CLI tests for the collective opcodes under Open MPI (spec/scale-out.md):
-# examples/sharded_mlp.basm and sharded_attention.basm on 1, 2 and 3 ranks
-# write the bytes of examples/mlp.basm and attention.basm run alone; ALLREDUCE adds in rank order
+# examples/sharded_mlp.basm, sharded_attention.basm and
+# sharded_encoder_layer.basm on 1, 2 and 3 ranks write the bytes of
+# examples/mlp.basm, attention.basm and bench/encoder_layer.basm run alone; ALLREDUCE adds in rank order
 # (checked against numpy's float32 left fold, on values where another order
 # gives other bits); the other collectives against numpy; a trap, a shape
 # mismatch, an unreadable input and outputs that differ stop every rank with
@@ -75,6 +76,33 @@ for n in 1 2 3; do
         ok "sharded_attention on $n rank(s) writes attention.basm's bytes"
     else
         bad "sharded_attention on $n rank(s): $(cat "$T/out")"
+    fi
+done
+# sharded_encoder_layer: a whole pre-norm transformer block (projections by
+# heads, attention by heads, the feed-forward width in blocks), the bytes of
+# bench/encoder_layer.basm.
+$PY - "$T/enc" <<'PY' || bad "writing the encoder layer's inputs"
+import os, sys, numpy as np
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+r = np.random.default_rng(7)
+b, s, e, f = 2, 5, 16, 24
+def w(*shape, scale=0.3): return (r.standard_normal(shape) * scale).astype(np.float32)
+for k, v in dict(x=w(b, s, e, scale=1.0), g1=1 + w(e), be1=w(e), wq=w(e, e), bq=w(e),
+                 wk=w(e, e), bk=w(e), wv=w(e, e), bv=w(e), wo=w(e, e), bo=w(e), g2=1 + w(e),
+                 be2=w(e), w1=w(e, f), b1=w(f), w2=w(f, e), b2=w(e)).items():
+    np.save(d + "/" + k + ".npy", v)
+PY
+ENC=$(for k in x g1 be1 wq bq wk bk wv bv wo bo g2 be2 w1 b1 w2 b2; do printf -- "--input %s=%s/enc/%s.npy " $k "$T" $k; done)
+# shellcheck disable=SC2086
+$BIB run bench/encoder_layer.basm --backend=cpu $ENC --output "y=$T/enc.ref.npy" || bad "encoder layer alone"
+for n in 1 2 3; do
+    # shellcheck disable=SC2086
+    if $MPIRUN -np $n $BIB run examples/sharded_encoder_layer.basm $ENC --output "y=$T/enc.$n.npy" \
+        >"$T/out" 2>&1 && cmp -s "$T/enc.ref.npy" "$T/enc.$n.npy"; then
+        ok "sharded_encoder_layer on $n rank(s) writes encoder_layer.basm's bytes"
+    else
+        bad "sharded_encoder_layer on $n rank(s): $(cat "$T/out")"
     fi
 done
 # Fewer columns than ranks: some ranks hold an empty block.
