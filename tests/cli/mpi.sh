@@ -1,8 +1,8 @@
 #!/bin/sh
 # CLI tests for the collective opcodes under Open MPI (spec/scale-out.md):
-# examples/sharded_mlp.basm, sharded_attention.basm and
-# sharded_encoder_layer.basm on 1, 2 and 3 ranks write the bytes of
-# examples/mlp.basm, attention.basm and bench/encoder_layer.basm run alone; ALLREDUCE adds in rank order
+# examples/sharded_mlp.basm, sharded_attention.basm, sharded_encoder_layer.basm
+# and sharded_cnn.basm on 1, 2 and 3 ranks write the bytes of examples/mlp.basm,
+# attention.basm, bench/encoder_layer.basm and cnn.basm run alone; ALLREDUCE adds in rank order
 # (checked against numpy's float32 left fold, on values where another order
 # gives other bits); the other collectives against numpy; a trap, a shape
 # mismatch, an unreadable input and outputs that differ stop every rank with
@@ -105,6 +105,42 @@ for n in 1 2 3; do
         bad "sharded_encoder_layer on $n rank(s): $(cat "$T/out")"
     fi
 done
+# sharded_cnn: batch-sharded inference (each rank its block of images), the
+# bytes of cnn.basm; with 2 images on 3 ranks one rank has none.
+$PY - "$T/cnn" <<'PY' || bad "writing the CNN's inputs"
+import os, sys, numpy as np
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+r = np.random.default_rng(5)
+np.save(d + "/x.npy", r.standard_normal((7, 1, 12, 12)).astype(np.float32))
+np.save(d + "/w.npy", (r.standard_normal((4, 1, 3, 3)) * 0.5).astype(np.float32))
+bn = np.stack([np.ones(4), r.standard_normal(4) * 0.1, np.zeros(4), np.ones(4)])
+np.save(d + "/bn.npy", bn.astype(np.float32))
+np.save(d + "/W.npy", (r.standard_normal((144, 10)) * 0.1).astype(np.float32))
+np.save(d + "/b.npy", (r.standard_normal(10) * 0.1).astype(np.float32))
+np.save(d + "/x2.npy", r.standard_normal((2, 1, 12, 12)).astype(np.float32))
+PY
+CNN="--input w=$T/cnn/w.npy --input bn=$T/cnn/bn.npy --input W=$T/cnn/W.npy --input b=$T/cnn/b.npy"
+# shellcheck disable=SC2086
+$BIB run examples/cnn.basm --backend=cpu --input "x=$T/cnn/x.npy" $CNN --output "y=$T/cnn.ref.npy" &&
+    $BIB run examples/cnn.basm --backend=cpu --input "x=$T/cnn/x2.npy" $CNN --output "y=$T/cnn2.ref.npy" ||
+    bad "cnn alone"
+for n in 1 2 3; do
+    # shellcheck disable=SC2086
+    if $MPIRUN -np $n $BIB run examples/sharded_cnn.basm --input "x=$T/cnn/x.npy" $CNN \
+        --output "y=$T/cnn.$n.npy" >"$T/out" 2>&1 && cmp -s "$T/cnn.ref.npy" "$T/cnn.$n.npy"; then
+        ok "sharded_cnn (batch-sharded) on $n rank(s) writes cnn.basm's bytes"
+    else
+        bad "sharded_cnn on $n rank(s): $(cat "$T/out")"
+    fi
+done
+# shellcheck disable=SC2086
+if $MPIRUN -np 3 $BIB run examples/sharded_cnn.basm --input "x=$T/cnn/x2.npy" $CNN \
+    --output "y=$T/cnn2.3.npy" >"$T/out" 2>&1 && cmp -s "$T/cnn2.ref.npy" "$T/cnn2.3.npy"; then
+    ok "sharded_cnn with 2 images on 3 ranks (an empty batch) writes cnn.basm's bytes"
+else
+    bad "sharded_cnn, empty batch: $(cat "$T/out")"
+fi
 # Fewer columns than ranks: some ranks hold an empty block.
 $PY tools/make-npy.py "$T/small" --n 3 --d 4 --h 2 --o 2 >/dev/null || bad "make-npy.py small"
 SMALL="--input x=$T/small/x.npy --input W1=$T/small/W1.npy --input b1=$T/small/b1.npy --input W2=$T/small/W2.npy --input b2=$T/small/b2.npy"
