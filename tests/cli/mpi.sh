@@ -45,20 +45,29 @@ mpich)
     ;;
 esac
 
+# sharded EXAMPLE REF OUT RANKS ARGS...: examples/EXAMPLE.basm on each rank
+# count in RANKS (ARGS its inputs, OUT its output's name) writes the bytes of
+# REF, the .npy the single-process program wrote.
+sharded() {
+    example=$1 ref=$2 out=$3 ranks=$4
+    shift 4
+    for n in $ranks; do
+        if $MPIRUN -np "$n" $BIB run "examples/$example.basm" "$@" --output "$out=$T/$example.$n.npy" \
+            >"$T/out" 2>&1 && cmp -s "$ref" "$T/$example.$n.npy"; then
+            ok "$example on $n rank(s) writes the single-process bytes ($(basename "$ref"))"
+        else
+            bad "$example on $n rank(s): $(cat "$T/out")"
+        fi
+    done
+}
+
 # ---- sharded_mlp: the bytes of mlp.basm alone, on 1, 2 and 3 ranks ----
 $PY tools/make-npy.py "$T/in" --n 7 --d 33 --h 20 --o 5 >/dev/null || bad "make-npy.py"
 IN="--input x=$T/in/x.npy --input W1=$T/in/W1.npy --input b1=$T/in/b1.npy --input W2=$T/in/W2.npy --input b2=$T/in/b2.npy"
 # shellcheck disable=SC2086
 $BIB run examples/mlp.basm --backend=cpu $IN --output "y=$T/y.ref.npy" || bad "mlp alone"
-for n in 1 2 3; do
-    # shellcheck disable=SC2086
-    if $MPIRUN -np $n $BIB run examples/sharded_mlp.basm $IN --output "y=$T/y.$n.npy" \
-        >"$T/out" 2>&1 && cmp -s "$T/y.ref.npy" "$T/y.$n.npy"; then
-        ok "sharded_mlp on $n rank(s) writes mlp.basm's bytes"
-    else
-        bad "sharded_mlp on $n rank(s): $(cat "$T/out")"
-    fi
-done
+# shellcheck disable=SC2086
+sharded sharded_mlp "$T/y.ref.npy" y "1 2 3" $IN
 # sharded_attention: head-sharded ATTENTION_CAUSAL, the bytes of attention.basm.
 $PY -c "
 import numpy as np
@@ -69,15 +78,8 @@ for n, s in (('q', (9, 32)), ('k', (11, 32)), ('v', (11, 32))):
 QKV="--input q=$T/q.npy --input k=$T/k.npy --input v=$T/v.npy"
 # shellcheck disable=SC2086
 $BIB run examples/attention.basm $QKV --output "o=$T/o.ref.npy" || bad "attention alone"
-for n in 1 2 3; do
-    # shellcheck disable=SC2086
-    if $MPIRUN -np $n $BIB run examples/sharded_attention.basm $QKV --output "o=$T/o.$n.npy" \
-        >"$T/out" 2>&1 && cmp -s "$T/o.ref.npy" "$T/o.$n.npy"; then
-        ok "sharded_attention on $n rank(s) writes attention.basm's bytes"
-    else
-        bad "sharded_attention on $n rank(s): $(cat "$T/out")"
-    fi
-done
+# shellcheck disable=SC2086
+sharded sharded_attention "$T/o.ref.npy" o "1 2 3" $QKV
 # sharded_encoder_layer: a whole pre-norm transformer block (projections by
 # heads, attention by heads, the feed-forward width in blocks), the bytes of
 # bench/encoder_layer.basm.
@@ -96,15 +98,8 @@ PY
 ENC=$(for k in x g1 be1 wq bq wk bk wv bv wo bo g2 be2 w1 b1 w2 b2; do printf -- "--input %s=%s/enc/%s.npy " $k "$T" $k; done)
 # shellcheck disable=SC2086
 $BIB run bench/encoder_layer.basm --backend=cpu $ENC --output "y=$T/enc.ref.npy" || bad "encoder layer alone"
-for n in 1 2 3; do
-    # shellcheck disable=SC2086
-    if $MPIRUN -np $n $BIB run examples/sharded_encoder_layer.basm $ENC --output "y=$T/enc.$n.npy" \
-        >"$T/out" 2>&1 && cmp -s "$T/enc.ref.npy" "$T/enc.$n.npy"; then
-        ok "sharded_encoder_layer on $n rank(s) writes encoder_layer.basm's bytes"
-    else
-        bad "sharded_encoder_layer on $n rank(s): $(cat "$T/out")"
-    fi
-done
+# shellcheck disable=SC2086
+sharded sharded_encoder_layer "$T/enc.ref.npy" y "1 2 3" $ENC
 # sharded_cnn: batch-sharded inference (each rank its block of images), the
 # bytes of cnn.basm; with 2 images on 3 ranks one rank has none.
 $PY - "$T/cnn" <<'PY' || bad "writing the CNN's inputs"
@@ -125,34 +120,17 @@ CNN="--input w=$T/cnn/w.npy --input bn=$T/cnn/bn.npy --input W=$T/cnn/W.npy --in
 $BIB run examples/cnn.basm --backend=cpu --input "x=$T/cnn/x.npy" $CNN --output "y=$T/cnn.ref.npy" &&
     $BIB run examples/cnn.basm --backend=cpu --input "x=$T/cnn/x2.npy" $CNN --output "y=$T/cnn2.ref.npy" ||
     bad "cnn alone"
-for n in 1 2 3; do
-    # shellcheck disable=SC2086
-    if $MPIRUN -np $n $BIB run examples/sharded_cnn.basm --input "x=$T/cnn/x.npy" $CNN \
-        --output "y=$T/cnn.$n.npy" >"$T/out" 2>&1 && cmp -s "$T/cnn.ref.npy" "$T/cnn.$n.npy"; then
-        ok "sharded_cnn (batch-sharded) on $n rank(s) writes cnn.basm's bytes"
-    else
-        bad "sharded_cnn on $n rank(s): $(cat "$T/out")"
-    fi
-done
 # shellcheck disable=SC2086
-if $MPIRUN -np 3 $BIB run examples/sharded_cnn.basm --input "x=$T/cnn/x2.npy" $CNN \
-    --output "y=$T/cnn2.3.npy" >"$T/out" 2>&1 && cmp -s "$T/cnn2.ref.npy" "$T/cnn2.3.npy"; then
-    ok "sharded_cnn with 2 images on 3 ranks (an empty batch) writes cnn.basm's bytes"
-else
-    bad "sharded_cnn, empty batch: $(cat "$T/out")"
-fi
+sharded sharded_cnn "$T/cnn.ref.npy" y "1 2 3" --input "x=$T/cnn/x.npy" $CNN
+# shellcheck disable=SC2086
+sharded sharded_cnn "$T/cnn2.ref.npy" y 3 --input "x=$T/cnn/x2.npy" $CNN
 # Fewer columns than ranks: some ranks hold an empty block.
 $PY tools/make-npy.py "$T/small" --n 3 --d 4 --h 2 --o 2 >/dev/null || bad "make-npy.py small"
 SMALL="--input x=$T/small/x.npy --input W1=$T/small/W1.npy --input b1=$T/small/b1.npy --input W2=$T/small/W2.npy --input b2=$T/small/b2.npy"
 # shellcheck disable=SC2086
 $BIB run examples/mlp.basm $SMALL --output "y=$T/ys.ref.npy" || bad "small mlp alone"
 # shellcheck disable=SC2086
-if $MPIRUN -np 3 $BIB run examples/sharded_mlp.basm $SMALL --output "y=$T/ys.3.npy" >"$T/out" 2>&1 &&
-    cmp -s "$T/ys.ref.npy" "$T/ys.3.npy"; then
-    ok "sharded_mlp with 2 columns on 3 ranks (an empty block) writes mlp.basm's bytes"
-else
-    bad "sharded_mlp, empty block: $(cat "$T/out")"
-fi
+sharded sharded_mlp "$T/ys.ref.npy" y 3 $SMALL
 # The batch on another executor: the same bytes with the layers on Vulkan,
 # where there is a Vulkan device.
 # shellcheck disable=SC2086
