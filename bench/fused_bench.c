@@ -30,27 +30,9 @@
 
 #include "backends/backend.h"
 #include "bench/timing.h"
+#include "isa/isa.h"
 
 #define MAX_RUNS 99
-
-static uint64_t fnv1a(const void *p, size_t bytes) {
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < bytes; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static double load_average(void) {
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
 
 static bib_view_t view(void *buf, uint32_t rank, uint32_t d0, uint32_t d1, uint32_t d2) {
     bib_view_t v = {.buf = buf, .offset = 0, .dtype = BIB_DTYPE_F32, .rank = rank};
@@ -107,7 +89,7 @@ static int compare(const char *name, const step_t *work, const step_t *peer, dou
     double tw[MAX_RUNS], tp[MAX_RUNS], ratio[MAX_RUNS];
     if (!step_run(work) || !step_run(peer)) /* untimed: pool, packing buffers, pages */
         return 1;
-    uint64_t hash = fnv1a(out, out_floats * sizeof(float));
+    uint64_t hash = bib_fnv1a64(BIB_FNV1A64_BASIS, out, out_floats * sizeof(float));
     for (int r = 0; r < runs; r++) {
         for (int order = 0; order < 2; order++) {
             bool peer_now = (order == 0) == (r % 2 == 0);

@@ -22,21 +22,11 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "bench/timing.h"
 #include "vm/placement.h"
 
 static const bib_executor_ops_t *ops;
 static char label[64]; /* "matmul fp32 exact (bib cuda)" and the like */
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void die(bib_executor_t *ex, const char *what) {
     fprintf(stderr, "gpu_bench: %s: %s\n", what, ops->error(ex));
@@ -74,8 +64,7 @@ static double time_per_call(bib_executor_t *ex, bench_fn run, void *arg) {
         check(ex, ops->synchronize(ex), "synchronize");
         per[b] = (now() - t0) / (double)reps;
     }
-    qsort(per, 5, sizeof per[0], cmp_double);
-    return per[2];
+    return median(per, 5);
 }
 
 static void run_call(bib_executor_t *ex, void *arg) {

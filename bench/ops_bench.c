@@ -34,6 +34,7 @@
 
 #include "backends/backend.h"
 #include "bench/timing.h"
+#include "isa/isa.h"
 #include "backends/cpu/cpufeatures.h"
 
 #define MAX_RUNS 99
@@ -178,25 +179,6 @@ static bool selected(const char *list, const char *name) {
     return false;
 }
 
-static uint64_t fnv1a(const void *p, size_t bytes) {
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < bytes; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static double load_average(void) {
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
 int main(int argc, char **argv) {
     uint32_t rows = argc > 1 ? (uint32_t)atoi(argv[1]) : 4096;
     uint32_t cols = argc > 2 ? (uint32_t)atoi(argv[2]) : 4096;
@@ -297,7 +279,7 @@ int main(int argc, char **argv) {
             status = 1;
             continue;
         }
-        uint64_t hash = fnv1a(out, bytes);
+        uint64_t hash = bib_fnv1a64(BIB_FNV1A64_BASIS, out, bytes);
         for (int r = 0; r < runs; r++) {
             double tc = 0, tr = 0;
             for (int order = 0; order < 2; order++) {
