@@ -1,21 +1,22 @@
 #!/bin/sh
 # Everything owed to a GPU machine, in one command: unpack the Vulkan loader
 # (.gl, from ../shared/gpu/prepare-gl.sh) and the dependency kit (.kit, from
-# `sh tools/gpu-kit.sh fetch`), then `make gpu-check` (build, test_cuda,
-# test_vulkan, the whole `make test`, ASan and UBSan over the suites with the
-# real driver, compute-sanitizer memcheck and racecheck, the fuzz corpus
-# replayed on every executor, gpu_bench and the torch peer), then `bib bench`
-# and `bib info`. Every log goes into one archive, $OUT/gpu-logs.tar.gz, and
-# the summary to standard output.
+# `sh tools/gpu-kit.sh fetch`), build, then the steps of `make gpu-check`
+# (backends/cuda/cuda.mk) one at a time, most wanted first: test_cuda and
+# test_vulkan on the real driver, the GPU CLI suites (hex cases, custom
+# kernels, byte-identical examples, auto), gpu_bench beside the torch peer,
+# `bib info` and `bib bench`, compute-sanitizer memcheck and racecheck, the
+# whole `make test`, ASan and UBSan with the real driver, and the fuzz corpus
+# replayed on every executor. Every log goes into one archive,
+# $OUT/gpu-logs.tar.gz, remade after each step so that a call stopped at its
+# limit still brings back what it finished; the summary goes to stdout.
 #
 #   sh tools/gpu-run.sh            (the device run carries .gl and .kit, and
 #                                   build/fuzz/corpus/run for replay_diff)
 #
-# GPU_STEPS (see backends/cuda/cuda.mk, plus bib_bench for the last part)
-# splits the work across calls of limited length, e.g.
-#   GPU_STEPS="device build test_cuda test_vulkan make_test" sh tools/gpu-run.sh
-#   GPU_STEPS="memcheck racecheck cuda_bench vulkan_bench torch_peer bib_bench" sh tools/gpu-run.sh
-#   GPU_STEPS="sanitize replay_diff" sh tools/gpu-run.sh
+# GPU_STEPS picks the steps and their order; NAME:SECONDS gives a step its
+# own limit (else GPU_STEP_TIMEOUT, 300), so that a run fits one call:
+#   GPU_STEPS="device build test_cuda:120 test_vulkan:90 gpu_cli:120" sh tools/gpu-run.sh
 # Exits non-zero when any step failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -36,6 +37,8 @@ if [ -f "$nv_icd" ] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nv
 fi
 
 jobs=$(nproc)
+ALL_STEPS="device build test_cuda test_vulkan gpu_cli cuda_bench vulkan_bench torch_peer bib_bench
+memcheck racecheck make_test sanitize replay_diff"
 # That machine's gcc may be newer than the one the code was last built with;
 # a new warning must not cost the whole GPU run: build without -Werror then,
 # and say so (the warnings are in build0.log, to be fixed here).
@@ -49,18 +52,20 @@ if ! make -j"$jobs" KIT="$kit" PYTHON=python3 all >"$logs/build0.log" 2>&1; then
     fi
     tail -n 30 "$logs/build0.log"
 fi
-make KIT="$kit" PYTHON=python3 WARN="$warn" gpu-check OUT="$logs"
-rc=$?
-case " ${GPU_STEPS:-bib_bench} " in
-*" bib_bench "*)
-    {
-        build/bib info
-        echo
-        timeout 300 build/bib bench
-    } >"$logs/bib-bench.log" 2>&1 || rc=1
-    cat "$logs/bib-bench.log"
-    ;;
-esac
-tar -czf "$OUT/gpu-logs.tar.gz" -C "$logs" .
+# One step at a time, in the order given (most wanted first), the archive
+# remade after each: a call stopped at its time limit still brings back the
+# logs of every step it finished.
+rc=0
+t0=$(date +%s)
+for s in ${GPU_STEPS:-$ALL_STEPS}; do
+    name=${s%%:*}
+    limit=${GPU_STEP_TIMEOUT:-300}
+    [ "$name" != "$s" ] && limit=${s#*:}
+    make -j"$jobs" KIT="$kit" PYTHON=python3 PYTHON_GPU=python3 WARN="$warn" \
+        GPU_STEP_TIMEOUT="$limit" GPU_STEPS="$name" OUT="$logs" gpu-check || rc=1
+    echo "     ($name: $(($(date +%s) - t0)) s into the run)"
+    [ -d "$logs/bib-bench" ] && cp "$logs/bib-bench/chart.png" "$OUT/" 2>/dev/null
+    tar -czf "$OUT/gpu-logs.tar.gz.tmp" -C "$logs" . && mv "$OUT/gpu-logs.tar.gz.tmp" "$OUT/gpu-logs.tar.gz"
+done
 echo "gpu-run: logs in $OUT/gpu-logs.tar.gz; exit $rc"
 exit $rc

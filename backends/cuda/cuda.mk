@@ -157,7 +157,11 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 # so that a run can be split across calls of a limited length.
 # A step that outlasts GPU_STEP_TIMEOUT seconds is stopped and counts as failed.
 GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck racecheck \
-             replay_diff cuda_bench vulkan_bench torch_peer
+             replay_diff gpu_cli cuda_bench vulkan_bench torch_peer bib_bench
+# gpu_cli: the CLI suites whose checks need a GPU executor to mean anything
+# (the hex cases, the custom kernels and shaders, byte-identical examples on
+# every executor, auto, fallback, `bib info`), without the rest of make test.
+GPU_CLI ?= hex_gpu gpu_custom vk_custom auto tensor gpu_fallback info profile
 # replay_diff: fuzz corpus programs (carried in build/fuzz/corpus) on the CPU
 # and on each GPU executor, compared (tools/replay-diff.sh); REPLAY_MAX of
 # them, so that the step fits GPU_STEP_TIMEOUT.
@@ -170,7 +174,8 @@ gpu-check:
 	   echo "==== gpu-check: $$name"; \
 	   if timeout $(GPU_STEP_TIMEOUT) "$$@" > $(GPU_LOGS)/$$name.log 2>&1; then echo "     ok ($(GPU_LOGS)/$$name.log)"; \
 	   else failed="$$failed $$name"; echo "     FAILED ($(GPU_LOGS)/$$name.log)"; tail -n 40 $(GPU_LOGS)/$$name.log; fi; }; \
-	 step device sh -c 'nvidia-smi || true; $(NVCC) --version'; \
+	 step device sh -c 'nvidia-smi || true; $(NVCC) --version; \
+	   (vulkaninfo --summary 2>&1 || true) | head -n 60; echo "compute-sanitizer: $(COMPUTE_SANITIZER)"'; \
 	 step build $(MAKE) -k all $(UNIT_BIN) $(BUILD)/embed $(BUILD)/gpu_bench; \
 	 step test_cuda $(BUILD)/tests/test_cuda --verbose --jobs 1; \
 	 step test_vulkan $(BUILD)/tests/test_vulkan --verbose --jobs 1; \
@@ -184,9 +189,12 @@ gpu-check:
 	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; \
 	   step racecheck sh -c 'echo "SKIP: racecheck: no compute-sanitizer"'; fi; \
 	 step replay_diff env BIB=$(BUILD)/bib REPLAY_MAX=$(REPLAY_MAX) sh tools/replay-diff.sh; \
+	 step gpu_cli env PYTHON=$(PYTHON_GPU) sh -c 'rc=0; for t in $(GPU_CLI); do \
+	   echo "== tests/cli/$$t.sh"; sh tests/cli/$$t.sh || rc=1; done; exit $$rc'; \
 	 step cuda_bench $(BUILD)/gpu_bench cuda; \
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
+	 step bib_bench sh -c '$(BUILD)/bib info && $(BUILD)/bib bench -o $(GPU_LOGS)/bib-bench'; \
 	 for b in cuda_bench vulkan_bench torch_peer; do \
 	   case " $(GPU_STEPS) " in *" $$b "*) cat $(GPU_LOGS)/$$b.log;; esac; done; \
 	 if [ -n "$$failed" ]; then echo "gpu-check: FAILED:$$failed"; exit 1; fi; \
