@@ -34,7 +34,8 @@ LDLIBS  += $(SHADERC_LIBS)
 ifneq ($(KIT),)
 KIT_LIB       = $(KIT)/usr/lib/x86_64-linux-gnu
 CFLAGS       += -isystem $(KIT)/usr/include
-LDLIBS       += -L$(KIT_LIB) -Wl,--disable-new-dtags,-rpath,$(KIT_LIB)
+KIT_LDFLAGS   = -L$(KIT_LIB) -Wl,--disable-new-dtags,-rpath,$(KIT_LIB)
+LDLIBS       += $(KIT_LDFLAGS)
 export PATH              := $(KIT)/usr/bin:$(PATH)
 export LD_LIBRARY_PATH   := $(KIT_LIB)$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
 export VK_ADD_LAYER_PATH := $(KIT)/usr/share/vulkan/explicit_layer.d
@@ -150,7 +151,7 @@ $(BUILD)/libbib.so.$(VERSION): $(SO_OBJ) | $(BUILD)/$(GLSL_PLUGIN)
 	    $(filter-out $(SHADERC_LIBS) -lmimalloc,$(LDLIBS)) -lmimalloc
 $(BUILD)/$(GLSL_PLUGIN): $(BUILD)/obj/assembler/glsl.o
 	$(CC) $(SO_LDFLAGS:-Wl,-soname,$(SONAME)=-Wl,-soname,$(GLSL_PLUGIN)) -o $@ $^ $(SAN_FLAGS) \
-	    $(SHADERC_LIBS) -lm
+	    $(KIT_LDFLAGS) $(SHADERC_LIBS) -lm
 $(BUILD)/$(SONAME) $(BUILD)/libbib.so: $(BUILD)/libbib.so.$(VERSION)
 	ln -sf libbib.so.$(VERSION) $@
 

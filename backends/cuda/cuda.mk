@@ -172,7 +172,7 @@ gpu-check:
 	@failed=""; \
 	 step() { name=$$1; shift; case " $(GPU_STEPS) " in *" $$name "*) ;; *) return 0;; esac; \
 	   echo "==== gpu-check: $$name"; \
-	   if timeout $(GPU_STEP_TIMEOUT) "$$@" > $(GPU_LOGS)/$$name.log 2>&1; then echo "     ok ($(GPU_LOGS)/$$name.log)"; \
+	   if timeout -k 10 $(GPU_STEP_TIMEOUT) "$$@" > $(GPU_LOGS)/$$name.log 2>&1; then echo "     ok ($(GPU_LOGS)/$$name.log)"; \
 	   else failed="$$failed $$name"; echo "     FAILED ($(GPU_LOGS)/$$name.log)"; tail -n 40 $(GPU_LOGS)/$$name.log; fi; }; \
 	 step device sh -c 'nvidia-smi || true; $(NVCC) --version; \
 	   (vulkaninfo --summary 2>&1 || true) | head -n 60; echo "compute-sanitizer: $(COMPUTE_SANITIZER)"'; \
@@ -183,9 +183,9 @@ gpu-check:
 	 step sanitize $(MAKE) sanitize; \
 	 if [ -n "$(COMPUTE_SANITIZER)" ]; then \
 	   step memcheck $(COMPUTE_SANITIZER) --tool memcheck --target-processes all \
-	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1; \
+	     --report-api-errors no --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1; \
 	   step racecheck $(COMPUTE_SANITIZER) --tool racecheck --target-processes all \
-	     --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1 --filter 'cuda/*'; \
+	     --error-exitcode 1 $(BUILD)/bib test --backend=cuda tests/hex/tensor tests/hex/gpu; \
 	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; \
 	   step racecheck sh -c 'echo "SKIP: racecheck: no compute-sanitizer"'; fi; \
 	 step replay_diff env BIB=$(BUILD)/bib REPLAY_MAX=$(REPLAY_MAX) sh tools/replay-diff.sh; \

@@ -951,6 +951,14 @@ static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
     return n;
 }
 
+/* "WHAT (case: fma(x, y, z) gave G, want W)" with the operands' bits. */
+static void bib_vk_case_note(char *out, size_t len, const char *what, const bib_vk_case_t *c,
+                             float got) {
+    snprintf(out, len, "%s: fma(0x%08x, 0x%08x, 0x%08x) gave 0x%08x, want 0x%08x", what,
+             bib_f32_bits(c->x), bib_f32_bits(c->y), bib_f32_bits(c->z), bib_f32_bits(got),
+             bib_f32_bits(fmaf(c->x, c->y, c->z)));
+}
+
 /* Runs the probes and chooses the fma path. Returns BIB_E_UNAVAILABLE (with
  * why) for a device on which no exact path exists. */
 static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) {
@@ -991,17 +999,25 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
                  ex->props.deviceName);
         return BIB_E_UNAVAILABLE;
     }
-    /* The fused path must also handle the denormal cases exactly. */
-    bool native_ok = ex->probe_fused;
-    for (uint32_t i = BIB_VK_FMA_CASES; native_ok && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
-        native_ok =
-            bib_f32_bits(res[3 * i]) == bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
-    if (native_ok)
+    /* The fused path must also handle the denormal cases exactly. BIB_VK_FMA
+       =emulated takes the emulation where fma() would do (to test it). */
+    int bad = -1;
+    for (uint32_t i = 0; bad < 0 && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
+        if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z)))
+            bad = (int)i;
+    const char *force = getenv("BIB_VK_FMA");
+    bool forced = force != NULL && strcmp(force, "emulated") == 0;
+    if (bad < 0 && !forced)
         return BIB_OK;
+    if (forced)
+        snprintf(ex->fma_note, sizeof ex->fma_note, "BIB_VK_FMA=emulated");
+    else
+        bib_vk_case_note(ex->fma_note, sizeof ex->fma_note,
+                         bad < BIB_VK_FMA_CASES ? "fma() not fused" : "fma() loses denormals",
+                         &cases[bad], res[3 * bad]);
     if (!ex->has_f64) {
-        snprintf(why, why_len,
-                 "'%s' has no fused fma() and no shaderFloat64 for its exact emulation",
-                 ex->props.deviceName);
+        snprintf(why, why_len, "'%s' has no exact fma() (%s) and no shaderFloat64 for its emulation",
+                 ex->props.deviceName, ex->fma_note);
         return BIB_E_UNAVAILABLE;
     }
     st = bib_vk_run_probe(ex, BIB_VK_FMA_EMULATED, &cases[0].x, res, n);
@@ -1011,8 +1027,10 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
     }
     for (uint32_t i = 0; i < n; i++) {
         if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
-            snprintf(why, why_len, "'%s': the fp64 fma emulation failed its probe (case %u)",
-                     ex->props.deviceName, i);
+            char note[160];
+            bib_vk_case_note(note, sizeof note, "fp64 emulation wrong", &cases[i], res[3 * i]);
+            snprintf(why, why_len, "'%s': no exact fma: %s; %s", ex->props.deviceName,
+                     ex->fma_note, note);
             return BIB_E_UNAVAILABLE;
         }
     }
@@ -1253,22 +1271,23 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
                                         2u);
     bool rte32 = ex->float_controls &&
                  (bib_vk_mode_widths(ex->round_indep, false, ex->rte16, ex->rte32, ex->rte64) & 2u);
+    char fma_desc[224];
+    if (ex->fma_path == BIB_VK_FMA_NATIVE)
+        snprintf(fma_desc, sizeof fma_desc, "native (fused, probed)");
+    else
+        snprintf(fma_desc, sizeof fma_desc, "emulated (fp64 round-to-odd; %s)", ex->fma_note);
     snprintf(ex->describe, sizeof ex->describe,
              "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s%s; rounding: %s%s; fp64: %s",
              ex->props.deviceName, bib_vk_type_name(ex->props.deviceType),
              VK_API_VERSION_MAJOR(ex->props.apiVersion), VK_API_VERSION_MINOR(ex->props.apiVersion),
-             ex->fma_path == BIB_VK_FMA_NATIVE ? "native (fused, probed)"
-                                               : "emulated (fp64 round-to-odd; fma() not fused)",
-             ex->probe_denormals ? "preserved (probed)" : "flushed",
+             fma_desc, ex->probe_denormals ? "preserved (probed)" : "flushed",
              den32 ? ", DenormPreserve declared" : "",
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
              rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
     bib_device_facts_t *f = &ex->facts;
     snprintf(f->name, sizeof f->name, "%s", ex->props.deviceName);
     snprintf(f->kind, sizeof f->kind, "%s", bib_vk_type_name(ex->props.deviceType));
-    snprintf(f->fma, sizeof f->fma, "%s",
-             ex->fma_path == BIB_VK_FMA_NATIVE ? "native (fused, probed)"
-                                               : "emulated (fp64 round-to-odd; fma() not fused)");
+    snprintf(f->fma, sizeof f->fma, "%s", fma_desc);
     snprintf(f->denormals, sizeof f->denormals, "%s%s",
              ex->probe_denormals ? "preserved (probed)" : "flushed",
              den32 ? ", DenormPreserve declared" : "");

@@ -67,7 +67,7 @@ typedef struct bib_vk_push {
 
 struct bib_executor {
     char error[512];
-    char describe[512];
+    char describe[768];
     bib_device_facts_t facts;
 
     /* instance and device */
@@ -92,6 +92,7 @@ struct bib_executor {
     bool float_controls; /* VK_KHR_shader_float_controls or Vulkan 1.2 */
     bool probe_fused, probe_denormals, probe_rte;
     bib_vk_fma_path_t fma_path;
+    char fma_note[160]; /* why fma() was not taken, when it was not */
     int matmul_tiles; /* 0: by device and size; 64 or 128: forced (BIB_VK_MATMUL_TILES) */
 
     /* pipelines */

@@ -51,12 +51,36 @@ layout(push_constant) uniform Push {
 } pc;
 
 #if BIB_HAVE_F64
+// A float widened to double exactly. A denormal float is rebuilt from its
+// bits (m * 2^-149, in double arithmetic that stays normal) rather than
+// converted: NVIDIA's driver flushes a denormal source of float -> double
+// conversion even under DenormPreserve (the H100 probe's case 66).
+double bib_widen(float a) {
+    uint u = floatBitsToUint(a);
+    if ((u & 0x7f800000u) != 0u || (u & 0x007fffffu) == 0u)
+        return double(a);
+    precise double m = double(u & 0x007fffffu) * packDouble2x32(uvec2(0u, 0x36a00000u)); // 2^-149
+    return (u & 0x80000000u) != 0u ? -m : m;
+}
+
+// A double rounded to odd (at least two bits beyond float's) narrowed to the
+// nearest float. Where the float is denormal the rounding is done on the
+// integer multiple of 2^-149 and the float built from its bits, so that no
+// conversion with a denormal result is left to the driver.
+float bib_narrow(double s) {
+    uvec2 w = unpackDouble2x32(s);
+    if ((w.y & 0x7ff00000u) >= 0x38100000u) // |s| >= 2^-126, or Inf/NaN
+        return float(s);
+    precise double q = roundEven(abs(s) * packDouble2x32(uvec2(0u, 0x49400000u))); // * 2^149
+    return uintBitsToFloat((w.y & 0x80000000u) | uint(q));
+}
+
 // Exact fp32 fma from fp64 (Boldo and Melquiond): the product of two floats is
 // exact in double; the sum is rounded to odd in double (53 >= 24 + 2 bits), so
 // the final rounding to float is the one correctly rounded result.
 float bib_fma_emulated(float a, float b, float c) {
-    precise double p = double(a) * double(b);
-    precise double dc = double(c);
+    precise double p = bib_widen(a) * bib_widen(b);
+    precise double dc = bib_widen(c);
     precise double s = p + dc;
     // TwoSum: s + e == p + dc exactly.
     precise double bb = s - p;
@@ -75,7 +99,7 @@ float bib_fma_emulated(float a, float b, float c) {
         }
         s = packDouble2x32(w);
     }
-    return float(s);
+    return bib_narrow(s);
 }
 #endif
 
