@@ -36,6 +36,11 @@ if [ -f "$nv_icd" ] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nv
     export VK_DRIVER_FILES="$nv_icd"
 fi
 
+# With the Vulkan validation layer loaded, `bib test --validation` on the
+# H100 could not load NVIDIA's ICD ("libnvidia-tls.so: cannot allocate memory
+# in static TLS block": the driver's initial-exec TLS came after the
+# surplus was spent); a larger surplus for dlopen'ed libraries is the remedy.
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.rtld.optional_static_tls=16384}
 jobs=$(nproc)
 ALL_STEPS="device build test_cuda test_vulkan gpu_cli cuda_bench vulkan_bench torch_peer bib_bench
 memcheck racecheck make_test sanitize replay_diff"

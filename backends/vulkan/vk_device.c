@@ -999,43 +999,63 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
                  ex->props.deviceName);
         return BIB_E_UNAVAILABLE;
     }
-    /* The fused path must also handle the denormal cases exactly. BIB_VK_FMA
-       =emulated takes the emulation where fma() would do (to test it). */
+    /* The fused path must also handle the denormal cases exactly. */
     int bad = -1;
     for (uint32_t i = 0; bad < 0 && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
         if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z)))
             bad = (int)i;
+    /* BIB_VK_FMA (tests) takes one of the other paths where fma() would do. */
     const char *force = getenv("BIB_VK_FMA");
-    bool forced = force != NULL && strcmp(force, "emulated") == 0;
-    if (bad < 0 && !forced)
+    bib_vk_fma_path_t forced = BIB_VK_FMA_NATIVE;
+    if (force != NULL && strcmp(force, "emulated") == 0)
+        forced = BIB_VK_FMA_EMULATED;
+    else if (force != NULL && strcmp(force, "flushing-simulated") == 0)
+        forced = BIB_VK_FMA_FLUSHING_SIMULATED;
+    if (bad < 0 && forced == BIB_VK_FMA_NATIVE)
         return BIB_OK;
-    if (forced)
-        snprintf(ex->fma_note, sizeof ex->fma_note, "BIB_VK_FMA=emulated");
+    if (forced != BIB_VK_FMA_NATIVE)
+        snprintf(ex->fma_note, sizeof ex->fma_note, "BIB_VK_FMA=%s", force);
     else
         bib_vk_case_note(ex->fma_note, sizeof ex->fma_note,
-                         bad < BIB_VK_FMA_CASES ? "fma() not fused" : "fma() loses denormals",
+                         bad < BIB_VK_FMA_CASES ? "fma() not fused" : "fma() flushes denormals",
                          &cases[bad], res[3 * bad]);
     if (!ex->has_f64) {
         snprintf(why, why_len, "'%s' has no exact fma() (%s) and no shaderFloat64 for its emulation",
                  ex->props.deviceName, ex->fma_note);
         return BIB_E_UNAVAILABLE;
     }
-    st = bib_vk_run_probe(ex, BIB_VK_FMA_EMULATED, &cases[0].x, res, n);
-    if (st != BIB_OK) {
-        snprintf(why, why_len, "probe failed: %s", ex->error);
-        return st;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z))) {
-            char note[160];
-            bib_vk_case_note(note, sizeof note, "fp64 emulation wrong", &cases[i], res[3 * i]);
-            snprintf(why, why_len, "'%s': no exact fma: %s; %s", ex->props.deviceName,
-                     ex->fma_note, note);
-            return BIB_E_UNAVAILABLE;
+    /* The candidates, fastest first: where fma() is fused on every normal
+       case and only loses denormals, fma() with the emulation for those;
+       else, or where that fails its probe, the emulation throughout. */
+    bib_vk_fma_path_t try[2] = {BIB_VK_FMA_EMULATED, BIB_VK_FMA_EMULATED};
+    uint32_t ntry = 1;
+    if (forced != BIB_VK_FMA_NATIVE)
+        try[0] = forced;
+    else if (bad >= BIB_VK_FMA_CASES)
+        try[0] = BIB_VK_FMA_FLUSHING, ntry = 2;
+    char notes[2][160];
+    for (uint32_t t = 0; t < ntry; t++) {
+        st = bib_vk_run_probe(ex, try[t], &cases[0].x, res, n);
+        if (st != BIB_OK) {
+            snprintf(why, why_len, "probe failed: %s", ex->error);
+            return st;
         }
+        int wrong = -1;
+        for (uint32_t i = 0; wrong < 0 && i < n; i++)
+            if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z)))
+                wrong = (int)i;
+        if (wrong < 0) {
+            ex->fma_path = try[t];
+            return BIB_OK;
+        }
+        bib_vk_case_note(notes[t], sizeof notes[t],
+                         try[t] == BIB_VK_FMA_EMULATED ? "fp64 emulation wrong"
+                                                       : "fma() with the emulation for denormals wrong",
+                         &cases[wrong], res[3 * wrong]);
     }
-    ex->fma_path = BIB_VK_FMA_EMULATED;
-    return BIB_OK;
+    snprintf(why, why_len, "'%s': no exact fma: %s; %s%s%s", ex->props.deviceName, ex->fma_note,
+             notes[0], ntry > 1 ? "; " : "", ntry > 1 ? notes[1] : "");
+    return BIB_E_UNAVAILABLE;
 }
 
 /* ---- init and shutdown --------------------------------------------------- */
@@ -1274,8 +1294,11 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     char fma_desc[224];
     if (ex->fma_path == BIB_VK_FMA_NATIVE)
         snprintf(fma_desc, sizeof fma_desc, "native (fused, probed)");
-    else
+    else if (ex->fma_path == BIB_VK_FMA_EMULATED)
         snprintf(fma_desc, sizeof fma_desc, "emulated (fp64 round-to-odd; %s)", ex->fma_note);
+    else
+        snprintf(fma_desc, sizeof fma_desc,
+                 "fused fma(), emulated where denormals meet it (probed; %s)", ex->fma_note);
     snprintf(ex->describe, sizeof ex->describe,
              "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s%s; rounding: %s%s; fp64: %s",
              ex->props.deviceName, bib_vk_type_name(ex->props.deviceType),

@@ -22,8 +22,13 @@
 
 /* The fma path chosen by the start-up probe (specialization constant 0). */
 typedef enum bib_vk_fma_path {
-    BIB_VK_FMA_NATIVE = 0,   /* GLSL fma() is fused on this device */
-    BIB_VK_FMA_EMULATED = 1, /* exact emulation through fp64 round-to-odd */
+    BIB_VK_FMA_NATIVE = 0,             /* GLSL fma() is fused and exact on this device */
+    BIB_VK_FMA_EMULATED = 1,           /* exact emulation through fp64 round-to-odd */
+    BIB_VK_FMA_FLUSHING = 2,           /* fma() fused but flushing denormals: the
+                                          emulation where an operand or the result is
+                                          denormal */
+    BIB_VK_FMA_FLUSHING_SIMULATED = 3, /* 2 over a simulated flushing fma()
+                                          (BIB_VK_FMA=flushing-simulated, tests) */
 } bib_vk_fma_path_t;
 
 /* One big device-local allocation with one VkBuffer over all of it. Buffers
@@ -93,7 +98,7 @@ struct bib_executor {
     bool probe_fused, probe_denormals, probe_rte;
     bib_vk_fma_path_t fma_path;
     char fma_note[160]; /* why fma() was not taken, when it was not */
-    int matmul_tiles; /* 0: by device and size; 64 or 128: forced (BIB_VK_MATMUL_TILES) */
+    int matmul_tiles;   /* 0: by device and size; 64 or 128: forced (BIB_VK_MATMUL_TILES) */
 
     /* pipelines */
     VkDescriptorSetLayout set_layout;

@@ -103,19 +103,75 @@ float bib_fma_emulated(float a, float b, float c) {
 }
 #endif
 
+#if BIB_HAVE_F64
+// True for a denormal (not for zero): its exponent field is 0, its fraction not.
+bool bib_is_denormal(float x) {
+    uint u = floatBitsToUint(x);
+    return (u & 0x7f800000u) == 0u && (u & 0x007fffffu) != 0u;
+}
+
+// Flush to zero as NVIDIA's fma() does (a denormal operand or result becomes
+// zero of its sign): BIB_FMA_MODE 3 computes fused fma through it, so that the
+// fallback of mode 2 is tested on a device whose fma() does not flush.
+float bib_flush(float x) {
+    uint u = floatBitsToUint(x);
+    return (u & 0x7f800000u) == 0u ? uintBitsToFloat(u & 0x80000000u) : x;
+}
+
+// Mode 2: fma() is fused but flushes denormals (the H100's driver, probed).
+// Its result is the exact one unless an operand is denormal, or the exact
+// result is denormal or zero (flushed to, or is, zero: exponent field 0) with
+// both factors non-zero; those rare cases take the emulation. A zero factor
+// (padding taps, ReLU zeros) leaves c, or a zero whose sign the fused
+// operation gets right, and stays on the fast path.
+float bib_fma_ftz(float a, float b, float c) {
+    precise float r;
+    if (BIB_FMA_MODE == 3) {
+        r = bib_flush(bib_fma_emulated(bib_flush(a), bib_flush(b), bib_flush(c)));
+    } else {
+        r = fma(a, b, c);
+    }
+    uint ua = floatBitsToUint(a) & 0x7fffffffu, ub = floatBitsToUint(b) & 0x7fffffffu;
+    bool suspect = (floatBitsToUint(r) & 0x7f800000u) == 0u && ua != 0u && ub != 0u;
+    if (suspect || bib_is_denormal(a) || bib_is_denormal(b) || bib_is_denormal(c))
+        r = bib_fma_emulated(a, b, c);
+    return r;
+}
+#endif
+
+// BIB_FMA_MODE (specialization constant 0, chosen by the start-up probe):
+// 0 fma() fused and exact; 1 the fp64 emulation; 2 fma() fused but flushing
+// denormals, with the emulation for the rare operands where that matters;
+// 3 mode 2 over a simulated flushing fma (tests only).
 float bib_fma(float a, float b, float c) {
     if (BIB_FMA_MODE == 0) {
         precise float r = fma(a, b, c);
         return r;
     }
 #if BIB_HAVE_F64
+    if (BIB_FMA_MODE >= 2)
+        return bib_fma_ftz(a, b, c);
     return bib_fma_emulated(a, b, c);
 #else
-    // This variant is only chosen for devices whose probe found fma() fused;
-    // without fp64 the host refuses devices that need the emulation.
+    // This variant is only chosen for devices whose probe found fma() fused
+    // and exact; without fp64 the host refuses devices that need more.
     precise float r = fma(a, b, c);
     return r;
 #endif
+}
+
+// IEEE comparisons with zero, read from the bits (for non-NaN x): NVIDIA's
+// driver compares a denormal as if it were zero even under DenormPreserve.
+bool bib_is_zero(float x) {
+    return (floatBitsToUint(x) & 0x7fffffffu) == 0u;
+}
+
+bool bib_lt0(float x) {
+    return (floatBitsToUint(x) & 0x80000000u) != 0u && !bib_is_zero(x);
+}
+
+bool bib_gt0(float x) {
+    return (floatBitsToUint(x) & 0x80000000u) == 0u && !bib_is_zero(x);
 }
 
 // ---- correctly rounded division and sqrt from integer operations ----------
@@ -361,7 +417,7 @@ float bib_sigmoid(float x) {
         return uintBitsToFloat(BIB_QNAN);
     precise float na = uintBitsToFloat(floatBitsToUint(x) | 0x80000000u); // -|x|
     precise float e = bib_exp(na);
-    precise float num = x >= 0.0 ? 1.0 : e;
+    precise float num = bib_lt0(x) ? e : 1.0;
     precise float den = 1.0 + e;
     return bib_div(num, den);
 }
@@ -383,7 +439,7 @@ float bib_gelu(float x) {
 float bib_relu(float x) {
     if (bib_isnan(x))
         return uintBitsToFloat(BIB_QNAN);
-    return x > 0.0 ? x : 0.0;
+    return bib_gt0(x) ? x : 0.0;
 }
 
 // ---- log, erf, gelu_erf, pow (bmath.h, spec/numerics.md section 5a) -------
@@ -519,9 +575,9 @@ void bib_log_hl(float xin, out float hi, out float lo) {
 }
 
 float bib_log(float x) {
-    if (bib_isnan(x) || x < 0.0)
+    if (bib_isnan(x) || bib_lt0(x))
         return uintBitsToFloat(BIB_QNAN);
-    if (x == 0.0)
+    if (bib_is_zero(x))
         return BIB_F32_NEG_INF;
     if (x == BIB_F32_INF)
         return BIB_F32_INF;
@@ -608,7 +664,7 @@ float bib_gelu_erf(float x) {
         precise float sqe = 0.5 * x2e;
         precise float c = bib_erfc_sq(a, sq, sqe);
         precise float c2 = 2.0 - c;
-        h = u < 0.0 ? c : c2;
+        h = bib_lt0(u) ? c : c2;
     }
     precise float hh = 0.5 * h;
     precise float y = x * hh;
@@ -632,7 +688,7 @@ int bib_integer_kind(float y) {
 }
 
 float bib_pow(float x, float y) {
-    if (y == 0.0 || x == 1.0)
+    if (bib_is_zero(y) || x == 1.0)
         return 1.0;
     if (bib_isnan(x) || bib_isnan(y))
         return uintBitsToFloat(BIB_QNAN);
@@ -647,18 +703,18 @@ float bib_pow(float x, float y) {
     if (y == 0.5 && x == BIB_F32_NEG_INF)
         return BIB_F32_INF;
     if (y == 0.5) // +0 for -0 (sqrt keeps the sign); NaN for x < 0
-        return x == 0.0 ? 0.0 : bib_canon(bib_sqrt(x));
+        return bib_is_zero(x) ? 0.0 : bib_canon(bib_sqrt(x));
     precise float ax = uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu);
     uint xsign = floatBitsToUint(x) & 0x80000000u;
     if (y == BIB_F32_INF || y == BIB_F32_NEG_INF) {
         if (ax == 1.0)
             return 1.0;
-        return (ax < 1.0) == (y > 0.0) ? 0.0 : BIB_F32_INF;
+        return (ax < 1.0) == bib_gt0(y) ? 0.0 : BIB_F32_INF;
     }
     int kind = bib_integer_kind(y);
     uint rsign = kind == 1 ? xsign : 0u;
-    if (ax == 0.0 || ax == BIB_F32_INF) {
-        float mag = (ax == 0.0) == (y < 0.0) ? BIB_F32_INF : 0.0;
+    if (bib_is_zero(ax) || ax == BIB_F32_INF) {
+        float mag = bib_is_zero(ax) == bib_lt0(y) ? BIB_F32_INF : 0.0;
         return uintBitsToFloat(floatBitsToUint(mag) | rsign);
     }
     if (xsign != 0u && kind == 0)

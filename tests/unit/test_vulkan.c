@@ -39,6 +39,37 @@ CTS_TEST(validation_layer_is_active) {
               "VK_LAYER_KHRONOS_validation is not active, so zero messages would prove nothing");
 }
 
+/* The fma paths a device may need, each on the arithmetic kernels against the
+ * CPU's bits: the fp64 emulation (lavapipe and any device whose fma() is not
+ * fused) and fma() that flushes denormals with the emulation where they meet
+ * it (the H100's driver), here over a simulated flushing fma(). A path that
+ * fails its own start-up probe fails the test at cts_open; the path the
+ * suite's executor took is left out, every other test having run it. */
+CTS_TEST(every_fma_path_gives_cpu_bits) {
+    static const struct {
+        const char *env, *says;
+    } paths[] = {{"emulated", "emulated (fp64 round-to-odd"},
+                 {"flushing-simulated", "fused fma(), emulated where denormals meet it"}};
+    bib_executor_t *saved = cts_ex;
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+        if (strstr(cts_ops->describe(saved), paths[p].says))
+            continue; /* the suite's own executor takes this path: every test ran it */
+        cts_ex = cts_open(NULL, "BIB_VK_FMA", paths[p].env);
+        const char *d = cts_ops->describe(cts_ex);
+        cr_assert(strstr(d, paths[p].says), "BIB_VK_FMA=%s: %s", paths[p].env, d);
+        cts_test_matmul_matches_cpu_over_odd_shapes();
+        cts_test_matmul_special_values_match_cpu();
+        cts_test_matmul_keeps_negative_zero_chains_through_padded_k();
+        cts_test_unary_ops_match_cpu_on_small_and_tie_inputs();
+        cts_test_exp_matches_cpu_at_its_range_edges();
+        cts_test_math_ops_match_cpu_over_bit_patterns();
+        cts_test_binary_ops_and_broadcasts_match_cpu();
+        cts_test_softmax_matches_cpu();
+        cts_close(cts_ex);
+    }
+    cts_ex = saved;
+}
+
 CTS_TEST(division_and_sqrt_equal_ieee_bit_for_bit) {
     enum { N = 1 << 20 };
     float *a = malloc(N * 4), *b = malloc(N * 4), *q = malloc(N * 4), *r = malloc(N * 4);
