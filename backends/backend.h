@@ -77,7 +77,7 @@ typedef struct bib_device_facts {
     char name[256];
     char kind[32];                /* "discrete GPU", "integrated GPU", "CPU" (lavapipe)... */
     char fma[224];                /* how fma is computed: "native (fused, probed)"... */
-    char denormals[96];           /* "preserved (probed)", "flushed"... */
+    char denormals[192];          /* "preserved (probed)", "flushed"... */
     char rounding[96];            /* "nearest-even (probed)"... */
     int fp64;                     /* 1: the device computes f64 */
     uint64_t memory_bytes;        /* device memory */

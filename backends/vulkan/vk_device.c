@@ -394,10 +394,17 @@ static void bib_vk_cache_save(bib_executor_t *ex) {
 /* Which bit widths (bit 0: 16, 1: 32, 2: 64) get a rounding or denormal
  * execution mode, given which widths support it (ok16/32/64) and the device's
  * independence rule (VUID-RuntimeSpirv-roundingModeIndependence-06291/06292,
- * -denormBehaviorIndependence-06289/06290): under 32_BIT_ONLY the 16- and
- * 64-bit modes must match each other, under NONE all three must match, so a
- * width is declared only together with the widths it is tied to, or not at
- * all (the start-up probe then checks what the device does by default). */
+ * -denormBehaviorIndependence-06289/06290):
+ * - under 32_BIT_ONLY the 16- and 64-bit modes must match each other, so 64
+ *   is declared only together with 16;
+ * - under NONE the entry point must use one mode for all its float types:
+ *   the widths it uses (32, and 64 where it computes in double; no shader
+ *   uses 16) all get the mode when each supports it, 16 beside them where
+ *   it does too, or none does. (Declaring 32 alone, since the shader has no
+ *   16-bit floats, is what lets NVIDIA's driver, which ties the widths,
+ *   keep denormals in fma().)
+ * A width not declared is left to the device's default, which the start-up
+ * probe checks. */
 static uint32_t bib_vk_mode_widths(VkShaderFloatControlsIndependence indep, bool uses64, bool ok16,
                                    bool ok32, bool ok64) {
     switch (indep) {
@@ -406,7 +413,9 @@ static uint32_t bib_vk_mode_widths(VkShaderFloatControlsIndependence indep, bool
     case VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY:
         return (ok32 ? 2u : 0u) | (uses64 && ok64 && ok16 ? 5u : 0u);
     default: /* NONE */
-        return ok16 && ok32 && ok64 ? 7u : 0u;
+        if (!ok32 || (uses64 && !ok64))
+            return 0u;
+        return 2u | (uses64 ? 4u : 0u) | (ok16 ? 1u : 0u);
     }
 }
 
@@ -1291,6 +1300,18 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
                                         2u);
     bool rte32 = ex->float_controls &&
                  (bib_vk_mode_widths(ex->round_indep, false, ex->rte16, ex->rte32, ex->rte64) & 2u);
+    /* Where DenormPreserve is left out, the device's rule and support say why. */
+    char den_desc[160];
+    static const char *const indep_name[] = {"32-bit only", "all", "none"};
+    if (den32)
+        snprintf(den_desc, sizeof den_desc, ", DenormPreserve declared");
+    else if (!ex->float_controls)
+        snprintf(den_desc, sizeof den_desc, ", no float controls");
+    else
+        snprintf(den_desc, sizeof den_desc,
+                 ", DenormPreserve not declared (independence %s; preserve 16/32/64: %d/%d/%d)",
+                 (unsigned)ex->denorm_indep < 3 ? indep_name[ex->denorm_indep] : "unknown",
+                 ex->denorm16, ex->denorm32, ex->denorm64);
     char fma_desc[224];
     if (ex->fma_path == BIB_VK_FMA_NATIVE)
         snprintf(fma_desc, sizeof fma_desc, "native (fused, probed)");
@@ -1303,8 +1324,7 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
              "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s%s; rounding: %s%s; fp64: %s",
              ex->props.deviceName, bib_vk_type_name(ex->props.deviceType),
              VK_API_VERSION_MAJOR(ex->props.apiVersion), VK_API_VERSION_MINOR(ex->props.apiVersion),
-             fma_desc, ex->probe_denormals ? "preserved (probed)" : "flushed",
-             den32 ? ", DenormPreserve declared" : "",
+             fma_desc, ex->probe_denormals ? "preserved (probed)" : "flushed", den_desc,
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
              rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
     bib_device_facts_t *f = &ex->facts;
@@ -1312,8 +1332,7 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     snprintf(f->kind, sizeof f->kind, "%s", bib_vk_type_name(ex->props.deviceType));
     snprintf(f->fma, sizeof f->fma, "%s", fma_desc);
     snprintf(f->denormals, sizeof f->denormals, "%s%s",
-             ex->probe_denormals ? "preserved (probed)" : "flushed",
-             den32 ? ", DenormPreserve declared" : "");
+             ex->probe_denormals ? "preserved (probed)" : "flushed", den_desc);
     snprintf(f->rounding, sizeof f->rounding, "%s%s",
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
              rte32 ? ", RoundingModeRTE declared" : "");

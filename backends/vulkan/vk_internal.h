@@ -72,7 +72,7 @@ typedef struct bib_vk_push {
 
 struct bib_executor {
     char error[512];
-    char describe[768];
+    char describe[1024];
     bib_device_facts_t facts;
 
     /* instance and device */
