@@ -1,6 +1,9 @@
 /* bench/gpu_bench.c: a GPU executor's speed, through its ops table.
  *
- *   build/gpu_bench [cuda|vulkan] [MAX_N]      (default: cuda 8192)
+ *   build/gpu_bench [cuda|vulkan] [MAX_N [MIN_N]]  (default: cuda 8192 1024)
+ *
+ * MIN_N = MAX_N times one MATMUL size only, with neither softmax nor the
+ * tiny ops: what a profiler is pointed at (`make gpu-check`'s ncu_matmul).
  *
  * Run by `make cuda-bench` and `make gpu-check` (backends/cuda/cuda.mk) for
  * both executors; bench/torch_peer.py prints cuBLAS and torch.softmax, the
@@ -198,10 +201,15 @@ int main(int argc, char **argv) {
         max_n = 512;
         printf("note: %s's device is the CPU: MATMUL sizes capped at %u\n", name, max_n);
     }
-    for (uint32_t n = max_n < 1024 ? max_n : 1024; n <= max_n; n *= 2)
+    uint32_t min_n = argc > 3 ? (uint32_t)atoi(argv[3]) : 1024;
+    if (min_n == 0 || min_n > max_n)
+        min_n = max_n;
+    for (uint32_t n = min_n; n <= max_n; n *= 2)
         bench_matmul(ex, n);
-    bench_softmax(ex, 4096, 4096);
-    bench_overhead(ex);
+    if (min_n != max_n || argc <= 3) {
+        bench_softmax(ex, 4096, 4096);
+        bench_overhead(ex);
+    }
     ops->shutdown(ex);
     return 0;
 }

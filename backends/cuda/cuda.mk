@@ -157,7 +157,9 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 # so that a run can be split across calls of a limited length.
 # A step that outlasts GPU_STEP_TIMEOUT seconds is stopped and counts as failed.
 GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck racecheck \
-             replay_diff gpu_cli cuda_bench vulkan_bench torch_peer bib_bench
+             replay_diff gpu_cli cuda_bench vulkan_bench torch_peer ncu_matmul bib_bench
+# ncu_matmul: Nsight Compute's sections for one 4096^3 MATMUL kernel (what
+# limits it beside cuBLAS), where ncu is installed.
 # gpu_cli: the CLI suites whose checks need a GPU executor to mean anything
 # (the hex cases, the custom kernels and shaders, byte-identical examples on
 # every executor, auto, fallback, `bib info`), without the rest of make test.
@@ -166,6 +168,12 @@ GPU_CLI ?= hex_gpu gpu_custom vk_custom auto tensor gpu_fallback info profile
 # and on each GPU executor, compared (tools/replay-diff.sh); REPLAY_MAX of
 # them, so that the step fits GPU_STEP_TIMEOUT.
 REPLAY_MAX ?= 300
+# racecheck: the hex cases of the kernels that share memory between threads
+# (test_cuda as a whole ran past 5 minutes under it, all the hex cases past 40 s).
+RACECHECK_CASES ?= tensor/matmul tensor/linear-gelu tensor/softmax tensor/logsoftmax-axis \
+                   tensor/attention tensor/attention-causal tensor/layernorm tensor/rmsnorm \
+                   tensor/sum-max-mean tensor/reduce-axes tensor/argmax tensor/conv2d \
+                   tensor/batchnorm gpu/gpu-attention-heads gpu/gpu-matmul-lazy
 GPU_STEP_TIMEOUT ?= 300
 gpu-check:
 	@mkdir -p $(GPU_LOGS)
@@ -185,7 +193,7 @@ gpu-check:
 	   step memcheck $(COMPUTE_SANITIZER) --tool memcheck --target-processes all \
 	     --report-api-errors no --error-exitcode 1 $(BUILD)/tests/test_cuda --jobs 1; \
 	   step racecheck $(COMPUTE_SANITIZER) --tool racecheck --target-processes all \
-	     --error-exitcode 1 $(BUILD)/bib test --backend=cuda tests/hex/tensor tests/hex/gpu; \
+	     --error-exitcode 1 $(BUILD)/bib test --backend=cuda $(RACECHECK_CASES:%=tests/hex/%.hex); \
 	 else step memcheck sh -c 'echo "SKIP: memcheck: no compute-sanitizer"'; \
 	   step racecheck sh -c 'echo "SKIP: racecheck: no compute-sanitizer"'; fi; \
 	 step replay_diff env BIB=$(BUILD)/bib REPLAY_MAX=$(REPLAY_MAX) sh tools/replay-diff.sh; \
@@ -194,6 +202,14 @@ gpu-check:
 	 step cuda_bench $(BUILD)/gpu_bench cuda; \
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
+	 step ncu_matmul sh -c 'n=$$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
+	     $(CUDA_BIN)ncu 2>/dev/null | head -n 1); \
+	   if [ -z "$$n" ]; then echo "SKIP: ncu_matmul: no ncu here"; exit 0; fi; \
+	   "$$n" --clock-control none --kernel-name regex:bib_matmul_big_vec_none --launch-skip 2 \
+	     --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+	     --section WarpStateStats --section ComputeWorkloadAnalysis \
+	     --section MemoryWorkloadAnalysis --section InstructionStats \
+	     $(BUILD)/gpu_bench cuda 4096 4096'; \
 	 step bib_bench sh -c '$(BUILD)/bib info && $(BUILD)/bib bench -o $(GPU_LOGS)/bib-bench'; \
 	 for b in cuda_bench vulkan_bench torch_peer; do \
 	   case " $(GPU_STEPS) " in *" $$b "*) cat $(GPU_LOGS)/$$b.log;; esac; done; \
