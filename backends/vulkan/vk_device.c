@@ -236,8 +236,13 @@ static bib_status_t bib_vk_create_device(bib_executor_t *ex, char *why, size_t w
         ex->round_indep = fc.roundingModeIndependence;
         ex->denorm_indep = fc.denormBehaviorIndependence;
         /* Lets tests take the stricter independence rules of other drivers
-           (32: 32_BIT_ONLY, none: NONE) on any device; never looser. */
+           (32: 32_BIT_ONLY, none: NONE, none-no16: NONE without 16-bit
+           modes) on any device; never looser. */
         const char *indep = getenv("BIB_VK_FLOAT_INDEPENDENCE");
+        if (indep && strcmp(indep, "none-no16") == 0) {
+            ex->rte16 = ex->denorm16 = false;
+            indep = "none";
+        }
         if (indep && (strcmp(indep, "32") == 0 || strcmp(indep, "none") == 0)) {
             VkShaderFloatControlsIndependence f =
                 strcmp(indep, "32") == 0 ? VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY
