@@ -570,6 +570,19 @@ static inline void V_FN(prefetch_group_ahead)(const float *x, size_t n) {
         _mm_prefetch((const char *)(p + b), _MM_HINT_T0);
 }
 
+/* The output lines of the group PF_AHEAD groups on, taken for writing
+ * (prefetchw) where the stores are cached: each store then finds its line
+ * owned instead of waiting for it (softmax over f32[65536, 64] on two
+ * threads: 4-8% faster in six interleaved rounds). CPUs without PRFCHW run
+ * the instruction as a NOP. */
+static inline void V_FN(prefetchw_group_ahead)(float *y, size_t n, bool on) {
+    if (!on)
+        return;
+    const char *p = (const char *)(y + (size_t)PF_AHEAD * V_GROUP * n);
+    for (size_t b = 0; b < V_GROUP * n * sizeof(float); b += 64)
+        __asm__ volatile("prefetchw %0" ::"m"(*(p + b)));
+}
+
 /* A tree term with a partial vector's missing lanes as +0 (no term). */
 #define V_TERM_MASKED(t, o, n) ((n) - (o) < V_WIDTH ? V_AND_MASK((t), V_TAILMASK((n) - (o))) : (t))
 
@@ -732,6 +745,7 @@ V_FN(softmax_short_pipeline)(const float *x, float *y, size_t n, size_t groups, 
             m_after = V_FN(softmax_group_max)(x + (i + 2) * gs, n);
         if (i + 1 < groups)
             s_next = V_FN(softmax_group_exp)(x + (i + 1) * gs, n, m_next, e[(i + 1) % 3]);
+        V_FN(prefetchw_group_ahead)(y + i * gs, n, i + PF_AHEAD < groups && !stream);
         V_FN(softmax_group_finish)(x + i * gs, y + i * gs, n, s_now, e[i % 3], stream);
         m_next = m_after;
         s_now = s_next;
@@ -1053,6 +1067,7 @@ V_FN(layernorm_short_pipeline)(const float *x, const float *gamma, const float *
             m_after = V_FN(layernorm_group_mean)(x + (i + 2) * gs, n);
         if (i + 1 < groups)
             d_next = V_FN(layernorm_group_den)(x + (i + 1) * gs, n, m_next, eps);
+        V_FN(prefetchw_group_ahead)(y + i * gs, n, i + PF_AHEAD < groups && !stream);
         V_FN(layernorm_group_out)
         (x + i * gs, gamma, beta, y + i * gs, n, m_now, d_now, clean, stream);
         m_now = m_next;
@@ -1174,6 +1189,7 @@ V_FN(rmsnorm_short_pipeline)(const float *x, const float *gamma, float eps, floa
         VF d_next = V_ZERO();
         if (i + 1 < groups)
             d_next = V_FN(rmsnorm_group_den)(x + (i + 1) * gs, n, eps);
+        V_FN(prefetchw_group_ahead)(y + i * gs, n, i + PF_AHEAD < groups && !stream);
         V_FN(rmsnorm_group_out)(x + i * gs, gamma, y + i * gs, n, d_now, clean, stream);
         d_now = d_next;
     }
