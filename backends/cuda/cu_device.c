@@ -413,9 +413,20 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
             st = BIB_E_UNAVAILABLE;
         }
     }
-    /* Lets tests run either tile configuration of MATMUL at any size. */
+    /* Lets tests run either tile configuration of MATMUL at any size, and
+       one GPU run time the candidates for the big one. */
     const char *tiles = getenv("BIB_CUDA_MATMUL_TILES");
     ex->matmul_tiles = tiles && (atoi(tiles) == 64 || atoi(tiles) == 128) ? atoi(tiles) : 0;
+    static const struct {
+        const char *name;
+        int fn;
+    } tune[] = {{"bk16", BIB_CU_FN_MATMUL_TUNE_BK16},
+                {"s4", BIB_CU_FN_MATMUL_TUNE_S4},
+                {"m256", BIB_CU_FN_MATMUL_TUNE_M256}};
+    ex->matmul_tune = 0;
+    for (size_t i = 0; tiles && i < sizeof tune / sizeof tune[0]; i++)
+        if (strcmp(tiles, tune[i].name) == 0)
+            ex->matmul_tiles = 128, ex->matmul_tune = tune[i].fn;
     const char *selector = getenv("BIB_CUDA_DEVICE");
     if (config && config->device && *config->device)
         selector = config->device;

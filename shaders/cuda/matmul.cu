@@ -271,10 +271,12 @@ __device__ __forceinline__ void matmul_tile(const bib_cu_args_t &a) {
 // Small: 64 x 64, BK 16, 4 x 4 per thread, 256 threads, 2 stages, for
 // problems that would leave most SMs idle with big tiles. Tile shapes
 // change speed, never bits.
-#define BIB_MATMUL_KERNEL(name, bm, bn, bk, tm, tn, stages, vec, act)                              \
-    extern "C" __global__ void __launch_bounds__(256, 2) name(const bib_cu_args_t a) {             \
+#define BIB_MATMUL_KERNEL_LB(name, bm, bn, bk, tm, tn, stages, vec, act, blocks)                   \
+    extern "C" __global__ void __launch_bounds__(256, blocks) name(const bib_cu_args_t a) {        \
         matmul_tile<bm, bn, bk, tm, tn, stages, vec, act>(a);                                      \
     }
+#define BIB_MATMUL_KERNEL(name, bm, bn, bk, tm, tn, stages, vec, act)                              \
+    BIB_MATMUL_KERNEL_LB(name, bm, bn, bk, tm, tn, stages, vec, act, 2)
 
 #define BIB_MATMUL_ACTS(prefix, bm, bn, bk, tm, tn, stages, vec)                                   \
     BIB_MATMUL_KERNEL(prefix##_none, bm, bn, bk, tm, tn, stages, vec, ACT_NONE)                    \
@@ -286,3 +288,14 @@ BIB_MATMUL_ACTS(bib_matmul_big_vec, 128, 128, 8, 8, 8, 3, true)
 BIB_MATMUL_ACTS(bib_matmul_big_any, 128, 128, 8, 8, 8, 3, false)
 BIB_MATMUL_ACTS(bib_matmul_small_vec, 64, 64, 16, 4, 4, 2, true)
 BIB_MATMUL_ACTS(bib_matmul_small_any, 64, 64, 16, 4, 4, 2, false)
+
+// Candidates for the big configuration, float4 paths without an activation
+// only, chosen by BIB_CUDA_MATMUL_TILES=bk16|s4|m256 (backends/cuda/
+// cu_kernels.c) so that one GPU run can time them beside the big kernel
+// (`make gpu-check`'s cuda_tiles step): BK 16 in 2 stages (half the
+// barriers), BK 8 in 4 stages (more copies in flight), and 256 x 128 tiles
+// of 16 x 8 per thread with one block per SM (twice the fmas per fragment
+// loaded, registers past 128). Same chains, same bits.
+BIB_MATMUL_KERNEL(bib_matmul_tune_bk16_vec_none, 128, 128, 16, 8, 8, 2, true, ACT_NONE)
+BIB_MATMUL_KERNEL(bib_matmul_tune_s4_vec_none, 128, 128, 8, 8, 8, 4, true, ACT_NONE)
+BIB_MATMUL_KERNEL_LB(bib_matmul_tune_m256_vec_none, 256, 128, 8, 16, 8, 3, true, ACT_NONE, 1)

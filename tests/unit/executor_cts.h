@@ -396,6 +396,11 @@ CTS_TEST(matmul_every_tile_configuration_matches_cpu) {
         cts_lead = CTS_GUARD + 3;
         cts_matmul_case(131, 19, 133, true, BIB_ACT_GELU, true);
         cts_lead = CTS_GUARD;
+        /* float4 paths without an activation (the shapes' K and N are
+         * multiples of 4), with and without a bias, K past one slice of
+         * any configuration and not a multiple of 16. */
+        cts_matmul_case(260, 36, 132, false, BIB_ACT_NONE, false);
+        cts_matmul_case(129, 52, 264, true, BIB_ACT_NONE, true);
         cts_close(cts_ex);
     }
     cts_ex = saved;
