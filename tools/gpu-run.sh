@@ -43,7 +43,7 @@ fi
 export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.rtld.optional_static_tls=16384}
 jobs=$(nproc)
 ALL_STEPS="device build test_cuda test_vulkan gpu_cli cuda_bench vulkan_bench torch_peer bib_bench
-cuda_tiles ncu_matmul memcheck racecheck make_test sanitize replay_diff"
+cuda_tiles vulkan_tiles ncu_matmul memcheck racecheck make_test sanitize replay_diff"
 # That machine's gcc may be newer than the one the code was last built with;
 # a new warning must not cost the whole GPU run: build without -Werror then,
 # and say so (the warnings are in build0.log, to be fixed here).

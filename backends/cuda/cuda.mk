@@ -157,11 +157,12 @@ COMPUTE_SANITIZER ?= $(firstword $(shell command -v compute-sanitizer 2>/dev/nul
 # so that a run can be split across calls of a limited length.
 # A step that outlasts GPU_STEP_TIMEOUT seconds is stopped and counts as failed.
 GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck racecheck \
-             replay_diff gpu_cli cuda_bench vulkan_bench torch_peer cuda_tiles ncu_matmul bib_bench
+             replay_diff gpu_cli cuda_bench vulkan_bench torch_peer cuda_tiles vulkan_tiles ncu_matmul bib_bench
 # ncu_matmul: Nsight Compute's sections for one 4096^3 MATMUL kernel (what
 # limits it beside cuBLAS), where ncu is installed. cuda_tiles: the big
 # MATMUL kernel beside its candidates (BIB_CUDA_MATMUL_TILES=bk16|s4|m256,
-# shaders/cuda/matmul.cu) at 2048, 4096 and 8192.
+# shaders/cuda/matmul.cu) at 2048, 4096 and 8192; vulkan_tiles: Vulkan's
+# two MATMUL configurations (BIB_VK_MATMUL_TILES=64|128) at 2048 and 4096.
 # gpu_cli: the CLI suites whose checks need a GPU executor to mean anything
 # (the hex cases, the custom kernels and shaders, byte-identical examples on
 # every executor, auto, fallback, `bib info`), without the rest of make test.
@@ -206,6 +207,9 @@ gpu-check:
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
 	 step cuda_tiles sh -c 'for t in 128 bk16 s4 m256; do for n in 2048 4096 8192; do \
 	     printf "%-5s " $$t; BIB_CUDA_MATMUL_TILES=$$t $(BUILD)/gpu_bench cuda $$n $$n | grep "^matmul"; \
+	   done; done'; \
+	 step vulkan_tiles sh -c 'for t in 64 128; do for n in 2048 4096; do \
+	     printf "%-5s " $$t; BIB_VK_MATMUL_TILES=$$t $(BUILD)/gpu_bench vulkan $$n $$n | grep "^matmul"; \
 	   done; done'; \
 	 step ncu_matmul sh -c 'n=$$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
 	     $(CUDA_BIN)ncu 2>/dev/null | head -n 1); \
