@@ -205,12 +205,10 @@ gpu-check:
 	 step cuda_bench $(BUILD)/gpu_bench cuda; \
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
-	 step cuda_tiles sh -c 'for t in 128 bk16 s4 m256; do for n in 2048 4096 8192; do \
-	     printf "%-5s " $$t; BIB_CUDA_MATMUL_TILES=$$t $(BUILD)/gpu_bench cuda $$n $$n | grep "^matmul"; \
-	   done; done'; \
-	 step vulkan_tiles sh -c 'for t in 64 128; do for n in 2048 4096; do \
-	     printf "%-5s " $$t; BIB_VK_MATMUL_TILES=$$t $(BUILD)/gpu_bench vulkan $$n $$n | grep "^matmul"; \
-	   done; done'; \
+	 step cuda_tiles sh tools/gpu-tiles.sh $(BUILD)/gpu_bench cuda BIB_CUDA_MATMUL_TILES \
+	   "128 bk16 s4 m256" "2048 4096 8192"; \
+	 step vulkan_tiles sh tools/gpu-tiles.sh $(BUILD)/gpu_bench vulkan BIB_VK_MATMUL_TILES \
+	   "64 128" "2048 4096"; \
 	 step ncu_matmul sh -c 'n=$$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
 	     $(CUDA_BIN)ncu 2>/dev/null | head -n 1); \
 	   if [ -z "$$n" ]; then echo "SKIP: ncu_matmul: no ncu here"; exit 0; fi; \
