@@ -19,7 +19,7 @@
 #   GPU_STEPS="device build test_cuda:120 test_vulkan:90 gpu_cli:120" sh tools/gpu-run.sh
 # Exits non-zero when any step failed.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-build/gpu-out}
 mkdir -p "$OUT"
 logs=/tmp/bib-gpu-logs
@@ -40,7 +40,7 @@ fi
 # H100 could not load NVIDIA's ICD ("libnvidia-tls.so: cannot allocate memory
 # in static TLS block": the driver's initial-exec TLS came after the
 # surplus was spent); a larger surplus for dlopen'ed libraries is the remedy.
-export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.rtld.optional_static_tls=16384}
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.rtld.optional_static_tls=16384}"
 jobs=$(nproc)
 ALL_STEPS="device build test_cuda test_vulkan gpu_cli cuda_bench vulkan_bench torch_peer bib_bench
 cuda_tiles vulkan_tiles ncu_matmul memcheck racecheck make_test sanitize replay_diff"
