@@ -573,8 +573,8 @@ static inline void V_FN(prefetch_group_ahead)(const float *x, size_t n) {
 /* The output lines of the group PF_AHEAD groups on, taken for writing
  * (prefetchw) where the stores are cached: each store then finds its line
  * owned instead of waiting for it (softmax over f32[65536, 64] on two
- * threads: 4-8% faster in six interleaved rounds). CPUs without PRFCHW run
- * the instruction as a NOP. */
+ * threads: 4-18% faster in ten interleaved rounds, bench/RESULTS.md). CPUs
+ * without PRFCHW run the instruction as a NOP. */
 static inline void V_FN(prefetchw_group_ahead)(float *y, size_t n, bool on) {
     if (!on)
         return;

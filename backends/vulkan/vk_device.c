@@ -965,6 +965,15 @@ static uint32_t bib_vk_probe_cases(bib_vk_case_t *c) {
     return n;
 }
 
+/* The first of cases [0, n) whose fma in res (every third float) is not the
+ * host's, or -1. */
+static int bib_vk_first_wrong(const bib_vk_case_t *c, const float *res, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(c[i].x, c[i].y, c[i].z)))
+            return (int)i;
+    return -1;
+}
+
 /* "WHAT (case: fma(x, y, z) gave G, want W)" with the operands' bits. */
 static void bib_vk_case_note(char *out, size_t len, const char *what, const bib_vk_case_t *c,
                              float got) {
@@ -985,18 +994,13 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
         snprintf(why, why_len, "probe failed: %s", ex->error);
         return st;
     }
-    ex->probe_fused = true;
     ex->probe_denormals = true;
     ex->probe_rte = true;
     for (uint32_t i = 0; i < n; i++) {
         volatile float p = cases[i].x * cases[i].y, s = cases[i].x + cases[i].y;
         bool den = i >= BIB_VK_FMA_CASES && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES;
-        bool ok_f =
-            bib_f32_bits(res[3 * i]) == bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z));
         bool ok_ps = bib_f32_bits(res[3 * i + 1]) == bib_f32_bits(p) &&
                      bib_f32_bits(res[3 * i + 2]) == bib_f32_bits(s);
-        if (i < BIB_VK_FMA_CASES && !ok_f)
-            ex->probe_fused = false;
         if (den && !ok_ps)
             ex->probe_denormals = false;
         if (i >= BIB_VK_FMA_CASES + BIB_VK_DEN_CASES && !ok_ps)
@@ -1014,10 +1018,7 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
         return BIB_E_UNAVAILABLE;
     }
     /* The fused path must also handle the denormal cases exactly. */
-    int bad = -1;
-    for (uint32_t i = 0; bad < 0 && i < BIB_VK_FMA_CASES + BIB_VK_DEN_CASES; i++)
-        if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z)))
-            bad = (int)i;
+    int bad = bib_vk_first_wrong(cases, res, BIB_VK_FMA_CASES + BIB_VK_DEN_CASES);
     /* BIB_VK_FMA (tests) takes one of the other paths where fma() would do. */
     const char *force = getenv("BIB_VK_FMA");
     bib_vk_fma_path_t forced = BIB_VK_FMA_NATIVE;
@@ -1054,10 +1055,7 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
             snprintf(why, why_len, "probe failed: %s", ex->error);
             return st;
         }
-        int wrong = -1;
-        for (uint32_t i = 0; wrong < 0 && i < n; i++)
-            if (bib_f32_bits(res[3 * i]) != bib_f32_bits(fmaf(cases[i].x, cases[i].y, cases[i].z)))
-                wrong = (int)i;
+        int wrong = bib_vk_first_wrong(cases, res, n);
         if (wrong < 0) {
             ex->fma_path = try[t];
             return BIB_OK;
@@ -1325,13 +1323,6 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     else
         snprintf(fma_desc, sizeof fma_desc,
                  "fused fma(), emulated where denormals meet it (probed; %s)", ex->fma_note);
-    snprintf(ex->describe, sizeof ex->describe,
-             "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s%s; rounding: %s%s; fp64: %s",
-             ex->props.deviceName, bib_vk_type_name(ex->props.deviceType),
-             VK_API_VERSION_MAJOR(ex->props.apiVersion), VK_API_VERSION_MINOR(ex->props.apiVersion),
-             fma_desc, ex->probe_denormals ? "preserved (probed)" : "flushed", den_desc,
-             ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
-             rte32 ? ", RoundingModeRTE declared" : "", ex->has_f64 ? "yes" : "no");
     bib_device_facts_t *f = &ex->facts;
     snprintf(f->name, sizeof f->name, "%s", ex->props.deviceName);
     snprintf(f->kind, sizeof f->kind, "%s", bib_vk_type_name(ex->props.deviceType));
@@ -1342,6 +1333,11 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
              rte32 ? ", RoundingModeRTE declared" : "");
     f->fp64 = ex->has_f64;
+    snprintf(ex->describe, sizeof ex->describe,
+             "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s; rounding: %s; fp64: %s",
+             f->name, f->kind, VK_API_VERSION_MAJOR(ex->props.apiVersion),
+             VK_API_VERSION_MINOR(ex->props.apiVersion), f->fma, f->denormals, f->rounding,
+             f->fp64 ? "yes" : "no");
     uint64_t free_bytes = 0;
     if (bib_vk_memory_query(ex, &free_bytes, &f->memory_bytes) != BIB_OK)
         f->memory_bytes = 0;

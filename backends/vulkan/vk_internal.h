@@ -95,7 +95,7 @@ struct bib_executor {
        which bit widths may carry a mode different from the others */
     VkShaderFloatControlsIndependence round_indep, denorm_indep;
     bool float_controls; /* VK_KHR_shader_float_controls or Vulkan 1.2 */
-    bool probe_fused, probe_denormals, probe_rte;
+    bool probe_denormals, probe_rte;
     bib_vk_fma_path_t fma_path;
     char fma_note[160]; /* why fma() was not taken, when it was not */
     int matmul_tiles;   /* 0: by device and size; 64 or 128: forced (BIB_VK_MATMUL_TILES) */

@@ -51,14 +51,21 @@ layout(push_constant) uniform Push {
 } pc;
 
 #if BIB_HAVE_F64
+// True for a denormal (not for zero): its exponent field is 0, its fraction not.
+bool bib_is_denormal(float x) {
+    uint u = floatBitsToUint(x);
+    return (u & 0x7f800000u) == 0u && (u & 0x007fffffu) != 0u;
+}
+
 // A float widened to double exactly. A denormal float is rebuilt from its
 // bits (m * 2^-149, in double arithmetic that stays normal) rather than
-// converted: NVIDIA's driver flushes a denormal source of float -> double
-// conversion even under DenormPreserve (the H100 probe's case 66).
+// converted: NVIDIA's driver, left to its default (no DenormPreserve
+// declared), flushes a denormal source of float -> double conversion (the
+// H100 probe's case 66).
 double bib_widen(float a) {
-    uint u = floatBitsToUint(a);
-    if ((u & 0x7f800000u) != 0u || (u & 0x007fffffu) == 0u)
+    if (!bib_is_denormal(a))
         return double(a);
+    uint u = floatBitsToUint(a);
     precise double m = double(u & 0x007fffffu) * packDouble2x32(uvec2(0u, 0x36a00000u)); // 2^-149
     return (u & 0x80000000u) != 0u ? -m : m;
 }
@@ -100,14 +107,6 @@ float bib_fma_emulated(float a, float b, float c) {
         s = packDouble2x32(w);
     }
     return bib_narrow(s);
-}
-#endif
-
-#if BIB_HAVE_F64
-// True for a denormal (not for zero): its exponent field is 0, its fraction not.
-bool bib_is_denormal(float x) {
-    uint u = floatBitsToUint(x);
-    return (u & 0x7f800000u) == 0u && (u & 0x007fffffu) != 0u;
 }
 
 // Flush to zero as NVIDIA's fma() does (a denormal operand or result becomes
@@ -161,7 +160,8 @@ float bib_fma(float a, float b, float c) {
 }
 
 // IEEE comparisons with zero, read from the bits (for non-NaN x): NVIDIA's
-// driver compares a denormal as if it were zero even under DenormPreserve.
+// driver, left to its default (no DenormPreserve declared), compares a
+// denormal as if it were zero.
 bool bib_is_zero(float x) {
     return (floatBitsToUint(x) & 0x7fffffffu) == 0u;
 }
