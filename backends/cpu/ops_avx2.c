@@ -108,6 +108,7 @@ static inline __m256 avx2_hmax_all(__m256 v) {
  * on both rows together, p[i] + p[i + s] with the lower lane on the left as
  * in avx2_hsum_tree; row g's sum ends in lane 4 g. */
 #define V_GROUP 2
+#define V_EXP_LOCK 4 /* in step: half a row of 8 vectors (16 registers: some spill) */
 static inline __m256 avx2_tree_group(const __m256 r[2]) {
     __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(r[0], r[1], 0x20),
                              _mm256_permute2f128_ps(r[0], r[1], 0x31));

@@ -92,6 +92,7 @@ static inline __m512 avx512_hmax_all(__m512 v) {
  * 2, 1 run on the four rows together, p[i] + p[i + s] with the lower lane
  * on the left as in avx512_hsum_tree; row g's sum ends in lane 4 g. */
 #define V_GROUP 4
+#define V_EXP_LOCK 8 /* two rows of a group: 8 x 3 live vectors and exp's constants */
 static inline __m512 avx512_tree_group(const __m512 r[4]) {
     __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(1, 0, 1, 0)),
                               _mm512_shuffle_f32x4(r[0], r[1], _MM_SHUFFLE(3, 2, 3, 2)));

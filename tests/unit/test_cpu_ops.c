@@ -368,6 +368,37 @@ Test(cpu_ops_identity, short_rows_in_groups) {
         }
 }
 
+/* Short softmax rows in groups over the whole of exp's range: x - m from 0
+ * down past LO (-104), so that terms are normal, denormal (x - m below
+ * about -87.3, where exp's last scaling rounds) and +0, with the edges
+ * themselves planted (x - m = LO, -87.3365 where 2^k leaves the normal
+ * range, -88, -103.97). The four rows of a group go through exp's sequence
+ * in step (v_exp_core_n); every level and thread count against the scalar
+ * reference. */
+Test(cpu_ops_identity, softmax_short_rows_over_exp_range) {
+    static const uint32_t row_counts[] = {8, 19};
+    static const float edges[] = {-104.0f, -87.3365f, -88.0f, -103.97f, -87.0f, -0.0f};
+    for (uint32_t n = 1; n <= BIB_TREE_LANES + 2; n++)
+        for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
+            uint32_t rows = row_counts[rc];
+            float *x = random_f32((size_t)rows * n, 60.0f, false);
+            for (size_t i = 0; i < (size_t)rows * n; i++)
+                x[i] = x[i] - 58.0f; /* [-118, 2] */
+            for (uint32_t r = 0; r < rows; r++) {
+                x[(size_t)r * n] = 2.0f; /* each row's maximum: x - m = x - 2 */
+                for (uint32_t j = 1; j < n; j += 3)
+                    x[(size_t)r * n + j] = 2.0f + edges[(r + j) % 6];
+            }
+            bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX,
+                               .out = view2(NULL, BIB_DTYPE_F32, rows, n),
+                               .in = {view2(x, BIB_DTYPE_F32, rows, n)}};
+            char what[64];
+            snprintf(what, sizeof what, "softmax [%u,%u] over exp's range", rows, n);
+            check_identity(what, call, (size_t)rows * n * 4);
+            free(x);
+        }
+}
+
 /* Short norm rows skip canonicalization when no output can be NaN (finite
  * gamma and beta, eps > 0, a finite denominator). The cases next to that
  * bound, in groups, against the reference: an infinite gamma, a NaN beta,
