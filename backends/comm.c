@@ -26,7 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BIB_MPI_OMPI_LIBRARY "libmpi.so.40"
 #define BIB_MPI_MPICH_LIBRARY "libmpich.so.12"
@@ -385,11 +388,32 @@ void bib_comm_stop(void) {
     comm.stopped = !comm.host_init;
 }
 
+/* Waits, up to a second, until the launcher has read what this rank wrote
+ * to fd when fd is a pipe (as mpiexec's stdio is). MPI_Abort tears every
+ * rank down at once, and MPICH's launcher can drop what is still in the
+ * pipe: a rank stuck past --comm-timeout once ended with exit 70 and
+ * nothing printed, in a CI run and in one of fifteen runs by hand. */
+static void drain_pipe(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return;
+    for (int waited = 0; waited < 1000; waited++) {
+        int unread = 0;
+        if (ioctl(fd, FIONREAD, &unread) != 0 || unread <= 0)
+            return;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
 void bib_comm_abort(int code) {
     fflush(stdout);
     fflush(stderr);
-    if (comm.started && !comm.stopped)
+    if (comm.started && !comm.stopped) {
+        drain_pipe(STDOUT_FILENO);
+        drain_pipe(STDERR_FILENO);
         mpi_abort(code);
+    }
     _Exit(code);
 }
 
