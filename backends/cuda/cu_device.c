@@ -420,7 +420,7 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
     static const struct {
         const char *name;
         int fn;
-    } tune[] = {{"bk16", BIB_CU_FN_MATMUL_TUNE_BK16},
+    } tune[] = {{"bk8", BIB_CU_FN_MATMUL_TUNE_BK8},
                 {"s4", BIB_CU_FN_MATMUL_TUNE_S4},
                 {"m256", BIB_CU_FN_MATMUL_TUNE_M256}};
     ex->matmul_tune = 0;

@@ -115,7 +115,7 @@ typedef struct bib_cu_api {
     X(MATMUL_SMALL_ANY_RELU, "matmul", "bib_matmul_small_any_relu")                                \
     X(MATMUL_SMALL_ANY_GELU, "matmul", "bib_matmul_small_any_gelu")                                \
     X(MATMUL_SMALL_ANY_GELU_ERF, "matmul", "bib_matmul_small_any_gelu_erf")                        \
-    X(MATMUL_TUNE_BK16, "matmul", "bib_matmul_tune_bk16_vec_none")                                 \
+    X(MATMUL_TUNE_BK8, "matmul", "bib_matmul_tune_bk8_vec_none")                                   \
     X(MATMUL_TUNE_S4, "matmul", "bib_matmul_tune_s4_vec_none")                                     \
     X(MATMUL_TUNE_M256, "matmul", "bib_matmul_tune_m256_vec_none")                                 \
     X(SCALE, "elementwise", "bib_scale")                                                           \
@@ -243,7 +243,7 @@ struct bib_executor {
     int binary_version; /* what the driver loaded: SASS arch, or PTX JIT target */
     int matmul_tiles;   /* 0: by problem size; 64 or 128: forced (BIB_CUDA_MATMUL_TILES) */
     int matmul_tune;    /* 0, or a BIB_CU_FN_MATMUL_TUNE_* kernel for float4 MATMULs without
-                           an activation (BIB_CUDA_MATMUL_TILES=bk16|s4|m256) */
+                           an activation (BIB_CUDA_MATMUL_TILES=bk8|s4|m256) */
 
     /* memory */
     bib_cu_block_t *blocks;
