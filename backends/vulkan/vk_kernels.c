@@ -87,13 +87,18 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
     p.n[2] = K;
     p.u[0] = c->sub;
     p.u[1] = bias->buf != NULL;
-    /* Big outputs on a GPU: 128x128 tiles, 8x8 per thread (256 threads);
-     * otherwise 64x64 tiles, 4x4 per thread, so small problems still fill
-     * the device. Tile sizes change speed only, never bits. */
+    /* Big outputs on a GPU whose fma() is exact: 128x128 tiles, 8x8 per
+     * thread (256 threads); otherwise 64x64 tiles, 4x4 per thread, so small
+     * problems still fill the device. Where every step may need the fp64
+     * emulation, its 64 inlined copies in the 8x8 block cost the big tile
+     * its speed: on the H100 (fma() flushing, the fast path of matmul.comp)
+     * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Tile sizes
+     * change speed only, never bits. */
     bool gpu = ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
                ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     bool big = ex->matmul_tiles ? ex->matmul_tiles == 128
-                                : gpu && (uint64_t)M * N >= (uint64_t)1024 * 1024;
+                                : gpu && ex->fma_path == BIB_VK_FMA_NATIVE &&
+                                      (uint64_t)M * N >= (uint64_t)1024 * 1024;
     uint32_t bm = big ? 128 : 64, bn = big ? 128 : 64, bk = big ? 8 : 16, tm = big ? 8 : 4,
              tn = big ? 8 : 4;
     uint32_t spec[7] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub};

@@ -9,6 +9,19 @@
 // strides over the tiles beyond the grid, since 65535 workgroups along each
 // axis is all Vulkan guarantees (NVIDIA's y and z limits are exactly that).
 // Workgroup size (BM/TM)*(BN/TN) is set by the host through local_size_x_id 6.
+//
+// Where fma() flushes denormals (BIB_FMA_MODE 2, NVIDIA's driver; 3 tests it
+// over a simulated flushing fma), the plain fused fma() is exact for a whole
+// tile as long as every non-zero A and B value it meets has |x| >= 2^-40:
+// a product of two such floats is a multiple of ulp(a) * ulp(b) >= 2^-126,
+// so, from the chain's +0, every exact sum is a multiple of 2^-126 too,
+// never a denormal, and each rounded result is again such a multiple (below
+// 2^-102 it is exact, above its ulp is at least 2^-125). No operand or
+// result is then denormal and nothing is flushed. The slice loads flag any
+// other value (denormals included) in shared memory, and from that slice
+// on the tile takes bib_fma, which checks every step; the flag is never
+// cleared within a tile, since an exact chain that went through the
+// checked path may hold a denormal the fast path would flush.
 #version 450
 #include "common.glsl"
 layout(constant_id = 1) const uint BM = 64;
@@ -28,6 +41,24 @@ const uint NT = TX * TY;
 const uint AP = BM + 4u;
 shared float As[BK * AP]; // As[k * AP + m]
 shared float Bs[BK * BN]; // Bs[k * BN + n]
+shared uint tiny_met;      // modes 2 and 3: this tile met a value the fast path cannot take
+
+// Non-zero with |x| < 2^-40 (0x2b800000): denormals, and values whose
+// products could fall into the denormal range.
+bool bib_mm_tiny(float x) {
+    return (floatBitsToUint(x) & 0x7fffffffu) - 1u < 0x2b7fffffu;
+}
+
+// The fast path's step: fma() as the device computes it (simulated where
+// BIB_FMA_MODE is 3), exact under the rule above.
+float bib_mm_fast_fma(float a, float b, float c) {
+#if BIB_HAVE_F64
+    if (BIB_FMA_MODE == 3)
+        return bib_flush(bib_fma_emulated(bib_flush(a), bib_flush(b), bib_flush(c)));
+#endif
+    precise float r = fma(a, b, c);
+    return r;
+}
 
 void main() {
     uint M = pc.n0, N = pc.n1, K = pc.n2;
@@ -43,32 +74,57 @@ void main() {
                 acc[i] = 0.0;
             precise float ra[TM];
             precise float rb[TN];
+            const bool fast_path = BIB_FMA_MODE >= 2;
+            if (fast_path) {
+                if (tid == 0u)
+                    tiny_met = 0u;
+                barrier();
+            }
 
             for (uint k0 = 0u; k0 < K; k0 += BK) {
                 // A slice: BM rows x BK columns, read along k (contiguous in A).
                 for (uint l = tid; l < BM * BK; l += NT) {
                     uint kk = l % BK, r = l / BK;
                     uint gm = m0 + r, gk = k0 + kk;
-                    As[kk * AP + r] = (gm < M && gk < K) ? in0_f[pc.off_in0 + gm * K + gk] : 0.0;
+                    float v = (gm < M && gk < K) ? in0_f[pc.off_in0 + gm * K + gk] : 0.0;
+                    As[kk * AP + r] = v;
+                    if (fast_path && bib_mm_tiny(v))
+                        atomicOr(tiny_met, 1u);
                 }
                 // B slice: BK rows x BN columns, read along n (contiguous in B).
                 for (uint l = tid; l < BK * BN; l += NT) {
                     uint c = l % BN, kk = l / BN;
                     uint gn = n0 + c, gk = k0 + kk;
-                    Bs[kk * BN + c] = (gn < N && gk < K) ? in1_f[pc.off_in1 + gk * N + gn] : 0.0;
+                    float v = (gn < N && gk < K) ? in1_f[pc.off_in1 + gk * N + gn] : 0.0;
+                    Bs[kk * BN + c] = v;
+                    if (fast_path && bib_mm_tiny(v))
+                        atomicOr(tiny_met, 1u);
                 }
                 barrier();
                 // Only real k steps: a padded step would still be exact (fma(0,0,acc)
                 // == acc, acc is never -0), but skipping it is cheaper and obvious.
                 uint kend = min(BK, K - k0);
-                for (uint kk = 0u; kk < kend; ++kk) {
-                    [[unroll]] for (uint i = 0u; i < TM; ++i)
-                        ra[i] = As[kk * AP + ty + i * TY];
-                    [[unroll]] for (uint j = 0u; j < TN; ++j)
-                        rb[j] = Bs[kk * BN + tx + j * TX];
-                    [[unroll]] for (uint i = 0u; i < TM; ++i)
+                // Uniform: every invocation reads the flag between the same two barriers.
+                if (fast_path && tiny_met == 0u) {
+                    for (uint kk = 0u; kk < kend; ++kk) {
+                        [[unroll]] for (uint i = 0u; i < TM; ++i)
+                            ra[i] = As[kk * AP + ty + i * TY];
                         [[unroll]] for (uint j = 0u; j < TN; ++j)
-                            acc[i * TN + j] = bib_fma(ra[i], rb[j], acc[i * TN + j]);
+                            rb[j] = Bs[kk * BN + tx + j * TX];
+                        [[unroll]] for (uint i = 0u; i < TM; ++i)
+                            [[unroll]] for (uint j = 0u; j < TN; ++j)
+                                acc[i * TN + j] = bib_mm_fast_fma(ra[i], rb[j], acc[i * TN + j]);
+                    }
+                } else {
+                    for (uint kk = 0u; kk < kend; ++kk) {
+                        [[unroll]] for (uint i = 0u; i < TM; ++i)
+                            ra[i] = As[kk * AP + ty + i * TY];
+                        [[unroll]] for (uint j = 0u; j < TN; ++j)
+                            rb[j] = Bs[kk * BN + tx + j * TX];
+                        [[unroll]] for (uint i = 0u; i < TM; ++i)
+                            [[unroll]] for (uint j = 0u; j < TN; ++j)
+                                acc[i * TN + j] = bib_fma(ra[i], rb[j], acc[i * TN + j]);
+                    }
                 }
                 barrier();
             }

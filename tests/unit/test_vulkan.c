@@ -60,6 +60,7 @@ CTS_TEST(every_fma_path_gives_cpu_bits) {
         cts_test_matmul_matches_cpu_over_odd_shapes();
         cts_test_matmul_special_values_match_cpu();
         cts_test_matmul_keeps_negative_zero_chains_through_padded_k();
+        cts_test_matmul_tiny_values_midway_through_k_match_cpu();
         cts_test_unary_ops_match_cpu_on_small_and_tie_inputs();
         cts_test_exp_matches_cpu_at_its_range_edges();
         cts_test_math_ops_match_cpu_over_bit_patterns();
