@@ -162,7 +162,8 @@ GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck race
 # limits it beside cuBLAS), where ncu is installed. cuda_tiles: the big
 # MATMUL kernel beside its candidates (BIB_CUDA_MATMUL_TILES=bk8|s4|m256,
 # shaders/cuda/matmul.cu) at 2048, 4096 and 8192; vulkan_tiles: Vulkan's
-# two MATMUL configurations (BIB_VK_MATMUL_TILES=64|128) at 2048 and 4096.
+# two MATMUL configurations (BIB_VK_MATMUL_TILES=64|128; 128 over a
+# flushing fma() is the two-pass one) at 2048 and 4096.
 # gpu_cli: the CLI suites whose checks need a GPU executor to mean anything
 # (the hex cases, the custom kernels and shaders, byte-identical examples on
 # every executor, auto, fallback, `bib info`), without the rest of make test.

@@ -16,7 +16,7 @@
 #include "backends/suballoc.h"
 #include "backends/vulkan/vulkan.h"
 
-#define BIB_VK_SPEC_MAX 8     /* specialization constants per pipeline */
+#define BIB_VK_SPEC_MAX 9     /* specialization constants per pipeline */
 #define BIB_VK_PENDING_MAX 64 /* buffer ranges tracked between barriers */
 #define BIB_VK_QUERIES 4096   /* timestamps per command buffer: two per timed command */
 

@@ -92,8 +92,9 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
      * problems still fill the device. Where every step may need the fp64
      * emulation, its 64 inlined copies in the 8x8 block cost the big tile
      * its speed: on the H100 (fma() flushing, the fast path of matmul.comp)
-     * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Tile sizes
-     * change speed only, never bits. */
+     * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Forced there
+     * (BIB_VK_MATMUL_TILES=128), big tiles run in two passes, the fast one
+     * apart: untimed yet. Tile sizes change speed only, never bits. */
     bool gpu = ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
                ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     bool big = ex->matmul_tiles ? ex->matmul_tiles == 128
@@ -101,13 +102,31 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
                                       (uint64_t)M * N >= (uint64_t)1024 * 1024;
     uint32_t bm = big ? 128 : 64, bn = big ? 128 : 64, bk = big ? 8 : 16, tm = big ? 8 : 4,
              tn = big ? 8 : 4;
-    uint32_t spec[7] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub};
+    uint32_t spec[8] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub, 0};
     if (M == 0 || N == 0)
         return BIB_OK;
     /* Capped at 65535 workgroups per axis (NVIDIA allows no more along y);
        the shader strides over the tiles beyond. */
-    return bib_vk_dispatch(ex, "matmul", spec, 7, bufs, &p, bib_vk_groups(N, bn),
-                           bib_vk_groups(M, bm), 1);
+    uint32_t gx = bib_vk_groups(N, bn), gy = bib_vk_groups(M, bm);
+    if (!big || ex->fma_path < BIB_VK_FMA_FLUSHING)
+        return bib_vk_dispatch(ex, "matmul", spec, 8, bufs, &p, gx, gy, 1);
+    /* Big tiles over a flushing fma(): the fast path alone, then the tiles
+     * it gave up on, every step checked (matmul.comp's PASS), through one
+     * word a tile in a scratch range freed at once (recorded work keeps
+     * it). */
+    void *marks = NULL;
+    uint64_t tiles = (uint64_t)((M + bm - 1) / bm) * ((N + bn - 1) / bn);
+    if ((st = bib_vk_buffer_alloc(ex, (size_t)tiles * 4, &marks)) != BIB_OK)
+        return st;
+    p.off_scratch = 0;
+    bufs[4] = marks;
+    spec[7] = 1;
+    st = bib_vk_dispatch(ex, "matmul", spec, 8, bufs, &p, gx, gy, 1);
+    spec[7] = 2;
+    if (st == BIB_OK)
+        st = bib_vk_dispatch(ex, "matmul", spec, 8, bufs, &p, gx, gy, 1);
+    bib_vk_buffer_free(ex, marks);
+    return st;
 }
 
 /* ---- TRANSPOSE ----------------------------------------------------------- */

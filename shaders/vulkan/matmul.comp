@@ -22,6 +22,14 @@
 // on the tile takes bib_fma, which checks every step; the flag is never
 // cleared within a tile, since an exact chain that went through the
 // checked path may hold a denormal the fast path would flush.
+//
+// Specialization constant 8 splits that in two dispatches (the host's
+// choice for 128 x 128 tiles, whose 8 x 8 block would otherwise carry the
+// checked step's 64 inlined emulations beside the fast one): PASS 1 runs
+// the fast path alone, and a tile that meets such a value stops, writes
+// nothing and marks its word of the scratch binding 1 (0 when it
+// finished); PASS 2 computes just the marked tiles, every step checked.
+// PASS 0 is the single dispatch.
 #version 450
 #include "common.glsl"
 layout(constant_id = 1) const uint BM = 64;
@@ -31,6 +39,7 @@ layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 layout(local_size_x_id = 6) in;
 layout(constant_id = 7) const uint ACT = 0;
+layout(constant_id = 8) const uint PASS = 0;
 
 const uint TX = BN / TN; // threads along N
 const uint TY = BM / TM; // threads along M
@@ -69,12 +78,17 @@ void main() {
     // stays in uniform control flow.
     for (uint m0 = gl_WorkGroupID.y * BM; m0 < M; m0 += gl_NumWorkGroups.y * BM) {
         for (uint n0 = gl_WorkGroupID.x * BN; n0 < N; n0 += gl_NumWorkGroups.x * BN) {
+            // The mark is one word that every invocation reads alike.
+            uint tile = (m0 / BM) * ((N + BN - 1u) / BN) + n0 / BN;
+            if (PASS == 2u && scratch_f[pc.off_scratch + tile] == 0.0)
+                continue;
             precise float acc[TM * TN];
             [[unroll]] for (uint i = 0u; i < TM * TN; ++i)
                 acc[i] = 0.0;
             precise float ra[TM];
             precise float rb[TN];
-            const bool fast_path = BIB_FMA_MODE >= 2;
+            const bool fast_path = BIB_FMA_MODE >= 2 && PASS != 2u;
+            bool stopped = false;
             if (fast_path) {
                 if (tid == 0u)
                     tiny_met = 0u;
@@ -105,7 +119,12 @@ void main() {
                 // == acc, acc is never -0), but skipping it is cheaper and obvious.
                 uint kend = min(BK, K - k0);
                 // Uniform: every invocation reads the flag between the same two barriers.
-                if (fast_path && tiny_met == 0u) {
+                if (PASS == 1u && tiny_met != 0u) {
+                    stopped = true;
+                    barrier(); // each has read the flag before the next tile clears it
+                    break;
+                }
+                if (PASS == 1u || (fast_path && tiny_met == 0u)) {
                     for (uint kk = 0u; kk < kend; ++kk) {
                         [[unroll]] for (uint i = 0u; i < TM; ++i)
                             ra[i] = As[kk * AP + ty + i * TY];
@@ -127,6 +146,12 @@ void main() {
                     }
                 }
                 barrier();
+            }
+            if (PASS == 1u) {
+                if (tid == 0u)
+                    scratch_f[pc.off_scratch + tile] = stopped ? 1.0 : 0.0;
+                if (stopped)
+                    continue;
             }
 
             [[unroll]] for (uint i = 0u; i < TM; ++i) {

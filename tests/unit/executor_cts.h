@@ -382,26 +382,27 @@ CTS_TEST(matmul_keeps_negative_zero_chains_through_padded_k) {
 }
 
 CTS_TEST(matmul_tiny_values_midway_through_k_match_cpu) {
-    /* Values below 2^-40 first met past k = 16: a GPU fma() that flushes
-     * denormals is exact on the slices before them only, and must stay on
-     * its checked path for the rest of the tile. Rows 0 mod 3 are zero but
-     * for k = 20..23, whose products (about 2^-140) leave a denormal chain
-     * that the zeros after must keep; rows 1 mod 3 are ordinary and meet B's
-     * tiny entries at k = 40..43 (products about 2^-100, normal); rows 2
-     * mod 3 are ordinary throughout. */
-    enum { M = 67, K = 70, N = 67 };
+    /* Values below 2^-40 first met past k = 16, in some tiles only: a GPU
+     * fma() that flushes denormals is exact on the slices before them only,
+     * and must stay on its checked path for the rest of the tile. Rows 0
+     * mod 3 under 67 are zero but for k = 20..23, whose products (about
+     * 2^-140) leave a denormal chain that the zeros after must keep; the
+     * other rows are ordinary and meet B's tiny entries at k = 40..43 in
+     * columns 0 mod 5 under 64 (products about 2^-100, normal). Tiles of
+     * 64 or 128 past row 128 and column 64 meet neither. */
+    enum { M = 200, K = 70, N = 140 };
     float *a = malloc(M * K * 4), *b = malloc(K * N * 4);
     cr_assert(a && b);
     cts_fill_data(a, M * K, -2, 2, false);
     cts_fill_data(b, K * N, -2, 2, false);
-    for (int i = 0; i < M; i += 3)
+    for (int i = 0; i < 67; i += 3)
         for (int k = 0; k < K; k++)
             a[i * K + k] = k >= 20 && k < 24 ? ((i + k) & 1 ? -0x1.3p-70f : 0x1.7p-70f) : 0.0f;
     for (int k = 20; k < 24; k++)
         for (int j = 0; j < N; j++)
             b[k * N + j] = (j & 1 ? 0x1.5p-70f : -0x1.9p-70f) * (float)(1 + j % 7);
     for (int k = 40; k < 44; k++)
-        for (int j = 0; j < N; j += 5)
+        for (int j = 0; j < 64; j += 5)
             b[k * N + j] = 0x1p-100f;
     bib_call_t call = {.kernel = BIB_KERNEL_MATMUL, .sub = BIB_ACT_NONE};
     cts_tensor_t in[2] = {cts_tf(a, 2, M, K, 0, 0), cts_tf(b, 2, K, N, 0, 0)};
