@@ -69,6 +69,19 @@ float bib_mm_fast_fma(float a, float b, float c) {
     return r;
 }
 
+// One slice of the chain, each step through STEP: the fast path's fma()
+// or bib_fma's checked one, each loop compiled with its own step alone.
+#define BIB_MM_SLICE(STEP)                                                                     \
+    for (uint kk = 0u; kk < kend; ++kk) {                                                      \
+        [[unroll]] for (uint i = 0u; i < TM; ++i)                                              \
+            ra[i] = As[kk * AP + ty + i * TY];                                                 \
+        [[unroll]] for (uint j = 0u; j < TN; ++j)                                              \
+            rb[j] = Bs[kk * BN + tx + j * TX];                                                 \
+        [[unroll]] for (uint i = 0u; i < TM; ++i)                                              \
+            [[unroll]] for (uint j = 0u; j < TN; ++j)                                          \
+                acc[i * TN + j] = STEP(ra[i], rb[j], acc[i * TN + j]);                         \
+    }
+
 void main() {
     uint M = pc.n0, N = pc.n1, K = pc.n2;
     uint tid = gl_LocalInvocationID.x;
@@ -125,25 +138,9 @@ void main() {
                     break;
                 }
                 if (PASS == 1u || (fast_path && tiny_met == 0u)) {
-                    for (uint kk = 0u; kk < kend; ++kk) {
-                        [[unroll]] for (uint i = 0u; i < TM; ++i)
-                            ra[i] = As[kk * AP + ty + i * TY];
-                        [[unroll]] for (uint j = 0u; j < TN; ++j)
-                            rb[j] = Bs[kk * BN + tx + j * TX];
-                        [[unroll]] for (uint i = 0u; i < TM; ++i)
-                            [[unroll]] for (uint j = 0u; j < TN; ++j)
-                                acc[i * TN + j] = bib_mm_fast_fma(ra[i], rb[j], acc[i * TN + j]);
-                    }
+                    BIB_MM_SLICE(bib_mm_fast_fma)
                 } else {
-                    for (uint kk = 0u; kk < kend; ++kk) {
-                        [[unroll]] for (uint i = 0u; i < TM; ++i)
-                            ra[i] = As[kk * AP + ty + i * TY];
-                        [[unroll]] for (uint j = 0u; j < TN; ++j)
-                            rb[j] = Bs[kk * BN + tx + j * TX];
-                        [[unroll]] for (uint i = 0u; i < TM; ++i)
-                            [[unroll]] for (uint j = 0u; j < TN; ++j)
-                                acc[i * TN + j] = bib_fma(ra[i], rb[j], acc[i * TN + j]);
-                    }
+                    BIB_MM_SLICE(bib_fma)
                 }
                 barrier();
             }
