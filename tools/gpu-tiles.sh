@@ -2,7 +2,7 @@
 # One MATMUL configuration after another on a GPU executor, each at each size:
 #   sh tools/gpu-tiles.sh GPU_BENCH EXECUTOR ENV "CONFIGS" "SIZES"
 # e.g. `make gpu-check`'s cuda_tiles step:
-#   sh tools/gpu-tiles.sh build/gpu_bench cuda BIB_CUDA_MATMUL_TILES "128 bk8 s4 m256" "2048 4096"
+#   sh tools/gpu-tiles.sh build/gpu_bench cuda BIB_CUDA_MATMUL_TILES "128 bk8 m256 k16s3 k32 m256k16" "2048 4096"
 # Prints gpu_bench's MATMUL line (rate and sampled bits) for each; exits 1
 # when a run fails, after the others. A device that is the CPU (lavapipe)
 # prints SKIP: timing it says nothing.

@@ -417,16 +417,23 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
        one GPU run time the candidates for the big one. */
     const char *tiles = getenv("BIB_CUDA_MATMUL_TILES");
     ex->matmul_tiles = tiles && (atoi(tiles) == 64 || atoi(tiles) == 128) ? atoi(tiles) : 0;
+    /* Shared memory past the static 48 KiB: STAGES * BK * (BM + 4 + BN)
+       floats, as shaders/cuda/matmul.cu lays it out. */
     static const struct {
         const char *name;
         int fn;
-    } tune[] = {{"bk8", BIB_CU_FN_MATMUL_TUNE_BK8},
-                {"s4", BIB_CU_FN_MATMUL_TUNE_S4},
-                {"m256", BIB_CU_FN_MATMUL_TUNE_M256}};
+        uint32_t tile_m, shared;
+    } tune[] = {{"bk8", BIB_CU_FN_MATMUL_TUNE_BK8, 128, 0},
+                {"m256", BIB_CU_FN_MATMUL_TUNE_M256, 256, 0},
+                {"k16s3", BIB_CU_FN_MATMUL_TUNE_K16S3, 128, 3 * 16 * (132 + 128) * 4},
+                {"k32", BIB_CU_FN_MATMUL_TUNE_K32, 128, 2 * 32 * (132 + 128) * 4},
+                {"m256k16", BIB_CU_FN_MATMUL_TUNE_M256K16, 256, 2 * 16 * (260 + 128) * 4}};
     ex->matmul_tune = 0;
     for (size_t i = 0; tiles && i < sizeof tune / sizeof tune[0]; i++)
-        if (strcmp(tiles, tune[i].name) == 0)
+        if (strcmp(tiles, tune[i].name) == 0) {
             ex->matmul_tiles = 128, ex->matmul_tune = tune[i].fn;
+            ex->matmul_tune_m = tune[i].tile_m, ex->matmul_tune_shared = tune[i].shared;
+        }
     const char *selector = getenv("BIB_CUDA_DEVICE");
     if (config && config->device && *config->device)
         selector = config->device;

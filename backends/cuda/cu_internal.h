@@ -52,6 +52,8 @@
       (CUfunction * function, CUmodule module, const char *name))                                  \
     X(FuncGetAttribute, "cuFuncGetAttribute",                                                      \
       (int *value, CUfunction_attribute attrib, CUfunction function))                              \
+    X(FuncSetAttribute, "cuFuncSetAttribute",                                                      \
+      (CUfunction function, CUfunction_attribute attrib, int value))                               \
     X(LaunchKernel, "cuLaunchKernel",                                                              \
       (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,           \
        unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params,      \
@@ -116,8 +118,10 @@ typedef struct bib_cu_api {
     X(MATMUL_SMALL_ANY_GELU, "matmul", "bib_matmul_small_any_gelu")                                \
     X(MATMUL_SMALL_ANY_GELU_ERF, "matmul", "bib_matmul_small_any_gelu_erf")                        \
     X(MATMUL_TUNE_BK8, "matmul", "bib_matmul_tune_bk8_vec_none")                                   \
-    X(MATMUL_TUNE_S4, "matmul", "bib_matmul_tune_s4_vec_none")                                     \
     X(MATMUL_TUNE_M256, "matmul", "bib_matmul_tune_m256_vec_none")                                 \
+    X(MATMUL_TUNE_K16S3, "matmul", "bib_matmul_tune_k16s3_vec_none")                               \
+    X(MATMUL_TUNE_K32, "matmul", "bib_matmul_tune_k32_vec_none")                                   \
+    X(MATMUL_TUNE_M256K16, "matmul", "bib_matmul_tune_m256k16_vec_none")                           \
     X(SCALE, "elementwise", "bib_scale")                                                           \
     X(BINARY_ADD_SAME, "elementwise", "bib_binary_add_same")                                       \
     X(BINARY_ADD_ROW, "elementwise", "bib_binary_add_row")                                         \
@@ -240,10 +244,13 @@ struct bib_executor {
     CUmodule modules[BIB_CU_MAX_MODULES];
     uint32_t module_count;
     CUfunction fn[BIB_CU_FN__COUNT];
-    int binary_version; /* what the driver loaded: SASS arch, or PTX JIT target */
-    int matmul_tiles;   /* 0: by problem size; 64 or 128: forced (BIB_CUDA_MATMUL_TILES) */
-    int matmul_tune;    /* 0, or a BIB_CU_FN_MATMUL_TUNE_* kernel for float4 MATMULs without
-                           an activation (BIB_CUDA_MATMUL_TILES=bk8|s4|m256) */
+    int binary_version;     /* what the driver loaded: SASS arch, or PTX JIT target */
+    int matmul_tiles;       /* 0: by problem size; 64 or 128: forced (BIB_CUDA_MATMUL_TILES) */
+    int matmul_tune;        /* 0, or a BIB_CU_FN_MATMUL_TUNE_* kernel for float4 MATMULs without
+                               an activation (BIB_CUDA_MATMUL_TILES=bk8|m256|k16s3|k32|m256k16) */
+    uint32_t matmul_tune_m; /* its tile's rows */
+    uint32_t matmul_tune_shared; /* its dynamic shared memory in bytes, 0 for none */
+    bool matmul_tune_opted;      /* cuFuncSetAttribute has allowed it that much */
 
     /* memory */
     bib_cu_block_t *blocks;

@@ -95,13 +95,22 @@ static bib_status_t bib_cu_matmul(bib_executor_t *ex, const bib_call_t *c) {
             : (vec ? BIB_CU_FN_MATMUL_SMALL_VEC_NONE : BIB_CU_FN_MATMUL_SMALL_ANY_NONE);
     /* The X-macro lists each family as NONE, RELU, GELU: bib_act_t's order. */
     bib_cu_fn_t fn = (bib_cu_fn_t)(base + c->sub);
-    uint32_t tile_m = tile;
+    uint32_t tile_m = tile, shared = 0;
     if (ex->matmul_tune && big && vec && c->sub == BIB_ACT_NONE) {
         fn = (bib_cu_fn_t)ex->matmul_tune;
-        tile_m = fn == BIB_CU_FN_MATMUL_TUNE_M256 ? 256 : 128;
+        tile_m = ex->matmul_tune_m;
+        shared = ex->matmul_tune_shared;
+        if (shared && !ex->matmul_tune_opted) {
+            CUresult r = ex->api.FuncSetAttribute(
+                ex->fn[fn], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared);
+            if ((st = bib_cu_check(ex, r, "cuFuncSetAttribute(%s, %u shared bytes)",
+                                   bib_cu_fn_names[fn], shared)) != BIB_OK)
+                return st;
+            ex->matmul_tune_opted = true;
+        }
     }
     return bib_cu_launch(ex, fn, (uint32_t)((N + tile - 1) / tile),
-                         (uint32_t)((M + tile_m - 1) / tile_m), 1, 256, 1, 0, &p);
+                         (uint32_t)((M + tile_m - 1) / tile_m), 1, 256, 1, shared, &p);
 }
 
 /* ---- TRANSPOSE ----------------------------------------------------------- */

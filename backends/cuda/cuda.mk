@@ -160,7 +160,7 @@ GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck race
              replay_diff gpu_cli cuda_bench vulkan_bench torch_peer cuda_tiles vulkan_tiles ncu_matmul bib_bench
 # ncu_matmul: Nsight Compute's sections for one 4096^3 MATMUL kernel (what
 # limits it beside cuBLAS), where ncu is installed. cuda_tiles: the big
-# MATMUL kernel beside its candidates (BIB_CUDA_MATMUL_TILES=bk8|s4|m256,
+# MATMUL kernel beside its candidates (BIB_CUDA_MATMUL_TILES=bk8|m256|k16s3|k32|m256k16,
 # shaders/cuda/matmul.cu) at 2048, 4096 and 8192; vulkan_tiles: Vulkan's
 # two MATMUL configurations (BIB_VK_MATMUL_TILES=64|128; 128 over a
 # flushing fma() is the two-pass one) at 2048 and 4096.
@@ -207,7 +207,7 @@ gpu-check:
 	 step vulkan_bench $(BUILD)/gpu_bench vulkan; \
 	 step torch_peer $(PYTHON_GPU) bench/torch_peer.py; \
 	 step cuda_tiles sh tools/gpu-tiles.sh $(BUILD)/gpu_bench cuda BIB_CUDA_MATMUL_TILES \
-	   "128 bk8 s4 m256" "2048 4096 8192"; \
+	   "128 bk8 m256 k16s3 k32 m256k16" "2048 4096 8192"; \
 	 step vulkan_tiles sh tools/gpu-tiles.sh $(BUILD)/gpu_bench vulkan BIB_VK_MATMUL_TILES \
 	   "64 128" "2048 4096"; \
 	 step ncu_matmul sh -c 'n=$$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \

@@ -99,8 +99,22 @@ __device__ __forceinline__ void matmul_tile(const bib_cu_args_t &a) {
     static_assert(TY * 4 == SM_ && TX * 4 == SN_, "groups tile the block");
     static_assert(STAGES >= 2, "one slice in flight while another is multiplied");
 
-    __shared__ __align__(16) float As[STAGES][BK][AP];
-    __shared__ __align__(16) float Bs[STAGES][BK][BN];
+    // Static shared memory up to the 48 KiB every kernel gets; past it the
+    // launch's dynamic shared memory, which the host opts the kernel into
+    // (cuFuncSetAttribute) and sizes as STAGES * BK * (BM + 4 + BN) floats.
+    constexpr bool DYNAMIC = STAGES * BK * (AP + BN) * 4 > 48 * 1024;
+    float(*As)[BK][AP];
+    float(*Bs)[BK][BN];
+    if constexpr (DYNAMIC) {
+        BIB_CU_DYNAMIC_SHARED(float, mm_smem);
+        As = reinterpret_cast<float(*)[BK][AP]>(mm_smem);
+        Bs = reinterpret_cast<float(*)[BK][BN]>(mm_smem + STAGES * BK * AP);
+    } else {
+        __shared__ __align__(16) float as_[STAGES][BK][AP];
+        __shared__ __align__(16) float bs_[STAGES][BK][BN];
+        As = as_;
+        Bs = bs_;
+    }
 
     // 32-bit sizes (bib_cu_supports bounds them) keep registers for the tile.
     const uint32_t M = static_cast<uint32_t>(a.n[0]), N = static_cast<uint32_t>(a.n[1]),
@@ -292,12 +306,16 @@ BIB_MATMUL_ACTS(bib_matmul_small_vec, 64, 64, 16, 4, 4, 2, true)
 BIB_MATMUL_ACTS(bib_matmul_small_any, 64, 64, 16, 4, 4, 2, false)
 
 // Candidates for the big configuration, float4 paths without an activation
-// only, chosen by BIB_CUDA_MATMUL_TILES=bk8|s4|m256 (backends/cuda/
-// cu_kernels.c) so that one GPU run can time them beside the big kernel
-// (`make gpu-check`'s cuda_tiles step): BK 8 in 3 stages (the former big
-// configuration), BK 8 in 4 stages (more copies in flight), and 256 x 128
-// tiles of 16 x 8 per thread with one block per SM (twice the fmas per
-// fragment loaded, registers past 128). Same chains, same bits.
+// only, chosen by BIB_CUDA_MATMUL_TILES=<name> (backends/cuda/cu_kernels.c
+// lists them with their shared memory) so that one GPU run can time them
+// beside the big kernel (`make gpu-check`'s cuda_tiles step). bk8: BK 8 in
+// 3 stages, the former big configuration. m256: 256 x 128 tiles of 16 x 8
+// per thread, one block per SM (registers past 128), BK 8 in 3 stages.
+// Past 48 KiB of shared memory, untimed yet: k16s3, BK 16 in 3 stages;
+// k32, BK 32 in 2 stages; m256k16, the 256 x 128 tile with BK 16 in 2
+// stages. Same chains, same bits.
 BIB_MATMUL_KERNEL(bib_matmul_tune_bk8_vec_none, 128, 128, 8, 8, 8, 3, true, ACT_NONE)
-BIB_MATMUL_KERNEL(bib_matmul_tune_s4_vec_none, 128, 128, 8, 8, 8, 4, true, ACT_NONE)
 BIB_MATMUL_KERNEL_LB(bib_matmul_tune_m256_vec_none, 256, 128, 8, 16, 8, 3, true, ACT_NONE, 1)
+BIB_MATMUL_KERNEL(bib_matmul_tune_k16s3_vec_none, 128, 128, 16, 8, 8, 3, true, ACT_NONE)
+BIB_MATMUL_KERNEL(bib_matmul_tune_k32_vec_none, 128, 128, 32, 8, 8, 2, true, ACT_NONE)
+BIB_MATMUL_KERNEL_LB(bib_matmul_tune_m256k16_vec_none, 256, 128, 16, 16, 8, 2, true, ACT_NONE, 1)

@@ -47,7 +47,7 @@ static uint64_t cuda_bytes_in_use(const bib_executor_t *ex) {
 #define CTS_WAITS(ex) bib_cuda_waits(ex)
 #define CTS_BYTES_IN_USE(ex) cuda_bytes_in_use(ex)
 #define CTS_MATMUL_TILES_ENV "BIB_CUDA_MATMUL_TILES"
-#define CTS_MATMUL_TILES "64", "128", "bk8", "s4", "m256"
+#define CTS_MATMUL_TILES "64", "128", "bk8", "m256", "k16s3", "k32", "m256k16"
 #define CTS_NOMEM_WORDS "cuMemAlloc_v2(", "bytes): CUDA_ERROR_OUT_OF_MEMORY"
 #else
 #define CTS_EXECUTOR NULL

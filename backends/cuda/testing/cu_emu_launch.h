@@ -16,11 +16,14 @@ extern "C" {
 void *bib_cu_emu_kernel(const char *name);
 
 /* Runs KERNEL (from bib_cu_emu_kernel) over the whole grid before it
- * returns; ARGS is the launch's one parameter, a bib_cu_args_t. A launch
- * that breaks a rule of the device (shape limits, a barrier some thread
- * cannot reach, a misaligned cp.async, ...) prints why and aborts. */
+ * returns; ARGS is the launch's one parameter, a bib_cu_args_t, and
+ * OPTED_IN the dynamic shared memory the kernel was allowed past 48 KiB
+ * (cuFuncSetAttribute; 0 for none). A launch that breaks a rule of the
+ * device (shape limits, a barrier some thread cannot reach, a misaligned
+ * cp.async, ...) prints why and aborts. */
 void bib_cu_emu_launch(void *kernel, const char *name, const unsigned grid[3],
-                       const unsigned block[3], unsigned shared_bytes, const void *args);
+                       const unsigned block[3], unsigned shared_bytes, unsigned opted_in,
+                       const void *args);
 
 #ifdef __cplusplus
 }

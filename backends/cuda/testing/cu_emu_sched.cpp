@@ -34,7 +34,8 @@
 // with a NaN pattern before every block, as a GPU leaves it holding garbage.
 // Launch shapes are checked against the device's limits (grid y and z
 // <= 65535, block <= 1024 threads and z <= 64, dynamic shared memory <= 48
-// KiB, which is all a kernel gets without cuFuncSetAttribute).
+// KiB, which is all a kernel gets without cuFuncSetAttribute, or what that
+// allowed).
 //
 // What it cannot tell: the order of memory operations between blocks or
 // across warps without a barrier on real hardware (blocks here never run
@@ -357,7 +358,7 @@ extern "C" void *bib_cu_emu_kernel(const char *name) {
 
 extern "C" void bib_cu_emu_launch(void *kernel, const char *name, const unsigned grid[3],
                                   const unsigned block[3], unsigned shared_bytes,
-                                  const void *args) {
+                                  unsigned opted_in, const void *args) {
     L.name = name;
     L.threads = 0;
     blockIdx = {0, 0, 0};
@@ -367,9 +368,9 @@ extern "C" void bib_cu_emu_launch(void *kernel, const char *name, const unsigned
     uint64_t threads = uint64_t{block[0]} * block[1] * block[2];
     if (threads == 0 || threads > MAX_THREADS || block[2] > 64)
         fail("block (%u,%u,%u) is outside the device's limits", block[0], block[1], block[2]);
-    if (shared_bytes > MAX_DYNAMIC_SHARED)
-        fail("%u bytes of dynamic shared memory (at most %u without opting in)", shared_bytes,
-             MAX_DYNAMIC_SHARED);
+    if (shared_bytes > MAX_DYNAMIC_SHARED && shared_bytes > opted_in)
+        fail("%u bytes of dynamic shared memory (at most %u without opting in, %u opted in)",
+             shared_bytes, MAX_DYNAMIC_SHARED, opted_in);
     if (shared_bytes % 4)
         fail("%u bytes of dynamic shared memory: not whole words", shared_bytes);
     L.fn = reinterpret_cast<kernel_fn>(kernel);

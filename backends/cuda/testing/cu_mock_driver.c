@@ -57,6 +57,7 @@ typedef struct mock_function {
     char name[64];
     unsigned nparams;
     unsigned size[BIB_MOCK_CUDA_PARAMS];
+    unsigned max_dynamic; /* cuFuncSetAttribute's MAX_DYNAMIC_SHARED_SIZE_BYTES, 0 unset */
 #if defined(BIB_CU_EMULATE)
     void *emulated; /* the kernel's host build; NULL for PTX */
 #endif
@@ -348,6 +349,19 @@ EXPORT res_t cuFuncGetAttribute(int *v, int attr, void *fn) {
     return OK;
 }
 
+/* MAX_DYNAMIC_SHARED_SIZE_BYTES (8) opts a function into dynamic shared
+ * memory past 48 KiB, up to an H100's 227 KiB; other attributes are
+ * accepted and ignored. */
+EXPORT res_t cuFuncSetAttribute(void *fn, int attr, int value) {
+    mock_function_t *f = fn;
+    if (attr != 8)
+        return OK;
+    if (value < 0 || value > 227 * 1024)
+        return E_INVALID_VALUE;
+    f->max_dynamic = (unsigned)value;
+    return OK;
+}
+
 static void mock_saxpy(const mock_function_t *f, unsigned threads) {
     if (f->nparams != 4 || f->size[0] != 8 || f->size[1] != 8)
         return;
@@ -377,6 +391,8 @@ EXPORT res_t cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
         return E_INVALID_VALUE;
     if (f->nparams > 0 && !params)
         return E_INVALID_VALUE;
+    if (shared > 48 * 1024 && shared > f->max_dynamic)
+        return E_INVALID_VALUE; /* past 48 KiB only after cuFuncSetAttribute */
     snprintf(bib_mock_cuda.last_entry, sizeof bib_mock_cuda.last_entry, "%s", f->name);
     unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
     memcpy(bib_mock_cuda.grid, g, sizeof g);
@@ -398,7 +414,7 @@ EXPORT res_t cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
     if (f->emulated) {
         if (!params)
             return E_INVALID_VALUE;
-        bib_cu_emu_launch(f->emulated, f->name, g, b, shared, params[0]);
+        bib_cu_emu_launch(f->emulated, f->name, g, b, shared, f->max_dynamic, params[0]);
     }
 #endif
     return OK;
