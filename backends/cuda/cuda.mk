@@ -162,8 +162,8 @@ GPU_STEPS ?= device build test_cuda test_vulkan make_test sanitize memcheck race
 # limits it beside cuBLAS), where ncu is installed. cuda_tiles: the big
 # MATMUL kernel beside its candidates (BIB_CUDA_MATMUL_TILES=bk8|m256|k16s3|k32|m256k16,
 # shaders/cuda/matmul.cu) at 2048, 4096 and 8192; vulkan_tiles: Vulkan's
-# two MATMUL configurations (BIB_VK_MATMUL_TILES=64|128; 128 over a
-# flushing fma() is the two-pass one) at 2048 and 4096.
+# MATMUL configurations (BIB_VK_MATMUL_TILES=64|128|128x64|64x128; over a
+# flushing fma() blocks past 16 take two passes) at 2048 and 4096.
 # gpu_cli: the CLI suites whose checks need a GPU executor to mean anything
 # (the hex cases, the custom kernels and shaders, byte-identical examples on
 # every executor, auto, fallback, `bib info`), without the rest of make test.
@@ -209,7 +209,7 @@ gpu-check:
 	 step cuda_tiles sh tools/gpu-tiles.sh $(BUILD)/gpu_bench cuda BIB_CUDA_MATMUL_TILES \
 	   "128 bk8 m256 k16s3 k32 m256k16" "2048 4096 8192"; \
 	 step vulkan_tiles sh tools/gpu-tiles.sh $(BUILD)/gpu_bench vulkan BIB_VK_MATMUL_TILES \
-	   "64 128" "2048 4096"; \
+	   "64 128 128x64 64x128" "2048 4096"; \
 	 step ncu_matmul sh -c 'n=$$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu \
 	     $(CUDA_BIN)ncu 2>/dev/null | head -n 1); \
 	   if [ -z "$$n" ]; then echo "SKIP: ncu_matmul: no ncu here"; exit 0; fi; \

@@ -1272,7 +1272,7 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     const char *selector = getenv("BIB_VK_DEVICE");
     /* Lets tests run the GPU tile configuration on any device. */
     const char *tiles = getenv("BIB_VK_MATMUL_TILES");
-    ex->matmul_tiles = tiles && (atoi(tiles) == 64 || atoi(tiles) == 128) ? atoi(tiles) : 0;
+    ex->matmul_tiles = bib_vk_matmul_tiles(tiles);
     if (config && config->device && *config->device)
         selector = config->device;
     bib_status_t st = bib_vk_create_instance(ex, config && config->validation, why, why_len);

@@ -98,7 +98,8 @@ struct bib_executor {
     bool probe_denormals, probe_rte;
     bib_vk_fma_path_t fma_path;
     char fma_note[160]; /* why fma() was not taken, when it was not */
-    int matmul_tiles;   /* 0: by device and size; 64 or 128: forced (BIB_VK_MATMUL_TILES) */
+    int matmul_tiles;   /* 0: by device and size; else 1 + a forced configuration's index
+                           (BIB_VK_MATMUL_TILES, bib_vk_matmul_tiles) */
 
     /* pipelines */
     VkDescriptorSetLayout set_layout;
@@ -174,6 +175,9 @@ bib_status_t bib_vk_begin(bib_executor_t *ex);
 /* BIB_OK, or BIB_E_STATE with the message when a timeout left the executor
    lost (backend.h, bib_executor_config_t.timeout_ms). */
 bib_status_t bib_vk_usable(bib_executor_t *ex);
+/* 1 + the index of MATMUL's tile configuration NAME ("64", "128", "128x64",
+ * "64x128"), or 0 for none of them. */
+int bib_vk_matmul_tiles(const char *name);
 /* Submits what is recorded and waits for it (and for earlier submits). */
 bib_status_t bib_vk_flush(bib_executor_t *ex);
 /* Submits what is recorded without waiting; the next begin or flush waits. */

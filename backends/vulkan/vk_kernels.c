@@ -6,6 +6,7 @@
  * vk_device.c; nothing here waits. The arithmetic lives in the shaders
  * (shaders/vulkan), which follow spec/numerics.md operation for operation. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/callcheck.h"
 #include "backends/cpu/bmath.h"
@@ -72,6 +73,24 @@ static bib_status_t bib_vk_dispatch_items(bib_executor_t *ex, const char *shader
 
 /* ---- MATMUL -------------------------------------------------------------- */
 
+/* MATMUL's tile configurations (matmul.comp's specialization constants 1 to
+ * 5), 256 invocations each: the two the executor picks from, then two
+ * oblong ones that BIB_VK_MATMUL_TILES names for a GPU run to time. */
+static const struct {
+    const char *name;
+    uint32_t bm, bn, bk, tm, tn;
+} bib_vk_mm_tiles[] = {{"64", 64, 64, 16, 4, 4},
+                       {"128", 128, 128, 8, 8, 8},
+                       {"128x64", 128, 64, 16, 8, 4},
+                       {"64x128", 64, 128, 16, 4, 8}};
+
+int bib_vk_matmul_tiles(const char *name) {
+    for (size_t i = 0; name && i < sizeof bib_vk_mm_tiles / sizeof bib_vk_mm_tiles[0]; i++)
+        if (strcmp(name, bib_vk_mm_tiles[i].name) == 0)
+            return (int)i + 1;
+    return 0;
+}
+
 static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
     const bib_view_t *a = &c->in[0], *b = &c->in[1], *bias = &c->in[2];
     uint32_t M = a->dims[0], K = a->dims[1], N = b->dims[1];
@@ -88,31 +107,30 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
     p.u[0] = c->sub;
     p.u[1] = bias->buf != NULL;
     /* Big outputs on a GPU whose fma() is exact: 128x128 tiles, 8x8 per
-     * thread (256 threads); otherwise 64x64 tiles, 4x4 per thread, so small
-     * problems still fill the device. Where every step may need the fp64
-     * emulation, its 64 inlined copies in the 8x8 block cost the big tile
-     * its speed: on the H100 (fma() flushing, the fast path of matmul.comp)
-     * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Forced there
-     * (BIB_VK_MATMUL_TILES=128), big tiles run in two passes, the fast one
-     * apart: untimed yet. Tile sizes change speed only, never bits. */
+     * thread; otherwise 64x64 tiles, 4x4 per thread, so small problems
+     * still fill the device. Where every step may need the fp64 emulation,
+     * its inlined copies in a block of more than 16 cost the block its
+     * speed: on the H100 (fma() flushing, the fast path of matmul.comp)
+     * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Forced there,
+     * blocks of more than 16 run in two passes, the fast one apart: untimed
+     * yet. Tile sizes change speed only, never bits. */
     bool gpu = ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
                ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
-    bool big = ex->matmul_tiles ? ex->matmul_tiles == 128
-                                : gpu && ex->fma_path == BIB_VK_FMA_NATIVE &&
-                                      (uint64_t)M * N >= (uint64_t)1024 * 1024;
-    uint32_t bm = big ? 128 : 64, bn = big ? 128 : 64, bk = big ? 8 : 16, tm = big ? 8 : 4,
-             tn = big ? 8 : 4;
-    uint32_t spec[8] = {bm, bn, bk, tm, tn, (bm / tm) * (bn / tn), c->sub, 0};
+    bool big = gpu && ex->fma_path == BIB_VK_FMA_NATIVE && (uint64_t)M * N >= (uint64_t)1024 * 1024;
+    int pick = ex->matmul_tiles ? ex->matmul_tiles - 1 : big ? 1 : 0;
+    uint32_t bm = bib_vk_mm_tiles[pick].bm, bn = bib_vk_mm_tiles[pick].bn,
+             tm = bib_vk_mm_tiles[pick].tm, tn = bib_vk_mm_tiles[pick].tn;
+    uint32_t spec[8] = {bm, bn, bib_vk_mm_tiles[pick].bk, tm, tn, (bm / tm) * (bn / tn), c->sub, 0};
     if (M == 0 || N == 0)
         return BIB_OK;
     /* Capped at 65535 workgroups per axis (NVIDIA allows no more along y);
        the shader strides over the tiles beyond. */
     uint32_t gx = bib_vk_groups(N, bn), gy = bib_vk_groups(M, bm);
-    if (!big || ex->fma_path < BIB_VK_FMA_FLUSHING)
+    if (tm * tn <= 16 || ex->fma_path < BIB_VK_FMA_FLUSHING)
         return bib_vk_dispatch(ex, "matmul", spec, 8, bufs, &p, gx, gy, 1);
-    /* Big tiles over a flushing fma(): the fast path alone, then the tiles
-     * it gave up on, every step checked (matmul.comp's PASS), through one
-     * word a tile in a scratch range freed at once (recorded work keeps
+    /* Large blocks over a flushing fma(): the fast path alone, then the
+     * tiles it gave up on, every step checked (matmul.comp's PASS), through
+     * one word a tile in a scratch range freed at once (recorded work keeps
      * it). */
     void *marks = NULL;
     uint64_t tiles = (uint64_t)((M + bm - 1) / bm) * ((N + bn - 1) / bn);

@@ -29,7 +29,7 @@
 #define CTS_WAITS(ex) bib_vulkan_submits(ex)
 /* 128: the 128x128 tiles with 8x8 per thread that big GPU problems use. */
 #define CTS_MATMUL_TILES_ENV "BIB_VK_MATMUL_TILES"
-#define CTS_MATMUL_TILES "64", "128"
+#define CTS_MATMUL_TILES "64", "128", "128x64", "64x128"
 #include "tests/unit/executor_cts.h"
 
 /* ---- the device and its probes ------------------------------------------ */
@@ -71,21 +71,24 @@ CTS_TEST(every_fma_path_gives_cpu_bits) {
     cts_ex = saved;
 }
 
-/* Big tiles over a flushing fma() run in two passes (the fast path alone,
- * then the tiles it gave up on, every step checked): forced here over the
- * simulated flushing fma(), with tiles that meet tiny values and tiles that
- * do not in one product. */
+/* Blocks of more than 16 over a flushing fma() run in two passes (the fast
+ * path alone, then the tiles it gave up on, every step checked): each
+ * configuration forced here over the simulated flushing fma(), with tiles
+ * that meet tiny values and tiles that do not in one product. */
 CTS_TEST(matmul_big_tiles_over_a_flushing_fma_match_cpu) {
+    static const char *const tiles[] = {"128", "128x64", "64x128"};
     bib_executor_t *saved = cts_ex;
-    setenv("BIB_VK_MATMUL_TILES", "128", 1);
-    cts_ex = cts_open(NULL, "BIB_VK_FMA", "flushing-simulated");
-    unsetenv("BIB_VK_MATMUL_TILES");
-    cts_test_matmul_tiny_values_midway_through_k_match_cpu();
-    cts_test_matmul_keeps_negative_zero_chains_through_padded_k();
-    cts_test_matmul_special_values_match_cpu();
-    cts_matmul_case(300, 70, 260, true, BIB_ACT_RELU, true);
-    cts_matmul_case(257, 40, 129, false, BIB_ACT_NONE, false);
-    cts_close(cts_ex);
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        setenv("BIB_VK_MATMUL_TILES", tiles[t], 1);
+        cts_ex = cts_open(NULL, "BIB_VK_FMA", "flushing-simulated");
+        unsetenv("BIB_VK_MATMUL_TILES");
+        cts_test_matmul_tiny_values_midway_through_k_match_cpu();
+        cts_test_matmul_keeps_negative_zero_chains_through_padded_k();
+        cts_test_matmul_special_values_match_cpu();
+        cts_matmul_case(300, 70, 260, true, BIB_ACT_RELU, true);
+        cts_matmul_case(257, 40, 129, false, BIB_ACT_NONE, false);
+        cts_close(cts_ex);
+    }
     cts_ex = saved;
 }
 
