@@ -24,8 +24,8 @@
 // checked path may hold a denormal the fast path would flush.
 //
 // Specialization constant 8 splits that in two dispatches (the host's
-// choice for 128 x 128 tiles, whose 8 x 8 block would otherwise carry the
-// checked step's 64 inlined emulations beside the fast one): PASS 1 runs
+// choice for blocks of more than 16 accumulators, which would otherwise
+// carry as many inlined emulations beside the fast step): PASS 1 runs
 // the fast path alone, and a tile that meets such a value stops, writes
 // nothing and marks its word of the scratch binding 1 (0 when it
 // finished); PASS 2 computes just the marked tiles, every step checked.
