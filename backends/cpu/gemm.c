@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mimalloc.h>
 
@@ -244,6 +245,48 @@ static void edge_tile(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_
  * panel of it then serves too few tiles to pay for the copy. */
 #define DIRECT_B_MAX_ROWS 128
 
+size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t l2_sets, size_t l2_ways,
+                          size_t l2_line) {
+    const size_t least = 64;
+    size_t bytes = ldb * sizeof(float);
+    if (l2_sets == 0 || l2_ways == 0 || l2_line == 0 || bytes % l2_line != 0)
+        return kc_direct; /* unknown, or rows that drift across the sets */
+    size_t a = bytes / l2_line, b = l2_sets;
+    while (b != 0) { /* gcd(stride in lines, sets) */
+        size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    size_t fit = l2_ways * (l2_sets / a);
+    if (fit >= kc_direct)
+        return kc_direct;
+    return fit > least ? fit : least;
+}
+
+/* The L2's geometry as the C library reads it (CPUID on x86); zeros where
+ * it does not say. Read once. */
+static size_t l2_sets, l2_ways, l2_line;
+static pthread_once_t l2_once = PTHREAD_ONCE_INIT;
+
+static void l2_read(void) {
+    long size = sysconf(_SC_LEVEL2_CACHE_SIZE), ways = sysconf(_SC_LEVEL2_CACHE_ASSOC),
+         line = sysconf(_SC_LEVEL2_CACHE_LINESIZE);
+    if (size <= 0 || ways <= 0 || line <= 0 || size % (ways * line) != 0)
+        return;
+    l2_sets = (size_t)(size / (ways * line));
+    l2_ways = (size_t)ways;
+    l2_line = (size_t)line;
+}
+
+/* B read in place: the K block for its ldb on this CPU. On a Xeon (2 MiB
+ * 16-way L2), K = N = 4096, one thread: M = 64 went from 0.86x to 1.4-1.7x
+ * dnnl_sgemm with 128 instead of 384, M = 128 from 0.58x to 0.98-1.01x;
+ * 64-128 were even, 192 and 256 between (bench/RESULTS.md). */
+static size_t direct_kc(const bib_gemm_kernel_t *kd, size_t ldb) {
+    pthread_once(&l2_once, l2_read);
+    return bib_gemm_direct_kc(kd->kc_direct, ldb, l2_sets, l2_ways, l2_line);
+}
+
 /* C[m0, m1) x [n0, n1) on the calling thread (BLIS order: jc, pc, ic, jr, ir). */
 static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t *s, size_t m0,
                     size_t m1, size_t n0, size_t n1) {
@@ -257,7 +300,8 @@ static void blocked(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_t 
         return;
     }
     const bool direct_b = !g->b_transposed && m1 - m0 <= DIRECT_B_MAX_ROWS;
-    const size_t kblock = k_block(g->k, direct_b && kd->kc_direct != 0 ? kd->kc_direct : kd->kc);
+    const size_t kblock =
+        k_block(g->k, direct_b && kd->kc_direct != 0 ? direct_kc(kd, g->ldb) : kd->kc);
     for (size_t jc = n0; jc < n1; jc += kd->nc) {
         size_t nc = n1 - jc < kd->nc ? n1 - jc : kd->nc;
         size_t p0 = 0;
