@@ -245,10 +245,12 @@ static void edge_tile(const bib_gemm_t *g, const bib_gemm_kernel_t *kd, scratch_
  * panel of it then serves too few tiles to pay for the copy. */
 #define DIRECT_B_MAX_ROWS 128
 
-size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t l2_sets, size_t l2_ways,
+size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t page, size_t l2_sets, size_t l2_ways,
                           size_t l2_line) {
     const size_t least = 64;
     size_t bytes = ldb * sizeof(float);
+    if (page != 0 && bytes >= page && kc_direct > least)
+        kc_direct = least; /* a page a row */
     if (l2_sets == 0 || l2_ways == 0 || l2_line == 0 || bytes % l2_line != 0)
         return kc_direct; /* unknown, or rows that drift across the sets */
     size_t a = bytes / l2_line, b = l2_sets;
@@ -263,12 +265,14 @@ size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t l2_sets, size_t l
     return fit > least ? fit : least;
 }
 
-/* The L2's geometry as the C library reads it (CPUID on x86); zeros where
- * it does not say. Read once. */
-static size_t l2_sets, l2_ways, l2_line;
+/* The page size and the L2's geometry as the C library reads them (CPUID
+ * on x86); zeros where it does not say. Read once. */
+static size_t page_size, l2_sets, l2_ways, l2_line;
 static pthread_once_t l2_once = PTHREAD_ONCE_INIT;
 
 static void l2_read(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    page_size = page > 0 ? (size_t)page : 0;
     long size = sysconf(_SC_LEVEL2_CACHE_SIZE), ways = sysconf(_SC_LEVEL2_CACHE_ASSOC),
          line = sysconf(_SC_LEVEL2_CACHE_LINESIZE);
     if (size <= 0 || ways <= 0 || line <= 0 || size % (ways * line) != 0)
@@ -279,12 +283,13 @@ static void l2_read(void) {
 }
 
 /* B read in place: the K block for its ldb on this CPU. On a Xeon (2 MiB
- * 16-way L2), K = N = 4096, one thread: M = 64 went from 0.86x to 1.4-1.7x
- * dnnl_sgemm with 128 instead of 384, M = 128 from 0.58x to 0.98-1.01x;
- * 64-128 were even, 192 and 256 between (bench/RESULTS.md). */
+ * 16-way L2), one thread, against dnnl_sgemm: K = N = 4096, M = 64 0.86x
+ * with 384, 1.3-1.7x with 64 or 128, M = 128 0.58x -> 0.92-1.01x; N = 11008,
+ * M = 64 0.84x -> 1.09x and M = 128 1.02x -> 1.18x with 64 rows, not 128
+ * (bench/RESULTS.md). */
 static size_t direct_kc(const bib_gemm_kernel_t *kd, size_t ldb) {
     pthread_once(&l2_once, l2_read);
-    return bib_gemm_direct_kc(kd->kc_direct, ldb, l2_sets, l2_ways, l2_line);
+    return bib_gemm_direct_kc(kd->kc_direct, ldb, page_size, l2_sets, l2_ways, l2_line);
 }
 
 /* C[m0, m1) x [n0, n1) on the calling thread (BLIS order: jc, pc, ic, jr, ir). */

@@ -65,15 +65,19 @@ bib_status_t bib_gemm_f32(bib_threadpool_t *pool, bib_cpu_level_t level, const b
  * libm fmaf. Slow; it defines the bits the other paths are tested against. */
 void bib_gemm_f32_reference(const bib_gemm_t *g);
 
-/* The K block when B is read in place: kc_direct, or fewer rows where rows
- * ldb floats apart would crowd a few of the L2's sets (geometry: its sets,
- * ways and line in bytes; 0 where unknown). A strip of B, kc rows of nr
- * columns, is read again by every row tile of A; rows a power of two apart
- * fall in few sets (ldb = 4096 on a 2 MiB 16-way L2: 8 sets of 16 ways, 128
- * lines), and a taller strip evicts itself between two row tiles. Returns
- * the rows that fit, at least 64, at most kc_direct. Only where the chains
- * pause changes, so the bits are the same whatever it returns. */
-size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t l2_sets, size_t l2_ways,
+/* The K block when B is read in place: kc_direct, or fewer rows where a
+ * strip of B (kc rows of nr columns, read again by every row tile of A)
+ * would not stay near the core:
+ *  - rows a page or more apart take a TLB entry each: at most 64 rows, which
+ *    the first-level data TLBs of current x86 cores hold;
+ *  - rows a power of two apart crowd a few of the L2's sets (ldb = 4096 on a
+ *    2 MiB 16-way L2: 8 sets of 16 ways, 128 lines), and a taller strip
+ *    evicts itself between two row tiles: at most the rows that fit, but
+ *    not under 64.
+ * page and the L2's geometry (sets, ways, line in bytes) are 0 where
+ * unknown. Only where the chains pause changes, so the bits are the same
+ * whatever it returns. */
+size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t page, size_t l2_sets, size_t l2_ways,
                           size_t l2_line);
 
 /* ---- internal: the per-level micro-kernels (gemm_avx2.c, gemm_avx512.c) ----

@@ -413,9 +413,9 @@ Test(gemm, empty_output_writes_nothing) {
     cr_expect(c[0] == 1 && c[1] == 2 && c[2] == 3 && c[3] == 4);
 }
 
-/* B read in place with rows a power of two apart: the K block shrinks to the
- * rows the L2's sets hold (bib_gemm_direct_kc), 64 to 128 on the CPUs this
- * runs on, so K = 300 pauses two or more times more than with 384. */
+/* B read in place with rows a page and more apart: the K block shrinks to 64
+ * rows (bib_gemm_direct_kc), so K = 300 and 700 pause more often than with
+ * 384. */
 Test(gemm, b_read_in_place_with_a_crowding_stride_matches_reference, .timeout = 60) {
     const problem_t ps[] = {
         {.m = 20, .n = 64, .k = 300, .ldb = 4096},
@@ -425,23 +425,30 @@ Test(gemm, b_read_in_place_with_a_crowding_stride_matches_reference, .timeout = 
         check_all_levels(&ps[i], 900 + i);
 }
 
-Test(gemm, direct_k_block_is_the_rows_the_l2_sets_hold) {
-    /* 2 MiB, 16 ways, 64-byte lines: 2048 sets. ldb 4096 floats is 256
-     * lines, so rows fall in 2048 / 256 = 8 sets: 128 lines. */
-    cr_expect_eq(bib_gemm_direct_kc(384, 4096, 2048, 16, 64), 128);
-    /* 1 MiB, 16 ways: 4 sets, 64 rows; 8 ways: 32, raised to 64. */
-    cr_expect_eq(bib_gemm_direct_kc(384, 4096, 1024, 16, 64), 64);
-    cr_expect_eq(bib_gemm_direct_kc(384, 4096, 2048, 8, 64), 64);
-    /* 11008 floats is 688 lines, gcd 16 with 2048 sets: 128 sets, 2048
-     * rows, more than kc_direct. */
-    cr_expect_eq(bib_gemm_direct_kc(384, 11008, 2048, 16, 64), 384);
+Test(gemm, direct_k_block_is_the_rows_the_tlb_and_l2_sets_hold) {
+    /* Rows a page or more apart: 64, whatever the L2. */
+    cr_expect_eq(bib_gemm_direct_kc(384, 11008, 4096, 2048, 16, 64), 64);
+    cr_expect_eq(bib_gemm_direct_kc(384, 1024, 4096, 0, 0, 0), 64);
+    cr_expect_eq(bib_gemm_direct_kc(48, 1024, 4096, 0, 0, 0), 48);
+    /* Under a page apart, the L2's sets. 2 MiB, 16 ways, 64-byte lines:
+     * 2048 sets; 512 floats is 32 lines, so rows fall in 64 sets: 1024
+     * lines. With 1024 sets, 32 sets: 512. */
+    cr_expect_eq(bib_gemm_direct_kc(384, 512, 4096, 2048, 16, 64), 384);
+    cr_expect_eq(bib_gemm_direct_kc(1024, 512, 4096, 2048, 16, 64), 1024);
+    cr_expect_eq(bib_gemm_direct_kc(1024, 512, 4096, 1024, 16, 64), 512);
+    /* 4 ways: 128; 1 way: 32, raised to 64. */
+    cr_expect_eq(bib_gemm_direct_kc(384, 512, 4096, 1024, 4, 64), 128);
+    cr_expect_eq(bib_gemm_direct_kc(384, 512, 4096, 1024, 1, 64), 64);
+    /* A larger page: the sets alone. 4096 floats is 256 lines: 8 of 2048
+     * sets, 128 lines; 11008 floats is 688 lines, gcd 16 with 2048 sets: 128
+     * sets, 2048 rows. */
+    cr_expect_eq(bib_gemm_direct_kc(384, 4096, 2 << 20, 2048, 16, 64), 128);
+    cr_expect_eq(bib_gemm_direct_kc(384, 11008, 2 << 20, 2048, 16, 64), 384);
     /* Rows that are not whole lines apart drift across the sets. */
-    cr_expect_eq(bib_gemm_direct_kc(384, 4100, 2048, 16, 64), 384);
+    cr_expect_eq(bib_gemm_direct_kc(384, 1001, 4096, 1024, 1, 64), 384);
     /* An unknown geometry keeps kc_direct. */
-    cr_expect_eq(bib_gemm_direct_kc(384, 4096, 0, 0, 0), 384);
-    cr_expect_eq(bib_gemm_direct_kc(384, 4096, 2048, 16, 0), 384);
-    /* A short stride spreads over many sets. */
-    cr_expect_eq(bib_gemm_direct_kc(384, 64, 2048, 16, 64), 384);
+    cr_expect_eq(bib_gemm_direct_kc(384, 512, 0, 0, 0, 0), 384);
+    cr_expect_eq(bib_gemm_direct_kc(384, 512, 0, 2048, 16, 0), 384);
 }
 
 /* ---- thread pool ---------------------------------------------------------- */
