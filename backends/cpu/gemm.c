@@ -18,6 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <mimalloc.h>
 
 #define ALIGN 64
@@ -266,11 +270,28 @@ size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t page, size_t l2_s
 }
 
 /* The page size and the L2's geometry as the C library reads them (CPUID
- * on x86); zeros where it does not say. Read once. */
+ * on x86), on Intel cores only; zeros elsewhere and where it does not say,
+ * which keeps kc_direct. Both caps were measured on a Xeon; on Zen 5 shorter
+ * in-place K blocks (32-128 rows) were slower at M = 64 (bench/RESULTS.md,
+ * "Zen 5: skinny shapes"), so AMD cores keep kc_direct until measured. Read
+ * once. */
 static size_t page_size, l2_sets, l2_ways, l2_line;
 static pthread_once_t l2_once = PTHREAD_ONCE_INIT;
 
+static bool intel_core(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax, ebx, ecx, edx;
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0)
+        return false;
+    return ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu; /* GenuineIntel */
+#else
+    return false;
+#endif
+}
+
 static void l2_read(void) {
+    if (!intel_core())
+        return;
     long page = sysconf(_SC_PAGESIZE);
     page_size = page > 0 ? (size_t)page : 0;
     long size = sysconf(_SC_LEVEL2_CACHE_SIZE), ways = sysconf(_SC_LEVEL2_CACHE_ASSOC),
@@ -282,11 +303,6 @@ static void l2_read(void) {
     l2_line = (size_t)line;
 }
 
-/* B read in place: the K block for its ldb on this CPU. On a Xeon (2 MiB
- * 16-way L2), one thread, against dnnl_sgemm: K = N = 4096, M = 64 0.86x
- * with 384, 1.3-1.7x with 64 or 128, M = 128 0.58x -> 0.92-1.01x; N = 11008,
- * M = 64 0.84x -> 1.09x and M = 128 1.02x -> 1.18x with 64 rows, not 128
- * (bench/RESULTS.md). */
 static size_t direct_kc(const bib_gemm_kernel_t *kd, size_t ldb) {
     pthread_once(&l2_once, l2_read);
     return bib_gemm_direct_kc(kd->kc_direct, ldb, page_size, l2_sets, l2_ways, l2_line);

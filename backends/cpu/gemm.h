@@ -75,8 +75,9 @@ void bib_gemm_f32_reference(const bib_gemm_t *g);
  *    evicts itself between two row tiles: at most the rows that fit, but
  *    not under 64.
  * page and the L2's geometry (sets, ways, line in bytes) are 0 where
- * unknown. Only where the chains pause changes, so the bits are the same
- * whatever it returns. */
+ * unknown (gemm.c passes them on Intel cores only: on Zen 5 shorter blocks
+ * measured slower). Only where the chains pause changes, so the bits are the
+ * same whatever it returns. */
 size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t page, size_t l2_sets, size_t l2_ways,
                           size_t l2_line);
 
