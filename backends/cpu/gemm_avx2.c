@@ -26,6 +26,7 @@
 #define TILE_PREFETCH(c, rows, ldc)
 
 #define B_PREFETCH(bp)
+#define B_PREFETCH_PACKED(bp)
 #include "backends/cpu/gemm_tile.h"
 
 KERNEL(1)

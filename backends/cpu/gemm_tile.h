@@ -17,7 +17,9 @@
  *   VCANON(v, nan)  v with its NaN lanes replaced by nan
  *   VNAN()          the canonical NaN in every lane
  *   TILE_PREFETCH(c, rows, ldc)   what to prefetch before the k loop (may be empty)
- *   B_PREFETCH(bp)  what to prefetch beside each k's row of B (may be empty)
+ *   B_PREFETCH(bp)  what to prefetch beside each k's row of B read in place
+ *                   (may be empty)
+ *   B_PREFETCH_PACKED(bp)  the same for packed B (ldbp == NR; may be empty)
  */
 
 static inline __attribute__((always_inline)) void
@@ -36,17 +38,25 @@ tile(const int rows, size_t kc, const float *restrict ap, const float *restrict 
         }
     }
     TILE_PREFETCH(c, rows, ldc);
-    for (size_t p = 0; p < kc; p++) {
-        VEC b0 = VLOAD(bp), b1 = VLOAD(bp + LANES);
-        B_PREFETCH(bp);
-        UNROLL for (int i = 0; i < rows; i++) {
-            VEC a = VBCAST(ap + i);
-            c0[i] = VFMA(a, b0, c0[i]);
-            c1[i] = VFMA(a, b1, c1[i]);
-        }
-        ap += rows;
-        bp += ldbp;
+    /* One k: B's row, then each row's broadcast and two fmas. The loop is
+     * written twice so that each kind of B has its own prefetch. */
+#define TILE_K_LOOP(PREFETCH)                                                                      \
+    for (size_t p = 0; p < kc; p++) {                                                              \
+        VEC b0 = VLOAD(bp), b1 = VLOAD(bp + LANES);                                                \
+        PREFETCH(bp);                                                                              \
+        UNROLL for (int i = 0; i < rows; i++) {                                                    \
+            VEC a = VBCAST(ap + i);                                                                \
+            c0[i] = VFMA(a, b0, c0[i]);                                                            \
+            c1[i] = VFMA(a, b1, c1[i]);                                                            \
+        }                                                                                          \
+        ap += rows;                                                                                \
+        bp += ldbp;                                                                                \
     }
+    if (ldbp == NR)
+        TILE_K_LOOP(B_PREFETCH_PACKED)
+    else
+        TILE_K_LOOP(B_PREFETCH)
+#undef TILE_K_LOOP
     if (flags & BIB_GEMM_KERNEL_FINISH) {
         if (bias != NULL) {
             VEC bias0 = VLOAD(bias), bias1 = VLOAD(bias + LANES);
