@@ -22,6 +22,10 @@ static uint64_t read_xcr0(void) {
 void bib_cpu_detect(bib_cpu_features_t *f) {
     memset(f, 0, sizeof *f);
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return;
+    f->intel =
+        memcmp(&b, "Genu", 4) == 0 && memcmp(&d, "ineI", 4) == 0 && memcmp(&c, "ntel", 4) == 0;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return;
     f->sse2 = (d >> 26) & 1;

@@ -36,6 +36,7 @@ typedef struct bib_cpu_features {
     bool avx512f, avx512dq, avx512bw, avx512vl;
     bool os_ymm; /* XCR0 says the OS saves XMM and YMM state */
     bool os_zmm; /* XCR0 also says opmask and ZMM state */
+    bool intel;  /* the vendor string is GenuineIntel */
 } bib_cpu_features_t;
 
 /* Fills *features from CPUID and XGETBV. A feature counts only when the OS

@@ -18,10 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 #include <mimalloc.h>
 
 #define ALIGN 64
@@ -278,19 +274,10 @@ size_t bib_gemm_direct_kc(size_t kc_direct, size_t ldb, size_t page, size_t l2_s
 static size_t page_size, l2_sets, l2_ways, l2_line;
 static pthread_once_t l2_once = PTHREAD_ONCE_INIT;
 
-static bool intel_core(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned eax, ebx, ecx, edx;
-    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0)
-        return false;
-    return ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu; /* GenuineIntel */
-#else
-    return false;
-#endif
-}
-
 static void l2_read(void) {
-    if (!intel_core())
+    bib_cpu_features_t cpu;
+    bib_cpu_detect(&cpu);
+    if (!cpu.intel)
         return;
     long page = sysconf(_SC_PAGESIZE);
     page_size = page > 0 ? (size_t)page : 0;
