@@ -18,8 +18,9 @@
  *
  * For each shape it prints the median and the best GFLOP/s of BIB and of the
  * peer over runs of at least 20 ms each (back-to-back calls where one call is
- * shorter), each after one untimed call (so page faults and first-call costs
- * are excluded: this is the steady state), their ratios, and whether BIB's result
+ * shorter), each after an untimed first call and WARM_S of untimed calls (so
+ * page faults, first-call costs and the CPUs' wake from idle are excluded:
+ * this is the steady state), their ratios, and whether BIB's result
  * has the bits of the scalar reference (checked up to 2^30 multiply-adds). On
  * a machine shared with other work the best is the steadier figure. "first"
  * is BIB's first call on a freshly allocated C (page faults and all) over
@@ -50,6 +51,13 @@ static void settle(void) {
 
 /* The least time one timed run lasts, in seconds (several calls if need be). */
 #define SAMPLE_S 0.02
+
+/* Back-to-back calls before the timed runs, in seconds. On a virtual
+ * machine whose CPUs sat idle through settle(), the first tens of
+ * milliseconds of two-thread work can run at one thread's speed, for BIB
+ * and the peer alike (on the 2-vCPU Xeon, after 0.3 s idle, 2 to 40 ms of
+ * it; after 1 s idle, 80 ms and more): the timed runs start after this. */
+#define WARM_S 0.2
 
 /* Deterministic inputs in [-1, 1). */
 static void fill(float *x, size_t count, uint64_t seed) {
@@ -181,6 +189,8 @@ int main(int argc, char **argv) {
          * takes 0.1 ms, and a few lone calls after settle() time the caches
          * and the clock warming up rather than the steady state. */
         int calls = first_s >= SAMPLE_S ? 1 : (int)(SAMPLE_S / first_s) + 1;
+        for (double w = now(); now() - w < WARM_S;)
+            bib_gemm_f32(pool, level, &g);
         for (int r = 0; r < runs; r++) {
             double t = now();
             for (int i = 0; i < calls; i++)
@@ -197,6 +207,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "gemm_bench: the peer failed at %zux%zux%zu\n", m, n, k);
             return 1;
         }
+        for (double w = now(); now() - w < WARM_S;)
+            peer_sgemm(peer, m, n, k, a, b, ref);
         for (int r = 0; r < runs; r++) {
             double t = now();
             for (int i = 0; i < calls; i++)
