@@ -719,48 +719,62 @@ static inline __attribute__((always_inline)) VF V_FN(softmax_group_max)(const fl
     return V_MAX_GROUP(r);
 }
 
+/* One block of V_EXP_LOCK of the group's vectors (vector j is row
+ * j / V_NACC's vector j % V_NACC) through exp in step, for rows where every
+ * vector holds elements (n > (V_NACC - 1) * V_WIDTH): their terms stored in
+ * e and, where the block holds whole rows, those rows' folds in r. Rows of
+ * 64, AVX-512, one thread, in L2: 37 cycles a row one vector after another,
+ * 33 with two rows in step; AVX2 89 -> 83 with half a row. */
+static inline __attribute__((always_inline)) void
+V_FN(softmax_group_exp_block)(const float *x, size_t n, VF mg, float e[V_GROUP][BIB_TREE_LANES],
+                              int b, VF r[V_GROUP]) {
+    VF v[V_EXP_LOCK];
+    V_UNROLL
+    for (int k = 0; k < V_EXP_LOCK; k++) {
+        int g = (b + k) / V_NACC;
+        size_t o = (size_t)((b + k) % V_NACC) * V_WIDTH;
+        v[k] = V_SUB(V_LOAD_PART(x + g * n + o, V_TAIL_LANES(o, n), -INFINITY), V_BCAST_ROW(mg, g));
+    }
+    V_FN(v_exp_nonpos_n)(v, V_EXP_LOCK);
+    V_UNROLL
+    for (int k = 0; k < V_EXP_LOCK; k++)
+        V_STORE(&e[0][0] + (size_t)(b + k) * V_WIDTH, v[k]);
+#if V_EXP_LOCK % V_NACC == 0
+    V_UNROLL
+    for (int k = 0; k < V_EXP_LOCK; k += V_NACC)
+        r[(b + k) / V_NACC] = V_FN(v_tree_fold)(v + k);
+#else
+    (void)r;
+#endif
+}
+
+/* The group's packed sums once its blocks have run: rows the blocks did not
+ * fold (blocks shorter than a row) fold from their terms stored in e. */
+static inline __attribute__((always_inline)) VF
+V_FN(softmax_group_exp_sums)(float e[V_GROUP][BIB_TREE_LANES], VF r[V_GROUP]) {
+#if V_EXP_LOCK % V_NACC != 0
+    V_UNROLL
+    for (int g = 0; g < V_GROUP; g++) {
+        VF acc[V_NACC];
+        V_UNROLL
+        for (int a = 0; a < V_NACC; a++)
+            acc[a] = V_LOAD(e[g] + a * V_WIDTH);
+        r[g] = V_FN(v_tree_fold)(acc);
+    }
+#else
+    (void)e;
+#endif
+    return V_TREE_GROUP(r);
+}
+
 static inline __attribute__((always_inline)) VF
 V_FN(softmax_group_exp)(const float *x, size_t n, VF mg, float e[V_GROUP][BIB_TREE_LANES]) {
     VF r[V_GROUP];
     if (n > (V_NACC - 1) * V_WIDTH) {
-        /* Every vector of every row holds elements: the group's vectors go
-         * V_EXP_LOCK at a time through exp in step (v_exp_core_n). A block
-         * of whole rows folds them from its registers; blocks shorter than
-         * a row leave the fold to the terms stored in e. Rows of 64,
-         * AVX-512, one thread, in L2: 37 cycles a row one vector after
-         * another, 33 with two rows in step; AVX2 89 -> 83 with half a
-         * row. */
         V_UNROLL
-        for (int b = 0; b < V_GROUP * V_NACC; b += V_EXP_LOCK) {
-            VF v[V_EXP_LOCK];
-            V_UNROLL
-            for (int k = 0; k < V_EXP_LOCK; k++) {
-                int g = (b + k) / V_NACC;
-                size_t o = (size_t)((b + k) % V_NACC) * V_WIDTH;
-                v[k] = V_SUB(V_LOAD_PART(x + g * n + o, V_TAIL_LANES(o, n), -INFINITY),
-                             V_BCAST_ROW(mg, g));
-            }
-            V_FN(v_exp_nonpos_n)(v, V_EXP_LOCK);
-            V_UNROLL
-            for (int k = 0; k < V_EXP_LOCK; k++)
-                V_STORE(&e[0][0] + (size_t)(b + k) * V_WIDTH, v[k]);
-#if V_EXP_LOCK % V_NACC == 0
-            V_UNROLL
-            for (int k = 0; k < V_EXP_LOCK; k += V_NACC)
-                r[(b + k) / V_NACC] = V_FN(v_tree_fold)(v + k);
-#endif
-        }
-#if V_EXP_LOCK % V_NACC != 0
-        V_UNROLL
-        for (int g = 0; g < V_GROUP; g++) {
-            VF acc[V_NACC];
-            V_UNROLL
-            for (int a = 0; a < V_NACC; a++)
-                acc[a] = V_LOAD(e[g] + a * V_WIDTH);
-            r[g] = V_FN(v_tree_fold)(acc);
-        }
-#endif
-        return V_TREE_GROUP(r);
+        for (int b = 0; b < V_GROUP * V_NACC; b += V_EXP_LOCK)
+            V_FN(softmax_group_exp_block)(x, n, mg, e, b, r);
+        return V_FN(softmax_group_exp_sums)(e, r);
     }
     V_UNROLL
     for (int g = 0; g < V_GROUP; g++) {
@@ -776,33 +790,24 @@ V_FN(softmax_group_exp)(const float *x, size_t n, VF mg, float e[V_GROUP][BIB_TR
     return V_TREE_GROUP(r);
 }
 
+/* The divisions of the group's vectors [j0, j1) (vector j is row
+ * j / V_NACC's vector j % V_NACC); vectors past a row's end are skipped. */
 static inline __attribute__((always_inline)) void
-V_FN(softmax_group_div)(float *y, size_t n, VF sg, float e[V_GROUP][BIB_TREE_LANES], bool stream) {
+V_FN(softmax_group_div_part)(float *y, size_t n, VF sg, float e[V_GROUP][BIB_TREE_LANES], int j0,
+                             int j1, bool stream) {
     V_UNROLL
-    for (int g = 0; g < V_GROUP; g++) {
-        VF sv = V_BCAST_ROW(sg, g);
-        V_UNROLL
-        for (int a = 0; a < V_NACC; a++) {
-            size_t o = (size_t)a * V_WIDTH;
-            if (o < n)
-                V_STORE_SHORT(y + g * n + o, V_TAIL_LANES(o, n), V_DIV(V_LOAD(e[g] + o), sv),
-                              stream);
-        }
+    for (int j = j0; j < j1; j++) {
+        int g = j / V_NACC;
+        size_t o = (size_t)(j % V_NACC) * V_WIDTH;
+        if (o < n)
+            V_STORE_SHORT(y + g * n + o, V_TAIL_LANES(o, n),
+                          V_DIV(V_LOAD(e[g] + o), V_BCAST_ROW(sg, g)), stream);
     }
 }
 
-/* A group's packed sums hold, beside each row's sum, sums of some of that
- * row's terms: NaN only where the row's sum is NaN too. A special group's
- * rows go to the one-row function (nothing of theirs has been stored). */
 static inline __attribute__((always_inline)) void
-V_FN(softmax_group_finish)(const float *x, float *y, size_t n, VF sg,
-                           float e[V_GROUP][BIB_TREE_LANES], bool stream) {
-    if (V_MASK_ANY(V_UNORD(sg, sg))) {
-        for (int g = 0; g < V_GROUP; g++)
-            V_FN(row_softmax_short)(x + g * n, y + g * n, n);
-        return;
-    }
-    V_FN(softmax_group_div)(y, n, sg, e, stream);
+V_FN(softmax_group_div)(float *y, size_t n, VF sg, float e[V_GROUP][BIB_TREE_LANES], bool stream) {
+    V_FN(softmax_group_div_part)(y, n, sg, e, 0, V_GROUP * V_NACC, stream);
 }
 
 /* Groups as a software pipeline: while group i is divided and stored, group
@@ -811,11 +816,24 @@ V_FN(softmax_group_finish)(const float *x, float *y, size_t n, VF sg,
  * order). Whole groups only: rows [0, groups * V_GROUP). With y == x, group
  * i's outputs land on its own rows, which the later steps do not read.
  * Rows of 64, one thread, in L2: 10.1 ns a row with two groups' steps
- * alternating, 9.1 pipelined. */
+ * alternating, 9.1 pipelined.
+ *
+ * Where every vector of a row holds elements, group i's divisions go
+ * between group i + 1's exp blocks, a block's worth after each: the divider
+ * is its own unit and slow (a 512-bit division issues every 10 cycles on
+ * Intel cores), and a group's divisions in one burst kept it busy while the
+ * FMA ports waited. On the Xeon (Sapphire Rapids), one thread, rows of 64
+ * in L2: 18.2 ns a row in one burst, 15.0 interleaved (with multiplications
+ * in place of the divisions, which give other bits, 13-14); on two threads
+ * over f32[65536, 64] 0.85-0.89x of a two-thread memcpy -> 0.94-0.98x. */
+#if (V_GROUP * V_NACC) % V_EXP_LOCK != 0
+#error "a group's vectors must be whole exp blocks"
+#endif
 static inline __attribute__((always_inline)) void
 V_FN(softmax_short_pipeline)(const float *x, float *y, size_t n, size_t groups, bool stream) {
     _Alignas(64) float e[3][V_GROUP][BIB_TREE_LANES];
     const size_t gs = V_GROUP * n;
+    const bool full_rows = n > (V_NACC - 1) * V_WIDTH;
     VF m_next = V_ZERO(), s_now = V_ZERO();
     VF m_now = V_FN(softmax_group_max)(x, n);
     if (groups > 1)
@@ -825,14 +843,36 @@ V_FN(softmax_short_pipeline)(const float *x, float *y, size_t n, size_t groups, 
         VF m_after = V_ZERO(), s_next = V_ZERO();
         if (i + 2 < groups)
             m_after = V_FN(softmax_group_max)(x + (i + 2) * gs, n);
-        if (i + 1 < groups)
-            s_next = V_FN(softmax_group_exp)(x + (i + 1) * gs, n, m_next, e[(i + 1) % 3]);
+        /* A group's packed sums hold, beside each row's sum, sums of some
+         * of that row's terms: NaN only where the row's sum is NaN too. A
+         * group with a NaN among them goes to the one-row function, and
+         * nothing else of its rows is stored. */
+        bool special = V_MASK_ANY(V_UNORD(s_now, s_now));
+        if (special)
+            for (int g = 0; g < V_GROUP; g++)
+                V_FN(row_softmax_short)(x + i * gs + g * n, y + i * gs + g * n, n);
         V_FN(prefetchw_group_ahead)(y + i * gs, n, i + PF_AHEAD < groups && !stream);
-        V_FN(softmax_group_finish)(x + i * gs, y + i * gs, n, s_now, e[i % 3], stream);
+        if (i + 1 < groups && full_rows) {
+            VF r[V_GROUP];
+            V_UNROLL
+            for (int b = 0; b < V_GROUP * V_NACC; b += V_EXP_LOCK) {
+                V_FN(softmax_group_exp_block)(x + (i + 1) * gs, n, m_next, e[(i + 1) % 3], b, r);
+                if (!special)
+                    V_FN(softmax_group_div_part)
+                (y + i * gs, n, s_now, e[i % 3], b, b + V_EXP_LOCK, stream);
+            }
+            s_next = V_FN(softmax_group_exp_sums)(e[(i + 1) % 3], r);
+        } else {
+            if (i + 1 < groups)
+                s_next = V_FN(softmax_group_exp)(x + (i + 1) * gs, n, m_next, e[(i + 1) % 3]);
+            if (!special)
+                V_FN(softmax_group_div)(y + i * gs, n, s_now, e[i % 3], stream);
+        }
         m_next = m_after;
         s_now = s_next;
     }
 }
+
 /* A long row's exp(x - m) written to e (y, or x when y is x, or a buffer)
  * while the tree accumulates it; the tree's sum. Tail lanes are loaded as
  * -Inf, whose e is +0, which leaves a tree lane unchanged. Every vector

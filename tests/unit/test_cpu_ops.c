@@ -368,6 +368,48 @@ Test(cpu_ops_identity, short_rows_in_groups) {
         }
 }
 
+/* Short softmax rows whose every vector holds elements run group i's
+ * divisions between group i + 1's exp blocks (softmax_short_pipeline). The
+ * rows function itself at every level, in place and not, streamed and not,
+ * with special rows (a NaN, +Inf, only -Inf) in the first, a middle and the
+ * last whole group and in the tail, against the scalar reference. */
+Test(cpu_ops_identity, softmax_rows_divisions_between_groups) {
+    enum { ROWS = 23 };
+    static const uint32_t specials[] = {1, 9, 19, 22};
+    const bib_cpu_rowops_t *sc = &bib_cpu_rowops_scalar;
+    for (uint32_t n = 33; n <= BIB_TREE_LANES; n++) {
+        size_t count = (size_t)ROWS * n;
+        float *x = random_f32(count, 40.0f, true);
+        for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+            float *row = x + (size_t)specials[k] * n;
+            if (k == 0)
+                row[n / 3] = bib_f32_from_bits(0xFFC00001u);
+            else if (k == 1)
+                row[n - 1] = INFINITY;
+            else
+                for (uint32_t j = 0; j < n; j++)
+                    row[j] = -INFINITY;
+        }
+        float *ref = malloc(count * 4), *y = aligned_alloc(64, (count * 4 + 63) / 64 * 64);
+        for (uint32_t r = 0; r < ROWS; r++)
+            sc->softmax(x + (size_t)r * n, ref + (size_t)r * n, n);
+        for (int level = 0; level <= (int)best_level(); level++) {
+            const bib_cpu_rowops_t *ro = bib_cpu_rowops_for((bib_cpu_level_t)level);
+            for (int stream = 0; stream < 2; stream++)
+                for (int in_place = 0; in_place < 2; in_place++) {
+                    memset(y, 0x5A, count * 4);
+                    if (in_place)
+                        memcpy(y, x, count * 4);
+                    ro->softmax_rows(in_place ? y : x, y, n, ROWS, stream);
+                    cr_assert_eq(memcmp(y, ref, count * 4), 0,
+                                 "%s: softmax rows of %u, stream %d, in place %d", ro->name, n,
+                                 stream, in_place);
+                }
+        }
+        free(x), free(ref), free(y);
+    }
+}
+
 /* Short softmax rows in groups over the whole of exp's range: x - m from 0
  * down past LO (-104), so that terms are normal, denormal (x - m below
  * about -87.3, where exp's last scaling rounds) and +0, with the edges
