@@ -6,7 +6,8 @@
  * written, beside two peers moving the same bytes in the same run:
  *   memcpy-T  the tensor copied by as many threads as the executor runs, each
  *             a contiguous share of the rows (the executor's own split), on
- *             helper threads started once (no thread start in the timing);
+ *             a thread pool of its own started once (no thread start in
+ *             the timing);
  *   memcpy-1  one thread's memcpy of the whole tensor.
  * Each run times memcpy-T and the kernel back to back (alternating which goes
  * first) and takes their ratio, so a ratio compares two timings taken within
@@ -18,137 +19,47 @@
  *   build/ops_bench [rows] [cols] [runs] [kernel,kernel,...]
  *   (defaults 4096 4096 15, every kernel)
  * BIB_THREADS and BIB_CPU_LEVEL select the thread count and SIMD level,
- * BENCH_CLOCK=cpu the process's CPU time as the clock (one thread only: the
- * memcpy helpers poll while they wait).
+ * BENCH_CLOCK=cpu the process's CPU time as the clock (one thread only: idle
+ * pool workers poll for a while before they sleep).
  */
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <immintrin.h>
-
 #include "backends/backend.h"
 #include "bench/timing.h"
 #include "isa/isa.h"
 #include "backends/cpu/cpufeatures.h"
+#include "backends/cpu/threadpool.h"
 
 #define MAX_RUNS 99
-#define MAX_THREADS 64
 
 /* ---- memcpy on T threads ------------------------------------------------ */
 
-/* The copy is cut into T contiguous shares of rows, as the executor cuts a
- * kernel's rows, and each share is claimed by whichever thread gets to it
- * first, as the executor's pool does: when the machine is busy and a helper
- * is not on a CPU, the caller copies its share too instead of waiting.
- * Helpers wait for a new copy as the pool's workers do: they poll for a
- * while (yielding now and then), so a copy that follows another starts
- * within microseconds, and then sleep, so a helper never polls through the
- * kernel's own timing (on two CPUs a helper that polled forever took one
- * from the kernel's second thread: per-run ratios of 0.44-3.5 at 4096^2). */
-#define HELPER_SPIN_ROUNDS 20000
-typedef struct copier {
-    uint32_t threads;
-    pthread_t helper[MAX_THREADS];
-    _Atomic uint64_t claim; /* generation << 32 | shares claimed; generation 0: stop */
-    pthread_mutex_t lock;   /* guards sleeping on wake */
-    pthread_cond_t wake;
-    atomic_uint unfinished; /* shares of the current copy not yet copied */
+/* The copy runs on a thread pool of its own, the executor's kind
+ * (backends/cpu/threadpool.c): the rows cut into T contiguous shares as the
+ * executor cuts a kernel's rows, each claimed by whichever thread gets to
+ * it first, and idle workers that poll for a while and then sleep, so
+ * neither pool's workers poll through the other's timing. */
+typedef struct copy {
     char *dst;
     const char *src;
-    size_t rows, row_bytes;
-} copier_t;
+    size_t row_bytes;
+} copy_t;
 
-/* The rows of share `index`: [rows * index / T, rows * (index + 1) / T). */
-static void copy_share(copier_t *c, uint32_t index) {
-    size_t r0 = c->rows * index / c->threads, r1 = c->rows * (index + 1) / c->threads;
-    memcpy(c->dst + r0 * c->row_bytes, c->src + r0 * c->row_bytes, (r1 - r0) * c->row_bytes);
+static void copy_rows(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const copy_t *c = arg;
+    memcpy(c->dst + begin * c->row_bytes, c->src + begin * c->row_bytes,
+           (end - begin) * c->row_bytes);
 }
 
-/* Claims and copies shares of generation gen until none is left. */
-static void copy_claimed(copier_t *c, uint32_t gen) {
-    uint64_t v = atomic_load_explicit(&c->claim, memory_order_acquire);
-    while ((uint32_t)(v >> 32) == gen && (uint32_t)v < c->threads) {
-        if (!atomic_compare_exchange_weak_explicit(&c->claim, &v, v + 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
-            continue;
-        copy_share(c, (uint32_t)v);
-        atomic_fetch_sub_explicit(&c->unfinished, 1, memory_order_acq_rel);
-        v = atomic_load_explicit(&c->claim, memory_order_acquire);
-    }
-}
-
-static uint32_t copier_generation(copier_t *c) {
-    return (uint32_t)(atomic_load_explicit(&c->claim, memory_order_acquire) >> 32);
-}
-
-static void *helper_main(void *p) {
-    copier_t *c = p;
-    uint32_t seen = 1;
-    for (;;) {
-        uint32_t gen;
-        int round = 0;
-        while ((gen = copier_generation(c)) == seen && round < HELPER_SPIN_ROUNDS) {
-            if (++round % 64 == 0)
-                sched_yield();
-            else
-                _mm_pause();
-        }
-        if (gen == seen) {
-            pthread_mutex_lock(&c->lock);
-            while ((gen = copier_generation(c)) == seen)
-                pthread_cond_wait(&c->wake, &c->lock);
-            pthread_mutex_unlock(&c->lock);
-        }
-        if (gen == 0)
-            return NULL;
-        seen = gen;
-        copy_claimed(c, gen);
-    }
-}
-
-static bool copier_start(copier_t *c, uint32_t threads) {
-    c->threads = threads;
-    atomic_init(&c->claim, (uint64_t)1 << 32 | threads); /* generation 1: nothing to claim */
-    atomic_init(&c->unfinished, 0);
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
-    for (uint32_t i = 1; i < threads; i++)
-        if (pthread_create(&c->helper[i], NULL, helper_main, c) != 0)
-            return false;
-    return true;
-}
-
-static void copier_run(copier_t *c, void *dst, const void *src, size_t rows, size_t row_bytes) {
-    c->dst = dst;
-    c->src = src;
-    c->rows = rows;
-    c->row_bytes = row_bytes;
-    atomic_store_explicit(&c->unfinished, c->threads, memory_order_relaxed);
-    uint32_t gen = (uint32_t)(atomic_load_explicit(&c->claim, memory_order_relaxed) >> 32) + 1;
-    if (gen == 0)
-        gen = 2;
-    pthread_mutex_lock(&c->lock);
-    atomic_store_explicit(&c->claim, (uint64_t)gen << 32, memory_order_release);
-    pthread_cond_broadcast(&c->wake);
-    pthread_mutex_unlock(&c->lock);
-    copy_claimed(c, gen);
-    while (atomic_load_explicit(&c->unfinished, memory_order_acquire) != 0)
-        _mm_pause();
-}
-
-static void copier_stop(copier_t *c) {
-    pthread_mutex_lock(&c->lock);
-    atomic_store_explicit(&c->claim, 0, memory_order_release);
-    pthread_cond_broadcast(&c->wake);
-    pthread_mutex_unlock(&c->lock);
-    for (uint32_t i = 1; i < c->threads; i++)
-        pthread_join(c->helper[i], NULL);
+static void copier_run(bib_threadpool_t *pool, void *dst, const void *src, size_t rows,
+                       size_t row_bytes) {
+    copy_t c = {.dst = dst, .src = src, .row_bytes = row_bytes};
+    bib_threadpool_parallel_for(pool, rows, 1, copy_rows, &c);
 }
 
 /* ---- the kernels -------------------------------------------------------- */
@@ -216,9 +127,8 @@ int main(int argc, char **argv) {
         bench_clock = CLOCK_PROCESS_CPUTIME_ID;
     char why[256];
     uint32_t threads;
-    if (bib_cpu_threads_select(0, getenv(BIB_THREADS_ENV), &threads, why, sizeof why) != BIB_OK ||
-        threads > MAX_THREADS) {
-        fprintf(stderr, "ops_bench: %s\n", threads > MAX_THREADS ? "too many threads" : why);
+    if (bib_cpu_threads_select(0, getenv(BIB_THREADS_ENV), &threads, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "ops_bench: %s\n", why);
         return 2;
     }
     const bib_executor_ops_t *cpu = &bib_cpu_executor;
@@ -247,9 +157,9 @@ int main(int argc, char **argv) {
     for (uint32_t j = 0; j < cols; j++)
         fg[j] = 1.0f + 0.001f * (float)j, fbeta[j] = 0.01f * (float)j;
 
-    static copier_t copier;
-    if (!copier_start(&copier, threads)) {
-        fprintf(stderr, "ops_bench: cannot start the memcpy threads\n");
+    bib_threadpool_t *copier;
+    if (bib_threadpool_create(threads, &copier, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "ops_bench: the memcpy threads: %s\n", why);
         return 1;
     }
     double load0 = load_average();
@@ -263,11 +173,11 @@ int main(int argc, char **argv) {
 
     /* memcpy itself, on T threads and on one, alternating. */
     double tm[MAX_RUNS], t1[MAX_RUNS], tk[MAX_RUNS], ratio[MAX_RUNS];
-    copier_run(&copier, out, a, rows, (size_t)cols * 4);
+    copier_run(copier, out, a, rows, (size_t)cols * 4);
     memcpy(out, a, bytes);
     for (int r = 0; r < runs; r++) {
         double t0 = now();
-        copier_run(&copier, out, a, rows, (size_t)cols * 4);
+        copier_run(copier, out, a, rows, (size_t)cols * 4);
         tm[r] = now() - t0;
         t0 = now();
         memcpy(out, a, bytes);
@@ -309,7 +219,7 @@ int main(int argc, char **argv) {
                 bool copy_now = (order == 0) == (r % 2 == 0);
                 double t0 = now();
                 if (copy_now)
-                    copier_run(&copier, out, a, rows, (size_t)cols * 4);
+                    copier_run(copier, out, a, rows, (size_t)cols * 4);
                 else if (cpu->kernels[call.kernel](ex, &call) != BIB_OK)
                     status = 1;
                 double dt = now() - t0;
@@ -330,7 +240,7 @@ int main(int argc, char **argv) {
                memcpy_1, rmid, ratio[0], ratio[runs - 1], (unsigned long long)hash);
     }
     printf("load average %.2f at the start, %.2f at the end\n", load0, load_average());
-    copier_stop(&copier);
+    bib_threadpool_destroy(copier);
     cpu->shutdown(ex);
     return status;
 }
