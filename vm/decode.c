@@ -188,6 +188,25 @@ static int fused_op(const bib_dinsn_t *first, const bib_dinsn_t *second) {
     return -1;
 }
 
+/* The forwarding superinstruction (BIB_FORWARD_ROWS) for first followed by
+   second, when second reads first's result where the row says, or -1. */
+static int forward_op(const bib_dinsn_t *first, const bib_dinsn_t *second) {
+    if (first->xop != first->op)
+        return -1;
+#define FWD_READS_L (second->b == first->a)
+#define FWD_READS_R (second->c == first->a)
+#define FWD_READS_S (second->a == first->a)
+#define BIB_FORWARD_MATCH(op1, op2, side)                                                          \
+    if (first->op == BIB_OP_##op1 && second->op == BIB_OP_##op2 && FWD_READS_##side)               \
+        return BIB_XOP_F_##op1##_##op2##_##side;
+    BIB_FORWARD_ROWS(BIB_FORWARD_MATCH)
+#undef BIB_FORWARD_MATCH
+#undef FWD_READS_L
+#undef FWD_READS_R
+#undef FWD_READS_S
+    return -1;
+}
+
 _Static_assert(BIB_XOP_LEU_JNZ - BIB_XOP_EQ_JZ == 11 && BIB_OP_JLEU - BIB_OP_JEQ == 5 &&
                    BIB_XOP_L_JMP_JLEU - BIB_XOP_L_JMP_EQ_JZ == BIB_LATCH_TEST_COUNT - 1,
                "BIB_LATCH_TESTS follows the fused compares, then JEQ .. JLEU");
@@ -232,6 +251,11 @@ static void fuse(bib_dinsn_t *code, uint32_t count) {
             continue;
         first->xop = (uint16_t)xop;
         first->x.target = second->x.target;
+    }
+    for (uint32_t i = 0; i + 1 < count; i++) {
+        int xop = forward_op(&code[i], &code[i + 1]);
+        if (xop >= 0)
+            code[i].xop = (uint16_t)xop;
     }
     for (uint32_t i = 0; i < count; i++) {
         bib_dinsn_t *first = &code[i];

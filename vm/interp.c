@@ -24,9 +24,12 @@
  *
  * The plain loop runs superinstructions that decode.c marks (xop != op):
  * a compare and the JZ/JNZ that tests it, an ADD/SUB/ADDI and the JMP after
- * it, and loop latches (a JMP, alone or after an ADD/SUB/ADDI, together with
- * the test it jumps to), each in one dispatch; and it is directly threaded:
- * each decoded instruction holds the address of its handler. The
+ * it, loop latches (a JMP, alone or after an ADD/SUB/ADDI, together with
+ * the test it jumps to), and forwarding pairs (an f64 or integer operation
+ * or a load, and the next instruction that reads its result, which it takes
+ * from a machine register instead of a store to the register file and a
+ * load that waits on that store), each in one dispatch; and it is directly
+ * threaded: each decoded instruction holds the address of its handler. The
  * instrumented loop dispatches op through the table, one instruction at a
  * time, so traces, profiles, steps and breakpoints never see a group.
  *
@@ -502,8 +505,11 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #if !BIB_INSTRUMENTED
 #define BIB_FUSED_LABEL(name, ...) &&LX_##name,
 #define BIB_LATCH_LABEL(lead, test) &&LX_L_##lead##_##test,
+#define BIB_FORWARD_LABEL(first, second, side) &&LX_F_##first##_##second##_##side,
         BIB_FUSED_ROWS(BIB_FUSED_LABEL) BIB_LATCH_ROWS(BIB_LATCH_LABEL)
+            BIB_FORWARD_ROWS(BIB_FORWARD_LABEL)
 #undef BIB_LATCH_LABEL
+#undef BIB_FORWARD_LABEL
 #undef BIB_FUSED_LABEL
 #endif
     };
@@ -785,6 +791,64 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
         LATCH_LEAD_##lead(LATCH_##test(LATCH_KIND_LEN));                                           \
         LATCH_##test(LATCH_KIND_TEST);                                                             \
     }
+/* Forwarding superinstructions (BIB_FORWARD_ROWS): the first instruction
+   computes t, the bits of its result, and writes its register; after the
+   second's fuel, ip moves to the second, which reads t where it would read
+   the first's register (its other operand from the register file, after the
+   first's write). */
+#define FWD_F64(expr) const uint64_t t = bib_f64_bits(expr)
+#define FWD_X(r) bib_f64_from_bits(r)
+#define FWD_FIRST_FADD FWD_F64(FWD_X(RB) + FWD_X(RC))
+#define FWD_FIRST_FSUB FWD_F64(FWD_X(RB) - FWD_X(RC))
+#define FWD_FIRST_FMUL FWD_F64(FWD_X(RB) * FWD_X(RC))
+#define FWD_FIRST_FDIV FWD_F64(FWD_X(RB) / FWD_X(RC))
+#define FWD_FIRST_FSQRT FWD_F64(sqrt(FWD_X(RB)))
+#define FWD_FIRST_ADD const uint64_t t = RB + RC
+#define FWD_FIRST_SUB const uint64_t t = RB - RC
+#define FWD_FIRST_ADDI const uint64_t t = RB + ADDI_IMM
+#define FWD_FIRST_MUL const uint64_t t = RB * RC
+#define FWD_FIRST_MULI const uint64_t t = RB * (uint64_t)ip->x.imm
+#define FWD_FIRST_LOAD                                                                             \
+    MEM_ADDR(8);                                                                                   \
+    const uint64_t t = mem_get64(mem + ea)
+#define FWD_FIRST_LOADX                                                                            \
+    MEMX_ADDR(8);                                                                                  \
+    const uint64_t t = mem_get64(mem + ea)
+/* The second: x and y its operands, t standing in for one of them. */
+#define FWD_OP_FADD bib_f64_bits(FWD_X(x) + FWD_X(y))
+#define FWD_OP_FSUB bib_f64_bits(FWD_X(x) - FWD_X(y))
+#define FWD_OP_FMUL bib_f64_bits(FWD_X(x) * FWD_X(y))
+#define FWD_OP_FDIV bib_f64_bits(FWD_X(x) / FWD_X(y))
+#define FWD_OP_ADD (x + y)
+#define FWD_OP_SUB (x - y)
+#define FWD_OP_MUL (x * y)
+#define FWD_OP_ADDI (x + ADDI_IMM)
+#define FWD_OP_ITOF bib_f64_bits((double)(int64_t)x)
+#define FWD_SECOND_L(op2)                                                                          \
+    const uint64_t x = t, y = RC;                                                                  \
+    (void)y;                                                                                       \
+    RA = FWD_OP_##op2
+#define FWD_SECOND_R(op2)                                                                          \
+    const uint64_t x = RB, y = t;                                                                  \
+    RA = FWD_OP_##op2
+#define FWD_SECOND_S_STORE                                                                         \
+    MEM_ADDR(8);                                                                                   \
+    mem_put64(mem + ea, t)
+#define FWD_SECOND_S_STOREX                                                                        \
+    MEMX_ADDR(8);                                                                                  \
+    mem_put64(mem + ea, t)
+#define FWD_SECOND_S(op2) FWD_SECOND_S_##op2
+#define FORWARD_HANDLER(first, second, side)                                                       \
+    vmfused(F_##first##_##second##_##side) {                                                       \
+        FWD_FIRST_##first;                                                                         \
+        RA = t;                                                                                    \
+        FUSED_SECOND_FUEL();                                                                       \
+        ip++;                                                                                      \
+        { FWD_SECOND_##side(second); }                                                             \
+        ip++;                                                                                      \
+        vmbreak;                                                                                   \
+    }
+
 /* ADDI's immediate, from its raw operand word (x may hold ADDI_JMP's target). */
 #define ADDI_IMM ((uint64_t)(int64_t)(int32_t)ip->c)
 
@@ -1110,6 +1174,7 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
             FUSED_JMP(SUB_JMP, RB - RC)
             FUSED_JMP(ADDI_JMP, RB + ADDI_IMM)
             BIB_LATCH_ROWS(LATCH_HANDLER)
+            BIB_FORWARD_ROWS(FORWARD_HANDLER)
 #endif
 
             /* ---- tensors: one entry point, out of the loop (tensor.c) ---- */

@@ -102,14 +102,74 @@ typedef struct bib_dfunc {
 #define BIB_LATCH_ROWS(X)                                                                          \
     BIB_LATCH_TESTS(X, JMP) BIB_LATCH_TESTS(X, ADD) BIB_LATCH_TESTS(X, SUB) BIB_LATCH_TESTS(X, ADDI)
 
+/* Forwarding superinstructions: an instruction whose result the next one
+ * reads, run in one dispatch with that result kept in a machine register
+ * instead of stored to the register file and loaded back. The first still
+ * writes its register. The second reads the result as its left operand (L:
+ * its b is the first's a), its right one (R: its c is the first's a), or
+ * stores it (S: its a is the first's a). f64 results feed the f64
+ * arithmetic, integer results the integer arithmetic and ITOF, and either
+ * kind a STORE or STOREX; a LOAD or LOADX feeds both kinds.
+ * Rows: X(first op, second op, side), named F_<first>_<second>_<side>. */
+#define BIB_FORWARD_F64(X, first)                                                                  \
+    X(first, FADD, L)                                                                              \
+    X(first, FADD, R)                                                                              \
+    X(first, FSUB, L)                                                                              \
+    X(first, FSUB, R)                                                                              \
+    X(first, FMUL, L)                                                                              \
+    X(first, FMUL, R)                                                                              \
+    X(first, FDIV, L)                                                                              \
+    X(first, FDIV, R)
+#define BIB_FORWARD_INT(X, first)                                                                  \
+    X(first, ADD, L)                                                                               \
+    X(first, ADD, R)                                                                               \
+    X(first, SUB, L)                                                                               \
+    X(first, SUB, R)                                                                               \
+    X(first, ADDI, L)                                                                              \
+    X(first, MUL, L)                                                                               \
+    X(first, MUL, R)                                                                               \
+    X(first, ITOF, L)
+#define BIB_FORWARD_STORES(X, first)                                                               \
+    X(first, STORE, S)                                                                             \
+    X(first, STOREX, S)
+#define BIB_FORWARD_ROWS(X)                                                                        \
+    BIB_FORWARD_F64(X, FADD)                                                                       \
+    BIB_FORWARD_STORES(X, FADD)                                                                    \
+    BIB_FORWARD_F64(X, FSUB)                                                                       \
+    BIB_FORWARD_STORES(X, FSUB)                                                                    \
+    BIB_FORWARD_F64(X, FMUL)                                                                       \
+    BIB_FORWARD_STORES(X, FMUL)                                                                    \
+    BIB_FORWARD_F64(X, FDIV)                                                                       \
+    BIB_FORWARD_STORES(X, FDIV)                                                                    \
+    BIB_FORWARD_F64(X, FSQRT)                                                                      \
+    BIB_FORWARD_STORES(X, FSQRT)                                                                   \
+    BIB_FORWARD_INT(X, ADD)                                                                        \
+    BIB_FORWARD_STORES(X, ADD)                                                                     \
+    BIB_FORWARD_INT(X, SUB)                                                                        \
+    BIB_FORWARD_STORES(X, SUB)                                                                     \
+    BIB_FORWARD_INT(X, ADDI)                                                                       \
+    BIB_FORWARD_STORES(X, ADDI)                                                                    \
+    BIB_FORWARD_INT(X, MUL)                                                                        \
+    BIB_FORWARD_STORES(X, MUL)                                                                     \
+    BIB_FORWARD_INT(X, MULI)                                                                       \
+    BIB_FORWARD_STORES(X, MULI)                                                                    \
+    BIB_FORWARD_F64(X, LOAD)                                                                       \
+    BIB_FORWARD_INT(X, LOAD)                                                                       \
+    BIB_FORWARD_STORES(X, LOAD)                                                                    \
+    BIB_FORWARD_F64(X, LOADX)                                                                      \
+    BIB_FORWARD_INT(X, LOADX)                                                                      \
+    BIB_FORWARD_STORES(X, LOADX)
+
 /* Dispatch indices of the plain loop: the opcodes, then the superinstructions. */
 typedef enum bib_xop {
     BIB_XOP__FIRST_FUSED = BIB_OP__COUNT - 1,
 #define BIB_FUSED_ENUM(name, ...) BIB_XOP_##name,
 #define BIB_LATCH_ENUM(lead, test) BIB_XOP_L_##lead##_##test,
-    BIB_FUSED_ROWS(BIB_FUSED_ENUM) BIB_LATCH_ROWS(BIB_LATCH_ENUM)
+#define BIB_FORWARD_ENUM(first, second, side) BIB_XOP_F_##first##_##second##_##side,
+    BIB_FUSED_ROWS(BIB_FUSED_ENUM) BIB_LATCH_ROWS(BIB_LATCH_ENUM) BIB_FORWARD_ROWS(BIB_FORWARD_ENUM)
 #undef BIB_FUSED_ENUM
 #undef BIB_LATCH_ENUM
+#undef BIB_FORWARD_ENUM
         BIB_XOP__COUNT
 } bib_xop_t;
 
@@ -135,7 +195,8 @@ typedef enum bib_xop {
  * A superinstruction (xop != op) is the first instruction of its group; it
  * keeps its own operands and holds in x the second one's target, or for a
  * latch led by an ADD, SUB or ADDI the instruction after the test (the test
- * sits right before it; a JMP latch keeps its own target). Every later
+ * sits right before it; a JMP latch keeps its own target); a forwarding pair
+ * keeps its own x, and its second instruction reads its own. Every later
  * instruction of the group keeps its own entry, so a jump that lands on one
  * runs it alone, and the instrumented loop runs op, never xop. */
 typedef struct bib_dinsn {

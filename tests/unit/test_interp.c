@@ -547,6 +547,298 @@ Test(call, register_stack_past_the_memory_cap_fails_with_nomem) {
     bib_vm_destroy(vm);
 }
 
+/* ---- forwarding superinstructions (vm/vm.h, BIB_FORWARD_ROWS) ------------------------ */
+
+/* Every row, from the table itself: its opcodes, side and dispatch index. */
+typedef struct fwd_row {
+    uint32_t first, second; /* opcode words */
+    uint16_t first_op;      /* bib_opcode_t */
+    char side;              /* 'L', 'R' or 'S' */
+    uint16_t xop;
+    const char *name;
+} fwd_row_t;
+
+static const fwd_row_t fwd_rows[] = {
+#define FWD_ROW(op1, op2, s)                                                                       \
+    {BIB_CODE_##op1,                                                                               \
+     BIB_CODE_##op2,                                                                               \
+     BIB_OP_##op1,                                                                                 \
+     #s[0],                                                                                        \
+     BIB_XOP_F_##op1##_##op2##_##s,                                                                \
+     #op1 " then " #op2 " (" #s ")"},
+    BIB_FORWARD_ROWS(FWD_ROW)
+#undef FWD_ROW
+};
+
+static bool fwd_is_f64_op(uint32_t code) {
+    return code == BIB_CODE_FADD || code == BIB_CODE_FSUB || code == BIB_CODE_FMUL ||
+           code == BIB_CODE_FDIV || code == BIB_CODE_FSQRT;
+}
+
+/* The first instruction's result from r1 = a, r2 = b (a load reads a). */
+static uint64_t fwd_ref_first(uint32_t code, uint64_t a, uint64_t b) {
+    double x = u2f(a), y = u2f(b);
+    switch (code) {
+    case BIB_CODE_FADD:
+        return f2u(x + y);
+    case BIB_CODE_FSUB:
+        return f2u(x - y);
+    case BIB_CODE_FMUL:
+        return f2u(x * y);
+    case BIB_CODE_FDIV:
+        return f2u(x / y);
+    case BIB_CODE_FSQRT:
+        return f2u(sqrt(x));
+    case BIB_CODE_ADD:
+        return a + b;
+    case BIB_CODE_SUB:
+        return a - b;
+    case BIB_CODE_ADDI:
+        return a + (uint64_t)-7;
+    case BIB_CODE_MUL:
+        return a * b;
+    case BIB_CODE_MULI:
+        return a * (uint64_t)-3;
+    default:
+        return a; /* LOAD, LOADX */
+    }
+}
+
+/* The second instruction's result from operands x and y. */
+static uint64_t fwd_ref_second(uint32_t code, uint64_t x, uint64_t y) {
+    switch (code) {
+    case BIB_CODE_FADD:
+        return f2u(u2f(x) + u2f(y));
+    case BIB_CODE_FSUB:
+        return f2u(u2f(x) - u2f(y));
+    case BIB_CODE_FMUL:
+        return f2u(u2f(x) * u2f(y));
+    case BIB_CODE_FDIV:
+        return f2u(u2f(x) / u2f(y));
+    case BIB_CODE_ADD:
+        return x + y;
+    case BIB_CODE_SUB:
+        return x - y;
+    case BIB_CODE_ADDI:
+        return x + 11;
+    case BIB_CODE_MUL:
+        return x * y;
+    case BIB_CODE_ITOF:
+        return f2u((double)(int64_t)x);
+    default:
+        return 0; /* a store writes no register: r7 stays 0 */
+    }
+}
+
+/* Equal bits, or two NaNs where f64 arithmetic made them: which NaN an
+   operation returns is the hardware's (spec/numerics.md). */
+static bool fwd_same(uint64_t x, uint64_t y, bool f64) {
+    return x == y || (f64 && isnan(u2f(x)) && isnan(u2f(y)));
+}
+
+typedef struct fwd_outcome {
+    bib_status_t load, run;
+    int64_t exit;
+    uint16_t xop;
+    uint64_t insns;
+    char error[256];
+    uint8_t mem[64];
+} fwd_outcome_t;
+
+static fwd_outcome_t fwd_run(const bib_insn_t *code, uint32_t n, int profiled, uint64_t fuel) {
+    fwd_outcome_t o;
+    memset(&o, 0, sizeof o);
+    bib_options_t opt;
+    bib_options_init(&opt);
+    if (fuel != 0)
+        opt.fuel = fuel;
+    bib_vm_t *vm = vm_new(&opt);
+    bib_module_t *m = module_of(code, n, 8);
+    m->memory_size = sizeof o.mem;
+    o.load = bib_vm_load_module(vm, m, "fwd");
+    cr_assert_eq(o.load, BIB_OK, "%s", bib_vm_error(vm));
+    o.xop = vm->program.code[6].xop;
+    cr_assert_eq(bib_vm_profile(vm, profiled), BIB_OK);
+    o.run = bib_vm_run(vm, &o.exit);
+    snprintf(o.error, sizeof o.error, "%s", o.run == BIB_OK ? "" : bib_vm_error(vm));
+    bib_run_stats_t s;
+    bib_vm_stats(vm, &s);
+    o.insns = s.instructions;
+    uint64_t size = 0;
+    const uint8_t *mem = bib_vm_memory(vm, &size);
+    cr_assert_eq(size, sizeof o.mem);
+    memcpy(o.mem, mem, sizeof o.mem);
+    bib_vm_destroy(vm);
+    return o;
+}
+
+static uint64_t fwd_word(const uint8_t *mem, uint64_t at) {
+    uint64_t v;
+    memcpy(&v, mem + at, sizeof v);
+    return v;
+}
+
+/* pc 6 is the first of the pair, pc 7 the second: r1 = a, r2 = b, r3 = c,
+   r4 = base, r6 = 2 (an index: LOADX scales it by 4, STOREX by 8),
+   m[base + 8] = a; the first writes rd, the second r7
+   (or stores rd to m[base + 16]); then rd and r7 are stored to m[base + 24]
+   and m[base + 32]. both: the second reads rd as both operands. */
+static uint32_t fwd_program(bib_insn_t *code, const fwd_row_t *row, uint64_t a, uint64_t b,
+                            uint64_t c, uint32_t base, uint32_t rd, bool both) {
+    const uint64_t v[3] = {a, b, c};
+    for (uint32_t k = 0; k < 3; k++)
+        code[k] = (bib_insn_t){BIB_CODE_LDI64, k + 1, (uint32_t)v[k], (uint32_t)(v[k] >> 32), 0};
+    code[3] = (bib_insn_t){BIB_CODE_LDI, 4, base, 0, 0};
+    code[4] = (bib_insn_t){BIB_CODE_LDI, 6, 2, 0, 0};
+    code[5] = (bib_insn_t){BIB_CODE_STORE, 1, 4, 8, 0};
+    switch (row->first) {
+    case BIB_CODE_FSQRT:
+        code[6] = (bib_insn_t){row->first, rd, 1, 0, 0};
+        break;
+    case BIB_CODE_ADDI:
+    case BIB_CODE_MULI:
+        code[6] =
+            (bib_insn_t){row->first, rd, 1, (uint32_t) - (row->first == BIB_CODE_ADDI ? 7 : 3), 0};
+        break;
+    case BIB_CODE_LOAD:
+        code[6] = (bib_insn_t){row->first, rd, 4, 8, 0};
+        break;
+    case BIB_CODE_LOADX:
+        code[6] = (bib_insn_t){row->first, rd, 4, 6, 2};
+        break;
+    default:
+        code[6] = (bib_insn_t){row->first, rd, 1, 2, 0};
+        break;
+    }
+    if (row->second == BIB_CODE_STORE)
+        code[7] = (bib_insn_t){row->second, rd, 4, 16, 0};
+    else if (row->second == BIB_CODE_STOREX)
+        code[7] = (bib_insn_t){row->second, rd, 4, 6, 3};
+    else if (row->second == BIB_CODE_ADDI)
+        code[7] = (bib_insn_t){row->second, 7, rd, 11, 0};
+    else if (row->second == BIB_CODE_ITOF)
+        code[7] = (bib_insn_t){row->second, 7, rd, 0, 0};
+    else if (both)
+        code[7] = (bib_insn_t){row->second, 7, rd, rd, 0};
+    else if (row->side == 'L')
+        code[7] = (bib_insn_t){row->second, 7, rd, 3, 0};
+    else
+        code[7] = (bib_insn_t){row->second, 7, 3, rd, 0};
+    code[8] = (bib_insn_t){BIB_CODE_STORE, rd, 4, 24, 0};
+    code[9] = (bib_insn_t){BIB_CODE_STORE, 7, 4, 32, 0};
+    code[10] = (bib_insn_t){BIB_CODE_HALT, 7, 0, 0, 0};
+    return 11;
+}
+
+Test(forward, every_row_fuses_and_matches_the_reference_and_the_instrumented_loop) {
+    static const uint64_t values[][3] = {
+        {0x3FF8000000000000ull, 0xC002000000000000ull, 0x4008000000000000ull}, /* 1.5 -2.25 3 */
+        {0x7FF8000000000123ull, 0xFFF8000000000456ull, 0x3FF0000000000000ull}, /* NaN NaN 1 */
+        {0x7FF800000000BEEFull, 0x4000000000000000ull, 0xFFF800000000CAFEull}, /* NaN 2 NaN */
+        {0x8000000000000000ull, 0x0000000000000000ull, 0x8000000000000000ull}, /* -0 +0 -0 */
+        {0x7FE1CCF385EBC8A0ull, 0x7FE1CCF385EBC8A0ull, 0x0000000000000001ull}, /* 1e308 1e308 dn */
+        {0x7FFFFFFFFFFFFFFFull, 0x0000000000000005ull, 0xFFFFFFFFFFFFFFFDull}, /* MAX 5 -3 */
+        {0x0000010000000000ull, 0xFFFFFFFFFFFFFFFFull, 0x0000000000000007ull}, /* 2^40 -1 7 */
+    };
+    size_t nrows = sizeof fwd_rows / sizeof fwd_rows[0];
+    cr_assert_eq(nrows, (size_t)(BIB_XOP__COUNT - BIB_XOP_F_FADD_FADD_L));
+    for (size_t r = 0; r < nrows; r++) {
+        const fwd_row_t *row = &fwd_rows[r];
+        bool f64_first = fwd_is_f64_op(row->first);
+        bool f64_second = fwd_is_f64_op(row->second);
+        for (size_t v = 0; v < sizeof values / sizeof values[0]; v++)
+            for (int variant = 0; variant < 4; variant++) {
+                /* 0: rd r5; 1: rd r1, the first's own source; 2: the second reads rd
+                   twice; 3: base 48, where a store at base + 16 traps */
+                bool both = variant == 2;
+                if (both && row->side == 'S')
+                    continue;
+                if (both && (row->second == BIB_CODE_ADDI || row->second == BIB_CODE_ITOF))
+                    continue;
+                uint32_t rd = variant == 1 ? 1 : 5, base = variant == 3 ? 48 : 8;
+                const uint64_t *x = values[v];
+                bib_insn_t code[16];
+                uint32_t n = fwd_program(code, row, x[0], x[1], x[2], base, rd, both);
+                fwd_outcome_t plain = fwd_run(code, n, 0, 0);
+                fwd_outcome_t slow = fwd_run(code, n, 1, 0);
+                const char *what = row->name;
+                if (!both)
+                    cr_assert_eq(plain.xop, row->xop, "%s: decoded as xop %u", what, plain.xop);
+                else
+                    cr_assert_neq(plain.xop, row->first_op, "%s (both): not fused", what);
+                cr_assert_eq(slow.run, plain.run, "%s values %zu variant %d", what, v, variant);
+                cr_assert_str_eq(slow.error, plain.error, "%s values %zu", what, v);
+                cr_assert_eq(slow.insns, plain.insns, "%s values %zu", what, v);
+                for (uint64_t at = 0; at < sizeof plain.mem; at += 8) {
+                    bool f64 = (at == base + 16 || at == base + 24) ? f64_first : f64_second;
+                    cr_assert(fwd_same(fwd_word(plain.mem, at), fwd_word(slow.mem, at), f64),
+                              "%s values %zu variant %d: m[%llu] %016llx, instrumented %016llx",
+                              what, v, variant, (unsigned long long)at,
+                              (unsigned long long)fwd_word(plain.mem, at),
+                              (unsigned long long)fwd_word(slow.mem, at));
+                }
+                if (variant == 3) {
+                    cr_assert_eq(plain.run, BIB_E_TRAP, "%s", what);
+                    cr_assert(strstr(plain.error,
+                                     row->side == 'S' ? "trap at pc 7 " : "trap at pc 8 ") != NULL,
+                              "%s: %s", what, plain.error);
+                    continue;
+                }
+                cr_assert_eq(plain.run, BIB_OK, "%s: %s", what, plain.error);
+                uint64_t a = x[0], t = fwd_ref_first(row->first, a, x[1]);
+                uint64_t y = both ? t : x[2];
+                uint64_t want = row->side == 'R' ? fwd_ref_second(row->second, y, t)
+                                                 : fwd_ref_second(row->second, t, y);
+                cr_assert(fwd_same(fwd_word(plain.mem, base + 24), t, f64_first),
+                          "%s values %zu variant %d: first gave %016llx, want %016llx", what, v,
+                          variant, (unsigned long long)fwd_word(plain.mem, base + 24),
+                          (unsigned long long)t);
+                cr_assert(fwd_same(fwd_word(plain.mem, base + 32), want, f64_second),
+                          "%s values %zu variant %d: second gave %016llx, want %016llx", what, v,
+                          variant, (unsigned long long)fwd_word(plain.mem, base + 32),
+                          (unsigned long long)want);
+                if (row->side == 'S')
+                    cr_assert(fwd_same(fwd_word(plain.mem, base + 16), t, f64_first),
+                              "%s values %zu: stored %016llx, want %016llx", what, v,
+                              (unsigned long long)fwd_word(plain.mem, base + 16),
+                              (unsigned long long)t);
+            }
+    }
+}
+
+/* Fuel that ends between the two instructions of a pair stops at the second,
+   as the instrumented loop does, with the first's result written. */
+Test(forward, fuel_ending_inside_a_pair_stops_at_the_second) {
+    for (size_t r = 0; r < sizeof fwd_rows / sizeof fwd_rows[0]; r++) {
+        bib_insn_t code[16];
+        uint32_t n = fwd_program(code, &fwd_rows[r], 0x3FF8000000000000ull, 0x4000000000000000ull,
+                                 0x4008000000000000ull, 8, 5, false);
+        fwd_outcome_t plain = fwd_run(code, n, 0, 7);
+        fwd_outcome_t slow = fwd_run(code, n, 1, 7);
+        cr_assert_eq(plain.xop, fwd_rows[r].xop);
+        cr_assert_eq(plain.run, BIB_E_TRAP, "%s", fwd_rows[r].name);
+        cr_assert(strstr(plain.error, "trap at pc 7 ") != NULL &&
+                      strstr(plain.error, "fuel") != NULL,
+                  "%s: %s", fwd_rows[r].name, plain.error);
+        cr_assert_str_eq(slow.error, plain.error);
+        cr_assert_eq(plain.insns, 7);
+        cr_assert_eq(slow.insns, 7);
+        cr_assert_eq(memcmp(plain.mem, slow.mem, sizeof plain.mem), 0, "%s", fwd_rows[r].name);
+    }
+}
+
+/* A jump that lands on the second instruction of a pair runs it alone, with
+   its operand read from the register file. */
+Test(forward, a_jump_to_the_second_of_a_pair_runs_it_alone) {
+    int64_t v = eval(".func main regs=8\n LDK r3, =1.0\n LDI r5, 0\n LDI r6, 0\n JMP second\n"
+                     "first:\n FMUL r5, r3, r3\nsecond:\n FADD r7, r5, r3\n ADDI r6, r6, 1\n"
+                     " JLTI r6, 3, first\n HALT r7\n.end\n");
+    cr_assert_eq((uint64_t)v, f2u(2.0));
+    v = eval(".func main regs=8\n LDI r5, 40\n LDI r6, 0\n JMP second\nfirst:\n ADDI r5, r5, 1\n"
+             "second:\n MUL r7, r5, r5\n ADDI r6, r6, 1\n JLTI r6, 2, first\n HALT r7\n.end\n");
+    cr_assert_eq(v, 41 * 41);
+}
+
 /* ---- traps, fuel, reuse -------------------------------------------------------------- */
 
 Test(trap, trap_opcode_names_its_code) {
