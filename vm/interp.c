@@ -803,11 +803,13 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define FWD_FIRST_FMUL FWD_F64(FWD_X(RB) * FWD_X(RC))
 #define FWD_FIRST_FDIV FWD_F64(FWD_X(RB) / FWD_X(RC))
 #define FWD_FIRST_FSQRT FWD_F64(sqrt(FWD_X(RB)))
+#define FWD_FIRST_ITOF FWD_F64((double)(int64_t)RB)
 #define FWD_FIRST_ADD const uint64_t t = RB + RC
 #define FWD_FIRST_SUB const uint64_t t = RB - RC
 #define FWD_FIRST_ADDI const uint64_t t = RB + ADDI_IMM
 #define FWD_FIRST_MUL const uint64_t t = RB * RC
 #define FWD_FIRST_MULI const uint64_t t = RB * (uint64_t)ip->x.imm
+#define FWD_FIRST_DIVI const uint64_t t = div_s(RB, (uint64_t)ip->x.imm)
 #define FWD_FIRST_LOAD                                                                             \
     MEM_ADDR(8);                                                                                   \
     const uint64_t t = mem_get64(mem + ea)
@@ -819,10 +821,18 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
 #define FWD_OP_FSUB bib_f64_bits(FWD_X(x) - FWD_X(y))
 #define FWD_OP_FMUL bib_f64_bits(FWD_X(x) * FWD_X(y))
 #define FWD_OP_FDIV bib_f64_bits(FWD_X(x) / FWD_X(y))
+#define FWD_OP_FADDK bib_f64_bits(FWD_X(x) + FWD_X(ip->x.bits))
+#define FWD_OP_FSUBK bib_f64_bits(FWD_X(x) - FWD_X(ip->x.bits))
+#define FWD_OP_FMULK bib_f64_bits(FWD_X(x) * FWD_X(ip->x.bits))
+#define FWD_OP_FDIVK bib_f64_bits(FWD_X(x) / FWD_X(ip->x.bits))
+#define FWD_OP_FRSUBK bib_f64_bits(FWD_X(ip->x.bits) - FWD_X(x))
+#define FWD_OP_FRDIVK bib_f64_bits(FWD_X(ip->x.bits) / FWD_X(x))
 #define FWD_OP_ADD (x + y)
 #define FWD_OP_SUB (x - y)
 #define FWD_OP_MUL (x * y)
 #define FWD_OP_ADDI (x + ADDI_IMM)
+#define FWD_OP_MULI (x * (uint64_t)ip->x.imm)
+#define FWD_OP_DIVI div_s(x, (uint64_t)ip->x.imm)
 #define FWD_OP_ITOF bib_f64_bits((double)(int64_t)x)
 #define FWD_SECOND_L(op2)                                                                          \
     const uint64_t x = t, y = RC;                                                                  \

@@ -108,7 +108,7 @@ typedef struct bib_dfunc {
  * writes its register. The second reads the result as its left operand (L:
  * its b is the first's a), its right one (R: its c is the first's a), or
  * stores it (S: its a is the first's a). f64 results feed the f64
- * arithmetic, integer results the integer arithmetic and ITOF, and either
+ * arithmetic (ITOF's too), integer results the integer arithmetic and ITOF, and either
  * kind a STORE or STOREX; a LOAD or LOADX feeds both kinds.
  * Rows: X(first op, second op, side), named F_<first>_<second>_<side>. */
 #define BIB_FORWARD_F64(X, first)                                                                  \
@@ -119,7 +119,13 @@ typedef struct bib_dfunc {
     X(first, FMUL, L)                                                                              \
     X(first, FMUL, R)                                                                              \
     X(first, FDIV, L)                                                                              \
-    X(first, FDIV, R)
+    X(first, FDIV, R)                                                                              \
+    X(first, FADDK, L)                                                                             \
+    X(first, FSUBK, L)                                                                             \
+    X(first, FMULK, L)                                                                             \
+    X(first, FDIVK, L)                                                                             \
+    X(first, FRSUBK, L)                                                                            \
+    X(first, FRDIVK, L)
 #define BIB_FORWARD_INT(X, first)                                                                  \
     X(first, ADD, L)                                                                               \
     X(first, ADD, R)                                                                               \
@@ -128,6 +134,8 @@ typedef struct bib_dfunc {
     X(first, ADDI, L)                                                                              \
     X(first, MUL, L)                                                                               \
     X(first, MUL, R)                                                                               \
+    X(first, MULI, L)                                                                              \
+    X(first, DIVI, L)                                                                              \
     X(first, ITOF, L)
 #define BIB_FORWARD_STORES(X, first)                                                               \
     X(first, STORE, S)                                                                             \
@@ -143,6 +151,8 @@ typedef struct bib_dfunc {
     BIB_FORWARD_STORES(X, FDIV)                                                                    \
     BIB_FORWARD_F64(X, FSQRT)                                                                      \
     BIB_FORWARD_STORES(X, FSQRT)                                                                   \
+    BIB_FORWARD_F64(X, ITOF)                                                                       \
+    BIB_FORWARD_STORES(X, ITOF)                                                                    \
     BIB_FORWARD_INT(X, ADD)                                                                        \
     BIB_FORWARD_STORES(X, ADD)                                                                     \
     BIB_FORWARD_INT(X, SUB)                                                                        \
@@ -153,6 +163,8 @@ typedef struct bib_dfunc {
     BIB_FORWARD_STORES(X, MUL)                                                                     \
     BIB_FORWARD_INT(X, MULI)                                                                       \
     BIB_FORWARD_STORES(X, MULI)                                                                    \
+    BIB_FORWARD_INT(X, DIVI)                                                                       \
+    BIB_FORWARD_STORES(X, DIVI)                                                                    \
     BIB_FORWARD_F64(X, LOAD)                                                                       \
     BIB_FORWARD_INT(X, LOAD)                                                                       \
     BIB_FORWARD_STORES(X, LOAD)                                                                    \
