@@ -796,51 +796,51 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
    second's fuel, ip moves to the second, which reads t where it would read
    the first's register (its other operand from the register file, after the
    first's write). */
-#define FWD_F64(expr) const uint64_t t = bib_f64_bits(expr)
 #define FWD_X(r) bib_f64_from_bits(r)
-#define FWD_FIRST_FADD FWD_F64(FWD_X(RB) + FWD_X(RC))
-#define FWD_FIRST_FSUB FWD_F64(FWD_X(RB) - FWD_X(RC))
-#define FWD_FIRST_FMUL FWD_F64(FWD_X(RB) * FWD_X(RC))
-#define FWD_FIRST_FDIV FWD_F64(FWD_X(RB) / FWD_X(RC))
-#define FWD_FIRST_FSQRT FWD_F64(sqrt(FWD_X(RB)))
-#define FWD_FIRST_ITOF FWD_F64((double)(int64_t)RB)
-#define FWD_FIRST_ADD const uint64_t t = RB + RC
-#define FWD_FIRST_SUB const uint64_t t = RB - RC
-#define FWD_FIRST_ADDI const uint64_t t = RB + ADDI_IMM
-#define FWD_FIRST_MUL const uint64_t t = RB * RC
-#define FWD_FIRST_MULI const uint64_t t = RB * (uint64_t)ip->x.imm
-#define FWD_FIRST_DIVI const uint64_t t = div_s(RB, (uint64_t)ip->x.imm)
+/* Each opcode's result from its operands' bits u and v, for either place in
+   a pair (an immediate or K form reads its own from ip; a one-operand or
+   immediate form never evaluates v). The single-instruction handlers above
+   are written apart, and the tests hold these to them. */
+#define FWD_OP_FADD(u, v) bib_f64_bits(FWD_X(u) + FWD_X(v))
+#define FWD_OP_FSUB(u, v) bib_f64_bits(FWD_X(u) - FWD_X(v))
+#define FWD_OP_FMUL(u, v) bib_f64_bits(FWD_X(u) * FWD_X(v))
+#define FWD_OP_FDIV(u, v) bib_f64_bits(FWD_X(u) / FWD_X(v))
+#define FWD_OP_FSQRT(u, v) bib_f64_bits(sqrt(FWD_X(u)))
+#define FWD_OP_FADDK(u, v) bib_f64_bits(FWD_X(u) + FWD_X(ip->x.bits))
+#define FWD_OP_FSUBK(u, v) bib_f64_bits(FWD_X(u) - FWD_X(ip->x.bits))
+#define FWD_OP_FMULK(u, v) bib_f64_bits(FWD_X(u) * FWD_X(ip->x.bits))
+#define FWD_OP_FDIVK(u, v) bib_f64_bits(FWD_X(u) / FWD_X(ip->x.bits))
+#define FWD_OP_FRSUBK(u, v) bib_f64_bits(FWD_X(ip->x.bits) - FWD_X(u))
+#define FWD_OP_FRDIVK(u, v) bib_f64_bits(FWD_X(ip->x.bits) / FWD_X(u))
+#define FWD_OP_ADD(u, v) ((u) + (v))
+#define FWD_OP_SUB(u, v) ((u) - (v))
+#define FWD_OP_MUL(u, v) ((u) * (v))
+#define FWD_OP_ADDI(u, v) ((u) + ADDI_IMM)
+#define FWD_OP_MULI(u, v) ((u) * (uint64_t)ip->x.imm)
+#define FWD_OP_DIVI(u, v) div_s((u), (uint64_t)ip->x.imm)
+#define FWD_OP_ITOF(u, v) bib_f64_bits((double)(int64_t)(u))
+/* The first: an operation of its registers b and c, or an 8-byte load. */
+#define FWD_FIRST(op1) const uint64_t t = FWD_OP_##op1(RB, RC)
+#define FWD_FIRST_FADD FWD_FIRST(FADD)
+#define FWD_FIRST_FSUB FWD_FIRST(FSUB)
+#define FWD_FIRST_FMUL FWD_FIRST(FMUL)
+#define FWD_FIRST_FDIV FWD_FIRST(FDIV)
+#define FWD_FIRST_FSQRT FWD_FIRST(FSQRT)
+#define FWD_FIRST_ITOF FWD_FIRST(ITOF)
+#define FWD_FIRST_ADD FWD_FIRST(ADD)
+#define FWD_FIRST_SUB FWD_FIRST(SUB)
+#define FWD_FIRST_ADDI FWD_FIRST(ADDI)
+#define FWD_FIRST_MUL FWD_FIRST(MUL)
+#define FWD_FIRST_MULI FWD_FIRST(MULI)
+#define FWD_FIRST_DIVI FWD_FIRST(DIVI)
 #define FWD_FIRST_LOAD                                                                             \
     MEM_ADDR(8);                                                                                   \
     const uint64_t t = mem_get64(mem + ea)
 #define FWD_FIRST_LOADX                                                                            \
     MEMX_ADDR(8);                                                                                  \
     const uint64_t t = mem_get64(mem + ea)
-/* The second: x and y its operands, t standing in for one of them. */
-#define FWD_OP_FADD bib_f64_bits(FWD_X(x) + FWD_X(y))
-#define FWD_OP_FSUB bib_f64_bits(FWD_X(x) - FWD_X(y))
-#define FWD_OP_FMUL bib_f64_bits(FWD_X(x) * FWD_X(y))
-#define FWD_OP_FDIV bib_f64_bits(FWD_X(x) / FWD_X(y))
-#define FWD_OP_FADDK bib_f64_bits(FWD_X(x) + FWD_X(ip->x.bits))
-#define FWD_OP_FSUBK bib_f64_bits(FWD_X(x) - FWD_X(ip->x.bits))
-#define FWD_OP_FMULK bib_f64_bits(FWD_X(x) * FWD_X(ip->x.bits))
-#define FWD_OP_FDIVK bib_f64_bits(FWD_X(x) / FWD_X(ip->x.bits))
-#define FWD_OP_FRSUBK bib_f64_bits(FWD_X(ip->x.bits) - FWD_X(x))
-#define FWD_OP_FRDIVK bib_f64_bits(FWD_X(ip->x.bits) / FWD_X(x))
-#define FWD_OP_ADD (x + y)
-#define FWD_OP_SUB (x - y)
-#define FWD_OP_MUL (x * y)
-#define FWD_OP_ADDI (x + ADDI_IMM)
-#define FWD_OP_MULI (x * (uint64_t)ip->x.imm)
-#define FWD_OP_DIVI div_s(x, (uint64_t)ip->x.imm)
-#define FWD_OP_ITOF bib_f64_bits((double)(int64_t)x)
-#define FWD_SECOND_L(op2)                                                                          \
-    const uint64_t x = t, y = RC;                                                                  \
-    (void)y;                                                                                       \
-    RA = FWD_OP_##op2
-#define FWD_SECOND_R(op2)                                                                          \
-    const uint64_t x = RB, y = t;                                                                  \
-    RA = FWD_OP_##op2
+#define FWD_SECOND_L(op2) RA = FWD_OP_##op2(t, RC)
+#define FWD_SECOND_R(op2) RA = FWD_OP_##op2(RB, t)
 #define FWD_SECOND_S_STORE                                                                         \
     MEM_ADDR(8);                                                                                   \
     mem_put64(mem + ea, t)

@@ -107,9 +107,9 @@ typedef struct bib_dfunc {
  * instead of stored to the register file and loaded back. The first still
  * writes its register. The second reads the result as its left operand (L:
  * its b is the first's a), its right one (R: its c is the first's a), or
- * stores it (S: its a is the first's a). f64 results feed the f64
- * arithmetic (ITOF's too), integer results the integer arithmetic and ITOF, and either
- * kind a STORE or STOREX; a LOAD or LOADX feeds both kinds.
+ * stores it (S: its a is the first's a). f64 results (ITOF's too) feed the
+ * f64 arithmetic, integer results the integer arithmetic and ITOF, and
+ * either kind a STORE or STOREX; a LOAD or LOADX feeds both kinds.
  * Rows: X(first op, second op, side), named F_<first>_<second>_<side>. */
 #define BIB_FORWARD_F64(X, first)                                                                  \
     X(first, FADD, L)                                                                              \
@@ -140,37 +140,32 @@ typedef struct bib_dfunc {
 #define BIB_FORWARD_STORES(X, first)                                                               \
     X(first, STORE, S)                                                                             \
     X(first, STOREX, S)
+/* The rows led by one first: an f64 result, an integer one, or a load's. */
+#define BIB_FORWARD_FROM_F64(X, first)                                                             \
+    BIB_FORWARD_F64(X, first)                                                                      \
+    BIB_FORWARD_STORES(X, first)
+#define BIB_FORWARD_FROM_INT(X, first)                                                             \
+    BIB_FORWARD_INT(X, first)                                                                      \
+    BIB_FORWARD_STORES(X, first)
+#define BIB_FORWARD_FROM_LOAD(X, first)                                                            \
+    BIB_FORWARD_F64(X, first)                                                                      \
+    BIB_FORWARD_INT(X, first)                                                                      \
+    BIB_FORWARD_STORES(X, first)
 #define BIB_FORWARD_ROWS(X)                                                                        \
-    BIB_FORWARD_F64(X, FADD)                                                                       \
-    BIB_FORWARD_STORES(X, FADD)                                                                    \
-    BIB_FORWARD_F64(X, FSUB)                                                                       \
-    BIB_FORWARD_STORES(X, FSUB)                                                                    \
-    BIB_FORWARD_F64(X, FMUL)                                                                       \
-    BIB_FORWARD_STORES(X, FMUL)                                                                    \
-    BIB_FORWARD_F64(X, FDIV)                                                                       \
-    BIB_FORWARD_STORES(X, FDIV)                                                                    \
-    BIB_FORWARD_F64(X, FSQRT)                                                                      \
-    BIB_FORWARD_STORES(X, FSQRT)                                                                   \
-    BIB_FORWARD_F64(X, ITOF)                                                                       \
-    BIB_FORWARD_STORES(X, ITOF)                                                                    \
-    BIB_FORWARD_INT(X, ADD)                                                                        \
-    BIB_FORWARD_STORES(X, ADD)                                                                     \
-    BIB_FORWARD_INT(X, SUB)                                                                        \
-    BIB_FORWARD_STORES(X, SUB)                                                                     \
-    BIB_FORWARD_INT(X, ADDI)                                                                       \
-    BIB_FORWARD_STORES(X, ADDI)                                                                    \
-    BIB_FORWARD_INT(X, MUL)                                                                        \
-    BIB_FORWARD_STORES(X, MUL)                                                                     \
-    BIB_FORWARD_INT(X, MULI)                                                                       \
-    BIB_FORWARD_STORES(X, MULI)                                                                    \
-    BIB_FORWARD_INT(X, DIVI)                                                                       \
-    BIB_FORWARD_STORES(X, DIVI)                                                                    \
-    BIB_FORWARD_F64(X, LOAD)                                                                       \
-    BIB_FORWARD_INT(X, LOAD)                                                                       \
-    BIB_FORWARD_STORES(X, LOAD)                                                                    \
-    BIB_FORWARD_F64(X, LOADX)                                                                      \
-    BIB_FORWARD_INT(X, LOADX)                                                                      \
-    BIB_FORWARD_STORES(X, LOADX)
+    BIB_FORWARD_FROM_F64(X, FADD)                                                                  \
+    BIB_FORWARD_FROM_F64(X, FSUB)                                                                  \
+    BIB_FORWARD_FROM_F64(X, FMUL)                                                                  \
+    BIB_FORWARD_FROM_F64(X, FDIV)                                                                  \
+    BIB_FORWARD_FROM_F64(X, FSQRT)                                                                 \
+    BIB_FORWARD_FROM_F64(X, ITOF)                                                                  \
+    BIB_FORWARD_FROM_INT(X, ADD)                                                                   \
+    BIB_FORWARD_FROM_INT(X, SUB)                                                                   \
+    BIB_FORWARD_FROM_INT(X, ADDI)                                                                  \
+    BIB_FORWARD_FROM_INT(X, MUL)                                                                   \
+    BIB_FORWARD_FROM_INT(X, MULI)                                                                  \
+    BIB_FORWARD_FROM_INT(X, DIVI)                                                                  \
+    BIB_FORWARD_FROM_LOAD(X, LOAD)                                                                 \
+    BIB_FORWARD_FROM_LOAD(X, LOADX)
 
 /* Dispatch indices of the plain loop: the opcodes, then the superinstructions. */
 typedef enum bib_xop {
