@@ -21,7 +21,7 @@
 
 #include "assembler/asm.h"
 #include "assembler/devcode.h"
-#include "assembler/names.h"
+#include "module/names.h"
 
 #define ASM_MAX_ERRORS 50
 #define ASM_NONE UINT32_MAX

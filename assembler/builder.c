@@ -11,7 +11,7 @@
  * module.
  */
 #include "assembler/asm.h"
-#include "assembler/names.h"
+#include "module/names.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -16,6 +16,7 @@
 
 #include "cli/repl_internal.h"
 #include "module/module.h"
+#include "vm/extend.h"
 
 /* ---- source ---------------------------------------------------------------- */
 
@@ -103,6 +104,28 @@ void repl_gen_free(gen_t *g) {
     free(g->origin);
 }
 
+/* Prints text[0..n) with each "on line N" (where the assembler says an
+   earlier line defined a name) naming the session line. */
+static void print_mapped(const gen_t *g, const char *text, size_t n) {
+    static const char said[] = "on line ";
+    const size_t k = sizeof said - 1;
+    size_t from = 0;
+    for (size_t i = 0; i + k < n; i++) {
+        if (memcmp(text + i, said, k) != 0 || !isdigit((unsigned char)text[i + k]))
+            continue;
+        size_t j = i + k;
+        unsigned long line = 0;
+        while (j < n && isdigit((unsigned char)text[j]) && line <= g->lines)
+            line = line * 10 + (unsigned long)(text[j++] - '0');
+        if (line < 1 || line > g->lines || (j < n && isdigit((unsigned char)text[j])))
+            continue;
+        fprintf(stderr, "%.*s%" PRIu32, (int)(i + k - from), text + from, g->origin[line - 1]);
+        from = j;
+        i = j - 1;
+    }
+    fprintf(stderr, "%.*s\n", (int)(n - from), text + from);
+}
+
 /* Prints assembler diagnostics with generated line numbers turned back into
    session lines (lines the session added map to the line being typed). */
 static void print_diagnostics(const gen_t *g, const char *diag) {
@@ -115,8 +138,8 @@ static void print_diagnostics(const gen_t *g, const char *diag) {
         int used = 0;
         if (n > 5 && strncmp(p, "repl:", 5) == 0 && sscanf(p + 5, "%lu%n", &line, &used) == 1 &&
             p[5 + used] == ':' && line >= 1 && line <= g->lines) {
-            fprintf(stderr, "repl:%" PRIu32 "%.*s\n", g->origin[line - 1], (int)(n - 5 - used),
-                    p + 5 + used);
+            fprintf(stderr, "repl:%" PRIu32, g->origin[line - 1]);
+            print_mapped(g, p + 5 + used, n - 5 - used);
         } else {
             fprintf(stderr, "%.*s\n", (int)n, p);
         }
@@ -173,48 +196,90 @@ static int64_t const_index(bib_module_t *m, bib_const_t k) {
     return m->const_count++;
 }
 
-/* Assembles the last line of main (an instruction, no label) in a small
-   source: the directives, the functions, and a main holding one NOP per
-   label main has so far, then the line. Its instructions are spliced into
-   the committed module before the closing HALT, their labels, constants
-   and imports mapped by name and value. The result is what assembling the
-   whole session gives (BIB_REPL_CHECK=1 compares the two). Returns false
-   whenever the line is not such a case or anything differs from plan: the
-   caller then assembles the whole session, which also gives the
-   diagnostics. */
-static bool splice_line(repl_t *r, uint8_t **bytes, size_t *size) {
+/* Where a statement goes on after its labels ("name:", each) and blanks. */
+static const char *after_labels(const char *line) {
+    const char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *q = p;
+        while (repl_is_name_char((unsigned char)*q))
+            q++;
+        if (q == p || *q != ':')
+            return p;
+        p = q + 1;
+    }
+}
+
+/* Assembles the last line of main (an instruction, labels, or labels and an
+   instruction) in a small source: the directives, the functions, and a main
+   holding one NOP for each label of main the line names, then the line. Its
+   instructions are spliced into the committed module before the closing
+   HALT, their labels, constants and imports mapped by name and value, and
+   its own labels mark the first of them. The result is what assembling the
+   whole session gives (BIB_REPL_CHECK=1 compares the two). Returns
+   SPLICE_EXTEND with *ext describing what the line adds (pointing into
+   r->module, and *names, which the caller frees) when the VM can take it
+   with bib_vm_extend; SPLICE_RELOAD with the module's bytes when the line
+   adds an import (bound anew by a reload); and SPLICE_NONE whenever the
+   line is not such a case or anything differs from plan: the caller then
+   assembles the whole session, which also gives the diagnostics. */
+typedef enum { SPLICE_NONE, SPLICE_EXTEND, SPLICE_RELOAD } splice_t;
+
+static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint8_t **bytes,
+                            size_t *size) {
     bib_module_t *m = r->module;
     if (m == NULL || r->file != NULL || r->body.n == 0 || m->func_count == 0 ||
         m->entry_func != m->func_count - 1 || m->lines == NULL)
-        return false;
+        return SPLICE_NONE;
     const src_line_t *line = &r->body.v[r->body.n - 1];
-    const char *p = line->text;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    const char *q = p;
-    while (repl_is_name_char((unsigned char)*q))
-        q++;
-    if (q == p || *q == ':' || *p == '.')
-        return false; /* a label, a directive or nothing */
+    /* Labels, then an instruction or nothing; not a directive. */
+    if (*after_labels(line->text) == '.')
+        return SPLICE_NONE;
     bib_function_t *main_fn = &m->funcs[m->entry_func];
     uint32_t halt = main_fn->entry + main_fn->count - 1;
     if (main_fn->entry + main_fn->count != m->code_count)
-        return false;
-    /* The probe: labels of main in pc order, each on a NOP of its own. */
+        return SPLICE_NONE;
+    const uint32_t old_consts = m->const_count, old_imports = m->import_count;
+    /* The probe: the labels of main that the line names, each on a NOP of
+       its own (nop_label: which label each NOP stands for). */
     gen_t g;
     memset(&g, 0, sizeof g);
     bool ok = gen_src(&g, &r->top, false) && gen_src(&g, &r->funcs, false) &&
               gen_line(&g, ".func main", 0);
-    uint32_t first_label = m->label_count;
-    for (uint32_t i = 0; i < m->label_count; i++)
-        if (m->labels[i].pc >= main_fn->entry) {
-            first_label = i;
-            break;
+    /* Each word of the line that names a label of main, once. */
+    const size_t len = strlen(line->text);
+    uint32_t *nop_pc = malloc((len / 2 + 1) * sizeof *nop_pc);
+    const char **nop_name = malloc((len / 2 + 1) * sizeof *nop_name);
+    uint32_t nops = 0;
+    ok = ok && nop_pc != NULL && nop_name != NULL;
+    char word[BIB_MAX_NAME + 1], text[BIB_MAX_NAME + 8];
+    for (const char *w = line->text; ok && *w != '\0';) {
+        if (!repl_is_name_char((unsigned char)*w)) {
+            w++;
+            continue;
         }
-    char text[300];
-    for (uint32_t i = first_label; ok && i < m->label_count; i++) {
-        snprintf(text, sizeof text, "%s: NOP", m->labels[i].name);
-        ok = gen_line(&g, text, 0);
+        const char *e = w;
+        while (repl_is_name_char((unsigned char)*e))
+            e++;
+        size_t n = (size_t)(e - w);
+        uint32_t pc;
+        int found = 0;
+        if (n <= BIB_MAX_NAME) {
+            memcpy(word, w, n);
+            word[n] = '\0';
+            found = bib_module_entry_label(m, word, &pc);
+            ok = found >= 0;
+        }
+        for (uint32_t i = 0; found > 0 && i < nops; i++)
+            found = strncmp(nop_name[i], w, n) != 0 || nop_name[i][n] != '\0';
+        if (found > 0) {
+            snprintf(text, sizeof text, "%s: NOP", word);
+            ok = gen_line(&g, text, 0);
+            nop_name[nops] = w;
+            nop_pc[nops++] = pc;
+        }
+        w = e;
     }
     ok = ok && gen_line(&g, line->text, 0) && gen_line(&g, "    HALT r0", 0) &&
          gen_line(&g, ".end", 0);
@@ -227,29 +292,38 @@ static bool splice_line(repl_t *r, uint8_t **bytes, size_t *size) {
     repl_gen_free(&g);
     bib_free(diag);
     bib_free(probe_bytes);
-    uint32_t nlabels = m->label_count - first_label;
     const bib_function_t *pm = ok ? &probe->funcs[probe->func_count - 1] : NULL;
     /* The same functions before main, and the line's instructions after the
-       label NOPs. */
-    ok = ok && probe->func_count == m->func_count && pm->count > nlabels + 1;
+       label NOPs; the line's own labels are the probe's last. */
+    ok = ok && probe->func_count == m->func_count && pm->count > nops;
     for (uint32_t i = 0; ok && i + 1 < m->func_count; i++)
         ok = strcmp(probe->funcs[i].name, m->funcs[i].name) == 0;
-    uint32_t added = ok ? pm->count - nlabels - 1 : 0;
-    bib_insn_t *insns = ok ? malloc(added * sizeof *insns) : NULL;
+    const uint32_t line_pc = ok ? pm->entry + nops : 0;
+    uint32_t added = ok ? pm->count - nops - 1 : 0;
+    uint32_t own = 0;
+    while (ok && own < probe->label_count &&
+           probe->labels[probe->label_count - 1 - own].pc >= line_pc)
+        own++;
+    ok = ok && added + own > 0;
+    *names = ok && own > 0 ? calloc(own, sizeof **names) : NULL;
+    ok = ok && (own == 0 || *names != NULL);
+    for (uint32_t i = 0; ok && i < own; i++)
+        ok = ((*names)[i] = strdup(probe->labels[probe->label_count - own + i].name)) != NULL;
+    bib_insn_t *insns = ok ? malloc((added + 1) * sizeof *insns) : NULL;
     ok = ok && insns != NULL;
     for (uint32_t k = 0; ok && k < added; k++) {
-        bib_insn_t in = probe->code[pm->entry + nlabels + k];
+        bib_insn_t in = probe->code[line_pc + k];
         const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(in.op)];
         uint32_t *words[4] = {&in.a, &in.b, &in.c, &in.d};
         for (int w = 0; ok && w < 4; w++) {
             int64_t v = *words[w];
             switch ((bib_operand_kind_t)info->kinds[w]) {
             case BIB_K_TGT:
-                /* Only a label's NOP, or the line itself (a jump to itself). */
-                if (v >= pm->entry && v < pm->entry + nlabels)
-                    v = m->labels[first_label + (v - pm->entry)].pc;
-                else if (v == pm->entry + nlabels + k)
-                    v = halt + k;
+                /* Only a label's NOP, or the line itself (its own labels). */
+                if (v >= pm->entry && v < line_pc)
+                    v = nop_pc[v - pm->entry];
+                else if (v >= line_pc && v < line_pc + added)
+                    v = halt + (v - line_pc);
                 else
                     ok = false;
                 break;
@@ -267,6 +341,8 @@ static bool splice_line(repl_t *r, uint8_t **bytes, size_t *size) {
         }
         insns[k] = in;
     }
+    free(nop_pc);
+    free(nop_name);
     uint32_t nregs = ok && pm->nregs > main_fn->nregs ? pm->nregs : main_fn->nregs;
     /* The tensor register file, inferred like regs from the registers named. */
     uint32_t tregs =
@@ -292,29 +368,54 @@ static bool splice_line(repl_t *r, uint8_t **bytes, size_t *size) {
             main_fn->count += added;
             main_fn->nregs = nregs;
             m->tensor_regs = tregs;
+            ok = bib_module_add_labels(m, halt, (const char *const *)*names, own) == BIB_OK;
         }
     }
     free(insns);
-    if (!ok || bib_module_write(m, bytes, size, NULL) != BIB_OK) {
+    /* A new import is bound by a reload; anything else the VM extends. */
+    const bool reload = ok && m->import_count != old_imports;
+    if (!ok || reload) {
+        for (uint32_t i = 0; *names != NULL && i < own; i++)
+            free((*names)[i]);
+        free(*names);
+        *names = NULL;
+    }
+    if (!ok || (reload && bib_module_write(m, bytes, size, NULL) != BIB_OK)) {
         /* The module may be half changed: the full path rebuilds it. */
         repl_forget_module(r);
-        return false;
+        return SPLICE_NONE;
     }
-    if (getenv("BIB_REPL_CHECK") != NULL) {
-        uint8_t *full = NULL;
-        size_t full_size = 0;
-        char *d = NULL;
-        gen_t all;
-        if (repl_generate(r, &all, r->lineno, true) &&
-            bib_assemble(all.text, all.len, "repl", &full, &full_size, &d) == BIB_OK &&
-            (full_size != *size || memcmp(full, *bytes, full_size) != 0))
-            repl_error_line("internal: line %" PRIu32 " spliced differs from the session assembled",
-                            r->lineno);
-        repl_gen_free(&all);
-        bib_free(full);
-        bib_free(d);
-    }
-    return true;
+    if (reload)
+        return SPLICE_RELOAD;
+    ext->code = &m->code[halt];
+    ext->lines = &m->lines[halt];
+    ext->count = added;
+    ext->labels = (const char *const *)*names;
+    ext->label_count = own;
+    ext->consts = &m->consts[old_consts];
+    ext->const_count = m->const_count - old_consts;
+    ext->nregs = main_fn->nregs;
+    ext->tensor_regs = m->tensor_regs;
+    return SPLICE_EXTEND;
+}
+
+/* BIB_REPL_CHECK=1: the loaded module, written out, against the whole
+   session assembled (its line numbers and all). */
+static void check_splice(repl_t *r) {
+    uint8_t *full = NULL, *loaded = NULL;
+    size_t full_size = 0, loaded_size = 0;
+    char *d = NULL;
+    gen_t all;
+    if (repl_generate(r, &all, r->lineno, true) &&
+        bib_assemble(all.text, all.len, "repl", &full, &full_size, &d) == BIB_OK &&
+        bib_module_write(bib_vm_module(r->vm), &loaded, &loaded_size, NULL) == BIB_OK &&
+        (full_size != loaded_size || memcmp(full, loaded, full_size) != 0))
+        repl_error_line("internal: line %" PRIu32 " spliced differs from the session assembled",
+                        r->lineno);
+    repl_gen_free(&all);
+    bib_free(full);
+    bib_free(loaded);
+    bib_free(d);
 }
 
 /* Swaps the assembled source in, keeping the run's state, and runs the new
@@ -346,7 +447,11 @@ static bool commit(repl_t *r, bool adds_to_main) {
     size_t size = 0;
     /* splice_line changes r->module in place: a line refused after it is
        forgotten, and the next line assembles the whole session again. */
-    bool spliced = adds_to_main && r->loaded && splice_line(r, &bytes, &size);
+    bib_extension_t ext;
+    char **names = NULL;
+    splice_t splice =
+        adds_to_main && r->loaded ? splice_line(r, &ext, &names, &bytes, &size) : SPLICE_NONE;
+    bool spliced = splice != SPLICE_NONE;
     if (!spliced && !repl_assemble(r, &bytes, &size)) {
         repl_forget_module(r);
         return false;
@@ -357,6 +462,11 @@ static bool commit(repl_t *r, bool adds_to_main) {
         if (st == BIB_OK)
             st = bib_vm_start(r->vm);
         offset = 0;
+    } else if (splice == SPLICE_EXTEND) {
+        st = bib_vm_extend(r->vm, &ext, "repl", offset);
+        for (uint32_t i = 0; names != NULL && i < ext.label_count; i++)
+            free(names[i]);
+        free(names);
     } else {
         st = bib_vm_reload(r->vm, bytes, size, "repl", offset);
     }
@@ -381,6 +491,8 @@ static bool commit(repl_t *r, bool adds_to_main) {
         repl_forget_module(r);
         if (bib_module_read(bytes, size, &r->module, NULL) != BIB_OK)
             r->module = NULL;
+    } else if (getenv("BIB_REPL_CHECK") != NULL) {
+        check_splice(r);
     }
     bib_free(bytes);
     r->loaded = true;
@@ -425,23 +537,11 @@ static void add_lines(repl_t *r, src_t *part, const src_t *lines, bool adds_to_m
 
 /* The first word of a statement after its labels ("" for none). */
 static void first_word(const char *line, char *word, size_t cap) {
-    const char *p = line;
-    for (;;) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        const char *q = p;
-        while (repl_is_name_char((unsigned char)*q))
-            q++;
-        if (q > p && *q == ':') {
-            p = q + 1;
-            continue;
-        }
-        size_t n = 0;
-        while (*p != '\0' && *p != ' ' && *p != '\t' && *p != ';' && n + 1 < cap)
-            word[n++] = (char)tolower((unsigned char)*p++);
-        word[n] = '\0';
-        return;
-    }
+    const char *p = after_labels(line);
+    size_t n = 0;
+    while (*p != '\0' && *p != ' ' && *p != '\t' && *p != ';' && n + 1 < cap)
+        word[n++] = (char)tolower((unsigned char)*p++);
+    word[n] = '\0';
 }
 
 static bool continues(const char *line) {

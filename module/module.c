@@ -7,8 +7,10 @@
 #include "module/module.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bib_status_t bib_diag_set(bib_diag_t *diag, bib_status_t status, const char *format, ...) {
     if (diag == NULL)
@@ -37,6 +39,7 @@ void bib_module_free(bib_module_t *m) {
     free(m->imports);
     free(m->source_name);
     free(m->lines);
+    bib_names_free(&m->entry_labels);
     for (uint32_t i = 0; i < m->label_count; i++)
         free(m->labels[i].name);
     free(m->labels);
@@ -87,4 +90,66 @@ uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
         if (decls[i].reg >= used)
             used = (uint64_t)decls[i].reg + 1;
     return used;
+}
+
+bib_status_t bib_module_add_labels(bib_module_t *m, uint32_t pc, const char *const *names,
+                                   uint32_t n) {
+    if (n == 0)
+        return BIB_OK;
+    bib_label_t *labels = realloc(m->labels, ((size_t)m->label_count + n) * sizeof *labels);
+    if (labels == NULL)
+        return BIB_E_NOMEM;
+    m->labels = labels;
+    char **copies = calloc(n, sizeof *copies);
+    bool ok = copies != NULL;
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = (copies[i] = strdup(names[i])) != NULL;
+    if (!ok) {
+        for (uint32_t i = 0; copies != NULL && i < n; i++)
+            free(copies[i]);
+        free(copies);
+        return BIB_E_NOMEM;
+    }
+    /* Each goes in after the labels of lower pc, and among those of its pc
+       after the names that sort before its own. */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t at = m->label_count;
+        while (at > 0 && labels[at - 1].pc == pc && strcmp(labels[at - 1].name, copies[i]) > 0)
+            at--;
+        memmove(&labels[at + 1], &labels[at], (m->label_count - at) * sizeof *labels);
+        labels[at] = (bib_label_t){pc, copies[i]};
+        m->label_count++;
+    }
+    free(copies);
+    /* The index, when built, learns the names (the first pc a name has stays,
+       as in bib_module_entry_label's scan). */
+    const bib_function_t *f = &m->funcs[m->entry_func];
+    for (uint32_t i = 0; m->entry_labels_built && i < n; i++)
+        if (pc >= f->entry && bib_names_add(&m->entry_labels, 0, names[i], pc) == BIB_NAMES_NONE) {
+            bib_names_free(&m->entry_labels);
+            m->entry_labels_built = 0;
+        }
+    return BIB_OK;
+}
+
+int bib_module_entry_label(bib_module_t *m, const char *name, uint32_t *pc) {
+    const bib_function_t *f = &m->funcs[m->entry_func];
+    if (!m->entry_labels_built) {
+        uint32_t first = m->label_count;
+        while (first > 0 && m->labels[first - 1].pc >= f->entry)
+            first--;
+        for (uint32_t i = first; i < m->label_count; i++)
+            if (m->labels[i].pc < f->entry + f->count &&
+                bib_names_add(&m->entry_labels, 0, m->labels[i].name, m->labels[i].pc) ==
+                    BIB_NAMES_NONE) {
+                bib_names_free(&m->entry_labels);
+                return -1;
+            }
+        m->entry_labels_built = 1;
+    }
+    uint32_t v = bib_names_find(&m->entry_labels, 0, name);
+    if (v == BIB_NAMES_NONE)
+        return 0;
+    *pc = v;
+    return 1;
 }

@@ -17,6 +17,7 @@
 
 #include "include/bib.h"
 #include "isa/isa.h"
+#include "module/names.h"
 
 /* File format version this build writes, and the versions it reads. */
 #define BIB_FORMAT_MAJOR 1
@@ -185,6 +186,12 @@ typedef struct bib_module {
     uint32_t shader_count;
     bib_kernel_decl_t *kernels;
     uint32_t kernel_count;
+
+    /* The entry function's labels by name, to their pcs: built on first use
+       by bib_module_entry_label and kept up by bib_module_add_labels (the
+       REPL's lines); empty until then. */
+    bib_names_t entry_labels;
+    int entry_labels_built;
 } bib_module_t;
 
 /* Where a diagnostic comes from, and its one-line message. */
@@ -217,6 +224,21 @@ bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size
  * index, never the table. */
 bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag);
 
+/* Verifies a change to a module that passed bib_module_verify, giving the
+ * verdict bib_module_verify gives the whole module, in time that grows with
+ * the change rather than the module (the REPL's lines). The change: count
+ * instructions inserted at pc at, ahead of the last instruction of the
+ * entry function, which is the module's last function; label_count labels
+ * to mark pc at, checked here and added by the caller after (with
+ * bib_module_add_labels); constants appended
+ * from index first_const on; the entry function's register count and the
+ * tensor register file grown or kept. Nothing else may differ. Liveness is
+ * checked again over the module when the new instructions name a tensor
+ * register, branch, or may call the entry function. */
+bib_status_t bib_module_verify_extension(bib_module_t *m, uint32_t at, uint32_t count,
+                                         uint32_t first_const, const char *const *labels,
+                                         uint32_t label_count, bib_diag_t *diag);
+
 /* The one decode of an instruction's opcode: the dense index of the row of
  * instruction pc, or -1 for a word no row has. From m->ops once the module
  * is verified; a module not verified yet is looked up in the table. */
@@ -245,5 +267,15 @@ uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
 /* Releases m and every array it points to with free(): the struct and its
  * arrays must come from malloc (as bib_module_read's do). NULL is a no-op. */
 void bib_module_free(bib_module_t *m);
+
+/* Adds n labels, copies of names, all marking pc, which no label of m
+ * passes: the labels section keeps its order (by pc, then by name). Returns
+ * BIB_E_NOMEM, m unchanged, when memory runs out. */
+bib_status_t bib_module_add_labels(bib_module_t *m, uint32_t pc, const char *const *names,
+                                   uint32_t n);
+
+/* Looks name up among the entry function's labels: 1 with *pc its pc, 0 when
+ * it has no such label, -1 when memory runs out building the index. */
+int bib_module_entry_label(bib_module_t *m, const char *name, uint32_t *pc);
 
 #endif

@@ -89,6 +89,20 @@ static bib_status_t verify_imports(const bib_module_t *m, bib_diag_t *diag) {
     return BIB_OK;
 }
 
+/* Function i's frame: 1..BIB_MAX_REGS registers, its arguments among them. */
+static bib_status_t verify_frame(const bib_module_t *m, uint32_t i, bib_diag_t *diag) {
+    const bib_function_t *f = &m->funcs[i];
+    if (f->nregs == 0 || f->nregs > BIB_MAX_REGS)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "function %u '%s': register count %u is outside 1..%u", i, f->name,
+                            f->nregs, BIB_MAX_REGS);
+    if (f->nargs > f->nregs)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "function %u '%s': takes %u arguments but has only %u registers", i,
+                            f->name, f->nargs, f->nregs);
+    return BIB_OK;
+}
+
 static bib_status_t verify_functions(const bib_module_t *m, bib_diag_t *diag) {
     if (m->func_count == 0 || m->funcs == NULL)
         return bib_diag_set(diag, BIB_E_VERIFY, "module has no functions");
@@ -118,14 +132,9 @@ static bib_status_t verify_functions(const bib_module_t *m, bib_diag_t *diag) {
                                 "instructions)",
                                 i, f->name, f->entry, (unsigned long long)expected_entry - 1,
                                 m->code_count);
-        if (f->nregs == 0 || f->nregs > BIB_MAX_REGS)
-            return bib_diag_set(diag, BIB_E_VERIFY,
-                                "function %u '%s': register count %u is outside 1..%u", i, f->name,
-                                f->nregs, BIB_MAX_REGS);
-        if (f->nargs > f->nregs)
-            return bib_diag_set(diag, BIB_E_VERIFY,
-                                "function %u '%s': takes %u arguments but has only %u registers", i,
-                                f->name, f->nargs, f->nregs);
+        bib_status_t st = verify_frame(m, i, diag);
+        if (st != BIB_OK)
+            return st;
     }
     if (expected_entry != m->code_count)
         return bib_diag_set(diag, BIB_E_VERIFY,
@@ -145,6 +154,20 @@ static bib_status_t verify_functions(const bib_module_t *m, bib_diag_t *diag) {
     return BIB_OK;
 }
 
+/* Constants from index first on: an i64 or an f64 each. */
+static bib_status_t verify_consts(const bib_module_t *m, uint32_t first, bib_diag_t *diag) {
+    if (m->const_count > BIB_MAX_CONSTS)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "constant pool has %u entries, more than the limit %u", m->const_count,
+                            BIB_MAX_CONSTS);
+    for (uint32_t i = first; i < m->const_count; i++)
+        if (m->consts[i].type != BIB_CONST_I64 && m->consts[i].type != BIB_CONST_F64)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "constant %u: unknown type %u (expected 1 = i64 or 2 = f64)", i,
+                                m->consts[i].type);
+    return BIB_OK;
+}
+
 static bib_status_t verify_pools(const bib_module_t *m, bib_diag_t *diag) {
     if (m->const_count > BIB_MAX_CONSTS)
         return bib_diag_set(diag, BIB_E_VERIFY,
@@ -153,11 +176,9 @@ static bib_status_t verify_pools(const bib_module_t *m, bib_diag_t *diag) {
     if (m->const_count > 0 && m->consts == NULL)
         return bib_diag_set(diag, BIB_E_VERIFY, "module has %u constants but no constant pool",
                             m->const_count);
-    for (uint32_t i = 0; i < m->const_count; i++)
-        if (m->consts[i].type != BIB_CONST_I64 && m->consts[i].type != BIB_CONST_F64)
-            return bib_diag_set(diag, BIB_E_VERIFY,
-                                "constant %u: unknown type %u (expected 1 = i64 or 2 = f64)", i,
-                                m->consts[i].type);
+    bib_status_t st = verify_consts(m, 0, diag);
+    if (st != BIB_OK)
+        return st;
     if (m->data_size > 0 && m->data == NULL)
         return bib_diag_set(diag, BIB_E_VERIFY, "module declares %u data bytes but holds none",
                             m->data_size);
@@ -722,41 +743,49 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
                         info->name, slot, bib_isa_kind_name((bib_operand_kind_t)info->kinds[k]));
 }
 
+/* The instructions at pc from..to-1 of function fi, each operand against its
+   kind, and the function's last instruction a terminator. */
+static bib_status_t verify_code_range(const bib_module_t *m, uint32_t fi, uint32_t from,
+                                      uint32_t to, bib_diag_t *diag) {
+    const bib_function_t *f = &m->funcs[fi];
+    const uint32_t last = f->entry + f->count - 1;
+    for (uint32_t pc = from; pc < to; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        int index = bib_module_op(m, pc);
+        if (index < 0)
+            return bib_diag_set(diag, BIB_E_VERIFY, "pc %u: unknown opcode 0x%08X", pc, insn->op);
+        const bib_opinfo_t *info = &bib_isa_table[index];
+        if (info->flags & BIB_F_RESERVED)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u: opcode %s (0x%08X) is reserved: not implemented in this "
+                                "build",
+                                pc, info->name, insn->op);
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        /* Slots are checked in order, so the FN/HOST index a COUNT refers to
+           (always an earlier slot) is already known to be in range. */
+        for (int k = 0; k < 4; k++) {
+            bib_status_t st = verify_operand(m, f, pc, info, words, k, diag);
+            if (st != BIB_OK)
+                return st;
+        }
+        if (pc == last && !(info->flags & BIB_F_TERM)) {
+            char terminators[128];
+            terminator_names(terminators, sizeof terminators);
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): function '%s' falls off its end (its last "
+                                "instruction must be %s)",
+                                pc, info->name, f->name, terminators);
+        }
+    }
+    return BIB_OK;
+}
+
 static bib_status_t verify_code(const bib_module_t *m, bib_diag_t *diag) {
-    char terminators[128];
-    terminators[0] = '\0';
     for (uint32_t fi = 0; fi < m->func_count; fi++) {
         const bib_function_t *f = &m->funcs[fi];
-        uint32_t last = f->entry + f->count - 1;
-        for (uint32_t pc = f->entry; pc <= last; pc++) {
-            const bib_insn_t *insn = &m->code[pc];
-            int index = bib_module_op(m, pc);
-            if (index < 0)
-                return bib_diag_set(diag, BIB_E_VERIFY, "pc %u: unknown opcode 0x%08X", pc,
-                                    insn->op);
-            const bib_opinfo_t *info = &bib_isa_table[index];
-            if (info->flags & BIB_F_RESERVED)
-                return bib_diag_set(diag, BIB_E_VERIFY,
-                                    "pc %u: opcode %s (0x%08X) is reserved: not implemented in "
-                                    "this build",
-                                    pc, info->name, insn->op);
-            const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
-            /* Slots are checked in order, so the FN/HOST index a COUNT refers
-               to (always an earlier slot) is already known to be in range. */
-            for (int k = 0; k < 4; k++) {
-                bib_status_t st = verify_operand(m, f, pc, info, words, k, diag);
-                if (st != BIB_OK)
-                    return st;
-            }
-            if (pc == last && !(info->flags & BIB_F_TERM)) {
-                if (terminators[0] == '\0')
-                    terminator_names(terminators, sizeof terminators);
-                return bib_diag_set(diag, BIB_E_VERIFY,
-                                    "pc %u (%s): function '%s' falls off its end (its last "
-                                    "instruction must be %s)",
-                                    pc, info->name, f->name, terminators);
-            }
-        }
+        bib_status_t st = verify_code_range(m, fi, f->entry, f->entry + f->count, diag);
+        if (st != BIB_OK)
+            return st;
     }
     return BIB_OK;
 }
@@ -1123,15 +1152,15 @@ static bib_status_t verify_labels(const bib_module_t *m, bib_diag_t *diag) {
     return st;
 }
 
-/* Decodes every opcode word once (m->ops). */
-static bib_status_t decode_ops(bib_module_t *m, bib_diag_t *diag) {
+/* Decodes the opcode words from pc from on once (m->ops). */
+static bib_status_t decode_ops(bib_module_t *m, uint32_t from, bib_diag_t *diag) {
     _Static_assert(BIB_OP__COUNT < UINT16_MAX, "dense opcode indices fit m->ops");
     uint16_t *ops = realloc(m->ops, (size_t)m->code_count * sizeof *ops);
     if (ops == NULL)
         return bib_diag_set(diag, BIB_E_NOMEM, "out of memory decoding %u instructions",
                             m->code_count);
     m->ops = ops;
-    for (uint32_t pc = 0; pc < m->code_count; pc++) {
+    for (uint32_t pc = from; pc < m->code_count; pc++) {
         int index = bib_isa_find_code(m->code[pc].op);
         ops[pc] = (uint16_t)(index < 0 ? BIB_OP__COUNT : index);
     }
@@ -1147,7 +1176,7 @@ bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag) {
         return bib_diag_set(diag, BIB_E_VERIFY,
                             "module has %u instructions, more than the limit %u", m->code_count,
                             BIB_MAX_CODE);
-    bib_status_t st = decode_ops(m, diag);
+    bib_status_t st = decode_ops(m, 0, diag);
     if (st == BIB_OK)
         st = verify_pools(m, diag);
     if (st == BIB_OK)
@@ -1163,6 +1192,92 @@ bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag) {
     if (st == BIB_OK)
         st = verify_code(m, diag);
     if (st == BIB_OK && m->tensor_regs > 0)
+        st = verify_liveness(m, diag);
+    return st;
+}
+
+/* Whether the instructions at pc from..to-1 can change what the liveness
+   dataflow finds: they name a tensor register, branch (a new way into the
+   code before them), or may enter the entry function again (which makes its
+   starting states unknown). Straight-line code without these leaves every
+   state before it as it was, and has nothing of its own to check. */
+static bool changes_liveness(const bib_module_t *m, uint32_t from, uint32_t to) {
+    for (uint32_t pc = from; pc < to; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        if (info->flags & BIB_F_BRANCH)
+            return true;
+        bool callee = false;
+        for (int k = 0; k < 4; k++) {
+            uint32_t kind = info->kinds[k];
+            if (kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM || kind == BIB_K_TGT ||
+                kind == BIB_K_CASES)
+                return true;
+            if (kind == BIB_K_FN && words[k] == m->entry_func && (info->flags & BIB_F_CALL))
+                return true;
+            callee |= kind == BIB_K_FN || kind == BIB_K_HOST;
+        }
+        if ((info->flags & BIB_F_CALL) && !callee)
+            return true;
+    }
+    return false;
+}
+
+/* New labels of the entry function, all to mark pc at, as verify_labels
+   would check them: named, not in the disassembler's L<number> form, and no
+   name given twice in the function. */
+static bib_status_t verify_new_labels(bib_module_t *m, uint32_t at, const char *const *names,
+                                      uint32_t n, bib_diag_t *diag) {
+    const bib_function_t *f = &m->funcs[m->entry_func];
+    for (uint32_t i = 0; i < n; i++) {
+        if (names[i] == NULL || names[i][0] == '\0')
+            return bib_diag_set(diag, BIB_E_VERIFY, "label %u has no name", m->label_count + i);
+        if (generated_label(names[i]))
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "label '%s' at pc %u has the form L<number> the disassembler "
+                                "gives unnamed targets",
+                                names[i], at);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(names[j], names[i]) == 0)
+                return bib_diag_set(diag, BIB_E_VERIFY,
+                                    "label '%s' is given twice in function '%s'", names[i],
+                                    f->name);
+        uint32_t pc;
+        int found = bib_module_entry_label(m, names[i], &pc);
+        if (found < 0)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %u labels", m->label_count);
+        if (found)
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "label '%s' is given twice in function '%s' (at pc %u and %u)",
+                                names[i], f->name, pc, at);
+    }
+    return BIB_OK;
+}
+
+bib_status_t bib_module_verify_extension(bib_module_t *m, uint32_t at, uint32_t count,
+                                         uint32_t first_const, const char *const *labels,
+                                         uint32_t label_count, bib_diag_t *diag) {
+    if (m->code_count > BIB_MAX_CODE)
+        return bib_diag_set(diag, BIB_E_VERIFY,
+                            "module has %u instructions, more than the limit %u", m->code_count,
+                            BIB_MAX_CODE);
+    const bib_function_t *f = &m->funcs[m->entry_func];
+    /* The checks bib_module_verify would fail on first, in its order: the
+       new constants, the entry function's frame, the new labels, the new
+       instructions and the moved last one, then liveness. Nothing else has changed, and
+       every check passed before can only pass again: registers, tensor
+       registers, constants and the function's pcs only grew. */
+    bib_status_t st = decode_ops(m, at, diag);
+    if (st == BIB_OK)
+        st = verify_consts(m, first_const, diag);
+    if (st == BIB_OK)
+        st = verify_frame(m, m->entry_func, diag);
+    if (st == BIB_OK)
+        st = verify_new_labels(m, at, labels, label_count, diag);
+    if (st == BIB_OK)
+        st = verify_code_range(m, m->entry_func, at, f->entry + f->count, diag);
+    if (st == BIB_OK && m->tensor_regs > 0 && changes_liveness(m, at, at + count))
         st = verify_liveness(m, diag);
     return st;
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/extend.h"
 #include "vm/vm.h"
 
 const char *bib_status_name(bib_status_t status) {
@@ -312,7 +313,7 @@ static bib_status_t install(bib_vm_t *vm, bib_module_t *m, const char *name) {
     }
 
     unload(vm);
-    bib_status_t st = bib_decode(m, hosts, &vm->load_arena, &vm->program);
+    bib_status_t st = bib_decode(m, hosts, 0, &vm->load_arena, &vm->program);
     free(hosts);
     if (st != BIB_OK) {
         st = bib_vm_fail(vm, st, "%s: decoding %u instructions: %s", label, m->code_count,
@@ -573,6 +574,24 @@ static bib_status_t entry_regs(bib_vm_t *vm, uint32_t nregs) {
     return BIB_OK;
 }
 
+/* Grows the run's tensor register file to n registers (or keeps it when it
+   has as many), keeping what the registers hold. */
+static bib_status_t tensor_regs_at_least(bib_vm_t *vm, uint32_t n) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    if (n <= ts->reg_count)
+        return BIB_OK;
+    void *p;
+    bib_status_t st = bib_arena_zalloc(&vm->run_arena, (size_t)n * sizeof(bib_tensor_t),
+                                       _Alignof(bib_tensor_t), &p);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "reload: tensor registers: %s", vm->blocks.error);
+    if (ts->reg_count > 0)
+        memcpy(p, ts->regs, (size_t)ts->reg_count * sizeof(bib_tensor_t));
+    ts->regs = p;
+    ts->reg_count = n;
+    return BIB_OK;
+}
+
 /* Moves what was kept for the old module's tensor declarations (given inputs)
    and run (register file, symbolic sizes) over to the new module, matching by
    name. The new register file is at least as large as the old one. */
@@ -584,25 +603,15 @@ static bib_status_t carry_tensors(bib_vm_t *vm, const bib_module_t *old, const b
         if (inputs == NULL)
             return bib_vm_fail(vm, BIB_E_NOMEM, "reload: host out of memory");
     }
-    uint32_t nregs = m->tensor_regs > ts->reg_count ? m->tensor_regs : ts->reg_count;
-    bib_tensor_t *regs = ts->regs;
     int64_t *symbols = ts->symbols;
-    bib_status_t st = BIB_OK;
-    if (nregs > ts->reg_count) {
-        void *p;
-        st = bib_arena_zalloc(&vm->run_arena, (size_t)nregs * sizeof(bib_tensor_t),
-                              _Alignof(bib_tensor_t), &p);
-        if (st == BIB_OK) {
-            regs = p;
-            if (ts->reg_count > 0)
-                memcpy(regs, ts->regs, (size_t)ts->reg_count * sizeof(bib_tensor_t));
-        }
-    }
+    bib_status_t st = tensor_regs_at_least(vm, m->tensor_regs);
     if (st == BIB_OK && m->dim_name_count > 0) {
         void *p;
         st = bib_arena_alloc(&vm->run_arena, (size_t)m->dim_name_count * sizeof(int64_t),
                              _Alignof(int64_t), &p);
-        if (st == BIB_OK) {
+        if (st != BIB_OK) {
+            st = bib_vm_fail(vm, st, "reload: symbolic sizes: %s", vm->blocks.error);
+        } else {
             symbols = p;
             for (uint32_t i = 0; i < m->dim_name_count; i++) {
                 symbols[i] = -1;
@@ -614,7 +623,7 @@ static bib_status_t carry_tensors(bib_vm_t *vm, const bib_module_t *old, const b
     }
     if (st != BIB_OK) {
         free(inputs);
-        return bib_vm_fail(vm, st, "reload: tensor registers: %s", vm->blocks.error);
+        return st;
     }
     for (uint32_t i = 0; i < m->tensor_count && ts->inputs != NULL; i++)
         for (uint32_t j = 0; j < old->tensor_count; j++)
@@ -627,9 +636,22 @@ static bib_status_t carry_tensors(bib_vm_t *vm, const bib_module_t *old, const b
         free(ts->inputs[j].data);
     free(ts->inputs);
     ts->inputs = inputs;
-    ts->regs = regs;
-    ts->reg_count = nregs;
     ts->symbols = symbols;
+    return BIB_OK;
+}
+
+/* A stepped run that a reload or an extension can keep: not inside a run,
+   stopped at depth 1 or finished. */
+static bib_status_t check_kept_run(bib_vm_t *vm, const char *fn) {
+    if (vm->running)
+        return bib_vm_fail(vm, BIB_E_STATE, "%s called from inside a run", fn);
+    const bib_cursor_t *cur = &vm->cursor;
+    if (cur->stop == BIB_STOP_NONE)
+        return bib_vm_fail(vm, BIB_E_STATE, "%s: no stepped run to keep", fn);
+    bool finished = cur->stop == BIB_STOP_HALTED || cur->stop == BIB_STOP_TRAPPED;
+    if (!finished && cur->fp != vm->frames)
+        return bib_vm_fail(vm, BIB_E_STATE, "%s: the run is paused inside a call (depth %u)", fn,
+                           (unsigned)(cur->fp - vm->frames) + 1);
     return BIB_OK;
 }
 
@@ -637,21 +659,15 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
                            uint32_t offset) {
     if (vm == NULL)
         return BIB_E_USAGE;
-    if (vm->running)
-        return bib_vm_fail(vm, BIB_E_STATE, "bib_vm_reload called from inside a run");
+    bib_status_t st = check_kept_run(vm, "bib_vm_reload");
+    if (st != BIB_OK)
+        return st;
     bib_cursor_t *cur = &vm->cursor;
-    if (cur->stop == BIB_STOP_NONE)
-        return bib_vm_fail(vm, BIB_E_STATE, "bib_vm_reload: no stepped run to keep");
-    bool finished = cur->stop == BIB_STOP_HALTED || cur->stop == BIB_STOP_TRAPPED;
-    if (!finished && cur->fp != vm->frames)
-        return bib_vm_fail(vm, BIB_E_STATE,
-                           "bib_vm_reload: the run is paused inside a call (depth %u)",
-                           (unsigned)(cur->fp - vm->frames) + 1);
     const char *label = name != NULL ? name : "module";
     bib_diag_t diag;
     diag.msg[0] = '\0';
     bib_module_t *m = NULL;
-    bib_status_t st = bib_module_read(bytes, size, &m, &diag);
+    st = bib_module_read(bytes, size, &m, &diag);
     if (st != BIB_OK)
         return bib_vm_fail(vm, st, "%s: %s", label, diag.msg);
     const bib_function_t *entry = &m->funcs[m->entry_func];
@@ -713,7 +729,7 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
        arena and the blocks, which stay. */
     bib_arena_reset(&vm->load_arena);
     memset(&vm->program, 0, sizeof vm->program);
-    st = bib_decode(m, hosts, &vm->load_arena, &vm->program);
+    st = bib_decode(m, hosts, 0, &vm->load_arena, &vm->program);
     free(hosts);
     if (st != BIB_OK) {
         /* Only the host running out of memory gets here; the run cannot go on. */
@@ -755,6 +771,156 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
     vm->has_run = true;
     clear_error(vm);
     return BIB_OK;
+}
+
+/* Takes back what bib_vm_extend put into m before it could be refused: the
+   instructions inserted at pc at (count of them), the constants from
+   first_const on, the entry function's registers and the tensor registers. */
+static void extension_undo(bib_module_t *m, uint32_t at, uint32_t count, uint32_t first_const,
+                           uint32_t nregs, uint32_t tensor_regs) {
+    bib_function_t *f = &m->funcs[m->entry_func];
+    m->code[at] = m->code[at + count];
+    if (m->lines != NULL)
+        m->lines[at] = m->lines[at + count];
+    int op = bib_isa_find_code(m->code[at].op);
+    m->ops[at] = (uint16_t)(op < 0 ? BIB_OP__COUNT : op);
+    m->code_count -= count;
+    f->count -= count;
+    f->nregs = nregs;
+    m->const_count = first_const;
+    m->tensor_regs = tensor_regs;
+}
+
+bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char *name,
+                           uint32_t offset) {
+    if (vm == NULL || ext == NULL)
+        return BIB_E_USAGE;
+    bib_status_t st = check_kept_run(vm, "bib_vm_extend");
+    if (st != BIB_OK)
+        return st;
+    const char *label = name != NULL ? name : "module";
+    bib_module_t *m = vm->module;
+    bib_function_t *f = &m->funcs[m->entry_func];
+    if (m->entry_func + 1 != m->func_count || ext->count + ext->label_count == 0 ||
+        (ext->count > 0 && ext->code == NULL) || (ext->label_count > 0 && ext->labels == NULL) ||
+        (ext->const_count > 0 && ext->consts == NULL) || ext->nregs < f->nregs ||
+        ext->tensor_regs < m->tensor_regs)
+        return bib_vm_fail(vm, BIB_E_USAGE,
+                           "bib_vm_extend: %s: needs instructions or labels, the entry function "
+                           "last, and registers kept or grown",
+                           label);
+    if (ext->count > BIB_MAX_CODE - m->code_count)
+        return bib_vm_fail(vm, BIB_E_VERIFY,
+                           "%s: module has %llu instructions, more than the limit %u", label,
+                           (unsigned long long)m->code_count + ext->count, BIB_MAX_CODE);
+    if (ext->const_count > BIB_MAX_CONSTS - m->const_count)
+        return bib_vm_fail(vm, BIB_E_VERIFY,
+                           "%s: constant pool has %llu entries, more than the limit %u", label,
+                           (unsigned long long)m->const_count + ext->const_count, BIB_MAX_CONSTS);
+    const uint32_t count = ext->count;
+    if (offset >= f->count + count)
+        return bib_vm_fail(vm, BIB_E_USAGE,
+                           "%s: offset %u is past the entry function '%s' (%u instructions)", label,
+                           offset, f->name, f->count + count);
+    /* Decoded again from scratch, with room to grow, when the decoded code
+       is full or the entry function's frame grows (its calls hold where a
+       callee's window starts): the bound imports are kept aside for that. */
+    const bool redecode = m->code_count + count > vm->program.code_cap || ext->nregs != f->nregs;
+    bib_host_t *hosts = NULL;
+    if (redecode && vm->program.host_count > 0) {
+        hosts = malloc(vm->program.host_count * sizeof *hosts);
+        if (hosts == NULL)
+            return bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory", label);
+        memcpy(hosts, vm->program.hosts, vm->program.host_count * sizeof *hosts);
+    }
+    /* Room first: growing an array changes nothing the module says. */
+    const uint64_t new_count = (uint64_t)m->code_count + count;
+    bib_insn_t *code = realloc(m->code, new_count * sizeof *code);
+    bool room = code != NULL;
+    if (room)
+        m->code = code;
+    if (room && m->lines != NULL) {
+        uint32_t *lines = realloc(m->lines, new_count * sizeof *lines);
+        room = lines != NULL;
+        if (room)
+            m->lines = lines;
+    }
+    if (room && ext->const_count > 0) {
+        bib_const_t *consts =
+            realloc(m->consts, ((size_t)m->const_count + ext->const_count) * sizeof *consts);
+        room = consts != NULL;
+        if (room)
+            m->consts = consts;
+    }
+    if (!room) {
+        free(hosts);
+        return bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory adding %u instructions", label,
+                           count);
+    }
+    /* Insert, then verify: a refusal takes the insertion back. */
+    const uint32_t at = f->entry + f->count - 1, first_const = m->const_count;
+    const uint32_t old_nregs = f->nregs, old_tensor_regs = m->tensor_regs;
+    code[at + count] = code[at];
+    if (count > 0)
+        memcpy(&code[at], ext->code, (size_t)count * sizeof *code);
+    if (m->lines != NULL) {
+        m->lines[at + count] = m->lines[at];
+        for (uint32_t i = 0; i < count; i++)
+            m->lines[at + i] = ext->lines != NULL ? ext->lines[i] : 0;
+    }
+    if (ext->const_count > 0)
+        memcpy(&m->consts[first_const], ext->consts, (size_t)ext->const_count * sizeof *m->consts);
+    m->const_count += ext->const_count;
+    m->code_count += count;
+    f->count += count;
+    f->nregs = ext->nregs;
+    m->tensor_regs = ext->tensor_regs;
+    bib_diag_t diag;
+    diag.msg[0] = '\0';
+    st = bib_module_verify_extension(m, at, count, first_const, ext->labels, ext->label_count,
+                                     &diag);
+    if (st != BIB_OK)
+        st = bib_vm_fail(vm, st, "%s: %s", label, diag.msg);
+    if (st == BIB_OK)
+        st = entry_regs(vm, f->nregs);
+    if (st == BIB_OK)
+        st = tensor_regs_at_least(vm, m->tensor_regs);
+    if (st == BIB_OK && bib_module_add_labels(m, at, ext->labels, ext->label_count) != BIB_OK)
+        st = bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory adding %u labels", label,
+                         ext->label_count);
+    if (st != BIB_OK) {
+        extension_undo(m, at, count, first_const, old_nregs, old_tensor_regs);
+        free(hosts);
+        return st;
+    }
+    if (!redecode) {
+        bib_decode_extension(m, at, count, &vm->program);
+    } else {
+        bib_arena_reset(&vm->load_arena);
+        st = bib_decode(m, hosts, m->code_count, &vm->load_arena, &vm->program);
+        free(hosts);
+        if (st != BIB_OK) {
+            /* Only the host running out of memory gets here; the run cannot go on. */
+            st = bib_vm_fail(vm, st, "%s: decoding %u instructions: %s", label, m->code_count,
+                             vm->blocks.error);
+            unload(vm);
+            return st;
+        }
+    }
+    free(vm->breaks);
+    vm->breaks = NULL;
+    bib_cursor_t *cur = &vm->cursor;
+    cur->fp = vm->frames;
+    cur->R = vm->regs;
+    cur->ip = vm->program.code + f->entry + offset;
+    cur->stop = BIB_STOP_PAUSED;
+    vm->has_run = true;
+    clear_error(vm);
+    return BIB_OK;
+}
+
+const bib_module_t *bib_vm_module(const bib_vm_t *vm) {
+    return vm != NULL ? vm->module : NULL;
 }
 
 void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats) {

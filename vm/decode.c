@@ -278,14 +278,72 @@ static void fuse(bib_dinsn_t *code, uint32_t count) {
     }
 }
 
-bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_arena_t *arena,
-                        bib_program_t *out) {
+/* Decodes the instruction at pc of function fi into code[pc]: every field
+   from the module, xop the instruction itself (fuse marks the groups). */
+static void decode_one(const bib_module_t *m, uint32_t fi, uint32_t pc, bib_dinsn_t *code,
+                       bib_dfunc_t *funcs, bib_host_t *bound) {
+    const bib_function_t *f = &m->funcs[fi];
+    const bib_insn_t *in = &m->code[pc];
+    bib_dinsn_t *d = &code[pc];
+    int op = bib_module_op(m, pc);
+    const bib_opinfo_t *info = &bib_isa_table[op];
+    uint32_t words[4] = {in->a, in->b, in->c, in->d};
+    memset(d, 0, sizeof *d);
+    d->op = (uint16_t)op;
+    d->xop = (uint16_t)op;
+    for (int k = 0; k < 4; k++) {
+        uint32_t w = words[k];
+        switch ((bib_operand_kind_t)info->kinds[k]) {
+        case BIB_K_TGT:
+            d->x.target = &code[w];
+            break;
+        case BIB_K_IMM:
+        case BIB_K_DIVISOR:
+            /* A branch keeps its target in x, its immediate in the word. */
+            if (!(info->flags & BIB_F_BRANCH))
+                d->x.imm = (int64_t)(int32_t)w;
+            break;
+        case BIB_K_IMMLO:
+            d->x.bits |= w;
+            break;
+        case BIB_K_IMMHI:
+            d->x.bits |= (uint64_t)w << 32;
+            break;
+        case BIB_K_CONST:
+            d->x.bits = m->consts[w].bits;
+            break;
+        case BIB_K_FN:
+            d->x.func = &funcs[w];
+            words[k] = f->nregs;
+            break;
+        case BIB_K_HOST:
+            d->x.host = &bound[w];
+            break;
+        default:
+            break;
+        }
+    }
+    /* A call through a register has no FN word to hold where the callee's
+       window starts. */
+    if ((info->flags & BIB_F_CALL) && info->kinds[1] == BIB_K_RS)
+        d->x.imm = f->nregs;
+    d->a = words[0];
+    d->b = words[1];
+    d->c = words[2];
+    d->d = words[3];
+}
+
+bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, uint32_t spare,
+                        bib_arena_t *arena, bib_program_t *out) {
     memset(out, 0, sizeof *out);
     bib_dinsn_t *code;
     bib_dfunc_t *funcs;
     bib_host_t *bound = NULL;
-    bib_status_t st = bib_arena_zalloc(arena, (size_t)m->code_count * sizeof *code,
-                                       _Alignof(bib_dinsn_t), (void **)&code);
+    if (spare > BIB_MAX_CODE - m->code_count)
+        spare = BIB_MAX_CODE - m->code_count;
+    const uint32_t cap = m->code_count + spare;
+    bib_status_t st =
+        bib_arena_zalloc(arena, (size_t)cap * sizeof *code, _Alignof(bib_dinsn_t), (void **)&code);
     if (st == BIB_OK)
         st = bib_arena_zalloc(arena, (size_t)m->func_count * sizeof *funcs, _Alignof(bib_dfunc_t),
                               (void **)&funcs);
@@ -303,63 +361,35 @@ bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_aren
         funcs[fi].nregs = f->nregs;
         funcs[fi].nargs = f->nargs;
         funcs[fi].nzero = frame_zero_end(m, f);
-        for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
-            const bib_insn_t *in = &m->code[pc];
-            bib_dinsn_t *d = &code[pc];
-            int op = bib_module_op(m, pc);
-            const bib_opinfo_t *info = &bib_isa_table[op];
-            uint32_t words[4] = {in->a, in->b, in->c, in->d};
-            d->op = (uint16_t)op;
-            d->xop = (uint16_t)op;
-            for (int k = 0; k < 4; k++) {
-                uint32_t w = words[k];
-                switch ((bib_operand_kind_t)info->kinds[k]) {
-                case BIB_K_TGT:
-                    d->x.target = &code[w];
-                    break;
-                case BIB_K_IMM:
-                case BIB_K_DIVISOR:
-                    /* A branch keeps its target in x, its immediate in the word. */
-                    if (!(info->flags & BIB_F_BRANCH))
-                        d->x.imm = (int64_t)(int32_t)w;
-                    break;
-                case BIB_K_IMMLO:
-                    d->x.bits |= w;
-                    break;
-                case BIB_K_IMMHI:
-                    d->x.bits |= (uint64_t)w << 32;
-                    break;
-                case BIB_K_CONST:
-                    d->x.bits = m->consts[w].bits;
-                    break;
-                case BIB_K_FN:
-                    d->x.func = &funcs[w];
-                    words[k] = f->nregs;
-                    break;
-                case BIB_K_HOST:
-                    d->x.host = &bound[w];
-                    break;
-                default:
-                    break;
-                }
-            }
-            /* A call through a register has no FN word to hold where the
-               callee's window starts. */
-            if ((info->flags & BIB_F_CALL) && info->kinds[1] == BIB_K_RS)
-                d->x.imm = f->nregs;
-            d->a = words[0];
-            d->b = words[1];
-            d->c = words[2];
-            d->d = words[3];
-        }
+        for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++)
+            decode_one(m, fi, pc, code, funcs, bound);
         fuse(&code[f->entry], f->count);
     }
     out->code = code;
     out->code_count = m->code_count;
+    out->code_cap = cap;
     out->funcs = funcs;
     out->func_count = m->func_count;
     out->hosts = bound;
     out->host_count = m->import_count;
     out->entry = &funcs[m->entry_func];
     return BIB_OK;
+}
+
+void bib_decode_extension(const bib_module_t *m, uint32_t at, uint32_t count, bib_program_t *p) {
+    const uint32_t fi = m->entry_func;
+    const bib_function_t *f = &m->funcs[fi];
+    /* The instruction before the new ones may now lead a group with the
+       first of them: it is decoded again too, and so is the moved last one. */
+    const uint32_t from = at > f->entry ? at - 1 : at;
+    const uint32_t end = at + count + 1; /* f->entry + f->count */
+    for (uint32_t pc = from; pc < end; pc++)
+        decode_one(m, fi, pc, p->code, p->funcs, p->hosts);
+    fuse(&p->code[from], end - from);
+    p->code_count = m->code_count;
+    /* Which registers the new code reads before writing them is not
+       scanned: a call of the entry function zeroes its whole frame. */
+    p->funcs[fi].nzero = p->funcs[fi].nregs;
+    if (p->threaded > from)
+        p->threaded = from;
 }

@@ -918,10 +918,9 @@ BIB_INTERP_ATTRS static bib_status_t BIB_INTERP_NAME(bib_vm_t *vm, int64_t *exit
     STORE_WITH(addr, STORE##x##F32, 4, RA, mem_put32(p, f32_narrow(v)))
 
 #if BIB_USE_COMPUTED_GOTO && !BIB_INSTRUMENTED
-    if (!vm->program.threaded) {
-        for (uint32_t i = 0; i < vm->program.code_count; i++)
-            vm->program.code[i].handler = jump_table[vm->program.code[i].xop];
-        vm->program.threaded = true;
+    for (; vm->program.threaded < vm->program.code_count; vm->program.threaded++) {
+        bib_dinsn_t *d = &vm->program.code[vm->program.threaded];
+        d->handler = jump_table[d->xop];
     }
 #endif
     for (;;) {

@@ -224,12 +224,13 @@ typedef struct bib_dinsn {
 typedef struct bib_program {
     bib_dinsn_t *code;
     uint32_t code_count;
+    uint32_t code_cap; /* code has room for this many (bib_decode_extension) */
     bib_dfunc_t *funcs;
     uint32_t func_count;
     bib_host_t *hosts;
     uint32_t host_count;
     const bib_dfunc_t *entry;
-    bool threaded; /* every code[i].handler is filled in */
+    uint32_t threaded; /* code[0..threaded) have their handler filled in */
 } bib_program_t;
 
 /* A frame record: what RET restores in the caller. */
@@ -341,11 +342,21 @@ bib_status_t bib_vm_load_module(bib_vm_t *vm, bib_module_t *m, const char *name)
 
 /* ---- decode.c ------------------------------------------------------------ */
 
-/* Pre-decodes a verified module into *out, allocating from arena. hosts has
- * one binding per import, in import order; it is copied. Fails only with
- * BIB_E_NOMEM (message in arena->blocks->error). */
-bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, bib_arena_t *arena,
-                        bib_program_t *out);
+/* Pre-decodes a verified module into *out, allocating from arena, with room
+ * for spare more instructions after its code. hosts has one binding per
+ * import, in import order; it is copied. Fails only with BIB_E_NOMEM
+ * (message in arena->blocks->error). */
+bib_status_t bib_decode(const bib_module_t *m, const bib_host_t *hosts, uint32_t spare,
+                        bib_arena_t *arena, bib_program_t *out);
+
+/* Decodes what bib_module_verify_extension accepted in m: count instructions
+ * inserted at pc at, ahead of the entry function's last instruction, which
+ * moved to at + count. p holds m decoded before the insertion, with room for
+ * it (p->code_cap), and the entry function's register count has not changed.
+ * The groups are marked again around the new instructions. A latch whose
+ * jump lands on them is not formed: groups only make the plain loop faster,
+ * and every instruction gives the same result in a group or alone. */
+void bib_decode_extension(const bib_module_t *m, uint32_t at, uint32_t count, bib_program_t *p);
 
 /* ---- interp.c ------------------------------------------------------------ */
 

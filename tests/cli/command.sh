@@ -249,31 +249,40 @@ grep -q "halted: exit value 41" "$T/out" && ok "Tab on a terminal completes HAL 
 # reassembly gave (constants, imports, labels, loops, calls, tensors, traps).
 BIB_REPL_CHECK=1 $BIB repl <tests/cli/repl_splice.in >"$T/out" 2>&1
 same "spliced lines give the module and transcript whole reassembly gives" tests/cli/repl_splice.want
-# What a line costs beside whole reassembly, both timed in this run and build
-# (a sanitized build on a slow machine takes seconds either way): 3000 lines
-# spliced against 1500 lines with BIB_REPL_CHECK=1, which assembles the whole
-# session at every line as well. Each line still reloads the module (read,
-# verify, decode: linear in its length), so both grow as the square of the
-# lines; reassembly's share is about 18 times the splice's. Spliced 3000
-# lines cost about a fifth of the 1500 checked; reassembling them would cost
-# about four times as much.
-for n in 1500 3000; do
+# A line costs the same however long the session: the VM takes a spliced
+# line with bib_vm_extend, which verifies and decodes only what the line
+# adds, so piped lines cost time linear in their number. Sessions of
+# instructions, labels, loops and constants; 4 times the lines take about 4
+# times the CPU (a reload per line made it 16). BIB_REPL_CHECK=1 on 1500 of
+# them compares each line's module with the whole session assembled.
+for n in 1500 12000 48000; do
     $PY -c "
-for i in range($n): print('ADDI r1, r1, %d' % (i % 7))
+n = $n
+print('LDI r1, 0')
+print('LDI r2, 3')
+for i in range(n):
+    if i % 10 == 0: print('l%d:' % i)
+    print('LDK r3, =%d.5' % i if i % 7 == 0 else 'ADDI r1, r1, %d' % (i % 5))
+    if i % 10 == 9: print('JLT r1, r2, l%d' % (i - 9))
 " >"$T/long$n.repl"
 done
+BIB_REPL_CHECK=1 $BIB repl <"$T/long1500.repl" >"$T/out.check" 2>&1
+if grep -q "differs\|error" "$T/out.check"; then
+    bad "REPL lines spliced: $(grep "differs\|error" "$T/out.check" | head -1)"
+else
+    ok "1500 REPL lines of instructions, labels and loops each give the module of the whole session"
+fi
 if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "%U %S" -o "$T/time.check" env BIB_REPL_CHECK=1 $BIB repl <"$T/long1500.repl" >"$T/out.check" 2>&1
-    /usr/bin/time -f "%U %S" -o "$T/time.splice" env -u BIB_REPL_CHECK $BIB repl <"$T/long3000.repl" >/dev/null 2>&1
-    if ! grep -q "differs" "$T/out.check" &&
-        $PY -c "
-c = sum(map(float, open('$T/time.check').readlines()[-1].split()))
-s = sum(map(float, open('$T/time.splice').readlines()[-1].split()))
-print('3000 lines spliced: %.2fs of CPU; 1500 reassembled as well: %.2fs' % (s, c))
-exit(0 if s < 0.6 * c else 1)" >"$T/cost"; then
-        ok "REPL lines are spliced: $(cat "$T/cost")"
+    for n in 12000 48000; do
+        /usr/bin/time -f "%U %S" -o "$T/time.$n" $BIB repl <"$T/long$n.repl" >"$T/out.$n" 2>&1
+    done
+    if ! grep -q "error" "$T/out.48000" && $PY -c "
+t = [sum(map(float, open('$T/time.%d' % n).readlines()[-1].split())) for n in (12000, 48000)]
+print('12000 lines: %.2fs of CPU; 48000: %.2fs' % tuple(t))
+exit(0 if t[1] < 8 * max(t[0], 0.02) else 1)" >"$T/cost"; then
+        ok "REPL lines cost the same however long the session: $(cat "$T/cost")"
     else
-        bad "REPL lines cost as much as whole reassembly: $(cat "$T/cost") $(grep differs "$T/out.check" | head -1)"
+        bad "REPL lines cost more as the session grows: $(cat "$T/cost") $(grep error "$T/out.48000" | head -1)"
     fi
 else
     echo "SKIP REPL line cost: no /usr/bin/time"

@@ -1,7 +1,7 @@
-/* assembler/names.c: the name index (names.h): the project's FNV-1a of the
+/* module/names.c: the name index (names.h): the project's FNV-1a of the
  * space and the name, open addressing with linear probing, at most half full.
  */
-#include "assembler/names.h"
+#include "module/names.h"
 
 #include <stdlib.h>
 #include <string.h>

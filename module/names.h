@@ -1,8 +1,9 @@
-/* assembler/names.h: a hashed index of names, each in a numbered space, to
+/* module/names.h: a hashed index of names, each in a numbered space, to
  * a value. The builder finds its functions, imports, dimensions, tensors,
  * shaders and kernels by name through one; the assembler's symbol table
- * (asm_lex.c) keeps its labels, constants and .equ names in another.
- * Internal to libbib.
+ * (asm_lex.c) keeps its labels, constants and .equ names in another; a
+ * module keeps its entry function's labels in a third (module.h). Internal
+ * to libbib.
  */
 #ifndef BIB_NAMES_H
 #define BIB_NAMES_H

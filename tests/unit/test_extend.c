@@ -1,0 +1,412 @@
+/* tests/unit/test_extend.c: bib_vm_extend (vm/extend.h), which the REPL uses
+ * to add a line to main without reloading the module. Every extension is
+ * checked against what a reload of the same grown module gives: the same
+ * verdict and message, the same module bytes, the same decoded program
+ * (apart from the speed-only groups the extension may leave unformed), and
+ * the same results when run. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/bib.h"
+#include "module/module.h"
+#include "vm/extend.h"
+#include "vm/vm.h"
+
+static const char base_src[] = ".tensor w t1 f32[2] = 1, 2\n"
+                               ".func sq args=1 regs=3\n"
+                               "    MUL r1, r0, r0\n"
+                               "    LDI r2, 99\n"
+                               "    RET r1\n"
+                               ".end\n"
+                               ".func main regs=4\n"
+                               "    LDI r0, 3\n"
+                               "    LDK r1, =1.5\n"
+                               "top:\n"
+                               "    ADDI r2, r2, 1\n"
+                               "    HALT r0\n"
+                               ".end\n";
+
+static void assemble(const char *src, uint8_t **bytes, size_t *size) {
+    char *diag = NULL;
+    cr_assert_eq(bib_assemble(src, strlen(src), "t.basm", bytes, size, &diag), BIB_OK, "%s",
+                 diag ? diag : "");
+    bib_free(diag);
+}
+
+static bib_vm_t *started(const uint8_t *bytes, size_t size) {
+    bib_vm_t *vm = NULL;
+    cr_assert_eq(bib_vm_create(NULL, &vm), BIB_OK);
+    cr_assert_eq(bib_vm_load(vm, bytes, size, "t"), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(bib_vm_start(vm), BIB_OK);
+    return vm;
+}
+
+static int compare_labels(const void *x, const void *y) {
+    const bib_label_t *a = x, *b = y;
+    if (a->pc != b->pc)
+        return a->pc < b->pc ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* The grown module built independently of bib_vm_extend: prev read back,
+   the extension inserted by hand, the labels sorted again, written out and
+   read (so verified) as a reload would. Returns the read's status; *bytes
+   holds the grown module's bytes either way. */
+static bib_status_t reference(const uint8_t *prev, size_t prev_size, const bib_extension_t *e,
+                              uint8_t **bytes, size_t *size, char msg[512]) {
+    bib_module_t *m = NULL;
+    cr_assert_eq(bib_module_read(prev, prev_size, &m, NULL), BIB_OK);
+    bib_function_t *f = &m->funcs[m->entry_func];
+    uint32_t at = f->entry + f->count - 1, n = e->count;
+    m->code = realloc(m->code, (m->code_count + n) * sizeof *m->code);
+    m->lines = realloc(m->lines, (m->code_count + n) * sizeof *m->lines);
+    m->code[at + n] = m->code[at];
+    m->lines[at + n] = m->lines[at];
+    for (uint32_t i = 0; i < n; i++) {
+        m->code[at + i] = e->code[i];
+        m->lines[at + i] = e->lines != NULL ? e->lines[i] : 0;
+    }
+    m->code_count += n;
+    f->count += n;
+    f->nregs = e->nregs;
+    m->tensor_regs = e->tensor_regs;
+    m->consts = realloc(m->consts, (m->const_count + e->const_count + 1) * sizeof *m->consts);
+    for (uint32_t i = 0; i < e->const_count; i++)
+        m->consts[m->const_count++] = e->consts[i];
+    m->labels = realloc(m->labels, (m->label_count + e->label_count + 1) * sizeof *m->labels);
+    for (uint32_t i = 0; i < e->label_count; i++)
+        m->labels[m->label_count++] = (bib_label_t){at, strdup(e->labels[i])};
+    qsort(m->labels, m->label_count, sizeof *m->labels, compare_labels);
+    cr_assert_eq(bib_module_write(m, bytes, size, NULL), BIB_OK);
+    bib_module_free(m);
+    bib_diag_t diag;
+    diag.msg[0] = '\0';
+    bib_module_t *back = NULL;
+    bib_status_t st = bib_module_read(*bytes, *size, &back, &diag);
+    bib_module_free(back);
+    snprintf(msg, 512, "%s", diag.msg);
+    return st;
+}
+
+static bool is_latch(int xop) {
+    return xop >= BIB_XOP_L_JMP_EQ_JZ && xop < BIB_XOP_L_JMP_EQ_JZ + 4 * BIB_LATCH_TEST_COUNT;
+}
+
+/* x as something comparable across two programs: an index where it points
+   into the program's code, functions or hosts, else its bits. */
+static uint64_t x_key(const bib_program_t *p, const bib_dinsn_t *d) {
+    uintptr_t v = (uintptr_t)d->x.target;
+    uintptr_t code = (uintptr_t)p->code, funcs = (uintptr_t)p->funcs;
+    if (v >= code && v < code + (uintptr_t)p->code_cap * sizeof *p->code)
+        return 1000000 + (v - code) / sizeof *p->code;
+    if (v >= funcs && v < funcs + p->func_count * sizeof *p->funcs)
+        return 2000000 + (v - funcs) / sizeof *p->funcs;
+    if (p->hosts != NULL && v >= (uintptr_t)p->hosts &&
+        v < (uintptr_t)p->hosts + p->host_count * sizeof *p->hosts)
+        return 3000000 + (v - (uintptr_t)p->hosts) / sizeof *p->hosts;
+    return d->x.bits;
+}
+
+/* The extended program against the reloaded one: every field, except that
+   a latch the reload forms may be missing from the extension (the groups
+   are a speed matter) and the entry function may zero more of its frame
+   on a call (all of it), never less. */
+static void same_program(const bib_vm_t *a, const bib_vm_t *b, uint32_t step) {
+    const bib_program_t *pa = &a->program, *pb = &b->program;
+    cr_assert_eq(pa->code_count, pb->code_count, "step %u", step);
+    cr_assert_eq(pa->func_count, pb->func_count);
+    for (uint32_t i = 0; i < pa->func_count; i++) {
+        cr_assert_eq(pa->funcs[i].entry - pa->code, pb->funcs[i].entry - pb->code);
+        cr_assert_eq(pa->funcs[i].nregs, pb->funcs[i].nregs, "step %u func %u", step, i);
+        cr_assert_eq(pa->funcs[i].nargs, pb->funcs[i].nargs);
+        if (i != a->module->entry_func)
+            cr_assert_eq(pa->funcs[i].nzero, pb->funcs[i].nzero);
+        else
+            cr_assert_geq(pa->funcs[i].nzero, pb->funcs[i].nzero, "step %u: main zeroes too few",
+                          step);
+    }
+    for (uint32_t pc = 0; pc < pa->code_count; pc++) {
+        const bib_dinsn_t *x = &pa->code[pc], *y = &pb->code[pc];
+        cr_assert_eq(x->op, y->op, "step %u pc %u", step, pc);
+        cr_assert_eq(x->a, y->a, "step %u pc %u", step, pc);
+        cr_assert_eq(x->b, y->b, "step %u pc %u", step, pc);
+        cr_assert_eq(x->c, y->c, "step %u pc %u", step, pc);
+        cr_assert_eq(x->d, y->d, "step %u pc %u", step, pc);
+        if (x->xop != y->xop) {
+            cr_assert(is_latch(y->xop) && !is_latch(x->xop),
+                      "step %u pc %u: xop %u extended, %u reloaded", step, pc, x->xop, y->xop);
+            continue;
+        }
+        cr_assert_eq(x_key(pa, x), x_key(pb, y), "step %u pc %u (op %u)", step, pc, x->op);
+    }
+}
+
+/* ---- random extensions --------------------------------------------------- */
+
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t n) {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+static const char *const ops[] = {"NOP",  "MOV",  "LDI",   "LDK",  "ADD",   "ADDI", "MUL",
+                                  "MULI", "LT",   "FADD",  "ITOF", "JZ",    "JNZ",  "JMP",
+                                  "JLT",  "CALL", "ALLOC", "FREE", "THASH", "COPY", "TADD"};
+
+/* One random instruction for pc (at + i of an extension of count), mostly
+   valid; bad says whether it was made wrong on purpose. */
+static bib_insn_t random_insn(const bib_module_t *m, uint32_t at, uint32_t i, uint32_t count,
+                              uint32_t nregs, uint32_t tregs, uint32_t nconsts, bool *bad) {
+    int op = bib_isa_find_name(ops[rnd(sizeof ops / sizeof *ops)]);
+    cr_assert(op >= 0);
+    const bib_opinfo_t *info = &bib_isa_table[op];
+    const bib_function_t *f = &m->funcs[m->entry_func];
+    uint32_t w[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 4; k++) {
+        bool wrong = rnd(40) == 0;
+        switch ((bib_operand_kind_t)info->kinds[k]) {
+        case BIB_K_RD:
+        case BIB_K_RS:
+        case BIB_K_RM:
+            w[k] = wrong ? nregs + rnd(3) : rnd(nregs);
+            /* A call's arguments r[c..c+1) must fit the frame. */
+            if (k == 2 && info->kinds[3] == BIB_K_COUNT && w[k] + 1 > nregs && !wrong)
+                w[k] = nregs - 1;
+            break;
+        case BIB_K_IMM:
+            w[k] = (uint32_t)((int32_t)rnd(200) - 50);
+            break;
+        case BIB_K_TGT:
+            /* Forward inside the extension (the closing HALT included), or
+               back into the code before it; now and then outside main. */
+            if (wrong)
+                w[k] = rnd(f->entry);
+            else if (rnd(4) != 0)
+                w[k] = at + i + 1 + rnd(count - i);
+            else
+                w[k] = f->entry + rnd(at - f->entry);
+            break;
+        case BIB_K_CONST:
+            w[k] = wrong ? nconsts + rnd(2) : rnd(nconsts);
+            break;
+        case BIB_K_FN:
+            w[k] = 0; /* sq */
+            break;
+        case BIB_K_COUNT:
+            w[k] = 1;
+            break;
+        case BIB_K_DTYPE:
+            w[k] = BIB_DTYPE_F32;
+            break;
+        case BIB_K_TD:
+        case BIB_K_TS:
+        case BIB_K_TM:
+            w[k] = wrong ? tregs + rnd(2) : rnd(tregs);
+            break;
+        default:
+            break;
+        }
+        *bad |= wrong;
+    }
+    return (bib_insn_t){bib_isa_table[op].code, w[0], w[1], w[2], w[3]};
+}
+
+Test(extend, random_extensions_match_a_reload_of_the_grown_module) {
+    uint8_t *ref = NULL;
+    size_t ref_size = 0;
+    assemble(base_src, &ref, &ref_size);
+    bib_vm_t *vm = started(ref, ref_size);
+    rng_state = 12345;
+    uint32_t accepted = 0, refused = 0, redecoded = 0;
+    for (uint32_t step = 0; step < 600; step++) {
+        const bib_module_t *m = bib_vm_module(vm);
+        const bib_function_t *f = &m->funcs[m->entry_func];
+        const uint32_t at = f->entry + f->count - 1;
+        uint32_t count = rnd(4) == 0 ? 0 : 1 + rnd(rnd(8) == 0 ? 40 : 4);
+        uint32_t nlabels = rnd(6) == 0 ? 1 + rnd(2) : count == 0;
+        uint32_t nregs = f->nregs + (rnd(10) == 0 ? 1 + rnd(3) : 0);
+        uint32_t tregs = m->tensor_regs + (rnd(30) == 0);
+        bib_const_t consts[2];
+        uint32_t nconsts = rnd(5) == 0 ? 1 + rnd(2) : 0;
+        for (uint32_t i = 0; i < nconsts; i++)
+            consts[i] = (bib_const_t){rnd(2) ? BIB_CONST_I64 : BIB_CONST_F64, 1000 + step * 3 + i};
+        bib_insn_t code[48];
+        uint32_t lines[48];
+        bool bad = false;
+        for (uint32_t i = 0; i < count; i++) {
+            code[i] = random_insn(m, at, i, count, nregs, tregs, m->const_count + nconsts, &bad);
+            lines[i] = 100 + step;
+        }
+        char names[2][32];
+        const char *labels[2];
+        for (uint32_t i = 0; i < nlabels; i++) {
+            /* Now and then a name main already has, or the L<number> form. */
+            uint32_t kind = rnd(25);
+            if (kind == 0 && m->label_count > 0)
+                snprintf(names[i], sizeof names[i], "%s", m->labels[m->label_count - 1].name);
+            else if (kind == 1)
+                snprintf(names[i], sizeof names[i], "L%u", step);
+            else
+                snprintf(names[i], sizeof names[i], "s%u_%c", step, "ba"[i]);
+            labels[i] = names[i];
+        }
+        bib_extension_t e = {code, lines, count, labels, nlabels, consts, nconsts, nregs, tregs};
+        uint8_t *grown = NULL;
+        size_t grown_size = 0;
+        char want[512];
+        bib_status_t want_st = reference(ref, ref_size, &e, &grown, &grown_size, want);
+        uint32_t cap = vm->program.code_cap;
+        const bib_dinsn_t *before = vm->program.code;
+        bib_status_t st = bib_vm_extend(vm, &e, "t", 0);
+        cr_assert_eq(st, want_st, "step %u: extend says %s; a reload: %s", step, bib_vm_error(vm),
+                     want);
+        if (st != BIB_OK) {
+            refused++;
+            /* Label messages number the labels differently; the rest match. */
+            char expect[600];
+            snprintf(expect, sizeof expect, "t: %s", want);
+            if (strstr(want, "label") == NULL)
+                cr_assert_str_eq(bib_vm_error(vm), expect, "step %u", step);
+            bib_free(grown);
+            continue;
+        }
+        accepted++;
+        redecoded += vm->program.code != before || vm->program.code_cap != cap;
+        uint8_t *mine = NULL;
+        size_t mine_size = 0;
+        cr_assert_eq(bib_module_write(bib_vm_module(vm), &mine, &mine_size, NULL), BIB_OK);
+        cr_assert(mine_size == grown_size && memcmp(mine, grown, mine_size) == 0,
+                  "step %u: the extended module differs from the one built by hand", step);
+        bib_free(mine);
+        bib_vm_t *fresh = started(grown, grown_size);
+        same_program(vm, fresh, step);
+        bib_vm_destroy(fresh);
+        bib_free(ref);
+        ref = grown;
+        ref_size = grown_size;
+        (void)bad;
+    }
+    cr_assert(accepted > 100 && refused > 50 && redecoded > 3,
+              "accepted %u, refused %u, decoded again %u", accepted, refused, redecoded);
+    bib_free(ref);
+    bib_vm_destroy(vm);
+}
+
+/* ---- what an extension keeps ------------------------------------------- */
+
+static int64_t reg(const bib_vm_t *vm, uint32_t r) {
+    bib_frame_info_t fi;
+    cr_assert_eq(bib_vm_frame(vm, 0, &fi), BIB_OK);
+    cr_assert(r < fi.nregs);
+    return fi.regs[r].i;
+}
+
+static void run_to_halt(bib_vm_t *vm) {
+    bib_stop_t stop;
+    cr_assert_eq(bib_vm_continue(vm, &stop), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(stop, BIB_STOP_HALTED, "%s", bib_vm_error(vm));
+}
+
+/* One instruction of main assembled: the extension the REPL would send. */
+static bib_insn_t insn(const char *text) {
+    char src[320];
+    snprintf(src, sizeof src,
+             ".tensor w t1 f32[2] = 1, 2\n"
+             ".func sq args=1 regs=7\n MUL r1, r0, r0\n LDI r6, 55\n RET r1\n.end\n"
+             ".func main regs=12\n %s\n HALT r0\n.end\n",
+             text);
+    uint8_t *bytes;
+    size_t size;
+    assemble(src, &bytes, &size);
+    bib_module_t *m = NULL;
+    cr_assert_eq(bib_module_read(bytes, size, &m, NULL), BIB_OK);
+    bib_insn_t in = m->code[m->funcs[m->entry_func].entry];
+    bib_module_free(m);
+    bib_free(bytes);
+    return in;
+}
+
+static void extend(bib_vm_t *vm, bib_insn_t *code, uint32_t count, uint32_t nregs,
+                   uint32_t offset) {
+    bib_extension_t e = {code, NULL, count, NULL, 0, NULL, 0, nregs, 0};
+    cr_assert_eq(bib_vm_extend(vm, &e, "t", offset), BIB_OK, "%s", bib_vm_error(vm));
+}
+
+Test(extend, a_grown_frame_moves_the_window_of_calls_already_decoded) {
+    /* sq (pc 0..2) writes its r6: main's r9 if a call's window still
+       started at main's first frame of 3 registers. */
+    const char *src = ".func sq args=1 regs=7\n MUL r1, r0, r0\n LDI r6, 55\n RET r1\n.end\n"
+                      ".func main regs=3\n LDI r0, 5\n CALL r1, sq, r0, 1\n HALT r1\n.end\n";
+    uint8_t *bytes;
+    size_t size;
+    assemble(src, &bytes, &size);
+    bib_vm_t *vm = started(bytes, size);
+    bib_free(bytes);
+    run_to_halt(vm);
+    cr_assert_eq(reg(vm, 1), 25);
+    /* A NOP fills the decoded code; LDI r9 grows the frame to 10; then a
+       jump back to the CALL (pc 4), stopped as soon as it has returned. */
+    bib_insn_t nop = insn("NOP"), set = insn("LDI r9, 77");
+    extend(vm, &nop, 1, 3, 2);
+    run_to_halt(vm);
+    extend(vm, &set, 1, 10, 3);
+    run_to_halt(vm);
+    bib_insn_t loop[2] = {insn("ADDI r2, r2, 1"), insn("JLT r2, r0, x\nx:")};
+    loop[1].c = 4;
+    extend(vm, loop, 2, 10, 4);
+    bib_stop_t stop;
+    cr_assert_eq(bib_vm_step(vm, 5, &stop), BIB_OK, "%s", bib_vm_error(vm));
+    bib_position_t pos;
+    cr_assert_eq(bib_vm_position(vm, &pos), BIB_OK);
+    cr_assert_eq(pos.depth, 2);
+    cr_assert_eq(bib_vm_step(vm, 1, &stop), BIB_OK);
+    cr_assert_eq(bib_vm_position(vm, &pos), BIB_OK);
+    cr_assert_eq(pos.pc, 5, "back from the call");
+    cr_assert_eq(reg(vm, 9), 77, "the callee's window overlapped main's new registers");
+    bib_vm_destroy(vm);
+}
+
+Test(extend, a_refused_extension_leaves_the_run_as_it_was) {
+    uint8_t *bytes;
+    size_t size;
+    assemble(base_src, &bytes, &size);
+    bib_vm_t *vm = started(bytes, size);
+    run_to_halt(vm);
+    uint8_t *before = NULL, *after = NULL;
+    size_t before_size, after_size;
+    cr_assert_eq(bib_module_write(bib_vm_module(vm), &before, &before_size, NULL), BIB_OK);
+    /* r7 in a frame of 4 registers; then t1 read after it was freed. */
+    bib_insn_t bad_reg[2] = {insn("LDI r0, 1"), insn("ADDI r7, r0, 1")};
+    bib_extension_t e = {bad_reg, NULL, 2, NULL, 0, NULL, 0, 4, 2};
+    cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_E_VERIFY);
+    cr_assert_str_eq(bib_vm_error(vm), "t: pc 7 (ADDI): operand a names register r7 but function "
+                                       "'main' has 4 registers (r0..r3)");
+    bib_insn_t freed[2] = {insn("FREE t1"), insn("THASH r3, t1")};
+    e = (bib_extension_t){freed, NULL, 2, NULL, 0, NULL, 0, 4, 2};
+    cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_E_VERIFY);
+    cr_assert(strstr(bib_vm_error(vm), "pc 7 (THASH): operand b reads t1, which is freed") != NULL,
+              "%s", bib_vm_error(vm));
+    const char *dup[1] = {"top"};
+    e = (bib_extension_t){freed, NULL, 1, dup, 1, NULL, 0, 4, 2};
+    cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_E_VERIFY);
+    cr_assert(strstr(bib_vm_error(vm), "label 'top' is given twice") != NULL, "%s",
+              bib_vm_error(vm));
+    cr_assert_eq(bib_module_write(bib_vm_module(vm), &after, &after_size, NULL), BIB_OK);
+    cr_assert(before_size == after_size && memcmp(before, after, before_size) == 0);
+    /* The run goes on: a good extension runs from where main stopped. */
+    bib_insn_t good[1] = {insn("ADDI r3, r2, 40")};
+    const char *here[1] = {"more"};
+    e = (bib_extension_t){good, NULL, 1, here, 1, NULL, 0, 4, 2};
+    cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_OK, "%s", bib_vm_error(vm));
+    run_to_halt(vm);
+    cr_assert_eq(reg(vm, 3), 41);
+    const bib_module_t *m = bib_vm_module(vm);
+    cr_assert_str_eq(m->labels[m->label_count - 1].name, "more");
+    cr_assert_eq(m->labels[m->label_count - 1].pc, 6);
+    bib_free(before);
+    bib_free(after);
+    bib_free(bytes);
+    bib_vm_destroy(vm);
+}
