@@ -188,11 +188,9 @@ static int64_t const_index(bib_module_t *m, bib_const_t k) {
     for (uint32_t i = 0; i < m->const_count; i++)
         if (m->consts[i].type == k.type && m->consts[i].bits == k.bits)
             return i;
-    bib_const_t *v = realloc(m->consts, (m->const_count + 1) * sizeof *v);
-    if (v == NULL)
+    if (bib_module_reserve(m, m->code_count, m->const_count + 1, m->label_count) != BIB_OK)
         return -1;
-    m->consts = v;
-    v[m->const_count] = k;
+    m->consts[m->const_count] = k;
     return m->const_count++;
 }
 
@@ -213,7 +211,8 @@ static const char *after_labels(const char *line) {
 
 /* Assembles the last line of main (an instruction, labels, or labels and an
    instruction) in a small source: the directives, the functions, and a main
-   holding one NOP for each label of main the line names, then the line. Its
+   holding a call, one NOP for each label of main the line names, then the
+   line. Its
    instructions are spliced into the committed module before the closing
    HALT, their labels, constants and imports mapped by name and value, and
    its own labels mark the first of them. The result is what assembling the
@@ -241,12 +240,15 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
     if (main_fn->entry + main_fn->count != m->code_count)
         return SPLICE_NONE;
     const uint32_t old_consts = m->const_count, old_imports = m->import_count;
-    /* The probe: the labels of main that the line names, each on a NOP of
-       its own (nop_label: which label each NOP stands for). */
+    /* The probe: a call of a function of its own (after main, so that the
+       session's functions keep their indices), so that its tensor liveness
+       knows nothing of main's tensor registers (the module's check judges
+       the line); then the labels of main that the line names, each on a
+       NOP of its own (nop_pc: the pc each NOP stands for); then the line. */
     gen_t g;
     memset(&g, 0, sizeof g);
     bool ok = gen_src(&g, &r->top, false) && gen_src(&g, &r->funcs, false) &&
-              gen_line(&g, ".func main", 0);
+              gen_line(&g, ".func main", 0) && gen_line(&g, "    CALL r0, __repl_probe, r0, 0", 0);
     /* Each word of the line that names a label of main, once. */
     const size_t len = strlen(line->text);
     uint32_t *nop_pc = malloc((len / 2 + 1) * sizeof *nop_pc);
@@ -282,7 +284,8 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
         w = e;
     }
     ok = ok && gen_line(&g, line->text, 0) && gen_line(&g, "    HALT r0", 0) &&
-         gen_line(&g, ".end", 0);
+         gen_line(&g, ".end", 0) && gen_line(&g, ".func __repl_probe", 0) &&
+         gen_line(&g, "    RET r0", 0) && gen_line(&g, ".end", 0);
     uint8_t *probe_bytes = NULL;
     size_t probe_size = 0;
     char *diag = NULL;
@@ -292,14 +295,16 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
     repl_gen_free(&g);
     bib_free(diag);
     bib_free(probe_bytes);
-    const bib_function_t *pm = ok ? &probe->funcs[probe->func_count - 1] : NULL;
     /* The same functions before main, and the line's instructions after the
-       label NOPs; the line's own labels are the probe's last. */
-    ok = ok && probe->func_count == m->func_count && pm->count > nops;
+       call and the label NOPs; the line's own labels are the probe's last. */
+    ok = ok && probe->func_count == m->func_count + 1 && probe->entry_func == m->entry_func;
+    const bib_function_t *pm = ok ? &probe->funcs[probe->entry_func] : NULL;
+    ok = ok && pm->count > nops + 1;
     for (uint32_t i = 0; ok && i + 1 < m->func_count; i++)
         ok = strcmp(probe->funcs[i].name, m->funcs[i].name) == 0;
-    const uint32_t line_pc = ok ? pm->entry + nops : 0;
-    uint32_t added = ok ? pm->count - nops - 1 : 0;
+    const uint32_t first_nop = ok ? pm->entry + 1 : 0;
+    const uint32_t line_pc = first_nop + nops;
+    uint32_t added = ok ? pm->count - nops - 2 : 0;
     uint32_t own = 0;
     while (ok && own < probe->label_count &&
            probe->labels[probe->label_count - 1 - own].pc >= line_pc)
@@ -320,8 +325,8 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
             switch ((bib_operand_kind_t)info->kinds[w]) {
             case BIB_K_TGT:
                 /* Only a label's NOP, or the line itself (its own labels). */
-                if (v >= pm->entry && v < line_pc)
-                    v = nop_pc[v - pm->entry];
+                if (v >= first_nop && v < line_pc)
+                    v = nop_pc[v - first_nop];
                 else if (v >= line_pc && v < line_pc + added)
                     v = halt + (v - line_pc);
                 else
@@ -350,13 +355,7 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
     bib_module_free(probe);
     if (ok) {
         /* Before the closing HALT: its pc moves, and nothing else does. */
-        bib_insn_t *code = realloc(m->code, (m->code_count + added) * sizeof *code);
-        uint32_t *lines = code ? realloc(m->lines, (m->code_count + added) * sizeof *lines) : NULL;
-        if (code != NULL)
-            m->code = code;
-        if (lines != NULL)
-            m->lines = lines;
-        ok = code != NULL && lines != NULL;
+        ok = bib_module_reserve(m, m->code_count + added, m->const_count, m->label_count) == BIB_OK;
         if (ok) {
             m->code[halt + added] = m->code[halt];
             m->lines[halt + added] = m->lines[halt];

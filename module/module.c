@@ -40,6 +40,7 @@ void bib_module_free(bib_module_t *m) {
     free(m->source_name);
     free(m->lines);
     bib_names_free(&m->entry_labels);
+    bib_liveness_tail_free(m->liveness_tail);
     for (uint32_t i = 0; i < m->label_count; i++)
         free(m->labels[i].name);
     free(m->labels);
@@ -92,14 +93,48 @@ uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
     return used;
 }
 
+/* Grows *p, of elements elem bytes each with room for *room of them (count
+   in use when *room is 0), to hold need: twice as many at least. */
+static bool grow(void **p, uint32_t *room, uint32_t count, uint32_t need, size_t elem) {
+    uint32_t have = *room > count ? *room : count;
+    if (need <= have && (*p != NULL || need == 0))
+        return true;
+    uint64_t want = (uint64_t)have * 2 > need ? (uint64_t)have * 2 : need;
+    if (want > UINT32_MAX)
+        want = need;
+    void *q = realloc(*p, (size_t)want * elem);
+    if (q == NULL)
+        return false;
+    *p = q;
+    *room = (uint32_t)want;
+    return true;
+}
+
+bib_status_t bib_module_reserve(bib_module_t *m, uint32_t code, uint32_t consts, uint32_t labels) {
+    /* code, lines and ops share code_room: each grows to the same room. */
+    uint32_t room = m->code_room;
+    bool ok = grow((void **)&m->code, &room, m->code_count, code, sizeof *m->code);
+    if (ok && room != m->code_room) {
+        uint32_t lines_room = m->code_room, ops_room = m->code_room;
+        ok = (m->lines == NULL ||
+              grow((void **)&m->lines, &lines_room, m->code_count, room, sizeof *m->lines)) &&
+             (m->ops == NULL ||
+              grow((void **)&m->ops, &ops_room, m->code_count, room, sizeof *m->ops));
+        if (ok)
+            m->code_room = room;
+    }
+    ok = ok && grow((void **)&m->consts, &m->const_room, m->const_count, consts, sizeof *m->consts);
+    ok = ok && grow((void **)&m->labels, &m->label_room, m->label_count, labels, sizeof *m->labels);
+    return ok ? BIB_OK : BIB_E_NOMEM;
+}
+
 bib_status_t bib_module_add_labels(bib_module_t *m, uint32_t pc, const char *const *names,
                                    uint32_t n) {
     if (n == 0)
         return BIB_OK;
-    bib_label_t *labels = realloc(m->labels, ((size_t)m->label_count + n) * sizeof *labels);
-    if (labels == NULL)
+    if (bib_module_reserve(m, m->code_count, m->const_count, m->label_count + n) != BIB_OK)
         return BIB_E_NOMEM;
-    m->labels = labels;
+    bib_label_t *labels = m->labels;
     char **copies = calloc(n, sizeof *copies);
     bool ok = copies != NULL;
     for (uint32_t i = 0; ok && i < n; i++)

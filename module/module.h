@@ -187,11 +187,21 @@ typedef struct bib_module {
     bib_kernel_decl_t *kernels;
     uint32_t kernel_count;
 
+    /* Room grown ahead by bib_module_reserve (0: just the count): code,
+       lines and ops hold code_room instructions, consts const_room entries,
+       labels label_room. */
+    uint32_t code_room, const_room, label_room;
+
     /* The entry function's labels by name, to their pcs: built on first use
        by bib_module_entry_label and kept up by bib_module_add_labels (the
        REPL's lines); empty until then. */
     bib_names_t entry_labels;
     int entry_labels_built;
+
+    /* What the tensor liveness check found at the entry function's last
+       instruction (verify.c), for bib_module_verify_extension; NULL when no
+       check has run since the code last changed other than by it. */
+    struct bib_liveness_tail *liveness_tail;
 } bib_module_t;
 
 /* Where a diagnostic comes from, and its one-line message. */
@@ -268,11 +278,36 @@ uint64_t bib_module_tensor_regs_named(const bib_insn_t *code, uint32_t count,
  * arrays must come from malloc (as bib_module_read's do). NULL is a no-op. */
 void bib_module_free(bib_module_t *m);
 
+/* Makes room for code instructions (code, lines and ops, where present),
+ * consts constants and labels labels, growing each array to twice what it
+ * held at least, so that a module grown a line at a time (the REPL's) is
+ * copied a bounded number of times. Returns BIB_E_NOMEM when memory runs
+ * out; m says the same as before either way. */
+bib_status_t bib_module_reserve(bib_module_t *m, uint32_t code, uint32_t consts, uint32_t labels);
+
 /* Adds n labels, copies of names, all marking pc, which no label of m
  * passes: the labels section keeps its order (by pc, then by name). Returns
  * BIB_E_NOMEM, m unchanged, when memory runs out. */
 bib_status_t bib_module_add_labels(bib_module_t *m, uint32_t pc, const char *const *names,
                                    uint32_t n);
+
+/* What the tensor liveness check (verify.c) found at the entry function's
+ * last instruction, for bib_module_verify_extension to go on from when
+ * straight-line code is inserted ahead of it. */
+enum { BIB_LV_COMPLETE, BIB_LV_GAVE_UP, BIB_LV_UNTRACKED };
+typedef struct bib_liveness_tail {
+    int verdict;      /* BIB_LV_COMPLETE; _GAVE_UP: out of work; _UNTRACKED: too many states */
+    int reached;      /* the last instruction's block is reached */
+    uint32_t regs;    /* tensor registers state and named cover */
+    uint8_t *state;   /* per tensor register: its state before the last instruction */
+    uint8_t *named;   /* per tensor register: the function names it */
+    uint8_t ghost;    /* before the last instruction: a register neither named nor set at start */
+    uint32_t nlocal;  /* registers the function names */
+    uint32_t nblocks; /* its blocks */
+    uint64_t work;    /* the liveness check's work over the module (the entry function last) */
+    uint64_t visits, tail_visits; /* the function's blocks processed; of them, its last */
+} bib_liveness_tail_t;
+void bib_liveness_tail_free(bib_liveness_tail_t *t);
 
 /* Looks name up among the entry function's labels: 1 with *pc its pc, 0 when
  * it has no such label, -1 when memory runs out building the index. */

@@ -822,7 +822,25 @@ typedef struct liveness {
     int entry_called;    /* some CALL enters the entry function again */
     uint32_t *block_of;  /* per pc of the function: block index at a leader, else UINT32_MAX */
     uint32_t *starts;    /* first pc of each block */
+    bib_liveness_tail_t *tail; /* what the entry function ends with (see below) */
 } liveness_t;
+
+/* The record of what the check found at the entry function's last
+   instruction (bib_liveness_tail_t, module.h). Registers are independent in
+   this dataflow, so a register the function never names has the state of
+   one of two extra columns the entry function carries: one set at the
+   start, one not. A register that only code inserted ahead of the last
+   instruction names behaves in the code before it as such a column did, so
+   it changes no other state and no block is processed more often: the
+   verdict of the whole check, its work included, can be had from the
+   record when straight-line code is inserted. */
+void bib_liveness_tail_free(bib_liveness_tail_t *t) {
+    if (t == NULL)
+        return;
+    free(t->state);
+    free(t->named);
+    free(t);
+}
 
 static uint8_t lv_join(uint8_t a, uint8_t b) {
     if (a == b)
@@ -931,8 +949,13 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
         }
     }
     bib_status_t st = BIB_OK;
-    if (nlocal == 0)
+    const int entry = fi == m->entry_func;
+    if (nlocal == 0 && !entry)
         return BIB_OK;
+    /* The entry function's two extra columns: a register it does not name,
+       set at the start or not. */
+    const uint32_t ncols = nlocal + (entry ? 2 : 0);
+    bib_liveness_tail_t *tail = entry ? lv->tail : NULL;
 
     /* Leaders: the entry, every jump target, and whatever follows a jump. */
     memset(lv->block_of, 0, f->count * sizeof *lv->block_of);
@@ -958,9 +981,16 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
             lv->block_of[i] = UINT32_MAX;
         }
     }
+    if (tail != NULL) {
+        tail->nlocal = nlocal;
+        tail->nblocks = nblocks;
+        tail->verdict = BIB_LV_UNTRACKED;
+    }
     if ((uint64_t)nblocks * nlocal > LV_MAX_STATE_BYTES)
         goto done; /* too big to track: everything stays unknown */
-    uint8_t *in = malloc((size_t)nblocks * nlocal + nlocal);
+    if (tail != NULL)
+        tail->verdict = BIB_LV_GAVE_UP;
+    uint8_t *in = malloc((size_t)nblocks * ncols + ncols);
     uint8_t *visited = calloc(nblocks, 1);
     uint8_t *queued = calloc(nblocks, 1);
     uint32_t *stack = malloc(nblocks * sizeof *stack);
@@ -968,10 +998,12 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
         st = bib_diag_set(lv->diag, BIB_E_NOMEM, "out of memory checking tensor liveness");
         goto release;
     }
-    uint8_t *cur = in + (size_t)nblocks * nlocal;
-    int initial = fi == m->entry_func && !lv->entry_called;
-    for (uint32_t l = 0; l < nlocal; l++)
-        in[l] = !initial ? LV_UNKNOWN : lv->entry_live[lv->regs[l]] ? LV_LIVE : LV_NEVER;
+    uint8_t *cur = in + (size_t)nblocks * ncols;
+    int initial = entry && !lv->entry_called;
+    for (uint32_t l = 0; l < ncols; l++) {
+        int set = l < nlocal ? lv->entry_live[lv->regs[l]] : l == nlocal;
+        in[l] = !initial ? LV_UNKNOWN : set ? LV_LIVE : LV_NEVER;
+    }
     visited[0] = queued[0] = 1;
     uint32_t top = 0;
     stack[top++] = 0;
@@ -982,21 +1014,25 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
         lv->work += (end - lv->starts[blk]) + nlocal;
         if (lv->work > LV_MAX_WORK)
             goto release; /* out of budget: no verdict, so no error */
-        memcpy(cur, in + (size_t)blk * nlocal, nlocal);
+        if (tail != NULL) {
+            tail->visits++;
+            tail->tail_visits += blk + 1 == nblocks;
+        }
+        memcpy(cur, in + (size_t)blk * ncols, ncols);
         for (uint32_t pc = lv->starts[blk]; pc < end; pc++)
-            lv_step(lv, cur, nlocal, pc, 0);
+            lv_step(lv, cur, ncols, pc, 0);
         uint32_t out[5], table_first = 0, table_count = 0;
         uint32_t n = lv_successors(lv, f, end - 1, out, &table_first, &table_count);
         for (uint32_t i = 0; i < n + table_count; i++) {
             const uint32_t next = i < n ? out[i] : table_first + (i - n);
-            uint8_t *dst = in + (size_t)next * nlocal;
+            uint8_t *dst = in + (size_t)next * ncols;
             int changed = 0;
             if (!visited[next]) {
                 visited[next] = 1;
-                memcpy(dst, cur, nlocal);
+                memcpy(dst, cur, ncols);
                 changed = 1;
             } else {
-                for (uint32_t l = 0; l < nlocal; l++) {
+                for (uint32_t l = 0; l < ncols; l++) {
                     uint8_t j = lv_join(dst[l], cur[l]);
                     changed |= j != dst[l];
                     dst[l] = j;
@@ -1013,9 +1049,25 @@ static bib_status_t lv_function(liveness_t *lv, uint32_t fi) {
         if (!visited[blk])
             continue; /* unreachable code cannot misuse anything */
         uint32_t end = blk + 1 < nblocks ? lv->starts[blk + 1] : f->entry + f->count;
-        memcpy(cur, in + (size_t)blk * nlocal, nlocal);
+        memcpy(cur, in + (size_t)blk * ncols, ncols);
         for (uint32_t pc = lv->starts[blk]; pc < end && st == BIB_OK; pc++)
-            st = lv_step(lv, cur, nlocal, pc, 1);
+            st = lv_step(lv, cur, ncols, pc, 1);
+    }
+    /* The states before the last instruction, from its block's. */
+    if (tail != NULL && st == BIB_OK) {
+        const uint32_t last = nblocks - 1;
+        tail->verdict = BIB_LV_COMPLETE;
+        tail->reached = visited[last];
+        memcpy(cur, in + (size_t)last * ncols, ncols);
+        for (uint32_t pc = lv->starts[last]; pc + 1 < f->entry + f->count; pc++)
+            lv_step(lv, cur, ncols, pc, 0);
+        for (uint32_t r = 0; r < tail->regs; r++) {
+            tail->named[r] = lv->local[r] != UINT32_MAX;
+            tail->state[r] = tail->named[r]      ? cur[lv->local[r]]
+                             : lv->entry_live[r] ? cur[nlocal]
+                                                 : cur[nlocal + 1];
+        }
+        tail->ghost = cur[nlocal + 1];
     }
 release:
     free(in);
@@ -1028,11 +1080,19 @@ done:
     return st;
 }
 
-static bib_status_t verify_liveness(const bib_module_t *m, bib_diag_t *diag) {
+static bib_status_t verify_liveness(bib_module_t *m, bib_diag_t *diag) {
     liveness_t lv;
     memset(&lv, 0, sizeof lv);
     lv.m = m;
     lv.diag = diag;
+    bib_liveness_tail_free(m->liveness_tail);
+    m->liveness_tail = NULL;
+    lv.tail = calloc(1, sizeof *lv.tail);
+    if (lv.tail != NULL) {
+        lv.tail->regs = m->tensor_regs;
+        lv.tail->state = malloc(m->tensor_regs);
+        lv.tail->named = malloc(m->tensor_regs);
+    }
     uint32_t biggest = 1;
     for (uint32_t i = 0; i < m->func_count; i++)
         if (m->funcs[i].count > biggest)
@@ -1044,7 +1104,7 @@ static bib_status_t verify_liveness(const bib_module_t *m, bib_diag_t *diag) {
     lv.starts = malloc(biggest * sizeof *lv.starts);
     bib_status_t st = BIB_OK;
     if (lv.local == NULL || lv.regs == NULL || lv.entry_live == NULL || lv.block_of == NULL ||
-        lv.starts == NULL) {
+        lv.starts == NULL || lv.tail == NULL || lv.tail->state == NULL || lv.tail->named == NULL) {
         st = bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking tensor liveness");
         goto out;
     }
@@ -1070,7 +1130,13 @@ static bib_status_t verify_liveness(const bib_module_t *m, bib_diag_t *diag) {
     }
     for (uint32_t fi = 0; fi < m->func_count && st == BIB_OK; fi++)
         st = lv_function(&lv, fi);
+    if (st == BIB_OK) {
+        lv.tail->work = lv.work;
+        m->liveness_tail = lv.tail;
+        lv.tail = NULL;
+    }
 out:
+    bib_liveness_tail_free(lv.tail);
     free(lv.local);
     free(lv.regs);
     free(lv.entry_live);
@@ -1155,11 +1221,16 @@ static bib_status_t verify_labels(const bib_module_t *m, bib_diag_t *diag) {
 /* Decodes the opcode words from pc from on once (m->ops). */
 static bib_status_t decode_ops(bib_module_t *m, uint32_t from, bib_diag_t *diag) {
     _Static_assert(BIB_OP__COUNT < UINT16_MAX, "dense opcode indices fit m->ops");
-    uint16_t *ops = realloc(m->ops, (size_t)m->code_count * sizeof *ops);
-    if (ops == NULL)
-        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory decoding %u instructions",
-                            m->code_count);
-    m->ops = ops;
+    /* Past pc 0 the module grew inside the room bib_module_reserve made. */
+    uint16_t *ops = m->ops;
+    if (ops == NULL || from == 0) {
+        size_t room = m->code_room > m->code_count ? m->code_room : m->code_count;
+        ops = realloc(m->ops, room * sizeof *ops);
+        if (ops == NULL)
+            return bib_diag_set(diag, BIB_E_NOMEM, "out of memory decoding %u instructions",
+                                m->code_count);
+        m->ops = ops;
+    }
     for (uint32_t pc = from; pc < m->code_count; pc++) {
         int index = bib_isa_find_code(m->code[pc].op);
         ops[pc] = (uint16_t)(index < 0 ? BIB_OP__COUNT : index);
@@ -1196,32 +1267,108 @@ bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag) {
     return st;
 }
 
-/* Whether the instructions at pc from..to-1 can change what the liveness
-   dataflow finds: they name a tensor register, branch (a new way into the
-   code before them), or may enter the entry function again (which makes its
-   starting states unknown). Straight-line code without these leaves every
-   state before it as it was, and has nothing of its own to check. */
-static bool changes_liveness(const bib_module_t *m, uint32_t from, uint32_t to) {
+/* What the instructions at pc from..to-1 do to the liveness dataflow:
+   LV_PLAIN, nothing it tracks; LV_TENSORS, they name tensor registers in
+   straight-line code, whose states go on from those before them; LV_FLOW,
+   they change what comes before them: they branch (a new way into that
+   code), end the function early, or may enter the entry function again
+   (which makes its starting states unknown). */
+enum { LV_PLAIN, LV_TENSORS, LV_FLOW };
+static int liveness_change(const bib_module_t *m, uint32_t from, uint32_t to) {
+    int change = LV_PLAIN;
     for (uint32_t pc = from; pc < to; pc++) {
         const bib_insn_t *insn = &m->code[pc];
         const bib_opinfo_t *info = bib_module_info(m, pc);
         const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
-        if (info->flags & BIB_F_BRANCH)
-            return true;
+        if (info->flags & (BIB_F_BRANCH | BIB_F_TERM))
+            return LV_FLOW;
         bool callee = false;
         for (int k = 0; k < 4; k++) {
             uint32_t kind = info->kinds[k];
-            if (kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM || kind == BIB_K_TGT ||
-                kind == BIB_K_CASES)
-                return true;
+            if (kind == BIB_K_TGT || kind == BIB_K_CASES)
+                return LV_FLOW;
             if (kind == BIB_K_FN && words[k] == m->entry_func && (info->flags & BIB_F_CALL))
-                return true;
+                return LV_FLOW;
+            if (kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM)
+                change = LV_TENSORS;
             callee |= kind == BIB_K_FN || kind == BIB_K_HOST;
         }
         if ((info->flags & BIB_F_CALL) && !callee)
-            return true;
+            return LV_FLOW;
     }
-    return false;
+    return change;
+}
+
+/* The liveness verdict on the module with count straight-line instructions
+   inserted at pc at, ahead of the entry function's last, from the record
+   of the check before (see bib_liveness_tail): the same verdict the whole
+   check gives, and the record brought up to date. */
+static bib_status_t extend_liveness(bib_module_t *m, uint32_t at, uint32_t count,
+                                    bib_diag_t *diag) {
+    bib_liveness_tail_t *t = m->liveness_tail;
+    const uint32_t nregs = m->tensor_regs;
+    /* The states over every tensor register (the extra columns last), and
+       which registers become the function's own. */
+    uint8_t *cur = malloc((size_t)nregs + 2);
+    uint32_t *local = malloc((size_t)nregs * sizeof *local);
+    uint8_t *named = realloc(t->named, nregs);
+    if (named != NULL)
+        t->named = named;
+    uint8_t *state = named != NULL ? realloc(t->state, nregs) : NULL;
+    if (state != NULL)
+        t->state = state;
+    if (cur == NULL || local == NULL || named == NULL || state == NULL) {
+        free(cur);
+        free(local);
+        return bib_diag_set(diag, BIB_E_NOMEM, "out of memory checking tensor liveness");
+    }
+    for (uint32_t r = t->regs; r < nregs; r++) {
+        named[r] = 0;
+        state[r] = t->ghost;
+    }
+    t->regs = nregs;
+    uint32_t added = 0;
+    for (uint32_t pc = at; pc < at + count; pc++) {
+        const bib_insn_t *insn = &m->code[pc];
+        const bib_opinfo_t *info = bib_module_info(m, pc);
+        const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
+        for (int k = 0; k < 4; k++) {
+            uint32_t kind = info->kinds[k];
+            if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) && !named[words[k]]) {
+                named[words[k]] = 1;
+                added++;
+            }
+        }
+    }
+    /* The whole check's order: too many states leaves the function
+       untracked; else its work, every block it processed, runs out. */
+    const uint64_t nlocal = (uint64_t)t->nlocal + added;
+    const uint64_t work = t->work + t->tail_visits * count + t->visits * added;
+    t->nlocal = (uint32_t)nlocal;
+    if (t->verdict == BIB_LV_COMPLETE && (uint64_t)t->nblocks * nlocal > LV_MAX_STATE_BYTES)
+        t->verdict = BIB_LV_UNTRACKED;
+    if (t->verdict == BIB_LV_COMPLETE && work > LV_MAX_WORK)
+        t->verdict = BIB_LV_GAVE_UP;
+    t->work = work;
+    bib_status_t st = BIB_OK;
+    if (t->verdict == BIB_LV_COMPLETE && t->reached) {
+        liveness_t lv;
+        memset(&lv, 0, sizeof lv);
+        lv.m = m;
+        lv.diag = diag;
+        lv.local = local;
+        for (uint32_t r = 0; r < nregs; r++)
+            local[r] = r;
+        memcpy(cur, state, nregs);
+        cur[nregs] = cur[nregs + 1] = t->ghost;
+        for (uint32_t pc = at; pc < at + count && st == BIB_OK; pc++)
+            st = lv_step(&lv, cur, nregs + 2, pc, 1);
+        memcpy(state, cur, nregs);
+        t->ghost = cur[nregs + 1];
+    }
+    free(cur);
+    free(local);
+    return st;
 }
 
 /* New labels of the entry function, all to mark pc at, as verify_labels
@@ -1277,8 +1424,15 @@ bib_status_t bib_module_verify_extension(bib_module_t *m, uint32_t at, uint32_t 
         st = verify_new_labels(m, at, labels, label_count, diag);
     if (st == BIB_OK)
         st = verify_code_range(m, m->entry_func, at, f->entry + f->count, diag);
-    if (st == BIB_OK && m->tensor_regs > 0 && changes_liveness(m, at, at + count))
-        st = verify_liveness(m, diag);
+    /* Liveness: from the record of the last check when the new code is
+       straight-line, else checked again over the module. */
+    if (st == BIB_OK && m->tensor_regs > 0) {
+        int change = liveness_change(m, at, at + count);
+        if (change == LV_FLOW || (change == LV_TENSORS && m->liveness_tail == NULL))
+            st = verify_liveness(m, diag);
+        else if (m->liveness_tail != NULL)
+            st = extend_liveness(m, at, count, diag);
+    }
     return st;
 }
 

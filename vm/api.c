@@ -789,6 +789,10 @@ static void extension_undo(bib_module_t *m, uint32_t at, uint32_t count, uint32_
     f->nregs = nregs;
     m->const_count = first_const;
     m->tensor_regs = tensor_regs;
+    /* The liveness record may describe the code taken back: the next check
+       that needs it runs over the module. */
+    bib_liveness_tail_free(m->liveness_tail);
+    m->liveness_tail = NULL;
 }
 
 bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char *name,
@@ -834,29 +838,13 @@ bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char 
         memcpy(hosts, vm->program.hosts, vm->program.host_count * sizeof *hosts);
     }
     /* Room first: growing an array changes nothing the module says. */
-    const uint64_t new_count = (uint64_t)m->code_count + count;
-    bib_insn_t *code = realloc(m->code, new_count * sizeof *code);
-    bool room = code != NULL;
-    if (room)
-        m->code = code;
-    if (room && m->lines != NULL) {
-        uint32_t *lines = realloc(m->lines, new_count * sizeof *lines);
-        room = lines != NULL;
-        if (room)
-            m->lines = lines;
-    }
-    if (room && ext->const_count > 0) {
-        bib_const_t *consts =
-            realloc(m->consts, ((size_t)m->const_count + ext->const_count) * sizeof *consts);
-        room = consts != NULL;
-        if (room)
-            m->consts = consts;
-    }
-    if (!room) {
+    if (bib_module_reserve(m, m->code_count + count, m->const_count + ext->const_count,
+                           m->label_count + ext->label_count) != BIB_OK) {
         free(hosts);
         return bib_vm_fail(vm, BIB_E_NOMEM, "%s: host out of memory adding %u instructions", label,
                            count);
     }
+    bib_insn_t *code = m->code;
     /* Insert, then verify: a refusal takes the insertion back. */
     const uint32_t at = f->entry + f->count - 1, first_const = m->const_count;
     const uint32_t old_nregs = f->nregs, old_tensor_regs = m->tensor_regs;

@@ -251,10 +251,13 @@ BIB_REPL_CHECK=1 $BIB repl <tests/cli/repl_splice.in >"$T/out" 2>&1
 same "spliced lines give the module and transcript whole reassembly gives" tests/cli/repl_splice.want
 # A line costs the same however long the session: the VM takes a spliced
 # line with bib_vm_extend, which verifies and decodes only what the line
-# adds, so piped lines cost time linear in their number. Sessions of
-# instructions, labels, loops and constants; 4 times the lines take about 4
-# times the CPU (a reload per line made it 16). BIB_REPL_CHECK=1 on 1500 of
-# them compares each line's module with the whole session assembled.
+# adds, so piped lines cost time linear in their number. Two sessions: one
+# of instructions, labels, loops and constants; one of tensor instructions
+# with scalar ones between. 4 times the lines take about 4 times the CPU (a
+# reload per line made it 16). BIB_REPL_CHECK=1 on 1500 lines of each
+# compares each line's module with the whole session assembled. (A line
+# that branches in a session naming tensor registers checks their liveness
+# over main again, in time linear in main: not timed here.)
 for n in 1500 12000 48000; do
     $PY -c "
 n = $n
@@ -265,25 +268,35 @@ for i in range(n):
     print('LDK r3, =%d.5' % i if i % 7 == 0 else 'ADDI r1, r1, %d' % (i % 5))
     if i % 10 == 9: print('JLT r1, r2, l%d' % (i - 9))
 " >"$T/long$n.repl"
+    $PY -c "
+n = $n
+print('.tensor w t1 f32[2] = 1, 2')
+for i in range(n):
+    print(('TADD t2, t1, t1', 'THASH r4, t2', 'ADDI r1, r1, 1')[i % 3])
+" >"$T/tensor$n.repl"
 done
-BIB_REPL_CHECK=1 $BIB repl <"$T/long1500.repl" >"$T/out.check" 2>&1
-if grep -q "differs\|error" "$T/out.check"; then
-    bad "REPL lines spliced: $(grep "differs\|error" "$T/out.check" | head -1)"
-else
-    ok "1500 REPL lines of instructions, labels and loops each give the module of the whole session"
-fi
+for s in long tensor; do
+    BIB_REPL_CHECK=1 $BIB repl <"$T/${s}1500.repl" >"$T/out.check" 2>&1
+    if grep -q "differs\|error" "$T/out.check"; then
+        bad "REPL lines spliced ($s): $(grep "differs\|error" "$T/out.check" | head -1)"
+    else
+        ok "1500 REPL lines ($s session) each give the module of the whole session"
+    fi
+done
 if [ -x /usr/bin/time ]; then
-    for n in 12000 48000; do
-        /usr/bin/time -f "%U %S" -o "$T/time.$n" $BIB repl <"$T/long$n.repl" >"$T/out.$n" 2>&1
-    done
-    if ! grep -q "error" "$T/out.48000" && $PY -c "
+    for s in long tensor; do
+        for n in 12000 48000; do
+            /usr/bin/time -f "%U %S" -o "$T/time.$n" $BIB repl <"$T/$s$n.repl" >"$T/out.$n" 2>&1
+        done
+        if ! grep -q "error" "$T/out.48000" && $PY -c "
 t = [sum(map(float, open('$T/time.%d' % n).readlines()[-1].split())) for n in (12000, 48000)]
 print('12000 lines: %.2fs of CPU; 48000: %.2fs' % tuple(t))
 exit(0 if t[1] < 8 * max(t[0], 0.02) else 1)" >"$T/cost"; then
-        ok "REPL lines cost the same however long the session: $(cat "$T/cost")"
-    else
-        bad "REPL lines cost more as the session grows: $(cat "$T/cost") $(grep error "$T/out.48000" | head -1)"
-    fi
+            ok "REPL lines ($s session) cost the same however long the session: $(cat "$T/cost")"
+        else
+            bad "REPL lines ($s session) cost more as it grows: $(cat "$T/cost") $(grep error "$T/out.48000" | head -1)"
+        fi
+    done
 else
     echo "SKIP REPL line cost: no /usr/bin/time"
 fi

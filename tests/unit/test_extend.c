@@ -15,6 +15,8 @@
 #include "vm/vm.h"
 
 static const char base_src[] = ".tensor w t1 f32[2] = 1, 2\n"
+                               ".tensor u t4 f32[1] = 3\n"
+                               ".tensor v t7 f32[3] = 1, 2, 3\n"
                                ".func sq args=1 regs=3\n"
                                "    MUL r1, r0, r0\n"
                                "    LDI r2, 99\n"
@@ -143,6 +145,30 @@ static void same_program(const bib_vm_t *a, const bib_vm_t *b, uint32_t step) {
     }
 }
 
+/* The liveness record the extensions kept up against the one a check of the
+   whole grown module makes: the same verdict, work, states and all. Returns
+   whether there was one to compare (an extension taken back drops it). */
+static bool same_liveness(const bib_module_t *a, const bib_module_t *b, uint32_t step) {
+    const bib_liveness_tail_t *x = a->liveness_tail, *y = b->liveness_tail;
+    if (x == NULL)
+        return false;
+    cr_assert_not_null(y);
+    cr_assert_eq(x->verdict, y->verdict, "step %u", step);
+    cr_assert_eq(x->reached, y->reached, "step %u", step);
+    cr_assert_eq(x->regs, y->regs, "step %u", step);
+    cr_assert_eq(x->nlocal, y->nlocal, "step %u", step);
+    cr_assert_eq(x->nblocks, y->nblocks, "step %u", step);
+    cr_assert_eq(x->work, y->work, "step %u", step);
+    cr_assert_eq(x->visits, y->visits, "step %u", step);
+    cr_assert_eq(x->tail_visits, y->tail_visits, "step %u", step);
+    cr_assert_eq(memcmp(x->named, y->named, x->regs), 0, "step %u", step);
+    if (x->reached) {
+        cr_assert_eq(memcmp(x->state, y->state, x->regs), 0, "step %u", step);
+        cr_assert_eq(x->ghost, y->ghost, "step %u", step);
+    }
+    return true;
+}
+
 /* ---- random extensions --------------------------------------------------- */
 
 static uint64_t rng_state;
@@ -151,15 +177,28 @@ static uint32_t rnd(uint32_t n) {
     return (uint32_t)(rng_state >> 33) % n;
 }
 
-static const char *const ops[] = {"NOP",  "MOV",  "LDI",   "LDK",  "ADD",   "ADDI", "MUL",
-                                  "MULI", "LT",   "FADD",  "ITOF", "JZ",    "JNZ",  "JMP",
-                                  "JLT",  "CALL", "ALLOC", "FREE", "THASH", "COPY", "TADD"};
+/* Scalar, branching (1 in 10), calling (1 in 10) and tensor instructions. */
+static const char *const scalar_ops[] = {"NOP",  "MOV", "LDI",  "LDK", "ADD",
+                                         "ADDI", "MUL", "MULI", "LT",  "FADD"};
+static const char *const branch_ops[] = {"JZ", "JNZ", "JMP", "JLT"};
+static const char *const tensor_ops[] = {"ALLOC", "FREE", "THASH", "COPY", "TADD"};
+
+static const char *random_op(void) {
+    uint32_t kind = rnd(10);
+    if (kind == 0)
+        return branch_ops[rnd(sizeof branch_ops / sizeof *branch_ops)];
+    if (kind == 1)
+        return "CALL";
+    if (kind < 5)
+        return tensor_ops[rnd(sizeof tensor_ops / sizeof *tensor_ops)];
+    return scalar_ops[rnd(sizeof scalar_ops / sizeof *scalar_ops)];
+}
 
 /* One random instruction for pc (at + i of an extension of count), mostly
    valid; bad says whether it was made wrong on purpose. */
 static bib_insn_t random_insn(const bib_module_t *m, uint32_t at, uint32_t i, uint32_t count,
                               uint32_t nregs, uint32_t tregs, uint32_t nconsts, bool *bad) {
-    int op = bib_isa_find_name(ops[rnd(sizeof ops / sizeof *ops)]);
+    int op = bib_isa_find_name(random_op());
     cr_assert(op >= 0);
     const bib_opinfo_t *info = &bib_isa_table[op];
     const bib_function_t *f = &m->funcs[m->entry_func];
@@ -180,10 +219,11 @@ static bib_insn_t random_insn(const bib_module_t *m, uint32_t at, uint32_t i, ui
             break;
         case BIB_K_TGT:
             /* Forward inside the extension (the closing HALT included), or
-               back into the code before it; now and then outside main. */
+               back into the code before it; now and then outside main. A
+               JMP goes forward, so that the end of main stays reached. */
             if (wrong)
                 w[k] = rnd(f->entry);
-            else if (rnd(4) != 0)
+            else if (rnd(4) != 0 || (info->flags & BIB_F_TERM))
                 w[k] = at + i + 1 + rnd(count - i);
             else
                 w[k] = f->entry + rnd(at - f->entry);
@@ -219,7 +259,7 @@ Test(extend, random_extensions_match_a_reload_of_the_grown_module) {
     assemble(base_src, &ref, &ref_size);
     bib_vm_t *vm = started(ref, ref_size);
     rng_state = 12345;
-    uint32_t accepted = 0, refused = 0, redecoded = 0;
+    uint32_t accepted = 0, refused = 0, redecoded = 0, tails = 0;
     for (uint32_t step = 0; step < 600; step++) {
         const bib_module_t *m = bib_vm_module(vm);
         const bib_function_t *f = &m->funcs[m->entry_func];
@@ -282,14 +322,16 @@ Test(extend, random_extensions_match_a_reload_of_the_grown_module) {
         bib_free(mine);
         bib_vm_t *fresh = started(grown, grown_size);
         same_program(vm, fresh, step);
+        tails += same_liveness(bib_vm_module(vm), bib_vm_module(fresh), step);
         bib_vm_destroy(fresh);
         bib_free(ref);
         ref = grown;
         ref_size = grown_size;
         (void)bad;
     }
-    cr_assert(accepted > 100 && refused > 50 && redecoded > 3,
-              "accepted %u, refused %u, decoded again %u", accepted, refused, redecoded);
+    cr_assert(accepted > 100 && refused > 50 && redecoded > 3 && tails > 100,
+              "accepted %u, refused %u, decoded again %u, liveness records %u", accepted, refused,
+              redecoded, tails);
     bib_free(ref);
     bib_vm_destroy(vm);
 }
@@ -313,7 +355,7 @@ static void run_to_halt(bib_vm_t *vm) {
 static bib_insn_t insn(const char *text) {
     char src[320];
     snprintf(src, sizeof src,
-             ".tensor w t1 f32[2] = 1, 2\n"
+             ".tensor w t1 f32[2] = 1, 2\n.tensor u t4 f32[1] = 3\n"
              ".func sq args=1 regs=7\n MUL r1, r0, r0\n LDI r6, 55\n RET r1\n.end\n"
              ".func main regs=12\n %s\n HALT r0\n.end\n",
              text);
@@ -379,17 +421,17 @@ Test(extend, a_refused_extension_leaves_the_run_as_it_was) {
     cr_assert_eq(bib_module_write(bib_vm_module(vm), &before, &before_size, NULL), BIB_OK);
     /* r7 in a frame of 4 registers; then t1 read after it was freed. */
     bib_insn_t bad_reg[2] = {insn("LDI r0, 1"), insn("ADDI r7, r0, 1")};
-    bib_extension_t e = {bad_reg, NULL, 2, NULL, 0, NULL, 0, 4, 2};
+    bib_extension_t e = {bad_reg, NULL, 2, NULL, 0, NULL, 0, 4, 8};
     cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_E_VERIFY);
     cr_assert_str_eq(bib_vm_error(vm), "t: pc 7 (ADDI): operand a names register r7 but function "
                                        "'main' has 4 registers (r0..r3)");
     bib_insn_t freed[2] = {insn("FREE t1"), insn("THASH r3, t1")};
-    e = (bib_extension_t){freed, NULL, 2, NULL, 0, NULL, 0, 4, 2};
+    e = (bib_extension_t){freed, NULL, 2, NULL, 0, NULL, 0, 4, 8};
     cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_E_VERIFY);
     cr_assert(strstr(bib_vm_error(vm), "pc 7 (THASH): operand b reads t1, which is freed") != NULL,
               "%s", bib_vm_error(vm));
     const char *dup[1] = {"top"};
-    e = (bib_extension_t){freed, NULL, 1, dup, 1, NULL, 0, 4, 2};
+    e = (bib_extension_t){freed, NULL, 1, dup, 1, NULL, 0, 4, 8};
     cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_E_VERIFY);
     cr_assert(strstr(bib_vm_error(vm), "label 'top' is given twice") != NULL, "%s",
               bib_vm_error(vm));
@@ -398,7 +440,7 @@ Test(extend, a_refused_extension_leaves_the_run_as_it_was) {
     /* The run goes on: a good extension runs from where main stopped. */
     bib_insn_t good[1] = {insn("ADDI r3, r2, 40")};
     const char *here[1] = {"more"};
-    e = (bib_extension_t){good, NULL, 1, here, 1, NULL, 0, 4, 2};
+    e = (bib_extension_t){good, NULL, 1, here, 1, NULL, 0, 4, 8};
     cr_assert_eq(bib_vm_extend(vm, &e, "t", 3), BIB_OK, "%s", bib_vm_error(vm));
     run_to_halt(vm);
     cr_assert_eq(reg(vm, 3), 41);
@@ -408,5 +450,56 @@ Test(extend, a_refused_extension_leaves_the_run_as_it_was) {
     bib_free(before);
     bib_free(after);
     bib_free(bytes);
+    bib_vm_destroy(vm);
+}
+
+/* Extends vm as e says and checks the verdict against a reload's; returns
+   the status. *ref follows the module as it grows. */
+static bib_status_t extend_as_reload(bib_vm_t *vm, const bib_extension_t *e, uint8_t **ref,
+                                     size_t *ref_size) {
+    uint8_t *grown = NULL;
+    size_t grown_size = 0;
+    char want[512];
+    bib_status_t want_st = reference(*ref, *ref_size, e, &grown, &grown_size, want);
+    bib_status_t st = bib_vm_extend(vm, e, "t", 0);
+    cr_assert_eq(st, want_st, "extend says %s; a reload: %s", bib_vm_error(vm), want);
+    if (st == BIB_OK) {
+        bib_free(*ref);
+        *ref = grown;
+        *ref_size = grown_size;
+    } else {
+        bib_free(grown);
+    }
+    return st;
+}
+
+Test(extend, liveness_goes_on_from_the_end_of_main) {
+    uint8_t *ref;
+    size_t ref_size;
+    assemble(base_src, &ref, &ref_size);
+    bib_vm_t *vm = started(ref, ref_size);
+    /* t4 is set at the start, and main has not named it. */
+    bib_insn_t read[1] = {insn("THASH r1, t4")};
+    bib_extension_t e = {read, NULL, 1, NULL, 0, NULL, 0, 4, 8};
+    cr_assert_eq(extend_as_reload(vm, &e, &ref, &ref_size), BIB_OK, "%s", bib_vm_error(vm));
+    /* t9 (a new register) may have been allocated by a call: freeing it
+       after one is no definite error. */
+    bib_insn_t call[1] = {insn("CALL r2, sq, r0, 1")};
+    e = (bib_extension_t){call, NULL, 1, NULL, 0, NULL, 0, 4, 8};
+    cr_assert_eq(extend_as_reload(vm, &e, &ref, &ref_size), BIB_OK, "%s", bib_vm_error(vm));
+    bib_insn_t free9[1] = {{bib_isa_table[bib_isa_find_name("FREE")].code, 9, 0, 0, 0}};
+    e = (bib_extension_t){free9, NULL, 1, NULL, 0, NULL, 0, 4, 10};
+    const bib_liveness_tail_t *record = bib_vm_module(vm)->liveness_tail;
+    cr_assert_not_null(record);
+    cr_assert_eq(extend_as_reload(vm, &e, &ref, &ref_size), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(bib_vm_module(vm)->liveness_tail, record, "the record was kept up, not rebuilt");
+    /* Without the call, t9 was never allocated. */
+    bib_vm_destroy(vm);
+    bib_free(ref);
+    assemble(base_src, &ref, &ref_size);
+    vm = started(ref, ref_size);
+    cr_assert_eq(extend_as_reload(vm, &e, &ref, &ref_size), BIB_E_VERIFY);
+    cr_assert(strstr(bib_vm_error(vm), "t9 was never allocated") != NULL, "%s", bib_vm_error(vm));
+    bib_free(ref);
     bib_vm_destroy(vm);
 }
