@@ -1272,7 +1272,8 @@ bib_status_t bib_module_verify(bib_module_t *m, bib_diag_t *diag) {
    straight-line code, whose states go on from those before them; LV_FLOW,
    they change what comes before them: they branch (a new way into that
    code), end the function early, or may enter the entry function again
-   (which makes its starting states unknown). */
+   (which makes its starting states unknown). The caller also takes the
+   function's last instruction as LV_FLOW when it branches. */
 enum { LV_PLAIN, LV_TENSORS, LV_FLOW };
 static int liveness_change(const bib_module_t *m, uint32_t from, uint32_t to) {
     int change = LV_PLAIN;
@@ -1427,7 +1428,11 @@ bib_status_t bib_module_verify_extension(bib_module_t *m, uint32_t at, uint32_t 
     /* Liveness: from the record of the last check when the new code is
        straight-line, else checked again over the module. */
     if (st == BIB_OK && m->tensor_regs > 0) {
-        int change = liveness_change(m, at, at + count);
+        /* A last instruction that jumps (back into the new code, say) makes
+           the new code part of a flow the record does not know. */
+        int change = (bib_module_info(m, at + count)->flags & BIB_F_BRANCH)
+                         ? LV_FLOW
+                         : liveness_change(m, at, at + count);
         if (change == LV_FLOW || (change == LV_TENSORS && m->liveness_tail == NULL))
             st = verify_liveness(m, diag);
         else if (m->liveness_tail != NULL)

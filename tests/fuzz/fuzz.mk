@@ -5,7 +5,7 @@
 #   make fuzz          build the harnesses, the seeds and dictionaries, then run
 #                      each harness for FUZZ_SECONDS (default 120) with one job
 #   make fuzz-build    only build them (build/fuzz/fuzz_load, fuzz_run, fuzz_diff, fuzz_asm,
-#                      fuzz_npy, fuzz_hexcase)
+#                      fuzz_npy, fuzz_hexcase, fuzz_extend)
 #
 # fuzz_npy and fuzz_hexcase drive the CLI's own parsers (cli/npy.c,
 # cli/hexcase.c); fuzz_hexcase links only its parser, fuzz_npy the library
@@ -33,7 +33,7 @@ FUZZ_CFLAGS   = $(CSTD) -O1 -g -Wall -Wextra $(FPFLAGS) -Iinclude -I. -DBIB_EXEC
                 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP
 FUZZ_LDLIBS   = -lz -lm -lpthread -ldl $(SHADERC_LIBS)
 FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/tests/fuzz/mimalloc_shim.o
-FUZZ_NAMES    = load run diff asm npy hexcase
+FUZZ_NAMES    = load run diff asm npy hexcase extend
 FUZZ_BINS     = $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
 
 $(FUZZ_DIR)/obj/%_avx2.o:   FUZZ_CFLAGS += -mavx2 -mfma
