@@ -1413,9 +1413,10 @@ bib_status_t bib_module_verify_extension(bib_module_t *m, uint32_t at, uint32_t 
     const bib_function_t *f = &m->funcs[m->entry_func];
     /* The checks bib_module_verify would fail on first, in its order: the
        new constants, the entry function's frame, the new labels, the new
-       instructions and the moved last one, then liveness. Nothing else has changed, and
-       every check passed before can only pass again: registers, tensor
-       registers, constants and the function's pcs only grew. */
+       instructions and the moved last one, then liveness. Nothing else has
+       changed, and every check passed before can only pass again:
+       registers, tensor registers, constants and the function's pcs only
+       grew. */
     bib_status_t st = decode_ops(m, at, diag);
     if (st == BIB_OK)
         st = verify_consts(m, first_const, diag);
