@@ -212,10 +212,9 @@ static const char *after_labels(const char *line) {
 /* Assembles the last line of main (an instruction, labels, or labels and an
    instruction) in a small source: the directives, the functions, and a main
    holding a call, one NOP for each label of main the line names, then the
-   line. Its
-   instructions are spliced into the committed module before the closing
-   HALT, their labels, constants and imports mapped by name and value, and
-   its own labels mark the first of them. The result is what assembling the
+   line. Its instructions are spliced into the committed module before the
+   closing HALT, their labels, constants and imports mapped by name and
+   value, and its own labels mark the first of them. The result is what assembling the
    whole session gives (BIB_REPL_CHECK=1 compares the two). Returns
    SPLICE_EXTEND with *ext describing what the line adds (pointing into
    r->module, and *names, which the caller frees) when the VM can take it

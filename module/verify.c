@@ -1312,12 +1312,13 @@ static bib_status_t extend_liveness(bib_module_t *m, uint32_t at, uint32_t count
        which registers become the function's own. */
     uint8_t *cur = malloc((size_t)nregs + 2);
     uint32_t *local = malloc((size_t)nregs * sizeof *local);
-    uint8_t *named = realloc(t->named, nregs);
-    if (named != NULL)
-        t->named = named;
-    uint8_t *state = named != NULL ? realloc(t->state, nregs) : NULL;
-    if (state != NULL)
-        t->state = state;
+    uint8_t *named = t->named, *state = t->state;
+    if (nregs > t->regs) {
+        if ((named = realloc(t->named, nregs)) != NULL)
+            t->named = named;
+        if (named != NULL && (state = realloc(t->state, nregs)) != NULL)
+            t->state = state;
+    }
     if (cur == NULL || local == NULL || named == NULL || state == NULL) {
         free(cur);
         free(local);
