@@ -28,24 +28,41 @@ const bib_opinfo_t bib_isa_table[BIB_OP__COUNT] = {
 #undef BIB_ISA_ROW
 };
 
-/* Codes to rows: an open-addressing hash built once, since the loader, the
-   verifier and the disassembler look up every instruction (a REPL session
-   reloads its module per line). The interpreter never looks codes up. */
+/* Codes to rows, and mnemonics to rows: open-addressing hashes built once,
+   since the loader, the verifier and the disassembler look up every
+   instruction, and the assembler every mnemonic. The interpreter never
+   looks codes up. */
 #define CODE_SLOTS 1024u /* a power of two, over four times BIB_OP__COUNT */
 _Static_assert(BIB_OP__COUNT * 4 <= CODE_SLOTS, "CODE_SLOTS must grow with the opcode table");
 static int16_t code_slots[CODE_SLOTS]; /* row + 1; 0 is empty */
-static pthread_once_t code_slots_once = PTHREAD_ONCE_INIT;
+static int16_t name_slots[CODE_SLOTS]; /* the same, by mnemonic */
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
 
 static uint32_t code_hash(uint32_t code) {
     return (code * 2654435761u) >> 22; /* the top 10 bits: 0..CODE_SLOTS-1 */
 }
 
-static void build_code_slots(void) {
+/* Of the name in lower case: names compare without case. */
+static uint32_t name_hash(const char *name) {
+    uint64_t h = BIB_FNV1A64_BASIS;
+    for (; *name != '\0'; name++) {
+        unsigned char c = (unsigned char)*name;
+        c = c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+        h = bib_fnv1a64(h, &c, 1);
+    }
+    return (uint32_t)(h ^ h >> 32) & (CODE_SLOTS - 1);
+}
+
+static void place(int16_t *slots, uint32_t h, int row) {
+    while (slots[h] != 0)
+        h = (h + 1) & (CODE_SLOTS - 1);
+    slots[h] = (int16_t)(row + 1);
+}
+
+static void build_slots(void) {
     for (int i = 0; i < BIB_OP__COUNT; i++) {
-        uint32_t h = code_hash(bib_isa_table[i].code);
-        while (code_slots[h] != 0)
-            h = (h + 1) & (CODE_SLOTS - 1);
-        code_slots[h] = (int16_t)(i + 1);
+        place(code_slots, code_hash(bib_isa_table[i].code), i);
+        place(name_slots, name_hash(bib_isa_table[i].name), i);
     }
 }
 
@@ -63,21 +80,21 @@ _Static_assert(BIB_UNARY__COUNT <= 256 && BIB_BINARY__COUNT <= 256 && BIB_REDUCE
 _Static_assert(BIB_KERNEL__COUNT <= 127, "kernels fit bib_opinfo_t.kernel");
 
 int bib_isa_find_code(uint32_t code) {
-    pthread_once(&code_slots_once, build_code_slots);
+    pthread_once(&slots_once, build_slots);
     for (uint32_t h = code_hash(code);; h = (h + 1) & (CODE_SLOTS - 1)) {
         int row = code_slots[h] - 1;
-        if (row < 0)
-            return -1;
-        if (bib_isa_table[row].code == code)
+        if (row < 0 || bib_isa_table[row].code == code)
             return row;
     }
 }
 
 int bib_isa_find_name(const char *name) {
-    for (int i = 0; i < BIB_OP__COUNT; i++)
-        if (strcasecmp(bib_isa_table[i].name, name) == 0)
-            return i;
-    return -1;
+    pthread_once(&slots_once, build_slots);
+    for (uint32_t h = name_hash(name);; h = (h + 1) & (CODE_SLOTS - 1)) {
+        int row = name_slots[h] - 1;
+        if (row < 0 || strcasecmp(bib_isa_table[row].name, name) == 0)
+            return row;
+    }
 }
 
 const char *bib_isa_kind_name(bib_operand_kind_t kind) {

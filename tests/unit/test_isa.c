@@ -2,6 +2,7 @@
  * holds the codes the issue fixes; instructions encode and decode exactly;
  * the kernel table (isa/kernels.def) agrees with the opcodes that use it. */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
@@ -152,6 +153,28 @@ Test(isa, find_code_and_name_round_trip) {
     cr_expect_eq(bib_isa_find_name("Matmul"), BIB_OP_MATMUL);
     cr_expect_eq(bib_isa_find_name("NOSUCH"), -1);
     cr_expect_eq(bib_isa_find_code(0x00991234), -1);
+    /* Every mnemonic in any case; with a letter more or less, none (or the
+       row that is so named). */
+    for (int i = 0; i < BIB_OP__COUNT; i++) {
+        char name[64];
+        size_t n = strlen(bib_isa_table[i].name);
+        cr_assert_lt(n + 2, sizeof name);
+        for (size_t j = 0; j <= n; j++)
+            name[j] = (char)(j % 2 ? tolower((unsigned char)bib_isa_table[i].name[j])
+                                   : toupper((unsigned char)bib_isa_table[i].name[j]));
+        cr_expect_eq(bib_isa_find_name(name), i, "%s", name);
+        for (size_t j = 0; j <= n; j++)
+            name[j] = (char)tolower((unsigned char)bib_isa_table[i].name[j]);
+        cr_expect_eq(bib_isa_find_name(name), i, "%s", name);
+        memcpy(name + n, "X", 2);
+        int longer = bib_isa_find_name(name);
+        cr_expect(longer == -1 || strcasecmp(bib_isa_table[longer].name, name) == 0, "%s", name);
+        name[n - 1] = '\0';
+        int shorter = bib_isa_find_name(name);
+        cr_expect(shorter == -1 || strcasecmp(bib_isa_table[shorter].name, name) == 0, "%s", name);
+    }
+    cr_expect_eq(bib_isa_find_name(""), -1);
+    cr_expect_eq(bib_isa_find_name("ADD\xc3\xa9"), -1);
 }
 
 Test(isa, rows_are_well_formed) {
