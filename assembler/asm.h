@@ -90,7 +90,7 @@ const bib_kernel_decl_t *bib_builder_kernel_decl(const bib_builder_t *b, uint32_
 uint32_t bib_builder_const_bits(bib_builder_t *b, uint32_t type, uint64_t bits);
 
 /* The first pool entry with this type and these bits, or UINT32_MAX. */
-uint32_t bib_builder_const_find(const bib_builder_t *b, uint32_t type, uint64_t bits);
+uint32_t bib_builder_const_find(bib_builder_t *b, uint32_t type, uint64_t bits);
 
 /* The data bytes so far; the next appended byte goes at this address. */
 uint64_t bib_builder_data_size(const bib_builder_t *b);

@@ -57,6 +57,7 @@ struct bib_builder {
 
     bib_const_t *consts;
     uint32_t const_count, const_cap;
+    bib_const_index_t const_index; /* consts by value, for bib_builder_const_find */
 
     uint8_t *data;
     uint64_t data_size, data_cap;
@@ -190,6 +191,7 @@ void bib_builder_destroy(bib_builder_t *b) {
     }
     free(b->kernels);
     bib_names_free(&b->index);
+    bib_const_index_free(&b->const_index);
     free(b);
 }
 
@@ -479,11 +481,12 @@ uint32_t bib_builder_const_bits(bib_builder_t *b, uint32_t type, uint64_t bits) 
     return b->const_count++;
 }
 
-uint32_t bib_builder_const_find(const bib_builder_t *b, uint32_t type, uint64_t bits) {
-    for (uint32_t i = 0; i < b->const_count; i++)
-        if (b->consts[i].type == type && b->consts[i].bits == bits)
-            return i;
-    return BUILDER_NONE;
+uint32_t bib_builder_const_find(bib_builder_t *b, uint32_t type, uint64_t bits) {
+    uint32_t i;
+    int found = bib_const_index_find(&b->const_index, b->consts, b->const_count, type, bits, &i);
+    if (found < 0)
+        fail(b, BIB_E_NOMEM, "out of memory indexing %u constants", b->const_count);
+    return found > 0 ? i : BUILDER_NONE;
 }
 
 uint32_t bib_builder_const_i64(bib_builder_t *b, int64_t value) {

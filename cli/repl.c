@@ -204,13 +204,7 @@ static bib_vm_t *new_vm(repl_t *r) {
     return vm;
 }
 
-void repl_forget_module(repl_t *r) {
-    bib_module_free(r->module);
-    r->module = NULL;
-}
-
 static void reset_session(repl_t *r) {
-    repl_forget_module(r);
     repl_src_free(&r->top);
     repl_src_free(&r->funcs);
     repl_src_free(&r->body);

@@ -46,11 +46,6 @@ typedef struct repl {
     size_t nbreaks;
     char **inputs; /* :input NAME=PATH specs, given again to a new VM (:backend) */
     size_t ninputs;
-
-    /* The module of the interactive source as last committed (NULL when
-       none): an instruction appended to main is spliced into it, so that a
-       line costs the same however long the session. */
-    bib_module_t *module;
 } repl_t;
 
 /* The generated text and, per text line, the session line it maps to. */
@@ -73,7 +68,6 @@ void repl_print_reg(uint32_t i, uint64_t v);
 void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_halt);
 bool repl_is_name_char(int c);
 void repl_apply_breaks(repl_t *r);
-void repl_forget_module(repl_t *r);
 int repl_main_info(repl_t *r, bib_function_info_t *info);
 
 /* cli/repl_session.c */

@@ -169,29 +169,43 @@ bool repl_assemble(repl_t *r, uint8_t **bytes, size_t *size) {
 
 /* ---- one instruction appended to main, without reassembling the session ---- */
 
-/* Index of name among the module's imports, appended when new (-1: out of
-   memory). */
-static int64_t import_index(bib_module_t *m, const char *name) {
-    for (uint32_t i = 0; i < m->import_count; i++)
-        if (strcmp(m->imports[i], name) == 0)
-            return i;
-    char **v = realloc(m->imports, (m->import_count + 1) * sizeof *v);
-    if (v == NULL)
-        return -1;
-    m->imports = v;
-    if ((v[m->import_count] = strdup(name)) == NULL)
-        return -1;
-    return m->import_count++;
+/* A line spliced: what bib_vm_extend takes, and the arrays it points to. */
+typedef struct splice {
+    bib_extension_t ext;
+    bib_insn_t *code;
+    uint32_t *lines;
+    char **labels;
+    uint32_t label_count;
+    bib_const_t *consts;
+} splice_t;
+
+static void splice_free(splice_t *s) {
+    for (uint32_t i = 0; s->labels != NULL && i < s->label_count; i++)
+        free(s->labels[i]);
+    free(s->labels);
+    free(s->code);
+    free(s->lines);
+    free(s->consts);
+    memset(s, 0, sizeof *s);
 }
 
-static int64_t const_index(bib_module_t *m, bib_const_t k) {
-    for (uint32_t i = 0; i < m->const_count; i++)
-        if (m->consts[i].type == k.type && m->consts[i].bits == k.bits)
-            return i;
-    if (bib_module_reserve(m, m->code_count, m->const_count + 1, m->label_count) != BIB_OK)
+/* The index k will have in the loaded module's constant pool once s's new
+   constants follow it (added to them when new; -1: out of memory). */
+static int64_t splice_const(repl_t *r, splice_t *s, bib_const_t k) {
+    uint32_t index;
+    int found = bib_vm_const_find(r->vm, k, &index);
+    if (found != 0)
+        return found > 0 ? (int64_t)index : -1;
+    const uint32_t base = bib_vm_module(r->vm)->const_count;
+    for (uint32_t i = 0; i < s->ext.const_count; i++)
+        if (s->consts[i].type == k.type && s->consts[i].bits == k.bits)
+            return base + i;
+    bib_const_t *v = realloc(s->consts, (s->ext.const_count + 1) * sizeof *v);
+    if (v == NULL)
         return -1;
-    m->consts[m->const_count] = k;
-    return m->const_count++;
+    s->consts = v;
+    v[s->ext.const_count] = k;
+    return base + s->ext.const_count++;
 }
 
 /* Where a statement goes on after its labels ("name:", each) and blanks. */
@@ -209,52 +223,58 @@ static const char *after_labels(const char *line) {
     }
 }
 
+/* A word of a line that names a label of main, a function, or both. */
+typedef struct named {
+    const char *at; /* in the line */
+    size_t len;
+    uint32_t pc;   /* the label's pc, or UINT32_MAX */
+    uint32_t func; /* the function's index, or UINT32_MAX */
+} named_t;
+
+/* The k-th of named[0..n) that names a label (of_func false) or a function,
+   as the probe has them: its pc or index; -1 when there are fewer. */
+static int64_t nth_named(const named_t *named, uint32_t n, int64_t k, bool of_func) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v = of_func ? named[i].func : named[i].pc;
+        if (v != UINT32_MAX && k-- == 0)
+            return v;
+    }
+    return -1;
+}
+
 /* Assembles the last line of main (an instruction, labels, or labels and an
    instruction) in a small source: the directives, the functions, and a main
    holding a call, one NOP for each label of main the line names, then the
-   line. Its instructions are spliced into the committed module before the
-   closing HALT, their labels, constants and imports mapped by name and
-   value, and its own labels mark the first of them. The result is what assembling the
-   whole session gives (BIB_REPL_CHECK=1 compares the two). Returns
-   SPLICE_EXTEND with *ext describing what the line adds (pointing into
-   r->module, and *names, which the caller frees) when the VM can take it
-   with bib_vm_extend; SPLICE_RELOAD with the module's bytes when the line
-   adds an import (bound anew by a reload); and SPLICE_NONE whenever the
-   line is not such a case or anything differs from plan: the caller then
-   assembles the whole session, which also gives the diagnostics. */
-typedef enum { SPLICE_NONE, SPLICE_EXTEND, SPLICE_RELOAD } splice_t;
-
-static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint8_t **bytes,
-                            size_t *size) {
-    bib_module_t *m = r->module;
+   line. Its instructions, with their labels, constants and targets mapped
+   by name and value onto the loaded module and its own labels marking the
+   first of them, are what *s gives bib_vm_extend to put before the closing
+   HALT; the module is then what assembling the whole session gives
+   (BIB_REPL_CHECK=1 compares the two). Returns false, with *s empty,
+   whenever the line is not such a case (a line naming a host function the
+   module does not import yet is not: imports are bound by a reload) or
+   anything differs from plan: the caller then assembles the whole session,
+   which also gives the diagnostics. */
+static bool splice_line(repl_t *r, splice_t *s) {
+    memset(s, 0, sizeof *s);
+    const bib_module_t *m = bib_vm_module(r->vm);
     if (m == NULL || r->file != NULL || r->body.n == 0 || m->func_count == 0 ||
         m->entry_func != m->func_count - 1 || m->lines == NULL)
-        return SPLICE_NONE;
+        return false;
     const src_line_t *line = &r->body.v[r->body.n - 1];
     /* Labels, then an instruction or nothing; not a directive. */
     if (*after_labels(line->text) == '.')
-        return SPLICE_NONE;
-    bib_function_t *main_fn = &m->funcs[m->entry_func];
-    uint32_t halt = main_fn->entry + main_fn->count - 1;
+        return false;
+    const bib_function_t *main_fn = &m->funcs[m->entry_func];
+    const uint32_t halt = main_fn->entry + main_fn->count - 1;
     if (main_fn->entry + main_fn->count != m->code_count)
-        return SPLICE_NONE;
-    const uint32_t old_consts = m->const_count, old_imports = m->import_count;
-    /* The probe: a call of a function of its own (after main, so that the
-       session's functions keep their indices), so that its tensor liveness
-       knows nothing of main's tensor registers (the module's check judges
-       the line); then the labels of main that the line names, each on a
-       NOP of its own (nop_pc: the pc each NOP stands for); then the line. */
-    gen_t g;
-    memset(&g, 0, sizeof g);
-    bool ok = gen_src(&g, &r->top, false) && gen_src(&g, &r->funcs, false) &&
-              gen_line(&g, ".func main", 0) && gen_line(&g, "    CALL r0, __repl_probe, r0, 0", 0);
-    /* Each word of the line that names a label of main, once. */
+        return false;
+    /* The words of the line that name a label of main or a function, each
+       once (a word can be both). */
     const size_t len = strlen(line->text);
-    uint32_t *nop_pc = malloc((len / 2 + 1) * sizeof *nop_pc);
-    const char **nop_name = malloc((len / 2 + 1) * sizeof *nop_name);
-    uint32_t nops = 0;
-    ok = ok && nop_pc != NULL && nop_name != NULL;
-    char word[BIB_MAX_NAME + 1], text[BIB_MAX_NAME + 8];
+    named_t *named = malloc((len / 2 + 1) * sizeof *named);
+    uint32_t nnamed = 0, nops = 0, nstubs = 0;
+    bool ok = named != NULL;
+    char word[BIB_MAX_NAME + 1], text[BIB_MAX_NAME + 64];
     for (const char *w = line->text; ok && *w != '\0';) {
         if (!repl_is_name_char((unsigned char)*w)) {
             w++;
@@ -263,25 +283,52 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
         const char *e = w;
         while (repl_is_name_char((unsigned char)*e))
             e++;
-        size_t n = (size_t)(e - w);
-        uint32_t pc;
-        int found = 0;
-        if (n <= BIB_MAX_NAME) {
+        const size_t n = (size_t)(e - w);
+        bool seen = n > BIB_MAX_NAME;
+        for (uint32_t i = 0; !seen && i < nnamed; i++)
+            seen = named[i].len == n && memcmp(named[i].at, w, n) == 0;
+        if (!seen) {
             memcpy(word, w, n);
             word[n] = '\0';
-            found = bib_module_entry_label(m, word, &pc);
+            named_t *x = &named[nnamed];
+            *x = (named_t){w, n, UINT32_MAX, UINT32_MAX};
+            int found = bib_vm_entry_label(r->vm, word, &x->pc);
             ok = found >= 0;
-        }
-        for (uint32_t i = 0; found > 0 && i < nops; i++)
-            found = strncmp(nop_name[i], w, n) != 0 || nop_name[i][n] != '\0';
-        if (found > 0) {
-            snprintf(text, sizeof text, "%s: NOP", word);
-            ok = gen_line(&g, text, 0);
-            nop_name[nops] = w;
-            nop_pc[nops++] = pc;
+            if (found == 0)
+                x->pc = UINT32_MAX;
+            int64_t f = bib_vm_function_find(r->vm, word);
+            if (f >= 0 && (uint32_t)f != m->entry_func)
+                x->func = (uint32_t)f;
+            nops += x->pc != UINT32_MAX;
+            nstubs += x->func != UINT32_MAX;
+            nnamed += x->pc != UINT32_MAX || x->func != UINT32_MAX;
         }
         w = e;
     }
+    /* The probe: the directives; a stand-in of the same name, arguments and
+       registers for each function the line names (their bodies do not
+       matter to it, and assembling them would cost what the session holds);
+       main, holding a call of a function of its own (so that its tensor
+       liveness knows nothing of main's tensor registers: the module's check
+       judges the line), then the labels of main that the line names, each
+       on a NOP of its own, then the line. Functions are mapped by name. */
+    gen_t g;
+    memset(&g, 0, sizeof g);
+    ok = ok && gen_src(&g, &r->top, false);
+    for (uint32_t i = 0; ok && i < nnamed; i++) {
+        if (named[i].func == UINT32_MAX)
+            continue;
+        const bib_function_t *f = &m->funcs[named[i].func];
+        snprintf(text, sizeof text, ".func %.*s args=%" PRIu32 " regs=%" PRIu32, (int)named[i].len,
+                 named[i].at, f->nargs, f->nregs);
+        ok = gen_line(&g, text, 0) && gen_line(&g, "    RET r0", 0) && gen_line(&g, ".end", 0);
+    }
+    ok = ok && gen_line(&g, ".func main", 0) && gen_line(&g, "    CALL r0, __repl_probe, r0, 0", 0);
+    for (uint32_t i = 0; ok && i < nnamed; i++)
+        if (named[i].pc != UINT32_MAX) {
+            snprintf(text, sizeof text, "%.*s: NOP", (int)named[i].len, named[i].at);
+            ok = gen_line(&g, text, 0);
+        }
     ok = ok && gen_line(&g, line->text, 0) && gen_line(&g, "    HALT r0", 0) &&
          gen_line(&g, ".end", 0) && gen_line(&g, ".func __repl_probe", 0) &&
          gen_line(&g, "    RET r0", 0) && gen_line(&g, ".end", 0);
@@ -294,27 +341,30 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
     repl_gen_free(&g);
     bib_free(diag);
     bib_free(probe_bytes);
-    /* The same functions before main, and the line's instructions after the
-       call and the label NOPs; the line's own labels are the probe's last. */
-    ok = ok && probe->func_count == m->func_count + 1 && probe->entry_func == m->entry_func;
+    /* The stand-ins, main and the probe's own function, in that order; the
+       line's instructions after the call and the label NOPs, and its own
+       labels the probe's last. */
+    ok = ok && probe->func_count == nstubs + 2 && probe->entry_func == nstubs;
     const bib_function_t *pm = ok ? &probe->funcs[probe->entry_func] : NULL;
     ok = ok && pm->count > nops + 1;
-    for (uint32_t i = 0; ok && i + 1 < m->func_count; i++)
-        ok = strcmp(probe->funcs[i].name, m->funcs[i].name) == 0;
     const uint32_t first_nop = ok ? pm->entry + 1 : 0;
     const uint32_t line_pc = first_nop + nops;
-    uint32_t added = ok ? pm->count - nops - 2 : 0;
+    const uint32_t added = ok ? pm->count - nops - 2 : 0;
     uint32_t own = 0;
     while (ok && own < probe->label_count &&
            probe->labels[probe->label_count - 1 - own].pc >= line_pc)
         own++;
     ok = ok && added + own > 0;
-    *names = ok && own > 0 ? calloc(own, sizeof **names) : NULL;
-    ok = ok && (own == 0 || *names != NULL);
-    for (uint32_t i = 0; ok && i < own; i++)
-        ok = ((*names)[i] = strdup(probe->labels[probe->label_count - own + i].name)) != NULL;
-    bib_insn_t *insns = ok ? malloc((added + 1) * sizeof *insns) : NULL;
-    ok = ok && insns != NULL;
+    s->labels = ok && own > 0 ? calloc(own, sizeof *s->labels) : NULL;
+    ok = ok && (own == 0 || s->labels != NULL);
+    for (uint32_t i = 0; ok && i < own; i++) {
+        s->labels[i] = strdup(probe->labels[probe->label_count - own + i].name);
+        ok = s->labels[i] != NULL;
+        s->label_count += ok;
+    }
+    s->code = ok ? malloc((added + 1) * sizeof *s->code) : NULL;
+    s->lines = ok ? malloc((added + 1) * sizeof *s->lines) : NULL;
+    ok = ok && s->code != NULL && s->lines != NULL;
     for (uint32_t k = 0; ok && k < added; k++) {
         bib_insn_t in = probe->code[line_pc + k];
         const bib_opinfo_t *info = &bib_isa_table[bib_isa_find_code(in.op)];
@@ -325,76 +375,59 @@ static splice_t splice_line(repl_t *r, bib_extension_t *ext, char ***names, uint
             case BIB_K_TGT:
                 /* Only a label's NOP, or the line itself (its own labels). */
                 if (v >= first_nop && v < line_pc)
-                    v = nop_pc[v - first_nop];
+                    v = nth_named(named, nnamed, v - first_nop, false);
                 else if (v >= line_pc && v < line_pc + added)
                     v = halt + (v - line_pc);
                 else
-                    ok = false;
+                    v = -1;
                 break;
             case BIB_K_CONST:
-                v = const_index(m, probe->consts[v]);
+                v = splice_const(r, s, probe->consts[v]);
+                break;
+            case BIB_K_FN:
+                /* A stand-in, or main. */
+                if (v < nstubs)
+                    v = nth_named(named, nnamed, v, true);
+                else
+                    v = v == nstubs ? (int64_t)m->entry_func : -1;
                 break;
             case BIB_K_HOST:
-                v = import_index(m, probe->imports[v]);
+                /* An import the module has already; a new one takes a reload. */
+                v = -1;
+                for (uint32_t i = 0; i < m->import_count && v < 0; i++)
+                    if (strcmp(m->imports[i], probe->imports[*words[w]]) == 0)
+                        v = i;
                 break;
             default:
                 break;
             }
-            ok = ok && v >= 0;
+            ok = v >= 0;
             *words[w] = (uint32_t)v;
         }
-        insns[k] = in;
+        s->code[k] = in;
+        s->lines[k] = line->origin;
     }
-    free(nop_pc);
-    free(nop_name);
-    uint32_t nregs = ok && pm->nregs > main_fn->nregs ? pm->nregs : main_fn->nregs;
-    /* The tensor register file, inferred like regs from the registers named. */
-    uint32_t tregs =
-        ok && probe->tensor_regs > m->tensor_regs ? probe->tensor_regs : m->tensor_regs;
-    bib_module_free(probe);
+    free(named);
     if (ok) {
-        /* Before the closing HALT: its pc moves, and nothing else does. */
-        ok = bib_module_reserve(m, m->code_count + added, m->const_count, m->label_count) == BIB_OK;
-        if (ok) {
-            m->code[halt + added] = m->code[halt];
-            m->lines[halt + added] = m->lines[halt];
-            for (uint32_t k = 0; k < added; k++) {
-                m->code[halt + k] = insns[k];
-                m->lines[halt + k] = line->origin;
-            }
-            m->code_count += added;
-            main_fn->count += added;
-            main_fn->nregs = nregs;
-            m->tensor_regs = tregs;
-            ok = bib_module_add_labels(m, halt, (const char *const *)*names, own) == BIB_OK;
-        }
+        /* Registers, inferred from those named, only grow. */
+        const uint32_t nconsts = s->ext.const_count;
+        s->ext = (bib_extension_t){
+            .code = s->code,
+            .lines = s->lines,
+            .count = added,
+            .labels = (const char *const *)s->labels,
+            .label_count = own,
+            .consts = s->consts,
+            .const_count = nconsts,
+            .nregs = pm->nregs > main_fn->nregs ? pm->nregs : main_fn->nregs,
+            .tensor_regs =
+                probe->tensor_regs > m->tensor_regs ? probe->tensor_regs : m->tensor_regs,
+        };
     }
-    free(insns);
-    /* A new import is bound by a reload; anything else the VM extends. */
-    const bool reload = ok && m->import_count != old_imports;
-    if (!ok || reload) {
-        for (uint32_t i = 0; *names != NULL && i < own; i++)
-            free((*names)[i]);
-        free(*names);
-        *names = NULL;
-    }
-    if (!ok || (reload && bib_module_write(m, bytes, size, NULL) != BIB_OK)) {
-        /* The module may be half changed: the full path rebuilds it. */
-        repl_forget_module(r);
-        return SPLICE_NONE;
-    }
-    if (reload)
-        return SPLICE_RELOAD;
-    ext->code = &m->code[halt];
-    ext->lines = &m->lines[halt];
-    ext->count = added;
-    ext->labels = (const char *const *)*names;
-    ext->label_count = own;
-    ext->consts = &m->consts[old_consts];
-    ext->const_count = m->const_count - old_consts;
-    ext->nregs = main_fn->nregs;
-    ext->tensor_regs = m->tensor_regs;
-    return SPLICE_EXTEND;
+    bib_module_free(probe);
+    if (!ok)
+        splice_free(s);
+    return ok;
 }
 
 /* BIB_REPL_CHECK=1: the loaded module, written out, against the whole
@@ -443,37 +476,25 @@ static bool commit(repl_t *r, bool adds_to_main) {
     }
     uint8_t *bytes = NULL;
     size_t size = 0;
-    /* splice_line changes r->module in place: a line refused after it is
-       forgotten, and the next line assembles the whole session again. */
-    bib_extension_t ext;
-    char **names = NULL;
-    splice_t splice =
-        adds_to_main && r->loaded ? splice_line(r, &ext, &names, &bytes, &size) : SPLICE_NONE;
-    bool spliced = splice != SPLICE_NONE;
-    if (!spliced && !repl_assemble(r, &bytes, &size)) {
-        repl_forget_module(r);
+    splice_t splice;
+    bool spliced = adds_to_main && r->loaded && splice_line(r, &splice);
+    if (!spliced && !repl_assemble(r, &bytes, &size))
         return false;
-    }
     bib_status_t st;
     if (!r->loaded) {
         st = bib_vm_load(r->vm, bytes, size, "repl");
         if (st == BIB_OK)
             st = bib_vm_start(r->vm);
         offset = 0;
-    } else if (splice == SPLICE_EXTEND) {
-        st = bib_vm_extend(r->vm, &ext, "repl", offset);
-        for (uint32_t i = 0; names != NULL && i < ext.label_count; i++)
-            free(names[i]);
-        free(names);
+    } else if (spliced) {
+        st = bib_vm_extend(r->vm, &splice.ext, "repl", offset);
+        splice_free(&splice);
     } else {
         st = bib_vm_reload(r->vm, bytes, size, "repl", offset);
     }
     if (st != BIB_OK && spliced) {
         /* Refused as a whole module: the full path says why, in the
            session's words. */
-        bib_free(bytes);
-        bytes = NULL;
-        repl_forget_module(r);
         spliced = false;
         if (!repl_assemble(r, &bytes, &size))
             return false;
@@ -481,17 +502,11 @@ static bool commit(repl_t *r, bool adds_to_main) {
     }
     if (st != BIB_OK) {
         bib_free(bytes);
-        repl_forget_module(r);
         repl_error_line("%s", bib_vm_error(r->vm));
         return false;
     }
-    if (!spliced) {
-        repl_forget_module(r);
-        if (bib_module_read(bytes, size, &r->module, NULL) != BIB_OK)
-            r->module = NULL;
-    } else if (getenv("BIB_REPL_CHECK") != NULL) {
+    if (spliced && getenv("BIB_REPL_CHECK") != NULL)
         check_splice(r);
-    }
     bib_free(bytes);
     r->loaded = true;
     uint32_t old_count = r->main_count;

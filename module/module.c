@@ -40,6 +40,7 @@ void bib_module_free(bib_module_t *m) {
     free(m->source_name);
     free(m->lines);
     bib_names_free(&m->entry_labels);
+    bib_const_index_free(&m->const_index);
     bib_liveness_tail_free(m->liveness_tail);
     for (uint32_t i = 0; i < m->label_count; i++)
         free(m->labels[i].name);
@@ -187,4 +188,8 @@ int bib_module_entry_label(bib_module_t *m, const char *name, uint32_t *pc) {
         return 0;
     *pc = v;
     return 1;
+}
+
+int bib_module_const_find(bib_module_t *m, bib_const_t k, uint32_t *index) {
+    return bib_const_index_find(&m->const_index, m->consts, m->const_count, k.type, k.bits, index);
 }

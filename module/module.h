@@ -198,6 +198,10 @@ typedef struct bib_module {
     bib_names_t entry_labels;
     int entry_labels_built;
 
+    /* The constant pool by value, for bib_module_const_find; empty until its
+       first use, forgotten when the pool loses entries. */
+    bib_const_index_t const_index;
+
     /* What the tensor liveness check found at the entry function's last
        instruction (verify.c), for bib_module_verify_extension; NULL when no
        check has run since the code last changed other than by it. */
@@ -312,5 +316,11 @@ void bib_liveness_tail_free(bib_liveness_tail_t *t);
 /* Looks name up among the entry function's labels: 1 with *pc its pc, 0 when
  * it has no such label, -1 when memory runs out building the index. */
 int bib_module_entry_label(bib_module_t *m, const char *name, uint32_t *pc);
+
+/* Looks k up in the constant pool: 1 with *index the first entry of its
+ * type and bits, 0 when there is none, -1 when memory runs out building the
+ * index. Whoever shortens the pool calls bib_const_index_free on
+ * m->const_index. */
+int bib_module_const_find(bib_module_t *m, bib_const_t k, uint32_t *index);
 
 #endif

@@ -1,5 +1,6 @@
-/* module/names.c: the name index (names.h): the project's FNV-1a of the
- * space and the name, open addressing with linear probing, at most half full.
+/* module/names.c: the name index and the constant index (names.h): the
+ * project's FNV-1a of the space and the name (of the constant's type and
+ * bits), open addressing with linear probing, at most half full.
  */
 #include "module/names.h"
 
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "isa/isa.h"
+#include "module/module.h"
 
 static uint32_t name_hash(uint64_t space, const char *name) {
     uint64_t h = bib_fnv1a64(BIB_FNV1A64_BASIS, &space, sizeof space);
@@ -87,4 +89,73 @@ void bib_names_free(bib_names_t *t) {
     t->entries = NULL;
     t->slots = NULL;
     t->count = t->cap = t->nslots = 0;
+}
+
+/* ---- constants by value ------------------------------------------------------ */
+
+static uint32_t const_hash(uint32_t type, uint64_t bits) {
+    uint64_t h = bib_fnv1a64(BIB_FNV1A64_BASIS, &type, sizeof type);
+    h = bib_fnv1a64(h, &bits, sizeof bits);
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* The slot that holds pool[i] equal to (type, bits), or the empty slot where
+   it would go. */
+static uint32_t const_probe(const bib_const_index_t *x, const bib_const_t *pool, uint32_t type,
+                            uint64_t bits) {
+    uint32_t mask = x->nslots - 1;
+    for (uint32_t i = const_hash(type, bits) & mask;; i = (i + 1) & mask) {
+        uint32_t s = x->slots[i];
+        if (s == 0 || (pool[s - 1].type == type && pool[s - 1].bits == bits))
+            return i;
+    }
+}
+
+/* Indexes pool[x->count..n): the first of equal constants keeps the slot. */
+static int const_index_grow(bib_const_index_t *x, const bib_const_t *pool, uint32_t n) {
+    if ((uint64_t)n * 2 > x->nslots) {
+        uint64_t want = x->nslots ? x->nslots : 64;
+        while (want < (uint64_t)n * 2)
+            want *= 2;
+        if (want > (uint64_t)UINT32_MAX / 2 + 1)
+            return 0;
+        uint32_t *slots = calloc((size_t)want, sizeof *slots);
+        if (slots == NULL)
+            return 0;
+        free(x->slots);
+        x->slots = slots;
+        x->nslots = (uint32_t)want;
+        x->count = 0; /* rebuilt below, in pool order */
+    }
+    for (; x->count < n; x->count++) {
+        const bib_const_t *k = &pool[x->count];
+        uint32_t slot = const_probe(x, pool, k->type, k->bits);
+        if (x->slots[slot] == 0)
+            x->slots[slot] = x->count + 1;
+    }
+    return 1;
+}
+
+int bib_const_index_find(bib_const_index_t *x, const bib_const_t *pool, uint32_t n, uint32_t type,
+                         uint64_t bits, uint32_t *index) {
+    if (x->count > n)
+        bib_const_index_free(x);
+    if (!const_index_grow(x, pool, n)) {
+        bib_const_index_free(x);
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    uint32_t s = x->slots[const_probe(x, pool, type, bits)];
+    if (s == 0)
+        return 0;
+    *index = s - 1;
+    return 1;
+}
+
+void bib_const_index_free(bib_const_index_t *x) {
+    free(x->slots);
+    x->slots = NULL;
+    x->nslots = 0;
+    x->count = 0;
 }

@@ -788,6 +788,7 @@ static void extension_undo(bib_module_t *m, uint32_t at, uint32_t count, uint32_
     f->count -= count;
     f->nregs = nregs;
     m->const_count = first_const;
+    bib_const_index_free(&m->const_index);
     m->tensor_regs = tensor_regs;
     /* The liveness record may describe the code taken back: the next check
        that needs it runs over the module. */
@@ -909,6 +910,14 @@ bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char 
 
 const bib_module_t *bib_vm_module(const bib_vm_t *vm) {
     return vm != NULL ? vm->module : NULL;
+}
+
+int bib_vm_entry_label(bib_vm_t *vm, const char *name, uint32_t *pc) {
+    return vm != NULL && vm->module != NULL ? bib_module_entry_label(vm->module, name, pc) : -1;
+}
+
+int bib_vm_const_find(bib_vm_t *vm, bib_const_t k, uint32_t *index) {
+    return vm != NULL && vm->module != NULL ? bib_module_const_find(vm->module, k, index) : -1;
 }
 
 void bib_vm_stats(const bib_vm_t *vm, bib_run_stats_t *stats) {

@@ -42,4 +42,10 @@ bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char 
  * module built another way. */
 const bib_module_t *bib_vm_module(const bib_vm_t *vm);
 
+/* Lookups in the loaded module for whoever builds an extension of it, with
+ * the results of bib_module_entry_label and bib_module_const_find (-1 also
+ * when no module is loaded). */
+int bib_vm_entry_label(bib_vm_t *vm, const char *name, uint32_t *pc);
+int bib_vm_const_find(bib_vm_t *vm, bib_const_t k, uint32_t *index);
+
 #endif

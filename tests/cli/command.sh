@@ -251,10 +251,13 @@ BIB_REPL_CHECK=1 $BIB repl <tests/cli/repl_splice.in >"$T/out" 2>&1
 same "spliced lines give the module and transcript whole reassembly gives" tests/cli/repl_splice.want
 # A line costs the same however long the session: the VM takes a spliced
 # line with bib_vm_extend, which verifies and decodes only what the line
-# adds, so piped lines cost time linear in their number. Two sessions: one
-# of instructions, labels, loops and constants; one of tensor instructions
-# with scalar ones between. 4 times the lines take about 4 times the CPU (a
-# reload per line made it 16). BIB_REPL_CHECK=1 on 1500 lines of each
+# adds, so piped lines cost time linear in their number. Three sessions:
+# one of instructions, labels, loops and constants; one of tensor
+# instructions with scalar ones between; one of a new constant on every
+# line (found in the pool through its index, not by a search); one of calls
+# of 100 functions (each line's probe holds a stand-in for the function it
+# names, not every function's body). 4 times the lines take about 4 times
+# the CPU (a reload per line made it 16). BIB_REPL_CHECK=1 on 1500 lines of each
 # compares each line's module with the whole session assembled. (A line
 # that branches in a session naming tensor registers checks their liveness
 # over main again, in time linear in main: not timed here.)
@@ -274,8 +277,21 @@ print('.tensor w t1 f32[2] = 1, 2')
 for i in range(n):
     print(('TADD t2, t1, t1', 'THASH r4, t2', 'ADDI r1, r1, 1')[i % 3])
 " >"$T/tensor$n.repl"
+    $PY -c "
+for i in range($n):
+    print('LDK r%d, =%d.25' % (1 + i % 3, i))
+" >"$T/const$n.repl"
+    $PY -c "
+for f in range(100):
+    print('.func g%d args=1 regs=2' % f)
+    print('    ADDI r1, r0, %d' % f)
+    print('    RET r1')
+    print('.end')
+for i in range($n):
+    print(('CALL r2, g%d, r1, 1', 'ADDI r1, r1, %d', 'FNREF r3, g%d', 'CALLR r4, r3, r1, 1')[i % 4] % (i % 100) if i % 4 != 3 else 'CALLR r4, r3, r1, 1')
+" >"$T/calls$n.repl"
 done
-for s in long tensor; do
+for s in long tensor const calls; do
     BIB_REPL_CHECK=1 $BIB repl <"$T/${s}1500.repl" >"$T/out.check" 2>&1
     if grep -q "differs\|error" "$T/out.check"; then
         bad "REPL lines spliced ($s): $(grep "differs\|error" "$T/out.check" | head -1)"
@@ -284,7 +300,7 @@ for s in long tensor; do
     fi
 done
 if [ -x /usr/bin/time ]; then
-    for s in long tensor; do
+    for s in long tensor const calls; do
         for n in 12000 48000; do
             /usr/bin/time -f "%U %S" -o "$T/time.$n" $BIB repl <"$T/$s$n.repl" >"$T/out.$n" 2>&1
         done

@@ -1353,3 +1353,110 @@ Test(asm_round_trip, builder_tensor_module_with_unusual_symbol_order) {
     assert_round_trip(bytes, size);
     bib_free(bytes);
 }
+
+/* ---- the constant pool's index ---------------------------------------------- */
+
+/* The first entry of pool[0..n) with this type and bits, searched. */
+static int linear_find(const bib_const_t *pool, uint32_t n, bib_const_t k, uint32_t *index) {
+    for (uint32_t i = 0; i < n; i++)
+        if (pool[i].type == k.type && pool[i].bits == k.bits) {
+            *index = i;
+            return 1;
+        }
+    return 0;
+}
+
+/* A value drawn from few, so that the pool repeats itself: both types, both
+   zeros, NaNs with payloads, and integers with the same bits as floats. */
+static bib_const_t random_const(uint64_t *state) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = *state >> 33;
+    static const uint64_t special[] = {0,
+                                       0x8000000000000000ull,
+                                       0x7FF8000000000000ull,
+                                       0xFFF0000000000ABCull,
+                                       0x3FF0000000000000ull,
+                                       1};
+    uint64_t bits = r % 4 == 0 ? special[(r >> 2) % 6] : (r >> 2) % 5000;
+    return (bib_const_t){(r >> 20) % 2 ? BIB_CONST_F64 : BIB_CONST_I64, bits};
+}
+
+Test(const_index, finds_the_first_equal_entry_as_a_search_does_while_the_pool_grows_and_shrinks) {
+    uint64_t state = 7;
+    uint32_t cap = 60000, n = 0;
+    bib_const_t *pool = malloc(cap * sizeof *pool);
+    cr_assert_not_null(pool);
+    bib_const_index_t x = {0};
+    for (int step = 0; step < 100000; step++) {
+        uint64_t r = (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33;
+        if (r % 1000 == 0 && n > 0) {
+            /* Entries taken back: whoever shortens the pool forgets the index. */
+            n -= (uint32_t)(r >> 8) % (n < 300 ? n : 300) + 1;
+            bib_const_index_free(&x);
+        } else if (r % 2 == 0 && n < cap) {
+            pool[n++] = random_const(&state);
+        } else {
+            bib_const_t k = random_const(&state);
+            uint32_t want = UINT32_MAX, got = UINT32_MAX;
+            int w = linear_find(pool, n, k, &want);
+            int g = bib_const_index_find(&x, pool, n, k.type, k.bits, &got);
+            cr_assert_eq(g, w, "step %d: found %d, a search %d (type %u, bits %#llx, %u entries)",
+                         step, g, w, k.type, (unsigned long long)k.bits, n);
+            cr_assert_eq(got, want, "step %d: entry %u, a search %u", step, got, want);
+        }
+    }
+    cr_expect_gt(n, 10000, "the pool grew past several rehashes (%u entries)", n);
+    bib_const_index_free(&x);
+    free(pool);
+}
+
+Test(const_index, the_assembler_pools_each_literal_once_in_order_of_first_use) {
+    /* 3000 literals, repeating, with both zeros and integer twins of floats:
+       the pool holds each (type, bits) once, in the order first used. */
+    size_t cap = 3000 * 40 + 100, len = 0;
+    char *src = malloc(cap);
+    cr_assert_not_null(src);
+    len += (size_t)snprintf(src + len, cap - len, ".func main regs=2\n");
+    uint64_t state = 11;
+    bib_const_t want[3000];
+    uint32_t nwant = 0;
+    for (int i = 0; i < 3000; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = state >> 33;
+        int v = (int)(r % 1200) - 600;
+        bool is_float = (r >> 12) % 2;
+        bib_const_t k;
+        if (is_float) {
+            double d = v == 0 && (r >> 14) % 2 ? -0.0 : v / 4.0;
+            if (d == 0 && signbit(d))
+                len += (size_t)snprintf(src + len, cap - len, "    LDK r1, =-0.0\n");
+            else
+                len += (size_t)snprintf(src + len, cap - len, "    LDK r1, =%.2f\n", d);
+            k = (bib_const_t){BIB_CONST_F64, f64_bits(d)};
+        } else {
+            len += (size_t)snprintf(src + len, cap - len, "    LDK r1, =%d\n", v);
+            k = (bib_const_t){BIB_CONST_I64, (uint64_t)(int64_t)v};
+        }
+        uint32_t at;
+        if (!linear_find(want, nwant, k, &at))
+            want[nwant++] = k;
+    }
+    len += (size_t)snprintf(src + len, cap - len, "    HALT r0\n.end\n");
+    bib_module_t *m = assemble_ok(src);
+    cr_assert_eq(m->const_count, nwant);
+    for (uint32_t i = 0; i < nwant; i++) {
+        cr_expect_eq(m->consts[i].type, want[i].type, "entry %u", i);
+        cr_expect_eq(m->consts[i].bits, want[i].bits, "entry %u: %#llx, want %#llx", i,
+                     (unsigned long long)m->consts[i].bits, (unsigned long long)want[i].bits);
+    }
+    /* The module's own index finds each entry where the pool has it. */
+    for (uint32_t i = 0; i < nwant; i++) {
+        uint32_t at = UINT32_MAX;
+        cr_expect_eq(bib_module_const_find(m, want[i], &at), 1);
+        cr_expect_eq(at, i);
+    }
+    uint32_t at;
+    cr_expect_eq(bib_module_const_find(m, (bib_const_t){BIB_CONST_I64, 1u << 30}, &at), 0);
+    bib_module_free(m);
+    free(src);
+}
