@@ -477,7 +477,11 @@ static bool commit(repl_t *r, bool adds_to_main) {
     uint8_t *bytes = NULL;
     size_t size = 0;
     splice_t splice;
-    bool spliced = adds_to_main && r->loaded && splice_line(r, &splice);
+    /* BIB_REPL_CHECK=whole: every line takes the whole-session path (tests
+       compare the transcripts of the two paths). */
+    const char *check = getenv("BIB_REPL_CHECK");
+    bool whole = check != NULL && strcmp(check, "whole") == 0;
+    bool spliced = adds_to_main && r->loaded && !whole && splice_line(r, &splice);
     if (!spliced && !repl_assemble(r, &bytes, &size))
         return false;
     bib_status_t st;
@@ -505,7 +509,7 @@ static bool commit(repl_t *r, bool adds_to_main) {
         repl_error_line("%s", bib_vm_error(r->vm));
         return false;
     }
-    if (spliced && getenv("BIB_REPL_CHECK") != NULL)
+    if (spliced && check != NULL)
         check_splice(r);
     bib_free(bytes);
     r->loaded = true;

@@ -249,6 +249,20 @@ grep -q "halted: exit value 41" "$T/out" && ok "Tab on a terminal completes HAL 
 # reassembly gave (constants, imports, labels, loops, calls, tensors, traps).
 BIB_REPL_CHECK=1 $BIB repl <tests/cli/repl_splice.in >"$T/out" 2>&1
 same "spliced lines give the module and transcript whole reassembly gives" tests/cli/repl_splice.want
+# Random sessions (tests/cli/repl_random.py: arithmetic, constants, labels,
+# loops, calls, imports, tensors, traps, refused lines, new functions) give
+# the same transcript spliced as with every line taking the whole-session
+# path (BIB_REPL_CHECK=whole), and each spliced module is the session's.
+for seed in 1 2 3 4 5 6 7 8; do
+    $PY tests/cli/repl_random.py $seed 1000 >"$T/random.repl"
+    BIB_REPL_CHECK=1 $BIB repl <"$T/random.repl" >"$T/random.splice" 2>&1
+    BIB_REPL_CHECK=whole $BIB repl <"$T/random.repl" >"$T/random.whole" 2>&1
+    if grep -q "differs" "$T/random.splice" || ! cmp -s "$T/random.splice" "$T/random.whole"; then
+        bad "random REPL session $seed: spliced and whole differ: $(diff "$T/random.splice" "$T/random.whole" | head -3) $(grep differs "$T/random.splice" | head -1)"
+        break
+    fi
+    [ $seed = 8 ] && ok "8 random REPL sessions of 1000 lines: spliced lines give the transcripts and modules of whole reassembly"
+done
 # A line costs the same however long the session: the VM takes a spliced
 # line with bib_vm_extend, which verifies and decodes only what the line
 # adds, so piped lines cost time linear in their number. Three sessions:
