@@ -243,17 +243,17 @@ static int64_t nth_named(const named_t *named, uint32_t n, int64_t k, bool of_fu
 }
 
 /* Assembles the last line of main (an instruction, labels, or labels and an
-   instruction) in a small source: the directives, the functions, and a main
-   holding a call, one NOP for each label of main the line names, then the
-   line. Its instructions, with their labels, constants and targets mapped
-   by name and value onto the loaded module and its own labels marking the
-   first of them, are what *s gives bib_vm_extend to put before the closing
-   HALT; the module is then what assembling the whole session gives
-   (BIB_REPL_CHECK=1 compares the two). Returns false, with *s empty,
-   whenever the line is not such a case (a line naming a host function the
-   module does not import yet is not: imports are bound by a reload) or
-   anything differs from plan: the caller then assembles the whole session,
-   which also gives the diagnostics. */
+   instruction) in a small source: the directives, a stand-in for each
+   function the line names, and a main holding a call, one NOP for each
+   label of main the line names, then the line. Its instructions, with their
+   targets, functions, constants and imports mapped by name and value onto
+   the loaded module and its own labels marking the first of them, are what
+   *s gives bib_vm_extend to put before the closing HALT; the module is then
+   what assembling the whole session gives (BIB_REPL_CHECK=1 compares the
+   two). Returns false, with *s empty, whenever the line is not such a case
+   (a line naming a host function the module does not import yet is not:
+   imports are bound by a reload) or anything differs from plan: the caller
+   then assembles the whole session, which also gives the diagnostics. */
 static bool splice_line(repl_t *r, splice_t *s) {
     memset(s, 0, sizeof *s);
     const bib_module_t *m = bib_vm_module(r->vm);
