@@ -574,6 +574,14 @@ static bib_status_t entry_regs(bib_vm_t *vm, uint32_t nregs) {
     return BIB_OK;
 }
 
+/* A kept run's entry frame grown from `from` registers to `to`: the new
+   registers start at zero, whatever the calls made earlier left on that
+   part of the register stack (at depth 1 no callee frame is live there). */
+static void zero_grown_entry_regs(bib_vm_t *vm, uint32_t from, uint32_t to) {
+    if (to > from)
+        memset(&vm->regs[from], 0, (size_t)(to - from) * sizeof vm->regs[0]);
+}
+
 /* Grows the run's tensor register file to n registers (or keeps it when it
    has as many), keeping what the registers hold. */
 static bib_status_t tensor_regs_at_least(bib_vm_t *vm, uint32_t n) {
@@ -757,6 +765,7 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
         if (i >= old->data_size || old->data[i] != m->data[i])
             vm->memory[i] = m->data[i];
     vm->memory_dirty = vm->memory_size > 0;
+    zero_grown_entry_regs(vm, old->funcs[old->entry_func].nregs, entry_nregs);
     bib_module_free(vm->module);
     vm->module = m;
     free(vm->module_name);
@@ -882,6 +891,7 @@ bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char 
         free(hosts);
         return st;
     }
+    zero_grown_entry_regs(vm, old_nregs, f->nregs);
     if (!redecode) {
         bib_decode_extension(m, at, count, &vm->program);
     } else {

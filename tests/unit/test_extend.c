@@ -342,6 +342,41 @@ Test(extend, a_grown_frame_moves_the_window_of_calls_already_decoded) {
     bib_vm_destroy(vm);
 }
 
+Test(extend, registers_a_grown_frame_adds_start_at_zero) {
+    /* sq's frame sits above main's 2 registers and leaves its values there
+       (r0 = 5, r1 = 25, r6 = 55). Main grown to 9 registers, by an
+       extension and by a reload, must see zeros, as a run of the grown
+       module from the start would. */
+    const char *src = ".func sq args=1 regs=7\n MUL r1, r0, r0\n LDI r6, 55\n RET r1\n.end\n"
+                      ".func main regs=2\n LDI r0, 5\n CALL r1, sq, r0, 1\n HALT r1\n.end\n";
+    const char *grown = ".func sq args=1 regs=7\n MUL r1, r0, r0\n LDI r6, 55\n RET r1\n.end\n"
+                        ".func main regs=9\n LDI r0, 5\n CALL r1, sq, r0, 1\n NOP\n HALT r1\n"
+                        ".end\n";
+    uint8_t *bytes, *grown_bytes;
+    size_t size, grown_size;
+    assemble(src, &bytes, &size);
+    assemble(grown, &grown_bytes, &grown_size);
+    for (int by_reload = 0; by_reload < 2; by_reload++) {
+        bib_vm_t *vm = started(bytes, size);
+        run_to_halt(vm);
+        cr_assert_eq(reg(vm, 1), 25);
+        if (by_reload) {
+            cr_assert_eq(bib_vm_reload(vm, grown_bytes, grown_size, "t", 2), BIB_OK, "%s",
+                         bib_vm_error(vm));
+        } else {
+            bib_insn_t nop = insn("NOP");
+            extend(vm, &nop, 1, 9, 2);
+        }
+        for (uint32_t r = 2; r < 9; r++)
+            cr_expect_eq(reg(vm, r), 0, "%s: r%u holds %lld", by_reload ? "reload" : "extension", r,
+                         (long long)reg(vm, r));
+        cr_expect_eq(reg(vm, 1), 25, "main's own registers are kept");
+        bib_vm_destroy(vm);
+    }
+    bib_free(bytes);
+    bib_free(grown_bytes);
+}
+
 Test(extend, a_refused_extension_leaves_the_run_as_it_was) {
     uint8_t *bytes;
     size_t size;
