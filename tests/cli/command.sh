@@ -302,7 +302,7 @@ for f in range(100):
     print('    RET r1')
     print('.end')
 for i in range($n):
-    print(('CALL r2, g%d, r1, 1', 'ADDI r1, r1, %d', 'FNREF r3, g%d', 'CALLR r4, r3, r1, 1')[i % 4] % (i % 100) if i % 4 != 3 else 'CALLR r4, r3, r1, 1')
+    print('CALLR r4, r3, r1, 1' if i % 4 == 3 else ('CALL r2, g%d, r1, 1', 'ADDI r1, r1, %d', 'FNREF r3, g%d')[i % 4] % (i % 100))
 " >"$T/calls$n.repl"
 done
 for s in long tensor const calls; do

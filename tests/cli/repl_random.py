@@ -22,7 +22,6 @@ rnd = random.Random(seed)
 out = []
 labels = []  # labels of main defined so far
 funcs = ["g0", "g1"]
-live = set()  # tensor registers allocated and not freed, as typed
 
 
 def reg():
@@ -79,11 +78,9 @@ while len(out) < count:
     elif k == "alloc":
         t = rnd.choice(["t3", "t4"])
         emit("ALLOC %s, f32, r12, 1" % t)
-        live.add(t)
     elif k == "free":
         t = rnd.choice(["t3", "t4"])
         emit("FREE %s" % t)
-        live.discard(t)
     elif k == "thash":
         emit("THASH %s, %s" % (reg(), rnd.choice(["t1", "t3", "t4"])))
     elif k == "tadd":
