@@ -280,7 +280,8 @@ def main():
     try:
         table = opcodes_in_table()
         execs = executors(tmp)
-        for name, opset in (("mlp", 17), ("mlp", 13), ("encoder", 17), ("encoder", 13), ("cnn", 17)):
+        for name, opset in (("mlp", 17), ("mlp", 13), ("encoder", 17), ("encoder", 13), ("cnn", 17),
+                            ("resnet", 17), ("resnet", 11)):
             check_model(name, opset, tmp, table, execs)
     finally:
         if not args.keep:

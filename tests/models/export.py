@@ -3,7 +3,7 @@
 
     export.py OUTDIR [--opset N] [MODEL...]
 
-Writes, for each model (mlp, encoder, cnn): OUTDIR/NAME.onnx, exported with
+Writes, for each model (mlp, encoder, cnn, resnet): OUTDIR/NAME.onnx, exported with
 torch.onnx.export offline with a dynamic batch axis; OUTDIR/NAME.x.npy, the
 input, batch 7; OUTDIR/NAME.y.npy, torch's output for it. Weights and inputs
 come from fixed seeds, so every run writes the same files. Nothing here is
@@ -44,6 +44,31 @@ class CNN(nn.Module):
         return self.fc(torch.flatten(self.features(x), 1))
 
 
+class ResNet(nn.Module):
+    """[N,3,12,12] -> [N,10]: a residual block with a reflect-padded Conv2d,
+    BatchNorm2d and ReLU, torch's default AvgPool2d with padding (Pad, then
+    AveragePool: the padded zeros count), and features standardised with
+    torch's unbiased std before a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+        self.conv = nn.Conv2d(8, 8, kernel_size=3, padding=1, padding_mode="reflect")
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1)
+        self.fc = nn.Linear(8 * 6 * 6, 10)
+        with torch.no_grad():  # running statistics other than 0 and 1
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        h = torch.relu(self.stem(x))
+        h = torch.relu(h + self.bn(self.conv(h)))
+        f = torch.flatten(self.pool(h), 1)
+        f = (f - f.mean(1, keepdim=True)) / f.std(1, keepdim=True)
+        return self.fc(f)
+
+
 def encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
                                       activation="gelu", norm_first=True, batch_first=True)
@@ -54,6 +79,7 @@ MODELS = {
     "mlp": (MLP, (32,)),
     "encoder": (encoder, (10, 64)),
     "cnn": (CNN, (1, 16, 16)),
+    "resnet": (ResNet, (3, 12, 12)),
 }
 
 

@@ -486,6 +486,163 @@ class Recurrent(unittest.TestCase):
         np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
 
 
+I64 = TensorProto.INT64
+
+
+def i64(v):
+    return np.array(v, np.int64)
+
+
+class Pad(unittest.TestCase):
+    def pad_model(self, mode, pads, value=None, opset=17, shape=("N", 3, 5, 6)):
+        inputs = ["x", "pads"] + (["value"] if value is not None else [])
+        inits = [init("pads", i64(pads))] + ([init("value", np.float32(value))] if value is not None else [])
+        rank = len(shape)
+        out = [d if isinstance(d, str) else d + pads[k] + pads[k + rank] for k, d in enumerate(shape)]
+        return model(
+            [helper.make_node("Pad", inputs, ["y"], mode=mode)],
+            [helper.make_tensor_value_info("x", F, list(shape))],
+            [helper.make_tensor_value_info("y", F, out)],
+            inits, opset,
+        )
+
+    def check(self, m, want, xs):
+        mod = onnx_import.import_model(m)
+        for x in xs:
+            y = mod.run({"x": x})["y"]
+            np.testing.assert_array_equal(y, want(x))
+        return mod
+
+    def test_each_mode_equals_numpy_on_a_dynamic_batch(self):
+        # pads: all begins, then all ends; axis 0 (the batch) is not padded.
+        pads = [0, 1, 2, 3, 0, 2, 1, 0]
+        width = [(0, 0), (1, 2), (2, 1), (3, 0)]
+        xs = [rng((n, 3, 5, 6), n) for n in (1, 4)]
+        self.check(self.pad_model("constant", pads, 1.5), lambda x: np.pad(x, width, constant_values=1.5), xs)
+        self.check(self.pad_model("constant", pads), lambda x: np.pad(x, width), xs)
+        for mode, np_mode in (("reflect", "reflect"), ("edge", "edge")):
+            mod = self.check(self.pad_model(mode, pads), lambda x: np.pad(x, width, mode=np_mode), xs)
+            self.assertIn("GATHER_AXIS", ops(mod))
+
+    def test_negative_pads_crop(self):
+        pads = [0, 0, -1, 2, 0, 0, 1, -2]
+        want = lambda x: np.pad(x[:, :, 1:, :-2], [(0, 0), (0, 0), (0, 1), (2, 0)])  # noqa: E731
+        self.check(self.pad_model("constant", pads), want, [rng((2, 3, 5, 6), 9)])
+
+    def test_before_opset_11_pads_are_attributes(self):
+        m = model(
+            [helper.make_node("Pad", ["x"], ["y"], mode="constant", pads=[0, 2, 0, 1], value=-3.0)],
+            [helper.make_tensor_value_info("x", F, [2, 4])],
+            [helper.make_tensor_value_info("y", F, [2, 7])],
+            opset=9,
+        )
+        self.check(m, lambda x: np.pad(x, [(0, 0), (2, 1)], constant_values=-3.0), [rng((2, 4), 10)])
+
+    def test_zero_pads_then_averagepool_is_torchs_avgpool(self):
+        # nn.AvgPool2d(3, 1, padding=1) as torch exports it: Pad, then
+        # AveragePool without pads, so the padded zeros count.
+        m = model(
+            [helper.make_node("Pad", ["x", "pads"], ["p"], mode="constant"),
+             helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3])],
+            [helper.make_tensor_value_info("x", F, ["N", 2, 4, 4])],
+            [helper.make_tensor_value_info("y", F, ["N", 2, 4, 4])],
+            [init("pads", i64([0, 0, 1, 1, 0, 0, 1, 1]))],
+        )
+        x = rng((2, 2, 4, 4), 11)
+        p = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+        want = np.zeros_like(x)
+        for i in range(4):
+            for j in range(4):
+                want[:, :, i, j] = p[:, :, i:i + 3, j:j + 3].reshape(2, 2, 9).sum(-1) / np.float32(9)
+        y = onnx_import.import_model(m).run({"x": x})["y"]
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+    def test_refusals_name_the_node_and_the_reason(self):
+        for m, text in (
+            (self.pad_model("wrap", [0, 0, 1, 0, 0, 0, 1, 0]), "mode 'wrap'"),
+            (self.pad_model("constant", [1, 0, 0, 0, 0, 0, 0, 0]), "padding the dynamic axis 0"),
+            (self.pad_model("reflect", [0, 0, 5, 0, 0, 0, 0, 0]), "mode 'reflect' pads 5 and 0 on axis 2 of size 5"),
+        ):
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(m)
+            self.assertIn("(Pad)", str(cm.exception))
+            self.assertIn(text, str(cm.exception))
+
+
+class DynamicDims(unittest.TestCase):
+    """Shape arithmetic on dynamic dims: folded while it stays a product,
+    refused by name (never a traceback) when it does not."""
+
+    def dims_model(self, nodes, inits, out_type=F, out_shape=None):
+        return model(
+            [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["S"], axis=0)] + nodes,
+            [helper.make_tensor_value_info("x", F, ["N", "S", 4])],
+            [helper.make_tensor_value_info("y", out_type, out_shape)],
+            [init("one", i64(1))] + inits,
+        )
+
+    def refused(self, m):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        return str(cm.exception)
+
+    def test_sum_difference_and_inexact_division_are_refused(self):
+        for op, text in (("Sub", "a difference of dynamic dimensions (S - 1)"),
+                         ("Add", "a sum of dynamic dimensions (S + 1)"),
+                         ("Div", "a division of dynamic dimensions (S by 2)")):
+            k = i64(2 if op == "Div" else 1)
+            m = self.dims_model([helper.make_node(op, ["S", "k"], ["S2"]),
+                                 helper.make_node("Unsqueeze", ["S2", "ax"], ["S3"]),
+                                 helper.make_node("ConstantOfShape", ["S3"], ["y"])],
+                                [init("k", k), init("ax", i64([0]))], F, ["M"])
+            msg = self.refused(m)
+            self.assertIn("(%s)" % op, msg)
+            self.assertIn(text, msg)
+
+    def test_a_range_as_long_as_a_dynamic_dim_is_refused(self):
+        m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["y"])], [init("zero", i64(0))],
+                            I64, ["S"])
+        msg = self.refused(m)
+        self.assertIn("(Range)", msg)
+        self.assertIn("is the dynamic dimension S", msg)
+
+    def test_a_dynamic_dim_cast_to_float_is_loaded_at_run_time(self):
+        # y = x.sum(1) / x.shape[1]
+        m = self.dims_model([helper.make_node("Cast", ["S"], ["Sf"], to=F),
+                             helper.make_node("ReduceSum", ["x", "ax"], ["t"], keepdims=0),
+                             helper.make_node("Div", ["t", "Sf"], ["y"])],
+                            [init("ax", i64([1]))], F, ["N", 4])
+        mod = onnx_import.import_model(m)
+        self.assertIn("ITOF", ops(mod))
+        for n, s in ((2, 3), (1, 7)):
+            x = rng((n, s, 4), s)
+            want = x.sum(1, dtype=np.float32) / np.float32(s)
+            np.testing.assert_allclose(mod.run({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
+
+    def test_the_element_count_of_var_is_folded(self):
+        # torch's unbiased var: ReduceProd of the reduced dims, Cast, Sub 1.
+        m = model(
+            [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "axes"], ["d"], axis=0),
+             helper.make_node("ReduceProd", ["d"], ["n"], keepdims=0),
+             helper.make_node("Cast", ["n"], ["nf"], to=F),
+             helper.make_node("ReduceMean", ["x"], ["m"], axes=[1, 2], keepdims=1),
+             helper.make_node("Sub", ["x", "m"], ["c"]),
+             helper.make_node("Mul", ["c", "c"], ["c2"]),
+             helper.make_node("ReduceSum", ["c2", "axes"], ["ss"], keepdims=0),
+             helper.make_node("Sub", ["nf", "onef"], ["n1"]),
+             helper.make_node("Div", ["ss", "n1"], ["y"])],
+            [helper.make_tensor_value_info("x", F, ["N", 3, 4])],
+            [helper.make_tensor_value_info("y", F, ["N"])],
+            [init("axes", i64([1, 2])), init("onef", np.float32(1))],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertNotIn("REDUCE_PROD", ops(mod))
+        x = rng((5, 3, 4), 12)
+        np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
+
+
 class Names(unittest.TestCase):
     def test_names_that_are_not_identifiers_are_sanitised(self):
         m = model(

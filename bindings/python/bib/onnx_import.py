@@ -32,7 +32,7 @@ from onnx import TensorProto, numpy_helper, shape_inference
 
 from . import Builder, Error, UsageError, opcode
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
+    _bib_dtype, broadcast_shapes, dim_mul, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
     library_i32_arithmetic, library_takes_zero_dims, MAX_OPSET, MAX_RANK, MIN_OPSET, NeedsConstant,
     _Node, _np_for, _obj_div, _onnx_type_of, Refused, sanitize, shape_text, Sym, Val)
 from .onnx_math import MathOps
@@ -614,20 +614,70 @@ class Importer(MathOps, ShapeOps, NNOps):
 
     # ---- folding of constants (numpy, exact operations only) -------------------------
 
+    def fold_dims(self, node, fn, a, what, sign):
+        """Arithmetic on shape values (a dynamic dimension among them is a
+        Sym): folded exactly, or refused naming the dimension."""
+        r = _fold2(fn, a)
+        if r is None and any(x.dtype == object for x in a):
+            self.refuse(node, "%s of dynamic dimensions (%s %s %s): BIB's shapes are products of dynamic axes and "
+                        "constants" % (what, _dims_text(a[0]), sign, _dims_text(a[1])), "shape")
+        return None if r is None else [r]
+
     def fold_Add(self, node, a):
-        return [_fold2(np.add, a)]
+        return self.fold_dims(node, np.add, a, "a sum", "+")
 
     def fold_Sub(self, node, a):
-        return [_fold2(np.subtract, a)]
+        return self.fold_dims(node, np.subtract, a, "a difference", "-")
 
     def fold_Mul(self, node, a):
-        return [_fold2(np.multiply, a)]
+        return self.fold_dims(node, np.multiply, a, "a product", "*")
+
+    def fold_reduce(self, node, a, fn):
+        """A reduction of an integer constant (shape arithmetic, such as the
+        element count torch's var and std compute): exact, so folded. A
+        float constant is left to the kernel, whose order of operations is
+        the contract's."""
+        x = a[0]
+        if x.dtype.kind not in "iu" and not (x.dtype == object and fn is np.multiply):
+            return None
+        axes = node.attr("axes")
+        if len(a) > 1 and a[1] is not None:
+            axes = a[1].reshape(-1).tolist()
+        keep = bool(node.attr("keepdims", 1))
+        if not axes:
+            if node.attr("noop_with_empty_axes", 0):
+                return [x]
+            axes = list(range(x.ndim))
+        axes = tuple(sorted(set(int(k) + x.ndim if k < 0 else int(k) for k in axes)))
+        if x.dtype == object:
+            out = x
+            for k in reversed(axes):
+                out = np.frompyfunc(dim_mul, 2, 1).reduce(out, axis=k, keepdims=True, initial=1)
+            if not keep:
+                out = out.reshape([d for k, d in enumerate(out.shape) if k not in axes])
+            return [np.array(out, object)]
+        return [np.asarray(fn.reduce(x, axis=axes, keepdims=keep)).astype(x.dtype)]
+
+    def fold_ReduceProd(self, node, a):
+        return self.fold_reduce(node, a, np.multiply)
+
+    def fold_ReduceSum(self, node, a):
+        return self.fold_reduce(node, a, np.add)
+
+    def fold_ReduceMax(self, node, a):
+        return self.fold_reduce(node, a, np.maximum)
+
+    def fold_ReduceMin(self, node, a):
+        return self.fold_reduce(node, a, np.minimum)
 
     def fold_Div(self, node, a):
         x, y = a
         if x.dtype == object or y.dtype == object:
             q = _obj_div(x, y) if x.dtype == object else None
-            return None if q is None else [np.array(q, object)]
+            if q is None:
+                self.refuse(node, "a division of dynamic dimensions (%s by %s) that is not exact at import time"
+                            % (_dims_text(x), _dims_text(y)), "shape")
+            return [np.array(q, object)]
         if x.dtype.kind in "iu":
             return [np.trunc(x / y).astype(x.dtype)]
         return [np.divide(x, y).astype(x.dtype)]
@@ -648,20 +698,31 @@ class Importer(MathOps, ShapeOps, NNOps):
         return [np.logical_not(a[0])]
 
     def fold_Range(self, node, a):
+        if any(x.dtype == object for x in a):
+            return None
         return [np.arange(a[0], a[1], a[2]).astype(a[0].dtype)]
 
     def op_Range(self, node):
         # Range is folded (fold_Range); here one of its inputs is not known
-        # at import time, which is refused naming it.
-        self.const_input(node, 0, "start")
-        self.const_input(node, 1, "limit")
-        self.const_input(node, 2, "delta")
+        # at import time, or is a dynamic dimension, which is refused naming it.
+        for k, what in enumerate(("start", "limit", "delta")):
+            v = self.const_input(node, k, what)
+            if v.dtype == object:
+                self.refuse(node, "input '%s' (%s) is the dynamic dimension %s: BIB takes Range's %s at import "
+                            "time, so the length of a Range may not depend on a dynamic axis"
+                            % (node.inputs[k], what, v.reshape(-1)[0], what), "shape")
 
     def fold_Min(self, node, a):
         return [np.minimum.reduce(a)] if all(x.dtype != object for x in a) else None
 
     def fold_Max(self, node, a):
         return [np.maximum.reduce(a)] if all(x.dtype != object for x in a) else None
+
+
+def _dims_text(arr):
+    """A shape value for a message: a scalar as itself, a vector as a list."""
+    arr = np.asarray(arr)
+    return str(arr.reshape(-1)[0]) if arr.size == 1 else shape_text(arr.reshape(-1).tolist())
 
 
 # ---- entry points ----------------------------------------------------------------------------

@@ -248,17 +248,114 @@ class ShapeOps:
         dtype = _bib_dtype(et)
         if dtype is None:
             self.refuse(node, "attribute 'value' of type %s" % _DTYPE_NAME.get(et), "dtype")
-        out = self.rt(shape, dtype, et)
+        self.set(node, 0, self.filled(node, shape, dtype, et, arr[0]))
+
+    def filled(self, node, shape, dtype, onnx_type, value):
+        """A tensor of shape (dims may be dynamic) with every element value,
+        made at run time (ALLOC and FILL): nothing stored in the module."""
+        out = self.rt(shape, dtype, onnx_type)
         r = self.load_dims(node, shape)
         self.emit("ALLOC", out.reg, 1 if dtype == "f32" else 2, r, len(shape))
         self.scalar(len(shape) + 1)
         slot = ("scratch", len(shape))
         if dtype == "f32":
-            self.load_f64(slot, float(arr[0]))
+            self.load_f64(slot, float(value))
         else:
-            self.load_int(slot, int(arr[0]))
+            self.load_int(slot, int(value))
         self.emit("FILL", out.reg, slot)
-        self.set(node, 0, out)
+        return out
+
+    def op_Pad(self, node):
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        mode = node.attr("mode", "constant")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if self.opset < 11:
+            pads = list(node.attr("pads", node.attr("paddings", [0] * (2 * rank))))
+            value = node.attr("value", 0.0)
+        else:
+            pads = [int(p) for p in self.const_input(node, 1, "the pads").reshape(-1).tolist()]
+            c = self.const_input(node, 2, "the constant value", optional=True)
+            value = np.asarray(c).reshape(-1)[0] if c is not None and np.asarray(c).size else 0
+        axes = list(range(rank))
+        if len(node.inputs) > 3 and node.inputs[3]:
+            axes = [self.axis_of(node, int(a), rank) for a in self.const_input(node, 3, "the axes").reshape(-1)]
+        if len(pads) != 2 * len(axes):
+            self.refuse(node, "%d pads for %d axes" % (len(pads), len(axes)), "attribute")
+        if mode not in ("constant", "reflect", "edge"):
+            self.refuse(node, "mode '%s' (constant, reflect and edge are supported)" % mode, "attribute")
+        before, after = [0] * rank, [0] * rank
+        for k, a in enumerate(axes):
+            before[a], after[a] = pads[k], pads[k + len(axes)]
+        if x.const and x.array.dtype != object:
+            arr = x.array
+            crop = tuple(slice(max(-b, 0), arr.shape[k] - max(-e, 0)) for k, (b, e) in enumerate(zip(before, after)))
+            arr = arr[crop]
+            width = [(max(b, 0), max(e, 0)) for b, e in zip(before, after)]
+            if mode == "constant":
+                arr = np.pad(arr, width, mode="constant", constant_values=np.asarray(value).astype(arr.dtype))
+            else:
+                arr = np.pad(arr, width, mode=mode)
+            self.set(node, 0, self.const_val(np.ascontiguousarray(arr), x.onnx_type))
+            return
+        if x.dtype not in ("f32", "i32"):
+            self.refuse(node, "input of type %s" % _DTYPE_NAME.get(x.onnx_type), "dtype")
+        v = x
+        # Negative pads crop first: a Slice of each such axis.
+        if any(b < 0 or e < 0 for b, e in zip(before, after)):
+            ax = [a for a in range(rank) if before[a] < 0 or after[a] < 0]
+            for a in ax:
+                if not isinstance(x.shape[a], int):
+                    self.refuse(node, "a negative pad on the dynamic axis %d" % a, "shape")
+            v = self.slice(node, v, [max(-before[a], 0) for a in ax],
+                           [x.shape[a] - max(-after[a], 0) for a in ax], ax, [1] * len(ax))
+        for a in range(rank):
+            b, e = max(before[a], 0), max(after[a], 0)
+            if b == 0 and e == 0:
+                continue
+            n = v.shape[a]
+            if not isinstance(n, int):
+                self.refuse(node, "padding the dynamic axis %d" % a, "shape")
+            if mode == "constant":
+                parts = []
+                for width in (b, e):
+                    if width == 0:
+                        parts.append(None)
+                        continue
+                    shape = list(v.shape)
+                    shape[a] = width
+                    parts.append(self.filled(node, shape, v.dtype, v.onnx_type, value))
+                acc = v
+                for part, first in ((parts[0], True), (parts[1], False)):
+                    if part is None:
+                        continue
+                    self.need(node, "CONCAT")
+                    shape = list(acc.shape)
+                    shape[a] = acc.shape[a] + part.shape[a]
+                    out = self.rt(shape, v.dtype, v.onnx_type)
+                    lhs, rhs = (part, acc) if first else (acc, part)
+                    self.emit("CONCAT", out.reg, self.reg_of(node, lhs), self.reg_of(node, rhs), a)
+                    acc = out
+                v = acc
+                continue
+            # reflect and edge: one GATHER_AXIS of the padded positions' sources.
+            if n == 0 or (mode == "reflect" and (n < 2 or b >= n or e >= n)):
+                self.refuse(node, "mode '%s' pads %d and %d on axis %d of size %d" % (mode, b, e, a, n), "shape")
+            pos = np.arange(-b, n + e)
+            if mode == "edge":
+                idx = np.clip(pos, 0, n - 1)
+            else:
+                idx = np.abs(pos)
+                idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+            self.need(node, "GATHER_AXIS")
+            shape = list(v.shape)
+            shape[a] = len(idx)
+            out = self.rt(shape, v.dtype, v.onnx_type)
+            self.emit("GATHER_AXIS", out.reg, self.reg_of(node, v), self.reg_of(node, self.const_val(idx)), a)
+            v = out
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
 
     def op_Cast(self, node):
         x = self.get(node, 0)
@@ -276,7 +373,21 @@ class ShapeOps:
                 if to in (TensorProto.INT64, TensorProto.INT32):
                     self.set(node, 0, self.const_val(x.array, to))
                     return
-                self.refuse(node, "a cast of dynamic dimensions to %s" % _DTYPE_NAME.get(to), "dtype")
+                if to != TensorProto.FLOAT or x.array.size != 1:
+                    self.refuse(node, "a cast of dynamic dimensions to %s" % _DTYPE_NAME.get(to), "dtype")
+                # One dynamic dimension as a float (x.sum(1) / x.shape[1],
+                # a scale of 1 / sqrt(S)): loaded, converted and filled in at
+                # run time; exact below 2^24, correctly rounded above.
+                shape = list(x.array.shape)
+                out = self.rt(shape, "f32", to)
+                self.emit("ALLOC", out.reg, 1, self.load_dims(node, shape), len(shape))
+                self.scalar(len(shape) + 1)
+                slot = ("scratch", len(shape))
+                self.load_int(slot, x.array.reshape(-1)[0])
+                self.emit("ITOF", slot, slot)
+                self.emit("FILL", out.reg, slot)
+                self.set(node, 0, out)
+                return
             self.set(node, 0, self.const_val(x.array.astype(_np_for(to)), to))
             return
         dtype = _bib_dtype(to)
