@@ -302,7 +302,10 @@ typedef bib_status_t (*bib_host_fn)(bib_vm_t *vm, void *user, const bib_value_t 
 
 /* Registers (or replaces) a host function by name. A module's imports are
  * resolved by name when it is loaded; an unresolved import is a BIB_E_LINK
- * error naming it. Register before loading. */
+ * error naming it, so register before loading. Replacing a function the
+ * loaded module imports takes effect at once: its next HOSTCALL calls the
+ * new function with the new user pointer, and the old ones are not used
+ * again (a host may free them). */
 BIB_API bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_host_fn fn,
                                           void *user);
 
@@ -317,7 +320,9 @@ BIB_API bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_ho
  *   print_str(addr,len) len bytes of linear memory from addr (bounds-checked)
  * Each returns 0. */
 BIB_API bib_status_t bib_vm_register_stdio(bib_vm_t *vm, FILE *out);
-/* The same functions, writing through write(user, ...) instead of a FILE. */
+/* The same functions, writing through write(user, ...) instead of a FILE.
+ * Either call replaces the output functions registered before, in the loaded
+ * module too (as bib_vm_register_host does). */
 BIB_API bib_status_t bib_vm_register_output(bib_vm_t *vm, bib_write_fn write, void *user);
 
 /* For host functions: sets the message of the trap they are about to return.

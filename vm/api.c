@@ -963,6 +963,15 @@ bib_status_t bib_vm_register_host(bib_vm_t *vm, const char *name, bib_host_fn fn
         if (strcmp(vm->registry[i].name, name) == 0) {
             vm->registry[i].fn = fn;
             vm->registry[i].user = user;
+            /* The loaded module's HOSTCALLs of it call the new one from now
+               on: nothing keeps the old function or its user pointer. */
+            for (uint32_t h = 0; h < vm->program.host_count; h++) {
+                bib_host_t *bound = &vm->program.hosts[h];
+                if (bound->name != NULL && strcmp(bound->name, name) == 0) {
+                    bound->fn = fn;
+                    bound->user = user;
+                }
+            }
             return BIB_OK;
         }
     }

@@ -303,6 +303,44 @@ Test(abi, output_functions_write_through_a_callback) {
     bib_vm_destroy(vm);
 }
 
+/* A host function that multiplies its argument by *user. */
+static bib_status_t times(bib_vm_t *vm, void *user, const bib_value_t *args, uint32_t nargs,
+                          bib_value_t *result) {
+    (void)vm;
+    (void)nargs;
+    result->i = args[0].i * *(const int64_t *)user;
+    return BIB_OK;
+}
+
+Test(abi, functions_registered_again_after_loading_replace_the_loaded_ones) {
+    sink_t first = {0}, second = {0};
+    int64_t two = 2, three = 3;
+    bib_vm_t *vm = NULL;
+    cr_assert_eq(bib_vm_create(NULL, &vm), BIB_OK);
+    cr_assert_eq(bib_vm_register_output(vm, sink_write, &first), BIB_OK);
+    cr_assert_eq(bib_vm_register_host(vm, "f", times, &two), BIB_OK);
+    load_source(vm, ".func main regs=2\n"
+                    "    LDI r0, 7\n"
+                    "    HOSTCALL r1, f, r0, 1\n"
+                    "    HOSTCALL r0, print_i64, r1, 1\n"
+                    "    HALT r1\n"
+                    ".end\n");
+    int64_t exit = 0;
+    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(exit, 14);
+    /* Both replaced with the module loaded: the next run calls the new
+       function with its own user pointer, and prints through the new sink
+       (the stream of the first one is closed: writing to it would be a use
+       after free, which the sanitized build reports). */
+    cr_assert_eq(bib_vm_register_host(vm, "f", times, &three), BIB_OK);
+    cr_assert_eq(bib_vm_register_output(vm, sink_write, &second), BIB_OK);
+    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(exit, 21);
+    cr_assert_str_eq(first.text, "14\n");
+    cr_assert_str_eq(second.text, "21\n");
+    bib_vm_destroy(vm);
+}
+
 Test(abi, trace_lines_go_to_the_options_callback) {
     sink_t sink = {0};
     bib_options_t o;

@@ -14,6 +14,7 @@ VM's message, and the pc and source line when the message names them.
 import ctypes
 import json
 import os
+import numbers
 import re
 from collections import namedtuple
 
@@ -255,6 +256,7 @@ class Vm:
             _raise(st, "cannot create a VM with these options")
         self._vm = handle
         self._callbacks = {}  # name -> ctypes callback, kept alive while registered
+        self._retired = []  # callbacks replaced since, kept alive with the VM
         self._inputs = {}
         self._trace_lines = None
         self._trace_parts = []
@@ -351,10 +353,13 @@ class Vm:
     # -- host functions
     def register_host(self, name, fn):
         """Registers fn(*args) as host function `name` (register before
-        loading a module that imports it). Arguments arrive as ints (the
-        64-bit registers; bib.f64(x) reads one as a double). fn returns an
-        int, a float (stored as its f64 bits), or None (0). An exception in
-        fn stops the run with a Trap naming the HOSTCALL and the exception."""
+        loading a module that imports it; registering it again replaces it,
+        in the loaded module too). Arguments arrive as ints (the 64-bit
+        registers; bib.f64(x) reads one as a double). fn returns an integer
+        (Python's or numpy's, in [-2**63, 2**64)), a float (Python's or
+        numpy's, stored as its f64 bits), or None (0); anything else stops
+        the run with a Trap, as an exception in fn does, naming the HOSTCALL
+        and the reason."""
         self._live()
 
         def call(vm, _user, args, nargs, result):
@@ -363,10 +368,16 @@ class Vm:
                 r = fn(*values)
                 if r is None:
                     result[0].i = 0
-                elif isinstance(r, float):
-                    result[0].f = r
+                elif isinstance(r, numbers.Integral):
+                    v = int(r)
+                    if not -(1 << 63) <= v < (1 << 64):
+                        raise OverflowError("host function %s returned %d, which does not fit 64 bits" % (name, v))
+                    result[0].u = v & ((1 << 64) - 1)
+                elif isinstance(r, numbers.Real):
+                    result[0].f = float(r)
                 else:
-                    result[0].i = int(r)
+                    raise TypeError("host function %s returned a %s, not an integer, a float or None"
+                                    % (name, type(r).__name__))
                 return 0
             except BaseException as e:  # nothing may unwind through C
                 text = "%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__
@@ -375,6 +386,10 @@ class Vm:
 
         cb = _capi.HOST_FN(call)
         self._check(_lib.bib_vm_register_host(self._vm, name.encode(), cb, None))
+        # A function replaced from inside a callback may still be running:
+        # the thunks it replaced live as long as the VM.
+        if name in self._callbacks:
+            self._retired.append(self._callbacks[name])
         self._callbacks[name] = cb
         return self
 
