@@ -267,9 +267,12 @@ BIB_API bib_status_t bib_vm_tensor_info(const bib_vm_t *vm, uint32_t index,
 
 /* Gives the value of input `name` for the following runs; the data (rank
  * dims, row-major, little-endian) is copied. A wrong dtype or a shape that does
- * not fit the declaration (or the sizes other inputs gave its symbolic
- * dimensions) is BIB_E_USAGE with a message naming the tensor, the expected
- * and the given shape. */
+ * not fit the declaration (or the sizes that inputs given since the last run
+ * began gave its symbolic dimensions) is BIB_E_USAGE with a message naming the
+ * tensor, the expected and the given shape. Inputs kept from an earlier run
+ * are checked when the next run begins: to give A[M,K] and B[K,N] a new K,
+ * set both, in either order; a run with only one of them given anew is
+ * refused, naming the other. */
 BIB_API bib_status_t bib_vm_set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
                                       uint32_t rank, const uint32_t *dims, const void *data);
 

@@ -120,7 +120,10 @@ template <class T> class TensorView {
             dims_[rank_++] = d;
     }
     TensorView(T *data, uint32_t rank, const uint32_t *dims) : data_(data), rank_(rank) {
-        for (uint32_t i = 0; i < rank && i < BIB_MAX_RANK; i++)
+        if (rank > BIB_MAX_RANK)
+            throw Error(BIB_E_USAGE, "a tensor has at most " + std::to_string(BIB_MAX_RANK) +
+                                         " dimensions, " + std::to_string(rank) + " given");
+        for (uint32_t i = 0; i < rank; i++)
             dims_[i] = dims[i];
     }
 

@@ -96,6 +96,7 @@ typedef struct bib_place_model {
 /* A value given with bib_vm_set_input, kept for the following runs. */
 typedef struct bib_input {
     bool set;
+    bool fresh; /* given since the last run began (set checks only against these) */
     uint32_t dtype, rank;
     uint32_t dims[BIB_MAX_RANK];
     void *data; /* malloc'd copy, count * 4 bytes */

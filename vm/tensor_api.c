@@ -189,9 +189,12 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     if (dtype != BIB_DTYPE_F32 && dtype != BIB_DTYPE_I32)
         return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': dtype %d is neither f32 nor i32", name,
                            (int)dtype);
-    if (rank > BIB_MAX_RANK || (rank > 0 && dims == NULL))
+    if (rank > BIB_MAX_RANK)
         return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': rank %" PRIu32 " is more than %d", name,
                            rank, BIB_MAX_RANK);
+    if (rank > 0 && dims == NULL)
+        return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': dims is NULL for rank %" PRIu32, name,
+                           rank);
     uint64_t count;
     if (!bib_tensor_count_of(rank, dims, &count))
         return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': the shape is too large", name);
@@ -203,14 +206,17 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     if (count > 0 && no_data)
         return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': data is NULL", name);
 
-    /* Symbolic sizes as the other inputs already given fix them. */
+    /* Symbolic sizes as the other inputs given for the next run fix them.
+       Inputs kept from an earlier run do not: a host that gives A and B new
+       sizes for a dimension they share gives one of them first (the run
+       checks them all together, bib_tensor_run_begin). */
     int64_t *symbols = symbols_new(m);
     if (symbols == NULL)
         return bib_vm_fail(vm, BIB_E_NOMEM, "host out of memory checking input '%s'", name);
     bib_input_t *inputs = vm->tensor.inputs;
     char msg[400];
     for (uint32_t i = 0; i < m->tensor_count; i++)
-        if ((int)i != di && inputs[i].set)
+        if ((int)i != di && inputs[i].set && inputs[i].fresh)
             decl_matches(m, &m->tensors[i], inputs[i].dtype, inputs[i].rank, inputs[i].dims,
                          symbols, msg, sizeof msg);
     bool ok = decl_matches(m, &m->tensors[di], dtype, rank, dims, symbols, msg, sizeof msg);
@@ -241,6 +247,7 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     bib_input_t *in = &inputs[di];
     free(in->data);
     in->set = true;
+    in->fresh = true;
     in->dtype = dtype;
     in->rank = rank;
     memset(in->dims, 0, sizeof in->dims);
@@ -367,15 +374,32 @@ bib_status_t bib_tensor_run_begin(bib_vm_t *vm) {
     for (uint32_t i = 0; i < m->dim_name_count; i++)
         ts->symbols[i] = -1;
 
+    /* The inputs given since the last run fix the symbols first, so that a
+       mismatch names an input kept from an earlier run, which the host has
+       to give again. */
     char msg[400];
-    for (uint32_t i = 0; i < m->tensor_count; i++) {
-        const bib_tensor_decl_t *d = &m->tensors[i];
-        if (d->flags & BIB_TENSOR_INPUT) {
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < m->tensor_count; i++) {
+            const bib_tensor_decl_t *d = &m->tensors[i];
             const bib_input_t *in = &ts->inputs[i];
+            if (!(d->flags & BIB_TENSOR_INPUT) || (in->set && in->fresh) != (pass == 0))
+                continue;
             if (!in->set)
                 return bib_vm_fail(vm, BIB_E_USAGE, "input '%s' was not given", d->name);
             if (!decl_matches(m, d, in->dtype, in->rank, in->dims, ts->symbols, msg, sizeof msg))
+                return bib_vm_fail(vm, BIB_E_USAGE, "input '%s'%s: %s", d->name,
+                                   pass == 1 ? " (kept from an earlier run: give it again)" : "",
+                                   msg);
+        }
+    for (uint32_t i = 0; i < m->dim_name_count; i++)
+        ts->symbols[i] = -1;
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        const bib_tensor_decl_t *d = &m->tensors[i];
+        if (d->flags & BIB_TENSOR_INPUT) {
+            bib_input_t *in = &ts->inputs[i];
+            if (!decl_matches(m, d, in->dtype, in->rank, in->dims, ts->symbols, msg, sizeof msg))
                 return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': %s", d->name, msg);
+            in->fresh = false;
             st = bind_copy(vm, "input", d->name, d->reg, in->dtype, in->rank, in->dims, in->data,
                            in->bytes);
         } else if (d->flags & BIB_TENSOR_CONST) {

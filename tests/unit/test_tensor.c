@@ -855,6 +855,45 @@ Test(cpu, set_input_rejects_wrong_names_dtypes_and_shapes_naming_both_shapes) {
     bib_vm_destroy(vm);
 }
 
+Test(cpu, inputs_sharing_a_dimension_take_a_new_size_on_a_kept_vm) {
+    tb_t b = {0};
+    io_module(&b);
+    bib_vm_t *vm = vm_on("cpu", 0);
+    load(vm, &b, 8);
+    float data[12] = {0};
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){2, 3}, data), BIB_OK);
+    cr_assert_eq(bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){2}, data), BIB_OK);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    /* n = 4 now, in either order: the inputs of the last run do not hold
+       n at 2. */
+    cr_assert_eq(bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){4}, data), BIB_OK, "%s",
+                 bib_vm_error(vm));
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){4, 3}, data), BIB_OK,
+                 "%s", bib_vm_error(vm));
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    uint32_t rank, dims[BIB_MAX_RANK];
+    bib_dtype_t dt;
+    const void *y;
+    cr_assert_eq(bib_vm_get_output(vm, "y", &dt, &rank, dims, &y), BIB_OK);
+    cr_expect_eq(dims[0], 4);
+    /* Given together, they are still checked together. */
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){3, 3}, data), BIB_OK);
+    cr_expect_eq(bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){2}, data), BIB_E_USAGE);
+    cr_expect(strstr(bib_vm_error(vm), "input 'w': expected f32[n] where n = 3, given f32[2]") !=
+                  NULL,
+              "%s", bib_vm_error(vm));
+    /* Only x given anew: the run names w, kept from the run before. */
+    cr_expect_eq(run(vm, NULL), BIB_E_USAGE);
+    cr_expect_str_eq(bib_vm_error(vm), "input 'w' (kept from an earlier run: give it again): "
+                                       "expected f32[n] where n = 3, given f32[4]");
+    cr_assert_eq(bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, (uint32_t[]){3}, data), BIB_OK);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    /* A NULL dims is named as such. */
+    cr_expect_eq(bib_vm_set_input(vm, "w", BIB_DTYPE_F32, 1, NULL, data), BIB_E_USAGE);
+    cr_expect_str_eq(bib_vm_error(vm), "input 'w': dims is NULL for rank 1");
+    bib_vm_destroy(vm);
+}
+
 Test(cpu, a_missing_input_fails_the_run_naming_it) {
     tb_t b = {0};
     io_module(&b);

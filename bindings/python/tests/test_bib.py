@@ -143,6 +143,11 @@ class Inputs(unittest.TestCase):
             self.m.run({"A": self.a})
         self.assertIn("'B'", cm.exception.message)
 
+    def test_a_kept_vm_takes_a_new_size_for_a_shared_dimension(self):
+        self.m.run({"A": self.a, "B": self.b})
+        a, b = rng_f32((5, 4), 1), rng_f32((4, 3), 2)
+        np.testing.assert_allclose(self.m.run({"A": a, "B": b})["C"], a @ b, rtol=1e-5, atol=1e-6)
+
     def test_seven_dimensions_are_refused(self):
         with self.assertRaises(bib.UsageError) as cm:
             self.m.run({"A": np.zeros((1, 1, 1, 1, 1, 1, 1), np.float32), "B": self.b})
@@ -266,6 +271,30 @@ class HostFunctions(unittest.TestCase):
         e = cm.exception
         self.assertEqual((e.pc, e.line), (6, 9))
         self.assertIn("host function 'fail' failed: RuntimeError: no 100%", e.message)
+
+    def test_registering_again_after_loading_replaces_the_function(self):
+        src = ".func main regs=2\n LDI r0, 6\n HOSTCALL r1, f, r0, 1\n HALT r1\n.end\n"
+        vm = bib.Vm()
+        vm.register_host("f", lambda x: x * 2)
+        vm.load(bib.assemble(src))
+        self.assertEqual(vm.run().exit_value, 12)
+        vm.register_host("f", lambda x: x * 3)
+        import gc
+
+        gc.collect()  # the replaced callback is not freed while the VM may call it
+        self.assertEqual(vm.run().exit_value, 18)
+
+    def test_numpy_results_convert_and_out_of_range_integers_trap(self):
+        m = bib.assemble(".func main regs=2\n LDI r0, 1\n HOSTCALL r1, f, r0, 1\n HALT r1\n.end\n")
+        self.assertEqual(bib.f64(m.run(hosts={"f": lambda x: np.float32(2.5)}).exit_value), 2.5)
+        self.assertEqual(m.run(hosts={"f": lambda x: np.int64(-7)}).exit_value, -7)
+        self.assertEqual(m.run(hosts={"f": lambda x: 2**64 - 1}).exit_value, -1)
+        with self.assertRaises(bib.Trap) as cm:
+            m.run(hosts={"f": lambda x: 2**64 + 5})
+        self.assertIn("does not fit 64 bits", cm.exception.message)
+        with self.assertRaises(bib.Trap) as cm:
+            m.run(hosts={"f": lambda x: "7"})
+        self.assertIn("returned a str", cm.exception.message)
 
     def test_an_unregistered_import_is_a_link_error(self):
         with self.assertRaises(bib.LinkError) as cm:
