@@ -74,6 +74,11 @@ static inline uint64_t bib_sat_mul(uint64_t a, uint64_t b) {
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+static inline uint64_t bib_sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* ---- messages (vm/tensor_ops.c) ------------------------------------------------ */
 
 const char *bib_tensor_dtype_name(uint32_t dtype);

@@ -388,8 +388,27 @@ static bib_status_t run_copy(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t in_re
     k.in_t[0] = src;
     k.nin = 1;
     k.out_t = dst;
+    /* A copy inside an opcode: the opcode was charged its fuel, from its
+       operands' shapes, before the first copy (charge_operands). */
+    k.charged = true;
     strided_params(&k, rank, dims, 0, st, 0, NULL, 0, 0);
     return bib_tensor_run_kernel(vm, ip, out_reg, src->dtype, rank, dims, &k);
+}
+
+/* Charges an opcode that copies operands before its kernel (run_copy) the
+   fuel spec/cli.md gives it from the shapes alone: its operands' counts and
+   its result's, as the kernel would be charged without the copies. So the
+   copies cost nothing of their own, and a trap for fuel comes before any. */
+static bib_status_t charge_operands(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
+                                    bib_tensor_t *const *t, uint32_t rank, const uint32_t *dims) {
+    uint64_t w = 1;
+    for (uint32_t i = 0; i < rank; i++)
+        w = bib_sat_mul(w, dims[i]);
+    for (int i = 0; i < k->nin; i++)
+        w = bib_sat_add(w, t[i]->count);
+    CHECK(bib_tensor_charge_fuel(vm, ip, w));
+    k->charged = true;
+    return BIB_OK;
 }
 
 /* Copies src into a temporary laid out with its axes in the order perm. */
@@ -471,6 +490,9 @@ bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t
     bib_tensor_t moved = {0};
     bib_tensor_t *src = a;
     if (!identity) {
+        bib_tensor_t *const ops[1] = {a};
+        CHECK(charge_operands(vm, ip, k, ops, rule == BIB_SHAPE_ROWS ? a->rank : res.rank,
+                              rule == BIB_SHAPE_ROWS ? a->dims : res.dims));
         CHECK(run_permute(vm, ip, k->in_regs[0], a, perm, &moved));
         src = &moved;
     }
@@ -576,6 +598,8 @@ bib_status_t bib_tensor_op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, bib_ks
     }
     bib_tensor_t wide[3] = {{0}, {0}, {0}}, as_r;
     bib_status_t st = BIB_OK;
+    if (!ok[0] || !ok[1] || (k->nin > 2 && !ok[2]))
+        CHECK(charge_operands(vm, ip, k, t, r->rank, r->dims));
     if (ok[0]) {
         as_r = view_as(t[0], r->rank, r->dims);
         k->in_t[0] = &as_r;

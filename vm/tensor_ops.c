@@ -20,11 +20,6 @@
 #include "vm/tensor_internal.h"
 #include "vm/tensor_ops.h"
 
-static uint64_t sat_add(uint64_t a, uint64_t b) {
-    uint64_t r;
-    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
 /* ---- messages ------------------------------------------------------------------ */
 
 const char *bib_tensor_dtype_name(uint32_t dtype) {
@@ -961,7 +956,7 @@ bib_tensor_cost_t bib_tensor_cost(const bib_call_t *call) {
     }
     case BIB_COST_GATHER:
         /* The indices, the rows they pick and the result. */
-        c.work = sat_add(bib_view_count(&call->in[1]), bib_sat_mul(out, 2));
+        c.work = bib_sat_add(bib_view_count(&call->in[1]), bib_sat_mul(out, 2));
         c.ops = out_d;
         return c;
     case BIB_COST_CONV: {
@@ -976,7 +971,7 @@ bib_tensor_cost_t bib_tensor_cost(const bib_call_t *call) {
     case BIB_COST_POOL: {
         /* One compare or add per tap of each window, then the output. */
         const uint64_t window = bib_sat_mul((uint64_t)call->p[0], (uint64_t)call->p[1]);
-        c.work = bib_sat_mul(out, sat_add(window, 1));
+        c.work = bib_sat_mul(out, bib_sat_add(window, 1));
         c.ops = out_d * ((double)window + 1);
         return c;
     }
@@ -989,7 +984,7 @@ bib_tensor_cost_t bib_tensor_cost(const bib_call_t *call) {
     c.work = out;
     for (int i = 0; i < 3; i++)
         if (call->in[i].buf != NULL)
-            c.work = sat_add(c.work, bib_view_count(&call->in[i]));
+            c.work = bib_sat_add(c.work, bib_view_count(&call->in[i]));
     if (k->cost == BIB_COST_ROWS)
         c.ops = (double)k->per_element * (double)bib_view_count(&call->in[0]);
     else

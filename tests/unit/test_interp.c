@@ -5,6 +5,7 @@
  * built as bib_module_t in memory (bib_vm_load_module). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -984,6 +985,59 @@ Test(trap, scalar_fuel_trap_after_tensor_work_splits_the_fuel) {
     cr_expect_eq(s.instructions, 7);
     cr_expect_eq(s.fuel, 3079);
     bib_vm_destroy(vm);
+}
+
+/* The fuel of one tensor opcode over [64,64] operands, when the VM copies an
+   operand before the kernel (a broadcast expanded, an axis moved last) and
+   when it does not: the same W from the shapes (spec/cli.md), so the order of
+   the operands or the axis named does not change it, and a run short of it
+   traps before the copy. */
+static uint64_t fuel_of(const char *op, uint64_t fuel, bib_status_t *st) {
+    char src[512];
+    snprintf(src, sizeof src,
+             ".func main regs=4\n LDI r0, 64\n LDI r1, 64\n ALLOC t0, f32, r0, 2\n"
+             " ALLOC t1, f32, r0, 1\n ALLOC t4, i32, r1, 1\n LDI r2, 1\n ALLOC t5, f32, r2, 1\n"
+             " %s\n HALT r2\n.end\n",
+             op);
+    bib_options_t o;
+    bib_options_init(&o);
+    o.fuel = fuel;
+    bib_vm_t *vm = vm_new(&o);
+    load_src(vm, src);
+    *st = bib_vm_run(vm, NULL);
+    bib_run_stats_t s;
+    bib_vm_stats(vm, &s);
+    bib_vm_destroy(vm);
+    return s.fuel;
+}
+
+Test(trap, copies_inside_a_tensor_opcode_cost_no_fuel_of_their_own) {
+    /* 7 instructions before, 1 after; ALLOCs of 4096, 64, 64 and 1 zeroes
+       cost 4 extra; the opcode its own 1 + W / 1024. */
+    static const struct {
+        const char *op;
+        uint64_t w;
+    } cases[] = {
+        {"TADD t2, t0, t5", 4096 + 1 + 4096},           /* b one element: no copy */
+        {"TADD t2, t5, t0", 1 + 4096 + 4096},           /* a one element: expanded first */
+        {"TADD t2, t1, t0", 64 + 4096 + 4096},          /* a row: expanded first */
+        {"WHERE t2, t4, t0, t5", 64 + 4096 + 1 + 4096}, /* the condition a row */
+        {"REDUCE_SUM t2, t0, 2, 0", 4096 + 64},         /* the last axis: no copy */
+        {"REDUCE_SUM t2, t0, 1, 0", 4096 + 64},         /* axis 0: moved last first */
+        {"SOFTMAX_AXIS t2, t0, 0", 4096 + 4096},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const uint64_t want = 9 + 4 + cases[i].w / 1024;
+        bib_status_t st;
+        uint64_t got = fuel_of(cases[i].op, 0, &st);
+        cr_expect_eq(got, want, "%s: %" PRIu64 " fuel, not %" PRIu64 " (%s)", cases[i].op, got,
+                     want, st == BIB_OK ? "ran" : "trapped");
+        cr_expect_eq(st, BIB_OK, "%s", cases[i].op);
+        /* One unit short of the opcode (HALT needs the last): it traps, charged nothing beyond its
+           instruction count (no copy ran first). */
+        cr_expect_eq(fuel_of(cases[i].op, want - 2, &st), 7 + 4, "%s", cases[i].op);
+        cr_expect_eq(st, BIB_E_TRAP, "%s", cases[i].op);
+    }
 }
 
 /* The instrumented loop (traced, stepped) charges as the plain one does: the
