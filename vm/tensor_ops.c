@@ -433,13 +433,15 @@ static bib_status_t conv_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
                                "[O,C/g,KH,KW]: x %s is %s, w %s is %s",
                                name, rt, sh, rt2, sh2);
     const bool one_d = x->rank == 3;
-    CHECK(block_word(vm, ip, k, conv_words, 0, 1, BLOCK_MAX, "1 or more"));
+    CHECK(block_word(vm, ip, k, conv_words, 0, 1, BLOCK_MAX, "1 to 2147483647"));
     for (int i = 1; i <= 4; i++)
         CHECK(block_word(vm, ip, k, conv_words, i, 1, one_d && (i == 1 || i == 3) ? 1 : BLOCK_MAX,
-                         one_d && (i == 1 || i == 3) ? "1 for a 1-D convolution" : "1 or more"));
+                         one_d && (i == 1 || i == 3) ? "1 for a 1-D convolution"
+                                                     : "1 to 2147483647"));
     for (int i = 5; i <= 8; i++)
         CHECK(block_word(vm, ip, k, conv_words, i, 0, one_d && (i == 5 || i == 7) ? 0 : BLOCK_MAX,
-                         one_d && (i == 5 || i == 7) ? "0 for a 1-D convolution" : "0 or more"));
+                         one_d && (i == 5 || i == 7) ? "0 for a 1-D convolution"
+                                                     : "0 to 2147483647"));
     for (int i = 9; i < BIB_PARAM_BLOCK; i++)
         CHECK(block_word(vm, ip, k, conv_words, i, 0, 0, "0 (reserved)"));
     const int64_t groups = k->p[0];
@@ -487,11 +489,11 @@ static bib_status_t pool_shape(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t 
     for (int i = 0; i < 6; i++) {
         bool h_word = i % 2 == 0;
         CHECK(block_word(vm, ip, k, pool_words, i, 1, one_d && h_word ? 1 : BLOCK_MAX,
-                         one_d && h_word ? "1 for a 1-D pool" : "1 or more"));
+                         one_d && h_word ? "1 for a 1-D pool" : "1 to 2147483647"));
     }
     for (int i = 6; i <= 9; i++)
         CHECK(block_word(vm, ip, k, pool_words, i, 0, one_d && (i == 6 || i == 8) ? 0 : BLOCK_MAX,
-                         one_d && (i == 6 || i == 8) ? "0 for a 1-D pool" : "0 or more"));
+                         one_d && (i == 6 || i == 8) ? "0 for a 1-D pool" : "0 to 2147483647"));
     CHECK(block_word(vm, ip, k, pool_words, 10, 0, 1, "0 or 1"));
     if (k->sub == BIB_POOL_AVG)
         CHECK(block_word(vm, ip, k, pool_words, 11, 0, 1, "0 or 1"));
