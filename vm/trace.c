@@ -91,8 +91,13 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
             snprintf(o, BIB_OPERAND_TEXT, "%" PRId64, (int64_t)(hi << 32 | w));
             break;
         }
+        case BIB_K_DTYPE: /* as the disassembler prints it */
+            if (w == BIB_DTYPE_F32 || w == BIB_DTYPE_I32)
+                snprintf(o, BIB_OPERAND_TEXT, "%s", w == BIB_DTYPE_I32 ? "i32" : "f32");
+            else
+                snprintf(o, BIB_OPERAND_TEXT, "%" PRIu32, w);
+            break;
         case BIB_K_COUNT:
-        case BIB_K_DTYPE:
         case BIB_K_SCALE:
         case BIB_K_CASES:
             snprintf(o, BIB_OPERAND_TEXT, "%" PRIu32, w);

@@ -1075,7 +1075,7 @@ Test(cpu, trace_lines_show_shapes_executor_and_result_hash) {
     char *text = trace_of("cpu", BIB_TRACE_TEXT);
     cr_expect(strstr(text, "MATMUL t2, t0, t1") != NULL, "%s", text);
     cr_expect(strstr(text, "t2=f32[3,2] t0=f32[3,4] t1=f32[4,2] on cpu hash=") != NULL, "%s", text);
-    cr_expect(strstr(text, "ALLOC t0, 1, r20, 2") != NULL, "%s", text);
+    cr_expect(strstr(text, "ALLOC t0, f32, r20, 2") != NULL, "%s", text);
     free(text);
     text = trace_of("cpu", BIB_TRACE_JSON);
     cr_expect(strstr(text, "\"executor\":\"cpu\",\"shapes\":{\"t2\":\"f32[3,2]\",\"t0\":"
