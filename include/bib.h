@@ -8,8 +8,9 @@
  *     or disassembling text.
  *
  * Conventions:
- *   - Functions that can fail return bib_status_t. The VM or builder keeps a
- *     one-line message for the last failure: bib_vm_error / bib_builder_error.
+ *   - Functions that can fail return bib_status_t. The VM keeps a one-line
+ *     message for the last failure (bib_vm_error); the builder keeps its
+ *     first one (bib_builder_error), as described at bib_builder_create.
  *   - Memory returned through an out-pointer (uint8_t **, char **) belongs to
  *     the caller, who releases it with bib_free.
  *   - There is no global mutable state: any number of VMs and builders can
@@ -346,7 +347,11 @@ BIB_API int64_t bib_opcode(const char *mnemonic);
 
 typedef struct bib_builder bib_builder_t;
 
-/* Creates an empty module builder. The caller releases it with bib_builder_destroy. */
+/* Creates an empty module builder. The caller releases it with bib_builder_destroy.
+ * A builder's first failure sticks: bib_builder_error keeps its message ("" while
+ * there is none), later calls go on as usual (each returns its own status),
+ * and bib_builder_finish fails with that first failure's status, so a host
+ * compiler may check once at the end. */
 BIB_API bib_builder_t *bib_builder_create(void);
 BIB_API void bib_builder_destroy(bib_builder_t *b);
 BIB_API const char *bib_builder_error(const bib_builder_t *b);
