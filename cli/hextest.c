@@ -44,6 +44,13 @@ typedef struct runner {
     const bib_cli_test_flags_t *flags;
     uint32_t coverage[BIB_OP__COUNT];
     int passed, failed;
+    /* The folders walked so far: a folder reached again (a symbolic link
+       back up the tree, or to a folder already given) is walked once. */
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } * walked;
+    size_t nwalked, walked_cap;
 } runner_t;
 
 typedef struct outcome {
@@ -446,6 +453,18 @@ static void run_path(runner_t *r, const char *path) {
         run_file(r, path);
         return;
     }
+    for (size_t i = 0; i < r->nwalked; i++)
+        if (r->walked[i].dev == st.st_dev && r->walked[i].ino == st.st_ino) {
+            if (r->flags->verbose)
+                printf("SKIP %s: the folder was walked already, under another name\n", path);
+            return;
+        }
+    if (r->nwalked == r->walked_cap)
+        r->walked =
+            bib_cli_grow(r->walked, (r->walked_cap = r->walked_cap ? r->walked_cap * 2 : 16) *
+                                        sizeof *r->walked);
+    r->walked[r->nwalked].dev = st.st_dev;
+    r->walked[r->nwalked++].ino = st.st_ino;
     DIR *dir = opendir(path);
     if (!dir) {
         printf("FAIL %s: %s\n", path, strerror(errno));
@@ -503,6 +522,7 @@ int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags
     }
     printf("%d passed, %d failed\n", r->passed, r->failed);
     int rc = (r->failed || uncovered) ? BIB_EXIT_TESTFAIL : 0;
+    free(r->walked);
     free(r);
     return rc;
 }

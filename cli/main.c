@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "assembler/asm.h"
 #include "backends/comm.h"
@@ -252,8 +254,20 @@ static int write_outputs(bib_vm_t *vm, const tensor_file_t *outputs, int noutput
 /* Before anything runs: no input or output named twice, no two outputs onto
    one file, and every output's folder there and writable, so that a typo
    costs nothing. */
-static int check_tensor_files(const tensor_file_t *inputs, int ninputs,
+static int check_tensor_files(const char *module, const tensor_file_t *inputs, int ninputs,
                               const tensor_file_t *outputs, int noutputs) {
+    /* Standard input can be read once: by the module or by one --input. */
+    const char *stdin_user = strcmp(module, "-") == 0 ? "the module" : NULL;
+    for (int i = 0; i < ninputs; i++) {
+        if (strcmp(inputs[i].path, "-") != 0)
+            continue;
+        if (stdin_user != NULL) {
+            fprintf(stderr, "bib: --input %s and %s both read standard input ('-')\n",
+                    inputs[i].name, stdin_user);
+            return BIB_EXIT_USAGE;
+        }
+        stdin_user = "another --input";
+    }
     for (int i = 0; i < ninputs; i++)
         for (int j = 0; j < i; j++)
             if (strcmp(inputs[i].name, inputs[j].name) == 0) {
@@ -275,6 +289,11 @@ static int check_tensor_files(const tensor_file_t *inputs, int ninputs,
             }
         }
     for (int i = 0; i < noutputs; i++) {
+        if (strcmp(module, "-") != 0 && bib_file_same(outputs[i].path, module)) {
+            fprintf(stderr, "bib: --output %s: '%s' is the module '%s' itself; give another path\n",
+                    outputs[i].name, outputs[i].path, module);
+            return BIB_EXIT_USAGE;
+        }
         char msg[600];
         if (bib_file_check_writable(outputs[i].path, msg, sizeof msg) != BIB_OK) {
             fprintf(stderr, "bib: --output %s: %s\n", outputs[i].name, msg);
@@ -577,7 +596,8 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
 static int cmd_run(const bib_options_t *options, const run_request_t *req) {
     if (bib_comm_launched())
         return cmd_run_ranks(options, req);
-    int checked = check_tensor_files(req->inputs, req->ninputs, req->outputs, req->noutputs);
+    int checked =
+        check_tensor_files(req->path, req->inputs, req->ninputs, req->outputs, req->noutputs);
     if (checked != 0)
         return checked;
     bib_vm_t *vm = NULL;
@@ -773,7 +793,7 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
     }
     int code = 0;
     if (bib_comm_rank() == 0) {
-        code = check_tensor_files(inputs, ninputs, outputs, noutputs);
+        code = check_tensor_files(path, inputs, ninputs, outputs, noutputs);
         if (code != 0)
             snprintf(failure, sizeof failure,
                      "the --input and --output files (rank 0's line above)");
@@ -838,7 +858,7 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
 static int cmd_bench_file(const bib_options_t *options, const char *path,
                           const tensor_file_t *inputs, int ninputs,
                           const bib_cli_bench_flags_t *flags) {
-    int checked = check_tensor_files(inputs, ninputs, NULL, 0);
+    int checked = check_tensor_files(path, inputs, ninputs, NULL, 0);
     char why[600];
     if (checked == 0 && flags->output != NULL &&
         bib_file_check_writable(flags->output, why, sizeof why) != BIB_OK) {
@@ -985,7 +1005,26 @@ static int find_command(int argc, char **argv, int *help, int *version) {
     return at;
 }
 
+static int bib_main(int argc, char **argv);
+
+/* What a command printed to standard output and could not write (a full
+   disk, a closed descriptor) is lost: that is an error, never exit 0. */
 int main(int argc, char **argv) {
+    int rc = bib_main(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* An earlier write failed, and errno has moved on: ask again. */
+        struct stat st;
+        int why = errno != 0 ? errno : fstat(STDOUT_FILENO, &st) != 0 ? errno : 0;
+        fprintf(stderr, "bib: cannot write standard output (what was printed is lost): %s\n",
+                why != 0 ? strerror(why) : "a write failed");
+        if (rc == 0)
+            rc = BIB_EXIT_CANTCREATE;
+    }
+    return rc;
+}
+
+static int bib_main(int argc, char **argv) {
     /* Past `ulimit -f`, a write fails with EFBIG and is reported, where
        SIGXFSZ would kill the command between a temporary file and its rename. */
     signal(SIGXFSZ, SIG_IGN);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/npy.h"
 #include "vm/fileio.h"
@@ -283,9 +285,19 @@ static int fill_from_file(void *ctx, void *data, size_t bytes) {
 
 bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path, uint64_t max_file,
                                char *msg, size_t cap) {
-    FILE *f = fopen(path, "rb");
+    /* "-" is stdin, as for a module. */
+    int fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : strcmp(path, "-") == 0 ? NULL : fopen(path, "rb");
     if (f == NULL) {
         snprintf(msg, cap, "cannot open '%s': %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return BIB_E_IO;
+    }
+    struct stat st_f;
+    if (fstat(fileno(f), &st_f) == 0 && S_ISDIR(st_f.st_mode)) {
+        snprintf(msg, cap, "cannot open '%s': %s", path, strerror(EISDIR));
+        fclose(f);
         return BIB_E_IO;
     }
     uint8_t *head = NULL;

@@ -265,4 +265,35 @@ if [ $rc -eq 0 ] && grep -q "repl:1:10: a NUL byte in the line; it is dropped" "
     ok "the REPL refuses a line holding a NUL byte, and goes on"
 else bad "NUL in repl: exit $rc, stdout $(cat "$T/out"), stderr $(cat "$T/err")"; fi
 
+# ---- what a run prints, reads and writes is never lost --------------------------
+# Standard output that cannot be written (a full disk, a closed descriptor) is
+# an error: exit 73, not 0 with the output gone.
+expect_fail "output to a full disk is exit 73, not lost" 73 "cannot write standard output (what was printed is lost)" \
+    sh -c "$BIB run examples/fib.basm >/dev/full"
+expect_fail "output to a closed stdout is exit 73: Bad file descriptor" 73 "Bad file descriptor" \
+    sh -c "$BIB run examples/hello.basm >&-"
+# --output never replaces the module being run.
+cp "$T/copy.basm" "$T/self.basm"
+expect_fail "--output naming the module itself is refused" 64 "is the module '$T/self.basm' itself" \
+    $BIB run "$T/self.basm" --input "a=$T/a.npy" --output "b=$T/self.basm"
+if cmp -s "$T/copy.basm" "$T/self.basm"; then ok "the module is left as it was"; else bad "the module was overwritten"; fi
+# --input NAME=- reads stdin (a file named - in the folder is not read), once.
+bib_abs=$(cd "$(dirname "$BIB")" && pwd)/$(basename "$BIB")
+(cd "$T" && printf 'not an npy' >./- && "$bib_abs" run copy.basm --input a=- --output b=b-stdin.npy <a.npy) \
+    >"$T/out" 2>"$T/err"
+if [ $? -eq 0 ] && cmp -s "$T/a.npy" "$T/b-stdin.npy"; then ok "--input a=- reads standard input"
+else bad "--input a=-: $(cat "$T/err")"; fi
+expect_fail "the module and an --input cannot both read stdin" 64 "both read standard input" \
+    sh -c "$BIB run - --input a=- <'$T/copy.basm'"
+expect_fail "a folder as an .npy input says so" 66 "cannot open '$T': Is a directory" \
+    $BIB run "$T/copy.basm" --input "a=$T"
+# bib test walks a folder once, however many links lead back to it.
+mkdir -p "$T/loop/sub"
+cp "$(find tests/hex/arith -name '*.hex' | sort | head -1)" "$T/loop/one.hex"
+ln -s .. "$T/loop/sub/up" && ln -s . "$T/loop/self" && ln -s . "$T/loop/self2"
+timeout 20 $BIB test "$T/loop" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^1 passed, 0 failed$" "$T/out"; then ok "bib test walks a folder with links back to itself once"
+else bad "bib test with link loops: exit $rc, $(tail -2 "$T/out")"; fi
+
 finish
