@@ -123,13 +123,22 @@ static bib_status_t parse_header(const uint8_t *bytes, size_t size, const char *
         goto done;
     }
     size_t dlen = (size_t)(end - descr - 1);
+    out->in_file = 4;
     if (dlen == 3 && memcmp(descr + 1, "<f4", 3) == 0) {
         out->dtype = BIB_DTYPE_F32;
     } else if (dlen == 3 && memcmp(descr + 1, "<i4", 3) == 0) {
         out->dtype = BIB_DTYPE_I32;
+    } else if (dlen == 3 && memcmp(descr + 1, "<i8", 3) == 0) {
+        out->dtype = BIB_DTYPE_I32;
+        out->in_file = 8;
+    } else if (dlen == 3 && memcmp(descr + 1, "|b1", 3) == 0) {
+        out->dtype = BIB_DTYPE_I32;
+        out->in_file = 1;
     } else {
-        char why[200], text[24 * 4 + 4];
-        snprintf(why, sizeof why, "dtype '%s' is not supported (use float32 '<f4' or int32 '<i4')",
+        char why[240], text[24 * 4 + 4];
+        snprintf(why, sizeof why,
+                 "dtype '%s' is not supported (float32 '<f4', int32 '<i4', int64 '<i8' and bool "
+                 "'|b1' are; save another with astype)",
                  shown(text, descr + 1, dlen));
         st = bad(msg, cap, path, why);
         goto done;
@@ -161,7 +170,9 @@ static bib_status_t parse_header(const uint8_t *bytes, size_t size, const char *
             goto done;
         }
         if (out->rank == BIB_MAX_RANK) {
-            st = bad(msg, cap, path, "the array has more than 4 dimensions");
+            char why[64];
+            snprintf(why, sizeof why, "the array has more than %d dimensions", BIB_MAX_RANK);
+            st = bad(msg, cap, path, why);
             goto done;
         }
         if (v > 0x7FFFFFFFull || (v > 0 && count > (UINT64_MAX / 8) / v)) {
@@ -181,27 +192,64 @@ done:
     return st;
 }
 
+/* n elements of a file's data (in_file bytes each, little-endian) as BIB's
+   4-byte elements; first is the index of src[0] in the array, for messages.
+   An int64 outside int32, or a bool byte other than 0 and 1, is refused. */
+static bib_status_t narrow(uint32_t in_file, const uint8_t *src, void *dst, size_t n,
+                           uint64_t first, const char *path, char *msg, size_t cap) {
+    int32_t *to = dst;
+    if (in_file == 4) {
+        if (n > 0)
+            memcpy(dst, src, n * 4);
+        return BIB_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t v;
+        if (in_file == 8) {
+            uint64_t u = 0;
+            for (int b = 7; b >= 0; b--)
+                u = u << 8 | src[i * 8 + (size_t)b];
+            v = (int64_t)u;
+        } else {
+            v = src[i];
+        }
+        if (in_file == 8 ? (v < INT32_MIN || v > INT32_MAX) : v > 1) {
+            char why[160];
+            snprintf(why, sizeof why, "element %llu is %lld, %s", (unsigned long long)(first + i),
+                     (long long)v,
+                     in_file == 8 ? "outside int32 (BIB's integer tensors are int32)"
+                                  : "neither 0 nor 1 in a bool array");
+            return bad(msg, cap, path, why);
+        }
+        to[i] = (int32_t)v;
+    }
+    return BIB_OK;
+}
+
 bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, bib_npy_t *out,
                            char *msg, size_t cap) {
     size_t data_at;
     bib_status_t st = parse_header(bytes, size, path, out, &data_at, msg, cap);
     if (st != BIB_OK)
         return st;
-    uint64_t need = out->bytes;
+    uint64_t need = out->bytes / 4 * out->in_file;
     if (need > size - data_at) {
         char why[160];
         snprintf(why, sizeof why, "the data is truncated: %llu bytes for the shape, %zu present",
                  (unsigned long long)need, size - data_at);
         return bad(msg, cap, path, why);
     }
-    out->data = malloc(need ? (size_t)need : 1);
+    out->data = malloc(out->bytes ? out->bytes : 1);
     if (out->data == NULL) {
-        snprintf(msg, cap, "%s: out of memory for %llu bytes", path, (unsigned long long)need);
+        snprintf(msg, cap, "%s: out of memory for %zu bytes", path, out->bytes);
         return BIB_E_NOMEM;
     }
-    if (need > 0)
-        memcpy(out->data, bytes + data_at, (size_t)need);
-    return BIB_OK;
+    st = narrow(out->in_file, bytes + data_at, out->data, out->bytes / 4, 0, path, msg, cap);
+    if (st != BIB_OK) {
+        free(out->data);
+        out->data = NULL;
+    }
+    return st;
 }
 
 /* Reads up to n bytes; fewer only at the end of the file or on an error. */
@@ -263,24 +311,44 @@ typedef struct npy_fill {
     char *msg;
     size_t cap;
     bib_status_t status;
+    uint32_t in_file;
 } npy_fill_t;
 
-/* Reads the data straight into the VM's buffer for the input. */
-static int fill_from_file(void *ctx, void *data, size_t bytes) {
-    npy_fill_t *fill = ctx;
-    size_t got = read_up_to(fill->f, data, bytes);
-    if (got == bytes)
-        return 0;
+static int fill_short(npy_fill_t *fill, size_t want, size_t got) {
     if (ferror(fill->f)) {
         snprintf(fill->msg, fill->cap, "cannot read '%s': %s", fill->path, strerror(errno));
         fill->status = BIB_E_IO;
     } else {
         char why[160];
         snprintf(why, sizeof why, "the data is truncated: %zu bytes for the shape, %zu present",
-                 bytes, got);
+                 want, got);
         fill->status = bad(fill->msg, fill->cap, fill->path, why);
     }
     return -1;
+}
+
+/* Reads the data straight into the VM's buffer for the input; int64 and
+   bool elements through a small buffer, narrowed or widened to 4 bytes. */
+static int fill_from_file(void *ctx, void *data, size_t bytes) {
+    npy_fill_t *fill = ctx;
+    if (fill->in_file == 4) {
+        size_t got = read_up_to(fill->f, data, bytes);
+        return got == bytes ? 0 : fill_short(fill, bytes, got);
+    }
+    uint8_t buf[1 << 16];
+    const size_t per = sizeof buf / fill->in_file, n = bytes / 4;
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < per ? n - done : per;
+        size_t got = read_up_to(fill->f, buf, k * fill->in_file);
+        if (got != k * fill->in_file)
+            return fill_short(fill, n * fill->in_file, done * fill->in_file + got);
+        fill->status = narrow(fill->in_file, buf, (int32_t *)data + done, k, done, fill->path,
+                              fill->msg, fill->cap);
+        if (fill->status != BIB_OK)
+            return -1;
+        done += k;
+    }
+    return 0;
 }
 
 bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path, uint64_t max_file,
@@ -307,13 +375,13 @@ bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path,
     if (st == BIB_OK)
         st = parse_header(head, head_len, path, &npy, &data_at, msg, cap);
     free(head);
-    if (st == BIB_OK && npy.bytes > bib_file_cap(max_file) - head_len)
+    if (st == BIB_OK && npy.bytes / 4 * npy.in_file > bib_file_cap(max_file) - head_len)
         st = bib_file_too_large(path, max_file, msg, cap);
     if (st != BIB_OK) {
         fclose(f);
         return st;
     }
-    npy_fill_t fill = {f, path, msg, cap, BIB_OK};
+    npy_fill_t fill = {f, path, msg, cap, BIB_OK, npy.in_file};
     st = bib_vm_set_input_fill(vm, name, npy.dtype, npy.rank, npy.dims, fill_from_file, &fill);
     fclose(f);
     if (st == BIB_E_IO && fill.status != BIB_OK)

@@ -1,8 +1,11 @@
 /* cli/npy.h: NumPy .npy files for `bib run --input/--output`.
  *
  * Reads versions 1.0, 2.0 and 3.0 with dtype '<f4' or '<i4' in C order, up to
- * rank 6; writes version 1.0. Anything else (Fortran order, other dtypes, a
- * truncated file) is refused with a one-line message naming the file. The
+ * rank 6, and also '<i8' (numpy's and torch's default integers: token ids,
+ * indices) and '|b1' (bool masks) as BIB's i32, an int64 outside int32 being
+ * refused naming its index; writes version 1.0. Anything else (Fortran order,
+ * other dtypes, a truncated file) is refused with a one-line message naming
+ * the file. The
  * element bytes are little-endian in the file and in memory (BIB's tensors
  * are little-endian).
  */
@@ -19,8 +22,9 @@ typedef struct bib_npy {
     bib_dtype_t dtype;
     uint32_t rank;
     uint32_t dims[BIB_MAX_RANK];
-    void *data; /* malloc'd; count * 4 bytes; the caller frees it with bib_npy_free */
-    size_t bytes;
+    void *data;       /* malloc'd; count * 4 bytes; the caller frees it with bib_npy_free */
+    size_t bytes;     /* count * 4: the tensor's bytes */
+    uint32_t in_file; /* bytes per element in the file: 4, or 8 ('<i8') or 1 ('|b1') */
 } bib_npy_t;
 
 /* Parses .npy bytes (path is for messages). Returns BIB_OK, or BIB_E_FORMAT

@@ -287,6 +287,26 @@ expect_fail "the module and an --input cannot both read stdin" 64 "both read sta
     sh -c "$BIB run - --input a=- <'$T/copy.basm'"
 expect_fail "a folder as an .npy input says so" 66 "cannot open '$T': Is a directory" \
     $BIB run "$T/copy.basm" --input "a=$T"
+# int64 ids and bool masks (numpy's and torch's defaults) feed an i32 input;
+# an int64 outside int32 is refused naming its index.
+printf '.input a t0 i32[?]\n.output b t1\n.func main regs=1\n    COPY t1, t0\n    HALT r0\n.end\n' >"$T/ids.basm"
+$PY -c "
+import numpy as np
+np.save('$T/ids.npy', np.array([3, -1, 2**31 - 1, -2**31], np.int64))
+np.save('$T/mask.npy', np.array([True, False, True]))
+np.save('$T/wide.npy', np.array([0, 2**31], np.int64))
+" || bad "numpy"
+$BIB run "$T/ids.basm" --input "a=$T/ids.npy" --output "b=$T/ids32.npy" >"$T/out" 2>"$T/err" &&
+    $PY -c "
+import numpy as np, sys
+b = np.load('$T/ids32.npy')
+sys.exit(0 if b.dtype == np.int32 and b.tolist() == [3, -1, 2**31 - 1, -2**31] else 1)
+" && ok "an int64 .npy feeds an i32 input" || bad "int64 .npy: $(cat "$T/err")"
+$BIB run "$T/ids.basm" --input "a=$T/mask.npy" >"$T/out" 2>"$T/err"
+if grep -q "^\[1 0 1\]$" "$T/out"; then ok "a bool .npy feeds an i32 input as 0 and 1"
+else bad "bool .npy: $(cat "$T/out" "$T/err")"; fi
+expect_fail "an int64 outside int32 is refused naming its index" 65 "element 1 is 2147483648, outside int32" \
+    $BIB run "$T/ids.basm" --input "a=$T/wide.npy"
 # bib test walks a folder once, however many links lead back to it.
 mkdir -p "$T/loop/sub"
 cp "$(find tests/hex/arith -name '*.hex' | sort | head -1)" "$T/loop/one.hex"

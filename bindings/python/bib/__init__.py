@@ -403,7 +403,9 @@ class Vm:
     def set_input(self, name, array):
         """Gives input `name`. A C-contiguous array of the declared dtype
         (float32 for f32, int32 for i32) is passed as it is, without a copy
-        on the Python side; the VM copies it. Another numpy dtype is refused
+        on the Python side; the VM copies it. For an i32 input, other integer
+        arrays (int64 ids) and bool arrays are converted, a value outside
+        int32 refused naming its index. Another numpy dtype is refused
         naming the tensor and both shapes; lists and scalars are converted."""
         self._live()
         decl = self._declared(name)
@@ -521,6 +523,19 @@ def _as_input(name, array, decl):
     scalars, strided views). A numpy array of another dtype is refused."""
     want = np.dtype("<f4") if decl.dtype == "f32" else np.dtype("<i4")
     if isinstance(array, np.ndarray):
+        if want.kind == "i" and array.dtype != want and (array.dtype.kind in "iu" or array.dtype == np.bool_):
+            # int64 token ids and bool masks (torch's and numpy's defaults)
+            # for an i32 input, as `bib run --input` takes them: converted,
+            # a value outside int32 refused naming its index.
+            if array.dtype.kind in "iu" and array.size:
+                bad = np.flatnonzero((array < -(1 << 31)) | (array > (1 << 31) - 1))
+                if bad.size:
+                    raise UsageError(
+                        "input '%s': element %d is %d, outside int32 (BIB's integer tensors are int32)"
+                        % (name, bad[0], array.reshape(-1)[bad[0]]),
+                        "usage",
+                    )
+            return np.require(array.astype(want), requirements="C")
         if array.dtype != want:
             raise UsageError(
                 "input '%s': expected %s, given %s%s (convert with .astype(numpy.%s))"

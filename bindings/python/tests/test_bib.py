@@ -122,6 +122,19 @@ class Inputs(unittest.TestCase):
             "input 'A': expected f32[M,K], given float64[2,3] (convert with .astype(numpy.float32))",
         )
 
+    def test_int64_and_bool_arrays_feed_an_i32_input(self):
+        m = bib.assemble(".input a t0 i32[?]\n.output b t1\n.func main regs=1\n COPY t1, t0\n HALT r0\n.end\n")
+        ids = np.array([5, -7, 2**31 - 1, -(2**31)], np.int64)
+        b = m.run({"a": ids})["b"]
+        self.assertEqual(b.dtype, np.int32)
+        self.assertEqual(b.tolist(), ids.tolist())
+        self.assertEqual(m.run({"a": np.array([True, False])})["b"].tolist(), [1, 0])
+        with self.assertRaises(bib.UsageError) as cm:
+            m.run({"a": np.array([1, 2**31], np.int64)})
+        self.assertIn("element 1 is 2147483648, outside int32", cm.exception.message)
+        with self.assertRaises(bib.UsageError):
+            m.run({"a": np.array([1.0])})  # a float array for an i32 input stays refused
+
     def test_a_wrong_shape_names_the_tensor_and_both_shapes(self):
         with self.assertRaises(bib.UsageError) as cm:
             self.m.run({"A": self.a, "B": np.ones((2, 2), np.float32)})
