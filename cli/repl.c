@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -86,6 +87,62 @@ void repl_print_reg(uint32_t i, uint64_t v) {
     printf("r%" PRIu32 " = %" PRId64 " (0x%" PRIx64 ")\n", i, (int64_t)v, v);
 }
 
+/* ---- running: Ctrl-C pauses the program, the session stays ----------------------- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Instructions per slice: a resume costs microseconds, a slice milliseconds. */
+#define REPL_SLICE (1u << 20)
+
+bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
+    struct sigaction on, old;
+    memset(&on, 0, sizeof on);
+    on.sa_handler = on_interrupt;
+    sigemptyset(&on.sa_mask);
+    on.sa_flags = SA_RESTART;
+    /* A session started with SIGINT ignored (in the background, under
+       nohup) keeps it ignored, as a shell would. */
+    sigaction(SIGINT, NULL, &old);
+    if (old.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &on, NULL);
+    interrupted = 0;
+    r->interrupted = false;
+    bib_status_t st = BIB_OK;
+    for (;;) {
+        uint64_t k = n < REPL_SLICE ? n : REPL_SLICE;
+        st = bib_vm_step(r->vm, k, stop);
+        if (n != UINT64_MAX)
+            n -= k;
+        if (st != BIB_OK || *stop != BIB_STOP_PAUSED || n == 0)
+            break;
+        /* A slice that ends before an instruction with a breakpoint: the
+           run stops there, as one bib_vm_continue would. */
+        bib_position_t pos;
+        uint32_t pcs[256];
+        uint32_t nb = bib_vm_breakpoints(r->vm, pcs, 256);
+        if (nb > 0 && bib_vm_position(r->vm, &pos) == BIB_OK) {
+            bool hit = false;
+            for (uint32_t i = 0; i < nb && i < 256 && !hit; i++)
+                hit = pcs[i] == pos.pc;
+            if (hit) {
+                *stop = BIB_STOP_BREAKPOINT;
+                break;
+            }
+        }
+        if (interrupted) {
+            r->interrupted = true;
+            break;
+        }
+    }
+    sigaction(SIGINT, &old, NULL);
+    return st;
+}
+
 /* Says why a run stopped. quiet_halt: the session's own closing HALT. */
 void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_halt) {
     if (st != BIB_OK) {
@@ -96,7 +153,7 @@ void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_ha
     bib_vm_position(r->vm, &pos);
     switch (stop) {
     case BIB_STOP_PAUSED:
-        print_position(r, "paused");
+        print_position(r, r->interrupted ? "interrupted by Ctrl-C" : "paused");
         break;
     case BIB_STOP_BREAKPOINT:
         print_position(r, "breakpoint");
@@ -258,7 +315,7 @@ static void cmd_step(repl_t *r, const char *arg, bool all) {
         return;
     }
     bib_stop_t stop;
-    bib_status_t st = all ? bib_vm_continue(r->vm, &stop) : bib_vm_step(r->vm, n, &stop);
+    bib_status_t st = repl_resume(r, all ? UINT64_MAX : n, &stop);
     repl_out_flush();
     repl_report_stop(r, st, stop, false);
 }
@@ -275,7 +332,7 @@ static void cmd_run(repl_t *r) {
     }
     repl_apply_breaks(r);
     bib_stop_t stop;
-    st = bib_vm_continue(r->vm, &stop);
+    st = repl_resume(r, UINT64_MAX, &stop);
     repl_out_flush();
     repl_report_stop(r, st, stop, false);
 }

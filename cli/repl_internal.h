@@ -46,6 +46,7 @@ typedef struct repl {
     size_t nbreaks;
     char **inputs; /* :input NAME=PATH specs, given again to a new VM (:backend) */
     size_t ninputs;
+    bool interrupted; /* the last repl_resume was stopped by Ctrl-C */
 } repl_t;
 
 /* The generated text and, per text line, the session line it maps to. */
@@ -64,6 +65,10 @@ void repl_error_line(const char *format, ...) __attribute__((format(printf, 1, 2
 /* The entry function's registers (copied), to show what a line changed. */
 uint64_t *repl_entry_regs(repl_t *r, uint32_t *n);
 void repl_print_reg(uint32_t i, uint64_t v);
+/* Runs the stepped program for up to n instructions (UINT64_MAX: until it
+   stops) in slices, so that Ctrl-C (SIGINT) pauses it where it is, with
+   r->interrupted set, instead of ending the session. */
+bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop);
 /* Says why a run stopped. quiet_halt: the session's own closing HALT. */
 void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_halt);
 bool repl_is_name_char(int c);

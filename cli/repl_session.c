@@ -523,7 +523,7 @@ static bool commit(repl_t *r, bool adds_to_main) {
     uint32_t nbefore;
     uint64_t *before = repl_entry_regs(r, &nbefore);
     bib_stop_t stop;
-    st = bib_vm_continue(r->vm, &stop);
+    st = repl_resume(r, UINT64_MAX, &stop);
     repl_out_flush();
     bib_vm_position(r->vm, &pos);
     bool at_end = stop == BIB_STOP_HALTED && pos.depth == 1 && repl_main_info(r, &mi) == 0 &&

@@ -272,4 +272,29 @@ else
     bad ":backend cuda: $(cat "$T/cuda.got")"
 fi
 
+# Ctrl-C while a typed loop runs pauses it where it is: the session, its
+# registers and its lines stay, and the next commands answer.
+mkfifo "$T/spin.fifo"
+trap '' PIPE # a repl that Ctrl-C ended closes the fifo: the writes below must not end this script
+# A background job of sh starts with SIGINT ignored; a terminal's repl has it.
+$PY -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$BIB" repl <"$T/spin.fifo" >"$T/spin.got" 2>&1 &
+repl_pid=$!
+exec 3>"$T/spin.fifo"
+printf 'LDI r1, 0\nspin:\nADDI r1, r1, 1\nJMP spin\n' >&3
+sleep 1
+kill -INT $repl_pid 2>/dev/null
+sleep 0.5
+printf ':where\n:regs\n' >&3
+exec 3>&-
+wait $repl_pid
+rc=$?
+trap - PIPE
+if [ $rc -eq 0 ] && grep -q "^interrupted by Ctrl-C at pc 2 in main line 4: JMP" "$T/spin.got" &&
+    grep -q "^paused at pc 2 in main" "$T/spin.got" && grep -q "^main (pc 2):$" "$T/spin.got"; then
+    ok "Ctrl-C pauses a running loop, and the session goes on"
+else
+    bad "Ctrl-C in the repl: exit $rc, $(cat "$T/spin.got")"
+fi
+
 finish
