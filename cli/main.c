@@ -1024,7 +1024,23 @@ int main(int argc, char **argv) {
     return rc;
 }
 
+/* SIGINT, SIGTERM, SIGHUP: the temporary files of outputs being written are
+   removed (their targets keep what they held), then the signal ends the
+   process as it would have. */
+static void on_fatal_signal(int sig) {
+    bib_file_out_unlink_pending();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static int bib_main(int argc, char **argv) {
+    static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+        struct sigaction was;
+        /* A signal the process started with ignored stays ignored. */
+        if (sigaction(fatal[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+            signal(fatal[i], on_fatal_signal);
+    }
     /* Past `ulimit -f`, a write fails with EFBIG and is reported, where
        SIGXFSZ would kill the command between a temporary file and its rename. */
     signal(SIGXFSZ, SIG_IGN);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -159,6 +160,37 @@ static mode_t create_mode(void) {
     return 0666 & ~(mode_t)mask;
 }
 
+/* The temporary files being written now, for bib_file_out_unlink_pending
+   (a signal handler): a slot is claimed once the file exists and released
+   after it was renamed or removed, so at worst the handler unlinks a name
+   that is already gone. A file past the slots is not tracked. */
+#define PENDING_MAX 64
+static _Atomic(const char *) pending[PENDING_MAX];
+
+static void pending_add(const char *tmp) {
+    for (int i = 0; i < PENDING_MAX; i++) {
+        const char *none = NULL;
+        if (atomic_compare_exchange_strong(&pending[i], &none, tmp))
+            return;
+    }
+}
+
+static void pending_remove(const char *tmp) {
+    for (int i = 0; i < PENDING_MAX; i++) {
+        const char *was = tmp;
+        if (atomic_compare_exchange_strong(&pending[i], &was, NULL))
+            return;
+    }
+}
+
+void bib_file_out_unlink_pending(void) {
+    for (int i = 0; i < PENDING_MAX; i++) {
+        const char *tmp = atomic_load(&pending[i]);
+        if (tmp != NULL)
+            unlink(tmp);
+    }
+}
+
 bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why, size_t cap) {
     memset(out, 0, sizeof *out);
     out->path = strdup(path);
@@ -225,6 +257,7 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
         bib_file_out_discard(out);
         return BIB_E_IO;
     }
+    pending_add(out->tmp);
     /* mkstemp makes the file 0600: give it the mode of the file it replaces,
        or the mode a plain create would. */
     (void)fchmod(fd, exists ? st.st_mode & 07777 : create_mode());
@@ -293,6 +326,7 @@ bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap) {
         close(fd);
     }
     free(dir);
+    pending_remove(out->tmp);
     free(out->tmp);
     out->tmp = NULL;
     bib_file_out_discard(out);
@@ -302,8 +336,10 @@ bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap) {
 void bib_file_out_discard(bib_file_out_t *out) {
     if (out->f != NULL)
         fclose(out->f);
-    if (out->tmp != NULL)
+    if (out->tmp != NULL) {
         unlink(out->tmp);
+        pending_remove(out->tmp);
+    }
     free(out->tmp);
     free(out->path);
     free(out->target);

@@ -60,6 +60,10 @@ bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap);
 bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap);
 /* Removes the temporary file and releases out (after any step; idempotent). */
 void bib_file_out_discard(bib_file_out_t *out);
+/* Removes every temporary file an open bib_file_out_t is writing, and nothing
+ * else; async-signal-safe, for a handler of SIGINT or SIGTERM that then ends
+ * the process (the targets keep what they held). */
+void bib_file_out_unlink_pending(void);
 
 /* All of the above for one buffer: the target holds exactly bytes, or what it
  * held before. */

@@ -307,6 +307,24 @@ if grep -q "^\[1 0 1\]$" "$T/out"; then ok "a bool .npy feeds an i32 input as 0 
 else bad "bool .npy: $(cat "$T/out" "$T/err")"; fi
 expect_fail "an int64 outside int32 is refused naming its index" 65 "element 1 is 2147483648, outside int32" \
     $BIB run "$T/ids.basm" --input "a=$T/wide.npy"
+# SIGTERM while outputs are being written: their temporary files go, and the
+# targets keep what they held. The second output is a fifo nobody reads, so
+# the run waits there with the first one's temporary file written.
+mkdir -p "$T/sig"
+printf '.input a t0 f32[?]\n.output b t1\n.output c t2\n.func main regs=1\n    COPY t1, t0\n    COPY t2, t0\n    HALT r0\n.end\n' >"$T/two.basm"
+printf 'old' >"$T/sig/b.npy"
+mkfifo "$T/sig/c.fifo"
+$BIB run "$T/two.basm" --input "a=$T/a.npy" --output "b=$T/sig/b.npy" --output "c=$T/sig/c.fifo" \
+    >/dev/null 2>&1 &
+run_pid=$!
+n=0
+while [ -z "$(find "$T/sig" -name '.b.npy.*')" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+kill -TERM $run_pid
+wait $run_pid
+rc=$?
+if [ $rc -eq 143 ] && [ "$(cat "$T/sig/b.npy")" = old ]; then
+    no_temporaries "SIGTERM while writing outputs: no temporary file is left, the target keeps what it held" "$T/sig"
+else bad "SIGTERM while writing: exit $rc, b.npy $(head -c 20 "$T/sig/b.npy")"; fi
 # bib test walks a folder once, however many links lead back to it.
 mkdir -p "$T/loop/sub"
 cp "$(find tests/hex/arith -name '*.hex' | sort | head -1)" "$T/loop/one.hex"
