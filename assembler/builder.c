@@ -299,6 +299,8 @@ const char *bib_builder_error(const bib_builder_t *b) {
 }
 
 void bib_builder_source(bib_builder_t *b, const char *filename) {
+    if (b == NULL)
+        return;
     free(b->source_name);
     b->source_name = NULL;
     if (filename != NULL && (b->source_name = copy_string(filename)) == NULL)
@@ -307,6 +309,8 @@ void bib_builder_source(bib_builder_t *b, const char *filename) {
 }
 
 void bib_builder_line(bib_builder_t *b, uint32_t line) {
+    if (b == NULL)
+        return;
     b->line = line;
     b->debug = 1;
 }
@@ -378,6 +382,8 @@ void bib_builder_entry(bib_builder_t *b, uint32_t func) {
 }
 
 uint32_t bib_builder_declare(bib_builder_t *b, const char *name) {
+    if (b == NULL)
+        return BUILDER_NONE;
     if (!grow((void **)&b->funcs, &b->func_cap, (uint64_t)b->func_count + 1, sizeof *b->funcs)) {
         fail(b, BIB_E_NOMEM, "out of memory declaring function '%s'", name ? name : "");
         return BUILDER_NONE;
@@ -396,6 +402,8 @@ uint32_t bib_builder_declare(bib_builder_t *b, const char *name) {
 }
 
 bib_status_t bib_builder_begin(bib_builder_t *b, uint32_t func, uint32_t nargs, uint32_t nregs) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     if (func >= b->func_count)
         return fail(b, BIB_E_USAGE, "begin: function id %u was never declared (%u declared)", func,
                     b->func_count);
@@ -418,6 +426,8 @@ bib_status_t bib_builder_begin(bib_builder_t *b, uint32_t func, uint32_t nargs, 
 }
 
 bib_status_t bib_builder_end(bib_builder_t *b) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     if (b->current == BUILDER_NONE)
         return fail(b, BIB_E_USAGE, "end: no function body is open");
     b->funcs[b->current].ended = 1;
@@ -426,6 +436,8 @@ bib_status_t bib_builder_end(bib_builder_t *b) {
 }
 
 uint32_t bib_builder_label(bib_builder_t *b) {
+    if (b == NULL)
+        return BUILDER_NONE;
     if (!grow((void **)&b->labels, &b->label_cap, (uint64_t)b->label_count + 1,
               sizeof *b->labels)) {
         fail(b, BIB_E_NOMEM, "out of memory creating label %u", b->label_count);
@@ -437,6 +449,8 @@ uint32_t bib_builder_label(bib_builder_t *b) {
 }
 
 bib_status_t bib_builder_bind(bib_builder_t *b, uint32_t label) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     if (label >= b->label_count)
         return fail(b, BIB_E_USAGE, "bind: label %u was never created (%u created)", label,
                     b->label_count);
@@ -452,6 +466,8 @@ bib_status_t bib_builder_bind(bib_builder_t *b, uint32_t label) {
 }
 
 uint32_t bib_builder_import(bib_builder_t *b, const char *name) {
+    if (b == NULL)
+        return BUILDER_NONE;
     if (name == NULL)
         name = "";
     uint32_t known = bib_names_find(&b->index, BIB_BUILDER_IMPORT, name);
@@ -490,10 +506,14 @@ uint32_t bib_builder_const_find(bib_builder_t *b, uint32_t type, uint64_t bits) 
 }
 
 uint32_t bib_builder_const_i64(bib_builder_t *b, int64_t value) {
+    if (b == NULL)
+        return BUILDER_NONE;
     return bib_builder_const_bits(b, BIB_CONST_I64, (uint64_t)value);
 }
 
 uint32_t bib_builder_const_f64(bib_builder_t *b, double value) {
+    if (b == NULL)
+        return BUILDER_NONE;
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
     return bib_builder_const_bits(b, BIB_CONST_F64, bits);
@@ -501,6 +521,8 @@ uint32_t bib_builder_const_f64(bib_builder_t *b, double value) {
 
 bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uint32_t bb,
                               uint32_t c, uint32_t d) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     int index = bib_isa_find_code(opcode);
     if (index < 0)
         return fail(b, BIB_E_USAGE, "emit: unknown opcode word 0x%08X", opcode);
@@ -552,6 +574,8 @@ bib_status_t bib_builder_emit(bib_builder_t *b, uint32_t opcode, uint32_t a, uin
 }
 
 bib_status_t bib_builder_memory(bib_builder_t *b, uint64_t size) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     if (size > BIB_MAX_MEMORY)
         return fail(b, BIB_E_USAGE, "memory: %llu bytes is more than the limit %llu",
                     (unsigned long long)size, (unsigned long long)BIB_MAX_MEMORY);
@@ -582,6 +606,8 @@ static bib_status_t data_extend(bib_builder_t *b, uint64_t end) {
 }
 
 bib_status_t bib_builder_data(bib_builder_t *b, uint64_t offset, const void *bytes, size_t size) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     if (size == 0)
         return BIB_OK;
     if (bytes == NULL || offset > UINT32_MAX || size > UINT32_MAX - offset)
@@ -609,8 +635,12 @@ uint8_t *bib_builder_data_append(bib_builder_t *b, uint64_t size) {
 }
 
 int64_t bib_builder_tensor_dim(bib_builder_t *b, const char *name) {
-    if (name == NULL)
-        name = "";
+    if (b == NULL)
+        return 0;
+    if (name == NULL) {
+        fail(b, BIB_E_USAGE, "tensor_dim: a symbolic dimension needs a name");
+        return 0;
+    }
     uint32_t known = bib_names_find(&b->index, BIB_BUILDER_DIM, name);
     if (known != BIB_NAMES_NONE)
         return BIB_DIM_SYMBOL(known);
@@ -680,21 +710,29 @@ static bib_status_t add_tensor(bib_builder_t *b, const char *what, uint32_t flag
 
 bib_status_t bib_builder_tensor_input(bib_builder_t *b, const char *name, uint32_t reg,
                                       bib_dtype_t dtype, uint32_t rank, const int64_t *dims) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     return add_tensor(b, "tensor input", BIB_TENSOR_INPUT, name, reg, dtype, rank, dims, NULL);
 }
 
 bib_status_t bib_builder_tensor_output(bib_builder_t *b, const char *name, uint32_t reg,
                                        bib_dtype_t dtype, uint32_t rank, const int64_t *dims) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     return add_tensor(b, "tensor output", BIB_TENSOR_OUTPUT, name, reg, dtype, rank, dims, NULL);
 }
 
 bib_status_t bib_builder_tensor_const(bib_builder_t *b, const char *name, uint32_t reg,
                                       bib_dtype_t dtype, uint32_t rank, const int64_t *dims,
                                       const void *data) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     return add_tensor(b, "tensor constant", BIB_TENSOR_CONST, name, reg, dtype, rank, dims, data);
 }
 
 void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count) {
+    if (b == NULL)
+        return;
     b->tensor_regs = count;
     b->tensor_regs_set = 1;
 }
@@ -934,6 +972,8 @@ bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, 
 }
 
 bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size) {
+    if (b == NULL)
+        return BIB_E_USAGE;
     if (out == NULL || size == NULL)
         return fail(b, BIB_E_USAGE, "finish: out and size must not be NULL");
     return bib_builder_finish_module(b, NULL, out, size);

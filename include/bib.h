@@ -11,6 +11,10 @@
  *   - Functions that can fail return bib_status_t. The VM keeps a one-line
  *     message for the last failure (bib_vm_error); the builder keeps its
  *     first one (bib_builder_error), as described at bib_builder_create.
+ *     The readers that take a const VM (bib_vm_tensor_info, bib_vm_position,
+ *     bib_vm_frame, bib_vm_function_info, bib_vm_line_pc, bib_vm_insn_text,
+ *     bib_vm_profile_row and the profile writers) say a bad index or state by
+ *     their status alone: they leave the message as it was.
  *   - Memory returned through an out-pointer (uint8_t **, char **) belongs to
  *     the caller, who releases it with bib_free.
  *   - There is no global mutable state: any number of VMs and builders can
@@ -348,6 +352,8 @@ BIB_API int64_t bib_opcode(const char *mnemonic);
 typedef struct bib_builder bib_builder_t;
 
 /* Creates an empty module builder. The caller releases it with bib_builder_destroy.
+ * Every call on a NULL builder does nothing and returns BIB_E_USAGE, the id
+ * UINT32_MAX, or 0 (bib_builder_tensor_dim).
  * A builder's first failure sticks: bib_builder_error keeps its message ("" while
  * there is none), later calls go on as usual (each returns its own status),
  * and bib_builder_finish fails with that first failure's status, so a host

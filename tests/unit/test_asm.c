@@ -702,6 +702,40 @@ Test(builder, builds_a_module_with_labels_calls_imports_and_constants) {
     bib_free(bytes);
 }
 
+Test(builder, calls_on_no_builder_are_refused_not_crashes) {
+    uint8_t *out = NULL;
+    size_t size = 0;
+    int64_t dims[1] = {2};
+    float data[2] = {1, 2};
+    bib_builder_source(NULL, "x");
+    bib_builder_line(NULL, 1);
+    bib_builder_tensor_regs(NULL, 4);
+    cr_expect_eq(bib_builder_declare(NULL, "main"), UINT32_MAX);
+    cr_expect_eq(bib_builder_label(NULL), UINT32_MAX);
+    cr_expect_eq(bib_builder_import(NULL, "print_i64"), UINT32_MAX);
+    cr_expect_eq(bib_builder_const_i64(NULL, 1), UINT32_MAX);
+    cr_expect_eq(bib_builder_const_f64(NULL, 1.5), UINT32_MAX);
+    cr_expect_eq(bib_builder_begin(NULL, 0, 0, 1), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_end(NULL), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_bind(NULL, 0), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_emit(NULL, 0, 0, 0, 0, 0), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_memory(NULL, 64), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_data(NULL, 0, data, 4), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_tensor_dim(NULL, "n"), 0);
+    cr_expect_eq(bib_builder_tensor_input(NULL, "x", 0, BIB_DTYPE_F32, 1, dims), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_tensor_output(NULL, "y", 1, BIB_DTYPE_F32, 1, dims), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_tensor_const(NULL, "k", 2, BIB_DTYPE_F32, 1, dims, data), BIB_E_USAGE);
+    cr_expect_eq(bib_builder_finish(NULL, &out, &size), BIB_E_USAGE);
+    cr_expect_null(out);
+    cr_expect_str_eq(bib_builder_error(NULL), "no builder");
+    bib_builder_destroy(NULL);
+    /* A symbolic dimension without a name is a failure (0), not a symbol. */
+    bib_builder_t *b = bib_builder_create();
+    cr_expect_eq(bib_builder_tensor_dim(b, NULL), 0);
+    cr_expect_str_eq(bib_builder_error(b), "tensor_dim: a symbolic dimension needs a name");
+    bib_builder_destroy(b);
+}
+
 Test(builder, unbound_label_is_an_error_naming_it) {
     bib_builder_t *b = bib_builder_create();
     bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1);
