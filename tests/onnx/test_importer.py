@@ -569,6 +569,54 @@ class Pad(unittest.TestCase):
             self.assertIn(text, str(cm.exception))
 
 
+class TriluCumSum(unittest.TestCase):
+    def test_trilu_keeps_a_triangle_of_the_last_two_axes(self):
+        for upper in (0, 1):
+            for k in (-1, 0, 2):
+                m = model(
+                    [helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)],
+                    [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                    [helper.make_tensor_value_info("y", F, ["N", 4, 5])],
+                    [init("k", i64(k))],
+                )
+                x = rng((3, 4, 5), k + 5)
+                want = np.triu(x, k) if upper else np.tril(x, k)
+                y = onnx_import.import_model(m).run({"x": x})["y"]
+                self.assertEqual(y.tobytes(), want.tobytes(), "upper=%d k=%d" % (upper, k))
+
+    def cumsum_model(self, elem, exclusive, reverse, axis):
+        return model(
+            [helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+            [helper.make_tensor_value_info("x", elem, ["N", 7])],
+            [helper.make_tensor_value_info("y", elem, ["N", 7])],
+            [init("axis", np.array(axis, np.int32))],
+        )
+
+    def test_cumsum_of_integers_is_exact_in_every_mode(self):
+        x = np.random.default_rng(3).integers(-1000, 1000, (3, 7)).astype(np.int32)
+        for exclusive in (0, 1):
+            for reverse in (0, 1):
+                m = self.cumsum_model(TensorProto.INT32, exclusive, reverse, -1)
+                v = x[:, ::-1] if reverse else x
+                want = np.cumsum(v, 1) - (v if exclusive else 0)
+                want = want[:, ::-1] if reverse else want
+                y = onnx_import.import_model(m).run({"x": x})["y"]
+                self.assertEqual(y.tolist(), want.tolist(), "exclusive=%d reverse=%d" % (exclusive, reverse))
+
+    def test_cumsum_of_floats_is_close_to_numpy_and_the_same_for_each_row_alone(self):
+        mod = onnx_import.import_model(self.cumsum_model(F, 0, 0, 1))
+        x = rng((4, 7), 8)
+        y = mod.run({"x": x})["y"]
+        np.testing.assert_allclose(y, np.cumsum(x.astype(np.float64), 1), rtol=1e-5, atol=1e-6)
+        for i in range(4):
+            self.assertEqual(mod.run({"x": x[i:i + 1]})["y"].tobytes(), y[i:i + 1].tobytes())
+
+    def test_a_running_sum_along_a_dynamic_axis_is_refused(self):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.cumsum_model(F, 0, 0, 0))
+        self.assertIn("a running sum along the dynamic axis 0", str(cm.exception))
+
+
 class DynamicDims(unittest.TestCase):
     """Shape arithmetic on dynamic dims: folded while it stays a product,
     refused by name (never a traceback) when it does not."""

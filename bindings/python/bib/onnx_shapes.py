@@ -357,6 +357,85 @@ class ShapeOps:
             v = self.unary(node, "COPY", x)
         self.set(node, 0, v)
 
+    def fold_Trilu(self, node, a):
+        if a[0].dtype == object:
+            return None
+        k = int(np.asarray(a[1]).reshape(-1)[0]) if len(a) > 1 and a[1] is not None else 0
+        return [np.triu(a[0], k) if node.attr("upper", 1) else np.tril(a[0], k)]
+
+    def op_Trilu(self, node):
+        # The kept triangle of the last two axes is known at import: one
+        # WHERE of x against an exact zero, with the triangle as condition.
+        x = self.get(node, 0)
+        kv = self.const_input(node, 1, "k", optional=True)
+        k = int(np.asarray(kv).reshape(-1)[0]) if kv is not None else 0
+        upper = node.attr("upper", 1)
+        if len(x.shape) < 2:
+            self.refuse(node, "an input of rank %d (Trilu needs 2 or more)" % len(x.shape), "shape")
+        n, m = x.shape[-2:]
+        if not isinstance(n, int) or not isinstance(m, int):
+            self.refuse(node, "a dynamic matrix axis (the last two must be static)", "shape")
+        ones = np.ones((n, m), np.int64)
+        keep = self.const_val((np.triu(ones, k) if upper else np.tril(ones, k)).astype(np.bool_), TensorProto.BOOL)
+        zero = self.const_val(np.zeros(1, np.float32 if x.dtype == "f32" else np.int64), x.onnx_type)
+        self.set(node, 0, self.where(node, keep, x, zero))
+
+    def fold_CumSum(self, node, a):
+        x = a[0]
+        if x.dtype.kind not in "iu":
+            return None  # a float sum is the kernel's, in its order
+        axis = int(np.asarray(a[1]).reshape(-1)[0])
+        v = np.flip(x, axis) if node.attr("reverse", 0) else x
+        c = np.cumsum(v, axis=axis, dtype=x.dtype)
+        if node.attr("exclusive", 0):
+            c = c - v
+        return [np.ascontiguousarray(np.flip(c, axis) if node.attr("reverse", 0) else c)]
+
+    def op_CumSum(self, node):
+        # A scan in log2(n) steps (Hillis and Steele): each adds the running
+        # sums shifted d places along the axis (d = 1, 2, 4, ...), zeros
+        # shifted in. Exact for integers; for floats the order of additions
+        # is this tree's, the same on every executor.
+        x = self.get(node, 0)
+        rank = len(x.shape)
+        axis = self.axis_of(node, int(np.asarray(self.const_input(node, 1, "the axis")).reshape(-1)[0]), rank)
+        n = x.shape[axis]
+        if not isinstance(n, int):
+            self.refuse(node, "a running sum along the dynamic axis %d" % axis, "shape")
+        if x.dtype not in ("f32", "i32"):
+            self.refuse(node, "input of type %s" % _DTYPE_NAME.get(x.onnx_type), "dtype")
+        reverse, exclusive = node.attr("reverse", 0), node.attr("exclusive", 0)
+        big = 1 << 62
+
+        def flip(v):
+            return self.slice(node, v, [-1], [-big], [axis], [-1])
+
+        def shifted(v, d):
+            # v moved d places up the axis, d zeros first: [0]*d + v[:n-d].
+            shape = list(v.shape)
+            shape[axis] = d
+            zeros = self.filled(node, shape, v.dtype, v.onnx_type, 0)
+            if d >= n:
+                return self.slice(node, zeros, [0], [n], [axis], [1])
+            kept = self.slice(node, v, [0], [n - d], [axis], [1])
+            self.need(node, "CONCAT")
+            out = self.rt(list(v.shape), v.dtype, v.onnx_type)
+            self.emit("CONCAT", out.reg, self.reg_of(node, zeros), self.reg_of(node, kept), axis)
+            return out
+
+        v = flip(x) if reverse else x
+        if exclusive:
+            v = shifted(v, 1)
+        d = 1
+        while d < n:
+            v = self.binary(node, "TADD", v, shifted(v, d))
+            d *= 2
+        if reverse:
+            v = flip(v)
+        if v is x:
+            v = self.unary(node, "COPY", x)
+        self.set(node, 0, v)
+
     def op_Cast(self, node):
         x = self.get(node, 0)
         to = node.attr("to")
