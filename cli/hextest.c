@@ -277,6 +277,22 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
         return fail(o, "a case needs '-- asm' or '-- raw'");
     if (!tc->c.has_result && !tc->c.out.text && !tc->c.error.text)
         return fail(o, "a case needs '-- result', '-- stdout' or '-- error'");
+    /* Nothing is ignored: a case that expects an error has no result to
+       check, and an error kind is one of the three. */
+    if (tc->c.has_result && tc->c.error.text)
+        return fail(o, "line %d: -- error: a case that expects an error has no '-- result'",
+                    tc->c.error.line);
+    if (tc->c.error.text) {
+        const char *w = tc->c.error.text;
+        while (*w == ' ' || *w == '\t')
+            w++;
+        size_t n = strcspn(w, ":\n");
+        if (w[n] != ':' ||
+            !((n == 3 && (strncmp(w, "asm", 3) == 0)) ||
+              (n == 4 && (strncmp(w, "load", 4) == 0 || strncmp(w, "trap", 4) == 0))))
+            return fail(o, "line %d: -- error: '%.*s' must read 'asm|load|trap: text'",
+                        tc->c.error.line, (int)(n < 40 ? n : 40), w);
+    }
 
     if (tc->c.asm_src.text) {
         char *diag = NULL;

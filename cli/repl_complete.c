@@ -165,7 +165,8 @@ void repl_cmd_complete(repl_t *r, const char *line) {
         word--;
     completions_t c = {0};
     complete_word(r, line, word, &c);
-    qsort(c.v, c.n, sizeof *c.v, compare_strings);
+    if (c.n > 1) /* c.v is NULL when nothing matched */
+        qsort(c.v, c.n, sizeof *c.v, compare_strings);
     for (size_t i = 0; i < c.n; i++) {
         printf("%s\n", c.v[i]);
         free(c.v[i]);

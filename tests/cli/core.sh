@@ -162,6 +162,8 @@ printf "self jump\n-- raw\n00000001 0 0 0 0\n-- result\n0\n" >"$T/hs/i.hex"
 printf "self jump, fuel expected\n-- raw\n00000001 0 0 0 0\n-- options\nfuel=1000\n-- error\ntrap: fuel exhausted\n" >"$T/hs/j.hex"
 printf "flip bit 8\n${HALT5}-- flip 3 8\n-- error\nload: x\n" >"$T/hs/k.hex"
 printf "fuel 0\n${HALT5}-- options\nfuel=0\n-- result\n5\n" >"$T/hs/l.hex"
+printf "error and result\n${HALT5}-- error\ntrap: x\n-- result\n5\n" >"$T/hs/m.hex"
+printf "unknown error kind\n${HALT5}-- error\nbogus: x\n" >"$T/hs/n.hex"
 start=$(date +%s)
 timeout 60 $BIB test "$T/hs" >"$T/hs.out" 2>&1
 rc=$?
@@ -178,12 +180,14 @@ for want in \
     "h.hex: line 5: -- result is empty" \
     "i.hex: unexpected trap error: trap at pc 0 (JMP L0): fuel exhausted (100000000 instructions) (bib test's default fuel" \
     "k.hex: line 5: -- flip: bit '8' is not 0..7" \
-    "l.hex: line 6: -- options: fuel=0: 0 is outside 1..18446744073709551615"; do
+    "l.hex: line 6: -- options: fuel=0: 0 is outside 1..18446744073709551615" \
+    "m.hex: line 5: -- error: a case that expects an error has no '-- result'" \
+    "n.hex: line 5: -- error: 'bogus' must read 'asm|load|trap: text'"; do
     grep -qF "FAIL $T/hs/$want" "$T/hs.out" || { hs_ok=0; echo "  missing: FAIL .../$want"; }
 done
-if [ $rc -eq 1 ] && [ $hs_ok -eq 1 ] && [ "$(tail -1 "$T/hs.out")" = "1 passed, 11 failed" ] &&
-    [ "$(grep -c '^FAIL' "$T/hs.out")" -eq 11 ] && [ $took -lt 30 ]; then
-    ok "bib test refuses bad options, numbers, offsets and results, one line each, and a self-jump fails under the default fuel (${took} s)"
+if [ $rc -eq 1 ] && [ $hs_ok -eq 1 ] && [ "$(tail -1 "$T/hs.out")" = "1 passed, 13 failed" ] &&
+    [ "$(grep -c '^FAIL' "$T/hs.out")" -eq 13 ] && [ $took -lt 30 ]; then
+    ok "bib test refuses bad options, numbers, offsets, results and errors, one line each, and a self-jump fails under the default fuel (${took} s)"
 else bad "bib test strict parsing (exit $rc, ${took} s): $(cat "$T/hs.out")"; fi
 
 v=$($BIB --version)
