@@ -626,7 +626,7 @@ BIB_API bib_status_t bib_info_gather(const bib_options_t *options, bib_info_t **
 BIB_API void bib_info_free(bib_info_t *info);
 
 /* The host CPU. */
-typedef struct bib_info_cpu {
+typedef struct bib_info_cpu_s {
     size_t size;                     /* sizeof(bib_info_cpu_t) as the host compiled it */
     const char *model;               /* /proc/cpuinfo's model name, or why it is unknown */
     uint32_t cores_online;           /* cores the system has online (0: unknown) */
@@ -649,7 +649,7 @@ BIB_API bib_status_t bib_info_cpu(const bib_info_t *info, bib_info_cpu_t *cpu);
 /* One executor: "cpu" first, then the GPU executors in auto's order of
  * preference (CUDA before Vulkan), then those this library was built
  * without (built 0). */
-typedef struct bib_info_executor {
+typedef struct bib_info_executor_s {
     size_t size;           /* sizeof(bib_info_executor_t) as the host compiled it */
     const char *name;      /* "cpu", "cuda", "vulkan" */
     int built;             /* compiled into this library; 0: absent says why not */
@@ -674,7 +674,7 @@ BIB_API bib_status_t bib_info_executor(const bib_info_t *info, uint32_t index,
 
 /* Device index of executor number executor: what it is and how it computes.
  * A string is "" and a number 0 where the executor does not know. */
-typedef struct bib_info_device {
+typedef struct bib_info_device_s {
     size_t size;                  /* sizeof(bib_info_device_t) as the host compiled it */
     const char *describe;         /* one line: the device and its numerics paths */
     int has_facts;                /* the executor reports the fields below one by one */
@@ -696,7 +696,7 @@ BIB_API bib_status_t bib_info_device(const bib_info_t *info, uint32_t executor, 
 
 /* What --backend=auto picks for a square MATMUL with operands on the host,
  * small and large, and the work from which a GPU executor overtakes the cpu. */
-typedef struct bib_info_placement {
+typedef struct bib_info_placement_s {
     size_t size;                      /* sizeof(bib_info_placement_t) as the host compiled it */
     uint32_t small_n;                 /* the small work: MATMUL small_n^3 */
     const char *small_executor;       /* what auto runs it on */
@@ -714,7 +714,7 @@ BIB_API bib_status_t bib_info_placement(const bib_info_t *info, bib_info_placeme
  * found without starting MPI: $BIB_MPI_LIBRARY's alone when it is set, else
  * Open MPI's (selected by mpirun) and the MPICH ABI's (selected by Hydra's
  * mpiexec), in that order. Since 0.5.0. */
-typedef struct bib_info_mpi {
+typedef struct bib_info_mpi_s {
     size_t size;          /* sizeof(bib_info_mpi_t) as the host compiled it */
     const char *launcher; /* what selects it: "mpirun (Open MPI)", "mpiexec (Hydra)",
                              "$BIB_MPI_LIBRARY" */

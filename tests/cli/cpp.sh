@@ -1,6 +1,6 @@
 #!/bin/sh
 # The C++ wrappers (include/bib.hpp): tests/cpp/test_bib.cpp built with
-# g++ -std=c++17 -Wall -Wextra -pedantic -Werror against the shared library
+# g++ -std=c++17 -Wall -Wextra -Wshadow -pedantic -Werror against the shared library
 # in $BUILD, then run. Prints the test's lines and "N passed, N failed".
 set -u
 BUILD=${BUILD:-build}
@@ -15,7 +15,7 @@ fi
 # carries the same runtime.
 SAN=
 [ -n "${BIB_TEST_SANITIZED:-}" ] && SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-if ! $CXX -std=c++17 -Wall -Wextra -pedantic -Werror $SAN -Iinclude -o "$T/test_bib" \
+if ! $CXX -std=c++17 -Wall -Wextra -Wshadow -pedantic -Werror $SAN -Iinclude -o "$T/test_bib" \
     tests/cpp/test_bib.cpp -L"$BUILD" -lbib -Wl,-rpath,"$(cd "$BUILD" && pwd)" 2>"$T/err"; then
     cat "$T/err"
     echo "0 passed, 1 failed"
