@@ -40,6 +40,18 @@ static const char *shown(char *out, const char *s, size_t len) {
 }
 
 /* Finds 'key': in the header and returns what follows (spaces skipped). */
+/* How many times key appears quoted in the header ('key' or "key"). */
+static int key_count(const char *header, const char *key) {
+    char quoted[32];
+    int n = 0;
+    for (int q = 0; q < 2; q++) {
+        snprintf(quoted, sizeof quoted, q ? "\"%s\"" : "'%s'", key);
+        for (const char *p = strstr(header, quoted); p != NULL; p = strstr(p + 1, quoted))
+            n++;
+    }
+    return n;
+}
+
 static const char *find_key(const char *header, const char *key) {
     char quoted[32];
     for (int q = 0; q < 2; q++) {
@@ -116,6 +128,15 @@ static bib_status_t parse_header(const uint8_t *bytes, size_t size, const char *
         st = bad(msg, cap, path, "the header lacks 'descr', 'fortran_order' or 'shape'");
         goto done;
     }
+    /* A key given twice is ambiguous (numpy takes the last): refused. */
+    static const char *const keys[] = {"descr", "fortran_order", "shape"};
+    for (int k = 0; k < 3; k++)
+        if (key_count(header, keys[k]) > 1) {
+            char why[64];
+            snprintf(why, sizeof why, "the header gives '%s' twice", keys[k]);
+            st = bad(msg, cap, path, why);
+            goto done;
+        }
     char quote = *descr;
     const char *end = (quote == '\'' || quote == '"') ? strchr(descr + 1, quote) : NULL;
     if (end == NULL) {

@@ -307,6 +307,14 @@ if grep -q "^\[1 0 1\]$" "$T/out"; then ok "a bool .npy feeds an i32 input as 0 
 else bad "bool .npy: $(cat "$T/out" "$T/err")"; fi
 expect_fail "an int64 outside int32 is refused naming its index" 65 "element 1 is 2147483648, outside int32" \
     $BIB run "$T/ids.basm" --input "a=$T/wide.npy"
+# A header key given twice is ambiguous (numpy takes the last): refused.
+$PY -c "
+h = b\"{'descr': '<i4', 'descr': '<f8', 'fortran_order': False, 'shape': (2,), }\"
+h += b' ' * (63 - (10 + len(h)) % 64) + b'\\n'
+open('$T/dup.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + len(h).to_bytes(2, 'little') + h + bytes(8))
+" || bad "numpy"
+expect_fail "an .npy header with a key given twice is refused" 65 "the header gives 'descr' twice" \
+    $BIB run "$T/ids.basm" --input "a=$T/dup.npy"
 # SIGTERM while outputs are being written: their temporary files go, and the
 # targets keep what they held. The second output is a fifo nobody reads, so
 # the run waits there with the first one's temporary file written.
