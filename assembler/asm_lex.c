@@ -66,6 +66,9 @@ int bib_asm_grow_array(void **array, uint32_t *cap, uint32_t need, size_t elem) 
 
 /* ---- diagnostics --------------------------------------------------------- */
 
+/* The most bytes of a source line a diagnostic shows. */
+#define ASM_EXCERPT 160u
+
 void bib_asm_diag_at(asm_state_t *a, uint32_t stmt, uint32_t col, uint32_t len, const char *format,
                      ...) {
     if (a->stopped)
@@ -86,19 +89,36 @@ void bib_asm_diag_at(asm_state_t *a, uint32_t stmt, uint32_t col, uint32_t len, 
     va_end(ap);
     bib_asm_text_put(&t, "\n", 1);
     if (s != NULL) {
+        /* A long line is shown as a window of ASM_EXCERPT bytes around the
+           column, "..." marking what is cut, so a diagnostic stays a few
+           lines whatever the line's length. */
+        uint32_t from = 0, to = s->text_len;
+        if (s->text_len > ASM_EXCERPT) {
+            uint32_t at = col > 0 ? col - 1 : 0;
+            from = at > ASM_EXCERPT / 2 ? at - ASM_EXCERPT / 2 : 0;
+            if (from > s->text_len)
+                from = s->text_len;
+            to = s->text_len - from > ASM_EXCERPT ? from + ASM_EXCERPT : s->text_len;
+        }
+        if (from > 0)
+            bib_asm_text_put(&t, "...", 3);
         /* A NUL in the line is shown as U+2400, one column, so the caret
            stays under it and the text stays one C string. */
-        for (uint32_t i = 0; i < s->text_len; i++)
+        for (uint32_t i = from; i < to; i++)
             if (s->text[i] == '\0')
                 bib_asm_text_put(&t, "\xe2\x90\x80", 3);
             else
                 bib_asm_text_put(&t, s->text + i, 1);
+        if (to < s->text_len)
+            bib_asm_text_put(&t, "...", 3);
         bib_asm_text_put(&t, "\n", 1);
         /* Tabs are copied so that the caret lines up under any tab width. */
-        for (uint32_t i = 0; i + 1 < col && i < s->text_len; i++)
+        if (from > 0)
+            bib_asm_text_put(&t, "   ", 3);
+        for (uint32_t i = from; i + 1 < col && i < to; i++)
             bib_asm_text_put(&t, s->text[i] == '\t' ? "\t" : " ", 1);
         bib_asm_text_put(&t, "^", 1);
-        for (uint32_t i = 1; i < len; i++)
+        for (uint32_t i = 1; i < len && col + i <= to; i++)
             bib_asm_text_put(&t, "~", 1);
         bib_asm_text_put(&t, "\n", 1);
     }

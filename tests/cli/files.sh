@@ -315,6 +315,15 @@ open('$T/dup.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + len(h).to_bytes(2, 'lit
 " || bad "numpy"
 expect_fail "an .npy header with a key given twice is refused" 65 "the header gives 'descr' twice" \
     $BIB run "$T/ids.basm" --input "a=$T/dup.npy"
+# A diagnostic shows a window of a long line around its column, not the line:
+# a 1 MB line gives a few hundred bytes, the caret under the word.
+$PY -c "open('$T/wide.basm', 'w').write('.func main regs=1\\n    LDI r0,' + ' ' * 1000000 + 'zz\\n    HALT r0\\n.end\\n')"
+$BIB asm "$T/wide.basm" -o "$T/wide.bib" 2>"$T/err"
+rc=$?
+if [ $rc -eq 65 ] && [ "$(wc -c <"$T/err")" -lt 1000 ] && grep -q "^\.\.\. *zz$" "$T/err" &&
+    [ "$(sed -n 2p "$T/err" | awk '{print index($0, "zz")}')" = "$(sed -n 3p "$T/err" | awk '{print index($0, "^")}')" ]; then
+    ok "a diagnostic on a 1 MB line shows a window of it, the caret under the word ($(wc -c <"$T/err") bytes)"
+else bad "long-line diagnostic: exit $rc, $(wc -c <"$T/err") bytes"; fi
 # SIGTERM while outputs are being written: their temporary files go, and the
 # targets keep what they held. The second output is a fifo nobody reads, so
 # the run waits there with the first one's temporary file written.
