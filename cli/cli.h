@@ -50,7 +50,8 @@ extern int bib_cli_file_too_large;
 int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size);
 /* An argument for a function (run's ARGs, the REPL's :call): an integer
  * (decimal or 0x hex, with a sign) as i64, else a number strtod reads whole
- * (2.5, 1e-3, inf) as f64. Returns 0, or -1 for anything else. */
+ * (2.5, 1e-3, inf) as f64. Returns 0; -2 for an integer outside 64 bits or a
+ * number past the f64 range (1e999); -1 for anything else. */
 int bib_cli_parse_arg(const char *text, bib_value_t *out);
 int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags, int npaths,
                  char **paths);

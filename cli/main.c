@@ -534,7 +534,7 @@ int bib_cli_parse_arg(const char *text, bib_value_t *out) {
     long long i = strtoll(text, &end, 0);
     if (end != text && *end == '\0') {
         if (errno == ERANGE)
-            return -1;
+            return -2;
         out->i = i;
         return 0;
     }
@@ -542,6 +542,8 @@ int bib_cli_parse_arg(const char *text, bib_value_t *out) {
     double f = strtod(text, &end);
     if (end == text || *end != '\0' || isspace((unsigned char)text[0]))
         return -1;
+    if (errno == ERANGE && isinf(f)) /* 1e999; "inf" itself is taken */
+        return -2;
     out->f = f;
     return 0;
 }
@@ -570,15 +572,17 @@ static bib_status_t run_program(bib_vm_t *vm, const run_request_t *req, int64_t 
         *rc = BIB_EXIT_USAGE;
         return BIB_E_USAGE;
     }
-    for (int i = 0; i < req->nargs; i++)
-        if (bib_cli_parse_arg(req->args[i], &args[i]) != 0) {
-            fprintf(stderr,
-                    "bib: ARG %d '%s' is not an integer (42, -7, 0x2a) or a number (2.5, "
-                    "1e-3); %s\n",
-                    i + 1, req->args[i], signature);
+    for (int i = 0; i < req->nargs; i++) {
+        int bad = bib_cli_parse_arg(req->args[i], &args[i]);
+        if (bad != 0) {
+            fprintf(stderr, "bib: ARG %d '%s' %s; %s\n", i + 1, req->args[i],
+                    bad == -2 ? "is outside the range of a 64-bit integer and of an f64"
+                              : "is not an integer (42, -7, 0x2a) or a number (2.5, 1e-3)",
+                    signature);
             *rc = BIB_EXIT_USAGE;
             return BIB_E_USAGE;
         }
+    }
     bib_status_t st = bib_vm_call(vm, name, args, (uint32_t)req->nargs, exit_value);
     if (st == BIB_E_USAGE) {
         fprintf(stderr, "bib: %s\n", bib_vm_error(vm));
@@ -1137,7 +1141,8 @@ static int bib_main(int argc, char **argv) {
             break;
         case BIB_OPT_MAXDEPTH:
             if (parse_u64(optarg, &v) || v == 0 || v > UINT32_MAX) {
-                fprintf(stderr, "bib: --max-depth takes a positive frame count, not '%s'\n",
+                fprintf(stderr,
+                        "bib: --max-depth takes a frame count from 1 to 4294967295, not '%s'\n",
                         optarg);
                 return BIB_EXIT_USAGE;
             }

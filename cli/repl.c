@@ -684,13 +684,15 @@ static void cmd_call(repl_t *r, const char *name, char **argv, int argc) {
         repl_error_line(":call takes at most 64 arguments");
         return;
     }
-    for (int i = 0; i < argc; i++)
-        if (bib_cli_parse_arg(argv[i], &args[i]) != 0) {
-            repl_error_line(
-                "argument %d '%s' is not an integer (42, -7, 0x2a) or a number (2.5, 1e-3)", i + 1,
-                argv[i]);
+    for (int i = 0; i < argc; i++) {
+        int bad = bib_cli_parse_arg(argv[i], &args[i]);
+        if (bad != 0) {
+            repl_error_line("argument %d '%s' %s", i + 1, argv[i],
+                            bad == -2 ? "is outside the range of a 64-bit integer and of an f64"
+                                      : "is not an integer (42, -7, 0x2a) or a number (2.5, 1e-3)");
             return;
         }
+    }
     bib_vm_t *vm = new_vm(r);
     if (vm == NULL)
         return;

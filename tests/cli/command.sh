@@ -216,6 +216,14 @@ expect "a wrong ARG count is a usage error naming the signature" 64 \
 expect "an ARG that is not a number is a usage error naming the signature" 64 \
     "ARG 1 'ten' is not an integer (42, -7, 0x2a) or a number (2.5, 1e-3); fib takes 1 argument (.func fib args=1)" \
     $BIB run "$T/fn.basm" --function fib -- ten
+expect "an ARG past 64 bits is named as out of range, not read as another number" 64 \
+    "ARG 1 '99999999999999999999' is outside the range of a 64-bit integer and of an f64" \
+    $BIB run "$T/fn.basm" --function fib -- 99999999999999999999
+expect "an ARG past the f64 range is refused, not taken as inf" 64 \
+    "ARG 1 '1e999' is outside the range of a 64-bit integer and of an f64" \
+    $BIB run "$T/fn.basm" --function fib -- 1e999
+expect "--max-depth names its range" 64 "--max-depth takes a frame count from 1 to 4294967295, not '4294967296'" \
+    $BIB run "$T/fn.basm" --max-depth 4294967296
 expect "an unknown function is a usage error listing the module's" 64 \
     "no function 'fob' in the module (its functions: main, fib, axpy)" $BIB run "$T/fn.basm" --function fob
 expect "ARGs without --function: the entry takes none" 64 "the entry function takes no arguments" \
