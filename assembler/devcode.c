@@ -436,10 +436,12 @@ int bib_devcode_read_file(const char *path, char **bytes, size_t *size, char *wh
         }
     }
     int failed = ferror(f);
+    int err = errno;
     fclose(f);
     if (buf == NULL || failed) {
+        const char *reason = buf == NULL ? "out of memory" : strerror(err != 0 ? err : EIO);
         free(buf);
-        snprintf(why, cap, "cannot read '%s'%s", path, buf == NULL ? ": out of memory" : "");
+        snprintf(why, cap, "cannot read '%s': %s", path, reason);
         return 0;
     }
     buf[len] = '\0';
