@@ -522,6 +522,13 @@ int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags
     r->flags = flags;
     for (int i = 0; i < npaths; i++)
         run_path(r, paths[i]);
+    /* A suite that found no case proves nothing: a wrong folder, or one
+       whose cases lost their .hex. */
+    if (r->passed + r->failed == 0) {
+        printf("FAIL: no case files (*.hex) in %s%s\n", npaths ? paths[0] : "",
+               npaths > 1 ? " and the other paths" : "");
+        r->failed++;
+    }
     int uncovered = 0;
     if (flags->coverage) {
         for (int op = 0; op < BIB_OP__COUNT; op++) {

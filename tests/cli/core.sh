@@ -190,6 +190,13 @@ if [ $rc -eq 1 ] && [ $hs_ok -eq 1 ] && [ "$(tail -1 "$T/hs.out")" = "1 passed, 
     ok "bib test refuses bad options, numbers, offsets, results and errors, one line each, and a self-jump fails under the default fuel (${took} s)"
 else bad "bib test strict parsing (exit $rc, ${took} s): $(cat "$T/hs.out")"; fi
 
+mkdir -p "$T/nocases"
+$BIB test "$T/nocases" >"$T/nc.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^FAIL: no case files (\*.hex) in $T/nocases$" "$T/nc.out"; then
+    ok "bib test of a folder without cases fails instead of passing with 0 cases"
+else bad "bib test of an empty folder: exit $rc, $(cat "$T/nc.out")"; fi
+
 v=$($BIB --version)
 case "$v" in *simd*executors*) ok "--version shows features: $v" ;; *) bad "--version: $v" ;; esac
 $BIB --help | grep -q "usage: bib" && ok "--help" || bad "--help"
