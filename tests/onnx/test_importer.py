@@ -485,6 +485,35 @@ class Recurrent(unittest.TestCase):
         np.testing.assert_allclose(out["y"][:, 0], np.stack(ys), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
 
+    def test_an_lstm_over_a_dynamic_batch_gives_each_row_its_own_bytes(self):
+        # The steps are unrolled at import (a static sequence); the batch is
+        # a symbol, its zero state made at run time.
+        hid, inp, seq = 3, 2, 4
+        w, r, b = rng((1, 4 * hid, inp), 41), rng((1, 4 * hid, hid), 42), rng((1, 8 * hid), 43)
+        m = model(
+            [helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], hidden_size=hid)],
+            [helper.make_tensor_value_info("x", F, [seq, "B", inp])],
+            [helper.make_tensor_value_info("y", F, [seq, 1, "B", hid])],
+            [init("w", w), init("r", r), init("b", b)],
+        )
+        mod = onnx_import.import_model(m)
+        x = rng((seq, 5, inp), 44)
+        y5 = mod.run({"x": x})["y"]
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        wi, wo, wf, wc = np.split(w[0], 4)
+        ri, ro, rf, rc = np.split(r[0], 4)
+        bi, bo, bf, bc = (u + v for u, v in zip(np.split(b[0][:4 * hid], 4), np.split(b[0][4 * hid:], 4)))
+        h = c = np.zeros((5, hid), np.float32)
+        for t in range(seq):
+            i = sig(x[t] @ wi.T + h @ ri.T + bi)
+            f = sig(x[t] @ wf.T + h @ rf.T + bf)
+            c = f * c + i * np.tanh(x[t] @ wc.T + h @ rc.T + bc)
+            h = sig(x[t] @ wo.T + h @ ro.T + bo) * np.tanh(c)
+            np.testing.assert_allclose(y5[t, 0], h, rtol=1e-5, atol=1e-6)
+        for row in range(5):
+            y1 = mod.run({"x": np.ascontiguousarray(x[:, row:row + 1])})["y"]
+            self.assertEqual(y1.tobytes(), np.ascontiguousarray(y5[:, :, row:row + 1]).tobytes(), "row %d" % row)
+
 
 I64 = TensorProto.INT64
 

@@ -402,7 +402,7 @@ class NNOps:
         rt = self.transpose_last2(node, self.reshape(node, r, [hidden, hidden]))
         h0 = self.get(node, 5, optional=True)
         h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
-            self.const_val(np.zeros((batch, hidden), np.float32))
+            self.zero_state(node, batch, hidden)
         rows = None
         if b is not None:
             bb = self.reshape(node, b, [2 * hidden])
@@ -434,13 +434,20 @@ class NNOps:
         if layout:
             x = self.permute(node, x, [1, 0, 2])
         seq, batch = x.shape[0], x.shape[1]
-        if not isinstance(seq, int) or not isinstance(batch, int):
-            self.refuse(node, "a dynamic sequence or batch (the steps are unrolled at import)", "shape")
+        if not isinstance(seq, int):
+            self.refuse(node, "a dynamic sequence (the steps are unrolled at import)", "shape")
         if self.get(node, 4, optional=True) is not None:
             lens = self.const_input(node, 4, "the sequence lengths")
             if any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
                 self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
         return x, seq, batch, int(node.attr("hidden_size")), layout
+
+    def zero_state(self, node, batch, hidden):
+        """The initial hidden (or cell) state of zeros: a constant for a
+        static batch, made at run time (ALLOC and FILL) for a dynamic one."""
+        if isinstance(batch, int):
+            return self.const_val(np.zeros((batch, hidden), np.float32))
+        return self.filled(node, [batch, hidden], "f32", TensorProto.FLOAT, 0.0)
 
     def columns(self, node, v, k, width):
         """Columns [k*width, (k+1)*width) of v's last axis."""
@@ -473,7 +480,7 @@ class NNOps:
             bb = self.reshape(node, b, [8 * hidden])
             wb, rb = self.columns(node, bb, 0, 4 * hidden), self.columns(node, bb, 1, 4 * hidden)
             bias = self.binary(node, "TADD", wb, rb)
-        zeros = self.const_val(np.zeros((batch, hidden), np.float32))
+        zeros = self.zero_state(node, batch, hidden)
         h0, c0 = self.get(node, 5, optional=True), self.get(node, 6, optional=True)
         h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else zeros
         c = self.reshape(node, c0, [batch, hidden]) if c0 is not None else zeros
@@ -526,7 +533,7 @@ class NNOps:
             wbh, rbh = rows(bb, 2, 3), rows(bb, 5, 6)
         h0 = self.get(node, 5, optional=True)
         h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
-            self.const_val(np.zeros((batch, hidden), np.float32))
+            self.zero_state(node, batch, hidden)
         one = self.scalar_const(1.0)
         steps = []
         for t in range(seq):
