@@ -677,6 +677,22 @@ class DynamicDims(unittest.TestCase):
             self.assertIn("(%s)" % op, msg)
             self.assertIn(text, msg)
 
+    def test_the_first_s_rows_of_a_table_follow_a_dynamic_dim(self):
+        # x + pos[:, :x.shape[1]]: a learned positional table sliced by the
+        # sequence length (GPT-2's pattern), for any length up to the table's.
+        pos = rng((1, 16, 4), 50)
+        m = self.dims_model([helper.make_node("Unsqueeze", ["S", "zero1"], ["S1"]),
+                             helper.make_node("Slice", ["pos", "zero1", "S1", "ax"], ["p"]),
+                             helper.make_node("Add", ["x", "p"], ["y"])],
+                            [init("pos", pos), init("zero1", i64([0])), init("ax", i64([1]))], F, ["N", "S", 4])
+        mod = onnx_import.import_model(m)
+        for n, s in ((2, 5), (1, 16), (3, 1)):
+            x = rng((n, s, 4), s)
+            np.testing.assert_array_equal(mod.run({"x": x})["y"], x + pos[:, :s])
+        with self.assertRaises(bib.Trap) as cm:  # longer than the table: the Add refuses the shapes
+            mod.run({"x": rng((1, 17, 4), 1)})
+        self.assertIn("do not broadcast", cm.exception.message)
+
     def test_a_range_as_long_as_a_dynamic_dim_is_refused(self):
         m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["y"])], [init("zero", i64(0))],
                             I64, ["S"])

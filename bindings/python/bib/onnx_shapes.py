@@ -7,7 +7,7 @@ from onnx import TensorProto, numpy_helper
 
 from .onnx_common import (
     _bib_dtype, broadcast_shapes, dim_add, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
-    _np_for, shape_text, Val)
+    _np_for, shape_text, Sym, Val)
 
 
 class ShapeOps:
@@ -510,11 +510,25 @@ class ShapeOps:
         rank = len(x.shape)
         triples = [(0, x.shape[k], 1) for k in range(rank)]
         shape = list(x.shape)
+        dynamic_bound = False
         for s, e, a, st in zip(starts, ends, axes, steps):
             a = self.axis_of(node, int(a), rank)
             n = x.shape[a]
             if st == 0:
                 self.refuse(node, "step 0 on axis %d" % a, "attribute")
+            if any(isinstance(v, Sym) for v in (s, e, st)):
+                # [0:S] with S a dynamic dimension (pos[:, :x.shape[1]], a
+                # table's first S rows): the result's axis is S, the bound
+                # loaded at run time. A table shorter than S gives fewer
+                # rows, which the shapes of what reads them refuse.
+                if isinstance(s, int) and s == 0 and st == 1 and isinstance(e, Sym):
+                    if e != n:
+                        triples[a] = (0, e, 1)
+                        shape[a] = e
+                        dynamic_bound = True
+                    continue
+                self.refuse(node, "the bounds %s:%s:%s on axis %d: of dynamic dimensions, only [0:S] is taken"
+                            % (s, e, st, a), "shape")
             if not isinstance(n, int):
                 if st == 1 and s >= 0 and e >= (1 << 31) - 1:
                     if s == 0:
@@ -536,8 +550,8 @@ class ShapeOps:
                 count = max(0, (s - e - st - 1) // (-st))
             triples[a] = (s, e, st)
             shape[a] = count
-        if x.lazy is not None and all(t == (0, x.shape[k], 1) for k, t in enumerate(triples[:-1])) \
-                and triples[-1][2] == 1:
+        if x.lazy is not None and not dynamic_bound and \
+                all(t == (0, x.shape[k], 1) for k, t in enumerate(triples[:-1])) and triples[-1][2] == 1:
             # Columns s:e of a . W + b are a . W[:, s:e] + b[s:e], the same
             # fma chains: one LINEAR of those columns, no copy.
             a, w, b, act = x.lazy
@@ -545,10 +559,10 @@ class ShapeOps:
             ws = self.const_val(np.ascontiguousarray(w.array[:, s0:e0]))
             bs = self.const_val(np.ascontiguousarray(b.array[s0:e0]))
             return self.matmul(node, a, ws, bs, act)
-        if x.const and x.array.dtype != object:
+        if x.const and x.array.dtype != object and not dynamic_bound:
             idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
             return self.const_val(np.ascontiguousarray(x.array[idx]), x.onnx_type)
-        if x.const:
+        if x.const and not dynamic_bound:
             idx = tuple(slice(s, e if e >= 0 else None, st) for s, e, st in triples)
             return self.const_val(x.array[idx], x.onnx_type)
         if shape == list(x.shape) and all(t[2] == 1 for t in triples):
