@@ -694,11 +694,30 @@ class DynamicDims(unittest.TestCase):
         self.assertIn("do not broadcast", cm.exception.message)
 
     def test_a_range_as_long_as_a_dynamic_dim_is_refused(self):
-        m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["y"])], [init("zero", i64(0))],
-                            I64, ["S"])
+        m = self.dims_model([helper.make_node("Range", ["one", "S", "one"], ["y"])], [], I64, ["S"])
         msg = self.refused(m)
         self.assertIn("(Range)", msg)
         self.assertIn("is the dynamic dimension S", msg)
+        # Range(0, S, 1) is kept as positions, for a Gather; read otherwise,
+        # it is refused saying so.
+        m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["y"])], [init("zero", i64(0))],
+                            I64, ["S"])
+        self.assertIn("the positions 0..S-1 (a Range as long as a dynamic dimension) are taken only as",
+                      self.refused(m))
+
+    def test_positions_of_a_dynamic_sequence_index_a_table(self):
+        # wpe(torch.arange(x.shape[1]).unsqueeze(0)), GPT-2's positions: the
+        # table's first S rows.
+        wpe = rng((16, 4), 51)
+        m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["r"]),
+                             helper.make_node("Unsqueeze", ["r", "ax0"], ["pos"]),
+                             helper.make_node("Gather", ["wpe", "pos"], ["e"], axis=0),
+                             helper.make_node("Add", ["x", "e"], ["y"])],
+                            [init("zero", i64(0)), init("ax0", i64([0])), init("wpe", wpe)], F, ["N", "S", 4])
+        mod = onnx_import.import_model(m)
+        for n, s in ((2, 5), (1, 16)):
+            x = rng((n, s, 4), s)
+            np.testing.assert_array_equal(mod.run({"x": x})["y"], x + wpe[None, :s])
 
     def test_a_dynamic_dim_cast_to_float_is_loaded_at_run_time(self):
         # y = x.sum(1) / x.shape[1]

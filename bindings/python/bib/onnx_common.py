@@ -144,6 +144,9 @@ class Val:
         # A LINEAR not emitted yet, (a, weight, bias, act): its readers
         # are column slices, each emitted as a LINEAR of its own columns.
         self.lazy = None
+        # Range(0, S, 1) of a dynamic dim S, not emitted: the positions
+        # 0..S-1, which a Gather into a table takes as its first S rows.
+        self.iota = None
 
     @property
     def const(self):

@@ -169,6 +169,9 @@ class Importer(MathOps, ShapeOps, NNOps):
         a lazy LINEAR is emitted whole."""
         if v.reg is not None:
             return v.reg
+        if v.iota is not None:
+            self.refuse(node, "the positions 0..%s-1 (a Range as long as a dynamic dimension) are taken only as "
+                        "the indices of a Gather of a table's rows (an embedding of positions)" % v.iota, "shape")
         if v.lazy is not None:
             a, w, b, act = v.lazy
             v.reg = self.matmul(node, a, w, b, act).reg
@@ -479,6 +482,10 @@ class Importer(MathOps, ShapeOps, NNOps):
 
     def reshape(self, node, v, shape):
         """A RESHAPE view of v (a constant is reshaped at import)."""
+        if v.iota is not None and v.reg is None:
+            out = Val(shape, v.dtype, v.onnx_type)
+            out.iota = v.iota
+            return out
         if v.const:
             return self.const_val(v.array.reshape([int(d) for d in shape]) if v.array.dtype != object
                                   else v.array.reshape(shape), v.onnx_type)
@@ -704,7 +711,19 @@ class Importer(MathOps, ShapeOps, NNOps):
 
     def op_Range(self, node):
         # Range is folded (fold_Range); here one of its inputs is not known
-        # at import time, or is a dynamic dimension, which is refused naming it.
+        # at import time, or is a dynamic dimension. Range(0, S, 1) is the
+        # positions of a sequence (torch.arange(x.shape[1])): kept as such
+        # for a Gather into a table (op_Gather). Anything else is refused.
+        values = [np.asarray(self.const_input(node, k, w)).reshape(-1) for k, w in
+                  enumerate(("start", "limit", "delta"))]
+        if all(v.size == 1 for v in values):
+            start, limit, delta = (v[0] for v in values)
+            if isinstance(limit, Sym) and not isinstance(start, Sym) and not isinstance(delta, Sym) \
+                    and int(start) == 0 and int(delta) == 1:
+                v = Val([limit], "i32", self.vals[node.inputs[0]].onnx_type)
+                v.iota = limit
+                self.set(node, 0, v)
+                return
         for k, what in enumerate(("start", "limit", "delta")):
             v = self.const_input(node, k, what)
             if v.dtype == object:

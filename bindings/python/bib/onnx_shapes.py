@@ -447,6 +447,11 @@ class ShapeOps:
         self.cast(node, x, like.onnx_type)
 
     def cast(self, node, x, to):
+        if x.iota is not None and x.reg is None and to in (TensorProto.INT64, TensorProto.INT32):
+            out = Val(x.shape, "i32", to)  # positions stay positions
+            out.iota = x.iota
+            self.set(node, 0, out)
+            return
         if x.const:
             if x.array.dtype == object:
                 if to in (TensorProto.INT64, TensorProto.INT32):
@@ -622,6 +627,12 @@ class ShapeOps:
         x, idx = self.get(node, 0), self.get(node, 1)
         rank = len(x.shape)
         axis = self.axis_of(node, node.attr("axis", 0), rank)
+        if idx.iota is not None and idx.reg is None and isinstance(x.shape[axis], int):
+            # Rows 0..S-1 of the table: its first S rows, a SLICE (a table
+            # shorter than S is refused by the RESHAPE that follows).
+            rows = self.slice(node, x, [0], [idx.iota], [axis], [1])
+            self.set(node, 0, self.reshape(node, rows, x.shape[:axis] + list(idx.shape) + x.shape[axis + 1:]))
+            return
         if x.const and idx.const:
             i = idx.array.astype(np.int64)
             self.set(node, 0, self.const_val(np.take(x.array, i, axis=axis), x.onnx_type))
