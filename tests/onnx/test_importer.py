@@ -693,6 +693,30 @@ class DynamicDims(unittest.TestCase):
             mod.run({"x": rng((1, 17, 4), 1)})
         self.assertIn("do not broadcast", cm.exception.message)
 
+    def test_fixed_bounds_on_a_dynamic_axis(self):
+        # x[:, :1], x[:, -1:], x[:, 1:3] over a sequence of any length that
+        # reaches the bounds; a shorter one is refused at the output.
+        for starts, ends, want in (([0], [1], lambda x: x[:, :1]), ([-1], [2**63 - 1], lambda x: x[:, -1:]),
+                                   ([1], [3], lambda x: x[:, 1:3])):
+            m = model(
+                [helper.make_node("Slice", ["x", "s", "e", "ax"], ["y"])],
+                [helper.make_tensor_value_info("x", F, ["N", "S", 4])],
+                [helper.make_tensor_value_info("y", F, ["N", want(np.zeros((1, 9, 4))).shape[1], 4])],
+                [init("s", i64(starts)), init("e", i64(ends)), init("ax", i64([1]))],
+            )
+            mod = onnx_import.import_model(m)
+            for n, s in ((2, 3), (1, 9)):
+                x = rng((n, s, 4), s)
+                np.testing.assert_array_equal(mod.run({"x": x})["y"], want(x))
+        with self.assertRaises(bib.Error) as cm:  # x[:, 1:3] of 2 rows has 1
+            mod.run({"x": rng((1, 2, 4), 2)})
+        self.assertIn("output 'y' (t1): expected f32[N,2,4] where N = 1, given f32[1,1,4]", cm.exception.message)
+        m = model([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"])],
+                  [helper.make_tensor_value_info("x", F, ["N", "S", 4])],
+                  [helper.make_tensor_value_info("y", F, ["N", "T", 4])],
+                  [init("s", i64([0])), init("e", i64([2**63 - 1])), init("ax", i64([1])), init("st", i64([2]))])
+        self.assertIn("on the dynamic axis 1", self.refused(m))
+
     def test_a_range_as_long_as_a_dynamic_dim_is_refused(self):
         m = self.dims_model([helper.make_node("Range", ["one", "S", "one"], ["y"])], [], I64, ["S"])
         msg = self.refused(m)

@@ -535,10 +535,25 @@ class ShapeOps:
                 self.refuse(node, "the bounds %s:%s:%s on axis %d: of dynamic dimensions, only [0:S] is taken"
                             % (s, e, st, a), "shape")
             if not isinstance(n, int):
-                if st == 1 and s >= 0 and e >= (1 << 31) - 1:
-                    if s == 0:
-                        continue
-                self.refuse(node, "slicing the dynamic axis %d" % a, "shape")
+                # Fixed bounds on a dynamic axis of size S: x[:, :1], x[:, -1:],
+                # x[:, 2:5]. The result's size assumes S reaches the bounds;
+                # the VM's SLICE clamps to the real S, and a shorter result
+                # is refused by the shapes of what reads it (a RESHAPE).
+                s, e, st = int(s), int(e), int(st)
+                to_end = e >= (1 << 31) - 1
+                if st == 1 and s == 0 and to_end:
+                    continue
+                if st == 1 and s >= 0 and not to_end and e >= 0:
+                    count = max(0, e - s)
+                elif st == 1 and s < 0 and (to_end or s < e < 0):
+                    count = -s if to_end else e - s
+                else:
+                    self.refuse(node, "the bounds %d:%d:%d on the dynamic axis %d (fixed bounds from the start, "
+                                "or counted from the end, step 1, are taken)" % (s, e, st, a), "shape")
+                triples[a] = (s, (1 << 62) if to_end else e, 1)
+                shape[a] = count
+                dynamic_bound = True
+                continue
             s, e, st = int(s), int(e), int(st)
             # ONNX's clamping, done here so that the VM sees plain bounds.
             if s < 0:
