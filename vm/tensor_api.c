@@ -391,14 +391,11 @@ bib_status_t bib_tensor_run_begin(bib_vm_t *vm) {
                                    pass == 1 ? " (kept from an earlier run: give it again)" : "",
                                    msg);
         }
-    for (uint32_t i = 0; i < m->dim_name_count; i++)
-        ts->symbols[i] = -1;
+    /* Checked and the symbols bound: the inputs become tensors of the run. */
     for (uint32_t i = 0; i < m->tensor_count; i++) {
         const bib_tensor_decl_t *d = &m->tensors[i];
         if (d->flags & BIB_TENSOR_INPUT) {
             bib_input_t *in = &ts->inputs[i];
-            if (!decl_matches(m, d, in->dtype, in->rank, in->dims, ts->symbols, msg, sizeof msg))
-                return bib_vm_fail(vm, BIB_E_USAGE, "input '%s': %s", d->name, msg);
             in->fresh = false;
             st = bind_copy(vm, "input", d->name, d->reg, in->dtype, in->rank, in->dims, in->data,
                            in->bytes);
