@@ -28,15 +28,6 @@ typedef struct hex_case {
     bib_hexcase_t c;
 } hex_case_t;
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-        s[--n] = 0;
-    return s;
-}
-
 /* ---- running one case ------------------------------------------------------ */
 
 typedef struct runner {
@@ -78,26 +69,53 @@ static const char *status_kind(bib_status_t st) {
     }
 }
 
-/* Checks an error against "-- error" ("kind: substring"). */
-static int check_error(const hex_case_t *tc, bib_status_t st, const char *message, outcome_t *o) {
-    if (!tc->c.error.text)
+/* A case's "-- error" line, read once: the kind ("asm", "load" or "trap")
+   and the text the message must contain, trimmed. */
+typedef struct expected_error {
+    const char *kind; /* NULL: the case expects no error */
+    const char *text;
+    size_t len;
+} expected_error_t;
+
+/* Reads tc's "-- error" into e; fails when it is not 'asm|load|trap: text'. */
+static int read_expected_error(const hex_case_t *tc, expected_error_t *e, outcome_t *o) {
+    static const char *const kinds[] = {"asm", "load", "trap"};
+    *e = (expected_error_t){NULL, NULL, 0};
+    const char *w = tc->c.error.text;
+    if (w == NULL)
+        return 0;
+    while (*w == ' ' || *w == '\t')
+        w++;
+    size_t n = strcspn(w, ":\n");
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && w[n] == ':'; i++)
+        if (strlen(kinds[i]) == n && strncmp(w, kinds[i], n) == 0)
+            e->kind = kinds[i];
+    if (e->kind == NULL)
+        return fail(o, "line %d: -- error: '%.*s' must read 'asm|load|trap: text'",
+                    tc->c.error.line, (int)(n < 40 ? n : 40), w);
+    const char *t = w + n + 1;
+    while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r')
+        t++;
+    size_t len = strlen(t);
+    while (len &&
+           (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\n' || t[len - 1] == '\r'))
+        len--;
+    e->text = t;
+    e->len = len;
+    return 0;
+}
+
+/* Checks an error against the case's expected one. */
+static int check_error(const expected_error_t *e, bib_status_t st, const char *message,
+                       outcome_t *o) {
+    if (e->kind == NULL)
         return fail(o, "unexpected %s error: %s", status_kind(st), message);
-    char *want = bib_cli_strdup(tc->c.error.text);
-    char *w = trim(want);
-    char *colon = strchr(w, ':');
-    int rc = 0;
-    if (!colon) {
-        rc = fail(o, "'-- error' must read 'asm|load|trap: text'");
-    } else {
-        *colon = 0;
-        const char *sub = trim(colon + 1);
-        if (strcmp(w, status_kind(st)) != 0)
-            rc = fail(o, "expected a %s error, got %s error: %s", w, status_kind(st), message);
-        else if (!strstr(message, sub))
-            rc = fail(o, "expected the %s error to contain '%s', got: %s", w, sub, message);
-    }
-    free(want);
-    return rc;
+    if (strcmp(e->kind, status_kind(st)) != 0)
+        return fail(o, "expected a %s error, got %s error: %s", e->kind, status_kind(st), message);
+    if (e->len > 0 && memmem(message, strlen(message), e->text, e->len) == NULL)
+        return fail(o, "expected the %s error to contain '%.*s', got: %s", e->kind, (int)e->len,
+                    e->text, message);
+    return 0;
 }
 
 /* The case's limits: its own, else the command line's, else (fuel) the
@@ -282,24 +300,16 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
     if (tc->c.has_result && tc->c.error.text)
         return fail(o, "line %d: -- error: a case that expects an error has no '-- result'",
                     tc->c.error.line);
-    if (tc->c.error.text) {
-        const char *w = tc->c.error.text;
-        while (*w == ' ' || *w == '\t')
-            w++;
-        size_t n = strcspn(w, ":\n");
-        if (w[n] != ':' ||
-            !((n == 3 && (strncmp(w, "asm", 3) == 0)) ||
-              (n == 4 && (strncmp(w, "load", 4) == 0 || strncmp(w, "trap", 4) == 0))))
-            return fail(o, "line %d: -- error: '%.*s' must read 'asm|load|trap: text'",
-                        tc->c.error.line, (int)(n < 40 ? n : 40), w);
-    }
+    expected_error_t expect;
+    if (read_expected_error(tc, &expect, o) != 0)
+        return -1;
 
     if (tc->c.asm_src.text) {
         char *diag = NULL;
         bib_status_t st = bib_assemble(tc->c.asm_src.text, strlen(tc->c.asm_src.text), tc->path,
                                        &bytes, &size, &diag);
         if (st != BIB_OK) {
-            rc = check_error(tc, st, diag ? diag : "", o);
+            rc = check_error(&expect, st, diag ? diag : "", o);
             bib_free(diag);
             return rc;
         }
@@ -384,7 +394,7 @@ static int run_case(runner_t *r, hex_case_t *tc, outcome_t *o) {
         st = bib_vm_run(vm, &exit_value);
     fclose(out);
     if (st != BIB_OK) {
-        rc = check_error(tc, st, bib_vm_error(vm), o);
+        rc = check_error(&expect, st, bib_vm_error(vm), o);
         if (rc && !tc->c.has_fuel && r->base->fuel == 0 && strstr(o->why, "fuel exhausted")) {
             size_t n = strlen(o->why);
             snprintf(o->why + n, sizeof o->why - n,
