@@ -46,10 +46,8 @@ class NNOps:
             if packed:
                 gb = self.const_val(np.stack([g.array, bt.array]).astype(np.float32))
             else:
-                self.need(node, "CONCAT", "a scale or bias given at run time")
-                gb = self.rt([2, n], "f32")
                 g2, b2 = self.reshape(node, g, [1, n]), self.reshape(node, bt, [1, n])
-                self.emit("CONCAT", gb.reg, self.reg_of(node, g2), self.reg_of(node, b2), 0)
+                gb = self.concat(node, g2, b2, 0, "a scale or bias given at run time")
             self.scalar(1)
             self.load_f64(("scratch", 0), eps32)
             self.emit("LAYERNORM_EPS", out.reg, self.reg_of(node, v), self.reg_of(node, gb), ("scratch", 0))
@@ -457,10 +455,7 @@ class NNOps:
         if node.outputs and node.outputs[0]:
             y = steps[0]
             for st in steps[1:]:
-                self.need(node, "CONCAT")
-                out = self.rt([y.shape[0] + 1, 1, batch, hidden], "f32")
-                self.emit("CONCAT", out.reg, self.reg_of(node, y), self.reg_of(node, st), 0)
-                y = out
+                y = self.concat(node, y, st, 0)
             self.set(node, 0, self.permute(node, y, [2, 0, 1, 3]) if layout else y)
         yh = self.reshape(node, h, [1, batch, hidden])
         self.set(node, 1, self.permute(node, yh, [1, 0, 2]) if layout else yh)

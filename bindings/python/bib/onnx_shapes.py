@@ -265,6 +265,16 @@ class ShapeOps:
         self.emit("FILL", out.reg, slot)
         return out
 
+    def concat(self, node, a, b, axis, what=None):
+        """a and b joined along axis (CONCAT): the result's size there is the
+        sum of theirs, dynamic dims included."""
+        self.need(node, "CONCAT", what)
+        shape = list(a.shape)
+        shape[axis] = dim_add(a.shape[axis], b.shape[axis], self, node)
+        out = self.rt(shape, a.dtype, a.onnx_type)
+        self.emit("CONCAT", out.reg, self.reg_of(node, a), self.reg_of(node, b), axis)
+        return out
+
     def op_Pad(self, node):
         x = self.get(node, 0)
         rank = len(x.shape)
@@ -329,13 +339,7 @@ class ShapeOps:
                 for part, first in ((parts[0], True), (parts[1], False)):
                     if part is None:
                         continue
-                    self.need(node, "CONCAT")
-                    shape = list(acc.shape)
-                    shape[a] = acc.shape[a] + part.shape[a]
-                    out = self.rt(shape, v.dtype, v.onnx_type)
-                    lhs, rhs = (part, acc) if first else (acc, part)
-                    self.emit("CONCAT", out.reg, self.reg_of(node, lhs), self.reg_of(node, rhs), a)
-                    acc = out
+                    acc = self.concat(node, part, acc, a) if first else self.concat(node, acc, part, a)
                 v = acc
                 continue
             # reflect and edge: one GATHER_AXIS of the padded positions' sources.
@@ -418,10 +422,7 @@ class ShapeOps:
             if d >= n:
                 return self.slice(node, zeros, [0], [n], [axis], [1])
             kept = self.slice(node, v, [0], [n - d], [axis], [1])
-            self.need(node, "CONCAT")
-            out = self.rt(list(v.shape), v.dtype, v.onnx_type)
-            self.emit("CONCAT", out.reg, self.reg_of(node, zeros), self.reg_of(node, kept), axis)
-            return out
+            return self.concat(node, zeros, kept, axis)
 
         v = flip(x) if reverse else x
         if exclusive:
@@ -501,12 +502,7 @@ class ShapeOps:
         vals = [v for v in vals if v.shape[axis] != 0] or vals[:1]
         acc = vals[0]
         for v in vals[1:]:
-            self.need(node, "CONCAT")
-            shape = list(acc.shape)
-            shape[axis] = dim_add(acc.shape[axis], v.shape[axis], self, node)
-            out = self.rt(shape, acc.dtype, acc.onnx_type)
-            self.emit("CONCAT", out.reg, self.reg_of(node, acc), self.reg_of(node, v), axis)
-            acc = out
+            acc = self.concat(node, acc, v, axis)
         if acc is vals[0] and len(vals) == 1 and not acc.const:
             acc = self.unary(node, "COPY", acc)
         self.set(node, 0, acc)
