@@ -15,6 +15,7 @@
 #define BIB_CPU_BMATH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -463,6 +464,45 @@ static inline float bib_neg(float x) {
     if (x != x)
         return bib_f32_canonical_nan();
     return bib_f32_from_bits(bib_f32_bits(x) ^ 0x80000000u);
+}
+
+/* FLOOR, CEIL and ROUND: x rounded to an integral value by its bits alone,
+ * toward -Inf (dir 0), toward +Inf (dir 1) or to the nearest, halves to even
+ * (dir 2). Exact: +-0, +-Inf and |x| >= 2^23 come back unchanged, a NaN
+ * canonical, and a result of magnitude below 1 keeps x's sign
+ * (ceil(-0.5) = -0). The fraction's bits are those below bit 150 - e of the
+ * bits; adding 1 << (150 - e) to the cleared bits adds 1 to the magnitude,
+ * carrying into the exponent when it must. */
+static inline float bib_round_integral(float x, int dir) {
+    uint32_t u = bib_f32_bits(x);
+    uint32_t e = (u >> 23) & 0xFFu;
+    uint32_t sign = u & 0x80000000u;
+    if (e == 0xFFu)
+        return x != x ? bib_f32_canonical_nan() : x;
+    if (e >= 150u || (u & 0x7FFFFFFFu) == 0u)
+        return x;
+    /* Away from zero: floor of a negative, ceil of a positive, or the
+       nearest when the fraction is over half (or half with an odd integer
+       part). */
+    bool up;
+    if (e < 127u) {
+        /* 0 < |x| < 1: the result is +-0 or +-1. */
+        up = dir == 2 ? (u & 0x7FFFFFFFu) > 0x3F000000u : (sign != 0u) == (dir == 0);
+        return bib_f32_from_bits(sign | (up ? 0x3F800000u : 0u));
+    }
+    uint32_t shift = 150u - e; /* 1..23 */
+    uint32_t unit = 1u << shift;
+    uint32_t frac = u & (unit - 1u);
+    uint32_t t = u & ~(unit - 1u);
+    if (frac == 0u)
+        return x;
+    if (dir == 2) {
+        uint32_t half = unit >> 1;
+        up = frac > half || (frac == half && (t & unit) != 0u);
+    } else {
+        up = (sign != 0u) == (dir == 0);
+    }
+    return bib_f32_from_bits(up ? t + unit : t);
 }
 
 /* TMIN and TMAX: the canonical NaN if either is NaN, else the smaller or

@@ -49,6 +49,12 @@ static float scalar_unary1(bib_unary_t op, float x) {
         return bib_neg(x);
     case BIB_UNARY_GELU_ERF:
         return bib_gelu_erf(x);
+    case BIB_UNARY_FLOOR:
+        return bib_round_integral(x, 0);
+    case BIB_UNARY_CEIL:
+        return bib_round_integral(x, 1);
+    case BIB_UNARY_ROUND:
+        return bib_round_integral(x, 2);
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }

@@ -391,9 +391,36 @@ __device__ __forceinline__ float max2_(float a, float b) {
     return order_key(b) > order_key(a) ? b : a;
 }
 
+// bmath.h bib_round_integral: FLOOR (dir 0), CEIL (1), ROUND (2, halves to
+// even), from the bits alone.
+__device__ __forceinline__ float round_integral_(float x, int dir) {
+    uint32_t u = __float_as_uint(x);
+    uint32_t e = (u >> 23) & 0xFFu;
+    uint32_t sign = u & 0x80000000u;
+    if (e == 0xFFu)
+        return (u & 0x7FFFFFu) != 0u ? qnan() : x;
+    if (e >= 150u || (u & 0x7FFFFFFFu) == 0u)
+        return x;
+    bool up;
+    if (e < 127u) {
+        up = dir == 2 ? (u & 0x7FFFFFFFu) > 0x3F000000u : (sign != 0u) == (dir == 0);
+        return __uint_as_float(sign | (up ? 0x3F800000u : 0u));
+    }
+    uint32_t unit = 1u << (150u - e);
+    uint32_t frac = u & (unit - 1u);
+    uint32_t t = u & ~(unit - 1u);
+    if (frac == 0u)
+        return x;
+    if (dir == 2)
+        up = frac > (unit >> 1) || (frac == (unit >> 1) && (t & unit) != 0u);
+    else
+        up = (sign != 0u) == (dir == 0);
+    return __uint_as_float(up ? t + unit : t);
+}
+
 // The ops of bib_unary_t (isa/kernels.h, from the rows of isa/opcodes.def):
 // a new unary opcode adds its case here.
-static_assert(BIB_UNARY__COUNT == 13, "a unary opcode was added: give unary<OP> its case");
+static_assert(BIB_UNARY__COUNT == 16, "a unary opcode was added: give unary<OP> its case");
 template <int OP> __device__ __forceinline__ float unary(float x) {
     if (OP == BIB_UNARY_RELU)
         return relu_(x);
@@ -419,6 +446,12 @@ template <int OP> __device__ __forceinline__ float unary(float x) {
         return isnan_(x) ? qnan() : __uint_as_float(__float_as_uint(x) ^ 0x80000000u);
     if (OP == BIB_UNARY_GELU_ERF)
         return gelu_erf_(x);
+    if (OP == BIB_UNARY_FLOOR)
+        return round_integral_(x, 0);
+    if (OP == BIB_UNARY_CEIL)
+        return round_integral_(x, 1);
+    if (OP == BIB_UNARY_ROUND)
+        return round_integral_(x, 2);
     return exp_(x);
 }
 

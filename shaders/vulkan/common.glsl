@@ -741,8 +741,35 @@ float bib_max2(float a, float b) {
     return bib_order_key(b) > bib_order_key(a) ? b : a;
 }
 
+// bmath.h bib_round_integral: FLOOR (dir 0), CEIL (1), ROUND (2, halves to
+// even), from the bits alone.
+float bib_round_integral(float x, uint dir) {
+    uint u = floatBitsToUint(x);
+    uint e = (u >> 23) & 0xffu;
+    uint sign = u & 0x80000000u;
+    if (e == 0xffu)
+        return (u & 0x7fffffu) != 0u ? uintBitsToFloat(BIB_QNAN) : x;
+    if (e >= 150u || (u & 0x7fffffffu) == 0u)
+        return x;
+    bool up;
+    if (e < 127u) {
+        up = dir == 2u ? (u & 0x7fffffffu) > 0x3f000000u : (sign != 0u) == (dir == 0u);
+        return uintBitsToFloat(sign | (up ? 0x3f800000u : 0u));
+    }
+    uint unit = 1u << (150u - e);
+    uint frac = u & (unit - 1u);
+    uint t = u & ~(unit - 1u);
+    if (frac == 0u)
+        return x;
+    if (dir == 2u)
+        up = frac > (unit >> 1) || (frac == (unit >> 1) && (t & unit) != 0u);
+    else
+        up = (sign != 0u) == (dir == 0u);
+    return uintBitsToFloat(up ? t + unit : t);
+}
+
 // bib_unary_t order: relu, sigmoid, tanh, gelu, exp, erf, log, sqrt, rsqrt,
-// recip, abs, neg, gelu_erf.
+// recip, abs, neg, gelu_erf, floor, ceil, round.
 float bib_unary(uint op, float x) {
     if (op == 0u)
         return bib_relu(x);
@@ -772,5 +799,7 @@ float bib_unary(uint op, float x) {
     if (op == 11u)
         return bib_isnan(x) ? uintBitsToFloat(BIB_QNAN)
                             : uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u);
-    return bib_gelu_erf(x);
+    if (op == 12u)
+        return bib_gelu_erf(x);
+    return bib_round_integral(x, op - 13u);
 }

@@ -522,6 +522,25 @@ def i64(v):
     return np.array(v, np.int64)
 
 
+class Rounding(unittest.TestCase):
+    def test_floor_ceil_and_round_give_numpys_bits_and_fold_constants(self):
+        # Round halves to even, as ONNX and np.round; -0 is kept.
+        x = np.array([[-2.5, -1.5, -0.5, -0.0, 0.3, 0.5, 1.5, 2.5, -0.7, 8388607.5, -np.inf, 3e9]], np.float32)
+        for op, fn in (("Floor", np.floor), ("Ceil", np.ceil), ("Round", np.round)):
+            m = model(
+                [helper.make_node(op, ["x"], ["a"]), helper.make_node(op, ["c"], ["b"]),
+                 helper.make_node("Add", ["a", "b"], ["y"])],
+                [helper.make_tensor_value_info("x", F, ["N", 12])],
+                [helper.make_tensor_value_info("y", F, ["N", 12])],
+                [init("c", np.float32(-1.5))],
+            )
+            mod = onnx_import.import_model(m)
+            self.assertEqual(ops(mod).count(op.upper()), 1, op)  # the constant is folded
+            for be in ("cpu", "vulkan"):
+                y = mod.run({"x": x}, backend=be)["y"]
+                self.assertEqual(y.tobytes(), (fn(x) + fn(np.float32(-1.5))).tobytes(), (op, be))
+
+
 class Pad(unittest.TestCase):
     def pad_model(self, mode, pads, value=None, opset=17, shape=("N", 3, 5, 6)):
         inputs = ["x", "pads"] + (["value"] if value is not None else [])

@@ -24,7 +24,7 @@ BOUNDS = {
     "exp": 2, "tanh": 2, "sigmoid": 3, "gelu": 4, "div": 0.5,
     "softmax": 8, "layernorm": 64, "rmsnorm": 4, "mean": 4, "max": 0,
     "erf": 1.1, "log": 0.55, "pow": 1.5, "gelu_erf": 6, "sqrt": 0.5, "rsqrt": 1.5, "recip": 0.5,
-    "logsoftmax": 4,
+    "logsoftmax": 4, "floor": 0, "ceil": 0, "round": 0,
 }
 
 
@@ -112,6 +112,15 @@ def main():
         xr = xl[(xl > 2.0 ** -126) & (xl < 2.0 ** 126)]
         y = run(driver, "recip", [xr], tmp)
         results["recip"] = ulp_err(y, 1 / xr.astype(np.float64)).max()
+        # floor, ceil and round (halves to even, as np.round) are exact: the
+        # same bits as numpy's, -0 included, over the bit patterns, the
+        # halves and their neighbours
+        halves = (np.arange(-4096, 4096) / 2).astype(np.float32)
+        xi = np.concatenate([finite, halves, np.nextafter(halves, np.float32(np.inf)),
+                             np.nextafter(halves, np.float32(-np.inf))])
+        for name, fn in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round)):
+            y = run(driver, name, [xi], tmp)
+            results[name] = float(np.count_nonzero(y.view(np.uint32) != fn(xi).view(np.uint32)))
         # gelu_erf: where 1 + erf(x / sqrt 2) is a normal float (x > -13)
         xg2 = np.concatenate([xs[(xs > -13) & (np.abs(xs) < 1e30)],
                               rng.uniform(-13, 8, n).astype(np.float32)])

@@ -102,11 +102,13 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         bib_unary_t op;
-    } unary[] = {
-        {"exp", BIB_UNARY_EXP},     {"tanh", BIB_UNARY_TANH},        {"sigmoid", BIB_UNARY_SIGMOID},
-        {"gelu", BIB_UNARY_GELU},   {"relu", BIB_UNARY_RELU},        {"erf", BIB_UNARY_ERF},
-        {"log", BIB_UNARY_LOG},     {"sqrt", BIB_UNARY_SQRT},        {"rsqrt", BIB_UNARY_RSQRT},
-        {"recip", BIB_UNARY_RECIP}, {"gelu_erf", BIB_UNARY_GELU_ERF}};
+    } unary[] = {{"exp", BIB_UNARY_EXP},           {"tanh", BIB_UNARY_TANH},
+                 {"sigmoid", BIB_UNARY_SIGMOID},   {"gelu", BIB_UNARY_GELU},
+                 {"relu", BIB_UNARY_RELU},         {"erf", BIB_UNARY_ERF},
+                 {"log", BIB_UNARY_LOG},           {"sqrt", BIB_UNARY_SQRT},
+                 {"rsqrt", BIB_UNARY_RSQRT},       {"recip", BIB_UNARY_RECIP},
+                 {"gelu_erf", BIB_UNARY_GELU_ERF}, {"floor", BIB_UNARY_FLOOR},
+                 {"ceil", BIB_UNARY_CEIL},         {"round", BIB_UNARY_ROUND}};
     for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++)
         if (strcmp(op, unary[u].name) == 0) {
             ro->unary(unary[u].op, in[0].data, out, rows * cols);

@@ -1243,6 +1243,44 @@ Test(cpu_ops_math, erf_log_and_pow_stay_within_their_ulp_bounds) {
     cr_assert_leq(worst_pow, 1.5, "pow: %.3f ULP", worst_pow);
 }
 
+/* FLOOR, CEIL and ROUND against the C library's floorf, ceilf and rintf
+ * (round to nearest, ties to even: the default mode) on every float of
+ * magnitude in [0.5, 8), every 61st below 2^24 (where the fraction
+ * matters) and every 4093rd beyond; a NaN comes out canonical. Then every SIMD level and
+ * thread count on the quarters, their neighbours and the edges. */
+Test(cpu_ops_math, floor_ceil_and_round_are_exact) {
+    static const struct {
+        int dir;
+        float (*libm)(float);
+        const char *name;
+    } ops[] = {{0, floorf, "floor"}, {1, ceilf, "ceil"}, {2, rintf, "round"}};
+    for (uint64_t b = 0; b <= 0xFFFFFFFFu;) {
+        float x = bib_f32_from_bits((uint32_t)b);
+        for (int o = 0; o < 3; o++) {
+            uint32_t got = bib_f32_bits(bib_round_integral(x, ops[o].dir));
+            uint32_t want = x != x ? QNAN : bib_f32_bits(ops[o].libm(x));
+            if (got != want)
+                cr_assert_fail("%s(0x%08x): 0x%08x, libm 0x%08x", ops[o].name, (uint32_t)b, got,
+                               want);
+        }
+        uint32_t mag = (uint32_t)b & 0x7FFFFFFFu;
+        b += mag >= 0x3F000000u && mag < 0x41000000u ? 1 : mag < 0x4B800000u ? 61 : 4093;
+    }
+    enum { N = 4096 };
+    float x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i - N / 2) * 0.25f + (i % 3 == 0 ? 0x1p-12f : 0.0f);
+    x[0] = bib_f32_from_bits(0x80000001u), x[1] = -0.0f, x[2] = bib_f32_from_bits(0x7F800001u);
+    x[3] = 0x1.fffffep22f, x[4] = -0x1.fffffep22f, x[5] = 8388607.5f, x[6] = -0.5f;
+    for (int o = 0; o < 3; o++) {
+        bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                           .sub = BIB_UNARY_FLOOR + (uint32_t)o,
+                           .out = view1(NULL, BIB_DTYPE_F32, N),
+                           .in = {view1(x, BIB_DTYPE_F32, N)}};
+        check_identity(ops[o].name, call, N * 4);
+    }
+}
+
 /* LOGSOFTMAX: identity across levels and threads, in place too, and its
  * pinned rows. */
 Test(cpu_ops_math, logsoftmax_every_level_and_special_rows) {

@@ -30,6 +30,19 @@ class MathOps:
     op_Log = _unary_op("LOG")
     op_Sqrt = _unary_op("SQRT")
     op_Reciprocal = _unary_op("RECIP")
+    op_Floor = _unary_op("FLOOR")
+    op_Ceil = _unary_op("CEIL")
+    op_Round = _unary_op("ROUND")  # halves to even, as ONNX Round
+
+    # Exact, so a constant folds with numpy to the bits the opcode gives.
+    def fold_Floor(self, node, a):
+        return [np.floor(a[0])] if a[0].dtype == np.float32 else None
+
+    def fold_Ceil(self, node, a):
+        return [np.ceil(a[0])] if a[0].dtype == np.float32 else None
+
+    def fold_Round(self, node, a):
+        return [np.round(a[0])] if a[0].dtype == np.float32 else None
 
     def op_Abs(self, node):
         x = self.get(node, 0)
