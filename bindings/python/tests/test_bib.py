@@ -4,6 +4,8 @@ library in the build tree (BIB_LIBRARY) and the examples of the repository."""
 
 import io
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -80,6 +82,15 @@ class Loading(unittest.TestCase):
         with self.assertRaises(bib.FileError) as cm:
             bib.load("/nonexistent/x.basm")
         self.assertIn("/nonexistent/x.basm", str(cm.exception))
+
+    def test_a_bib_library_that_cannot_be_loaded_is_named_by_the_variable(self):
+        env = dict(os.environ, BIB_LIBRARY="/nonexistent/libbib.so")
+        p = subprocess.run([sys.executable, "-c", "import bib"], capture_output=True, text=True, env=env)
+        self.assertNotEqual(p.returncode, 0)
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertIn("cannot load libbib from BIB_LIBRARY=/nonexistent/libbib.so: /nonexistent/libbib.so:", last)
+        self.assertNotIn("Set BIB_LIBRARY", last)
+        self.assertNotIn("libbib.so.0", last)
 
     def test_truncated_module_bytes_are_a_format_error(self):
         data = bib.load(MATMUL).bytes
