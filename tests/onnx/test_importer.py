@@ -925,6 +925,26 @@ class CommandLine(unittest.TestCase):
         x = rng((2, 6), 18)
         np.testing.assert_array_equal(bib.load(out).run({"x": x})["y"], x.reshape(3, 4))
 
+    def test_bind_of_a_name_that_is_not_a_graph_input_is_refused(self):
+        m = model(
+            [helper.make_node("Add", ["x", "w"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("y", F, [2])],
+            [init("w", np.ones(2, np.float32))],
+        )
+        d = tempfile.mkdtemp()
+        np.save(os.path.join(d, "v.npy"), np.ones(2, np.float32))
+        p, _d, src, out = self.run_tool(m, "--bind", "typo=%s" % os.path.join(d, "v.npy"))
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (64, "bib-onnx: %s: bind 'typo': not an input of the graph (its inputs: x)\n" % src),
+        )
+        self.assertFalse(os.path.exists(out))
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m, bind={"w": np.zeros(2, np.float32)})
+        self.assertEqual(cm.exception.reason, "usage")
+        self.assertEqual(cm.exception.text, "bind 'w': an initializer, a constant already (its inputs: x)")
+
     def test_a_file_that_is_not_onnx_is_exit_2(self):
         d = tempfile.mkdtemp()
         src = os.path.join(d, "bad.onnx")
