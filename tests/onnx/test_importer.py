@@ -925,6 +925,20 @@ class CommandLine(unittest.TestCase):
         x = rng((2, 6), 18)
         np.testing.assert_array_equal(bib.load(out).run({"x": x})["y"], x.reshape(3, 4))
 
+    def test_an_empty_file_or_a_model_without_a_graph_is_not_a_model(self):
+        d = tempfile.mkdtemp()
+        src = os.path.join(d, "empty.onnx")
+        open(src, "wb").close()
+        p = subprocess.run([TOOL, src, "-o", os.path.join(d, "o.bib")], capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (2, "bib-onnx: %s: not an ONNX model (the file is empty)\n" % src))
+        self.assertEqual(os.listdir(d), ["empty.onnx"])
+        m = onnx.ModelProto()
+        m.ir_version = 8
+        m.opset_import.append(helper.make_opsetid("", 17))
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertEqual((cm.exception.reason, cm.exception.text), ("model", "not an ONNX model (it has no graph)"))
+
     def test_bind_of_a_name_that_is_not_a_graph_input_is_refused(self):
         m = model(
             [helper.make_node("Add", ["x", "w"], ["y"])],

@@ -767,6 +767,9 @@ def load_model(path):
             model = onnx.load(path)
     except Exception as e:  # protobuf's DecodeError, OSError
         raise Refused("cannot read '%s' as an ONNX model: %s" % (path, e), "model") from None
+    if model.ByteSize() == 0:
+        # protobuf reads no bytes as a model with nothing set.
+        raise Refused("not an ONNX model (the file is empty)", "model")
     return model
 
 
@@ -776,6 +779,8 @@ def import_model(model, bind=None, name=None):
     graph input is refused (reason 'usage'). Raises Refused."""
     if not isinstance(model, onnx.ModelProto):
         model = load_model(model)
+    if not model.HasField("graph"):
+        raise Refused("not an ONNX model (it has no graph)", "model")
     try:
         model = shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:
