@@ -3,8 +3,12 @@
 graphs built here with onnx.helper: folding, symbolic batch dims, fused
 patterns, names, refusals and the command line."""
 
+import importlib.machinery
+import importlib.util
 import math
 import os
+import resource
+import stat
 import subprocess
 import sys
 import tempfile
@@ -944,6 +948,40 @@ class CommandLine(unittest.TestCase):
         x = rng((2, 6), 18)
         np.testing.assert_array_equal(bib.load(out).run({"x": x})["y"], x.reshape(3, 4))
 
+    def test_an_empty_file_or_a_model_without_a_graph_is_not_a_model(self):
+        d = tempfile.mkdtemp()
+        src = os.path.join(d, "empty.onnx")
+        open(src, "wb").close()
+        p = subprocess.run([TOOL, src, "-o", os.path.join(d, "o.bib")], capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (2, "bib-onnx: %s: not an ONNX model (the file is empty)\n" % src))
+        self.assertEqual(os.listdir(d), ["empty.onnx"])
+        m = onnx.ModelProto()
+        m.ir_version = 8
+        m.opset_import.append(helper.make_opsetid("", 17))
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertEqual((cm.exception.reason, cm.exception.text), ("model", "not an ONNX model (it has no graph)"))
+
+    def test_bind_of_a_name_that_is_not_a_graph_input_is_refused(self):
+        m = model(
+            [helper.make_node("Add", ["x", "w"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("y", F, [2])],
+            [init("w", np.ones(2, np.float32))],
+        )
+        d = tempfile.mkdtemp()
+        np.save(os.path.join(d, "v.npy"), np.ones(2, np.float32))
+        p, _d, src, out = self.run_tool(m, "--bind", "typo=%s" % os.path.join(d, "v.npy"))
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (64, "bib-onnx: %s: bind 'typo': not an input of the graph (its inputs: x)\n" % src),
+        )
+        self.assertFalse(os.path.exists(out))
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m, bind={"w": np.zeros(2, np.float32)})
+        self.assertEqual(cm.exception.reason, "usage")
+        self.assertEqual(cm.exception.text, "bind 'w': an initializer, a constant already (its inputs: x)")
+
     def test_a_file_that_is_not_onnx_is_exit_2(self):
         d = tempfile.mkdtemp()
         src = os.path.join(d, "bad.onnx")
@@ -953,6 +991,151 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertTrue(p.stderr.startswith("bib-onnx: %s: " % src), p.stderr)
         self.assertEqual(p.stderr.count("\n"), 1)
+
+
+class Writing(unittest.TestCase):
+    """-o is written as bib writes its files (spec/cli.md, "Writing")."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        self.src = os.path.join(self.d, "m.onnx")
+        onnx.save(
+            model(
+                [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", F, [2])],
+                [helper.make_tensor_value_info("y", F, [2])],
+            ),
+            self.src,
+        )
+        self.want = onnx_import.import_model(self.src).bytes
+
+    def tool(self, out, *extra, umask=0o022, fsize=None):
+        def child():
+            os.umask(umask)
+            if fsize is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        return subprocess.run(
+            [TOOL, self.src, "-o", out] + list(extra), capture_output=True, text=True, env=env, preexec_fn=child
+        )
+
+    def path(self, name):
+        return os.path.join(self.d, name)
+
+    def read(self, name):
+        with open(self.path(name), "rb") as f:
+            return f.read()
+
+    def test_a_link_is_followed_and_stays_a_link(self):
+        with open(self.path("real.bib"), "wb") as f:
+            f.write(b"old")
+        os.symlink("real.bib", self.path("out.bib"))
+        p = self.tool(self.path("out.bib"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertTrue(os.path.islink(self.path("out.bib")))
+        self.assertEqual(self.read("real.bib"), self.want)
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.bib", "real.bib"])
+
+    def test_a_fifo_is_written_directly(self):
+        os.mkfifo(self.path("fifo"))
+        r = os.open(self.path("fifo"), os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            p = self.tool(self.path("fifo"))
+            got = os.read(r, 1 << 20)
+        finally:
+            os.close(r)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertTrue(stat.S_ISFIFO(os.lstat(self.path("fifo")).st_mode))
+        self.assertEqual(got, self.want)
+        self.assertEqual(sorted(os.listdir(self.d)), ["fifo", "m.onnx"])
+
+    @unittest.skipUnless(os.geteuid() == 0, "mknod of a device needs root")
+    def test_a_device_is_written_directly(self):
+        os.mknod(self.path("null"), stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        p = self.tool(self.path("null"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertTrue(stat.S_ISCHR(os.lstat(self.path("null")).st_mode))
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "null"])
+
+    def test_a_file_named_like_a_temporary_one_is_left_alone(self):
+        with open(self.path("out.bib.tmp"), "wb") as f:
+            f.write(b"mine")
+        p = self.tool(self.path("out.bib"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual(self.read("out.bib.tmp"), b"mine")
+        self.assertEqual(self.read("out.bib"), self.want)
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.bib", "out.bib.tmp"])
+
+    def test_the_model_itself_is_refused_as_output(self):
+        before = self.read("m.onnx")
+        os.symlink("m.onnx", self.path("link.bib"))
+        for out in (self.src, self.path("link.bib")):
+            p = self.tool(out)
+            self.assertEqual(
+                (p.returncode, p.stderr), (64, "bib-onnx: '%s' is the model itself: give another output\n" % out)
+            )
+        self.assertEqual(self.read("m.onnx"), before)
+        self.assertEqual(sorted(os.listdir(self.d)), ["link.bib", "m.onnx"])
+
+    def test_a_folder_is_refused_by_its_name_leaving_nothing(self):
+        os.mkdir(self.path("out"))
+        p = self.tool(self.path("out"))
+        self.assertEqual(
+            (p.returncode, p.stderr), (1, "bib-onnx: cannot write '%s': Is a directory\n" % self.path("out"))
+        )
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out"])
+        self.assertEqual(os.listdir(self.path("out")), [])
+
+    def test_a_missing_folder_is_refused_before_the_import(self):
+        with open(self.src, "wb") as f:
+            f.write(b"\x00not a model")  # the import would be exit 2
+        out = self.path("missing/m.bib")
+        p = self.tool(out)
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (1, "bib-onnx: cannot write '%s': folder '%s': No such file or directory\n" % (out, self.path("missing"))),
+        )
+        self.assertEqual(os.listdir(self.d), ["m.onnx"])
+
+    def test_a_new_file_has_the_mode_of_a_plain_create_and_a_replaced_one_keeps_its_mode(self):
+        p = self.tool(self.path("new.bib"), "--emit-basm", umask=0o027)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual(stat.S_IMODE(os.stat(self.path("new.bib")).st_mode), 0o640)
+        self.assertEqual(stat.S_IMODE(os.stat(self.path("new.basm")).st_mode), 0o640)
+        os.chmod(self.path("new.bib"), 0o604)
+        p = self.tool(self.path("new.bib"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual(stat.S_IMODE(os.stat(self.path("new.bib")).st_mode), 0o604)
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "new.basm", "new.bib"])
+
+    def test_a_failed_write_names_the_output_removes_its_temporary_and_keeps_the_old_bytes(self):
+        with open(self.path("out.bib"), "wb") as f:
+            f.write(b"old")
+        p = self.tool(self.path("out.bib"), fsize=len(self.want) // 2)
+        self.assertEqual(
+            (p.returncode, p.stderr), (1, "bib-onnx: cannot write '%s': File too large\n" % self.path("out.bib"))
+        )
+        self.assertEqual(self.read("out.bib"), b"old")
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.bib"])
+
+    def test_an_interrupt_while_writing_leaves_nothing_behind(self):
+        loader = importlib.machinery.SourceFileLoader("bib_onnx_tool", TOOL)
+        spec = importlib.util.spec_from_loader(loader.name, loader)
+        tool = importlib.util.module_from_spec(spec)
+        loader.exec_module(tool)
+
+        def interrupted(_fd):
+            raise KeyboardInterrupt
+
+        real = os.fsync
+        os.fsync = interrupted
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                tool.main([self.src, "-o", self.path("out.bib"), "--emit-basm"])
+        finally:
+            os.fsync = real
+        self.assertEqual(os.listdir(self.d), ["m.onnx"])
 
 
 if __name__ == "__main__":

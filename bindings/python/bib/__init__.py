@@ -316,7 +316,9 @@ class Vm:
         if not isinstance(module, Module):
             module = load(module)
         buf = module.bytes
-        label = (name or module.name or "module").encode()
+        # A name from a file name may hold bytes that are not UTF-8 (os.listdir
+        # gives them as surrogate escapes): they go to the library as they were.
+        label = os.fsencode(name or module.name or "module")
         self._check(_lib.bib_vm_load(self._vm, buf, len(buf), label))
         self.module = module
         self._inputs = {}
@@ -630,13 +632,15 @@ class Module:
 
 
 def assemble(source, filename="source.basm"):
-    """Assembles .basm text; AssemblyError lists every error, one per line."""
+    """Assembles .basm text; AssemblyError lists every error, one per line.
+    filename (str, bytes or os.PathLike) names the source in diagnostics."""
     if isinstance(source, str):
         source = source.encode()
     out = ctypes.POINTER(ctypes.c_uint8)()
     size = ctypes.c_size_t()
     diag = ctypes.c_void_p()
-    st = _lib.bib_assemble(source, len(source), filename.encode(), ctypes.byref(out), ctypes.byref(size), ctypes.byref(diag))
+    filename = os.fsencode(filename)
+    st = _lib.bib_assemble(source, len(source), filename, ctypes.byref(out), ctypes.byref(size), ctypes.byref(diag))
     d = _take_string(diag)
     if st != 0:
         _raise(st, d)
@@ -644,7 +648,7 @@ def assemble(source, filename="source.basm"):
         data = ctypes.string_at(out, size.value)
     finally:
         _lib.bib_free(out)
-    return Module(data, os.path.basename(filename))
+    return Module(data, os.fsdecode(os.path.basename(filename)))
 
 
 _MAGIC = b"\x7fBIB"
@@ -652,13 +656,14 @@ _MAGIC = b"\x7fBIB"
 
 def load(source):
     """A Module from a .basm or .bib path (str or os.PathLike), or from
-    bytes: module bytes (starting with the .bib magic) or .basm text."""
+    bytes: module bytes (starting with the .bib magic) or .basm text. A path
+    that is not UTF-8 is taken as os.listdir gives it (surrogate escapes)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         if data[:4] == _MAGIC:
             return Module(data)
         return assemble(data, "bytes.basm")
-    path = os.fspath(source)
+    path = os.fsdecode(os.fspath(source))
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -695,7 +700,7 @@ class Builder:
         return self
 
     def source(self, filename):
-        _lib.bib_builder_source(self._b, filename.encode())
+        _lib.bib_builder_source(self._b, os.fsencode(filename))
         return self
 
     def line(self, line):

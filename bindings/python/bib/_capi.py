@@ -185,6 +185,11 @@ def load():
             fn.restype = restype
             fn.argtypes = argtypes
         return lib, path
+    env = os.environ.get("BIB_LIBRARY")
+    if env:
+        # Only the library the variable names was tried: say so, not where
+        # else libbib may be.
+        raise ImportError("cannot load libbib from BIB_LIBRARY=%s: %s" % (env, "; ".join(errors)))
     raise ImportError(
         "cannot load libbib (%s): %s. Set BIB_LIBRARY to its path, or run `make install`"
         % (SONAME, "; ".join(errors))

@@ -21,8 +21,10 @@ MAX_OPSET = 17
 class Refused(Exception):
     """A model or node the importer cannot lower. reason is a short class of
     the cause (for the node-test table): 'op', 'attribute', 'dtype', 'shape',
-    'opcode' or 'model'; 'bug' when the module built does not verify (the
-    node-test runner counts that as a failure)."""
+    'opcode' or 'model'; 'usage' when the caller asked for something the
+    model does not have (a bound name that is not a graph input); 'bug' when
+    the module built does not verify (the node-test runner counts that as a
+    failure)."""
 
     def __init__(self, text, reason="op", node=None):
         super().__init__(text)

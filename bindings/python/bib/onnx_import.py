@@ -64,6 +64,7 @@ class Importer(MathOps, ShapeOps, NNOps):
                 "opset %d of the default domain: bib-onnx reads opsets %d to %d" % (self.opset, MIN_OPSET, MAX_OPSET),
                 "model",
             )
+        self.check_bind()
         self.vals = {}
         self.code = []  # (mnemonic, a, b, c, d)
         self.treg = 0
@@ -245,6 +246,17 @@ class Importer(MathOps, ShapeOps, NNOps):
                 )
 
     # -- the graph
+    def check_bind(self):
+        """Every name bound must be a graph input the module would take: a
+        name bound in vain (a typo, an initializer) is refused, not ignored."""
+        inits = {i.name for i in self.graph.initializer}
+        inputs = [vi.name for vi in self.graph.input if vi.name not in inits]
+        for name in self.bind:
+            if name in inputs:
+                continue
+            why = "an initializer, a constant already" if name in inits else "not an input of the graph"
+            raise Refused("bind '%s': %s (its inputs: %s)" % (name, why, ", ".join(inputs) or "none"), "usage")
+
     def declare_inputs(self):
         inits = {i.name for i in self.graph.initializer}
         for init in self.graph.initializer:
@@ -755,14 +767,20 @@ def load_model(path):
             model = onnx.load(path)
     except Exception as e:  # protobuf's DecodeError, OSError
         raise Refused("cannot read '%s' as an ONNX model: %s" % (path, e), "model") from None
+    if model.ByteSize() == 0:
+        # protobuf reads no bytes as a model with nothing set.
+        raise Refused("not an ONNX model (the file is empty)", "model")
     return model
 
 
 def import_model(model, bind=None, name=None):
     """A bib.Module from an onnx.ModelProto (or a path). bind maps graph
-    input names to arrays fixed at import time. Raises Refused."""
+    input names to arrays fixed at import time; a name there that is not a
+    graph input is refused (reason 'usage'). Raises Refused."""
     if not isinstance(model, onnx.ModelProto):
         model = load_model(model)
+    if not model.HasField("graph"):
+        raise Refused("not an ONNX model (it has no graph)", "model")
     try:
         model = shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as e:

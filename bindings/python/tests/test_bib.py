@@ -4,6 +4,9 @@ library in the build tree (BIB_LIBRARY) and the examples of the repository."""
 
 import io
 import os
+import pathlib
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -80,6 +83,47 @@ class Loading(unittest.TestCase):
         with self.assertRaises(bib.FileError) as cm:
             bib.load("/nonexistent/x.basm")
         self.assertIn("/nonexistent/x.basm", str(cm.exception))
+
+    def test_a_file_name_that_is_not_utf8_loads_and_names_the_module(self):
+        # os.listdir gives such a name as a str with surrogate escapes; the
+        # library takes it as the bytes it was.
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(os.fsencode(d), b"f\xff.basm"), "wb") as f, open(
+                os.path.join(ROOT, "examples", "fib.basm"), "rb"
+            ) as src:
+                f.write(src.read())
+            (name,) = os.listdir(d)
+            m = bib.load(os.path.join(d, name))
+            self.assertEqual(m.name, "f\udcff.basm")
+            want = bib.load(os.path.join(ROOT, "examples", "fib.basm")).run().exit_value
+            self.assertEqual(bib.Vm().load(m).run().exit_value, want)
+            m.save(os.path.join(d, "g\udcff.bib"))
+            self.assertIn(b"g\xff.bib", os.listdir(os.fsencode(d)))
+            again = bib.load(os.path.join(d, "g\udcff.bib"))
+            self.assertEqual(again.name, "g\udcff.bib")
+            self.assertEqual(bib.Vm().load(again).run().exit_value, want)
+            with self.assertRaises(bib.AssemblyError) as cm:
+                bib.assemble("HALT\n", b"e\xfe.basm")
+            self.assertIn("e\ufffd.basm:1:", cm.exception.message)
+
+    def test_paths_may_be_bytes_or_path_like(self):
+        text = open(MATMUL, "rb").read()
+        want = bib.assemble(text, MATMUL)
+        self.assertEqual(bib.assemble(text, os.fsencode(MATMUL)).bytes, want.bytes)
+        self.assertEqual(bib.assemble(text, os.fsencode(MATMUL)).name, "matmul.basm")
+        self.assertEqual(bib.assemble(text, pathlib.Path(MATMUL)).name, "matmul.basm")
+        self.assertEqual(bib.load(pathlib.Path(MATMUL)).bytes, want.bytes)
+        b = bib.Builder().source(pathlib.Path("p\udcff.basm"))
+        self.assertIsInstance(b, bib.Builder)
+
+    def test_a_bib_library_that_cannot_be_loaded_is_named_by_the_variable(self):
+        env = dict(os.environ, BIB_LIBRARY="/nonexistent/libbib.so")
+        p = subprocess.run([sys.executable, "-c", "import bib"], capture_output=True, text=True, env=env)
+        self.assertNotEqual(p.returncode, 0)
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertIn("cannot load libbib from BIB_LIBRARY=/nonexistent/libbib.so: /nonexistent/libbib.so:", last)
+        self.assertNotIn("Set BIB_LIBRARY", last)
+        self.assertNotIn("libbib.so.0", last)
 
     def test_truncated_module_bytes_are_a_format_error(self):
         data = bib.load(MATMUL).bytes
