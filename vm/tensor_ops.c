@@ -160,13 +160,15 @@ static bib_status_t need_dtype(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg
                            bib_tensor_shape_typed(sh, t), bib_isa_table[ip->op].name, what);
 }
 
+/* A trap unless t has an axis; why says what the opcode does with it. */
 static bib_status_t need_rank1(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
-                               const bib_tensor_t *t) {
+                               const bib_tensor_t *t, const char *why) {
     if (t->rank >= 1)
         return BIB_OK;
     char rt[300];
-    return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s is a scalar []; %s works along a last axis",
-                           bib_tensor_reg_text(vm, rt, sizeof rt, reg), bib_isa_table[ip->op].name);
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP, "%s is a scalar []; %s %s",
+                           bib_tensor_reg_text(vm, rt, sizeof rt, reg), bib_isa_table[ip->op].name,
+                           why);
 }
 
 /* Dimensions r[first..first+n) as tensor dims: each 0..2^31-1. A 0 makes an
@@ -612,7 +614,7 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         k->elementwise = true;
         return BIB_OK;
     case BIB_SHAPE_ROWS:
-        return need_rank1(vm, ip, k->in_regs[0], a);
+        return need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis");
     case BIB_SHAPE_BROADCAST:
         /* numpy's broadcast of both shapes; operands that are not the
            result's layout, a row of it or one element are expanded first
@@ -638,7 +640,7 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         return BIB_OK;
     case BIB_SHAPE_REDUCE:
     case BIB_SHAPE_INDEX:
-        CHECK(need_rank1(vm, ip, k->in_regs[0], a));
+        CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
         /* An empty row has no index to give: no value is right, so it traps
          * (as numpy's argmax raises) rather than inventing one. */
         if (bib_kernel_table[k->kernel].shape == BIB_SHAPE_INDEX && bib_tensor_last_dim(a) == 0)
@@ -652,7 +654,7 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         return BIB_OK;
     case BIB_SHAPE_NORM: {
         static const char *const rows[2] = {"gamma", "beta"};
-        CHECK(need_rank1(vm, ip, k->in_regs[0], a));
+        CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
         if (k->kernel == BIB_KERNEL_LAYERNORM && k->sub == BIB_LAYERNORM_PACKED) {
             /* gamma and beta as the two rows of one [2,N] tensor */
             const bib_tensor_t *gb = t[1];
@@ -697,7 +699,8 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
     }
     case BIB_SHAPE_GATHER: {
         const bib_tensor_t *table = a, *idx = t[1];
-        CHECK(need_rank1(vm, ip, k->in_regs[0], table));
+        CHECK(need_rank1(vm, ip, k->in_regs[0], table,
+                         "picks rows along the first axis of a table [V, ...]"));
         if (idx->rank + table->rank - 1 > BIB_MAX_RANK)
             return bib_tensor_trap(vm, ip, BIB_E_TRAP,
                                    "the result of %s rows at %s would have rank %" PRIu32
