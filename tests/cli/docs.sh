@@ -1,11 +1,13 @@
 #!/bin/sh
-# The man page against `bib help` (whose commands and options are
-# cli/args.c's tables): every command is in the man page's SYNOPSIS, every
-# option of every command is described in man/bib.1, and every exit status
-# of the help's table is in the man page's EXIT STATUS.
+# The man page and the bash completion against `bib help` (whose commands and
+# options are cli/args.c's tables): every command is in the man page's
+# SYNOPSIS and offered by the completion, every option of every command is
+# described in man/bib.1 and offered by the completion after that command,
+# and every exit status of the help's table is in the man page's EXIT STATUS.
 # Prints one line per check and "N passed, N failed" at the end.
 . "$(dirname "$0")/lib/common.sh"
 MAN=man/bib.1
+COMPLETION=cli/completion.bash
 
 # The commands `bib help` lists, one a line.
 $BIB help 2>&1 | sed -n '/^commands:/,/^$/p' | sed -n 's/^  \([a-z]\{1,\}\) .*/\1/p' >"$T/commands"
@@ -18,7 +20,29 @@ options() {
         grep -oE -- '(^|, )--?[A-Za-z][A-Za-z-]*' | sed 's/^, //'
 }
 
+# complete WORD...: what the completion offers for the command line "bib
+# WORD...", the last word being completed, one a line.
+complete_words() {
+    bash -c '. "$1"; shift; shopt -s extglob
+        COMP_WORDS=(bib "$@"); COMP_CWORD=$#; COMPREPLY=()
+        _bib; printf "%s\n" "${COMPREPLY[@]}"' sh "$COMPLETION" "$@"
+}
+
 # ---- commands ------------------------------------------------------------
+complete_words "" >"$T/offered"
+missing=
+while read -r cmd; do
+    grep -qx -- "$cmd" "$T/offered" || missing="$missing $cmd"
+done <"$T/commands"
+[ -z "$missing" ] && ok "completion offers every command" ||
+    bad "completion does not offer the commands:$missing"
+complete_words - >"$T/offered"
+missing=
+for opt in -h --help -V --version; do
+    grep -qx -- "$opt" "$T/offered" || missing="$missing $opt"
+done
+[ -z "$missing" ] && ok "completion offers bib's own options" ||
+    bad "completion does not offer:$missing"
 sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$MAN" >"$T/synopsis"
 missing=
 while read -r cmd; do
@@ -34,10 +58,16 @@ while read -r cmd; do
         bad "bib help $cmd lists no options"
         continue
     }
+    complete_words "$cmd" x.basm - >"$T/offered"
+    missing=
     undescribed=
     while read -r opt; do
+        # --trace is offered as --trace and --trace=json, --deny as --deny=device-code.
+        grep -qx -e "$opt" -e "$opt=.*" "$T/offered" || missing="$missing $opt"
         grep -q -F -- "$(printf '%s' "$opt" | sed 's/-/\\-/g')" "$MAN" || undescribed="$undescribed $opt"
     done <"$T/options"
+    [ -z "$missing" ] && ok "completion offers every option of $cmd ($(wc -l <"$T/options"))" ||
+        bad "completion after '$cmd' does not offer:$missing"
     [ -z "$undescribed" ] && ok "$MAN describes every option of $cmd" ||
         bad "$MAN does not describe these options of $cmd:$undescribed"
 done <"$T/commands"
