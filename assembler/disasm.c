@@ -85,19 +85,6 @@ static void print_data(bib_asm_text_t *t, const bib_module_t *m) {
     }
 }
 
-/* The first label naming pc (the labels ascend by pc), or -1. */
-static int64_t label_at(const bib_module_t *m, uint32_t pc) {
-    uint32_t lo = 0, hi = m->label_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (m->labels[mid].pc < pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < m->label_count && m->labels[lo].pc == pc ? (int64_t)lo : -1;
-}
-
 static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_insn_t *insn,
                            const bib_opinfo_t *info) {
     const uint32_t words[4] = {insn->a, insn->b, insn->c, insn->d};
@@ -144,7 +131,7 @@ static void print_operands(bib_asm_text_t *t, const bib_module_t *m, const bib_i
             bib_asm_text_printf(t, "k%u", v);
             break;
         case BIB_K_TGT: {
-            int64_t l = label_at(m, v);
+            int64_t l = bib_module_label_at(m, v);
             if (l >= 0)
                 bib_asm_text_name(t, m->labels[l].name);
             else
@@ -413,7 +400,7 @@ static void print_module(bib_asm_text_t *t, const bib_module_t *m, const uint8_t
         bib_asm_text_printf(t, " args=%u regs=%u        ; pc %u..%u\n", f->nargs, f->nregs,
                             f->entry, f->entry + f->count - 1);
         for (uint32_t pc = f->entry; pc < f->entry + f->count; pc++) {
-            int64_t l = label_at(m, pc);
+            int64_t l = bib_module_label_at(m, pc);
             if (l < 0 && targeted[pc])
                 bib_asm_text_printf(t, "L%u:\n", pc);
             for (; l >= 0 && l < m->label_count && m->labels[l].pc == pc; l++) {

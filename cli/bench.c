@@ -226,6 +226,11 @@ static void run_one(const bib_options_t *base, const char *backend, const worklo
 
 static int make_dir(const char *dir) {
     char path[4096];
+    if (strlen(dir) >= sizeof path) {
+        fprintf(stderr, "bib: bench: cannot create '%s': %s\n", BIB_PATH_QUOTE(dir),
+                strerror(ENAMETOOLONG));
+        return -1;
+    }
     snprintf(path, sizeof path, "%s", dir);
     for (char *p = path + 1; *p; p++)
         if (*p == '/') {
@@ -234,7 +239,8 @@ static int make_dir(const char *dir) {
             *p = '/';
         }
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        fprintf(stderr, "bib: bench: cannot create '%s': %s\n", dir, strerror(errno));
+        fprintf(stderr, "bib: bench: cannot create '%s': %s\n", BIB_PATH_QUOTE(dir),
+                strerror(errno));
         return -1;
     }
     char probe[4200], why[4400];

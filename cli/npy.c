@@ -18,7 +18,7 @@
 #define NPY_MAGIC_LEN 6
 
 static bib_status_t bad(char *msg, size_t cap, const char *path, const char *why) {
-    snprintf(msg, cap, "%s: not a usable .npy file: %s", path, why);
+    snprintf(msg, cap, "%s: not a usable .npy file: %s", BIB_PATH_QUOTE(path), why);
     return BIB_E_FORMAT;
 }
 
@@ -114,7 +114,7 @@ static bib_status_t parse_header(const uint8_t *bytes, size_t size, const char *
         return bad(msg, cap, path, "the header is truncated");
     char *header = malloc(header_len + 1);
     if (header == NULL) {
-        snprintf(msg, cap, "%s: out of memory", path);
+        snprintf(msg, cap, "%s: out of memory", BIB_PATH_QUOTE(path));
         return BIB_E_NOMEM;
     }
     memcpy(header, bytes + start, header_len);
@@ -262,7 +262,7 @@ bib_status_t bib_npy_parse(const uint8_t *bytes, size_t size, const char *path, 
     }
     out->data = malloc(out->bytes ? out->bytes : 1);
     if (out->data == NULL) {
-        snprintf(msg, cap, "%s: out of memory for %zu bytes", path, out->bytes);
+        snprintf(msg, cap, "%s: out of memory for %zu bytes", BIB_PATH_QUOTE(path), out->bytes);
         return BIB_E_NOMEM;
     }
     st = narrow(out->in_file, bytes + data_at, out->data, out->bytes / 4, 0, path, msg, cap);
@@ -304,7 +304,7 @@ static bib_status_t read_head(FILE *f, const char *path, uint64_t max_file, uint
         return bib_file_too_large(path, max_file, msg, cap);
     uint8_t *buf = malloc(start + header_len + 1);
     if (buf == NULL) {
-        snprintf(msg, cap, "%s: out of memory", path);
+        snprintf(msg, cap, "%s: out of memory", BIB_PATH_QUOTE(path));
         return BIB_E_NOMEM;
     }
     /* A short header (malformed: it cannot hold the keys) ends inside the
@@ -316,7 +316,7 @@ static bib_status_t read_head(FILE *f, const char *path, uint64_t max_file, uint
     if (have < start + header_len) {
         free(buf);
         if (ferror(f)) {
-            snprintf(msg, cap, "cannot read '%s': %s", path, strerror(errno));
+            snprintf(msg, cap, "cannot read '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
             return BIB_E_IO;
         }
         return bad(msg, cap, path, "the header is truncated");
@@ -337,7 +337,8 @@ typedef struct npy_fill {
 
 static int fill_short(npy_fill_t *fill, size_t want, size_t got) {
     if (ferror(fill->f)) {
-        snprintf(fill->msg, fill->cap, "cannot read '%s': %s", fill->path, strerror(errno));
+        snprintf(fill->msg, fill->cap, "cannot read '%s': %s", BIB_PATH_QUOTE(fill->path),
+                 strerror(errno));
         fill->status = BIB_E_IO;
     } else {
         char why[160];
@@ -378,14 +379,14 @@ bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path,
     int fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : -1;
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : strcmp(path, "-") == 0 ? NULL : fopen(path, "rb");
     if (f == NULL) {
-        snprintf(msg, cap, "cannot open '%s': %s", path, strerror(errno));
+        snprintf(msg, cap, "cannot open '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
         if (fd >= 0)
             close(fd);
         return BIB_E_IO;
     }
     struct stat st_f;
     if (fstat(fileno(f), &st_f) == 0 && S_ISDIR(st_f.st_mode)) {
-        snprintf(msg, cap, "cannot open '%s': %s", path, strerror(EISDIR));
+        snprintf(msg, cap, "cannot open '%s': %s", BIB_PATH_QUOTE(path), strerror(EISDIR));
         fclose(f);
         return BIB_E_IO;
     }

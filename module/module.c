@@ -168,6 +168,18 @@ bib_status_t bib_module_add_labels(bib_module_t *m, uint32_t pc, const char *con
     return BIB_OK;
 }
 
+int64_t bib_module_label_at(const bib_module_t *m, uint32_t pc) {
+    uint32_t lo = 0, hi = m->label_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (m->labels[mid].pc < pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->label_count && m->labels[lo].pc == pc ? (int64_t)lo : -1;
+}
+
 int bib_module_entry_label(bib_module_t *m, const char *name, uint32_t *pc) {
     const bib_function_t *f = &m->funcs[m->entry_func];
     if (!m->entry_labels_built) {

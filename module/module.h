@@ -313,6 +313,11 @@ typedef struct bib_liveness_tail {
 } bib_liveness_tail_t;
 void bib_liveness_tail_free(bib_liveness_tail_t *t);
 
+/* The first label naming pc (the labels ascend by pc, then by name), or -1
+ * when none does (a stripped module has no labels). The disassembler and the
+ * trace print a jump target by it. */
+int64_t bib_module_label_at(const bib_module_t *m, uint32_t pc);
+
 /* Looks name up among the entry function's labels: 1 with *pc its pc, 0 when
  * it has no such label, -1 when memory runs out building the index. */
 int bib_module_entry_label(bib_module_t *m, const char *name, uint32_t *pc);

@@ -10,7 +10,8 @@
 #   lib/$(GLSL_PLUGIN)     the GLSL compiler libbib.so loads when it assembles GLSL
 #   include/bib.h, include/bib.hpp
 #   lib/pkgconfig/bib.pc      Cflags, Libs; Libs.private lists what libbib.a needs
-#   share/man/man1/bib.1, share/man/man1/bib-onnx.1, share/man/man5/bib-asm.5
+#   share/man/man1/bib.1, share/man/man1/bib-onnx.1, share/man/man5/bib-asm.5,
+#                             their @VERSION@ replaced by $(VERSION)
 #   share/bash-completion/completions/bib
 #   $(PYTHONDIR)/bib          the Python package (bindings/python), which finds
 #                             the library in $(PREFIX)/lib
@@ -64,9 +65,10 @@ install: all $(BUILD)/bib.pc
 	$(INSTALL) -m 644 $(BUILD)/libbib.a $(DESTDIR)$(LIBDIR)/libbib.a
 	$(INSTALL) -m 644 include/bib.h include/bib.hpp $(DESTDIR)$(INCLUDEDIR)/
 	$(INSTALL) -m 644 $(BUILD)/bib.pc $(DESTDIR)$(PKGCONFIGDIR)/bib.pc
-	$(INSTALL) -m 644 man/bib.1 $(DESTDIR)$(MANDIR)/man1/bib.1
-	$(INSTALL) -m 644 man/bib-onnx.1 $(DESTDIR)$(MANDIR)/man1/bib-onnx.1
-	$(INSTALL) -m 644 man/bib-asm.5 $(DESTDIR)$(MANDIR)/man5/bib-asm.5
+	for page in man1/bib.1 man1/bib-onnx.1 man5/bib-asm.5; do \
+	    sed 's|@VERSION@|$(VERSION)|g' man/$${page#*/} > $(DESTDIR)$(MANDIR)/$$page && \
+	    chmod 644 $(DESTDIR)$(MANDIR)/$$page || exit 1; \
+	done
 	$(INSTALL) -m 644 cli/completion.bash $(DESTDIR)$(COMPLETIONDIR)/bib
 	$(INSTALL) -m 644 $(PY_FILES) $(DESTDIR)$(PYTHONDIR)/bib/
 	printf '# Written by make install.\nLIBDIR = "%s"\n' '$(LIBDIR)' > $(DESTDIR)$(PYTHONDIR)/bib/_install.py

@@ -14,11 +14,31 @@ uint64_t bib_file_cap(uint64_t max) {
     return max ? max : BIB_FILE_SIZE_CAP_DEFAULT;
 }
 
+static bool is_continuation(char c) {
+    return ((unsigned char)c & 0xC0) == 0x80;
+}
+
+const char *bib_path_quote(const char *path, bib_path_quote_t *q) {
+    size_t n = strlen(path);
+    if (n <= BIB_PATH_QUOTE_MAX)
+        return path;
+    int saved = errno; /* the message's strerror(errno) may be read after this */
+    const size_t keep = (BIB_PATH_QUOTE_MAX - 3) / 2;
+    size_t head = keep, tail = n - keep;
+    while (head > 0 && is_continuation(path[head]))
+        head--;
+    while (tail < n && is_continuation(path[tail]))
+        tail++;
+    snprintf(q->text, sizeof q->text, "%.*s...%s", (int)head, path, path + tail);
+    errno = saved;
+    return q->text;
+}
+
 bib_status_t bib_file_too_large(const char *path, uint64_t max, char *why, size_t cap) {
     snprintf(why, cap,
              "cannot read '%s': larger than the file size cap of %" PRIu64
              " bytes (--max-file-size raises it)",
-             path, bib_file_cap(max));
+             BIB_PATH_QUOTE(path), bib_file_cap(max));
     return BIB_E_NOMEM;
 }
 
@@ -50,13 +70,13 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
     int fd = strcmp(path, "-") == 0 ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
                                     : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, cap, "cannot open '%s': %s", path, strerror(errno));
+        snprintf(why, cap, "cannot open '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
         return BIB_E_IO;
     }
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
-        snprintf(why, cap, "cannot read '%s': %s", path, strerror(EISDIR));
+        snprintf(why, cap, "cannot read '%s': %s", BIB_PATH_QUOTE(path), strerror(EISDIR));
         return BIB_E_IO;
     }
     /* st_size only sizes the first piece: it is 0 for pipes and devices, and
@@ -75,7 +95,7 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
             if (want < CHUNK_MIN && c != NULL)
                 want = CHUNK_MIN;
             if (count == CHUNKS_MAX || (c = &chunks[count], c->bytes = malloc(want)) == NULL) {
-                snprintf(why, cap, "cannot read '%s': out of memory", path);
+                snprintf(why, cap, "cannot read '%s': out of memory", BIB_PATH_QUOTE(path));
                 status = BIB_E_NOMEM;
                 break;
             }
@@ -87,7 +107,7 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
-            snprintf(why, cap, "cannot read '%s': %s", path, strerror(errno));
+            snprintf(why, cap, "cannot read '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
             status = BIB_E_IO;
             break;
         }
@@ -113,7 +133,7 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
         buf = malloc(total + 1);
         if (buf == NULL) {
             free_chunks(chunks, count);
-            snprintf(why, cap, "cannot read '%s': out of memory", path);
+            snprintf(why, cap, "cannot read '%s': out of memory", BIB_PATH_QUOTE(path));
             return BIB_E_NOMEM;
         }
         size_t at = 0;
@@ -195,7 +215,7 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
     memset(out, 0, sizeof *out);
     out->path = strdup(path);
     if (out->path == NULL) {
-        snprintf(why, cap, "cannot create '%s': out of memory", path);
+        snprintf(why, cap, "cannot create '%s': out of memory", BIB_PATH_QUOTE(path));
         return BIB_E_NOMEM;
     }
     if (strcmp(path, "-") == 0) {
@@ -220,7 +240,7 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
         int fd = open(path, O_WRONLY | O_CLOEXEC);
         out->f = fd >= 0 ? fdopen(fd, "wb") : NULL;
         if (out->f == NULL) {
-            snprintf(why, cap, "cannot write '%s': %s", path, strerror(errno));
+            snprintf(why, cap, "cannot write '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
             if (fd >= 0)
                 close(fd);
             bib_file_out_discard(out);
@@ -233,7 +253,7 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
     out->target = exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL)
                                                                            : strdup(path);
     if (out->target == NULL) {
-        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        snprintf(why, cap, "cannot create '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
         bib_file_out_discard(out);
         return BIB_E_IO;
     }
@@ -245,13 +265,13 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
     out->tmp = malloc(len);
     if (out->tmp == NULL) {
         bib_file_out_discard(out);
-        snprintf(why, cap, "cannot create '%s': out of memory", path);
+        snprintf(why, cap, "cannot create '%s': out of memory", BIB_PATH_QUOTE(path));
         return BIB_E_NOMEM;
     }
     snprintf(out->tmp, len, "%.*s.%s.XXXXXX", (int)dir_len, out->target, base);
     int fd = mkostemp(out->tmp, O_CLOEXEC);
     if (fd < 0) {
-        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        snprintf(why, cap, "cannot create '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
         free(out->tmp);
         out->tmp = NULL;
         bib_file_out_discard(out);
@@ -263,7 +283,7 @@ bib_status_t bib_file_out_open(bib_file_out_t *out, const char *path, char *why,
     (void)fchmod(fd, exists ? st.st_mode & 07777 : create_mode());
     out->f = fdopen(fd, "wb");
     if (out->f == NULL) {
-        snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+        snprintf(why, cap, "cannot create '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
         close(fd);
         bib_file_out_discard(out);
         return BIB_E_IO;
@@ -281,7 +301,8 @@ void bib_file_out_write(bib_file_out_t *out, const void *bytes, size_t size) {
 
 bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap) {
     if (out->f == NULL) {
-        snprintf(why, cap, "cannot write '%s': it is not open", out->path ? out->path : "");
+        snprintf(why, cap, "cannot write '%s': it is not open",
+                 BIB_PATH_QUOTE(out->path ? out->path : ""));
         return BIB_E_IO;
     }
     int err = out->err;
@@ -295,7 +316,7 @@ bib_status_t bib_file_out_close(bib_file_out_t *out, char *why, size_t cap) {
         err = errno ? errno : EIO;
     out->f = NULL;
     if (err != 0) {
-        snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(err));
+        snprintf(why, cap, "cannot write '%s': %s", BIB_PATH_QUOTE(out->path), strerror(err));
         return BIB_E_IO;
     }
     return BIB_OK;
@@ -314,7 +335,7 @@ bib_status_t bib_file_out_commit(bib_file_out_t *out, char *why, size_t cap) {
         return BIB_OK;
     }
     if (rename(out->tmp, out->target) != 0) {
-        snprintf(why, cap, "cannot write '%s': %s", out->path, strerror(errno));
+        snprintf(why, cap, "cannot write '%s': %s", BIB_PATH_QUOTE(out->path), strerror(errno));
         bib_file_out_discard(out);
         return BIB_E_IO;
     }
@@ -362,13 +383,13 @@ bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) {
-        snprintf(why, cap, "cannot write '%s': %s", path, strerror(EISDIR));
+        snprintf(why, cap, "cannot write '%s': %s", BIB_PATH_QUOTE(path), strerror(EISDIR));
         return BIB_E_IO;
     }
     if (exists && !S_ISREG(st.st_mode)) { /* a device or a pipe, written directly */
         if (access(path, W_OK) == 0)
             return BIB_OK;
-        snprintf(why, cap, "cannot write '%s': %s", path, strerror(errno));
+        snprintf(why, cap, "cannot write '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
         return BIB_E_IO;
     }
     /* The folder that will hold the temporary file: a link's target's. */
@@ -376,7 +397,7 @@ bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
     char *dir = folder_of(target != NULL ? target : path);
     free(target);
     if (dir == NULL) {
-        snprintf(why, cap, "cannot write '%s': out of memory", path);
+        snprintf(why, cap, "cannot write '%s': out of memory", BIB_PATH_QUOTE(path));
         return BIB_E_NOMEM;
     }
     int err = 0;
@@ -387,7 +408,8 @@ bib_status_t bib_file_check_writable(const char *path, char *why, size_t cap) {
     else if (access(dir, W_OK | X_OK) != 0)
         err = errno;
     if (err != 0)
-        snprintf(why, cap, "cannot write '%s': folder '%s': %s", path, dir, strerror(err));
+        snprintf(why, cap, "cannot write '%s': folder '%s': %s", BIB_PATH_QUOTE(path),
+                 BIB_PATH_QUOTE(dir), strerror(err));
     free(dir);
     return err ? BIB_E_IO : BIB_OK;
 }

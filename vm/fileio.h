@@ -18,6 +18,18 @@
 
 #include "include/bib.h"
 
+/* A path as the messages below quote it: whole when it is at most
+ * BIB_PATH_QUOTE_MAX bytes, else its first and last bytes around "..." (never
+ * splitting a UTF-8 character), so that a message into a fixed buffer keeps
+ * its closing quote and its reason whatever the path's length. Returns path
+ * itself or q->text. BIB_PATH_QUOTE(path) is one for a single expression. */
+#define BIB_PATH_QUOTE_MAX 200
+typedef struct bib_path_quote {
+    char text[BIB_PATH_QUOTE_MAX + 1];
+} bib_path_quote_t;
+const char *bib_path_quote(const char *path, bib_path_quote_t *q);
+#define BIB_PATH_QUOTE(path) bib_path_quote((path), &(bib_path_quote_t){{0}})
+
 /* Reads the whole of path into *bytes (malloc'd, with a NUL after the last
  * byte that *size does not count; the caller frees it). max is the largest
  * size accepted, 0 meaning BIB_FILE_SIZE_CAP_DEFAULT. The path "-" is stdin

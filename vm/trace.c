@@ -105,9 +105,14 @@ int bib_insn_operands(const bib_module_t *m, uint32_t pc, char out[4][BIB_OPERAN
         case BIB_K_CONST:
             snprintf(o, BIB_OPERAND_TEXT, "k%" PRIu32, w);
             break;
-        case BIB_K_TGT:
-            snprintf(o, BIB_OPERAND_TEXT, "L%" PRIu32, w);
+        case BIB_K_TGT: { /* the label's name, as the disassembler prints it */
+            int64_t l = bib_module_label_at(m, w);
+            if (l >= 0)
+                format_name(m->labels[l].name, o, BIB_OPERAND_TEXT);
+            else
+                snprintf(o, BIB_OPERAND_TEXT, "L%" PRIu32, w);
             break;
+        }
         case BIB_K_FN:
             if (w < m->func_count && m->funcs[w].name != NULL && m->funcs[w].name[0] != '\0')
                 format_name(m->funcs[w].name, o, BIB_OPERAND_TEXT);

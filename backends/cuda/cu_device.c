@@ -245,9 +245,11 @@ bib_status_t bib_cu_launch(bib_executor_t *ex, bib_cu_fn_t fn, uint32_t gx, uint
 /* ---- device choice ---------------------------------------------------------- */
 
 /* The selector is a device index or a substring of the device's name; no
- * selector: device 0, the driver's (and CUDA_VISIBLE_DEVICES') first. */
-static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector, char *why,
-                                       size_t why_len) {
+ * selector: device 0, the driver's (and CUDA_VISIBLE_DEVICES') first. from
+ * names the environment variable the selector came from (NULL: the caller's
+ * --device), for the message when no device matches. */
+static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector, const char *from,
+                                       char *why, size_t why_len) {
     char buf[32];
     int count = 0;
     CUresult r = ex->api.DeviceGetCount(&count);
@@ -274,7 +276,19 @@ static bib_status_t bib_cu_pick_device(bib_executor_t *ex, const char *selector,
         }
     }
     if (chosen < 0) {
-        snprintf(why, why_len, "no CUDA device matches '%s' (%d devices)", selector, count);
+        /* The devices there are, so that the selector can be mended. */
+        size_t used =
+            (size_t)snprintf(why, why_len, "no CUDA device matches '%s'%s%s%s; %d %s:", selector,
+                             from ? " (from " : "", from ? from : "", from ? ")" : "", count,
+                             count == 1 ? "device" : "devices");
+        for (int i = 0; i < count && used < why_len; i++) {
+            CUdevice dev;
+            char name[256] = "?";
+            if (ex->api.DeviceGet(&dev, i) == CUDA_SUCCESS)
+                ex->api.DeviceGetName(name, (int)sizeof name, dev);
+            used +=
+                (size_t)snprintf(why + used, why_len - used, "%s %d '%s'", i ? "," : "", i, name);
+        }
         return BIB_E_UNAVAILABLE;
     }
     ex->ordinal = chosen;
@@ -434,12 +448,12 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
             ex->matmul_tiles = 128, ex->matmul_tune = tune[i].fn;
             ex->matmul_tune_m = tune[i].tile_m, ex->matmul_tune_shared = tune[i].shared;
         }
-    const char *selector = getenv("BIB_CUDA_DEVICE");
+    const char *selector = getenv("BIB_CUDA_DEVICE"), *from = "BIB_CUDA_DEVICE";
     if (config && config->device && *config->device)
-        selector = config->device;
+        selector = config->device, from = NULL;
     ex->timeout_ms = config ? config->timeout_ms : 0;
     if (st == BIB_OK)
-        st = bib_cu_pick_device(ex, selector, why, why_len);
+        st = bib_cu_pick_device(ex, selector, from, why, why_len);
     if (st == BIB_OK)
         st = bib_cu_query(ex, why, why_len);
     if (st == BIB_OK) {
@@ -473,8 +487,7 @@ bib_status_t bib_cu_init(const bib_executor_config_t *config, bib_executor_t **o
              ex->driver_version % 1000 / 10, ex->binary_version);
     bib_device_facts_t *f = &ex->facts;
     snprintf(f->name, sizeof f->name, "%s", ex->name);
-    snprintf(f->kind, sizeof f->kind, "GPU (compute capability %d.%d)", ex->cc_major,
-             ex->cc_minor);
+    snprintf(f->kind, sizeof f->kind, "GPU (compute capability %d.%d)", ex->cc_major, ex->cc_minor);
     snprintf(f->fma, sizeof f->fma, "fused (__fmaf_rn), no contraction (--fmad=false)");
     snprintf(f->denormals, sizeof f->denormals, "preserved (-ftz=false)");
     snprintf(f->rounding, sizeof f->rounding, "nearest-even, IEEE div/sqrt");

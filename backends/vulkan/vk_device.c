@@ -162,9 +162,11 @@ static bool bib_vk_compute_family(VkPhysicalDevice pd, uint32_t *family) {
 }
 
 /* Picks the physical device: the selector (index or name substring) when
- * given, else the best type (discrete, integrated, virtual, CPU). */
-static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector, char *why,
-                                       size_t why_len) {
+ * given, else the best type (discrete, integrated, virtual, CPU). from names
+ * the environment variable the selector came from (NULL: the caller's
+ * --device), for the message when no device matches. */
+static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector, const char *from,
+                                       char *why, size_t why_len) {
     uint32_t n = 0;
     VkResult r = vkEnumeratePhysicalDevices(ex->instance, &n, NULL);
     if (r != VK_SUCCESS || n == 0) {
@@ -195,11 +197,22 @@ static bib_status_t bib_vk_pick_device(bib_executor_t *ex, const char *selector,
         }
     }
     if (chosen < 0) {
-        free(pds);
-        if (selector && *selector)
-            snprintf(why, why_len, "no Vulkan device matches '%s' (%u devices)", selector, n);
-        else
+        if (selector && *selector) {
+            /* The devices there are, so that the selector can be mended. */
+            size_t used = (size_t)snprintf(why, why_len,
+                                           "no Vulkan device matches '%s'%s%s%s; %u %s:", selector,
+                                           from ? " (from " : "", from ? from : "", from ? ")" : "",
+                                           n, n == 1 ? "device" : "devices");
+            for (uint32_t i = 0; i < n && used < why_len; i++) {
+                VkPhysicalDeviceProperties pr;
+                vkGetPhysicalDeviceProperties(pds[i], &pr);
+                used += (size_t)snprintf(why + used, why_len - used, "%s %u '%s'", i ? "," : "", i,
+                                         pr.deviceName);
+            }
+        } else {
             snprintf(why, why_len, "no Vulkan device with a compute queue");
+        }
+        free(pds);
         return BIB_E_UNAVAILABLE;
     }
     ex->physical = pds[chosen];
@@ -1035,7 +1048,8 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
                          bad < BIB_VK_FMA_CASES ? "fma() not fused" : "fma() flushes denormals",
                          &cases[bad], res[3 * bad]);
     if (!ex->has_f64) {
-        snprintf(why, why_len, "'%s' has no exact fma() (%s) and no shaderFloat64 for its emulation",
+        snprintf(why, why_len,
+                 "'%s' has no exact fma() (%s) and no shaderFloat64 for its emulation",
                  ex->props.deviceName, ex->fma_note);
         return BIB_E_UNAVAILABLE;
     }
@@ -1061,8 +1075,9 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
             return BIB_OK;
         }
         bib_vk_case_note(notes[t], sizeof notes[t],
-                         try[t] == BIB_VK_FMA_EMULATED ? "fp64 emulation wrong"
-                                                       : "fma() with the emulation for denormals wrong",
+                         try[t] == BIB_VK_FMA_EMULATED
+                             ? "fp64 emulation wrong"
+                             : "fma() with the emulation for denormals wrong",
                          &cases[wrong], res[3 * wrong]);
     }
     snprintf(why, why_len, "'%s': no exact fma: %s; %s%s%s", ex->props.deviceName, ex->fma_note,
@@ -1269,15 +1284,15 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
         snprintf(why, why_len, "out of host memory");
         return BIB_E_NOMEM;
     }
-    const char *selector = getenv("BIB_VK_DEVICE");
+    const char *selector = getenv("BIB_VK_DEVICE"), *from = "BIB_VK_DEVICE";
     /* Lets tests run the GPU tile configuration on any device. */
     const char *tiles = getenv("BIB_VK_MATMUL_TILES");
     ex->matmul_tiles = bib_vk_matmul_tiles(tiles);
     if (config && config->device && *config->device)
-        selector = config->device;
+        selector = config->device, from = NULL;
     bib_status_t st = bib_vk_create_instance(ex, config && config->validation, why, why_len);
     if (st == BIB_OK)
-        st = bib_vk_pick_device(ex, selector, why, why_len);
+        st = bib_vk_pick_device(ex, selector, from, why, why_len);
     if (st == BIB_OK)
         st = bib_vk_create_device(ex, why, why_len);
     if (st == BIB_OK && (st = bib_vk_create_objects(ex)) != BIB_OK)

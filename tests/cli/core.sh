@@ -207,4 +207,21 @@ $BIB run --trace examples/hello.basm >/dev/null 2>"$T/t2"
 if [ -s "$T/t1" ] && cmp -s "$T/t1" "$T/t2"; then ok "trace is deterministic ($(wc -l <"$T/t1") lines)"; else bad "trace differs between runs"; fi
 $BIB run --trace=json examples/fib.basm --fuel 50 >/dev/null 2>"$T/j" ; head -1 "$T/j" | grep -q '"pc"' && ok "json trace" || bad "json trace: $(head -1 "$T/j")"
 
+# A jump target is printed as bib dis prints it: the label's name, or L<pc>
+# when the module was stripped of its labels.
+printf '.func main regs=2\n    LDI r0, 1\ntop:\n    ADD r1, r1, r0\n    JMP top\n.end\n' >"$T/loop.basm"
+$BIB run --fuel 4 --trace "$T/loop.basm" >/dev/null 2>"$T/lt"
+if grep -q '^\[      2\] JMP top$' "$T/lt" && grep -q '^bib: trap at pc 2 (JMP top) line 5: fuel exhausted' "$T/lt" &&
+    $BIB asm "$T/loop.basm" -o "$T/loop.bib" && $BIB dis "$T/loop.bib" | grep -q 'JMP  *top$'; then
+    ok "trace and trap name a jump's label as bib dis does (JMP top)"
+else bad "trace of a jump to a label: $(cat "$T/lt")"; fi
+$BIB asm --strip "$T/loop.basm" -o "$T/stripped.bib"
+$BIB run --fuel 4 --trace "$T/stripped.bib" >/dev/null 2>"$T/lt"
+if grep -q '^\[      2\] JMP L1$' "$T/lt" && grep -q '^bib: trap at pc 2 (JMP L1): fuel exhausted' "$T/lt"; then
+    ok "a stripped module's jump target is L<pc> in the trace and the trap"
+else bad "trace of a stripped module's jump: $(cat "$T/lt")"; fi
+$BIB run --trace=json --fuel 4 "$T/loop.basm" >/dev/null 2>"$T/lj"
+grep -q '^{"pc":2,"op":"JMP","args":\["top"\]' "$T/lj" && ok "the JSON trace names the label too" ||
+    bad "JSON trace of a jump: $(cat "$T/lj")"
+
 finish

@@ -342,6 +342,35 @@ rc=$?
 if [ $rc -eq 143 ] && [ "$(cat "$T/sig/b.npy")" = old ]; then
     no_temporaries "SIGTERM while writing outputs: no temporary file is left, the target keeps what it held" "$T/sig"
 else bad "SIGTERM while writing: exit $rc, b.npy $(head -c 20 "$T/sig/b.npy")"; fi
+# ---- long paths: the message keeps its reason --------------------------------
+# A path too long for the system is quoted by its start and its end around
+# "...", so that the line keeps the closing quote and why (it was cut off
+# mid-path at about 500 bytes, the reason lost).
+# expect_long NAME CODE CMD...: exits with CODE, and stderr is one line ending
+# in "<end of the path>': File name too long", under 400 bytes.
+expect_long() {
+    name=$1 code=$2
+    shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+    if [ $rc -eq "$code" ] && [ "$(wc -l <"$T/err")" -eq 1 ] && [ "$(wc -c <"$T/err")" -lt 400 ] &&
+        grep -q "^bib: .*'[a-z]*\.\.\.[a-z]*\.[a-z]*': File name too long$" "$T/err"; then
+        ok "$name"
+    else bad "$name: exit $rc (want $code), stderr ($(wc -c <"$T/err") bytes): $(head -c 300 "$T/err")...$(tail -c 100 "$T/err")"; fi
+}
+A600=$(printf 'a%.0s' $(seq 600))
+B4500=$(printf 'b%.0s' $(seq 4500))
+$BIB asm "$T/copy.basm" -o "$T/copy.bib" 2>/dev/null || bad "asm copy.basm"
+expect_long "run of a 600-byte file name says why it cannot open it" 66 $BIB run "$A600.bib"
+expect_long "dis of a 4500-byte path says why" 66 $BIB dis "$B4500.bib"
+expect_long "dis -o a 4500-byte path says why" 73 $BIB dis "$T/copy.bib" -o "$B4500.basm"
+expect_long "asm -o a 4500-byte path says why" 73 $BIB asm "$T/copy.basm" -o "$B4500.bib"
+expect_long "--input from a 4500-byte path says why" 66 $BIB run "$T/copy.basm" --input "a=$B4500.npy"
+expect_long "--output to a 4500-byte path says why" 73 \
+    $BIB run "$T/copy.basm" --input "a=$T/a.npy" --output "b=$B4500.npy"
+expect_long "bench -o a 4500-byte path says why" 73 \
+    $BIB bench "$T/copy.basm" --input "a=$T/a.npy" -o "$B4500.md"
+
 # bib test walks a folder once, however many links lead back to it.
 mkdir -p "$T/loop/sub"
 cp "$(find tests/hex/arith -name '*.hex' | sort | head -1)" "$T/loop/one.hex"

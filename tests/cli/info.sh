@@ -106,6 +106,34 @@ else
     echo "SKIP CUDA device fields: no $MOCK (built with build/tests/test_cuda when nvcc exists)"
 fi
 
+# A device selector from the environment that matches nothing: the message
+# names the variable (it used to read as if --device had been given) and
+# lists the devices there are.
+printf '.input a t0 f32[?]\n.output b t1\n.func main regs=1\n    COPY t1, t0\n    HALT r0\n.end\n' >"$T/copy.basm"
+$PY -c "import numpy as np; np.save('$T/a.npy', np.zeros(3, '<f4'))" || bad "numpy"
+# env_selector NAME VAR BACKEND [ENV...]: VAR=nosuch makes --backend=BACKEND exit 69 naming VAR and the devices
+env_selector() {
+    name=$1 var=$2 backend=$3
+    shift 3
+    env "$@" "$var=nosuch" $BIB run "$T/copy.basm" --input "a=$T/a.npy" --backend="$backend" \
+        >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -eq 69 ] && grep -q "matches 'nosuch' (from $var); [0-9]* devices\{0,1\}: 0 '..*'" "$T/err"; then
+        ok "$name"
+    else bad "$name: exit $rc, $(cat "$T/err")"; fi
+}
+if grep -q "^  device 0: vulkan" "$T/info"; then
+    env_selector "BIB_VK_DEVICE=nosuch is named in the message, with the Vulkan devices" BIB_VK_DEVICE vulkan
+else
+    echo "SKIP BIB_VK_DEVICE=nosuch: no Vulkan device"
+fi
+if [ -f "$MOCK" ]; then
+    env_selector "BIB_CUDA_DEVICE=nosuch is named in the message, with the CUDA devices (mock driver)" \
+        BIB_CUDA_DEVICE cuda BIB_CUDA_LIBRARY="$MOCK"
+else
+    echo "SKIP BIB_CUDA_DEVICE=nosuch: no $MOCK"
+fi
+
 # Regression: with a cpu executor that cannot start, auto's models began
 # with a comma ("models":[,{...), which is not JSON.
 if BIB_CPU_LEVEL=bogus $BIB info --json >"$T/json" 2>"$T/err" &&

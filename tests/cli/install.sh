@@ -28,6 +28,11 @@ for f in bin/bib bin/bib-onnx share/man/man1/bib-onnx.1 lib/libbib.so.$VERSION l
     share/bash-completion/completions/bib; do
     if [ -f "$R/$f" ]; then ok "installs $f"; else bad "$f is not installed"; fi
 done
+for f in share/man/man1/bib.1 share/man/man1/bib-onnx.1 share/man/man5/bib-asm.5; do
+    if head -1 "$R/$f" | grep -q "\"bib $VERSION\""; then ok "$f says bib $VERSION"; else
+        bad "$f: $(head -1 "$R/$f")"
+    fi
+done
 [ "$(readlink "$R/lib/libbib.so.$MAJOR")" = "libbib.so.$VERSION" ] &&
     ok "libbib.so.$MAJOR -> libbib.so.$VERSION" || bad "libbib.so.$MAJOR: $(ls -l "$R/lib")"
 [ "$(readlink "$R/lib/libbib.so")" = "libbib.so.$MAJOR" ] &&

@@ -137,18 +137,18 @@ IN
 cat >"$T/file-session-with-breakpoints.want" <<'WANT'
 loaded at pc 0 in main line 3: LDI r0, 32
 breakpoint at pc 10: RET r0
-breakpoint at pc 4: JLTI r0, 2, L10
-breakpoint at pc 4: JLTI r0, 2, L10
+breakpoint at pc 4: JLTI r0, 2, small
+breakpoint at pc 4: JLTI r0, 2, small
 breakpoint at pc 10: RET r0
-breakpoint at pc 4 in fib line 11 depth 2: JLTI r0, 2, L10
-#0 pc 4 in fib line 11: JLTI r0, 2, L10
+breakpoint at pc 4 in fib line 11 depth 2: JLTI r0, 2, small
+#0 pc 4 in fib line 11: JLTI r0, 2, small
 #1 pc 1 in main line 4: CALL r1, fib, r0, 1
 fib (pc 4):
 r0 = 32 (0x20)
 r1 = 0 (0x0)
 r2 = 0 (0x0)
 r3 = 0 (0x0)
-cleared breakpoint at pc 4: JLTI r0, 2, L10
+cleared breakpoint at pc 4: JLTI r0, 2, small
 breakpoint at pc 10 in fib line 18 depth 33: RET r0
 paused at pc 8 in fib line 15 depth 32: CALL r3, fib, r1, 1
 paused at pc 8 in fib line 15 depth 32: CALL r3, fib, r1, 1

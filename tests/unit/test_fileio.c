@@ -272,3 +272,23 @@ Test(limits, the_assembler_refuses_data_past_its_cap_at_the_line) {
     bib_free(bytes);
     bib_free(diag);
 }
+
+Test(fileio, a_long_path_is_quoted_by_its_start_and_end_whole_characters_only) {
+    bib_path_quote_t q;
+    const char *short_path = "out/y.npy";
+    cr_assert_eq(bib_path_quote(short_path, &q), short_path);
+    /* 300 bytes of two-byte characters (é), then ".npy". */
+    char path[400] = "";
+    for (int i = 0; i < 150; i++)
+        strcat(path, "\xC3\xA9");
+    strcat(path, ".npy");
+    const char *text = bib_path_quote(path, &q);
+    size_t n = strlen(text);
+    cr_assert(n <= BIB_PATH_QUOTE_MAX, "%zu bytes", n);
+    const char *dots = strstr(text, "...");
+    cr_assert_not_null(dots);
+    cr_assert_eq(strncmp(text, path, (size_t)(dots - text)), 0);
+    cr_assert_eq((dots - text) % 2, 0, "the start splits a character: %s", text);
+    cr_assert_str_eq(text + n - 4, ".npy");
+    cr_assert_eq((unsigned char)dots[3], 0xC3, "the end starts inside a character: %s", text);
+}

@@ -903,7 +903,7 @@ Test(trap, fuel_exhaustion_stops_after_exactly_the_fuel) {
     load_src(vm, ".func main\nloop:\n JMP loop\n.end\n");
     cr_assert_eq(bib_vm_run(vm, NULL), BIB_E_TRAP);
     cr_assert_str_eq(bib_vm_error(vm),
-                     "trap at pc 0 (JMP L0) line 3: fuel exhausted (1000 instructions)");
+                     "trap at pc 0 (JMP loop) line 3: fuel exhausted (1000 instructions)");
     bib_run_stats_t s;
     bib_vm_stats(vm, &s);
     cr_assert_eq(s.instructions, 1000);
