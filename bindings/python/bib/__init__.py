@@ -538,6 +538,9 @@ def _as_input(name, array, decl):
                         "usage",
                     )
             return np.require(array.astype(want), requirements="C")
+        if array.dtype != want and array.dtype.newbyteorder("<") == want:
+            # float32 or int32 in the other byte order: the same values.
+            return np.require(array.astype(want), requirements="C")
         if array.dtype != want:
             raise UsageError(
                 "input '%s': expected %s, given %s%s (convert with .astype(numpy.%s))"

@@ -179,6 +179,15 @@ class Inputs(unittest.TestCase):
         with self.assertRaises(bib.UsageError):
             m.run({"a": np.array([1.0])})  # a float array for an i32 input stays refused
 
+    def test_big_endian_float32_and_int32_arrays_are_the_same_values(self):
+        # '>f4' (from a file written on another machine, say) is float32 in
+        # the other byte order: taken as its values, not refused.
+        y = bib.assemble(".input x t0 f32[?]\n.output y t1\n.func main regs=1\n COPY t1, t0\n HALT r0\n.end\n")
+        x = np.array([1.5, -0.0, np.inf], ">f4")
+        self.assertEqual(y.run({"x": x})["y"].tobytes(), x.astype("<f4").tobytes())
+        i = bib.assemble(".input a t0 i32[?]\n.output b t1\n.func main regs=1\n COPY t1, t0\n HALT r0\n.end\n")
+        self.assertEqual(i.run({"a": np.array([7, -(2**31)], ">i4")})["b"].tolist(), [7, -(2**31)])
+
     def test_a_wrong_shape_names_the_tensor_and_both_shapes(self):
         with self.assertRaises(bib.UsageError) as cm:
             self.m.run({"A": self.a, "B": np.ones((2, 2), np.float32)})
