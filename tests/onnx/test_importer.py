@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
 
 sys.dont_write_bytecode = True
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -20,6 +21,12 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import bib  # noqa: E402
 from bib import onnx_import  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+    import torch.nn.functional as TF  # noqa: E402
+except ImportError:
+    torch = None
 
 TOOL = os.path.join(ROOT, "tools", "bib-onnx")
 F = TensorProto.FLOAT
@@ -515,6 +522,7 @@ class Recurrent(unittest.TestCase):
             self.assertEqual(y1.tobytes(), np.ascontiguousarray(y5[:, :, row:row + 1]).tobytes(), "row %d" % row)
 
 
+
 I64 = TensorProto.INT64
 
 
@@ -777,6 +785,60 @@ class DynamicDims(unittest.TestCase):
         self.assertNotIn("REDUCE_PROD", ops(mod))
         x = rng((5, 3, 4), 12)
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
+
+
+@unittest.skipIf(torch is None, "torch is missing for this python3")
+class TorchExports(unittest.TestCase):
+    """Modules as torch.onnx.export writes them with dynamic axes: imported,
+    run on the CPU and on Vulkan at sizes other than the example's, the
+    bytes the same on both and the values torch's."""
+
+    def export(self, module, args, dynamic, opset=17):
+        path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+        names = ["in%d" % k for k in range(len(args))]
+        module.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, args, path, opset_version=opset, input_names=names, output_names=["y"],
+                              dynamic_axes=dynamic, do_constant_folding=True)
+        return path
+
+    def run_both(self, mod, args):
+        feed = {}
+        for k, a in enumerate(args):
+            if "in%d" % k in mod.onnx_inputs:  # torch drops an input it does not read
+                a = a.numpy()
+                feed[mod.onnx_inputs["in%d" % k]] = a.astype(np.int32) if a.dtype == np.int64 else a
+        ys = [mod.run(feed, backend=b, strict_device=True)[mod.onnx_outputs["y"]] for b in ("cpu", "vulkan")]
+        self.assertEqual(ys[0].tobytes(), ys[1].tobytes(), "cpu and vulkan differ")
+        return ys[0]
+
+    def check(self, module, args, dynamic, runs, opset=17, rtol=1e-5):
+        mod = onnx_import.import_model(self.export(module, args, dynamic, opset))
+        for run_args in runs:
+            with torch.no_grad():
+                want = module(*run_args).numpy()
+            y = self.run_both(mod, run_args)
+            self.assertEqual(y.shape, want.shape)
+            np.testing.assert_allclose(y, want, rtol=rtol, atol=1e-6)
+        return mod
+
+    def refused(self, module, args, dynamic, opset=17):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.export(module, args, dynamic, opset))
+        self.assertNotEqual(cm.exception.reason, "bug")
+        return str(cm.exception)
+
+    BATCH = {"in0": {0: "B"}, "y": {0: "B"}}
+
+    def test_cosine_similarity_and_norm(self):
+        # ReduceSum with explicit axes and noop_with_empty_axes=0 written out.
+        class M(torch.nn.Module):
+            def forward(self, a, b):
+                return TF.cosine_similarity(a, b, dim=-1) + torch.norm(a, dim=-1)
+
+        dyn = {"in0": {0: "B"}, "in1": {0: "B"}, "y": {0: "B"}}
+        self.check(M(), (torch.randn(4, 8), torch.randn(4, 8)), dyn, [(torch.randn(3, 8), torch.randn(3, 8))])
 
 
 class Names(unittest.TestCase):
