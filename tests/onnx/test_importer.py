@@ -831,6 +831,41 @@ class TorchExports(unittest.TestCase):
 
     BATCH = {"in0": {0: "B"}, "y": {0: "B"}}
 
+    def test_a_class_token_expanded_to_a_dynamic_batch(self):
+        # cls.expand(x.shape[0], -1, -1): torch resolves the -1 entries with
+        # Where(Equal(sizes, -1), 1, sizes), folded with the batch a dim.
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+
+            def forward(self, x):
+                return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1)
+
+        torch.manual_seed(0)
+        for opset in (13, 17):
+            self.check(M(), (torch.randn(2, 4, 8),), self.BATCH, [(torch.randn(5, 4, 8),)], opset)
+
+    def test_bert_token_types_expanded_to_a_dynamic_batch_and_sequence(self):
+        # Hugging Face's BertEmbeddings: token_type_ids[:, :t].expand(b, t).
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.we = torch.nn.Embedding(50, 16)
+                self.pe = torch.nn.Embedding(32, 16)
+                self.te = torch.nn.Embedding(2, 16)
+                self.register_buffer("position_ids", torch.arange(32).expand((1, -1)))
+                self.register_buffer("token_type_ids", torch.zeros(1, 32, dtype=torch.long))
+
+            def forward(self, ids):
+                b, t = ids.shape
+                tt = self.token_type_ids[:, :t].expand(b, t)
+                return self.we(ids) + self.te(tt) + self.pe(self.position_ids[:, 0:t])
+
+        torch.manual_seed(0)
+        dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+        self.check(M(), (torch.randint(0, 50, (2, 6)),), dyn, [(torch.randint(0, 50, (3, 9)),)])
+
     def test_cosine_similarity_and_norm(self):
         # ReduceSum with explicit axes and noop_with_empty_axes=0 written out.
         class M(torch.nn.Module):

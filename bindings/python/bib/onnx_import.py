@@ -696,7 +696,27 @@ class Importer(MathOps, ShapeOps, NNOps):
         return [np.sqrt(a[0])] if a[0].dtype == np.float32 else None
 
     def fold_Equal(self, node, a):
-        return [np.equal(a[0], a[1])] if a[0].dtype != object else None
+        if a[0].dtype != object and a[1].dtype != object:
+            return [np.equal(a[0], a[1])]
+        # Shape values with dynamic dims, as torch's Expand of sizes taken
+        # from a shape compares them with -1: a dim (never negative) is not
+        # a negative constant, a dim is itself; anything else is not known
+        # at import time (None: op_Equal refuses it as a tensor needed at
+        # run time).
+        x, y = np.broadcast_arrays(a[0], a[1])
+        out = np.empty(x.shape, np.bool_)
+        for i in np.ndindex(x.shape):
+            p, q = x[i], y[i]
+            if isinstance(p, Sym) and isinstance(q, Sym) and p == q:
+                out[i] = True
+            elif isinstance(p, Sym) or isinstance(q, Sym):
+                c = q if isinstance(p, Sym) else p
+                if isinstance(c, Sym) or int(c) >= 0:
+                    return None
+                out[i] = False
+            else:
+                out[i] = p == q
+        return [out]
 
     def fold_Where(self, node, a):
         return [np.where(a[0], a[1], a[2])]
