@@ -831,6 +831,20 @@ class TorchExports(unittest.TestCase):
 
     BATCH = {"in0": {0: "B"}, "y": {0: "B"}}
 
+    def test_a_class_token_repeated_over_a_dynamic_batch(self):
+        # ViT / DeiT: cat([cls.repeat(x.shape[0], 1, 1), x], 1): Tile with
+        # the batch as a repeat.
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+
+            def forward(self, x):
+                return torch.cat([self.cls.repeat(x.shape[0], 1, 1), x], 1)
+
+        torch.manual_seed(0)
+        self.check(M(), (torch.randn(2, 4, 8),), self.BATCH, [(torch.randn(5, 4, 8),), (torch.randn(1, 4, 8),)])
+
     def test_a_class_token_expanded_to_a_dynamic_batch(self):
         # cls.expand(x.shape[0], -1, -1): torch resolves the -1 entries with
         # Where(Equal(sizes, -1), 1, sizes), folded with the batch a dim.
@@ -874,6 +888,23 @@ class TorchExports(unittest.TestCase):
 
         dyn = {"in0": {0: "B"}, "in1": {0: "B"}, "y": {0: "B"}}
         self.check(M(), (torch.randn(4, 8), torch.randn(4, 8)), dyn, [(torch.randn(3, 8), torch.randn(3, 8))])
+
+    def test_pad_and_one_hot_by_a_dynamic_dim_are_refused_by_name(self):
+        class P(torch.nn.Module):
+            def forward(self, x):
+                return TF.pad(x, (0, 0, 0, x.shape[1]))
+
+        class O(torch.nn.Module):
+            def forward(self, x, i):
+                return TF.one_hot(i, x.shape[1]).float() @ x
+
+        msg = self.refused(P(), (torch.randn(2, 6, 8),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S2"}})
+        self.assertIn("(Pad): input", msg)
+        self.assertIn("holds the dynamic dimension S", msg)
+        msg = self.refused(O(), (torch.randn(2, 6, 8), torch.randint(0, 6, (2, 3))),
+                           {"in0": {0: "B", 1: "S"}, "y": {0: "B"}})
+        self.assertIn("(OneHot): input", msg)
+        self.assertIn("(the depth) is the dynamic dimension S", msg)
 
 
 class Names(unittest.TestCase):

@@ -227,6 +227,24 @@ class Importer(MathOps, ShapeOps, NNOps):
             )
         return v.array
 
+    def const_ints(self, node, k, what, optional=False):
+        """Input k as a list of Python ints, known at import time (the flat
+        values of const_input). An entry that is a dynamic dimension is
+        refused, naming it: BIB takes these values at import time."""
+        arr = self.const_input(node, k, what, optional)
+        if arr is None:
+            return None
+        return self.ints_of(node, arr, "input '%s' (%s)" % (node.inputs[k], what), what)
+
+    def ints_of(self, node, values, label, what):
+        flat = np.asarray(values).reshape(-1).tolist()
+        for v in flat:
+            if isinstance(v, Sym):
+                self.refuse(node, "%s %s the dynamic dimension %s: BIB takes %s at import time, so it may not "
+                            "depend on a dynamic axis" % (label, "is" if len(flat) == 1 else "holds", v, what),
+                            "shape")
+        return [int(v) for v in flat]
+
     def set(self, node, k, val):
         if k < len(node.outputs) and node.outputs[k]:
             self.vals[node.outputs[k]] = val
@@ -649,6 +667,8 @@ class Importer(MathOps, ShapeOps, NNOps):
             return None
         axes = node.attr("axes")
         if len(a) > 1 and a[1] is not None:
+            if a[1].dtype == object:
+                return None  # axes of a dynamic dim: op_Reduce* refuses it by name
             axes = a[1].reshape(-1).tolist()
         keep = bool(node.attr("keepdims", 1))
         if not axes:

@@ -435,8 +435,8 @@ class NNOps:
         if not isinstance(seq, int):
             self.refuse(node, "a dynamic sequence (the steps are unrolled at import)", "shape")
         if self.get(node, 4, optional=True) is not None:
-            lens = self.const_input(node, 4, "the sequence lengths")
-            if any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
+            lens = self.const_ints(node, 4, "the sequence lengths")
+            if any(v != seq for v in lens):
                 self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
         return x, seq, batch, int(node.attr("hidden_size")), layout
 
