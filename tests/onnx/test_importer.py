@@ -880,6 +880,25 @@ class TorchExports(unittest.TestCase):
         dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
         self.check(M(), (torch.randint(0, 50, (2, 6)),), dyn, [(torch.randint(0, 50, (3, 9)),)])
 
+    def test_interpolate_with_a_dynamic_batch(self):
+        # Only the resized axes must be static: the batch stays a dim, and
+        # so do sizes torch builds from Shape(x)[:2].
+        for kw in ({"scale_factor": 2, "mode": "nearest"},
+                   {"size": (12, 12), "mode": "bilinear", "align_corners": False}):
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return TF.interpolate(x, **kw)
+
+            self.check(M(), (torch.randn(2, 3, 8, 8),), self.BATCH, [(torch.randn(5, 3, 8, 8),)])
+
+    def test_resizing_a_dynamic_axis_is_refused_by_name(self):
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return TF.interpolate(x, scale_factor=2, mode="nearest")
+
+        msg = self.refused(M(), (torch.randn(2, 3, 8, 8),), {"in0": {0: "B", 3: "W"}, "y": {0: "B", 3: "W2"}})
+        self.assertIn("(Resize): resizing the dynamic axis 3 (of size W)", msg)
+
     def test_cosine_similarity_and_norm(self):
         # ReduceSum with explicit axes and noop_with_empty_axes=0 written out.
         class M(torch.nn.Module):

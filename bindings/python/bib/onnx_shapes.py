@@ -67,8 +67,6 @@ class ShapeOps:
             self.refuse(node, "attribute 'coordinate_transformation_mode' = '%s'" % ctm)
         if mode not in ("nearest", "linear", "cubic"):
             self.refuse(node, "attribute 'mode' = '%s'" % mode)
-        if not is_static(x.shape):
-            self.refuse(node, "a dynamic input shape", "shape")
         if node.op == "Upsample" or self.opset < 11:
             # Upsample and Resize-10: scales (an attribute before opset 9),
             # the asymmetric transform, nearest rounding down.
@@ -83,16 +81,28 @@ class ShapeOps:
             sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
             if node.inputs[1:2] and node.inputs[1]:
                 self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
+        # Only the resized axes need static sizes: an axis kept as it is
+        # (factor 1, or a size that is the input's own dim, as torch builds
+        # sizes from Shape(x)[:2]) may be dynamic, a batch or channels.
         if sizes is not None and sizes.size:
-            out = [int(v) for v in sizes.reshape(-1)]
-            factors = [o / i for o, i in zip(out, x.shape)]
+            out = [v if isinstance(v, Sym) else int(v) for v in sizes.reshape(-1).tolist()]
+            if len(out) == rank:
+                factors = [1.0 if o == i else None if isinstance(o, Sym) or isinstance(i, Sym) else o / i
+                           for o, i in zip(out, x.shape)]
         elif scales is not None and scales.size:
+            if scales.dtype == object:
+                self.ints_of(node, scales, "the scales", "the scales")
             factors = [float(v) for v in scales.reshape(-1)]
-            out = [int(np.floor(i * f)) for i, f in zip(x.shape, factors)]
+            out = [i if f == 1.0 else None if isinstance(i, Sym) else int(np.floor(i * f))
+                   for i, f in zip(x.shape, factors)]
         else:
             self.refuse(node, "neither scales nor sizes", "attribute")
         if len(out) != rank:
             self.refuse(node, "%d scales for a rank-%d input" % (len(out), rank), "shape")
+        for k in range(rank):
+            if factors[k] is None or out[k] is None:
+                self.refuse(node, "resizing the dynamic axis %d (of size %s): only the resized axes must be static"
+                            % (k, x.shape[k]), "shape")
         v = x
         for k in range(rank):
             if out[k] == x.shape[k] and factors[k] == 1.0:
