@@ -3,6 +3,10 @@
 graphs built here with onnx.helper: folding, symbolic batch dims, fused
 patterns, names, refusals and the command line."""
 
+import contextlib
+import importlib.machinery
+import importlib.util
+import io
 import math
 import os
 import subprocess
@@ -1081,6 +1085,52 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertTrue(p.stderr.startswith("bib-onnx: %s: " % src), p.stderr)
         self.assertEqual(p.stderr.count("\n"), 1)
+
+    def test_an_importer_failure_is_one_line_naming_the_node_and_a_traceback_only_on_request(self):
+        # An exception other than a refusal (a bug of the importer) while a
+        # node is lowered: import_model refuses it as a bug naming the node,
+        # the tool prints one line (exit 2), the traceback with BIB_ONNX_DEBUG.
+        m = model(
+            [helper.make_node("Relu", ["x"], ["r"], name="first"), helper.make_node("Neg", ["r"], ["y"], name="n1")],
+            [helper.make_tensor_value_info("x", F, ["N", 3])],
+            [helper.make_tensor_value_info("y", F, ["N", 3])],
+        )
+        d = tempfile.mkdtemp()
+        src = os.path.join(d, "m.onnx")
+        onnx.save(m, src)
+        loader = importlib.machinery.SourceFileLoader("bib_onnx_tool", TOOL)
+        spec = importlib.util.spec_from_loader("bib_onnx_tool", loader)
+        tool = importlib.util.module_from_spec(spec)
+        loader.exec_module(tool)
+
+        def broken(self, node):
+            return int(node.proto)  # a TypeError
+
+        saved = onnx_import.Importer.op_Neg
+        onnx_import.Importer.op_Neg = broken
+        try:
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(m)
+            self.assertEqual(cm.exception.reason, "bug")
+            self.assertIn("node 'n1' (Neg): TypeError: ", str(cm.exception))
+            self.assertIn("(an importer bug, please report it)", str(cm.exception))
+            for debug, lines in (("", 1), ("1", None)):
+                os.environ["BIB_ONNX_DEBUG"] = debug
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    rc = tool.main([src, "-o", os.path.join(d, "m.bib")])
+                self.assertEqual(rc, 2)
+                text = err.getvalue()
+                self.assertTrue(text.startswith("bib-onnx: %s: node 'n1' (Neg): TypeError: " % src), text)
+                if lines:
+                    self.assertEqual(text.count("\n"), lines, text)
+                else:
+                    self.assertIn("Traceback (most recent call last)", text)
+                    self.assertIn("in broken", text)
+            self.assertFalse(os.path.exists(os.path.join(d, "m.bib")))
+        finally:
+            onnx_import.Importer.op_Neg = saved
+            os.environ.pop("BIB_ONNX_DEBUG", None)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ class Importer(MathOps, ShapeOps, NNOps):
         self.skip = set()  # indices of nodes inside a fused group
         self.named = set()  # registers of values emitted late (a lazy LINEAR), freed by name
         self.extra_use = {}  # value -> index of a later node that reads it (a lazy LINEAR's input)
+        self.current = None  # the node being lowered, for the report of an importer bug
 
     # -- opcodes this library has
     def have(self, mnemonic):
@@ -372,6 +373,7 @@ class Importer(MathOps, ShapeOps, NNOps):
             if n.index in self.skip:
                 continue
             first = self.treg
+            self.current = n
             if n.index in self.fused:
                 self.fused[n.index]()
             else:
@@ -397,6 +399,7 @@ class Importer(MathOps, ShapeOps, NNOps):
                     continue
                 self.emit("FREE", v.reg)
                 self.keep.add(v.reg)  # freed once
+        self.current = None
         self.declare_outputs()
 
     def lower(self, node):
@@ -809,7 +812,17 @@ def import_model(model, bind=None, name=None):
         why = str(e).strip().splitlines()[-1]
         raise Refused("ONNX shape inference fails on the model: %s" % why, "model") from None
     imp = Importer(model, bind)
-    imp.run()
+    try:
+        imp.run()
+    except (Refused, Error):
+        raise
+    except Exception as e:
+        # Anything else is the importer's fault, not the model's: refused as
+        # a bug naming the node it was lowering (the exception chained, for
+        # a traceback).
+        where = imp.current.where() if imp.current is not None else "the graph's inputs and outputs"
+        raise Refused("%s: %s: %s (an importer bug, please report it)" % (where, type(e).__name__, e), "bug",
+                      imp.current.name if imp.current is not None else None) from e
     try:
         module = imp.finish(name)
     except Error as e:
