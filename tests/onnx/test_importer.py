@@ -912,6 +912,22 @@ class TorchExports(unittest.TestCase):
         dyn = {"in0": {0: "B"}, "in1": {0: "B"}, "y": {0: "B"}}
         self.check(M(), (torch.randn(4, 8), torch.randn(4, 8)), dyn, [(torch.randn(3, 8), torch.randn(3, 8))])
 
+    def test_split_sizes_traced_on_a_dynamic_axis_are_checked_at_run_time(self):
+        # x.split(x.shape[1] // 2) is traced to the sizes [3, 3]: right for a
+        # sequence of 6 only; another length stops the run.
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x.split(x.shape[1] // 2, 1)[0] * 2
+
+        dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+        mod = self.check(M(), (torch.randn(2, 6, 8),), dyn, [(torch.randn(3, 6, 8),)])
+        for s in (4, 9):
+            for backend in ("cpu", "vulkan"):
+                with self.assertRaises(bib.Trap, msg="S=%d on %s" % (s, backend)) as cm:
+                    mod.run({mod.onnx_inputs["in0"]: rng((3, s, 8), s)}, backend=backend, strict_device=True)
+                self.assertIn("(RESHAPE t1, t0, r2, 3): shape mismatch: t0 (in0) is [3,%d,8]" % s,
+                              cm.exception.message)
+
     def test_pad_and_one_hot_by_a_dynamic_dim_are_refused_by_name(self):
         class P(torch.nn.Module):
             def forward(self, x):

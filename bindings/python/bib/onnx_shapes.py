@@ -639,10 +639,19 @@ class ShapeOps:
             if n % outs:
                 self.refuse(node, "axis %d of size %d does not split into %d equal parts" % (axis, n, outs), "shape")
             split = [n // outs] * outs
+        if not isinstance(n, int):
+            # Fixed sizes on a dynamic axis (torch traces x.split(S // 2) to
+            # the sizes of the example): ONNX requires them to sum to the
+            # axis. x viewed with that sum in its place is a RESHAPE, whose
+            # element count the VM checks at run time: another size stops
+            # the run there instead of giving parts of the wrong size.
+            shape = list(x.shape)
+            shape[axis] = sum(split)
+            x = self.reshape(node, x, shape)
         start = 0
         for k, size in enumerate(split):
-            self.set(node, k, self.slice(node, x, [start], [start + int(size)], [axis], [1]))
-            start += int(size)
+            self.set(node, k, self.slice(node, x, [start], [start + size], [axis], [1]))
+            start += size
 
     def op_Gather(self, node):
         x, idx = self.get(node, 0), self.get(node, 1)
