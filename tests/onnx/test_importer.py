@@ -526,6 +526,19 @@ class Recurrent(unittest.TestCase):
             self.assertEqual(y1.tobytes(), np.ascontiguousarray(y5[:, :, row:row + 1]).tobytes(), "row %d" % row)
 
 
+    def test_a_bidirectional_lstm_is_refused_saying_which_direction_is_lowered(self):
+        hid, inp, seq = 3, 2, 4
+        m = model(
+            [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hid, direction="bidirectional")],
+            [helper.make_tensor_value_info("x", F, [seq, 2, inp])],
+            [helper.make_tensor_value_info("y", F, [seq, 2, 2, hid])],
+            [init("w", rng((2, 4 * hid, inp), 1)), init("r", rng((2, 4 * hid, hid), 2))],
+        )
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("attribute 'direction' = 'bidirectional': only the direction 'forward' is lowered",
+                      str(cm.exception))
+
 
 I64 = TensorProto.INT64
 
@@ -740,6 +753,14 @@ class DynamicDims(unittest.TestCase):
                             I64, ["S"])
         self.assertIn("the positions 0..S-1 (a Range as long as a dynamic dimension) are taken only as",
                       self.refused(m))
+
+    def test_a_range_to_a_dynamic_dim_cast_to_float_is_refused_naming_the_dim(self):
+        # torch.arange(0, x.shape[1], dtype=float): the limit is Cast(S).
+        m = self.dims_model([helper.make_node("Cast", ["S"], ["Sf"], to=F),
+                             helper.make_node("Range", ["zerof", "Sf", "onef"], ["y"])],
+                            [init("zerof", np.float32(0)), init("onef", np.float32(1))], F, ["S"])
+        msg = self.refused(m)
+        self.assertIn("(Range): input 'Sf' (limit) is the dynamic dimension S cast to float", msg)
 
     def test_positions_of_a_dynamic_sequence_index_a_table(self):
         # wpe(torch.arange(x.shape[1]).unsqueeze(0)), GPT-2's positions: the

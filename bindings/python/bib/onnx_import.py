@@ -757,6 +757,12 @@ class Importer(MathOps, ShapeOps, NNOps):
         # at import time, or is a dynamic dimension. Range(0, S, 1) is the
         # positions of a sequence (torch.arange(x.shape[1])): kept as such
         # for a Gather into a table (op_Gather). Anything else is refused.
+        for k, what in enumerate(("start", "limit", "delta")):
+            v = self.get(node, k)
+            if not v.const and v.dim is not None:
+                self.refuse(node, "input '%s' (%s) is the dynamic dimension %s cast to float: BIB takes Range's %s "
+                            "at import time, so the length of a Range may not depend on a dynamic axis"
+                            % (node.inputs[k], what, v.dim, what), "shape")
         values = [np.asarray(self.const_input(node, k, w)).reshape(-1) for k, w in
                   enumerate(("start", "limit", "delta"))]
         if all(v.size == 1 for v in values):

@@ -421,7 +421,8 @@ class NNOps:
         x = self.get(node, 0)
         self.f32_only(node, x, self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True))
         if node.attr("direction", "forward") != "forward":
-            self.refuse(node, "attribute 'direction' = '%s'" % node.attr("direction"))
+            self.refuse(node, "attribute 'direction' = '%s': only the direction 'forward' is lowered"
+                        % node.attr("direction"))
         given = node.attr("activations")
         if given is not None and [a.decode() if isinstance(a, bytes) else a for a in given] != acts:
             self.refuse(node, "attribute 'activations' other than %s" % ", ".join(acts))

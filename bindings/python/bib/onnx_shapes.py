@@ -481,6 +481,7 @@ class ShapeOps:
                 self.load_int(slot, x.array.reshape(-1)[0])
                 self.emit("ITOF", slot, slot)
                 self.emit("FILL", out.reg, slot)
+                out.dim = x.array.reshape(-1)[0]
                 self.set(node, 0, out)
                 return
             self.set(node, 0, self.const_val(x.array.astype(_np_for(to)), to))
