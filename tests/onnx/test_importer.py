@@ -526,18 +526,34 @@ class Recurrent(unittest.TestCase):
             self.assertEqual(y1.tobytes(), np.ascontiguousarray(y5[:, :, row:row + 1]).tobytes(), "row %d" % row)
 
 
-    def test_a_bidirectional_lstm_is_refused_saying_which_direction_is_lowered(self):
-        hid, inp, seq = 3, 2, 4
+    def test_a_reverse_gru_reads_the_sequence_from_its_end(self):
+        # direction 'reverse': the steps run from the last to the first; Y
+        # keeps each state at its own step, Y_h is the state after step 0.
+        hid, inp, seq, batch = 3, 2, 4, 2
+        w, r, b = rng((1, 3 * hid, inp), 61), rng((1, 3 * hid, hid), 62), rng((1, 6 * hid), 63)
         m = model(
-            [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=hid, direction="bidirectional")],
-            [helper.make_tensor_value_info("x", F, [seq, 2, inp])],
-            [helper.make_tensor_value_info("y", F, [seq, 2, 2, hid])],
-            [init("w", rng((2, 4 * hid, inp), 1)), init("r", rng((2, 4 * hid, hid), 2))],
+            [helper.make_node("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, direction="reverse")],
+            [helper.make_tensor_value_info("x", F, [seq, "B", inp])],
+            [helper.make_tensor_value_info("y", F, [seq, 1, "B", hid]),
+             helper.make_tensor_value_info("yh", F, [1, "B", hid])],
+            [init("w", w), init("r", r), init("b", b)],
         )
-        with self.assertRaises(onnx_import.Refused) as cm:
-            onnx_import.import_model(m)
-        self.assertIn("attribute 'direction' = 'bidirectional': only the direction 'forward' is lowered",
-                      str(cm.exception))
+        x = rng((seq, batch, inp), 64)
+        out = onnx_import.import_model(m).run({"x": x})
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        wz, wr, wh = np.split(w[0], 3)
+        rz, rr, rh = np.split(r[0], 3)
+        bwz, bwr, bwh, brz, brr, brh = np.split(b[0], 6)
+        h = np.zeros((batch, hid), np.float32)
+        ys = [None] * seq
+        for t in reversed(range(seq)):
+            z = sig(x[t] @ wz.T + h @ rz.T + bwz + brz)
+            rg = sig(x[t] @ wr.T + h @ rr.T + bwr + brr)
+            c = np.tanh(x[t] @ wh.T + (rg * h) @ rh.T + bwh + brh)
+            h = (1 - z) * c + z * h
+            ys[t] = h
+        np.testing.assert_allclose(out["y"][:, 0], np.stack(ys), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
 
 
 I64 = TensorProto.INT64
@@ -948,6 +964,32 @@ class TorchExports(unittest.TestCase):
                     mod.run({mod.onnx_inputs["in0"]: rng((3, s, 8), s)}, backend=backend, strict_device=True)
                 self.assertIn("(RESHAPE t1, t0, r2, 3): shape mismatch: t0 (in0) is [3,%d,8]" % s,
                               cm.exception.message)
+
+    def test_bidirectional_lstm_gru_and_rnn(self):
+        # Two layers, each bidirectional (the second reads the first's Y):
+        # Y [seq, 2, B, hidden], the directions side by side, and Y_h, Y_c
+        # [2, B, hidden] per layer, all read; batch-major so that one output
+        # holds them all.
+        class M(torch.nn.Module):
+            def __init__(self, kind, states):
+                super().__init__()
+                self.rnn = getattr(torch.nn, kind)(6, 5, num_layers=2, bidirectional=True)
+                self.states = states
+
+            def forward(self, x, h0):
+                if self.states:
+                    y, h = self.rnn(x, (h0, -h0) if isinstance(self.rnn, torch.nn.LSTM) else h0)
+                else:
+                    y, h = self.rnn(x)
+                hs = list(h) if isinstance(h, tuple) else [h]
+                parts = [y.permute(1, 0, 2).flatten(1)] + [v.permute(1, 0, 2).flatten(1) for v in hs]
+                return torch.cat(parts, 1)
+
+        dyn = {"in0": {1: "B"}, "in1": {1: "B"}, "y": {0: "B"}}
+        for kind, states in (("LSTM", True), ("GRU", False), ("RNN", True)):
+            torch.manual_seed(0)
+            self.check(M(kind, states), (torch.randn(3, 2, 6), torch.randn(4, 2, 5)), dyn,
+                       [(torch.randn(3, 3, 6), torch.randn(4, 3, 5))])
 
     def test_pad_and_one_hot_by_a_dynamic_dim_are_refused_by_name(self):
         class P(torch.nn.Module):
