@@ -3,8 +3,10 @@
 graphs built here with onnx.helper: folding, symbolic batch dims, fused
 patterns, names, refusals and the command line."""
 
+import contextlib
 import importlib.machinery
 import importlib.util
+import io
 import math
 import os
 import resource
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
 
 sys.dont_write_bytecode = True
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -24,6 +27,12 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import bib  # noqa: E402
 from bib import onnx_import  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+    import torch.nn.functional as TF  # noqa: E402
+except ImportError:
+    torch = None
 
 TOOL = os.path.join(ROOT, "tools", "bib-onnx")
 F = TensorProto.FLOAT
@@ -519,6 +528,36 @@ class Recurrent(unittest.TestCase):
             self.assertEqual(y1.tobytes(), np.ascontiguousarray(y5[:, :, row:row + 1]).tobytes(), "row %d" % row)
 
 
+    def test_a_reverse_gru_reads_the_sequence_from_its_end(self):
+        # direction 'reverse': the steps run from the last to the first; Y
+        # keeps each state at its own step, Y_h is the state after step 0.
+        hid, inp, seq, batch = 3, 2, 4, 2
+        w, r, b = rng((1, 3 * hid, inp), 61), rng((1, 3 * hid, hid), 62), rng((1, 6 * hid), 63)
+        m = model(
+            [helper.make_node("GRU", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=hid, direction="reverse")],
+            [helper.make_tensor_value_info("x", F, [seq, "B", inp])],
+            [helper.make_tensor_value_info("y", F, [seq, 1, "B", hid]),
+             helper.make_tensor_value_info("yh", F, [1, "B", hid])],
+            [init("w", w), init("r", r), init("b", b)],
+        )
+        x = rng((seq, batch, inp), 64)
+        out = onnx_import.import_model(m).run({"x": x})
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        wz, wr, wh = np.split(w[0], 3)
+        rz, rr, rh = np.split(r[0], 3)
+        bwz, bwr, bwh, brz, brr, brh = np.split(b[0], 6)
+        h = np.zeros((batch, hid), np.float32)
+        ys = [None] * seq
+        for t in reversed(range(seq)):
+            z = sig(x[t] @ wz.T + h @ rz.T + bwz + brz)
+            rg = sig(x[t] @ wr.T + h @ rr.T + bwr + brr)
+            c = np.tanh(x[t] @ wh.T + (rg * h) @ rh.T + bwh + brh)
+            h = (1 - z) * c + z * h
+            ys[t] = h
+        np.testing.assert_allclose(out["y"][:, 0], np.stack(ys), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
+
+
 I64 = TensorProto.INT64
 
 
@@ -752,6 +791,14 @@ class DynamicDims(unittest.TestCase):
         self.assertIn("the positions 0..S-1 (a Range as long as a dynamic dimension) are taken only as",
                       self.refused(m))
 
+    def test_a_range_to_a_dynamic_dim_cast_to_float_is_refused_naming_the_dim(self):
+        # torch.arange(0, x.shape[1], dtype=float): the limit is Cast(S).
+        m = self.dims_model([helper.make_node("Cast", ["S"], ["Sf"], to=F),
+                             helper.make_node("Range", ["zerof", "Sf", "onef"], ["y"])],
+                            [init("zerof", np.float32(0)), init("onef", np.float32(1))], F, ["S"])
+        msg = self.refused(m)
+        self.assertIn("(Range): input 'Sf' (limit) is the dynamic dimension S cast to float", msg)
+
     def test_positions_of_a_dynamic_sequence_index_a_table(self):
         # wpe(torch.arange(x.shape[1]).unsqueeze(0)), GPT-2's positions: the
         # table's first S rows.
@@ -800,6 +847,187 @@ class DynamicDims(unittest.TestCase):
         self.assertNotIn("REDUCE_PROD", ops(mod))
         x = rng((5, 3, 4), 12)
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
+
+
+@unittest.skipIf(torch is None, "torch is missing for this python3")
+class TorchExports(unittest.TestCase):
+    """Modules as torch.onnx.export writes them with dynamic axes: imported,
+    run on the CPU and on Vulkan at sizes other than the example's, the
+    bytes the same on both and the values torch's."""
+
+    def export(self, module, args, dynamic, opset=17):
+        path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+        names = ["in%d" % k for k in range(len(args))]
+        module.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, args, path, opset_version=opset, input_names=names, output_names=["y"],
+                              dynamic_axes=dynamic, do_constant_folding=True)
+        return path
+
+    def run_both(self, mod, args):
+        feed = {}
+        for k, a in enumerate(args):
+            if "in%d" % k in mod.onnx_inputs:  # torch drops an input it does not read
+                a = a.numpy()
+                feed[mod.onnx_inputs["in%d" % k]] = a.astype(np.int32) if a.dtype == np.int64 else a
+        ys = [mod.run(feed, backend=b, strict_device=True)[mod.onnx_outputs["y"]] for b in ("cpu", "vulkan")]
+        self.assertEqual(ys[0].tobytes(), ys[1].tobytes(), "cpu and vulkan differ")
+        return ys[0]
+
+    def check(self, module, args, dynamic, runs, opset=17, rtol=1e-5):
+        mod = onnx_import.import_model(self.export(module, args, dynamic, opset))
+        for run_args in runs:
+            with torch.no_grad():
+                want = module(*run_args).numpy()
+            y = self.run_both(mod, run_args)
+            self.assertEqual(y.shape, want.shape)
+            np.testing.assert_allclose(y, want, rtol=rtol, atol=1e-6)
+        return mod
+
+    def refused(self, module, args, dynamic, opset=17):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.export(module, args, dynamic, opset))
+        self.assertNotEqual(cm.exception.reason, "bug")
+        return str(cm.exception)
+
+    BATCH = {"in0": {0: "B"}, "y": {0: "B"}}
+
+    def test_a_class_token_repeated_over_a_dynamic_batch(self):
+        # ViT / DeiT: cat([cls.repeat(x.shape[0], 1, 1), x], 1): Tile with
+        # the batch as a repeat.
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+
+            def forward(self, x):
+                return torch.cat([self.cls.repeat(x.shape[0], 1, 1), x], 1)
+
+        torch.manual_seed(0)
+        self.check(M(), (torch.randn(2, 4, 8),), self.BATCH, [(torch.randn(5, 4, 8),), (torch.randn(1, 4, 8),)])
+
+    def test_a_class_token_expanded_to_a_dynamic_batch(self):
+        # cls.expand(x.shape[0], -1, -1): torch resolves the -1 entries with
+        # Where(Equal(sizes, -1), 1, sizes), folded with the batch a dim.
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cls = torch.nn.Parameter(torch.randn(1, 1, 8))
+
+            def forward(self, x):
+                return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1)
+
+        torch.manual_seed(0)
+        for opset in (13, 17):
+            self.check(M(), (torch.randn(2, 4, 8),), self.BATCH, [(torch.randn(5, 4, 8),)], opset)
+
+    def test_bert_token_types_expanded_to_a_dynamic_batch_and_sequence(self):
+        # Hugging Face's BertEmbeddings: token_type_ids[:, :t].expand(b, t).
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.we = torch.nn.Embedding(50, 16)
+                self.pe = torch.nn.Embedding(32, 16)
+                self.te = torch.nn.Embedding(2, 16)
+                self.register_buffer("position_ids", torch.arange(32).expand((1, -1)))
+                self.register_buffer("token_type_ids", torch.zeros(1, 32, dtype=torch.long))
+
+            def forward(self, ids):
+                b, t = ids.shape
+                tt = self.token_type_ids[:, :t].expand(b, t)
+                return self.we(ids) + self.te(tt) + self.pe(self.position_ids[:, 0:t])
+
+        torch.manual_seed(0)
+        dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+        self.check(M(), (torch.randint(0, 50, (2, 6)),), dyn, [(torch.randint(0, 50, (3, 9)),)])
+
+    def test_interpolate_with_a_dynamic_batch(self):
+        # Only the resized axes must be static: the batch stays a dim, and
+        # so do sizes torch builds from Shape(x)[:2].
+        for kw in ({"scale_factor": 2, "mode": "nearest"},
+                   {"size": (12, 12), "mode": "bilinear", "align_corners": False}):
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return TF.interpolate(x, **kw)
+
+            self.check(M(), (torch.randn(2, 3, 8, 8),), self.BATCH, [(torch.randn(5, 3, 8, 8),)])
+
+    def test_resizing_a_dynamic_axis_is_refused_by_name(self):
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return TF.interpolate(x, scale_factor=2, mode="nearest")
+
+        msg = self.refused(M(), (torch.randn(2, 3, 8, 8),), {"in0": {0: "B", 3: "W"}, "y": {0: "B", 3: "W2"}})
+        self.assertIn("(Resize): resizing the dynamic axis 3 (of size W)", msg)
+
+    def test_cosine_similarity_and_norm(self):
+        # ReduceSum with explicit axes and noop_with_empty_axes=0 written out.
+        class M(torch.nn.Module):
+            def forward(self, a, b):
+                return TF.cosine_similarity(a, b, dim=-1) + torch.norm(a, dim=-1)
+
+        dyn = {"in0": {0: "B"}, "in1": {0: "B"}, "y": {0: "B"}}
+        self.check(M(), (torch.randn(4, 8), torch.randn(4, 8)), dyn, [(torch.randn(3, 8), torch.randn(3, 8))])
+
+    def test_split_sizes_traced_on_a_dynamic_axis_are_checked_at_run_time(self):
+        # x.split(x.shape[1] // 2) is traced to the sizes [3, 3]: right for a
+        # sequence of 6 only; another length stops the run.
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x.split(x.shape[1] // 2, 1)[0] * 2
+
+        dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+        mod = self.check(M(), (torch.randn(2, 6, 8),), dyn, [(torch.randn(3, 6, 8),)])
+        for s in (4, 9):
+            for backend in ("cpu", "vulkan"):
+                with self.assertRaises(bib.Trap, msg="S=%d on %s" % (s, backend)) as cm:
+                    mod.run({mod.onnx_inputs["in0"]: rng((3, s, 8), s)}, backend=backend, strict_device=True)
+                self.assertIn("(RESHAPE t1, t0, r2, 3): shape mismatch: t0 (in0) is [3,%d,8]" % s,
+                              cm.exception.message)
+
+    def test_bidirectional_lstm_gru_and_rnn(self):
+        # Two layers, each bidirectional (the second reads the first's Y):
+        # Y [seq, 2, B, hidden], the directions side by side, and Y_h, Y_c
+        # [2, B, hidden] per layer, all read; batch-major so that one output
+        # holds them all.
+        class M(torch.nn.Module):
+            def __init__(self, kind, states):
+                super().__init__()
+                self.rnn = getattr(torch.nn, kind)(6, 5, num_layers=2, bidirectional=True)
+                self.states = states
+
+            def forward(self, x, h0):
+                if self.states:
+                    y, h = self.rnn(x, (h0, -h0) if isinstance(self.rnn, torch.nn.LSTM) else h0)
+                else:
+                    y, h = self.rnn(x)
+                hs = list(h) if isinstance(h, tuple) else [h]
+                parts = [y.permute(1, 0, 2).flatten(1)] + [v.permute(1, 0, 2).flatten(1) for v in hs]
+                return torch.cat(parts, 1)
+
+        dyn = {"in0": {1: "B"}, "in1": {1: "B"}, "y": {0: "B"}}
+        for kind, states in (("LSTM", True), ("GRU", False), ("RNN", True)):
+            torch.manual_seed(0)
+            self.check(M(kind, states), (torch.randn(3, 2, 6), torch.randn(4, 2, 5)), dyn,
+                       [(torch.randn(3, 3, 6), torch.randn(4, 3, 5))])
+
+    def test_pad_and_one_hot_by_a_dynamic_dim_are_refused_by_name(self):
+        class P(torch.nn.Module):
+            def forward(self, x):
+                return TF.pad(x, (0, 0, 0, x.shape[1]))
+
+        class O(torch.nn.Module):
+            def forward(self, x, i):
+                return TF.one_hot(i, x.shape[1]).float() @ x
+
+        msg = self.refused(P(), (torch.randn(2, 6, 8),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S2"}})
+        self.assertIn("(Pad): input", msg)
+        self.assertIn("holds the dynamic dimension S", msg)
+        msg = self.refused(O(), (torch.randn(2, 6, 8), torch.randint(0, 6, (2, 3))),
+                           {"in0": {0: "B", 1: "S"}, "y": {0: "B"}})
+        self.assertIn("(OneHot): input", msg)
+        self.assertIn("(the depth) is the dynamic dimension S", msg)
 
 
 class Names(unittest.TestCase):
@@ -991,6 +1219,52 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertTrue(p.stderr.startswith("bib-onnx: %s: " % src), p.stderr)
         self.assertEqual(p.stderr.count("\n"), 1)
+
+    def test_an_importer_failure_is_one_line_naming_the_node_and_a_traceback_only_on_request(self):
+        # An exception other than a refusal (a bug of the importer) while a
+        # node is lowered: import_model refuses it as a bug naming the node,
+        # the tool prints one line (exit 2), the traceback with BIB_ONNX_DEBUG.
+        m = model(
+            [helper.make_node("Relu", ["x"], ["r"], name="first"), helper.make_node("Neg", ["r"], ["y"], name="n1")],
+            [helper.make_tensor_value_info("x", F, ["N", 3])],
+            [helper.make_tensor_value_info("y", F, ["N", 3])],
+        )
+        d = tempfile.mkdtemp()
+        src = os.path.join(d, "m.onnx")
+        onnx.save(m, src)
+        loader = importlib.machinery.SourceFileLoader("bib_onnx_tool", TOOL)
+        spec = importlib.util.spec_from_loader("bib_onnx_tool", loader)
+        tool = importlib.util.module_from_spec(spec)
+        loader.exec_module(tool)
+
+        def broken(self, node):
+            return int(node.proto)  # a TypeError
+
+        saved = onnx_import.Importer.op_Neg
+        onnx_import.Importer.op_Neg = broken
+        try:
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(m)
+            self.assertEqual(cm.exception.reason, "bug")
+            self.assertIn("node 'n1' (Neg): TypeError: ", str(cm.exception))
+            self.assertIn("(an importer bug, please report it)", str(cm.exception))
+            for debug, lines in (("", 1), ("1", None)):
+                os.environ["BIB_ONNX_DEBUG"] = debug
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    rc = tool.main([src, "-o", os.path.join(d, "m.bib")])
+                self.assertEqual(rc, 2)
+                text = err.getvalue()
+                self.assertTrue(text.startswith("bib-onnx: %s: node 'n1' (Neg): TypeError: " % src), text)
+                if lines:
+                    self.assertEqual(text.count("\n"), lines, text)
+                else:
+                    self.assertIn("Traceback (most recent call last)", text)
+                    self.assertIn("in broken", text)
+            self.assertFalse(os.path.exists(os.path.join(d, "m.bib")))
+        finally:
+            onnx_import.Importer.op_Neg = saved
+            os.environ.pop("BIB_ONNX_DEBUG", None)
 
 
 class Writing(unittest.TestCase):

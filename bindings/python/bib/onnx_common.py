@@ -149,6 +149,9 @@ class Val:
         # Range(0, S, 1) of a dynamic dim S, not emitted: the positions
         # 0..S-1, which a Gather into a table takes as its first S rows.
         self.iota = None
+        # A dynamic dim cast to float at run time (Cast of Shape(x)[k]):
+        # that dim, for the messages of what needs it at import time.
+        self.dim = None
 
     @property
     def const(self):

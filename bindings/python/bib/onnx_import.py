@@ -83,6 +83,7 @@ class Importer(MathOps, ShapeOps, NNOps):
         self.skip = set()  # indices of nodes inside a fused group
         self.named = set()  # registers of values emitted late (a lazy LINEAR), freed by name
         self.extra_use = {}  # value -> index of a later node that reads it (a lazy LINEAR's input)
+        self.current = None  # the node being lowered, for the report of an importer bug
 
     # -- opcodes this library has
     def have(self, mnemonic):
@@ -228,6 +229,24 @@ class Importer(MathOps, ShapeOps, NNOps):
             )
         return v.array
 
+    def const_ints(self, node, k, what, optional=False):
+        """Input k as a list of Python ints, known at import time (the flat
+        values of const_input). An entry that is a dynamic dimension is
+        refused, naming it: BIB takes these values at import time."""
+        arr = self.const_input(node, k, what, optional)
+        if arr is None:
+            return None
+        return self.ints_of(node, arr, "input '%s' (%s)" % (node.inputs[k], what), what)
+
+    def ints_of(self, node, values, label, what):
+        flat = np.asarray(values).reshape(-1).tolist()
+        for v in flat:
+            if isinstance(v, Sym):
+                self.refuse(node, "%s %s the dynamic dimension %s: BIB takes %s at import time, so it may not "
+                            "depend on a dynamic axis" % (label, "is" if len(flat) == 1 else "holds", v, what),
+                            "shape")
+        return [int(v) for v in flat]
+
     def set(self, node, k, val):
         if k < len(node.outputs) and node.outputs[k]:
             self.vals[node.outputs[k]] = val
@@ -366,6 +385,7 @@ class Importer(MathOps, ShapeOps, NNOps):
             if n.index in self.skip:
                 continue
             first = self.treg
+            self.current = n
             if n.index in self.fused:
                 self.fused[n.index]()
             else:
@@ -391,6 +411,7 @@ class Importer(MathOps, ShapeOps, NNOps):
                     continue
                 self.emit("FREE", v.reg)
                 self.keep.add(v.reg)  # freed once
+        self.current = None
         self.declare_outputs()
 
     def lower(self, node):
@@ -661,6 +682,8 @@ class Importer(MathOps, ShapeOps, NNOps):
             return None
         axes = node.attr("axes")
         if len(a) > 1 and a[1] is not None:
+            if a[1].dtype == object:
+                return None  # axes of a dynamic dim: op_Reduce* refuses it by name
             axes = a[1].reshape(-1).tolist()
         keep = bool(node.attr("keepdims", 1))
         if not axes:
@@ -708,7 +731,27 @@ class Importer(MathOps, ShapeOps, NNOps):
         return [np.sqrt(a[0])] if a[0].dtype == np.float32 else None
 
     def fold_Equal(self, node, a):
-        return [np.equal(a[0], a[1])] if a[0].dtype != object else None
+        if a[0].dtype != object and a[1].dtype != object:
+            return [np.equal(a[0], a[1])]
+        # Shape values with dynamic dims, as torch's Expand of sizes taken
+        # from a shape compares them with -1: a dim (never negative) is not
+        # a negative constant, a dim is itself; anything else is not known
+        # at import time (None: op_Equal refuses it as a tensor needed at
+        # run time).
+        x, y = np.broadcast_arrays(a[0], a[1])
+        out = np.empty(x.shape, np.bool_)
+        for i in np.ndindex(x.shape):
+            p, q = x[i], y[i]
+            if isinstance(p, Sym) and isinstance(q, Sym) and p == q:
+                out[i] = True
+            elif isinstance(p, Sym) or isinstance(q, Sym):
+                c = q if isinstance(p, Sym) else p
+                if isinstance(c, Sym) or int(c) >= 0:
+                    return None
+                out[i] = False
+            else:
+                out[i] = p == q
+        return [out]
 
     def fold_Where(self, node, a):
         return [np.where(a[0], a[1], a[2])]
@@ -726,6 +769,12 @@ class Importer(MathOps, ShapeOps, NNOps):
         # at import time, or is a dynamic dimension. Range(0, S, 1) is the
         # positions of a sequence (torch.arange(x.shape[1])): kept as such
         # for a Gather into a table (op_Gather). Anything else is refused.
+        for k, what in enumerate(("start", "limit", "delta")):
+            v = self.get(node, k)
+            if not v.const and v.dim is not None:
+                self.refuse(node, "input '%s' (%s) is the dynamic dimension %s cast to float: BIB takes Range's %s "
+                            "at import time, so the length of a Range may not depend on a dynamic axis"
+                            % (node.inputs[k], what, v.dim, what), "shape")
         values = [np.asarray(self.const_input(node, k, w)).reshape(-1) for k, w in
                   enumerate(("start", "limit", "delta"))]
         if all(v.size == 1 for v in values):
@@ -787,7 +836,17 @@ def import_model(model, bind=None, name=None):
         why = str(e).strip().splitlines()[-1]
         raise Refused("ONNX shape inference fails on the model: %s" % why, "model") from None
     imp = Importer(model, bind)
-    imp.run()
+    try:
+        imp.run()
+    except (Refused, Error):
+        raise
+    except Exception as e:
+        # Anything else is the importer's fault, not the model's: refused as
+        # a bug naming the node it was lowering (the exception chained, for
+        # a traceback).
+        where = imp.current.where() if imp.current is not None else "the graph's inputs and outputs"
+        raise Refused("%s: %s: %s (an importer bug, please report it)" % (where, type(e).__name__, e), "bug",
+                      imp.current.name if imp.current is not None else None) from e
     try:
         module = imp.finish(name)
     except Error as e:

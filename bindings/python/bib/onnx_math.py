@@ -318,9 +318,12 @@ class MathOps:
     def reduce_args(self, node, x):
         rank = len(x.shape)
         keepdims = node.attr("keepdims", 1)
+        # Read whether or not the axes are empty: torch writes the default
+        # (0) beside explicit axes, and an attribute never read is refused.
+        noop = node.attr("noop_with_empty_axes", 0)
         axes = self.axes_of(node, 1, rank)
         if axes is None or axes == []:
-            if node.attr("noop_with_empty_axes", 0):
+            if noop:
                 return [], keepdims
             axes = list(range(rank))
         return sorted(set(axes)), keepdims

@@ -391,40 +391,49 @@ class NNOps:
         self.set(node, 0, self.binary(node, "TDIV", x, self.binary(node, "TPOW", t, self.scalar_const(beta))))
 
     def op_RNN(self, node):
-        """A forward RNN with tanh, unrolled at import over the static
-        sequence: per step H = tanh(X_t W^T + H R^T + Wb + Rb), summed in
-        that order as ONNX's reference does."""
-        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Tanh"])
+        """An RNN with tanh, unrolled at import over the static sequence:
+        per step H = tanh(X_t W^T + H R^T + Wb + Rb), summed in that order
+        as ONNX's reference does; each direction with its own weights."""
+        x, seq, batch, hidden, layout, dirs = self.recurrent_input(node, ["Tanh"])
         w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
-        wt = self.transpose_last2(node, self.reshape(node, w, [hidden, w.shape[2]]))
-        rt = self.transpose_last2(node, self.reshape(node, r, [hidden, hidden]))
         h0 = self.get(node, 5, optional=True)
-        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
-            self.zero_state(node, batch, hidden)
-        rows = None
-        if b is not None:
-            bb = self.reshape(node, b, [2 * hidden])
-            rows = [self.columns(node, bb, k, hidden) for k in (0, 1)]
-        steps = []
-        for t in range(seq):
-            xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
-            acc = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
-            for row in rows or []:
-                acc = self.binary(node, "TADD", acc, row)
-            h = self.unary(node, "TANH", acc)
-            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
-        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+        steps_by_dir, hs = [], []
+        for d, backward in enumerate(dirs):
+            wt = self.transpose_last2(node, self.direction(node, w, d, [hidden, w.shape[2]]))
+            rt = self.transpose_last2(node, self.direction(node, r, d, [hidden, hidden]))
+            h = self.direction(node, h0, d, [batch, hidden]) if h0 is not None else \
+                self.zero_state(node, batch, hidden)
+            rows = None
+            if b is not None:
+                bb = self.direction(node, b, d, [2 * hidden])
+                rows = [self.columns(node, bb, k, hidden) for k in (0, 1)]
+            steps = {}
+            for t in self.time_steps(seq, backward):
+                xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
+                acc = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
+                for row in rows or []:
+                    acc = self.binary(node, "TADD", acc, row)
+                h = self.unary(node, "TANH", acc)
+                steps[t] = self.reshape(node, h, [1, 1, batch, hidden])
+            steps_by_dir.append([steps[t] for t in range(seq)])
+            hs.append(h)
+        self.recurrent_outputs(node, steps_by_dir, hs, batch, hidden, layout)
 
     def recurrent_input(self, node, acts):
         """The checks and the inputs every unrolled recurrence shares: x as
-        [seq, batch, input] (layout 1 permuted), seq, batch, hidden size."""
+        [seq, batch, input] (layout 1 permuted), seq, batch, hidden size,
+        layout, and per direction whether it runs backward in time."""
         x = self.get(node, 0)
         self.f32_only(node, x, self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True))
-        if node.attr("direction", "forward") != "forward":
-            self.refuse(node, "attribute 'direction' = '%s'" % node.attr("direction"))
+        direction = node.attr("direction", "forward")
+        dirs = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}.get(direction)
+        if dirs is None:
+            self.refuse(node, "attribute 'direction' = '%s' (forward, reverse and bidirectional are lowered)"
+                        % direction)
         given = node.attr("activations")
-        if given is not None and [a.decode() if isinstance(a, bytes) else a for a in given] != acts:
-            self.refuse(node, "attribute 'activations' other than %s" % ", ".join(acts))
+        # One list of activations per direction.
+        if given is not None and [a.decode() if isinstance(a, bytes) else a for a in given] != acts * len(dirs):
+            self.refuse(node, "attribute 'activations' other than %s" % ", ".join(acts * len(dirs)))
         for a in ("clip", "activation_alpha", "activation_beta", "input_forget"):
             if node.attr(a):
                 self.refuse(node, "attribute '%s'" % a)
@@ -435,10 +444,23 @@ class NNOps:
         if not isinstance(seq, int):
             self.refuse(node, "a dynamic sequence (the steps are unrolled at import)", "shape")
         if self.get(node, 4, optional=True) is not None:
-            lens = self.const_input(node, 4, "the sequence lengths")
-            if any(int(v) != seq for v in np.asarray(lens).reshape(-1)):
+            lens = self.const_ints(node, 4, "the sequence lengths")
+            if any(v != seq for v in lens):
                 self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
-        return x, seq, batch, int(node.attr("hidden_size")), layout
+        return x, seq, batch, int(node.attr("hidden_size")), layout, dirs
+
+    def direction(self, node, v, d, shape):
+        """Direction d's part (along axis 0) of a recurrent weight, bias or
+        initial state, viewed as shape."""
+        if v.shape[0] != 1:
+            v = self.slice(node, v, [d], [d + 1], [0], [1])
+        return self.reshape(node, v, shape)
+
+    @staticmethod
+    def time_steps(seq, backward):
+        """The order a direction reads the sequence in: the reverse one from
+        the last step to the first (its outputs stay at their own steps)."""
+        return range(seq - 1, -1, -1) if backward else range(seq)
 
     def zero_state(self, node, batch, hidden):
         """The initial hidden (or cell) state of zeros: a constant for a
@@ -451,40 +473,65 @@ class NNOps:
         """Columns [k*width, (k+1)*width) of v's last axis."""
         return self.slice(node, v, [k * width], [(k + 1) * width], [len(v.shape) - 1], [1])
 
-    def recurrent_outputs(self, node, steps, h, batch, hidden, layout):
+    def recurrent_outputs(self, node, steps_by_dir, hs, batch, hidden, layout):
+        """Y [seq, directions, batch, hidden]: each direction's steps joined
+        in time order, the directions side by side (forward first), as ONNX
+        specifies; Y_h [directions, batch, hidden] the last state of each."""
         if node.outputs and node.outputs[0]:
-            y = steps[0]
-            for st in steps[1:]:
-                y = self.concat(node, y, st, 0)
+            y = None
+            for steps in steps_by_dir:
+                yd = steps[0]
+                for st in steps[1:]:
+                    yd = self.concat(node, yd, st, 0)
+                y = yd if y is None else self.concat(node, y, yd, 1)
             self.set(node, 0, self.permute(node, y, [2, 0, 1, 3]) if layout else y)
-        yh = self.reshape(node, h, [1, batch, hidden])
-        self.set(node, 1, self.permute(node, yh, [1, 0, 2]) if layout else yh)
+        self.set(node, 1, self.final_states(node, hs, batch, hidden, layout))
+
+    def final_states(self, node, hs, batch, hidden, layout):
+        out = None
+        for h in hs:
+            hd = self.reshape(node, h, [1, batch, hidden])
+            out = hd if out is None else self.concat(node, out, hd, 0)
+        return self.permute(node, out, [1, 0, 2]) if layout else out
 
     def op_LSTM(self, node):
-        """A forward LSTM unrolled at import, in the order of operations of
-        ONNX's reference: gates = X_t W^T + H R^T + (Wb + Rb), split i, o, f,
-        c; i, f with the peepholes on C; C = f C + i tanh(c); o with the
-        peephole on the new C; H = o tanh(C)."""
-        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Sigmoid", "Tanh", "Tanh"])
+        """An LSTM unrolled at import, in the order of operations of ONNX's
+        reference: gates = X_t W^T + H R^T + (Wb + Rb), split i, o, f, c; i,
+        f with the peepholes on C; C = f C + i tanh(c); o with the peephole
+        on the new C; H = o tanh(C). Each direction with its own weights."""
+        x, seq, batch, hidden, layout, dirs = self.recurrent_input(node, ["Sigmoid", "Tanh", "Tanh"])
         w, r = self.get(node, 1), self.get(node, 2)
         b, p = self.get(node, 3, optional=True), self.get(node, 7, optional=True)
-        wt = self.transpose_last2(node, self.reshape(node, w, [4 * hidden, w.shape[2]]))
-        rt = self.transpose_last2(node, self.reshape(node, r, [4 * hidden, hidden]))
+        h0, c0 = self.get(node, 5, optional=True), self.get(node, 6, optional=True)
+        zeros = []  # the zero state, made once (by the first direction, after its bias)
+        steps_by_dir, hs, cs = [], [], []
+        for d, backward in enumerate(dirs):
+            steps, h, c = self.lstm_direction(node, x, seq, batch, hidden, d, backward, w, r, b, p, h0, c0, zeros)
+            steps_by_dir.append(steps)
+            hs.append(h)
+            cs.append(c)
+        self.recurrent_outputs(node, steps_by_dir, hs, batch, hidden, layout)
+        if len(node.outputs) > 2 and node.outputs[2]:
+            self.set(node, 2, self.final_states(node, cs, batch, hidden, layout))
+
+    def lstm_direction(self, node, x, seq, batch, hidden, d, backward, w, r, b, p, h0, c0, zeros):
+        wt = self.transpose_last2(node, self.direction(node, w, d, [4 * hidden, w.shape[2]]))
+        rt = self.transpose_last2(node, self.direction(node, r, d, [4 * hidden, hidden]))
         bias = None
         if b is not None:
-            bb = self.reshape(node, b, [8 * hidden])
+            bb = self.direction(node, b, d, [8 * hidden])
             wb, rb = self.columns(node, bb, 0, 4 * hidden), self.columns(node, bb, 1, 4 * hidden)
             bias = self.binary(node, "TADD", wb, rb)
-        zeros = self.zero_state(node, batch, hidden)
-        h0, c0 = self.get(node, 5, optional=True), self.get(node, 6, optional=True)
-        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else zeros
-        c = self.reshape(node, c0, [batch, hidden]) if c0 is not None else zeros
+        if not zeros and (h0 is None or c0 is None):
+            zeros.append(self.zero_state(node, batch, hidden))
+        h = self.direction(node, h0, d, [batch, hidden]) if h0 is not None else zeros[0]
+        c = self.direction(node, c0, d, [batch, hidden]) if c0 is not None else zeros[0]
         peep = None
         if p is not None:
-            pp = self.reshape(node, p, [3 * hidden])
+            pp = self.direction(node, p, d, [3 * hidden])
             peep = [self.columns(node, pp, k, hidden) for k in range(3)]  # i, o, f
-        steps = []
-        for t in range(seq):
+        steps = {}
+        for t in self.time_steps(seq, backward):
             xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
             g = self.binary(node, "TADD", self.matmul(node, xt, wt), self.matmul(node, h, rt))
             if bias is not None:
@@ -499,22 +546,30 @@ class NNOps:
             if peep is not None:
                 go = self.binary(node, "TADD", go, self.binary(node, "TMUL", peep[1], c))
             h = self.binary(node, "TMUL", self.unary(node, "SIGMOID", go), self.unary(node, "TANH", c))
-            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
-        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
-        if len(node.outputs) > 2 and node.outputs[2]:
-            yc = self.reshape(node, c, [1, batch, hidden])
-            self.set(node, 2, self.permute(node, yc, [1, 0, 2]) if layout else yc)
+            steps[t] = self.reshape(node, h, [1, 1, batch, hidden])
+        return [steps[t] for t in range(seq)], h, c
 
     def op_GRU(self, node):
-        """A forward GRU unrolled at import, as ONNX's reference computes it:
-        z, r = sigmoid(X_t Wzr^T + H Rzr^T + (Wbzr + Rbzr)); the candidate
+        """A GRU unrolled at import, as ONNX's reference computes it: z, r =
+        sigmoid(X_t Wzr^T + H Rzr^T + (Wbzr + Rbzr)); the candidate
         tanh(X_t Wh^T + (r H) Rh^T + Wbh + Rbh), or with linear_before_reset
-        tanh(X_t Wh^T + r (H Rh^T + Rbh) + Wbh); H = (1 - z) h + z H."""
-        x, seq, batch, hidden, layout = self.recurrent_input(node, ["Sigmoid", "Tanh"])
+        tanh(X_t Wh^T + r (H Rh^T + Rbh) + Wbh); H = (1 - z) h + z H. Each
+        direction with its own weights."""
+        x, seq, batch, hidden, layout, dirs = self.recurrent_input(node, ["Sigmoid", "Tanh"])
         lbr = node.attr("linear_before_reset", 0)
         w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
-        w2 = self.reshape(node, w, [3 * hidden, w.shape[2]])
-        r2 = self.reshape(node, r, [3 * hidden, hidden])
+        h0 = self.get(node, 5, optional=True)
+        one = self.scalar_const(1.0)
+        steps_by_dir, hs = [], []
+        for d, backward in enumerate(dirs):
+            steps, h = self.gru_direction(node, x, seq, batch, hidden, d, backward, lbr, w, r, b, h0, one)
+            steps_by_dir.append(steps)
+            hs.append(h)
+        self.recurrent_outputs(node, steps_by_dir, hs, batch, hidden, layout)
+
+    def gru_direction(self, node, x, seq, batch, hidden, d, backward, lbr, w, r, b, h0, one):
+        w2 = self.direction(node, w, d, [3 * hidden, w.shape[2]])
+        r2 = self.direction(node, r, d, [3 * hidden, hidden])
 
         def rows(v, k0, k1):
             return self.slice(node, v, [k0 * hidden], [k1 * hidden], [0], [1])
@@ -523,15 +578,13 @@ class NNOps:
         rzr, rh = self.transpose_last2(node, rows(r2, 0, 2)), self.transpose_last2(node, rows(r2, 2, 3))
         bzr = wbh = rbh = None
         if b is not None:
-            bb = self.reshape(node, b, [6 * hidden])
+            bb = self.direction(node, b, d, [6 * hidden])
             bzr = self.binary(node, "TADD", rows(bb, 0, 2), rows(bb, 3, 5))
             wbh, rbh = rows(bb, 2, 3), rows(bb, 5, 6)
-        h0 = self.get(node, 5, optional=True)
-        h = self.reshape(node, h0, [batch, hidden]) if h0 is not None else \
+        h = self.direction(node, h0, d, [batch, hidden]) if h0 is not None else \
             self.zero_state(node, batch, hidden)
-        one = self.scalar_const(1.0)
-        steps = []
-        for t in range(seq):
+        steps = {}
+        for t in self.time_steps(seq, backward):
             xt = self.reshape(node, self.slice(node, x, [t], [t + 1], [0], [1]), [batch, x.shape[2]])
             g = self.binary(node, "TADD", self.matmul(node, xt, wzr), self.matmul(node, h, rzr))
             if bzr is not None:
@@ -553,8 +606,8 @@ class NNOps:
             hc = self.unary(node, "TANH", cand)
             keep = self.binary(node, "TSUB", one, z)
             h = self.binary(node, "TADD", self.binary(node, "TMUL", keep, hc), self.binary(node, "TMUL", z, h))
-            steps.append(self.reshape(node, h, [1, 1, batch, hidden]))
-        self.recurrent_outputs(node, steps, h, batch, hidden, layout)
+            steps[t] = self.reshape(node, h, [1, 1, batch, hidden])
+        return [steps[t] for t in range(seq)], h
 
     def pool(self, node, mnem):
         x = self.get(node, 0)

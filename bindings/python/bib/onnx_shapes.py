@@ -67,8 +67,6 @@ class ShapeOps:
             self.refuse(node, "attribute 'coordinate_transformation_mode' = '%s'" % ctm)
         if mode not in ("nearest", "linear", "cubic"):
             self.refuse(node, "attribute 'mode' = '%s'" % mode)
-        if not is_static(x.shape):
-            self.refuse(node, "a dynamic input shape", "shape")
         if node.op == "Upsample" or self.opset < 11:
             # Upsample and Resize-10: scales (an attribute before opset 9),
             # the asymmetric transform, nearest rounding down.
@@ -83,16 +81,28 @@ class ShapeOps:
             sizes = self.const_input(node, 3, "the sizes", optional=True) if len(node.inputs) > 3 else None
             if node.inputs[1:2] and node.inputs[1]:
                 self.const_input(node, 1, "the roi")  # read only by tf_crop_and_resize
+        # Only the resized axes need static sizes: an axis kept as it is
+        # (factor 1, or a size that is the input's own dim, as torch builds
+        # sizes from Shape(x)[:2]) may be dynamic, a batch or channels.
         if sizes is not None and sizes.size:
-            out = [int(v) for v in sizes.reshape(-1)]
-            factors = [o / i for o, i in zip(out, x.shape)]
+            out = [v if isinstance(v, Sym) else int(v) for v in sizes.reshape(-1).tolist()]
+            if len(out) == rank:
+                factors = [1.0 if o == i else None if isinstance(o, Sym) or isinstance(i, Sym) else o / i
+                           for o, i in zip(out, x.shape)]
         elif scales is not None and scales.size:
+            if scales.dtype == object:
+                self.ints_of(node, scales, "the scales", "the scales")
             factors = [float(v) for v in scales.reshape(-1)]
-            out = [int(np.floor(i * f)) for i, f in zip(x.shape, factors)]
+            out = [i if f == 1.0 else None if isinstance(i, Sym) else int(np.floor(i * f))
+                   for i, f in zip(x.shape, factors)]
         else:
             self.refuse(node, "neither scales nor sizes", "attribute")
         if len(out) != rank:
             self.refuse(node, "%d scales for a rank-%d input" % (len(out), rank), "shape")
+        for k in range(rank):
+            if factors[k] is None or out[k] is None:
+                self.refuse(node, "resizing the dynamic axis %d (of size %s): only the resized axes must be static"
+                            % (k, x.shape[k]), "shape")
         v = x
         for k in range(rank):
             if out[k] == x.shape[k] and factors[k] == 1.0:
@@ -193,7 +203,7 @@ class ShapeOps:
     def axes_of(self, node, k, rank, attr="axes"):
         axes = node.attr(attr)
         if axes is None and len(node.inputs) > k and node.inputs[k]:
-            axes = self.const_input(node, k, "the axes").reshape(-1).tolist()
+            axes = self.const_ints(node, k, "the axes")
         if axes is None:
             return None
         return [self.axis_of(node, int(a), rank, "axis") for a in axes]
@@ -213,7 +223,7 @@ class ShapeOps:
         n = len(x.shape)
         axes = node.attr("axes")
         if axes is None:
-            axes = self.const_input(node, 1, "the axes").reshape(-1).tolist()
+            axes = self.const_ints(node, 1, "the axes")
         rank = n + len(axes)
         axes = sorted(self.axis_of(node, int(a), rank) for a in axes)
         shape = list(x.shape)
@@ -284,12 +294,12 @@ class ShapeOps:
             pads = list(node.attr("pads", node.attr("paddings", [0] * (2 * rank))))
             value = node.attr("value", 0.0)
         else:
-            pads = [int(p) for p in self.const_input(node, 1, "the pads").reshape(-1).tolist()]
+            pads = self.const_ints(node, 1, "the pads")
             c = self.const_input(node, 2, "the constant value", optional=True)
             value = np.asarray(c).reshape(-1)[0] if c is not None and np.asarray(c).size else 0
         axes = list(range(rank))
         if len(node.inputs) > 3 and node.inputs[3]:
-            axes = [self.axis_of(node, int(a), rank) for a in self.const_input(node, 3, "the axes").reshape(-1)]
+            axes = [self.axis_of(node, a, rank) for a in self.const_ints(node, 3, "the axes")]
         if len(pads) != 2 * len(axes):
             self.refuse(node, "%d pads for %d axes" % (len(pads), len(axes)), "attribute")
         if mode not in ("constant", "reflect", "edge"):
@@ -362,8 +372,8 @@ class ShapeOps:
         self.set(node, 0, v)
 
     def fold_Trilu(self, node, a):
-        if a[0].dtype == object:
-            return None
+        if a[0].dtype == object or (len(a) > 1 and a[1] is not None and a[1].dtype == object):
+            return None  # op_Trilu refuses it by name
         k = int(np.asarray(a[1]).reshape(-1)[0]) if len(a) > 1 and a[1] is not None else 0
         return [np.triu(a[0], k) if node.attr("upper", 1) else np.tril(a[0], k)]
 
@@ -371,8 +381,8 @@ class ShapeOps:
         # The kept triangle of the last two axes is known at import: one
         # WHERE of x against an exact zero, with the triangle as condition.
         x = self.get(node, 0)
-        kv = self.const_input(node, 1, "k", optional=True)
-        k = int(np.asarray(kv).reshape(-1)[0]) if kv is not None else 0
+        kv = self.const_ints(node, 1, "k", optional=True)
+        k = kv[0] if kv else 0
         upper = node.attr("upper", 1)
         if len(x.shape) < 2:
             self.refuse(node, "an input of rank %d (Trilu needs 2 or more)" % len(x.shape), "shape")
@@ -386,7 +396,7 @@ class ShapeOps:
 
     def fold_CumSum(self, node, a):
         x = a[0]
-        if x.dtype.kind not in "iu":
+        if x.dtype.kind not in "iu" or a[1].dtype == object:
             return None  # a float sum is the kernel's, in its order
         axis = int(np.asarray(a[1]).reshape(-1)[0])
         v = np.flip(x, axis) if node.attr("reverse", 0) else x
@@ -402,7 +412,7 @@ class ShapeOps:
         # is this tree's, the same on every executor.
         x = self.get(node, 0)
         rank = len(x.shape)
-        axis = self.axis_of(node, int(np.asarray(self.const_input(node, 1, "the axis")).reshape(-1)[0]), rank)
+        axis = self.axis_of(node, self.const_ints(node, 1, "the axis")[0], rank)
         n = x.shape[axis]
         if not isinstance(n, int):
             self.refuse(node, "a running sum along the dynamic axis %d" % axis, "shape")
@@ -471,6 +481,7 @@ class ShapeOps:
                 self.load_int(slot, x.array.reshape(-1)[0])
                 self.emit("ITOF", slot, slot)
                 self.emit("FILL", out.reg, slot)
+                out.dim = x.array.reshape(-1)[0]
                 self.set(node, 0, out)
                 return
             self.set(node, 0, self.const_val(x.array.astype(_np_for(to)), to))
@@ -620,7 +631,7 @@ class ShapeOps:
         axis = self.axis_of(node, node.attr("axis", 0), rank)
         split = node.attr("split")
         if split is None and len(node.inputs) > 1 and node.inputs[1]:
-            split = self.const_input(node, 1, "the split sizes").reshape(-1).tolist()
+            split = self.const_ints(node, 1, "the split sizes")
         n = x.shape[axis]
         outs = len(node.outputs)
         if split is None:
@@ -629,10 +640,19 @@ class ShapeOps:
             if n % outs:
                 self.refuse(node, "axis %d of size %d does not split into %d equal parts" % (axis, n, outs), "shape")
             split = [n // outs] * outs
+        if not isinstance(n, int):
+            # Fixed sizes on a dynamic axis (torch traces x.split(S // 2) to
+            # the sizes of the example): ONNX requires them to sum to the
+            # axis. x viewed with that sum in its place is a RESHAPE, whose
+            # element count the VM checks at run time: another size stops
+            # the run there instead of giving parts of the wrong size.
+            shape = list(x.shape)
+            shape[axis] = sum(split)
+            x = self.reshape(node, x, shape)
         start = 0
         for k, size in enumerate(split):
-            self.set(node, k, self.slice(node, x, [start], [start + int(size)], [axis], [1]))
-            start += int(size)
+            self.set(node, k, self.slice(node, x, [start], [start + size], [axis], [1]))
+            start += size
 
     def op_Gather(self, node):
         x, idx = self.get(node, 0), self.get(node, 1)
@@ -668,7 +688,7 @@ class ShapeOps:
     def op_Compress(self, node):
         # The kept positions are known at import: a GATHER_AXIS of them.
         x = self.get(node, 0)
-        cond = np.asarray(self.const_input(node, 1, "the condition")).reshape(-1).astype(bool)
+        cond = np.array(self.const_ints(node, 1, "the condition"), bool)
         axis = node.attr("axis")
         if axis is None:
             x = self.reshape(node, x, [dims_prod(x.shape)])
@@ -689,7 +709,7 @@ class ShapeOps:
         # values[1] where the index (negative ones + depth) is the position
         # along the new axis, values[0] elsewhere.
         idx, values = self.get(node, 0), self.get(node, 2)
-        depth = int(np.asarray(self.const_input(node, 1, "the depth")).reshape(-1)[0])
+        depth = self.const_ints(node, 1, "the depth")[0]
         rank = len(idx.shape) + 1
         axis = self.axis_of(node, node.attr("axis", -1), rank)
         if idx.dtype == "f32":
@@ -732,14 +752,17 @@ class ShapeOps:
 
     def op_Tile(self, node):
         x = self.get(node, 0)
-        reps = [int(r) for r in self.const_input(node, 1, "the repeats").reshape(-1).tolist()]
+        # A repeat may be a dynamic dim (cls.repeat(x.shape[0], 1, 1)): the
+        # expanded axis is then that dim times the size, loaded at run time.
+        reps = [r if isinstance(r, Sym) else int(r)
+                for r in self.const_input(node, 1, "the repeats").reshape(-1).tolist()]
         if len(reps) != len(x.shape):
             self.refuse(node, "%d repeats for a rank-%d input" % (len(reps), len(x.shape)), "shape")
         # One axis at a time: [pre, d, post] viewed as [pre, 1, d, post],
         # expanded to [pre, r, d, post], viewed as [pre, r*d, post].
         v = x
         for k, r in enumerate(reps):
-            if r == 1:
+            if isinstance(r, int) and r == 1:
                 continue
             shape = list(v.shape)
             pre, post = dims_prod(shape[:k]), dims_prod(shape[k + 1:])
