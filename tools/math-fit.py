@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""tools/math-fit.py: where the polynomial coefficients of log, erf and erfc
-(backends/cpu/bmath.h, spec/numerics.md section 5a) came from.
+"""tools/math-fit.py: where the polynomial coefficients of log, erf, erfc, sin
+and cos (backends/cpu/bmath.h, spec/numerics.md sections 5a and 5c) came from.
 
 Each is a weighted least-squares fit on Chebyshev nodes, reweighted towards
 the largest errors (a near-minimax fit), in float64, then rounded to
@@ -44,6 +44,13 @@ def main():
     a = lambda q: 2 * (1 + q) / (1 - q)
     f = lambda q: (1 + 2 * a(q)) * erfcx(a(q))
     show("ERFC_F", *fit(f, -1, 0.68, 11))
+    # sin(r) = r + r^3 S(z) and cos(r) = 1 - z/2 + z^2 C(z), z = r^2 <= (pi/4)^2,
+    # each weighted by the relative error of the function
+    z_max = (np.pi / 4) ** 2 * 1.0001
+    s = lambda z: (np.sin(np.sqrt(z)) - np.sqrt(z)) / np.sqrt(z) ** 3
+    show("SIN_S", *fit(s, 1e-8, z_max, 2, rel=lambda z: np.sin(np.sqrt(z)) / np.sqrt(z) ** 3))
+    c = lambda z: (np.cos(np.sqrt(z)) - 1 + z / 2) / z ** 2
+    show("COS_C", *fit(c, 1e-8, z_max, 2, rel=lambda z: np.cos(np.sqrt(z)) / z ** 2))
 
 
 if __name__ == "__main__":

@@ -437,6 +437,117 @@ static inline float bib_pow(float x, float y) {
     return bib_f32_from_bits(bib_f32_bits(r) | rsign);
 }
 
+/* ---- sin and cos (spec/numerics.md section 5c) ----------------------------- */
+
+/* 2/pi, bits 1..320 after the binary point, after one zero word: the bit of
+ * weight 2^-i is bit 31 - ((i + 31) & 31) of word (i + 31) >> 5. */
+#define BIB_TWO_OVER_PI_WORDS                                                                      \
+    0x00000000u, 0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u,     \
+        0xFE5163ABu, 0xDEBBC561u, 0xB7246E3Au, 0x424DD2E0u
+static const uint32_t bib_two_over_pi[11] = {BIB_TWO_OVER_PI_WORDS};
+
+#define BIB_PIO2_HI 0x1.921fb6p+0f   /* pi/2 rounded to binary32 */
+#define BIB_PIO2_LO -0x1.777a5cp-25f /* pi/2 - BIB_PIO2_HI, rounded */
+#define BIB_SIN_S0 -0x1.555546p-3f
+#define BIB_SIN_S1 0x1.11073ap-7f
+#define BIB_SIN_S2 -0x1.9943aep-13f
+#define BIB_COS_C0 0x1.55554ap-5f
+#define BIB_COS_C1 -0x1.6c0c32p-10f
+#define BIB_COS_C2 0x1.99eb6cp-16f
+
+/* |x| = (q + f) pi/2 for x of bits ax (pi/4 <= |x| < Inf), f in [-1/2, 1/2],
+ * q mod 4 returned; r = f pi/2 as hi + lo, |r| <= pi/4. Payne and Hanek's
+ * reduction in integers: with |x| = m 2^E (m the 24-bit significand), the
+ * bits of 2/pi of weight 2^-(E-1) .. 2^-(E+94) times m give the quadrant
+ * (the two bits of weight 1 and 2: the earlier bits only add multiples of
+ * 4) and 94 bits of the fraction; the later bits move the fraction by less
+ * than 2^-70. Exact integer steps, then the fraction's leading 48 bits as
+ * two floats times pi/2 in double-float arithmetic. */
+static inline int bib_rem_pio2(uint32_t ax, float *hi, float *lo) {
+    uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
+    uint32_t k = (ax >> 23) - 120u; /* E + 30 = e - 120: the window's first bit */
+    uint32_t o = k >> 5, sh = k & 31u, w[3];
+    for (int j = 0; j < 3; j++)
+        w[j] = sh ? (bib_two_over_pi[o + j] << sh) | (bib_two_over_pi[o + j + 1] >> (32u - sh))
+                  : bib_two_over_pi[o + j];
+    uint64_t p2 = (uint64_t)m * w[2], p1 = (uint64_t)m * w[1], p0 = (uint64_t)m * w[0];
+    uint32_t f0 = (uint32_t)p2;
+    uint64_t t = p1 + (p2 >> 32);
+    uint32_t f1 = (uint32_t)t;
+    uint32_t f2 = (uint32_t)(p0 + (t >> 32));
+    int q = (int)(f2 >> 30);
+    f2 &= 0x3FFFFFFFu;          /* f2:f1:f0 is the fraction, 94 bits */
+    bool neg = (f2 >> 29) != 0; /* >= 1/2: nearer the next multiple */
+    if (neg) {
+        q++;
+        f0 = ~f0 + 1u;
+        uint32_t c = f0 == 0u;
+        f1 = ~f1 + c;
+        c = c && f1 == 0u;
+        f2 = (~f2 + c) & 0x3FFFFFFFu;
+    }
+    /* Normalize: the leading one to bit 31 of f2 (the fraction is never 0). */
+    uint32_t lz = 0u;
+    f2 = (f2 << 2) | (f1 >> 30);
+    f1 = (f1 << 2) | (f0 >> 30);
+    f0 <<= 2;
+    if (f2 == 0u) {
+        f2 = f1, f1 = f0, f0 = 0u, lz += 32u;
+    }
+    if (f2 == 0u) {
+        f2 = f1, f1 = 0u, lz += 32u;
+    }
+    uint32_t s = (uint32_t)__builtin_clz(f2);
+    if (s != 0u) {
+        f2 = (f2 << s) | (f1 >> (32u - s));
+        f1 = f1 << s;
+    }
+    lz += s;
+    float fh = (float)(f2 >> 8) * bib_f32_from_bits((127u - 24u - lz) << 23);
+    float fl =
+        (float)(((f2 & 0xFFu) << 16) | (f1 >> 16)) * bib_f32_from_bits((127u - 48u - lz) << 23);
+    if (neg)
+        fh = -fh, fl = -fl;
+    float rh = fh * BIB_PIO2_HI;
+    float rl = fmaf(fh, BIB_PIO2_LO, fmaf(fl, BIB_PIO2_HI, fmaf(fh, BIB_PIO2_HI, -rh)));
+    float r = rh + rl;
+    *hi = r;
+    *lo = rl - (r - rh);
+    return q & 3;
+}
+
+/* sin(r + c) and cos(r + c) for |r| <= pi/4, c a correction below r's ULP. */
+static inline float bib_sin_kernel(float r, float c) {
+    float z = r * r;
+    float p = fmaf(fmaf(z, BIB_SIN_S2, BIB_SIN_S1), z, BIB_SIN_S0);
+    return r + fmaf(z * r, p, c);
+}
+
+static inline float bib_cos_kernel(float r, float c) {
+    float z = r * r;
+    float p = fmaf(fmaf(z, BIB_COS_C2, BIB_COS_C1), z, BIB_COS_C0);
+    float hz = 0.5f * z;
+    float w = 1.0f - hz;
+    return w + (((1.0f - w) - hz) + fmaf(z * z, p, -(r * c)));
+}
+
+/* sin(x) (want_cos 0) or cos(x) (1): BIB's own. */
+static inline float bib_sincos(float x, int want_cos) {
+    uint32_t u = bib_f32_bits(x), ax = u & 0x7FFFFFFFu;
+    if (ax >= 0x7F800000u)
+        return bib_f32_canonical_nan(); /* sin and cos of +-Inf and NaN */
+    if (ax < 0x39800000u)               /* |x| < 2^-12: x and 1 are the rounded values */
+        return want_cos ? 1.0f : x;
+    float r = bib_f32_from_bits(ax), c = 0.0f;
+    int q = ax < 0x3F490FDBu ? 0 : bib_rem_pio2(ax, &r, &c); /* |x| < pi/4: no reduction */
+    int n = (q + want_cos) & 3;                              /* cos(x) = sin(x + pi/2) */
+    float y = (n & 1) ? bib_cos_kernel(r, c) : bib_sin_kernel(r, c);
+    uint32_t sign = (n & 2) ? 0x80000000u : 0u;
+    if (!want_cos)
+        sign ^= u & 0x80000000u; /* sin is odd, cos even */
+    return bib_f32_from_bits(bib_f32_bits(y) ^ sign);
+}
+
 /* ---- the other elementwise ops of spec/numerics.md section 5b --------------- */
 
 /* sqrt, 1/x and 1/sqrt(x) from the correctly rounded primitives: RSQRT is

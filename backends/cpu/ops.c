@@ -55,6 +55,10 @@ static float scalar_unary1(bib_unary_t op, float x) {
         return bib_round_integral(x, 1);
     case BIB_UNARY_ROUND:
         return bib_round_integral(x, 2);
+    case BIB_UNARY_SIN:
+        return bib_sincos(x, 0);
+    case BIB_UNARY_COS:
+        return bib_sincos(x, 1);
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }

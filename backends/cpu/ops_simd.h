@@ -322,6 +322,8 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
     case BIB_UNARY_FLOOR:
     case BIB_UNARY_CEIL:
     case BIB_UNARY_ROUND:
+    case BIB_UNARY_SIN:
+    case BIB_UNARY_COS:
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }

@@ -418,9 +418,98 @@ __device__ __forceinline__ float round_integral_(float x, int dir) {
     return __uint_as_float(up ? t + unit : t);
 }
 
+// bmath.h bib_rem_pio2: |x| = (q + f) pi/2, q mod 4 returned, r = f pi/2 as
+// hi + lo; the same integer steps, then the same float operations.
+static __constant__ uint32_t two_over_pi_[11] = {BIB_TWO_OVER_PI_WORDS};
+
+__device__ __forceinline__ int rem_pio2_(uint32_t ax, float &hi, float &lo) {
+    uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;
+    uint32_t k = (ax >> 23) - 120u;
+    uint32_t o = k >> 5, sh = k & 31u, w[3];
+    for (int j = 0; j < 3; j++)
+        w[j] = sh ? (two_over_pi_[o + j] << sh) | (two_over_pi_[o + j + 1] >> (32u - sh))
+                  : two_over_pi_[o + j];
+    uint64_t p2 = (uint64_t)m * w[2], p1 = (uint64_t)m * w[1], p0 = (uint64_t)m * w[0];
+    uint32_t f0 = (uint32_t)p2;
+    uint64_t t = p1 + (p2 >> 32);
+    uint32_t f1 = (uint32_t)t;
+    uint32_t f2 = (uint32_t)(p0 + (t >> 32));
+    int q = (int)(f2 >> 30);
+    f2 &= 0x3FFFFFFFu;
+    bool neg = (f2 >> 29) != 0u;
+    if (neg) {
+        q++;
+        f0 = ~f0 + 1u;
+        uint32_t c = f0 == 0u;
+        f1 = ~f1 + c;
+        c = c && f1 == 0u;
+        f2 = (~f2 + c) & 0x3FFFFFFFu;
+    }
+    uint32_t lz = 0u;
+    f2 = (f2 << 2) | (f1 >> 30);
+    f1 = (f1 << 2) | (f0 >> 30);
+    f0 <<= 2;
+    if (f2 == 0u) {
+        f2 = f1, f1 = f0, f0 = 0u, lz += 32u;
+    }
+    if (f2 == 0u) {
+        f2 = f1, f1 = 0u, lz += 32u;
+    }
+    uint32_t s = (uint32_t)__clz(f2);
+    if (s != 0u) {
+        f2 = (f2 << s) | (f1 >> (32u - s));
+        f1 = f1 << s;
+    }
+    lz += s;
+    float fh = __fmul_rn(__uint2float_rn(f2 >> 8), __uint_as_float((127u - 24u - lz) << 23));
+    float fl = __fmul_rn(__uint2float_rn(((f2 & 0xFFu) << 16) | (f1 >> 16)),
+                         __uint_as_float((127u - 48u - lz) << 23));
+    if (neg)
+        fh = -fh, fl = -fl;
+    float rh = __fmul_rn(fh, BIB_PIO2_HI);
+    float rl = __fmaf_rn(fh, BIB_PIO2_LO, __fmaf_rn(fl, BIB_PIO2_HI, __fmaf_rn(fh, BIB_PIO2_HI, -rh)));
+    float r = __fadd_rn(rh, rl);
+    hi = r;
+    lo = __fsub_rn(rl, __fsub_rn(r, rh));
+    return q & 3;
+}
+
+// bmath.h bib_sin_kernel, bib_cos_kernel, bib_sincos.
+__device__ __forceinline__ float sin_kernel_(float r, float c) {
+    float z = __fmul_rn(r, r);
+    float p = __fmaf_rn(__fmaf_rn(z, BIB_SIN_S2, BIB_SIN_S1), z, BIB_SIN_S0);
+    return __fadd_rn(r, __fmaf_rn(__fmul_rn(z, r), p, c));
+}
+
+__device__ __forceinline__ float cos_kernel_(float r, float c) {
+    float z = __fmul_rn(r, r);
+    float p = __fmaf_rn(__fmaf_rn(z, BIB_COS_C2, BIB_COS_C1), z, BIB_COS_C0);
+    float hz = __fmul_rn(0.5f, z);
+    float w = __fsub_rn(1.0f, hz);
+    float corr = __fadd_rn(__fsub_rn(__fsub_rn(1.0f, w), hz),
+                           __fmaf_rn(__fmul_rn(z, z), p, -__fmul_rn(r, c)));
+    return __fadd_rn(w, corr);
+}
+
+__device__ __forceinline__ float sincos_(float x, int want_cos) {
+    uint32_t u = __float_as_uint(x), ax = u & 0x7FFFFFFFu;
+    if (ax >= 0x7F800000u)
+        return qnan();
+    if (ax < 0x39800000u)
+        return want_cos ? 1.0f : x;
+    float r = __uint_as_float(ax), c = 0.0f;
+    int q = ax < 0x3F490FDBu ? 0 : rem_pio2_(ax, r, c);
+    int n = (q + want_cos) & 3;
+    float y = (n & 1) ? cos_kernel_(r, c) : sin_kernel_(r, c);
+    uint32_t sign = (n & 2) ? 0x80000000u : 0u;
+    if (!want_cos)
+        sign ^= u & 0x80000000u;
+    return __uint_as_float(__float_as_uint(y) ^ sign);
+}
+
 // The ops of bib_unary_t (isa/kernels.h, from the rows of isa/opcodes.def):
 // a new unary opcode adds its case here.
-static_assert(BIB_UNARY__COUNT == 16, "a unary opcode was added: give unary<OP> its case");
+static_assert(BIB_UNARY__COUNT == 18, "a unary opcode was added: give unary<OP> its case");
 template <int OP> __device__ __forceinline__ float unary(float x) {
     if (OP == BIB_UNARY_RELU)
         return relu_(x);
@@ -452,6 +541,10 @@ template <int OP> __device__ __forceinline__ float unary(float x) {
         return round_integral_(x, 1);
     if (OP == BIB_UNARY_ROUND)
         return round_integral_(x, 2);
+    if (OP == BIB_UNARY_SIN)
+        return sincos_(x, 0);
+    if (OP == BIB_UNARY_COS)
+        return sincos_(x, 1);
     return exp_(x);
 }
 

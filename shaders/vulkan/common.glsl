@@ -741,6 +741,126 @@ float bib_max2(float a, float b) {
     return bib_order_key(b) > bib_order_key(a) ? b : a;
 }
 
+// ---- sin and cos (bmath.h, spec/numerics.md section 5c) ------------------
+
+#define BIB_PIO2_HI uintBitsToFloat(0x3fc90fdbu)
+#define BIB_PIO2_LO uintBitsToFloat(0xb33bbd2eu)
+#define BIB_SIN_S0 uintBitsToFloat(0xbe2aaaa3u)
+#define BIB_SIN_S1 uintBitsToFloat(0x3c08839du)
+#define BIB_SIN_S2 uintBitsToFloat(0xb94ca1d7u)
+#define BIB_COS_C0 uintBitsToFloat(0x3d2aaaa5u)
+#define BIB_COS_C1 uintBitsToFloat(0xbab60619u)
+#define BIB_COS_C2 uintBitsToFloat(0x37ccf5b6u)
+
+const uint BIB_TWO_OVER_PI[11] = uint[11](0x00000000u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u,
+                                          0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu,
+                                          0xdebbc561u, 0xb7246e3au, 0x424dd2e0u);
+
+// bmath.h bib_rem_pio2: |x| = (q + f) pi/2, q mod 4 returned, r = f pi/2 as
+// hi + lo; the same integer steps (32-bit products through umulExtended),
+// then the same float operations.
+int bib_rem_pio2(uint ax, out float hi, out float lo) {
+    uint m = (ax & 0x7fffffu) | 0x800000u;
+    uint k = (ax >> 23) - 120u;
+    uint o = k >> 5, sh = k & 31u;
+    uint w[3];
+    for (uint j = 0u; j < 3u; j++)
+        w[j] = sh != 0u ? (BIB_TWO_OVER_PI[o + j] << sh) | (BIB_TWO_OVER_PI[o + j + 1u] >> (32u - sh))
+                        : BIB_TWO_OVER_PI[o + j];
+    uint h2, l2, h1, l1, h0, l0, c;
+    umulExtended(m, w[2], h2, l2);
+    umulExtended(m, w[1], h1, l1);
+    umulExtended(m, w[0], h0, l0);
+    uint f0 = l2;
+    uint f1 = uaddCarry(l1, h2, c);
+    uint f2 = l0 + h1 + c;
+    int q = int(f2 >> 30);
+    f2 &= 0x3fffffffu;
+    bool neg = (f2 >> 29) != 0u;
+    if (neg) {
+        q++;
+        f0 = ~f0 + 1u;
+        c = f0 == 0u ? 1u : 0u;
+        f1 = ~f1 + c;
+        c = (c != 0u && f1 == 0u) ? 1u : 0u;
+        f2 = (~f2 + c) & 0x3fffffffu;
+    }
+    uint lz = 0u;
+    f2 = (f2 << 2) | (f1 >> 30);
+    f1 = (f1 << 2) | (f0 >> 30);
+    f0 <<= 2;
+    if (f2 == 0u) {
+        f2 = f1;
+        f1 = f0;
+        f0 = 0u;
+        lz += 32u;
+    }
+    if (f2 == 0u) {
+        f2 = f1;
+        f1 = 0u;
+        lz += 32u;
+    }
+    uint s = uint(31 - findMSB(f2));
+    if (s != 0u) {
+        f2 = (f2 << s) | (f1 >> (32u - s));
+        f1 = f1 << s;
+    }
+    lz += s;
+    precise float fh = float(f2 >> 8) * uintBitsToFloat((127u - 24u - lz) << 23);
+    precise float fl = float(((f2 & 0xffu) << 16) | (f1 >> 16)) * uintBitsToFloat((127u - 48u - lz) << 23);
+    if (neg) {
+        fh = -fh;
+        fl = -fl;
+    }
+    precise float rh = fh * BIB_PIO2_HI;
+    precise float rl = bib_fma(fh, BIB_PIO2_LO, bib_fma(fl, BIB_PIO2_HI, bib_fma(fh, BIB_PIO2_HI, -rh)));
+    precise float r = rh + rl;
+    precise float d = r - rh;
+    precise float rc = rl - d;
+    hi = r;
+    lo = rc;
+    return q & 3;
+}
+
+// bmath.h bib_sin_kernel, bib_cos_kernel, bib_sincos.
+float bib_sin_kernel(float r, float c) {
+    precise float z = r * r;
+    precise float p = bib_fma(bib_fma(z, BIB_SIN_S2, BIB_SIN_S1), z, BIB_SIN_S0);
+    precise float zr = z * r;
+    precise float y = r + bib_fma(zr, p, c);
+    return y;
+}
+
+float bib_cos_kernel(float r, float c) {
+    precise float z = r * r;
+    precise float p = bib_fma(bib_fma(z, BIB_COS_C2, BIB_COS_C1), z, BIB_COS_C0);
+    precise float hz = 0.5 * z;
+    precise float w = 1.0 - hz;
+    precise float zz = z * z;
+    precise float rc = r * c;
+    precise float corr = ((1.0 - w) - hz) + bib_fma(zz, p, -rc);
+    precise float y = w + corr;
+    return y;
+}
+
+float bib_sincos(float x, uint want_cos) {
+    uint u = floatBitsToUint(x), ax = u & 0x7fffffffu;
+    if (ax >= 0x7f800000u)
+        return uintBitsToFloat(BIB_QNAN);
+    if (ax < 0x39800000u)
+        return want_cos != 0u ? 1.0 : x;
+    float r = uintBitsToFloat(ax), c = 0.0;
+    int q = 0;
+    if (ax >= 0x3f490fdbu)
+        q = bib_rem_pio2(ax, r, c);
+    uint n = (uint(q) + want_cos) & 3u;
+    float y = (n & 1u) != 0u ? bib_cos_kernel(r, c) : bib_sin_kernel(r, c);
+    uint sign = (n & 2u) != 0u ? 0x80000000u : 0u;
+    if (want_cos == 0u)
+        sign ^= u & 0x80000000u;
+    return uintBitsToFloat(floatBitsToUint(y) ^ sign);
+}
+
 // bmath.h bib_round_integral: FLOOR (dir 0), CEIL (1), ROUND (2, halves to
 // even), from the bits alone.
 float bib_round_integral(float x, uint dir) {
@@ -769,7 +889,7 @@ float bib_round_integral(float x, uint dir) {
 }
 
 // bib_unary_t order: relu, sigmoid, tanh, gelu, exp, erf, log, sqrt, rsqrt,
-// recip, abs, neg, gelu_erf, floor, ceil, round.
+// recip, abs, neg, gelu_erf, floor, ceil, round, sin, cos.
 float bib_unary(uint op, float x) {
     if (op == 0u)
         return bib_relu(x);
@@ -801,5 +921,7 @@ float bib_unary(uint op, float x) {
                             : uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u);
     if (op == 12u)
         return bib_gelu_erf(x);
-    return bib_round_integral(x, op - 13u);
+    if (op <= 15u)
+        return bib_round_integral(x, op - 13u);
+    return bib_sincos(x, op - 16u);
 }

@@ -584,6 +584,29 @@ class Rounding(unittest.TestCase):
                 self.assertEqual(y.tobytes(), (fn(x) + fn(np.float32(-1.5))).tobytes(), (op, be))
 
 
+class SinCos(unittest.TestCase):
+    def test_sin_and_cos_of_positions_times_frequencies_as_rotary_embeddings_take_them(self):
+        # cos and sin of t * f, as a rotary position embedding computes them:
+        # within 1 ULP of float64, the same bytes on cpu and vulkan.
+        t = np.arange(64, dtype=np.float32).reshape(64, 1)
+        f = (1.0 / 10000 ** (np.arange(0, 16, 2, dtype=np.float32) / 16)).astype(np.float32).reshape(1, 8)
+        m = model(
+            [helper.make_node("Mul", ["t", "f"], ["a"]), helper.make_node("Sin", ["a"], ["s"]),
+             helper.make_node("Cos", ["a"], ["c"])],
+            [helper.make_tensor_value_info("t", F, ["S", 1])],
+            [helper.make_tensor_value_info("s", F, ["S", 8]), helper.make_tensor_value_info("c", F, ["S", 8])],
+            [init("f", f)],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o in ("SIN", "COS")], ["SIN", "COS"])
+        a = (t * f).astype(np.float64)
+        outs = [mod.run({"t": t}, backend=be) for be in ("cpu", "vulkan")]
+        for k, fn in (("s", np.sin), ("c", np.cos)):
+            self.assertEqual(outs[0][k].tobytes(), outs[1][k].tobytes(), k)
+            ulp = np.spacing(np.abs(fn(a)).astype(np.float32)).astype(np.float64)
+            self.assertLessEqual((np.abs(outs[0][k] - fn(a)) / ulp).max(), 1.0, k)
+
+
 class Pad(unittest.TestCase):
     def pad_model(self, mode, pads, value=None, opset=17, shape=("N", 3, 5, 6)):
         inputs = ["x", "pads"] + (["value"] if value is not None else [])

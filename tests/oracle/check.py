@@ -24,7 +24,7 @@ BOUNDS = {
     "exp": 2, "tanh": 2, "sigmoid": 3, "gelu": 4, "div": 0.5,
     "softmax": 8, "layernorm": 64, "rmsnorm": 4, "mean": 4, "max": 0,
     "erf": 1.1, "log": 0.55, "pow": 1.5, "gelu_erf": 6, "sqrt": 0.5, "rsqrt": 1.5, "recip": 0.5,
-    "logsoftmax": 4, "floor": 0, "ceil": 0, "round": 0,
+    "logsoftmax": 4, "floor": 0, "ceil": 0, "round": 0, "sin": 1, "cos": 1,
 }
 
 
@@ -121,6 +121,12 @@ def main():
         for name, fn in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round)):
             y = run(driver, name, [xi], tmp)
             results[name] = float(np.count_nonzero(y.view(np.uint32) != fn(xi).view(np.uint32)))
+        # sin and cos: every finite bit pattern (huge arguments too: the
+        # reduction is exact) and a dense [-10, 10]
+        xs = np.concatenate([finite, rng.uniform(-10, 10, n).astype(np.float32)])
+        for name, fn in (("sin", np.sin), ("cos", np.cos)):
+            y = run(driver, name, [xs], tmp)
+            results[name] = ulp_err(y, fn(xs.astype(np.float64))).max()
         # gelu_erf: where 1 + erf(x / sqrt 2) is a normal float (x > -13)
         xg2 = np.concatenate([xs[(xs > -13) & (np.abs(xs) < 1e30)],
                               rng.uniform(-13, 8, n).astype(np.float32)])

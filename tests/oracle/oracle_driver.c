@@ -108,7 +108,8 @@ int main(int argc, char **argv) {
                  {"log", BIB_UNARY_LOG},           {"sqrt", BIB_UNARY_SQRT},
                  {"rsqrt", BIB_UNARY_RSQRT},       {"recip", BIB_UNARY_RECIP},
                  {"gelu_erf", BIB_UNARY_GELU_ERF}, {"floor", BIB_UNARY_FLOOR},
-                 {"ceil", BIB_UNARY_CEIL},         {"round", BIB_UNARY_ROUND}};
+                 {"ceil", BIB_UNARY_CEIL},         {"round", BIB_UNARY_ROUND},
+                 {"sin", BIB_UNARY_SIN},           {"cos", BIB_UNARY_COS}};
     for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++)
         if (strcmp(op, unary[u].name) == 0) {
             ro->unary(unary[u].op, in[0].data, out, rows * cols);

@@ -63,6 +63,8 @@ extern dim3 blockDim, gridDim;
 /* One block runs at a time, so one static copy per variable is the block's
  * shared memory (see the top of this file for how it is found). */
 #define __shared__ static
+/* Constant memory: a host array (the declarations say static themselves). */
+#define __constant__
 
 struct __attribute__((aligned(16))) float4 {
     float x, y, z, w;
@@ -132,6 +134,14 @@ inline int __float2int_rz(float x) {
 /* Round to nearest even: the host's mode, never changed. */
 inline float __int2float_rn(int x) {
     return static_cast<float>(x);
+}
+/* Exact for the 24-bit values the kernels convert. */
+inline float __uint2float_rn(uint32_t x) {
+    return static_cast<float>(x);
+}
+/* Leading zeros of x (32 for 0). */
+inline int __clz(uint32_t x) {
+    return x ? __builtin_clz(x) : 32;
 }
 inline uint32_t __umulhi(uint32_t a, uint32_t b) {
     return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);

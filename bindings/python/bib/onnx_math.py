@@ -33,6 +33,9 @@ class MathOps:
     op_Floor = _unary_op("FLOOR")
     op_Ceil = _unary_op("CEIL")
     op_Round = _unary_op("ROUND")  # halves to even, as ONNX Round
+    # Not folded: a constant's sin is BIB's SIN at run time, as any other's.
+    op_Sin = _unary_op("SIN")
+    op_Cos = _unary_op("COS")
 
     # Exact, so a constant folds with numpy to the bits the opcode gives.
     def fold_Floor(self, node, a):
