@@ -1035,7 +1035,8 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
                          bad < BIB_VK_FMA_CASES ? "fma() not fused" : "fma() flushes denormals",
                          &cases[bad], res[3 * bad]);
     if (!ex->has_f64) {
-        snprintf(why, why_len, "'%s' has no exact fma() (%s) and no shaderFloat64 for its emulation",
+        snprintf(why, why_len,
+                 "'%s' has no exact fma() (%s) and no shaderFloat64 for its emulation",
                  ex->props.deviceName, ex->fma_note);
         return BIB_E_UNAVAILABLE;
     }
@@ -1061,8 +1062,9 @@ static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) 
             return BIB_OK;
         }
         bib_vk_case_note(notes[t], sizeof notes[t],
-                         try[t] == BIB_VK_FMA_EMULATED ? "fp64 emulation wrong"
-                                                       : "fma() with the emulation for denormals wrong",
+                         try[t] == BIB_VK_FMA_EMULATED
+                             ? "fp64 emulation wrong"
+                             : "fma() with the emulation for denormals wrong",
                          &cases[wrong], res[3 * wrong]);
     }
     snprintf(why, why_len, "'%s': no exact fma: %s; %s%s%s", ex->props.deviceName, ex->fma_note,
