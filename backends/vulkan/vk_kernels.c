@@ -712,6 +712,25 @@ bib_status_t bib_vk_run_probe(bib_executor_t *ex, bib_vk_fma_path_t path, const 
     return st;
 }
 
+bib_status_t bib_vk_run_loops(bib_executor_t *ex, const uint32_t counts[3], bool divide,
+                              uint32_t ran[3]) {
+    void *bo = NULL;
+    bib_status_t st = bib_vk_buffer_alloc(ex, 3 * 4, &bo);
+    if (st == BIB_OK) {
+        bib_vk_push_t p = {0};
+        memcpy(p.n, counts, 3 * sizeof *counts);
+        p.u[0] = bib_f32_bits(1.0e30f);
+        p.u[1] = bib_f32_bits(1.0001f);
+        uint32_t spec = divide;
+        bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {bo, NULL, NULL, NULL, NULL};
+        st = bib_vk_dispatch(ex, "loops", &spec, 1, bufs, &p, 1, 1, 1);
+    }
+    if (st == BIB_OK)
+        st = bib_vk_download(ex, bo, 0, ran, 3 * 4);
+    bib_vk_buffer_free(ex, bo);
+    return st;
+}
+
 bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float *b, float *q,
                                 float *r, uint32_t n) {
     float *out = malloc(2 * (size_t)n * sizeof *out);

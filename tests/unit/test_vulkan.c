@@ -145,6 +145,19 @@ CTS_TEST(matmul_needing_more_than_65535_workgroups_along_an_axis_matches_cpu) {
     cts_ex = saved;
 }
 
+/* ---- the loop limit -------------------------------------------------------- */
+
+CTS_TEST(loop_probe_finds_lavapipes_limit) {
+    const char *d = cts_ops->describe(cts_ex);
+    if (!strstr(d, "llvmpipe")) {
+        printf("SKIP: not lavapipe: %s\n", d);
+        cr_skip_test("not lavapipe");
+    }
+    /* Mesa's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of an invocation. */
+    cr_assert_eq(bib_vulkan_loop_limit(cts_ex), 65535, "%s", d);
+    cr_assert(strstr(d, "loops: 65535 iterations an invocation (probed"), "%s", d);
+}
+
 /* ---- float controls -------------------------------------------------------- */
 
 CTS_TEST(stricter_float_controls_independence_still_gives_cpu_bits) {
