@@ -988,12 +988,13 @@ static void bib_vk_case_note(char *out, size_t len, const char *what, const bib_
  * of all its loops together have run (LP_MAX_TGSI_LOOP_ITERATIONS), with no
  * error: the rest of the work is silently left undone. The probe runs a
  * single loop of 2^20 iterations and 1024 loops of 1024 inside one; where
- * either stops short, the fewer iterations that ran are the limit. Where
- * both run in full no limit is found (0). Where there is a limit, a loop
- * of 4096 iterations that each divide through bib_div says whether the 27
- * steps of its loop count too: they do unless the driver unrolls them
- * (lavapipe does, though not bib_sqrt's, which the kernels run once a row
- * at most). */
+ * either stops short, the fewer iterations that ran are the limit, and
+ * bib_vk_supports sends every call whose shader could loop more to the CPU
+ * executor. Where both run in full no limit is found (0) and nothing
+ * changes. Where there is a limit, a loop of 4096 iterations that each
+ * divide through bib_div says whether the 27 steps of its loop count too:
+ * they do unless the driver unrolls them (lavapipe does, though not
+ * bib_sqrt's, which the kernels run once a row at most). */
 static bib_status_t bib_vk_probe_loops(bib_executor_t *ex, char *why, size_t why_len) {
     enum { SINGLE = 1u << 20, OUTER = 1024, INNER = 1024, DIVIDING = 4096 };
     const uint32_t single[3] = {SINGLE, 0, 0}, nested[3] = {0, OUTER, INNER},
@@ -1375,8 +1376,10 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     f->fp64 = ex->has_f64;
     char loops[160] = "no limit found (probed)";
     if (ex->loop_limit)
-        snprintf(loops, sizeof loops, "%u iterations an invocation (probed%s)", ex->loop_limit,
-                 ex->loop_fixed ? ", bib_div's 27 steps counted" : "");
+        snprintf(loops, sizeof loops,
+                 "%u iterations an invocation (probed%s; calls that could loop more run on "
+                 "the CPU)",
+                 ex->loop_limit, ex->loop_fixed ? ", bib_div's 27 steps counted" : "");
     snprintf(ex->describe, sizeof ex->describe,
              "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s; rounding: %s; fp64: %s; "
              "loops: %s",
