@@ -995,6 +995,43 @@ static void bib_vk_case_note(char *out, size_t len, const char *what, const bib_
              bib_f32_bits(fmaf(c->x, c->y, c->z)));
 }
 
+/* The loop probe (loops.comp): how many loop iterations one invocation may
+ * run, counting every loop of it, before the driver stops them. Mesa's
+ * llvmpipe (lavapipe) ends each loop of an invocation once 65535 iterations
+ * of all its loops together have run (LP_MAX_TGSI_LOOP_ITERATIONS), with no
+ * error: the rest of the work is silently left undone. The probe runs a
+ * single loop of 2^20 iterations and 1024 loops of 1024 inside one; where
+ * either stops short, the fewer iterations that ran are the limit, and
+ * bib_vk_supports sends every call whose shader could loop more to the CPU
+ * executor. Where both run in full no limit is found (0) and nothing
+ * changes. Where there is a limit, a loop of 4096 iterations that each
+ * divide through bib_div says whether the 27 steps of its loop count too:
+ * they do unless the driver unrolls them (lavapipe does, though not
+ * bib_sqrt's, which the kernels run once a row at most). */
+static bib_status_t bib_vk_probe_loops(bib_executor_t *ex, char *why, size_t why_len) {
+    enum { SINGLE = 1u << 20, OUTER = 1024, INNER = 1024, DIVIDING = 4096 };
+    const uint32_t single[3] = {SINGLE, 0, 0}, nested[3] = {0, OUTER, INNER},
+                   dividing[3] = {DIVIDING, 0, 0};
+    uint32_t a[3] = {0}, b[3] = {0}, d[3] = {0};
+    bib_status_t st = bib_vk_run_loops(ex, single, false, a);
+    if (st == BIB_OK)
+        st = bib_vk_run_loops(ex, nested, false, b);
+    ex->loop_limit = 0;
+    ex->loop_fixed = false;
+    if (st == BIB_OK && (a[0] < SINGLE || b[1] < OUTER * INNER)) {
+        /* The nested loops' iterations in all: the inner ones that ran,
+           and for each inner loop begun its outer iteration and the pass
+           that leaves it. */
+        uint32_t all = b[1] + 2 * ((b[1] + INNER - 1) / INNER);
+        ex->loop_limit = a[0] < all ? a[0] : all;
+        st = bib_vk_run_loops(ex, dividing, true, d);
+        ex->loop_fixed = d[0] < DIVIDING;
+    }
+    if (st != BIB_OK)
+        snprintf(why, why_len, "loop probe failed: %s", ex->error);
+    return st;
+}
+
 /* Runs the probes and chooses the fma path. Returns BIB_E_UNAVAILABLE (with
  * why) for a device on which no exact path exists. */
 static bib_status_t bib_vk_probe(bib_executor_t *ex, char *why, size_t why_len) {
@@ -1304,6 +1341,8 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     }
     if (st == BIB_OK)
         st = bib_vk_probe(ex, why, why_len);
+    if (st == BIB_OK)
+        st = bib_vk_probe_loops(ex, why, why_len);
     if (st != BIB_OK) {
         bib_vk_shutdown(ex);
         return st == BIB_E_NOMEM ? st : BIB_E_UNAVAILABLE;
@@ -1348,11 +1387,18 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
              ex->probe_rte ? "nearest-even (probed)" : "not nearest-even",
              rte32 ? ", RoundingModeRTE declared" : "");
     f->fp64 = ex->has_f64;
+    char loops[160] = "no limit found (probed)";
+    if (ex->loop_limit)
+        snprintf(loops, sizeof loops,
+                 "%u iterations an invocation (probed%s; calls that could loop more run on "
+                 "the CPU)",
+                 ex->loop_limit, ex->loop_fixed ? ", bib_div's 27 steps counted" : "");
     snprintf(ex->describe, sizeof ex->describe,
-             "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s; rounding: %s; fp64: %s",
+             "vulkan: %s (%s, Vulkan %u.%u); fma: %s; denormals: %s; rounding: %s; fp64: %s; "
+             "loops: %s",
              f->name, f->kind, VK_API_VERSION_MAJOR(ex->props.apiVersion),
              VK_API_VERSION_MINOR(ex->props.apiVersion), f->fma, f->denormals, f->rounding,
-             f->fp64 ? "yes" : "no");
+             f->fp64 ? "yes" : "no", loops);
     uint64_t free_bytes = 0;
     if (bib_vk_memory_query(ex, &free_bytes, &f->memory_bytes) != BIB_OK)
         f->memory_bytes = 0;
@@ -1389,4 +1435,8 @@ int bib_vulkan_validation_active(const bib_executor_t *ex) {
 
 uint64_t bib_vulkan_submits(const bib_executor_t *ex) {
     return ex->submits;
+}
+
+uint32_t bib_vulkan_loop_limit(const bib_executor_t *ex) {
+    return ex->loop_limit;
 }

@@ -96,6 +96,12 @@ struct bib_executor {
     VkShaderFloatControlsIndependence round_indep, denorm_indep;
     bool float_controls; /* VK_KHR_shader_float_controls or Vulkan 1.2 */
     bool probe_denormals, probe_rte;
+    /* Loop iterations one invocation may run in all, its loops together,
+       before the driver stops them (bib_vk_probe_loops); 0: no limit found. */
+    uint32_t loop_limit;
+    /* Where there is a limit: bib_div's loop of 27 steps counts against it
+       (the driver does not unroll it). */
+    bool loop_fixed;
     bib_vk_fma_path_t fma_path;
     char fma_note[160]; /* why fma() was not taken, when it was not */
     int matmul_tiles;   /* 0: by device and size; else 1 + a forced configuration's index
@@ -225,5 +231,11 @@ bib_executor_supports_fn bib_vk_supports;
 /* Runs the probe shader on (x, y, z) triples: out gets fma, mul, add. */
 bib_status_t bib_vk_run_probe(bib_executor_t *ex, bib_vk_fma_path_t path, const float *xyz,
                               float *res, uint32_t count);
+/* Runs loops.comp on one invocation: a loop of counts[0] iterations (each
+ * with a bib_div where divide), then one of counts[1] around one of
+ * counts[2]; ran gets the iterations of the first loop and of the inner
+ * loop that ran, and the hash. */
+bib_status_t bib_vk_run_loops(bib_executor_t *ex, const uint32_t counts[3], bool divide,
+                              uint32_t ran[3]);
 
 #endif

@@ -71,6 +71,58 @@ static bib_status_t bib_vk_dispatch_items(bib_executor_t *ex, const char *shader
     return bib_vk_dispatch(ex, shader, spec, spec_count, bufs, p, bib_vk_groups(n, 256), 1, 1);
 }
 
+/* ---- loop budgets -------------------------------------------------------- */
+
+/* Each kernel's bound, next to its dispatch below: at most how many loop
+ * iterations one invocation of its shader runs for a call, every loop
+ * counted (a nested loop's for each pass of the loops around it).
+ * bib_vk_supports compares the bound with the device's probed limit
+ * (ex->loop_limit, vk_device.c); a call past it runs on the CPU executor,
+ * which gives the same bits. Counted in double: no product of a call's
+ * sizes overflows, and the bounds need no exactness near 2^53. A shader
+ * change that adds or lengthens a loop changes its bound here. */
+
+/* A loop of n iterations, each running body iterations of inner loops,
+ * and two passes more: the one that leaves it, and one where the driver
+ * tests its condition apart from its body (lavapipe spends 6 iterations on
+ * each channel of a 1x1 CONV, where conv.comp's three loops run once
+ * each). */
+static double bib_vk_loop(double n, double body) {
+    return n * (1 + body) + 2;
+}
+
+/* Invocation passes of a grid-stride loop over n items, per_group to a
+ * workgroup of the grid bib_vk_groups gives. */
+static double bib_vk_strides(uint64_t n, uint32_t per_group) {
+    uint64_t across = (uint64_t)bib_vk_groups(n, per_group) * per_group;
+    return (double)((n + across - 1) / across);
+}
+
+/* The loop of bib_div or of bib_sqrt: 27 steps. Counted always where a
+ * shader divides or takes a root once a row (lavapipe unrolls bib_div's
+ * loop but not bib_sqrt's). */
+#define BIB_VK_DIV_LOOPS 29
+
+/* Once an element, the loop of bib_div where it counts: where the probe
+ * found that the driver does not unroll it (ex->loop_fixed). */
+static double bib_vk_div_loops(const bib_executor_t *ex) {
+    return ex->loop_fixed ? BIB_VK_DIV_LOOPS : 0;
+}
+
+/* THE tree (tree.glsl): one loop of 6 steps, counted whether or not the
+ * driver unrolls it. */
+#define BIB_VK_TREE_LOOPS 8
+
+/* The elementwise shaders (unary, binary, dtypes, gather, rng, strided,
+ * take, batchnorm): a grid-stride loop over items, each running at most
+ * BIB_VK_ITEM_LOOPS iterations of fixed loops (the longest, POW and
+ * GELU_ERF, run bib_div's loop and bib_sqrt's at most three times in all;
+ * rng's 10 rounds and 4 outputs). */
+#define BIB_VK_ITEM_LOOPS 128
+static double bib_vk_items_loops(uint64_t n) {
+    return bib_vk_loop(bib_vk_strides(n, 256), BIB_VK_ITEM_LOOPS);
+}
+
 /* ---- MATMUL -------------------------------------------------------------- */
 
 /* MATMUL's tile configurations (matmul.comp's specialization constants 1 to
@@ -83,6 +135,38 @@ static const struct {
                        {"128", 128, 128, 8, 8, 8},
                        {"128x64", 128, 64, 16, 8, 4},
                        {"64x128", 64, 128, 16, 4, 8}};
+
+/* The tile configuration MATMUL takes for an M x N output (an index into
+ * bib_vk_mm_tiles). Big outputs on a GPU whose fma() is exact: 128x128
+ * tiles, 8x8 per thread; otherwise 64x64 tiles, 4x4 per thread, so small
+ * problems still fill the device. Where every step may need the fp64
+ * emulation, its inlined copies in a block of more than 16 cost the block
+ * its speed: on the H100 (fma() flushing, the fast path of matmul.comp)
+ * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Forced there,
+ * blocks of more than 16 run in two passes, the fast one apart: untimed
+ * yet. Tile sizes change speed only, never bits. */
+static int bib_vk_mm_pick(const bib_executor_t *ex, uint32_t M, uint32_t N) {
+    bool gpu = ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
+               ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+    bool big = gpu && ex->fma_path == BIB_VK_FMA_NATIVE && (uint64_t)M * N >= (uint64_t)1024 * 1024;
+    return ex->matmul_tiles ? ex->matmul_tiles - 1 : big ? 1 : 0;
+}
+
+/* matmul.comp's loops for one invocation: the tiles its workgroup strides
+ * over, for each the K slices, for each the loads of A and of B and the
+ * slice's steps (the register block's loops are unrolled). Either pass of
+ * a two-pass call loops no more than this. */
+static double bib_vk_matmul_loops(const bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t M = c->in[0].dims[0], K = c->in[0].dims[1], N = c->in[1].dims[1];
+    int pick = bib_vk_mm_pick(ex, M, N);
+    uint32_t bm = bib_vk_mm_tiles[pick].bm, bn = bib_vk_mm_tiles[pick].bn,
+             bk = bib_vk_mm_tiles[pick].bk;
+    uint32_t nt = (bm / bib_vk_mm_tiles[pick].tm) * (bn / bib_vk_mm_tiles[pick].tn);
+    double rows = bib_vk_strides((M + bm - 1) / bm, 1), cols = bib_vk_strides((N + bn - 1) / bn, 1);
+    double slice = bib_vk_loop(bm * bk / nt, 0) + bib_vk_loop(bk * bn / nt, 0) + bib_vk_loop(bk, 0);
+    double tile = bib_vk_loop((double)(((uint64_t)K + bk - 1) / bk), slice);
+    return bib_vk_loop(rows, bib_vk_loop(cols, tile));
+}
 
 int bib_vk_matmul_tiles(const char *name) {
     for (size_t i = 0; name && i < sizeof bib_vk_mm_tiles / sizeof bib_vk_mm_tiles[0]; i++)
@@ -106,18 +190,7 @@ static bib_status_t bib_vk_matmul(bib_executor_t *ex, const bib_call_t *c) {
     p.n[2] = K;
     p.u[0] = c->sub;
     p.u[1] = bias->buf != NULL;
-    /* Big outputs on a GPU whose fma() is exact: 128x128 tiles, 8x8 per
-     * thread; otherwise 64x64 tiles, 4x4 per thread, so small problems
-     * still fill the device. Where every step may need the fp64 emulation,
-     * its inlined copies in a block of more than 16 cost the block its
-     * speed: on the H100 (fma() flushing, the fast path of matmul.comp)
-     * 128x128 ran at 2.0 TFLOP/s at 4096 and 64x64 at 15.2. Forced there,
-     * blocks of more than 16 run in two passes, the fast one apart: untimed
-     * yet. Tile sizes change speed only, never bits. */
-    bool gpu = ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ||
-               ex->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
-    bool big = gpu && ex->fma_path == BIB_VK_FMA_NATIVE && (uint64_t)M * N >= (uint64_t)1024 * 1024;
-    int pick = ex->matmul_tiles ? ex->matmul_tiles - 1 : big ? 1 : 0;
+    int pick = bib_vk_mm_pick(ex, M, N);
     uint32_t bm = bib_vk_mm_tiles[pick].bm, bn = bib_vk_mm_tiles[pick].bn,
              tm = bib_vk_mm_tiles[pick].tm, tn = bib_vk_mm_tiles[pick].tn;
     uint32_t spec[8] = {bm, bn, bib_vk_mm_tiles[pick].bk, tm, tn, (bm / tm) * (bn / tn), c->sub, 0};
@@ -229,6 +302,24 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
     return bib_vk_dispatch(ex, shader, &op, 1, bufs, &p, bib_vk_groups(rows, 1), 1, 1);
 }
 
+/* The row shaders' loops for one invocation: the rows its workgroup strides
+ * over, for each its lane's passes along the row (one in 64 elements) and
+ * THE tree. reduce.comp: one pass, MEAN's division, ARGMAX's lane 0 over
+ * the 64 lanes. softmax.comp: three passes, the last dividing, and LOG's
+ * bib_log (two divisions). norm.comp: at most three passes, the last
+ * dividing, two divisions and a square root. */
+static double bib_vk_rows_loops(const bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t n;
+    uint64_t rows = bib_call_rows(c, &n);
+    double lane = (double)(((uint64_t)n + 63) / 64), row;
+    if (c->kernel == BIB_KERNEL_REDUCE || c->kernel == BIB_KERNEL_ARGMAX)
+        row = bib_vk_loop(lane, 0) + BIB_VK_TREE_LOOPS + BIB_VK_DIV_LOOPS + bib_vk_loop(64, 0);
+    else
+        row = 2 * bib_vk_loop(lane, 0) + bib_vk_loop(lane, bib_vk_div_loops(ex)) +
+              2 * BIB_VK_TREE_LOOPS + 3 * BIB_VK_DIV_LOOPS;
+    return bib_vk_loop(bib_vk_strides(rows, 1), row);
+}
+
 static bib_status_t bib_vk_softmax(bib_executor_t *ex, const bib_call_t *c) {
     return bib_vk_rowwise(ex, c, "softmax", c->sub == BIB_SOFTMAX_LOG, 0, 1);
 }
@@ -259,6 +350,20 @@ static bib_status_t bib_vk_rmsnorm(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 /* ---- ATTENTION ----------------------------------------------------------- */
+
+/* attention.comp's loops for one invocation: the queries its workgroup
+ * strides over, for each its lane's passes over the keys (one in 64), each
+ * with the dot product's loop over D, THE tree twice, two more passes over
+ * the keys (the last dividing), then its lane's outputs (one in 64 of D),
+ * each a loop over every key. */
+static double bib_vk_attention_loops(const bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t S = c->in[0].dims[0], D = c->in[0].dims[2], T = c->in[1].dims[0];
+    double keys = (double)(((uint64_t)T + 63) / 64), outs = (double)(((uint64_t)D + 63) / 64);
+    double row = bib_vk_loop(keys, bib_vk_loop(D, 0)) + 2 * BIB_VK_TREE_LOOPS +
+                 bib_vk_loop(keys, 0) + bib_vk_loop(keys, bib_vk_div_loops(ex)) +
+                 bib_vk_loop(outs, bib_vk_loop(T, 0));
+    return bib_vk_loop(bib_vk_strides(S, 1), row);
+}
 
 static bib_status_t bib_vk_attention(bib_executor_t *ex, const bib_call_t *c) {
     bib_vk_push_t p = {0};
@@ -302,6 +407,23 @@ static bool bib_vk_window_fits(const bib_call_t *c) {
     const bib_view_t *w = &c->in[1];
     return c->kernel != BIB_KERNEL_CONV ||
            (w->dims[w->rank - 1] <= 0xffff && (w->rank == 3 || w->dims[2] <= 0xffff));
+}
+
+/* conv.comp's loops for one invocation: the outputs it strides over
+ * (bib_vk_dispatch_items' grid), for each CONV's loop over the group's
+ * channels around the window's rows and columns, or a pool's window and
+ * AVGPOOL's division; BATCHNORM's items divide and take a square root. */
+static double bib_vk_conv_loops(const bib_call_t *c) {
+    const bib_view_t *w = &c->in[1];
+    double item;
+    if (c->kernel == BIB_KERNEL_BATCHNORM)
+        return bib_vk_items_loops(bib_view_count(&c->out));
+    if (c->kernel == BIB_KERNEL_CONV)
+        item = bib_vk_loop(w->dims[1], bib_vk_loop(w->rank == 3 ? 1 : w->dims[2],
+                                                   bib_vk_loop(w->dims[w->rank - 1], 0)));
+    else
+        item = bib_vk_loop((double)c->p[0], bib_vk_loop((double)c->p[1], 0)) + BIB_VK_DIV_LOOPS;
+    return bib_vk_loop(bib_vk_strides(bib_view_count(&c->out), 256), item);
 }
 
 static uint32_t bib_vk_pair(int64_t lo, int64_t hi) {
@@ -638,9 +760,54 @@ static uint64_t bib_vk_batch(const bib_view_t *v) {
     return b;
 }
 
-/* The GPU executors' common rules (backends/callcheck.c), then Vulkan's
- * limits: workgroup counts and 32-bit element indices into one block. */
-bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
+/* Iterations kept clear of the limit, for what the bounds may miss. */
+#define BIB_VK_LOOP_MARGIN 64
+
+/* At most how many loop iterations one invocation of the call's shader
+ * runs (the bounds beside each kernel above); 0 for a kernel without a
+ * shader or whose loops are few and fixed (TRANSPOSE: 8). */
+static double bib_vk_loops(const bib_executor_t *ex, const bib_call_t *c) {
+    switch (c->kernel) {
+    case BIB_KERNEL_MATMUL:
+        return bib_vk_matmul_loops(ex, c);
+    case BIB_KERNEL_SOFTMAX:
+    case BIB_KERNEL_REDUCE:
+    case BIB_KERNEL_ARGMAX:
+    case BIB_KERNEL_LAYERNORM:
+    case BIB_KERNEL_RMSNORM:
+        return bib_vk_rows_loops(ex, c);
+    case BIB_KERNEL_ATTENTION:
+        return bib_vk_attention_loops(ex, c);
+    case BIB_KERNEL_CONV:
+    case BIB_KERNEL_POOL:
+    case BIB_KERNEL_BATCHNORM:
+        return bib_vk_conv_loops(c);
+    case BIB_KERNEL_GATHER:
+        return bib_vk_items_loops(bib_view_count(&c->out));
+    case BIB_KERNEL_RNG:
+        return bib_vk_items_loops((bib_view_count(&c->out) + 3) / 4);
+    case BIB_KERNEL_UNARY:
+    case BIB_KERNEL_BINARY:
+    case BIB_KERNEL_SCALE:
+    case BIB_KERNEL_CAST:
+    case BIB_KERNEL_COMPARE:
+    case BIB_KERNEL_WHERE:
+    case BIB_KERNEL_LOGIC:
+    case BIB_KERNEL_STRIDED:
+    case BIB_KERNEL_TAKE:
+        return bib_vk_items_loops(bib_view_count(&c->out));
+    case BIB_KERNEL_TRANSPOSE:
+    case BIB_KERNEL_FILL:
+    case BIB_KERNEL_COPY:
+    case BIB_KERNEL__COUNT:
+        break;
+    }
+    return 0;
+}
+
+/* The limits on sizes and parameters that the shaders' indexing and grids
+ * impose. */
+static bool bib_vk_fits(bib_executor_t *ex, const bib_call_t *c) {
     if (!bib_call_shapes_ok(c, 0))
         return false;
     const bib_view_t *x = &c->in[0], *y = &c->in[1];
@@ -671,6 +838,17 @@ bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
     default:
         return true;
     }
+}
+
+/* The GPU executors' common rules (backends/callcheck.c), then Vulkan's
+ * limits: workgroup counts, 32-bit element indices into one block, and the
+ * device's loop iterations an invocation (lavapipe: 65535). */
+bool bib_vk_supports(bib_executor_t *ex, const bib_call_t *c) {
+    if (!bib_vk_fits(ex, c))
+        return false;
+    /* Past the probed limit the driver would stop the shader's loops and
+       leave work undone; the CPU executor gives the call's bits instead. */
+    return ex->loop_limit == 0 || bib_vk_loops(ex, c) + BIB_VK_LOOP_MARGIN <= ex->loop_limit;
 }
 
 /* ---- probes and test hooks ---------------------------------------------- */
@@ -709,6 +887,25 @@ bib_status_t bib_vk_run_probe(bib_executor_t *ex, bib_vk_fma_path_t path, const 
     bib_status_t st = bib_vk_run_arrays(ex, "probe", xyz, 3 * (size_t)count, NULL, 0, res,
                                         3 * (size_t)count, count);
     ex->fma_path = saved;
+    return st;
+}
+
+bib_status_t bib_vk_run_loops(bib_executor_t *ex, const uint32_t counts[3], bool divide,
+                              uint32_t ran[3]) {
+    void *bo = NULL;
+    bib_status_t st = bib_vk_buffer_alloc(ex, 3 * 4, &bo);
+    if (st == BIB_OK) {
+        bib_vk_push_t p = {0};
+        memcpy(p.n, counts, 3 * sizeof *counts);
+        p.u[0] = bib_f32_bits(1.0e30f);
+        p.u[1] = bib_f32_bits(1.0001f);
+        uint32_t spec = divide;
+        bib_vk_buffer_t *bufs[BIB_VK_BINDINGS] = {bo, NULL, NULL, NULL, NULL};
+        st = bib_vk_dispatch(ex, "loops", &spec, 1, bufs, &p, 1, 1, 1);
+    }
+    if (st == BIB_OK)
+        st = bib_vk_download(ex, bo, 0, ran, 3 * 4);
+    bib_vk_buffer_free(ex, bo);
     return st;
 }
 

@@ -20,6 +20,10 @@ int bib_vulkan_validation_active(const bib_executor_t *ex);
 /* Queue submissions so far (a run of kernels then a download costs one). */
 uint64_t bib_vulkan_submits(const bib_executor_t *ex);
 
+/* The loop iterations one invocation may run, all its loops together,
+ * that the start-up probe found (lavapipe: 65535); 0 where it found none. */
+uint32_t bib_vulkan_loop_limit(const bib_executor_t *ex);
+
 /* Runs the shaders' exact division and square root over n pairs: q[i] =
  * a[i] / b[i] and r[i] = sqrt(a[i]), for comparison with IEEE. */
 bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float *b, float *q,

@@ -185,4 +185,39 @@ expect_fail "ARGMAX over an empty last axis traps naming the opcode and shape" 7
     "ARGMAX over an empty last axis: t0 (a) is \[3,0\]" \
     $BIB run "$T/argmax.basm" --input "a=$T/a30.npy" --output "i=$T/i.npy"
 
+# lavapipe stops every loop of a shader invocation once 65535 iterations of
+# them have run, with no error (a SUM of 2^22 ones gave 131070 there). The
+# Vulkan executor's start-up probe finds the limit, and a call whose loops
+# could run longer runs on the CPU executor: the same bits, traced "on cpu".
+$PY -c "
+import numpy as np
+np.save('$T/ones22.npy', np.ones((1, (1 << 22) + 1), '<f4'))
+np.save('$T/ones70k.npy', np.ones((1, 70000, 1, 1), '<f4'))
+"
+# CONV's parameters: groups 1, strides and dilations 1 (r0..r4), no pads.
+printf '.input x t0 f32[1, ?]\n.input c t2 f32[1, ?, 1, 1]\n.output y t1\n.output z t3\n.func main regs=12\n    SUM t1, x\n    LDI r0, 1\n    LDI r1, 1\n    LDI r2, 1\n    LDI r3, 1\n    LDI r4, 1\n    CONV t3, c, c, r0\n    LDI r0, 0\n    HALT r0\n.end\n' >"$T/long.basm"
+for be in cpu vulkan; do
+    $BIB run "$T/long.basm" --backend=$be --trace --input "x=$T/ones22.npy" \
+        --input "c=$T/ones70k.npy" --output "y=$T/long_y.$be.npy" --output "z=$T/long_z.$be.npy" \
+        >/dev/null 2>"$T/long.$be.err"
+    echo $? >"$T/long.$be.rc"
+done
+if [ "$(cat "$T/long.vulkan.rc")" -eq 69 ]; then
+    echo "SKIP: long loops on vulkan: $(cat "$T/long.vulkan.err")"
+elif [ "$(cat "$T/long.cpu.rc")" -ne 0 ] || [ "$(cat "$T/long.vulkan.rc")" -ne 0 ]; then
+    bad "long loops: exit $(cat "$T/long.cpu.rc") on cpu, $(cat "$T/long.vulkan.rc") on vulkan: $(cat "$T/long.vulkan.err")"
+elif ! cmp -s "$T/long_y.cpu.npy" "$T/long_y.vulkan.npy" || ! cmp -s "$T/long_z.cpu.npy" "$T/long_z.vulkan.npy" ||
+    ! $PY -c "
+import numpy as np
+assert np.load('$T/long_y.cpu.npy').tolist() == [4194305.0]
+assert np.load('$T/long_z.cpu.npy').ravel().tolist() == [70000.0]
+" 2>"$T/err"; then
+    bad "SUM of 2^22 + 1 ones and a 1x1 CONV over 70000 channels differ between cpu and vulkan, or are wrong"
+elif $BIB info | grep -q "loops: [0-9]* iterations an invocation" &&
+    [ "$(grep -c "on cpu" "$T/long.vulkan.err")" -ne 2 ]; then
+    bad "past the device's loop limit the SUM and the CONV did not run on cpu: $(cat "$T/long.vulkan.err")"
+else
+    ok "SUM of 2^22 + 1 ones and a 1x1 CONV over 70000 channels give the cpu bits on vulkan (past a loop limit, on cpu)"
+fi
+
 finish

@@ -145,6 +145,201 @@ CTS_TEST(matmul_needing_more_than_65535_workgroups_along_an_axis_matches_cpu) {
     cts_ex = saved;
 }
 
+/* ---- the loop limit -------------------------------------------------------- */
+
+CTS_TEST(loop_probe_finds_lavapipes_limit) {
+    const char *d = cts_ops->describe(cts_ex);
+    if (!strstr(d, "llvmpipe")) {
+        printf("SKIP: not lavapipe: %s\n", d);
+        cr_skip_test("not lavapipe");
+    }
+    /* Mesa's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of an invocation. */
+    cr_assert_eq(bib_vulkan_loop_limit(cts_ex), 65535, "%s", d);
+    cr_assert(strstr(d, "loops: 65535 iterations an invocation (probed"), "%s", d);
+}
+
+/* A call of size s (its tensors' data from pool, or NULL): one per kernel
+ * whose shader loops by an amount its sizes choose. */
+typedef struct vk_sized {
+    bib_call_t call;
+    cts_tensor_t in[3], out;
+    int nin;
+} vk_sized_t;
+typedef vk_sized_t vk_shape_fn(uint32_t s, const float *pool);
+
+/* Whether the executor takes the call of size s: supports reads the views'
+ * shapes and whether they have a buffer, never the buffer. */
+static bool vk_takes(vk_shape_fn *shape, uint32_t s, void *buf) {
+    vk_sized_t c = shape(s, NULL);
+    bib_view_t *v[4] = {&c.call.out, &c.call.in[0], &c.call.in[1], &c.call.in[2]};
+    for (int t = 0; t < 1 + c.nin; t++) {
+        const cts_tensor_t *ts = t ? &c.in[t - 1] : &c.out;
+        *v[t] = (bib_view_t){buf, 0, ts->dtype, ts->rank, {0}};
+        memcpy(v[t]->dims, ts->dims, sizeof v[t]->dims);
+    }
+    return cts_ops->supports(cts_ex, &c.call);
+}
+
+/* Skips the test where the start-up probe found no loop limit. */
+static void vk_need_loop_limit(void) {
+    if (bib_vulkan_loop_limit(cts_ex) == 0) {
+        printf("SKIP: %s: no loop limit found\n", cts_ops->describe(cts_ex));
+        cr_skip_test("no loop limit");
+    }
+}
+
+/* The call of the largest size in [lo, hi) that the executor takes runs on
+ * it with the CPU's bits (the kernel's loop bound is not too low: its
+ * loops all ran), and the next size is declined, to run on the CPU executor
+ * (the bound is not too high to matter: hi is past the limit). */
+static void vk_at_the_loop_limit(vk_shape_fn *shape, uint32_t lo, uint32_t hi, const char *what) {
+    void *buf;
+    cr_assert_eq(cts_ops->buffer_alloc(cts_ex, 4, &buf), BIB_OK);
+    cr_assert(vk_takes(shape, lo, buf), "%s: size %u is not taken", what, lo);
+    cr_assert(!vk_takes(shape, hi, buf), "%s: size %u, past the loop limit, is taken", what, hi);
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (vk_takes(shape, mid, buf))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    cts_ops->buffer_free(cts_ex, buf);
+    vk_sized_t c = shape(lo, NULL);
+    size_t most = 1;
+    for (int t = 0; t < c.nin; t++)
+        most = cts_count(&c.in[t]) > most ? cts_count(&c.in[t]) : most;
+    float *pool = malloc(most * 4);
+    cr_assert(pool);
+    cts_fill_data(pool, most, -2, 2, false);
+    c = shape(lo, pool);
+    char at[96];
+    snprintf(at, sizeof at, "%s, size %u (the largest the limit allows)", what, lo);
+    cts_compare(c.call, c.in, c.nin, c.out, at);
+    free(pool);
+}
+
+static vk_sized_t vk_sum_row(uint32_t s, const float *pool) {
+    return (vk_sized_t){{.kernel = BIB_KERNEL_REDUCE, .sub = BIB_REDUCE_SUM},
+                        {cts_tf(pool, 2, 1, s, 0, 0)},
+                        cts_tf(NULL, 1, 1, 0, 0, 0),
+                        1};
+}
+
+static vk_sized_t vk_mean_row(uint32_t s, const float *pool) {
+    vk_sized_t c = vk_sum_row(s, pool);
+    c.call.sub = BIB_REDUCE_MEAN;
+    return c;
+}
+
+static vk_sized_t vk_argmax_row(uint32_t s, const float *pool) {
+    vk_sized_t c = vk_sum_row(s, pool);
+    c.call = (bib_call_t){.kernel = BIB_KERNEL_ARGMAX};
+    c.out = (cts_tensor_t){NULL, BIB_DTYPE_I32, 1, {1}};
+    return c;
+}
+
+static vk_sized_t vk_softmax_row(uint32_t s, const float *pool) {
+    return (vk_sized_t){{.kernel = BIB_KERNEL_SOFTMAX},
+                        {cts_tf(pool, 2, 1, s, 0, 0)},
+                        cts_tf(NULL, 2, 1, s, 0, 0),
+                        1};
+}
+
+static vk_sized_t vk_logsoftmax_row(uint32_t s, const float *pool) {
+    vk_sized_t c = vk_softmax_row(s, pool);
+    c.call.sub = BIB_SOFTMAX_LOG;
+    return c;
+}
+
+static vk_sized_t vk_layernorm_row(uint32_t s, const float *pool) {
+    return (vk_sized_t){
+        {.kernel = BIB_KERNEL_LAYERNORM, .f = {1e-5f, 0}},
+        {cts_tf(pool, 2, 1, s, 0, 0), cts_tf(pool, 1, s, 0, 0, 0), cts_tf(pool, 1, s, 0, 0, 0)},
+        cts_tf(NULL, 2, 1, s, 0, 0),
+        3};
+}
+
+static vk_sized_t vk_rmsnorm_row(uint32_t s, const float *pool) {
+    vk_sized_t c = vk_layernorm_row(s, pool);
+    c.call = (bib_call_t){.kernel = BIB_KERNEL_RMSNORM, .f = {1e-6f, 0}};
+    c.nin = 2;
+    return c;
+}
+
+/* A 2 x s by s x 3 product: one tile, K = s. */
+static vk_sized_t vk_matmul_long_k(uint32_t s, const float *pool) {
+    return (vk_sized_t){{.kernel = BIB_KERNEL_MATMUL},
+                        {cts_tf(pool, 2, 2, s, 0, 0), cts_tf(pool, 2, s, 3, 0, 0)},
+                        cts_tf(NULL, 2, 2, 3, 0, 0),
+                        2};
+}
+
+/* One query of one head of 128 over s keys. */
+static vk_sized_t vk_attention_keys(uint32_t s, const float *pool) {
+    return (vk_sized_t){{.kernel = BIB_KERNEL_ATTENTION, .f = {0.0883883476f, 0}},
+                        {cts_tf(pool, 3, 1, 1, 128, 0), cts_tf(pool, 3, s, 1, 128, 0),
+                         cts_tf(pool, 3, s, 1, 128, 0)},
+                        cts_tf(NULL, 3, 1, 1, 128, 0),
+                        3};
+}
+
+/* A 1x1 CONV over s channels: one output, one chain of s steps. */
+static vk_sized_t vk_conv_channels(uint32_t s, const float *pool) {
+    return (vk_sized_t){{.kernel = BIB_KERNEL_CONV, .p = {1, 1, 1, 1, 1, 0, 0, 0, 0}},
+                        {cts_tf(pool, 4, 1, s, 1, 1), cts_tf(pool, 4, 1, s, 1, 1)},
+                        cts_tf(NULL, 4, 1, 1, 1, 1),
+                        2};
+}
+
+/* An average pool whose one window is the whole 1-D row of s. */
+static vk_sized_t vk_pool_window(uint32_t s, const float *pool) {
+    return (vk_sized_t){
+        {.kernel = BIB_KERNEL_POOL, .sub = BIB_POOL_AVG, .p = {1, s, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}},
+        {cts_tf(pool, 3, 1, 1, s, 0)},
+        cts_tf(NULL, 3, 1, 1, 1, 0),
+        1};
+}
+
+/* lavapipe's loops stop after 65535 iterations of an invocation: a row of
+ * 2^22 summed there gave 131070. */
+CTS_TEST(reductions_past_the_loop_limit_run_on_the_cpu) {
+    vk_need_loop_limit();
+    vk_at_the_loop_limit(vk_sum_row, 1, (1u << 22) + 64, "sum of one row");
+    vk_at_the_loop_limit(vk_mean_row, 1, (1u << 22) + 64, "mean of one row");
+    vk_at_the_loop_limit(vk_argmax_row, 1, (1u << 22) + 64, "argmax of one row");
+}
+
+CTS_TEST(softmax_and_norms_past_the_loop_limit_run_on_the_cpu) {
+    vk_need_loop_limit();
+    vk_at_the_loop_limit(vk_softmax_row, 1, 1500000, "softmax of one row");
+    vk_at_the_loop_limit(vk_logsoftmax_row, 1, 1500000, "logsoftmax of one row");
+    vk_at_the_loop_limit(vk_layernorm_row, 1, 1500000, "layernorm of one row");
+    vk_at_the_loop_limit(vk_rmsnorm_row, 1, 1500000, "rmsnorm of one row");
+}
+
+CTS_TEST(matmul_past_the_loop_limit_runs_on_the_cpu) {
+    vk_need_loop_limit();
+    vk_at_the_loop_limit(vk_matmul_long_k, 1, 65536, "matmul 2xKx3");
+    /* The 128x128 tiles' slices are 8 deep: more loop passes per k. */
+    bib_executor_t *saved = cts_ex;
+    cts_ex = cts_open(NULL, "BIB_VK_MATMUL_TILES", "128");
+    vk_at_the_loop_limit(vk_matmul_long_k, 1, 32768, "matmul 2xKx3, 128x128 tiles");
+    cts_close(cts_ex);
+    cts_ex = saved;
+}
+
+CTS_TEST(attention_past_the_loop_limit_runs_on_the_cpu) {
+    vk_need_loop_limit();
+    vk_at_the_loop_limit(vk_attention_keys, 1, 16384, "attention S=1 H=1 D=128");
+}
+
+CTS_TEST(conv_and_pool_past_the_loop_limit_run_on_the_cpu) {
+    vk_need_loop_limit();
+    vk_at_the_loop_limit(vk_conv_channels, 1, 70000, "1x1 conv over C channels");
+    vk_at_the_loop_limit(vk_pool_window, 1, 65535, "avgpool over one window");
+}
+
 /* ---- float controls -------------------------------------------------------- */
 
 CTS_TEST(stricter_float_controls_independence_still_gives_cpu_bits) {
