@@ -784,18 +784,45 @@ class DynamicDims(unittest.TestCase):
         msg = self.refused(m)
         self.assertIn("(Range)", msg)
         self.assertIn("is the dynamic dimension S", msg)
-        # Range(0, S, 1) is kept as positions, for a Gather; read otherwise,
-        # it is refused saying so.
+        # From 1, or by 2, it is refused; Range(0, S, 1) is positions.
+        m = self.dims_model([helper.make_node("Range", ["zero", "S", "two"], ["y"])],
+                            [init("zero", i64(0)), init("two", i64(2))], I64, ["S"])
+        self.assertIn("is the dynamic dimension S", self.refused(m))
+
+    def test_positions_of_a_dynamic_sequence_as_values_are_exact(self):
+        # y = arange(S) as int64 (i32 in BIB) and as float, read as values
+        # (an output, an Add): made at run time in base 256, exact at the
+        # digit carries (255, 256, 65536, ...), no bound.
         m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["y"])], [init("zero", i64(0))],
                             I64, ["S"])
-        self.assertIn("the positions 0..S-1 (a Range as long as a dynamic dimension) are taken only as",
-                      self.refused(m))
+        mod = onnx_import.import_model(m)
+        for s in (1, 255, 256, 257, 65535, 65536, 65537 + 300):
+            y = mod.run({"x": np.zeros((1, s, 4), np.float32)})["y"]
+            self.assertEqual(y.dtype, np.int32)
+            np.testing.assert_array_equal(y, np.arange(s))
+        # torch.arange(x.shape[1], dtype=torch.float): a Range of floats to
+        # the dim cast to float, plus a row.
+        m = model([helper.make_node("Shape", ["x"], ["s"]),
+                   helper.make_node("Gather", ["s", "one"], ["S"], axis=0),
+                   helper.make_node("Cast", ["S"], ["Sf"], to=F),
+                   helper.make_node("Range", ["zerof", "Sf", "onef"], ["r"]),
+                   helper.make_node("Unsqueeze", ["r", "ax1"], ["col"]),
+                   helper.make_node("Mul", ["col", "w"], ["y"])],
+                  [helper.make_tensor_value_info("x", F, ["N", "S", 4])],
+                  [helper.make_tensor_value_info("y", F, ["S", 3])],
+                  [init("one", i64(1)), init("zerof", np.float32(0)), init("onef", np.float32(1)),
+                   init("ax1", i64([1])), init("w", np.array([1, 0.5, -3], np.float32))])
+        mod = onnx_import.import_model(m)
+        for s in (3, 70000):
+            y = mod.run({"x": np.zeros((1, s, 4), np.float32)})["y"]
+            np.testing.assert_array_equal(y, np.arange(s, dtype=np.float32)[:, None] * np.float32([1, 0.5, -3]))
 
     def test_a_range_to_a_dynamic_dim_cast_to_float_is_refused_naming_the_dim(self):
-        # torch.arange(0, x.shape[1], dtype=float): the limit is Cast(S).
+        # torch.arange(1, x.shape[1], dtype=float): the limit is Cast(S); from
+        # 0 by 1 it is positions (the test above).
         m = self.dims_model([helper.make_node("Cast", ["S"], ["Sf"], to=F),
-                             helper.make_node("Range", ["zerof", "Sf", "onef"], ["y"])],
-                            [init("zerof", np.float32(0)), init("onef", np.float32(1))], F, ["S"])
+                             helper.make_node("Range", ["onef", "Sf", "onef"], ["y"])],
+                            [init("onef", np.float32(1))], F, ["S"])
         msg = self.refused(m)
         self.assertIn("(Range): input 'Sf' (limit) is the dynamic dimension S cast to float", msg)
 
@@ -941,6 +968,56 @@ class TorchExports(unittest.TestCase):
         torch.manual_seed(0)
         dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
         self.check(M(), (torch.randint(0, 50, (2, 6)),), dyn, [(torch.randint(0, 50, (3, 9)),)])
+
+    SEQ = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+
+    def test_positions_expanded_to_a_dynamic_batch_index_an_embedding(self):
+        # BERT-style position ids: arange(S).unsqueeze(0).expand_as(ids),
+        # then an embedding of them (a GATHER_AXIS of run-time positions).
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.we = torch.nn.Embedding(50, 8)
+                self.pe = torch.nn.Embedding(16, 8)
+
+            def forward(self, ids):
+                pos = torch.arange(ids.shape[1]).unsqueeze(0).expand_as(ids)
+                return self.we(ids) + self.pe(pos)
+
+        torch.manual_seed(0)
+        self.check(M(), (torch.randint(0, 50, (2, 6)),), self.SEQ,
+                   [(torch.randint(0, 50, (3, 9)),), (torch.randint(0, 50, (1, 16)),)])
+
+    def test_rotary_angles_of_dynamic_positions(self):
+        # RoPE's angles: positions as floats times the inverse frequencies,
+        # as t[:, None] * inv_freq and as Hugging Face's batched
+        # inv_freq[None, :, None] @ position_ids[:, None, :].float().
+        inv = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+
+        class Outer(torch.nn.Module):
+            def forward(self, x):
+                t = torch.arange(x.shape[1]).float()
+                return x * (t[:, None] * inv[None, :]).repeat(1, 2)
+
+        class HF(torch.nn.Module):
+            def forward(self, x):
+                pid = torch.arange(x.shape[1]).unsqueeze(0).expand(x.shape[0], -1)
+                f = (inv[None, :, None].expand(pid.shape[0], -1, 1) @ pid[:, None, :].float()).transpose(1, 2)
+                return x * torch.cat((f, f), dim=-1)
+
+        for m in (Outer(), HF()):
+            self.check(m, (torch.randn(2, 6, 8),), self.SEQ, [(torch.randn(3, 9, 8),), (torch.randn(1, 300, 8),)])
+
+    def test_a_causal_mask_compared_from_dynamic_positions(self):
+        # arange(S)[:, None] >= arange(S)[None, :]: exact comparisons of
+        # positions made at run time.
+        class M(torch.nn.Module):
+            def forward(self, x):
+                i = torch.arange(x.shape[1])
+                return x.masked_fill(~(i[:, None] >= i[None, :]), -1e9).softmax(-1)
+
+        dyn = {"in0": {0: "B", 1: "S", 2: "S"}, "y": {0: "B", 1: "S", 2: "S"}}
+        self.check(M(), (torch.randn(2, 6, 6),), dyn, [(torch.randn(3, 9, 9),), (torch.randn(1, 1, 1),)])
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and
