@@ -1019,6 +1019,67 @@ class TorchExports(unittest.TestCase):
         dyn = {"in0": {0: "B", 1: "S", 2: "S"}, "y": {0: "B", 1: "S", 2: "S"}}
         self.check(M(), (torch.randn(2, 6, 6),), dyn, [(torch.randn(3, 9, 9),), (torch.randn(1, 1, 1),)])
 
+    def test_triangles_of_a_dynamic_length(self):
+        # Causal masks built in the model: triu / tril of ones or of -inf
+        # on a dynamic t, diagonals 1, 0 and -1.
+        class M(torch.nn.Module):
+            def __init__(self, kind, k):
+                super().__init__()
+                self.kind, self.k = kind, k
+
+            def forward(self, s):
+                t = s.shape[-1]
+                if self.kind == "bool":
+                    m = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=self.k)
+                    return s.masked_fill(m, float("-inf")).softmax(-1)
+                if self.kind == "inf":
+                    return (s + torch.triu(torch.full((t, t), float("-inf")), diagonal=self.k)).softmax(-1)
+                return s * torch.tril(torch.ones(t, t), diagonal=self.k)
+
+        dyn = {"in0": {0: "B", 1: "S", 2: "S"}, "y": {0: "B", 1: "S", 2: "S"}}
+        for kind, k in (("bool", 1), ("inf", 1), ("tril", 0), ("tril", -1)):
+            self.check(M(kind, k), (torch.randn(2, 6, 6),), dyn, [(torch.randn(3, 4, 4),), (torch.randn(1, 9, 9),)])
+
+    def test_a_gpt_style_decoder_with_a_dynamic_batch_and_sequence(self):
+        # Token and learned position embeddings, causal self-attention with
+        # the mask built in forward (triu of -inf, and masked_fill of a
+        # tril == 0), layer norms, an MLP, the head.
+        class Block(torch.nn.Module):
+            def __init__(self, d, h, fill):
+                super().__init__()
+                self.h, self.fill = h, fill
+                self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+                self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+                self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
+
+            def forward(self, x):
+                b, t, d = x.shape
+                q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+                q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+                att = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+                if self.fill:
+                    att = att.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))
+                else:
+                    att = att + torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+                y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+                x = x + self.proj(y)
+                return x + self.mlp(self.ln2(x))
+
+        class GPT(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte, self.wpe = torch.nn.Embedding(40, 16), torch.nn.Embedding(32, 16)
+                self.blocks = torch.nn.Sequential(Block(16, 2, False), Block(16, 2, True))
+                self.ln, self.head = torch.nn.LayerNorm(16), torch.nn.Linear(16, 40, bias=False)
+
+            def forward(self, ids):
+                pos = torch.arange(ids.shape[1])
+                return self.head(self.ln(self.blocks(self.wte(ids) + self.wpe(pos))))
+
+        torch.manual_seed(0)
+        self.check(GPT(), (torch.randint(0, 40, (2, 5)),), self.SEQ,
+                   [(torch.randint(0, 40, (3, 7)),), (torch.randint(0, 40, (1, 32)),)], rtol=1e-4)
+
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and
         # so do sizes torch builds from Shape(x)[:2].

@@ -275,6 +275,13 @@ class ShapeOps:
         self.emit("FILL", out.reg, slot)
         return out
 
+    def const_or_positions(self, node, n):
+        """0..n-1 as an int64 value: a constant for a static n, else made
+        at run time (positions)."""
+        if isinstance(n, int):
+            return self.const_val(np.arange(n, dtype=np.int64))
+        return self.positions(node, n)
+
     def positions(self, node, n, onnx_type=TensorProto.INT64):
         """0..n-1 (n a dynamic dim) as a tensor [n] made at run time, i32 or
         (onnx_type FLOAT) f32, exact, with no bound below int32's: in base
@@ -449,10 +456,28 @@ class ShapeOps:
         if len(x.shape) < 2:
             self.refuse(node, "an input of rank %d (Trilu needs 2 or more)" % len(x.shape), "shape")
         n, m = x.shape[-2:]
-        if not isinstance(n, int) or not isinstance(m, int):
-            self.refuse(node, "a dynamic matrix axis (the last two must be static)", "shape")
-        ones = np.ones((n, m), np.int64)
-        keep = self.const_val((np.triu(ones, k) if upper else np.tril(ones, k)).astype(np.bool_), TensorProto.BOOL)
+        if isinstance(n, int) and isinstance(m, int):
+            ones = np.ones((n, m), np.int64)
+            keep = self.const_val((np.triu(ones, k) if upper else np.tril(ones, k)).astype(np.bool_),
+                                  TensorProto.BOOL)
+        else:
+            # A dynamic matrix axis (a causal mask of a sequence's length):
+            # the triangle compares column j with row i + k at run time,
+            # j >= i + k above, j <= i + k below, on exact i32 positions.
+            def along(d, axis):
+                shape = [d, 1] if axis == 0 else [1, d]
+                if isinstance(d, int):
+                    return self.const_val(np.arange(d, dtype=np.int64).reshape(shape))
+                return self.reshape(node, self.const_or_positions(node, d), shape)
+
+            rows, cols = along(n, 0), along(m, 1)
+            if k != 0:
+                if rows.const:
+                    rows = self.const_val(rows.array + k)
+                else:
+                    self.need_i32(node, "TADD")
+                    rows = self.binary(node, "TADD", rows, self.const_val(np.array([k], np.int64)))
+            keep = self.binary(node, "TGE" if upper else "TLE", cols, rows, out_type=TensorProto.BOOL)
         zero = self.const_val(np.zeros(1, np.float32 if x.dtype == "f32" else np.int64), x.onnx_type)
         self.set(node, 0, self.where(node, keep, x, zero))
 
