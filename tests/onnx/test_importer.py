@@ -876,6 +876,47 @@ class DynamicDims(unittest.TestCase):
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
 
 
+class Einsum(unittest.TestCase):
+    """Einsum as permutes, sums and MATMUL, against numpy.einsum (MATMUL's
+    one fma chain per output: to rounding)."""
+
+    CASES = [
+        ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+        ("bhqk,bhkd->bhqd", [(2, 3, 4, 6), (2, 3, 6, 5)]), ("ij,jk->ik", [(4, 5), (5, 6)]),
+        ("bi,bi->b", [(3, 7), (3, 7)]), ("i,j->ij", [(4,), (5,)]), ("ij->ji", [(4, 5)]), ("ij->i", [(4, 5)]),
+        ("ij,jk", [(4, 5), (5, 6)]), ("i,i->", [(5,), (5,)]), ("bij->", [(2, 3, 4)]),
+        ("abc,cd->abd", [(2, 3, 4), (4, 5)]), ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+        ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]), ("...ij,...jk->...ik", [(1, 3, 4, 5), (2, 1, 5, 6)]),
+        ("...ij,...jk", [(2, 4, 5), (2, 5, 6)]), ("...i,...i->...", [(2, 3, 5), (2, 3, 5)]),
+        ("i...->...", [(3, 4, 5)]), ("bij,bjk->bik", [(3, 4, 5), (1, 5, 6)]),
+    ]
+
+    def build(self, eq, shapes):
+        ins = [helper.make_tensor_value_info("x%d" % k, F, list(s)) for k, s in enumerate(shapes)]
+        xs = [np.zeros(s, np.float32) for s in shapes]
+        return model([helper.make_node("Einsum", [i.name for i in ins], ["y"], equation=eq)], ins,
+                     [helper.make_tensor_value_info("y", F, np.einsum(eq, *xs).shape)])
+
+    def test_equations_against_numpy(self):
+        for eq, shapes in self.CASES:
+            with self.subTest(eq=eq, shapes=shapes):
+                mod = onnx_import.import_model(self.build(eq, shapes))
+                xs = [rng(s, k) for k, s in enumerate(shapes)]
+                y = mod.run({"x%d" % k: x for k, x in enumerate(xs)})["y"]
+                want = np.einsum(eq, *xs)
+                self.assertEqual(y.shape, want.shape)
+                np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+    def test_a_diagonal_or_trace_is_refused(self):
+        for eq in ("ii->i", "ii->", "iij,jk->ik"):
+            shapes = [(3, 3)] if eq.count(",") == 0 else [(3, 3, 4), (4, 2)]
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(self.build(eq, shapes))
+            self.assertIn("(Einsum): equation '%s': an index repeated in one operand (a diagonal or a trace) is "
+                          "not supported" % eq, str(cm.exception))
+
+
 @unittest.skipIf(torch is None, "torch is missing for this python3")
 class TorchExports(unittest.TestCase):
     """Modules as torch.onnx.export writes them with dynamic axes: imported,
@@ -1079,6 +1120,33 @@ class TorchExports(unittest.TestCase):
         torch.manual_seed(0)
         self.check(GPT(), (torch.randint(0, 40, (2, 5)),), self.SEQ,
                    [(torch.randint(0, 40, (3, 7)),), (torch.randint(0, 40, (1, 32)),)], rtol=1e-4)
+
+    def test_einsum_equations_with_dynamic_axes(self):
+        # torch.einsum as attention and outer products write it, the batch
+        # and the sequence dynamic.
+        for eq, shapes, dyn in (
+                ("bij,bjk->bik", [(2, 4, 5), (2, 5, 3)], {"in0": {0: "B", 1: "S"}, "in1": {0: "B"}}),
+                ("bhqd,bhkd->bhqk", [(2, 2, 4, 8), (2, 2, 4, 8)], {"in0": {0: "B", 2: "S"}, "in1": {0: "B", 2: "S"}}),
+                ("bhqk,bhkd->bhqd", [(2, 2, 4, 4), (2, 2, 4, 8)], {"in0": {0: "B", 2: "S", 3: "S"},
+                                                                    "in1": {0: "B", 2: "S"}}),
+                ("bi,bi->b", [(3, 6), (3, 6)], {"in0": {0: "B"}, "in1": {0: "B"}}),
+                ("i,j->ij", [(5,), (4,)], {"in0": {0: "S"}}),
+                ("bij->bji", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}}),
+                ("bij->bi", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}})):
+            class M(torch.nn.Module):
+                def forward(self, *xs):
+                    return torch.einsum(eq, *xs)
+
+            def sizes(k, shape, b, s):
+                return [{"B": b, "S": s}[dyn.get("in%d" % k, {})[a]] if a in dyn.get("in%d" % k, {}) else d
+                        for a, d in enumerate(shape)]
+
+            with self.subTest(eq=eq):
+                dyn = dict(dyn, y={})
+                args = tuple(torch.randn(*s) for s in shapes)
+                runs = [tuple(torch.randn(*sizes(k, s, b, t)) for k, s in enumerate(shapes))
+                        for b, t in ((3, 7), (1, 2))]
+                self.check(M(), args, dyn, runs, rtol=1e-4)
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and
