@@ -1031,8 +1031,8 @@ class TorchExports(unittest.TestCase):
 
     def test_rotary_angles_of_dynamic_positions(self):
         # RoPE's angles: positions as floats times the inverse frequencies,
-        # as t[:, None] * inv_freq and as Hugging Face's batched
-        # inv_freq[None, :, None] @ position_ids[:, None, :].float().
+        # as t[:, None] * inv_freq, torch.outer(t, inv_freq) and as Hugging
+        # Face's batched inv_freq[None, :, None] @ position_ids[:, None, :].float().
         inv = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
 
         class Outer(torch.nn.Module):
@@ -1046,7 +1046,11 @@ class TorchExports(unittest.TestCase):
                 f = (inv[None, :, None].expand(pid.shape[0], -1, 1) @ pid[:, None, :].float()).transpose(1, 2)
                 return x * torch.cat((f, f), dim=-1)
 
-        for m in (Outer(), HF()):
+        class TorchOuter(torch.nn.Module):
+            def forward(self, x):
+                return x * torch.outer(torch.arange(x.shape[1]).float(), inv).repeat(1, 2)  # Einsum 'i,j->ij'
+
+        for m in (Outer(), HF(), TorchOuter()):
             self.check(m, (torch.randn(2, 6, 8),), self.SEQ, [(torch.randn(3, 9, 8),), (torch.randn(1, 300, 8),)])
 
     def test_a_causal_mask_compared_from_dynamic_positions(self):
