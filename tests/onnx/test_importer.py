@@ -917,6 +917,35 @@ class Einsum(unittest.TestCase):
                           "not supported" % eq, str(cm.exception))
 
 
+class TopK(unittest.TestCase):
+    def build(self, k, **attrs):
+        shape = ["N", 4, 5]
+        shape[attrs.get("axis", -1)] = k
+        return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], **attrs)],
+                     [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                     [helper.make_tensor_value_info("v", F, shape), helper.make_tensor_value_info("i", I64, shape)],
+                     [init("k", i64([k]))])
+
+    def test_k_1_is_the_arg_max_or_min_and_its_value(self):
+        x = rng((3, 4, 5), 61)
+        x[0, 1, 2] = x[0, 1, 4] = 9  # a tie: the lower index
+        x[1, 2, 3] = x[1, 3, 3] = -9
+        for axis in (-1, 1, 0):
+            for largest in (1, 0):
+                with self.subTest(axis=axis, largest=largest):
+                    mod = onnx_import.import_model(self.build(1, axis=axis, largest=largest, sorted=1))
+                    r = mod.run({"x": x})
+                    pick = np.argmax if largest else np.argmin
+                    i = np.expand_dims(pick(x, axis=axis), axis)
+                    np.testing.assert_array_equal(r["i"], i)
+                    np.testing.assert_array_equal(r["v"], np.take_along_axis(x, i, axis))
+
+    def test_k_other_than_1_is_refused(self):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build(3))
+        self.assertIn("(TopK): TopK with k = 3: only k = 1 is supported", str(cm.exception))
+
+
 @unittest.skipIf(torch is None, "torch is missing for this python3")
 class TorchExports(unittest.TestCase):
     """Modules as torch.onnx.export writes them with dynamic axes: imported,
@@ -1151,6 +1180,19 @@ class TorchExports(unittest.TestCase):
                 runs = [tuple(torch.randn(*sizes(k, s, b, t)) for k, s in enumerate(shapes))
                         for b, t in ((3, 7), (1, 2))]
                 self.check(M(), args, dyn, runs, rtol=1e-4)
+
+    def test_topk_1_over_a_dynamic_batch(self):
+        # A greedy decoder's next token: torch.topk(logits, 1), its values
+        # and int64 indices, largest and smallest.
+        for largest in (True, False):
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    v, i = torch.topk(x, 1, dim=-1, largest=largest)
+                    return v * 100 + i.float()
+
+            with self.subTest(largest=largest):
+                self.check(M(), (torch.randn(2, 3, 10),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}},
+                           [(torch.randn(4, 7, 10),)])
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and

@@ -520,6 +520,31 @@ class MathOps:
     def op_ArgMin(self, node):
         self.arg(node, "MIN")
 
+    def op_TopK(self, node):
+        # k = 1: the index of the first maximum (minimum) along the axis,
+        # ARGMAX_AXIS / ARGMIN_AXIS kept as an axis of 1, and the value
+        # there, GATHER_ELEMENTS: exact, a tie the lower index as ONNX asks.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        if self.opset < 10:
+            k = int(node.attr("k"))
+        else:
+            k = self.const_ints(node, 1, "k")[0]
+        largest = node.attr("largest", 1)
+        node.attr("sorted")  # one value is sorted either way
+        if k != 1:
+            self.refuse(node, "TopK with k = %d: only k = 1 is supported (an arg max or min and its value)" % k)
+        if x.shape[axis] == 0:
+            self.refuse(node, "TopK along an empty axis %d" % axis, "shape")
+        idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
+        self.need(node, "GATHER_ELEMENTS", "TopK's values")
+        values = self.rt(idx.shape, "f32")
+        self.emit("GATHER_ELEMENTS", values.reg, self.reg_of(node, x), self.reg_of(node, idx), axis)
+        self.set(node, 0, values)
+        self.set(node, 1, idx)
+
     def softmax(self, node, log):
         x = self.get(node, 0)
         self.f32_only(node, x)
