@@ -836,9 +836,15 @@ class DynamicDims(unittest.TestCase):
                              helper.make_node("Add", ["x", "e"], ["y"])],
                             [init("zero", i64(0)), init("ax0", i64([0])), init("wpe", wpe)], F, ["N", "S", 4])
         mod = onnx_import.import_model(m)
+        self.assertNotIn("TMUL", ops(mod))  # a SLICE of the table, the positions never made
         for n, s in ((2, 5), (1, 16)):
             x = rng((n, s, 4), s)
             np.testing.assert_array_equal(mod.run({"x": x})["y"], x + wpe[None, :s])
+        # Their shape read (a Shape of them) does not make them either.
+        m.graph.node.append(helper.make_node("Shape", ["r"], ["rs"]))
+        m.graph.node.append(helper.make_node("Reshape", ["x", "rs3"], ["x3"]))
+        m.graph.initializer.append(init("rs3", i64([0, -1, 4])))
+        self.assertNotIn("TMUL", ops(onnx_import.import_model(m)))
 
     def test_a_dynamic_dim_cast_to_float_is_loaded_at_run_time(self):
         # y = x.sum(1) / x.shape[1]

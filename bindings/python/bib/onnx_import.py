@@ -40,8 +40,10 @@ from .onnx_nn import NNOps
 from .onnx_shapes import ShapeOps
 
 # The ops that keep Range(0, S, 1) as positions not made yet (a Gather takes
-# them as a table's first S rows); any other reads them as a tensor.
-_KEEP_POSITIONS = {"Cast", "CastLike", "Unsqueeze", "Reshape", "Squeeze", "Flatten", "Identity", "Gather"}
+# them as a table's first S rows) or read only their shape; any other reads
+# them as a tensor.
+_KEEP_POSITIONS = {"Cast", "CastLike", "Unsqueeze", "Reshape", "Squeeze", "Flatten", "Identity", "Gather", "Shape",
+                   "Size"}
 
 # ---- the importer ---------------------------------------------------------------------------
 
