@@ -807,18 +807,45 @@ class DynamicDims(unittest.TestCase):
         msg = self.refused(m)
         self.assertIn("(Range)", msg)
         self.assertIn("is the dynamic dimension S", msg)
-        # Range(0, S, 1) is kept as positions, for a Gather; read otherwise,
-        # it is refused saying so.
+        # From 1, or by 2, it is refused; Range(0, S, 1) is positions.
+        m = self.dims_model([helper.make_node("Range", ["zero", "S", "two"], ["y"])],
+                            [init("zero", i64(0)), init("two", i64(2))], I64, ["S"])
+        self.assertIn("is the dynamic dimension S", self.refused(m))
+
+    def test_positions_of_a_dynamic_sequence_as_values_are_exact(self):
+        # y = arange(S) as int64 (i32 in BIB) and as float, read as values
+        # (an output, an Add): made at run time in base 256, exact at the
+        # digit carries (255, 256, 65536, ...), no bound.
         m = self.dims_model([helper.make_node("Range", ["zero", "S", "one"], ["y"])], [init("zero", i64(0))],
                             I64, ["S"])
-        self.assertIn("the positions 0..S-1 (a Range as long as a dynamic dimension) are taken only as",
-                      self.refused(m))
+        mod = onnx_import.import_model(m)
+        for s in (1, 255, 256, 257, 65535, 65536, 65537 + 300):
+            y = mod.run({"x": np.zeros((1, s, 4), np.float32)})["y"]
+            self.assertEqual(y.dtype, np.int32)
+            np.testing.assert_array_equal(y, np.arange(s))
+        # torch.arange(x.shape[1], dtype=torch.float): a Range of floats to
+        # the dim cast to float, plus a row.
+        m = model([helper.make_node("Shape", ["x"], ["s"]),
+                   helper.make_node("Gather", ["s", "one"], ["S"], axis=0),
+                   helper.make_node("Cast", ["S"], ["Sf"], to=F),
+                   helper.make_node("Range", ["zerof", "Sf", "onef"], ["r"]),
+                   helper.make_node("Unsqueeze", ["r", "ax1"], ["col"]),
+                   helper.make_node("Mul", ["col", "w"], ["y"])],
+                  [helper.make_tensor_value_info("x", F, ["N", "S", 4])],
+                  [helper.make_tensor_value_info("y", F, ["S", 3])],
+                  [init("one", i64(1)), init("zerof", np.float32(0)), init("onef", np.float32(1)),
+                   init("ax1", i64([1])), init("w", np.array([1, 0.5, -3], np.float32))])
+        mod = onnx_import.import_model(m)
+        for s in (3, 70000):
+            y = mod.run({"x": np.zeros((1, s, 4), np.float32)})["y"]
+            np.testing.assert_array_equal(y, np.arange(s, dtype=np.float32)[:, None] * np.float32([1, 0.5, -3]))
 
     def test_a_range_to_a_dynamic_dim_cast_to_float_is_refused_naming_the_dim(self):
-        # torch.arange(0, x.shape[1], dtype=float): the limit is Cast(S).
+        # torch.arange(1, x.shape[1], dtype=float): the limit is Cast(S); from
+        # 0 by 1 it is positions (the test above).
         m = self.dims_model([helper.make_node("Cast", ["S"], ["Sf"], to=F),
-                             helper.make_node("Range", ["zerof", "Sf", "onef"], ["y"])],
-                            [init("zerof", np.float32(0)), init("onef", np.float32(1))], F, ["S"])
+                             helper.make_node("Range", ["onef", "Sf", "onef"], ["y"])],
+                            [init("onef", np.float32(1))], F, ["S"])
         msg = self.refused(m)
         self.assertIn("(Range): input 'Sf' (limit) is the dynamic dimension S cast to float", msg)
 
@@ -832,9 +859,15 @@ class DynamicDims(unittest.TestCase):
                              helper.make_node("Add", ["x", "e"], ["y"])],
                             [init("zero", i64(0)), init("ax0", i64([0])), init("wpe", wpe)], F, ["N", "S", 4])
         mod = onnx_import.import_model(m)
+        self.assertNotIn("TMUL", ops(mod))  # a SLICE of the table, the positions never made
         for n, s in ((2, 5), (1, 16)):
             x = rng((n, s, 4), s)
             np.testing.assert_array_equal(mod.run({"x": x})["y"], x + wpe[None, :s])
+        # Their shape read (a Shape of them) does not make them either.
+        m.graph.node.append(helper.make_node("Shape", ["r"], ["rs"]))
+        m.graph.node.append(helper.make_node("Reshape", ["x", "rs3"], ["x3"]))
+        m.graph.initializer.append(init("rs3", i64([0, -1, 4])))
+        self.assertNotIn("TMUL", ops(onnx_import.import_model(m)))
 
     def test_a_dynamic_dim_cast_to_float_is_loaded_at_run_time(self):
         # y = x.sum(1) / x.shape[1]
@@ -870,6 +903,76 @@ class DynamicDims(unittest.TestCase):
         self.assertNotIn("REDUCE_PROD", ops(mod))
         x = rng((5, 3, 4), 12)
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
+
+
+class Einsum(unittest.TestCase):
+    """Einsum as permutes, sums and MATMUL, against numpy.einsum (MATMUL's
+    one fma chain per output: to rounding)."""
+
+    CASES = [
+        ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+        ("bhqk,bhkd->bhqd", [(2, 3, 4, 6), (2, 3, 6, 5)]), ("ij,jk->ik", [(4, 5), (5, 6)]),
+        ("bi,bi->b", [(3, 7), (3, 7)]), ("i,j->ij", [(4,), (5,)]), ("ij->ji", [(4, 5)]), ("ij->i", [(4, 5)]),
+        ("ij,jk", [(4, 5), (5, 6)]), ("i,i->", [(5,), (5,)]), ("bij->", [(2, 3, 4)]),
+        ("abc,cd->abd", [(2, 3, 4), (4, 5)]), ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+        ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]), ("...ij,...jk->...ik", [(1, 3, 4, 5), (2, 1, 5, 6)]),
+        ("...ij,...jk", [(2, 4, 5), (2, 5, 6)]), ("...i,...i->...", [(2, 3, 5), (2, 3, 5)]),
+        ("i...->...", [(3, 4, 5)]), ("bij,bjk->bik", [(3, 4, 5), (1, 5, 6)]),
+    ]
+
+    def build(self, eq, shapes):
+        ins = [helper.make_tensor_value_info("x%d" % k, F, list(s)) for k, s in enumerate(shapes)]
+        xs = [np.zeros(s, np.float32) for s in shapes]
+        return model([helper.make_node("Einsum", [i.name for i in ins], ["y"], equation=eq)], ins,
+                     [helper.make_tensor_value_info("y", F, np.einsum(eq, *xs).shape)])
+
+    def test_equations_against_numpy(self):
+        for eq, shapes in self.CASES:
+            with self.subTest(eq=eq, shapes=shapes):
+                mod = onnx_import.import_model(self.build(eq, shapes))
+                xs = [rng(s, k) for k, s in enumerate(shapes)]
+                y = mod.run({"x%d" % k: x for k, x in enumerate(xs)})["y"]
+                want = np.einsum(eq, *xs)
+                self.assertEqual(y.shape, want.shape)
+                np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+    def test_a_diagonal_or_trace_is_refused(self):
+        for eq in ("ii->i", "ii->", "iij,jk->ik"):
+            shapes = [(3, 3)] if eq.count(",") == 0 else [(3, 3, 4), (4, 2)]
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(self.build(eq, shapes))
+            self.assertIn("(Einsum): equation '%s': an index repeated in one operand (a diagonal or a trace) is "
+                          "not supported" % eq, str(cm.exception))
+
+
+class TopK(unittest.TestCase):
+    def build(self, k, **attrs):
+        shape = ["N", 4, 5]
+        shape[attrs.get("axis", -1)] = k
+        return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], **attrs)],
+                     [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                     [helper.make_tensor_value_info("v", F, shape), helper.make_tensor_value_info("i", I64, shape)],
+                     [init("k", i64([k]))])
+
+    def test_k_1_is_the_arg_max_or_min_and_its_value(self):
+        x = rng((3, 4, 5), 61)
+        x[0, 1, 2] = x[0, 1, 4] = 9  # a tie: the lower index
+        x[1, 2, 3] = x[1, 3, 3] = -9
+        for axis in (-1, 1, 0):
+            for largest in (1, 0):
+                with self.subTest(axis=axis, largest=largest):
+                    mod = onnx_import.import_model(self.build(1, axis=axis, largest=largest, sorted=1))
+                    r = mod.run({"x": x})
+                    pick = np.argmax if largest else np.argmin
+                    i = np.expand_dims(pick(x, axis=axis), axis)
+                    np.testing.assert_array_equal(r["i"], i)
+                    np.testing.assert_array_equal(r["v"], np.take_along_axis(x, i, axis))
+
+    def test_k_other_than_1_is_refused(self):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build(3))
+        self.assertIn("(TopK): TopK with k = 3: only k = 1 is supported", str(cm.exception))
 
 
 @unittest.skipIf(torch is None, "torch is missing for this python3")
@@ -964,6 +1067,161 @@ class TorchExports(unittest.TestCase):
         torch.manual_seed(0)
         dyn = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
         self.check(M(), (torch.randint(0, 50, (2, 6)),), dyn, [(torch.randint(0, 50, (3, 9)),)])
+
+    SEQ = {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}
+
+    def test_positions_expanded_to_a_dynamic_batch_index_an_embedding(self):
+        # BERT-style position ids: arange(S).unsqueeze(0).expand_as(ids),
+        # then an embedding of them (a GATHER_AXIS of run-time positions).
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.we = torch.nn.Embedding(50, 8)
+                self.pe = torch.nn.Embedding(16, 8)
+
+            def forward(self, ids):
+                pos = torch.arange(ids.shape[1]).unsqueeze(0).expand_as(ids)
+                return self.we(ids) + self.pe(pos)
+
+        torch.manual_seed(0)
+        self.check(M(), (torch.randint(0, 50, (2, 6)),), self.SEQ,
+                   [(torch.randint(0, 50, (3, 9)),), (torch.randint(0, 50, (1, 16)),)])
+
+    def test_rotary_angles_of_dynamic_positions(self):
+        # RoPE's angles: positions as floats times the inverse frequencies,
+        # as t[:, None] * inv_freq, torch.outer(t, inv_freq) and as Hugging
+        # Face's batched inv_freq[None, :, None] @ position_ids[:, None, :].float().
+        inv = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+
+        class Outer(torch.nn.Module):
+            def forward(self, x):
+                t = torch.arange(x.shape[1]).float()
+                return x * (t[:, None] * inv[None, :]).repeat(1, 2)
+
+        class HF(torch.nn.Module):
+            def forward(self, x):
+                pid = torch.arange(x.shape[1]).unsqueeze(0).expand(x.shape[0], -1)
+                f = (inv[None, :, None].expand(pid.shape[0], -1, 1) @ pid[:, None, :].float()).transpose(1, 2)
+                return x * torch.cat((f, f), dim=-1)
+
+        class TorchOuter(torch.nn.Module):
+            def forward(self, x):
+                return x * torch.outer(torch.arange(x.shape[1]).float(), inv).repeat(1, 2)  # Einsum 'i,j->ij'
+
+        for m in (Outer(), HF(), TorchOuter()):
+            self.check(m, (torch.randn(2, 6, 8),), self.SEQ, [(torch.randn(3, 9, 8),), (torch.randn(1, 300, 8),)])
+
+    def test_a_causal_mask_compared_from_dynamic_positions(self):
+        # arange(S)[:, None] >= arange(S)[None, :]: exact comparisons of
+        # positions made at run time.
+        class M(torch.nn.Module):
+            def forward(self, x):
+                i = torch.arange(x.shape[1])
+                return x.masked_fill(~(i[:, None] >= i[None, :]), -1e9).softmax(-1)
+
+        dyn = {"in0": {0: "B", 1: "S", 2: "S"}, "y": {0: "B", 1: "S", 2: "S"}}
+        self.check(M(), (torch.randn(2, 6, 6),), dyn, [(torch.randn(3, 9, 9),), (torch.randn(1, 1, 1),)])
+
+    def test_triangles_of_a_dynamic_length(self):
+        # Causal masks built in the model: triu / tril of ones or of -inf
+        # on a dynamic t, diagonals 1, 0 and -1.
+        class M(torch.nn.Module):
+            def __init__(self, kind, k):
+                super().__init__()
+                self.kind, self.k = kind, k
+
+            def forward(self, s):
+                t = s.shape[-1]
+                if self.kind == "bool":
+                    m = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=self.k)
+                    return s.masked_fill(m, float("-inf")).softmax(-1)
+                if self.kind == "inf":
+                    return (s + torch.triu(torch.full((t, t), float("-inf")), diagonal=self.k)).softmax(-1)
+                return s * torch.tril(torch.ones(t, t), diagonal=self.k)
+
+        dyn = {"in0": {0: "B", 1: "S", 2: "S"}, "y": {0: "B", 1: "S", 2: "S"}}
+        for kind, k in (("bool", 1), ("inf", 1), ("tril", 0), ("tril", -1)):
+            self.check(M(kind, k), (torch.randn(2, 6, 6),), dyn, [(torch.randn(3, 4, 4),), (torch.randn(1, 9, 9),)])
+
+    def test_a_gpt_style_decoder_with_a_dynamic_batch_and_sequence(self):
+        # Token and learned position embeddings, causal self-attention with
+        # the mask built in forward (triu of -inf, and masked_fill of a
+        # tril == 0), layer norms, an MLP, the head.
+        class Block(torch.nn.Module):
+            def __init__(self, d, h, fill):
+                super().__init__()
+                self.h, self.fill = h, fill
+                self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+                self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+                self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
+
+            def forward(self, x):
+                b, t, d = x.shape
+                q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+                q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+                att = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+                if self.fill:
+                    att = att.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))
+                else:
+                    att = att + torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+                y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+                x = x + self.proj(y)
+                return x + self.mlp(self.ln2(x))
+
+        class GPT(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte, self.wpe = torch.nn.Embedding(40, 16), torch.nn.Embedding(32, 16)
+                self.blocks = torch.nn.Sequential(Block(16, 2, False), Block(16, 2, True))
+                self.ln, self.head = torch.nn.LayerNorm(16), torch.nn.Linear(16, 40, bias=False)
+
+            def forward(self, ids):
+                pos = torch.arange(ids.shape[1])
+                return self.head(self.ln(self.blocks(self.wte(ids) + self.wpe(pos))))
+
+        torch.manual_seed(0)
+        self.check(GPT(), (torch.randint(0, 40, (2, 5)),), self.SEQ,
+                   [(torch.randint(0, 40, (3, 7)),), (torch.randint(0, 40, (1, 32)),)], rtol=1e-4)
+
+    def test_einsum_equations_with_dynamic_axes(self):
+        # torch.einsum as attention and outer products write it, the batch
+        # and the sequence dynamic.
+        for eq, shapes, dyn in (
+                ("bij,bjk->bik", [(2, 4, 5), (2, 5, 3)], {"in0": {0: "B", 1: "S"}, "in1": {0: "B"}}),
+                ("bhqd,bhkd->bhqk", [(2, 2, 4, 8), (2, 2, 4, 8)], {"in0": {0: "B", 2: "S"}, "in1": {0: "B", 2: "S"}}),
+                ("bhqk,bhkd->bhqd", [(2, 2, 4, 4), (2, 2, 4, 8)], {"in0": {0: "B", 2: "S", 3: "S"},
+                                                                    "in1": {0: "B", 2: "S"}}),
+                ("bi,bi->b", [(3, 6), (3, 6)], {"in0": {0: "B"}, "in1": {0: "B"}}),
+                ("i,j->ij", [(5,), (4,)], {"in0": {0: "S"}}),
+                ("bij->bji", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}}),
+                ("bij->bi", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}})):
+            class M(torch.nn.Module):
+                def forward(self, *xs):
+                    return torch.einsum(eq, *xs)
+
+            def sizes(k, shape, b, s):
+                return [{"B": b, "S": s}[dyn.get("in%d" % k, {})[a]] if a in dyn.get("in%d" % k, {}) else d
+                        for a, d in enumerate(shape)]
+
+            with self.subTest(eq=eq):
+                dyn = dict(dyn, y={})
+                args = tuple(torch.randn(*s) for s in shapes)
+                runs = [tuple(torch.randn(*sizes(k, s, b, t)) for k, s in enumerate(shapes))
+                        for b, t in ((3, 7), (1, 2))]
+                self.check(M(), args, dyn, runs, rtol=1e-4)
+
+    def test_topk_1_over_a_dynamic_batch(self):
+        # A greedy decoder's next token: torch.topk(logits, 1), its values
+        # and int64 indices, largest and smallest.
+        for largest in (True, False):
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    v, i = torch.topk(x, 1, dim=-1, largest=largest)
+                    return v * 100 + i.float()
+
+            with self.subTest(largest=largest):
+                self.check(M(), (torch.randn(2, 3, 10),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}},
+                           [(torch.randn(4, 7, 10),)])
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and

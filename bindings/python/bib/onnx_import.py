@@ -39,6 +39,12 @@ from .onnx_math import MathOps
 from .onnx_nn import NNOps
 from .onnx_shapes import ShapeOps
 
+# The ops that keep Range(0, S, 1) as positions not made yet (a Gather takes
+# them as a table's first S rows) or read only their shape; any other reads
+# them as a tensor.
+_KEEP_POSITIONS = {"Cast", "CastLike", "Unsqueeze", "Reshape", "Squeeze", "Flatten", "Identity", "Gather", "Shape",
+                   "Size"}
+
 # ---- the importer ---------------------------------------------------------------------------
 
 
@@ -172,8 +178,15 @@ class Importer(MathOps, ShapeOps, NNOps):
         if v.reg is not None:
             return v.reg
         if v.iota is not None:
-            self.refuse(node, "the positions 0..%s-1 (a Range as long as a dynamic dimension) are taken only as "
-                        "the indices of a Gather of a table's rows (an embedding of positions)" % v.iota, "shape")
+            # Positions read as values (compared, added, expanded, cast to
+            # float): made at run time, once, and freed after the last
+            # reader of the value.
+            p = self.positions(node, v.iota, v.onnx_type)
+            v.reg = self.reshape(node, p, v.shape).reg if list(v.shape) != [v.iota] else p.reg
+            v.dtype = p.dtype
+            if any(v is x for x in self.vals.values()):
+                self.named.add(v.reg)
+            return v.reg
         if v.lazy is not None:
             a, w, b, act = v.lazy
             v.reg = self.matmul(node, a, w, b, act).reg
@@ -435,6 +448,12 @@ class Importer(MathOps, ShapeOps, NNOps):
                     else:
                         self.set(node, k, self.const_val(arr))
                 return
+        if node.op not in _KEEP_POSITIONS:
+            # Positions (Range(0, S, 1)) read as values: made now, before the
+            # op loads the sizes it passes in scalar registers.
+            for v in ins:
+                if v is not None and v.iota is not None and v.reg is None:
+                    self.reg_of(node, v)
         fn(node)
         unknown = sorted(set(node.attrs) - node.used_attrs)
         if unknown:
@@ -769,6 +788,15 @@ class Importer(MathOps, ShapeOps, NNOps):
         # at import time, or is a dynamic dimension. Range(0, S, 1) is the
         # positions of a sequence (torch.arange(x.shape[1])): kept as such
         # for a Gather into a table (op_Gather). Anything else is refused.
+        ends = [self.get(node, k) for k in range(3)]
+        if ends[1].dim is not None and all(e.const and e.array.size == 1 for e in (ends[0], ends[2])) \
+                and float(ends[0].array.reshape(-1)[0]) == 0 and float(ends[2].array.reshape(-1)[0]) == 1:
+            # torch.arange(x.shape[1], dtype=torch.float): the limit is the
+            # dim cast to float; the positions as floats (exact below 2^24).
+            v = Val([ends[1].dim], "f32", ends[0].onnx_type)
+            v.iota = ends[1].dim
+            self.set(node, 0, v)
+            return
         for k, what in enumerate(("start", "limit", "delta")):
             v = self.get(node, k)
             if not v.const and v.dim is not None:

@@ -257,6 +257,109 @@ class MathOps:
     def op_MatMul(self, node):
         self.set(node, 0, self.matmul(node, self.get(node, 0), self.get(node, 1)))
 
+    def op_Einsum(self, node):
+        """Einsum as permutes, sums and batched matrix products: with two
+        operands each index is a batch one (both inputs and the output), a
+        contracted one (both inputs only), or free (one input and the
+        output); an index in one input alone and not the output is summed
+        out first (REDUCE_SUM). Each operand is permuted to [batch, free,
+        contracted] and viewed as [batch, M, K] / [batch, K, N] for one
+        MATMUL (one fma chain over the contracted indices, in the first
+        operand's order), whose [batch, M, N] is viewed and permuted to the
+        output. More operands fold left to right."""
+        eq = node.attr("equation").replace(" ", "")
+        vals = [self.get(node, k) for k in range(len(node.inputs))]
+        self.f32_only(node, *vals)
+        lhs, arrow, out = eq.partition("->")
+        terms = lhs.split(",")
+        if len(terms) != len(vals):
+            self.refuse(node, "equation '%s' names %d operands, the node has %d" % (eq, len(terms), len(vals)))
+        # '...' becomes one placeholder per axis it covers, right-aligned
+        # across the operands (numpy's broadcasting of the leading axes).
+        spans = []
+        for t, v in zip(terms, vals):
+            if t.count("...") > 1 or (t.replace("...", "").replace(".", "") != t.replace("...", "")):
+                self.refuse(node, "equation '%s': a malformed '...'" % eq)
+            spans.append(len(v.shape) - len(t.replace("...", "")) if "..." in t else 0)
+        ell = max(spans + [0])
+        holders = [chr(0x2460 + k) for k in range(ell)]
+        terms = [t.replace("...", "".join(holders[ell - e:])) for t, e in zip(terms, spans)]
+        if arrow:
+            # Without '...' on the right, the ellipsis axes are summed.
+            out = out.replace("...", "".join(holders))
+        else:
+            letters = "".join(terms)
+            out = "".join(holders) + "".join(sorted(c for c in set(letters) if c not in holders
+                                                    and letters.count(c) == 1))
+        for t, v in zip(terms, vals):
+            if not all(c.isalpha() or c in holders for c in t) or len(t) != len(v.shape):
+                self.refuse(node, "equation '%s': term '%s' does not match an input of rank %d"
+                            % (eq, t.replace("".join(holders), "..."), len(v.shape)))
+            if len(set(t)) != len(t):
+                self.refuse(node, "equation '%s': an index repeated in one operand (a diagonal or a trace) is not "
+                            "supported" % eq)
+        if len(set(out)) != len(out) or any(c not in "".join(terms) for c in out):
+            self.refuse(node, "equation '%s': the output's indices must be distinct indices of the inputs" % eq)
+        sizes = {}
+        for t, v in zip(terms, vals):
+            for c, d in zip(t, v.shape):
+                if c not in sizes or sizes[c] == 1:
+                    sizes[c] = d
+                elif d != 1 and d != sizes[c]:
+                    self.refuse(node, "equation '%s': index '%s' has the sizes %s and %s" % (eq, c, sizes[c], d),
+                                "shape")
+        acc, at = vals[0], terms[0]
+        for k in range(1, len(vals)):
+            later = out + "".join(terms[k + 1:])
+            keep = "".join(c for c in dict.fromkeys(at + terms[k]) if c in later)
+            acc, at = self.einsum2(node, eq, acc, at, vals[k], terms[k], keep, sizes)
+        acc, at = self.einsum_sum(node, eq, acc, at, out)
+        if at != out:
+            acc = self.permute(node, acc, [at.index(c) for c in out])
+        if acc is vals[0]:
+            acc = self.unary(node, "COPY", acc)
+        self.set(node, 0, acc)
+
+    def einsum_sum(self, node, eq, x, term, keep):
+        """x (indices term) with the indices not in keep summed out."""
+        axes = [k for k, c in enumerate(term) if c not in keep]
+        if not axes:
+            return x, term
+        x = self.reduce(node, "SUM", x, axes, 0)
+        return x, "".join(c for c in term if c in keep)
+
+    def einsum2(self, node, eq, a, ta, b, tb, out, sizes):
+        """a (indices ta) and b (tb) to the indices out, in an order of
+        this function's choosing (returned)."""
+        a, ta = self.einsum_sum(node, eq, a, ta, out + tb)
+        b, tb = self.einsum_sum(node, eq, b, tb, out + ta)
+        batch = [c for c in ta if c in tb and c in out]
+        contr = [c for c in ta if c in tb and c not in out]
+        left = [c for c in ta if c not in tb]
+        right = [c for c in tb if c not in ta]
+        for c in contr + left + right:
+            for t, v in ((ta, a), (tb, b)):
+                if c in t and v.shape[t.index(c)] != sizes[c]:
+                    self.refuse(node, "equation '%s': index '%s' broadcast from size 1 outside the batch indices"
+                                % (eq, c), "shape")
+        da = [a.shape[ta.index(c)] for c in batch]
+        db = [b.shape[tb.index(c)] for c in batch]
+        if da == db:
+            bshape_a = bshape_b = [dims_prod(da)] if batch else []
+        else:
+            if len(batch) > 4:
+                self.refuse(node, "equation '%s': %d broadcast batch indices (BIB's MATMUL takes up to 4)"
+                            % (eq, len(batch)), "shape")
+            bshape_a, bshape_b = da, db
+        m = dims_prod([sizes[c] for c in left])
+        n = dims_prod([sizes[c] for c in right])
+        kk = dims_prod([sizes[c] for c in contr])
+        pa = self.permute(node, a, [ta.index(c) for c in batch + left + contr])
+        pb = self.permute(node, b, [tb.index(c) for c in batch + contr + right])
+        y = self.matmul(node, self.reshape(node, pa, bshape_a + [m, kk]), self.reshape(node, pb, bshape_b + [kk, n]))
+        shape = [sizes[c] for c in batch + left + right]
+        return self.reshape(node, y, shape), "".join(batch + left + right)
+
     def op_Gemm(self, node):
         a, b = self.get(node, 0), self.get(node, 1)
         c = self.get(node, 2, optional=True)
@@ -419,6 +522,31 @@ class MathOps:
 
     def op_ArgMin(self, node):
         self.arg(node, "MIN")
+
+    def op_TopK(self, node):
+        # k = 1: the index of the first maximum (minimum) along the axis,
+        # ARGMAX_AXIS / ARGMIN_AXIS kept as an axis of 1, and the value
+        # there, GATHER_ELEMENTS: exact, a tie the lower index as ONNX asks.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        rank = len(x.shape)
+        axis = self.axis_of(node, node.attr("axis", -1), rank)
+        if self.opset < 10:
+            k = int(node.attr("k"))
+        else:
+            k = self.const_ints(node, 1, "k")[0]
+        largest = node.attr("largest", 1)
+        node.attr("sorted")  # one value is sorted either way
+        if k != 1:
+            self.refuse(node, "TopK with k = %d: only k = 1 is supported (an arg max or min and its value)" % k)
+        if x.shape[axis] == 0:
+            self.refuse(node, "TopK along an empty axis %d" % axis, "shape")
+        idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
+        self.need(node, "GATHER_ELEMENTS", "TopK's values")
+        values = self.rt(idx.shape, "f32")
+        self.emit("GATHER_ELEMENTS", values.reg, self.reg_of(node, x), self.reg_of(node, idx), axis)
+        self.set(node, 0, values)
+        self.set(node, 1, idx)
 
     def softmax(self, node, log):
         x = self.get(node, 0)

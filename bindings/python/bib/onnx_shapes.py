@@ -7,7 +7,7 @@ from onnx import TensorProto, numpy_helper
 
 from .onnx_common import (
     _bib_dtype, broadcast_shapes, dim_add, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
-    _np_for, shape_text, Sym, Val)
+    library_broadcasts, _np_for, shape_text, Sym, Val)
 
 
 class ShapeOps:
@@ -275,6 +275,75 @@ class ShapeOps:
         self.emit("FILL", out.reg, slot)
         return out
 
+    def const_or_positions(self, node, n):
+        """0..n-1 as an int64 value: a constant for a static n, else made
+        at run time (positions)."""
+        if isinstance(n, int):
+            return self.const_val(np.arange(n, dtype=np.int64))
+        return self.positions(node, n)
+
+    def positions(self, node, n, onnx_type=TensorProto.INT64):
+        """0..n-1 (n a dynamic dim) as a tensor [n] made at run time, i32 or
+        (onnx_type FLOAT) f32, exact, with no bound below int32's: in base
+        256 from a constant 0..255, four digits (256^4 = 2^32). Each step
+        takes the positions p so far, c of them, to
+        (p[:, None] * 256 + digits[None, :]) flattened, cut to the next
+        count: ceil(n / 256^3), ceil(n / 256^2), ceil(n / 256), then n.
+        Integer products and sums are exact; f32 of a position below 2^24
+        too."""
+        self.need_i32(node, "TMUL")
+        for m in ("SLICE", "TMUL", "TADD"):
+            self.need(node, m, "the positions of a dynamic axis")
+        base, bits, levels = 256, 8, 4
+        if getattr(self, "_digits", None) is None:
+            self._digits = self.const_val(np.arange(base, dtype=np.int32), TensorProto.INT32)
+            self._base = self.const_val(np.array([base], np.int32), TensorProto.INT32)
+        digits, radix = self._digits, self._base
+        self.scalar(12)
+        # Scratch 0..2: a SLICE's bounds or a RESHAPE's sizes; 8..11: the
+        # counts, the last n itself.
+        counts = [("scratch", 8 + k) for k in range(levels)]
+        self.load_int(counts[-1], n)
+        for k in range(levels - 1):
+            shift = bits * (levels - 1 - k)
+            self.emit("ADDI", counts[k], counts[-1], (1 << shift) - 1)
+            self.emit("SHRI", counts[k], counts[k], shift)
+
+        def cut(v, count):
+            out = self.rt([n], "i32", TensorProto.INT32)
+            self.emit("LDI", ("scratch", 0), 0)
+            self.emit("MOV", ("scratch", 1), count)
+            self.emit("LDI", ("scratch", 2), 1)
+            self.emit("SLICE", out.reg, self.reg_of(node, v), ("scratch", 0), 1)
+            return out
+
+        p = cut(digits, counts[0])
+        for prev, count in zip(counts[:-1], counts[1:]):
+            col = self.rt([n, 1], "i32", TensorProto.INT32)
+            self.emit("MOV", ("scratch", 0), prev)
+            self.emit("LDI", ("scratch", 1), 1)
+            self.emit("RESHAPE", col.reg, p.reg, ("scratch", 0), 2)
+            high = self.rt([n, 1], "i32", TensorProto.INT32)
+            self.emit("TMUL", high.reg, col.reg, self.reg_of(node, radix))
+            if not library_broadcasts():
+                self.need(node, "EXPAND")
+                wide = self.rt([n, base], "i32", TensorProto.INT32)
+                self.emit("LDI", ("scratch", 1), base)
+                self.emit("EXPAND", wide.reg, high.reg, ("scratch", 0), 2)
+                high = wide
+            both = self.rt([n, base], "i32", TensorProto.INT32)
+            self.emit("TADD", both.reg, high.reg, self.reg_of(node, digits))
+            flat = self.rt([n], "i32", TensorProto.INT32)
+            self.emit("SHLI", ("scratch", 0), prev, bits)
+            self.emit("RESHAPE", flat.reg, both.reg, ("scratch", 0), 1)
+            p = cut(flat, count)
+        if onnx_type == TensorProto.FLOAT:
+            self.need(node, "CAST")
+            f = self.rt([n], "f32")
+            self.emit("CAST", f.reg, p.reg, 1)
+            p = f
+        return p
+
     def concat(self, node, a, b, axis, what=None):
         """a and b joined along axis (CONCAT): the result's size there is the
         sum of theirs, dynamic dims included."""
@@ -387,10 +456,28 @@ class ShapeOps:
         if len(x.shape) < 2:
             self.refuse(node, "an input of rank %d (Trilu needs 2 or more)" % len(x.shape), "shape")
         n, m = x.shape[-2:]
-        if not isinstance(n, int) or not isinstance(m, int):
-            self.refuse(node, "a dynamic matrix axis (the last two must be static)", "shape")
-        ones = np.ones((n, m), np.int64)
-        keep = self.const_val((np.triu(ones, k) if upper else np.tril(ones, k)).astype(np.bool_), TensorProto.BOOL)
+        if isinstance(n, int) and isinstance(m, int):
+            ones = np.ones((n, m), np.int64)
+            keep = self.const_val((np.triu(ones, k) if upper else np.tril(ones, k)).astype(np.bool_),
+                                  TensorProto.BOOL)
+        else:
+            # A dynamic matrix axis (a causal mask of a sequence's length):
+            # the triangle compares column j with row i + k at run time,
+            # j >= i + k above, j <= i + k below, on exact i32 positions.
+            def along(d, axis):
+                shape = [d, 1] if axis == 0 else [1, d]
+                if isinstance(d, int):
+                    return self.const_val(np.arange(d, dtype=np.int64).reshape(shape))
+                return self.reshape(node, self.const_or_positions(node, d), shape)
+
+            rows, cols = along(n, 0), along(m, 1)
+            if k != 0:
+                if rows.const:
+                    rows = self.const_val(rows.array + k)
+                else:
+                    self.need_i32(node, "TADD")
+                    rows = self.binary(node, "TADD", rows, self.const_val(np.array([k], np.int64)))
+            keep = self.binary(node, "TGE" if upper else "TLE", cols, rows, out_type=TensorProto.BOOL)
         zero = self.const_val(np.zeros(1, np.float32 if x.dtype == "f32" else np.int64), x.onnx_type)
         self.set(node, 0, self.where(node, keep, x, zero))
 
@@ -458,8 +545,8 @@ class ShapeOps:
         self.cast(node, x, like.onnx_type)
 
     def cast(self, node, x, to):
-        if x.iota is not None and x.reg is None and to in (TensorProto.INT64, TensorProto.INT32):
-            out = Val(x.shape, "i32", to)  # positions stay positions
+        if x.iota is not None and x.reg is None and to in (TensorProto.INT64, TensorProto.INT32, TensorProto.FLOAT):
+            out = Val(x.shape, "f32" if to == TensorProto.FLOAT else "i32", to)  # positions stay positions
             out.iota = x.iota
             self.set(node, 0, out)
             return
