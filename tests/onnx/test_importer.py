@@ -1111,6 +1111,28 @@ class TorchExports(unittest.TestCase):
         for m in (Outer(), HF(), TorchOuter()):
             self.check(m, (torch.randn(2, 6, 8),), self.SEQ, [(torch.randn(3, 9, 8),), (torch.randn(1, 300, 8),)])
 
+    def test_rotary_position_embedding_applied_as_llama_applies_it(self):
+        # HF LLaMA's rotary embedding: angles from the positions, cos and sin
+        # of them (SIN, COS), then q * cos + rotate_half(q) * sin, over a
+        # dynamic batch and sequence; against torch's float32 cos and sin.
+        inv = 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16))
+
+        class Rope(torch.nn.Module):
+            def forward(self, q):
+                pid = torch.arange(q.shape[2]).unsqueeze(0).expand(q.shape[0], -1)
+                f = (inv[None, :, None].expand(pid.shape[0], -1, 1) @ pid[:, None, :].float()).transpose(1, 2)
+                emb = torch.cat((f, f), dim=-1)
+                cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+                half = q.shape[-1] // 2
+                rot = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
+                return q * cos + rot * sin
+
+        dyn = {"in0": {0: "B", 2: "S"}, "y": {0: "B", 2: "S"}}
+        mod = self.check(Rope(), (torch.randn(2, 4, 6, 16),), dyn,
+                         [(torch.randn(3, 4, 9, 16),), (torch.randn(1, 4, 700, 16),)], rtol=2e-5)
+        self.assertIn("SIN", ops(mod))
+        self.assertIn("COS", ops(mod))
+
     def test_a_causal_mask_compared_from_dynamic_positions(self):
         # arange(S)[:, None] >= arange(S)[None, :]: exact comparisons of
         # positions made at run time.
