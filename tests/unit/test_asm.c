@@ -984,6 +984,32 @@ Test(asm_round_trip, lines_that_repeat_go_back_or_are_unknown) {
     bib_free(bytes);
 }
 
+/* A long text run is printed 64 bytes to an '.ascii' line, each line
+   looking no further than its own 64 bytes: scanning the rest of the run for
+   every line made 16 MiB of text take some twenty minutes. */
+Test(asm_round_trip, a_16_mib_text_run_disassembles_line_by_line, .timeout = 60) {
+    const uint32_t size = 16u << 20;
+    bib_builder_t *b = bib_builder_create();
+    uint8_t *d = bib_builder_data_append(b, size);
+    cr_assert_not_null(d);
+    for (uint32_t i = 0; i < size; i++)
+        d[i] = (uint8_t)('a' + i % 26);
+    uint32_t f = bib_builder_declare(b, "main");
+    bib_builder_begin(b, f, 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t bytes_size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &bytes_size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+    char *text = NULL;
+    cr_assert_eq(bib_disassemble(bytes, bytes_size, &text, NULL), BIB_OK);
+    cr_expect_eq(count_of(text, "    .ascii  \""), (int)(size / 64));
+    bib_free(text);
+    assert_round_trip(bytes, bytes_size);
+    bib_free(bytes);
+}
+
 Test(asm_round_trip, disassembling_bad_bytes_reports_why) {
     char *text = NULL, *diag = NULL;
     const uint8_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
