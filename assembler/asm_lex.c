@@ -904,8 +904,7 @@ const char *bib_asm_block_end(const asm_state_t *a, const stmt_t *s) {
         (bib_asm_span_is(form, "glsl") || bib_asm_span_is(form, "spirv-words")))
         return ".endshader";
     if (bib_asm_word_is(s->word, ".kernel") &&
-        (bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes") ||
-         bib_asm_span_is(form, "cu-text")))
+        (bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes")))
         return ".endkernel";
     return NULL;
 }

@@ -1044,6 +1044,21 @@ Test(asm_errors, duplicate_function_and_unknown_directive) {
     bib_free(d);
 }
 
+/* spec/assembly.md has no 'cu-text' form: it is refused with the list of
+   forms, and nothing is compiled. */
+Test(asm_errors, a_kernel_form_cu_text_is_unknown) {
+    char *d = assemble_fail(".kernel k cu-text params=t\n"
+                            "extern \"C\" __global__ void k(float *x) {}\n"
+                            ".endkernel\n"
+                            ".func main regs=1\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:1:11: error: unknown kernel form 'cu-text' (expected ptx, cu, "
+                        "ptx-text or ptx-bytes)"),
+              "%s", d);
+    cr_expect_null(strstr(d, "nvcc"), "%s", d);
+    cr_expect_null(strstr(d, "(null)"), "%s", d);
+    bib_free(d);
+}
+
 /* ---- tensors ----------------------------------------------------------- */
 
 static const char tensor_program[] = ".input x t0 f32[n, 4]\n"
