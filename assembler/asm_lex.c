@@ -929,6 +929,10 @@ void bib_asm_split_lines(asm_state_t *a, const char *src, size_t length) {
     uint32_t open = ASM_NONE;  /* the '.tensor' whose value list goes on */
     uint32_t block = ASM_NONE; /* the '.shader' or '.kernel' whose raw lines go on */
     const char *block_close = NULL;
+    /* A UTF-8 byte order mark, which some editors write first, is not text:
+       line 1 and its columns start after it. */
+    if (length >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;

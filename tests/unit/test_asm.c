@@ -1044,6 +1044,24 @@ Test(asm_errors, duplicate_function_and_unknown_directive) {
     bib_free(d);
 }
 
+/* Some editors start a UTF-8 file with a byte order mark: it is skipped,
+   and line 1's columns count from the byte after it. */
+Test(asm_source, a_utf8_byte_order_mark_at_the_start_is_skipped) {
+    const char plain[] = ".func main\n  HALT r0\n.end\n";
+    const char marked[] = "\xEF\xBB\xBF.func main\n  HALT r0\n.end\n";
+    uint8_t *a = NULL, *b = NULL;
+    size_t a_size = 0, b_size = 0;
+    char *diag = NULL;
+    cr_assert_eq(bib_assemble(plain, strlen(plain), "t.basm", &a, &a_size, &diag), BIB_OK);
+    cr_assert_eq(bib_assemble(marked, strlen(marked), "t.basm", &b, &b_size, &diag), BIB_OK, "%s",
+                 diag ? diag : "");
+    cr_expect(a_size == b_size && memcmp(a, b, a_size) == 0);
+    bib_free(a);
+    bib_free(b);
+    const char *const want[] = {"t.basm:1:12: error: expected 'args=N' or 'regs=N', found 'bogus'"};
+    expect_only_errors("\xEF\xBB\xBF.func main bogus\n  HALT r0\n.end\n", want, 1);
+}
+
 /* spec/assembly.md has no 'cu-text' form: it is refused with the list of
    forms, and nothing is compiled. */
 Test(asm_errors, a_kernel_form_cu_text_is_unknown) {
