@@ -486,7 +486,7 @@ bib_status_t bib_disassemble(const void *bytes, size_t size, char **text, char *
         free(sorted);
         free(targeted);
         bib_module_free(m);
-        return dup != NULL ? BIB_E_USAGE : BIB_E_NOMEM;
+        return dup != NULL ? BIB_E_FORMAT : BIB_E_NOMEM;
     }
     free(sorted);
     for (uint32_t pc = 0; pc < m->code_count; pc++) {

@@ -1077,6 +1077,31 @@ Test(asm_errors, a_kernel_form_cu_text_is_unknown) {
     bib_free(d);
 }
 
+/* The loader accepts two functions of one name (spec/bib-format.md), but
+   text names functions: the module is a bad input to the disassembler,
+   BIB_E_FORMAT (exit 65), not a usage error. */
+Test(asm_round_trip, two_functions_of_one_name_are_a_format_error) {
+    const char src[] = ".func main regs=1\n  HALT r0\n.end\n.func aa regs=1\n  RET r0\n.end\n"
+                       ".func ab regs=1\n  RET r0\n.end\n";
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    cr_assert_eq(bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag), BIB_OK);
+    bib_module_t *m = NULL;
+    bib_diag_t d;
+    cr_assert_eq(bib_module_read(bytes, size, &m, &d), BIB_OK, "%s", d.msg);
+    bib_free(bytes);
+    m->funcs[2].name[1] = 'a';
+    cr_assert_eq(bib_module_write(m, &bytes, &size, &d), BIB_OK, "%s", d.msg);
+    bib_module_free(m);
+    char *text = NULL;
+    cr_expect_eq(bib_disassemble(bytes, size, &text, &diag), BIB_E_FORMAT);
+    cr_expect_null(text);
+    cr_expect(diag != NULL && strstr(diag, "two functions are named 'aa'"), "%s", diag ? diag : "");
+    bib_free(diag);
+    bib_free(bytes);
+}
+
 /* ---- tensors ----------------------------------------------------------- */
 
 static const char tensor_program[] = ".input x t0 f32[n, 4]\n"
