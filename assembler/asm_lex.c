@@ -762,18 +762,19 @@ char *bib_asm_parse_name(asm_state_t *a, uint32_t si, span_t sp, const char *wha
 }
 
 /* A register "r12" (prefix 'r') or tensor register "t3" (prefix 't').
-   Returns 0 when the text is not one. */
+   Returns 0 when the text is not one. An index too large for any register
+   reads as UINT32_MAX, for the caller to report as out of range. */
 int bib_asm_parse_reg(span_t sp, char prefix, uint32_t *index) {
     if (sp.len < 2 || (sp.p[0] | 0x20) != prefix)
         return 0;
     uint64_t v = 0;
     for (uint32_t i = 1; i < sp.len; i++) {
-        if (sp.p[i] < '0' || sp.p[i] > '9' || v > BIB_MAX_REGS)
+        if (sp.p[i] < '0' || sp.p[i] > '9')
             return 0;
         v = v * 10 + (unsigned)(sp.p[i] - '0');
+        if (v > UINT32_MAX)
+            v = UINT32_MAX;
     }
-    if (v > UINT32_MAX)
-        return 0;
     *index = (uint32_t)v;
     return 1;
 }

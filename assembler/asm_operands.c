@@ -36,6 +36,13 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
             bib_asm_diag_span(a, si, op, "expected a register (r0, r1, ...), found '%s'", NULL);
             return 0;
         }
+        if (reg >= BIB_MAX_REGS) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "%%s is above r%u (a function has at most %u registers)",
+                     BIB_MAX_REGS - 1, BIB_MAX_REGS);
+            bib_asm_diag_span(a, si, op, msg, NULL);
+            return 0;
+        }
         if (reg >= f->nregs) {
             bib_asm_diag_at(a, si, op.col, op.len,
                             "register r%u is out of range: function '%s' has regs=%u (r0..r%u)",
@@ -50,7 +57,7 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         if (bib_asm_parse_reg(op, 't', &reg)) {
             if (reg >= BIB_MAX_TENSOR_REGS) {
                 bib_asm_diag_at(a, si, op.col, op.len,
-                                "tensor register t%u is out of range (t0..t%u)", reg,
+                                "tensor register %.*s is out of range (t0..t%u)", (int)op.len, op.p,
                                 BIB_MAX_TENSOR_REGS - 1);
                 return 0;
             }

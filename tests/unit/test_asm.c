@@ -1077,6 +1077,22 @@ Test(asm_errors, a_kernel_form_cu_text_is_unknown) {
     bib_free(d);
 }
 
+/* Without regs= the count is inferred, so the message names the limit of
+   any function rather than a regs= the source does not have. */
+Test(asm_errors, a_register_past_the_limit_names_the_limit) {
+    const char *const want[] = {
+        "t.basm:2:7: error: r70000 is above r65535 (a function has at most 65536 registers)",
+        "t.basm:3:7: error: r99999999999 is above r65535 (a function has at most 65536 "
+        "registers)",
+        "t.basm:4:8: error: tensor register t99999999999 is out of range (t0..t65535)"};
+    expect_only_errors(".func main\n"
+                       "  LDI r70000, 1\n"
+                       "  LDI r99999999999, 1\n"
+                       "  FREE t99999999999\n"
+                       "  HALT r0\n.end\n",
+                       want, 3);
+}
+
 /* The loader accepts two functions of one name (spec/bib-format.md), but
    text names functions: the module is a bad input to the disassembler,
    BIB_E_FORMAT (exit 65), not a usage error. */
