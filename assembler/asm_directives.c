@@ -281,15 +281,12 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
         }
         span_t value = {eq + 1, op.len - klen - 1, op.col + klen + 1};
         uint64_t v;
-        if (!bib_asm_parse_unsigned(a, si, value, BIB_MAX_REGS, &v, "a register count"))
+        if (!bib_asm_parse_count(a, si, value, is_args ? 0 : 1, BIB_MAX_REGS, &v,
+                                 is_args ? "an argument count" : "a register count"))
             continue;
         if (is_args) {
             f->nargs = (uint32_t)v;
         } else {
-            if (v == 0) {
-                bib_asm_diag_at(a, si, value.col, value.len, "regs must be at least 1");
-                continue;
-            }
             f->nregs = (uint32_t)v;
             f->regs_given = 1;
         }

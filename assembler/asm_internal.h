@@ -245,6 +245,8 @@ char *bib_asm_parse_name(asm_state_t *a, uint32_t si, span_t sp, const char *wha
 int bib_asm_parse_reg(span_t sp, char prefix, uint32_t *index);
 int bib_asm_find_mnemonic(span_t w);
 int bib_asm_word_is(span_t w, const char *name);
+int bib_asm_parse_count(asm_state_t *a, uint32_t si, span_t sp, uint64_t min, uint64_t max,
+                        uint64_t *out, const char *what);
 int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
                            const char *what);
 int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *out, int floats_ok);

@@ -792,9 +792,10 @@ int bib_asm_word_is(span_t w, const char *name) {
     return strlen(name) == w.len && strncasecmp(w.p, name, w.len) == 0;
 }
 
-/* A count or size: an unsigned integer literal, or an .equ, up to max. */
-int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
-                           const char *what) {
+/* A count or size: an unsigned integer literal, or an .equ, in min..max;
+   what names it in the message that gives the range. */
+int bib_asm_parse_count(asm_state_t *a, uint32_t si, span_t sp, uint64_t min, uint64_t max,
+                        uint64_t *out, const char *what) {
     asm_int_t v;
     parse_result_t r = bib_asm_parse_int(sp, &v);
     int equ = 0;
@@ -811,7 +812,7 @@ int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max,
         bib_asm_diag_span(a, si, sp, msg, NULL);
         return 0;
     }
-    if (r == PARSE_RANGE || (v.neg && v.mag != 0) || v.mag > max) {
+    if (r == PARSE_RANGE || (v.neg && v.mag != 0) || v.mag < min || v.mag > max) {
         char value[32] = "";
         if (equ > 0) {
             value[0] = ' ';
@@ -819,12 +820,18 @@ int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max,
             value[2] = ' ';
             bib_asm_int_text(v, value + 3, sizeof value - 3);
         }
-        bib_asm_diag_at(a, si, sp.col, sp.len, "%.*s%s is out of range for %s (0..%llu)",
-                        (int)sp.len, sp.p, value, what, (unsigned long long)max);
+        bib_asm_diag_at(a, si, sp.col, sp.len, "%.*s%s is out of range for %s (%llu..%llu)",
+                        (int)sp.len, sp.p, value, what, (unsigned long long)min,
+                        (unsigned long long)max);
         return 0;
     }
     *out = v.mag;
     return 1;
+}
+
+int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
+                           const char *what) {
+    return bib_asm_parse_count(a, si, sp, 0, max, out, what);
 }
 
 /* An integer, char, .equ or data label, the names with an optional +N/-N:

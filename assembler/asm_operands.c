@@ -90,13 +90,9 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
     case BIB_K_CASES: {
         const int scale = kind == BIB_K_SCALE;
         uint64_t n;
-        if (!bib_asm_parse_unsigned(a, si, op, scale ? 3 : BIB_MAX_CASES, &n,
-                                    scale ? "a scale (0..3)" : "a jump table size"))
+        if (!bib_asm_parse_count(a, si, op, scale ? 0 : 1, scale ? 3 : BIB_MAX_CASES, &n,
+                                 scale ? "a scale" : "a jump table size"))
             return 0;
-        if (!scale && n == 0) {
-            bib_asm_diag_span(a, si, op, "a jump table has at least one entry, found '%s'", NULL);
-            return 0;
-        }
         *word = (uint32_t)n;
         return 1;
     }

@@ -1093,6 +1093,34 @@ Test(asm_errors, a_register_past_the_limit_names_the_limit) {
                        want, 3);
 }
 
+/* Each count states its own name and its true range, once. */
+Test(asm_errors, counts_out_of_range_state_their_name_and_range) {
+    const char *const want[] = {
+        "t.basm:2:21: error: 4 is out of range for a scale (0..3)\n",
+        "t.basm:3:12: error: 65537 is out of range for a jump table size (1..65536)\n",
+        "t.basm:4:12: error: 0 is out of range for a jump table size (1..65536)\n",
+        "t.basm:8:14: error: 70000 is out of range for an argument count (0..65536)\n",
+        "t.basm:11:14: error: 0 is out of range for a register count (1..65536)\n",
+        "t.basm:14:14: error: 65537 is out of range for a register count (1..65536)\n"};
+    expect_only_errors(".func main regs=3\n"
+                       "  LOADX r0, r1, r2, 4\n"
+                       "  JTAB r0, 65537, d\n"
+                       "  JTAB r0, 0, d\n"
+                       "d:\n"
+                       "  HALT r0\n"
+                       ".end\n"
+                       ".func f args=70000\n"
+                       "  RET r0\n"
+                       ".end\n"
+                       ".func g regs=0\n"
+                       "  RET r0\n"
+                       ".end\n"
+                       ".func h regs=65537\n"
+                       "  RET r0\n"
+                       ".end\n",
+                       want, 6);
+}
+
 /* The loader accepts two functions of one name (spec/bib-format.md), but
    text names functions: the module is a bad input to the disassembler,
    BIB_E_FORMAT (exit 65), not a usage error. */
