@@ -875,10 +875,17 @@ int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *ou
     asm_int_t offset = {0, 0};
     if (n < sp.len) {
         span_t rest = {sp.p + n, sp.len - n, sp.col + n};
-        if ((rest.p[0] != '+' && rest.p[0] != '-') ||
-            bib_asm_parse_int(rest, &offset) != PARSE_OK || rest.p[1] == '\'' ||
-            offset.mag > (1ull << 40)) {
+        parse_result_t r =
+            rest.p[0] == '+' || rest.p[0] == '-' ? bib_asm_parse_int(rest, &offset) : PARSE_NOT;
+        if ((r != PARSE_OK && r != PARSE_RANGE) || rest.p[1] == '\'') {
             bib_asm_diag_span(a, si, rest, "expected '+N' or '-N' after a data label, found '%s'",
+                              NULL);
+            return 0;
+        }
+        if (r == PARSE_RANGE || offset.mag > (1ull << 40)) {
+            bib_asm_diag_span(a, si, rest,
+                              "the offset %s after a data label is out of range "
+                              "(-1099511627776..+1099511627776)",
                               NULL);
             return 0;
         }

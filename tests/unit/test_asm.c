@@ -1121,6 +1121,21 @@ Test(asm_errors, counts_out_of_range_state_their_name_and_range) {
                        want, 6);
 }
 
+/* The offset after a data label is well formed but past 2^40: the message
+   gives the range, not the syntax. */
+Test(asm_errors, a_data_label_offset_past_the_cap_states_the_range) {
+    const char *const want[] = {
+        "t.basm:3:14: error: the offset +18446744073709551615 after a data label is out of "
+        "range (-1099511627776..+1099511627776)",
+        "t.basm:4:14: error: expected '+N' or '-N' after a data label, found '*2'"};
+    expect_only_errors("a: .byte 1\n"
+                       ".func main regs=1\n"
+                       "  LDI64 r0, a+18446744073709551615\n"
+                       "  LDI64 r0, a*2\n"
+                       "  HALT r0\n.end\n",
+                       want, 2);
+}
+
 /* The loader accepts two functions of one name (spec/bib-format.md), but
    text names functions: the module is a bad input to the disassembler,
    BIB_E_FORMAT (exit 65), not a usage error. */
