@@ -1136,6 +1136,16 @@ Test(asm_errors, a_data_label_offset_past_the_cap_states_the_range) {
                        want, 2);
 }
 
+/* A table longer than the instructions left in the function says how many
+   it needs and how many there are. */
+Test(asm_errors, a_jump_table_past_the_function_end_counts_both) {
+    const char *const want[] = {
+        "pc 0 (JTAB): a jump table of 3 entries needs 3 JMPs after it; function 'main' has 2 "
+        "instructions after pc 0"};
+    expect_only_errors(".func main regs=2\n  JTAB r0, 3, d\n  JMP d\nd:\n  HALT r0\n.end\n", want,
+                       1);
+}
+
 /* The loader accepts two functions of one name (spec/bib-format.md), but
    text names functions: the module is a bad input to the disassembler,
    BIB_E_FORMAT (exit 65), not a usage error. */
