@@ -64,18 +64,20 @@ typedef struct span {
     uint32_t col; /* 1-based byte column */
 } span_t;
 
+/* One per source line, so its size is most of the assembler's memory on a
+   large program: the fields are ordered to leave no padding (64 bytes). */
 typedef struct stmt {
-    uint32_t line;
     const char *text; /* the source line, for diagnostics */
+    span_t word;      /* mnemonic or directive; len 0 when none */
+    uint32_t line;
     uint32_t text_len;
     uint32_t label_first, label_count; /* in asm_t.spans */
-    span_t word;                       /* mnemonic or directive; len 0 when none */
     uint32_t op_first, op_count;       /* in asm_t.spans */
-    int bad;                           /* a syntax error was reported: skip it */
     uint32_t func;                     /* enclosing function, ASM_NONE at top level */
-    int continued;                     /* a '.tensor' value list goes on on the next line */
-    uint32_t owner;   /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
-    uint32_t body_of; /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
+    uint32_t owner;    /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
+    uint32_t body_of;  /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
+    uint8_t bad;       /* a syntax error was reported: skip it */
+    uint8_t continued; /* a '.tensor' value list goes on on the next line */
 } stmt_t;
 
 /* What the text says of a function; its id is the builder's, its name is in

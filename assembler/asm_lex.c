@@ -948,6 +948,18 @@ void bib_asm_split_lines(asm_state_t *a, const char *src, size_t length) {
        line 1 and its columns start after it. */
     if (length >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
         p += 3;
+    /* One statement a line: counted first, so the array is allocated once,
+       at its size, rather than doubled past it. */
+    size_t lines = p < end && end[-1] != '\n';
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        lines++;
+    if (lines > 0 && lines <= UINT32_MAX) {
+        if ((a->stmts = malloc(lines * sizeof *a->stmts)) == NULL) {
+            bib_asm_out_of_memory(a);
+            return;
+        }
+        a->stmt_cap = (uint32_t)lines;
+    }
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;
