@@ -69,7 +69,7 @@ static void check_module(asm_state_t *a) {
 
 static uint32_t entry_function(asm_state_t *a) {
     if (a->entry_stmt != ASM_NONE) {
-        span_t op = a->spans[a->stmts[a->entry_stmt].op_first];
+        span_t op = bib_asm_operand(a, &a->stmts[a->entry_stmt], 0);
         char *name = bib_asm_parse_name(a, a->entry_stmt, op, "function");
         if (name == NULL)
             return ASM_NONE;

@@ -66,6 +66,14 @@ typedef struct span {
 
 /* One per source line, so its size is most of the assembler's memory on a
    large program: the fields are ordered to leave no padding (64 bytes). */
+/* An operand or label as the statements keep it: where it lies in its own
+   statement's line (col, 1-based, and len), which gives back the span_t
+   (bib_asm_operand, bib_asm_label). Half a span_t, one per operand and label
+   of the source. */
+typedef struct span_at {
+    uint32_t col, len;
+} span_at_t;
+
 typedef struct stmt {
     const char *text; /* the source line, for diagnostics */
     span_t word;      /* mnemonic or directive; len 0 when none */
@@ -142,7 +150,7 @@ typedef struct asm_state {
 
     stmt_t *stmts;
     uint32_t stmt_count, stmt_cap;
-    span_t *spans;
+    span_at_t *spans; /* every statement's labels and operands, in source order */
     uint32_t span_count, span_cap;
 
     /* The module: every declaration and data byte goes into it as pass 1
@@ -232,7 +240,8 @@ void bib_asm_builder_failed(asm_state_t *a);
 int bib_asm_is_space(int c);
 const char *bib_asm_skip_quoted(const char *p, const char *end);
 long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at, const char **why);
-const span_t *bib_asm_stmt_operands(const asm_state_t *a, const stmt_t *s);
+span_t bib_asm_operand(const asm_state_t *a, const stmt_t *s, uint32_t index);
+span_t bib_asm_label(const asm_state_t *a, const stmt_t *s, uint32_t index);
 span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end);
 uint32_t bib_asm_name_length(const char *p, const char *end);
 int bib_asm_is_tensor_decl(span_t w);

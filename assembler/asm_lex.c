@@ -281,21 +281,27 @@ long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at,
 
 /* ---- line parsing ------------------------------------------------------- */
 
+/* Keeps a span of statement s's line (bib_asm_make_span made it). */
 static int push_span(asm_state_t *a, span_t sp) {
     if (!bib_asm_grow_array((void **)&a->spans, &a->span_cap, a->span_count + 1,
                             sizeof *a->spans)) {
         bib_asm_out_of_memory(a);
         return 0;
     }
-    a->spans[a->span_count++] = sp;
+    a->spans[a->span_count++] = (span_at_t){sp.col, sp.len};
     return 1;
 }
 
-/* A statement's operand spans. Before the first operand of the source there
-   is no span array at all, and NULL + 0 is undefined behaviour, so such a
-   statement gets NULL (it has no operand to index). */
-const span_t *bib_asm_stmt_operands(const asm_state_t *a, const stmt_t *s) {
-    return a->spans != NULL ? a->spans + s->op_first : NULL;
+static span_t span_of(const stmt_t *s, span_at_t at) {
+    return (span_t){s->text + at.col - 1, at.len, at.col};
+}
+
+span_t bib_asm_operand(const asm_state_t *a, const stmt_t *s, uint32_t index) {
+    return span_of(s, a->spans[s->op_first + index]);
+}
+
+span_t bib_asm_label(const asm_state_t *a, const stmt_t *s, uint32_t index) {
+    return span_of(s, a->spans[s->label_first + index]);
 }
 
 span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end) {
@@ -914,7 +920,7 @@ int bib_asm_span_is(span_t sp, const char *text) {
 const char *bib_asm_block_end(const asm_state_t *a, const stmt_t *s) {
     if (s->bad || s->op_count < 2)
         return NULL;
-    span_t form = a->spans[s->op_first + 1];
+    span_t form = bib_asm_operand(a, s, 1);
     if (bib_asm_word_is(s->word, ".shader") &&
         (bib_asm_span_is(form, "glsl") || bib_asm_span_is(form, "spirv-words")))
         return ".endshader";

@@ -366,7 +366,7 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
         uint32_t kind = info->kinds[k];
         if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
             continue;
-        span_t op = a->spans[s->op_first + text++];
+        span_t op = bib_asm_operand(a, s, text++);
         uint32_t hi = 0;
         if (!parse_operand(p, si, info, kind, op, kind == BIB_K_COUNT ? prev_rs : ASM_NONE,
                            &words[k], &hi))
@@ -434,7 +434,7 @@ void bib_asm_pass2(pass2_t *p) {
         }
         if (s->func != ASM_NONE && s->func == p->func) {
             for (uint32_t i = 0; i < s->label_count; i++) {
-                span_t l = a->spans[s->label_first + i];
+                span_t l = bib_asm_label(a, s, i);
                 char *name = bib_asm_parse_name(a, si, l, "label");
                 sym_t *sym = name ? bib_asm_sym_find(&a->syms, name, SYM_CODE, p->func + 1) : NULL;
                 if (sym != NULL && sym->stmt == si) {
@@ -470,7 +470,7 @@ void bib_asm_pass2(pass2_t *p) {
         } else if (bib_asm_word_is(w, ".line")) {
             uint64_t n;
             if (bib_asm_expect_operands(a, si, 1, 1) &&
-                bib_asm_parse_unsigned(a, si, a->spans[s->op_first], UINT32_MAX, &n,
+                bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 0), UINT32_MAX, &n,
                                        "a line number")) {
                 p->line = (uint32_t)n;
                 p->line_set = 1;
