@@ -153,7 +153,7 @@ static void devcode_glsl_errors(asm_state_t *a, uint32_t si, const char *name, c
 
 void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    int kernel = bib_asm_word_is(s->word, ".kernel");
+    int kernel = bib_asm_word_is(bib_asm_word(s), ".kernel");
     const char *what = kernel ? "kernel" : "shader";
     if (s->op_count < 2) {
         bib_asm_diag_at(

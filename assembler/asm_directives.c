@@ -89,7 +89,7 @@ static void put_le(uint8_t *p, uint64_t v, uint32_t width) {
 
 static void pass1_data(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    span_t w = s->word;
+    span_t w = bib_asm_word(s);
     if (bib_asm_word_is(w, ".zero") || bib_asm_word_is(w, ".align")) {
         uint64_t n;
         if (s->op_count != 1) {
@@ -498,7 +498,7 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
             return 0; /* reported where it was split */
         count += line->op_count - (j == si ? first : 0);
     }
-    if (count == numel && !fits_cap(a, si, s->word, numel * 4))
+    if (count == numel && !fits_cap(a, si, bib_asm_word(s), numel * 4))
         return 0;
     if (count == numel) {
         t->values = malloc((size_t)numel * 4 + 4);
@@ -533,7 +533,7 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
 
 static void pass1_tensor(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    span_t w = s->word;
+    span_t w = bib_asm_word(s);
     uint32_t flags = bib_asm_word_is(w, ".input")    ? BIB_TENSOR_INPUT
                      : bib_asm_word_is(w, ".output") ? BIB_TENSOR_OUTPUT
                                                      : BIB_TENSOR_CONST;
@@ -819,10 +819,11 @@ int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t h
         return 1;
     if (lo == hi)
         bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u operand%s, found %u",
-                        (int)s->word.len, s->word.p, lo, lo == 1 ? "" : "s", s->op_count);
+                        (int)s->word.len, s->text + s->word.col - 1, lo, lo == 1 ? "" : "s",
+                        s->op_count);
     else
         bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u to %u operands, found %u",
-                        (int)s->word.len, s->word.p, lo, hi, s->op_count);
+                        (int)s->word.len, s->text + s->word.col - 1, lo, hi, s->op_count);
     return 0;
 }
 
@@ -832,7 +833,7 @@ void bib_asm_pass1(asm_state_t *a) {
         stmt_t *s = &a->stmts[si];
         if (s->bad)
             continue;
-        span_t w = s->word;
+        span_t w = bib_asm_word(s);
         /* .func opens its scope before its own labels would matter; a label
            on a .func line belongs to the data side, like any top-level one. */
         for (uint32_t i = 0; i < s->label_count; i++) {
@@ -1079,7 +1080,7 @@ void bib_asm_place_bss(asm_state_t *a) {
     a->bss_end = at;
     for (uint32_t i = 0; i < a->syms.count && a->bss_count > 0; i++) {
         sym_t *sym = &a->syms.syms[i];
-        if (sym->kind != SYM_DATA || !bib_asm_word_is(a->stmts[sym->stmt].word, ".bss"))
+        if (sym->kind != SYM_DATA || !bib_asm_word_is(bib_asm_word(&a->stmts[sym->stmt]), ".bss"))
             continue;
         /* Pass 1 gave it the index its line's reservation would have. */
         uint64_t r = sym->value;

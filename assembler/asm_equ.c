@@ -296,7 +296,7 @@ static void evaluate(asm_state_t *a, asm_equ_t *q) {
    lays out any data: a value is known wherever it may be used. */
 void bib_asm_pass_equ(asm_state_t *a) {
     for (uint32_t si = 0; si < a->stmt_count && !a->stopped && !a->oom; si++)
-        if (!a->stmts[si].bad && bib_asm_word_is(a->stmts[si].word, ".equ"))
+        if (!a->stmts[si].bad && bib_asm_word_is(bib_asm_word(&a->stmts[si]), ".equ"))
             define(a, si);
     for (uint32_t i = 0; i < a->equ_count && !a->stopped && !a->oom; i++)
         evaluate(a, &a->equs[i]);

@@ -64,8 +64,6 @@ typedef struct span {
     uint32_t col; /* 1-based byte column */
 } span_t;
 
-/* One per source line, so its size is most of the assembler's memory on a
-   large program: the fields are ordered to leave no padding (64 bytes). */
 /* An operand or label as the statements keep it: where it lies in its own
    statement's line (col, 1-based, and len), which gives back the span_t
    (bib_asm_operand, bib_asm_label). Half a span_t, one per operand and label
@@ -74,9 +72,12 @@ typedef struct span_at {
     uint32_t col, len;
 } span_at_t;
 
+/* One per source line, so its size is most of the assembler's memory on a
+   large program: the fields are ordered to leave no padding (56 bytes on a
+   64-bit host). */
 typedef struct stmt {
     const char *text; /* the source line, for diagnostics */
-    span_t word;      /* mnemonic or directive; len 0 when none */
+    span_at_t word;   /* mnemonic or directive (bib_asm_word); len 0 when none */
     uint32_t line;
     uint32_t text_len;
     uint32_t label_first, label_count; /* in asm_t.spans */
@@ -242,6 +243,7 @@ const char *bib_asm_skip_quoted(const char *p, const char *end);
 long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at, const char **why);
 span_t bib_asm_operand(const asm_state_t *a, const stmt_t *s, uint32_t index);
 span_t bib_asm_label(const asm_state_t *a, const stmt_t *s, uint32_t index);
+span_t bib_asm_word(const stmt_t *s);
 span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end);
 uint32_t bib_asm_name_length(const char *p, const char *end);
 int bib_asm_is_tensor_decl(span_t w);

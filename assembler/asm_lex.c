@@ -304,6 +304,10 @@ span_t bib_asm_label(const asm_state_t *a, const stmt_t *s, uint32_t index) {
     return span_of(s, a->spans[s->label_first + index]);
 }
 
+span_t bib_asm_word(const stmt_t *s) {
+    return span_of(s, s->word);
+}
+
 span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end) {
     return (span_t){p, (uint32_t)(end - p), (uint32_t)(p - s->text) + 1};
 }
@@ -525,14 +529,14 @@ static void parse_line(asm_state_t *a, uint32_t si) {
         s->bad = 1;
         return;
     }
-    s->word = bib_asm_make_span(s, w, p);
-    if (bib_asm_is_tensor_decl(s->word)) {
+    s->word = (span_at_t){(uint32_t)(w - s->text) + 1, (uint32_t)(p - w)};
+    if (bib_asm_is_tensor_decl(bib_asm_word(s))) {
         s->op_first = a->span_count;
         parse_decl_operands(a, si, p, end);
         return;
     }
 
-    int words = word_separated(s->word);
+    int words = word_separated(bib_asm_word(s));
     s->op_first = a->span_count;
     while (p < end && bib_asm_is_space((unsigned char)*p))
         p++;
@@ -921,10 +925,10 @@ const char *bib_asm_block_end(const asm_state_t *a, const stmt_t *s) {
     if (s->bad || s->op_count < 2)
         return NULL;
     span_t form = bib_asm_operand(a, s, 1);
-    if (bib_asm_word_is(s->word, ".shader") &&
+    if (bib_asm_word_is(bib_asm_word(s), ".shader") &&
         (bib_asm_span_is(form, "glsl") || bib_asm_span_is(form, "spirv-words")))
         return ".endshader";
-    if (bib_asm_word_is(s->word, ".kernel") &&
+    if (bib_asm_word_is(bib_asm_word(s), ".kernel") &&
         (bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes")))
         return ".endkernel";
     return NULL;

@@ -338,9 +338,9 @@ static void describe_operands(const bib_opinfo_t *info, char *out, size_t cap) {
 static void pass2_instruction(pass2_t *p, uint32_t si) {
     asm_state_t *a = p->a;
     stmt_t *s = &a->stmts[si];
-    int index = bib_asm_find_mnemonic(s->word);
+    int index = bib_asm_find_mnemonic(bib_asm_word(s));
     if (index < 0) {
-        bib_asm_diag_span(a, si, s->word, "unknown mnemonic '%s'", NULL);
+        bib_asm_diag_span(a, si, bib_asm_word(s), "unknown mnemonic '%s'", NULL);
         return;
     }
     const bib_opinfo_t *info = &bib_isa_table[index];
@@ -423,7 +423,7 @@ void bib_asm_pass2(pass2_t *p) {
         stmt_t *s = &a->stmts[si];
         if (s->bad)
             continue;
-        span_t w = s->word;
+        span_t w = bib_asm_word(s);
         if (bib_asm_word_is(w, ".func")) {
             p->func = s->func;
             if (p->func == ASM_NONE)
