@@ -69,7 +69,7 @@ static void check_module(asm_state_t *a) {
 
 static uint32_t entry_function(asm_state_t *a) {
     if (a->entry_stmt != ASM_NONE) {
-        span_t op = a->spans[a->stmts[a->entry_stmt].op_first];
+        span_t op = bib_asm_operand(a, &a->stmts[a->entry_stmt], 0);
         char *name = bib_asm_parse_name(a, a->entry_stmt, op, "function");
         if (name == NULL)
             return ASM_NONE;
@@ -147,6 +147,12 @@ static bib_status_t assemble(asm_state_t *a, const char *source, size_t length, 
     bib_asm_pass2(&p);
     if (a->errors > 0 || a->oom)
         return BIB_E_ASM;
+    /* The operands are all read: their spans go before the builder makes
+       its copies of the code, when the memory a large program takes peaks.
+       The statements stay, for a verifier verdict to point at its line. */
+    free(a->spans);
+    a->spans = NULL;
+    a->span_count = a->span_cap = 0;
     settle_module(a, entry);
     bib_status_t st = bib_builder_finish(a->b, out, size);
     unsigned pc;

@@ -153,7 +153,7 @@ static void devcode_glsl_errors(asm_state_t *a, uint32_t si, const char *name, c
 
 void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    int kernel = bib_asm_word_is(s->word, ".kernel");
+    int kernel = bib_asm_word_is(bib_asm_word(s), ".kernel");
     const char *what = kernel ? "kernel" : "shader";
     if (s->op_count < 2) {
         bib_asm_diag_at(
@@ -162,8 +162,7 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
                    : "'.shader' needs a name and a form (file, glsl, spirv or spirv-words)");
         return;
     }
-    const span_t *ops = bib_asm_stmt_operands(a, s);
-    span_t form = ops[1];
+    span_t form = bib_asm_operand(a, s, 1);
     int has_path = kernel ? bib_asm_span_is(form, "ptx") || bib_asm_span_is(form, "cu")
                           : bib_asm_span_is(form, "file") || bib_asm_span_is(form, "spirv");
     int block = bib_asm_block_end(a, s) != NULL;
@@ -181,12 +180,13 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
     uint64_t bindings = 0, push = 0;
     char *path = NULL;
     uint32_t first_opt = has_path ? 3 : 2;
-    if (has_path && (s->op_count < 3 || (path = devcode_path(a, si, ops[2])) == NULL)) {
+    if (has_path &&
+        (s->op_count < 3 || (path = devcode_path(a, si, bib_asm_operand(a, s, 2))) == NULL)) {
         if (s->op_count < 3)
             bib_asm_diag_span(a, si, form, "form '%s' needs a quoted file name after it", NULL);
         return;
     }
-    d.name = bib_asm_parse_name(a, si, ops[0], what);
+    d.name = bib_asm_parse_name(a, si, bib_asm_operand(a, s, 0), what);
     int ok = d.name != NULL;
     if (ok && a->deny_device_code) {
         bib_asm_diag_at(a, si, s->word.col, s->word.len,
@@ -196,7 +196,7 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
         ok = 0;
     }
     for (uint32_t i = first_opt; i < s->op_count && ok; i++) {
-        span_t op = ops[i];
+        span_t op = bib_asm_operand(a, s, i);
         const char *eq = memchr(op.p, '=', op.len);
         span_t key = {op.p, eq ? (uint32_t)(eq - op.p) : op.len, op.col};
         span_t val = eq ? bib_asm_make_span(s, eq + 1, op.p + op.len) : key;
@@ -260,9 +260,9 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
             size_t size = 0;
             ok = bib_devcode_read_file(path, &bytes, &size, why, sizeof why);
             if (!ok)
-                bib_asm_diag_span(a, si, ops[2], "%s", why);
+                bib_asm_diag_span(a, si, bib_asm_operand(a, s, 2), "%s", why);
             else if (size % 4 != 0 || size / 4 > BIB_MAX_SPIRV_WORDS) {
-                bib_asm_diag_at(a, si, ops[2].col, ops[2].len,
+                bib_asm_diag_at(a, si, bib_asm_operand(a, s, 2).col, bib_asm_operand(a, s, 2).len,
                                 "'%s' is %zu bytes: SPIR-V is whole 32-bit words (at most %u)",
                                 path, size, BIB_MAX_SPIRV_WORDS);
                 ok = 0;
@@ -283,7 +283,7 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
             } else {
                 ok = bib_devcode_read_file(path, &src, &len, why, sizeof why);
                 if (!ok)
-                    bib_asm_diag_span(a, si, ops[2], "%s", why);
+                    bib_asm_diag_span(a, si, bib_asm_operand(a, s, 2), "%s", why);
             }
             if (ok &&
                 !bib_devcode_glsl(src, len, d.name, d.entry, &d.words, &d.word_count, &errors)) {
@@ -337,10 +337,10 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
                      ? bib_devcode_read_file(path, &d.ptx, &size, why, sizeof why)
                      : bib_devcode_nvcc(path, &d.ptx, &size, why, sizeof why);
             if (!ok)
-                bib_asm_diag_span(a, si, ops[2], "%s", why);
+                bib_asm_diag_span(a, si, bib_asm_operand(a, s, 2), "%s", why);
             else if (size > BIB_MAX_PTX_BYTES || strlen(d.ptx) != size) {
-                bib_asm_diag_span(a, si, ops[2], "the PTX of '%s' holds a NUL byte or is too large",
-                                  NULL);
+                bib_asm_diag_span(a, si, bib_asm_operand(a, s, 2),
+                                  "the PTX of '%s' holds a NUL byte or is too large", NULL);
                 ok = 0;
             }
             d.ptx_bytes = (uint32_t)size;
@@ -351,7 +351,7 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
         ok ? bib_builder_find(a->b, kernel ? BIB_BUILDER_KERNEL : BIB_BUILDER_SHADER, d.name)
            : ASM_NONE;
     if (prev != ASM_NONE) {
-        bib_asm_diag_span(a, si, ops[0], "'%s' is already defined", NULL);
+        bib_asm_diag_span(a, si, bib_asm_operand(a, s, 0), "'%s' is already defined", NULL);
         ok = 0;
     }
     if (ok && (kernel ? bib_builder_kernel(a->b, d.name, d.entry, d.params, d.ptx, d.ptx_bytes)

@@ -89,8 +89,7 @@ static void put_le(uint8_t *p, uint64_t v, uint32_t width) {
 
 static void pass1_data(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    span_t w = s->word;
-    const span_t *ops = bib_asm_stmt_operands(a, s);
+    span_t w = bib_asm_word(s);
     if (bib_asm_word_is(w, ".zero") || bib_asm_word_is(w, ".align")) {
         uint64_t n;
         if (s->op_count != 1) {
@@ -98,16 +97,18 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
                             w.p, s->op_count);
             return;
         }
-        if (!bib_asm_parse_unsigned(a, si, ops[0], UINT32_MAX, &n, "a byte count"))
+        if (!bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 0), UINT32_MAX, &n,
+                                    "a byte count"))
             return;
         if (bib_asm_word_is(w, ".align")) {
             if (n == 0 || (n & (n - 1)) != 0) {
-                bib_asm_diag_span(a, si, ops[0], "alignment %s is not a power of two", NULL);
+                bib_asm_diag_span(a, si, bib_asm_operand(a, s, 0),
+                                  "alignment %s is not a power of two", NULL);
                 return;
             }
             n = (n - bib_builder_data_size(a->b) % n) % n;
         }
-        data_reserve(a, si, ops[0], n);
+        data_reserve(a, si, bib_asm_operand(a, s, 0), n);
         return;
     }
     if (s->op_count == 0) {
@@ -116,7 +117,7 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
     }
     int ascii = bib_asm_word_is(w, ".ascii"), asciz = bib_asm_word_is(w, ".asciz");
     for (uint32_t i = 0; i < s->op_count; i++) {
-        span_t op = ops[i];
+        span_t op = bib_asm_operand(a, s, i);
         if (ascii || asciz) {
             if (op.len < 2 || op.p[0] != '"' ||
                 bib_asm_skip_quoted(op.p, op.p + op.len) != op.p + op.len) {
@@ -221,7 +222,6 @@ static void pass1_data(asm_state_t *a, uint32_t si) {
 
 static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
     stmt_t *s = &a->stmts[si];
-    const span_t *ops = bib_asm_stmt_operands(a, s);
     if (*current != ASM_NONE) {
         bib_asm_diag_at(a, si, s->word.col, s->word.len,
                         "'.func' inside function '%s' (missing '.end'?)",
@@ -234,7 +234,7 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
         s->bad = 1;
         return;
     }
-    char *name = bib_asm_parse_name(a, si, ops[0], "function");
+    char *name = bib_asm_parse_name(a, si, bib_asm_operand(a, s, 0), "function");
     /* A function whose name is bad still opens a scope, so its body does not
        also report "instruction outside a function". */
     if (name == NULL) {
@@ -266,11 +266,11 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
     /* The first of a name keeps it: a second is an error. */
     uint32_t first = bib_builder_find(a->b, BIB_BUILDER_FUNCTION, name);
     if (first != id)
-        bib_asm_diag_at(a, si, ops[0].col, ops[0].len,
+        bib_asm_diag_at(a, si, bib_asm_operand(a, s, 0).col, bib_asm_operand(a, s, 0).len,
                         "function '%s' is already defined on line %u", name,
                         a->stmts[a->funcs[first].stmt].line);
     for (uint32_t i = 1; i < s->op_count; i++) {
-        span_t op = ops[i];
+        span_t op = bib_asm_operand(a, s, i);
         const char *eq = memchr(op.p, '=', op.len);
         uint32_t klen = eq ? (uint32_t)(eq - op.p) : 0;
         int is_args = klen == 4 && strncasecmp(op.p, "args", 4) == 0;
@@ -281,15 +281,12 @@ static void pass1_func(asm_state_t *a, uint32_t si, uint32_t *current) {
         }
         span_t value = {eq + 1, op.len - klen - 1, op.col + klen + 1};
         uint64_t v;
-        if (!bib_asm_parse_unsigned(a, si, value, BIB_MAX_REGS, &v, "a register count"))
+        if (!bib_asm_parse_count(a, si, value, is_args ? 0 : 1, BIB_MAX_REGS, &v,
+                                 is_args ? "an argument count" : "a register count"))
             continue;
         if (is_args) {
             f->nargs = (uint32_t)v;
         } else {
-            if (v == 0) {
-                bib_asm_diag_at(a, si, value.col, value.len, "regs must be at least 1");
-                continue;
-            }
             f->nregs = (uint32_t)v;
             f->regs_given = 1;
         }
@@ -501,7 +498,7 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
             return 0; /* reported where it was split */
         count += line->op_count - (j == si ? first : 0);
     }
-    if (count == numel && !fits_cap(a, si, s->word, numel * 4))
+    if (count == numel && !fits_cap(a, si, bib_asm_word(s), numel * 4))
         return 0;
     if (count == numel) {
         t->values = malloc((size_t)numel * 4 + 4);
@@ -514,7 +511,7 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
     for (uint32_t j = si; j < a->stmt_count && (j == si || a->stmts[j].owner == si + 1); j++) {
         const stmt_t *line = &a->stmts[j];
         for (uint32_t i = j == si ? first : 0; i < line->op_count; i++, at++) {
-            span_t op = a->spans[line->op_first + i];
+            span_t op = bib_asm_operand(a, line, i);
             uint32_t bits;
             if (!parse_element(a, j, op, t->dtype, &bits))
                 return 0;
@@ -536,18 +533,18 @@ static int parse_tensor_values(asm_state_t *a, uint32_t si, uint32_t first, asm_
 
 static void pass1_tensor(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    span_t w = s->word;
-    const span_t *ops = bib_asm_stmt_operands(a, s);
+    span_t w = bib_asm_word(s);
     uint32_t flags = bib_asm_word_is(w, ".input")    ? BIB_TENSOR_INPUT
                      : bib_asm_word_is(w, ".output") ? BIB_TENSOR_OUTPUT
                                                      : BIB_TENSOR_CONST;
     uint32_t header = 0;
-    while (header < s->op_count && !(ops[header].len == 1 && ops[header].p[0] == '='))
+    while (header < s->op_count &&
+           !(bib_asm_operand(a, s, header).len == 1 && bib_asm_operand(a, s, header).p[0] == '='))
         header++;
     int has_values = header < s->op_count;
     if (flags != BIB_TENSOR_CONST && has_values) {
-        bib_asm_diag_span(a, si, ops[header], "'%s' values belong to '.tensor' declarations only",
-                          NULL);
+        bib_asm_diag_span(a, si, bib_asm_operand(a, s, header),
+                          "'%s' values belong to '.tensor' declarations only", NULL);
         return;
     }
     if ((flags == BIB_TENSOR_INPUT && header != 3) ||
@@ -568,19 +565,21 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
     asm_tensor_t t;
     memset(&t, 0, sizeof t);
     t.flags = flags;
-    if (!bib_asm_parse_reg(ops[1], 't', &t.reg) || t.reg >= BIB_MAX_TENSOR_REGS) {
-        bib_asm_diag_span(a, si, ops[1], "expected a tensor register (t0 .. t65535), found '%s'",
-                          NULL);
+    if (!bib_asm_parse_reg(bib_asm_operand(a, s, 1), 't', &t.reg) || t.reg >= BIB_MAX_TENSOR_REGS) {
+        bib_asm_diag_span(a, si, bib_asm_operand(a, s, 1),
+                          "expected a tensor register (t0 .. t65535), found '%s'", NULL);
         return;
     }
-    if (header == 3 && !parse_tensor_type(a, si, ops[2], flags == BIB_TENSOR_CONST, &t))
+    if (header == 3 &&
+        !parse_tensor_type(a, si, bib_asm_operand(a, s, 2), flags == BIB_TENSOR_CONST, &t))
         return;
-    if ((t.name = bib_asm_parse_name(a, si, ops[0], "tensor")) == NULL)
+    if ((t.name = bib_asm_parse_name(a, si, bib_asm_operand(a, s, 0), "tensor")) == NULL)
         return;
     uint32_t prev = bib_builder_find(a->b, BIB_BUILDER_TENSOR, t.name);
     if (prev != ASM_NONE) {
-        bib_asm_diag_at(a, si, ops[0].col, ops[0].len, "tensor '%s' is already declared on line %u",
-                        t.name, a->stmts[a->tensor_stmts[prev]].line);
+        bib_asm_diag_at(a, si, bib_asm_operand(a, s, 0).col, bib_asm_operand(a, s, 0).len,
+                        "tensor '%s' is already declared on line %u", t.name,
+                        a->stmts[a->tensor_stmts[prev]].line);
         free(t.name);
         return;
     }
@@ -589,7 +588,7 @@ static void pass1_tensor(asm_state_t *a, uint32_t si) {
         const bib_tensor_decl_t *o = bib_builder_tensor_decl(a->b, i);
         if (o->reg == t.reg && o->flags != BIB_TENSOR_OUTPUT) {
             bib_asm_diag_at(
-                a, si, ops[1].col, ops[1].len,
+                a, si, bib_asm_operand(a, s, 1).col, bib_asm_operand(a, s, 1).len,
                 "t%u already holds %s '%s' (line %u): a register carries at most one input "
                 "or constant",
                 t.reg, o->flags == BIB_TENSOR_INPUT ? "input" : "constant", o->name,
@@ -656,14 +655,13 @@ static const bib_shader_decl_t *shader_above(asm_state_t *a, span_t op) {
 /* Notes the registers an instruction names, for the default regs=. */
 static void note_registers(asm_state_t *a, uint32_t si, asm_func_t *f, const bib_opinfo_t *info) {
     const stmt_t *s = &a->stmts[si];
-    const span_t *ops = bib_asm_stmt_operands(a, s);
     uint32_t text = 0, prev_reg = ASM_NONE;
     uint32_t program_geometry = 0, program_extra = 0;
     for (int k = 0; k < 4 && text < s->op_count; k++) {
         uint32_t kind = info->kinds[k];
         if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
             continue;
-        span_t op = ops[text++];
+        span_t op = bib_asm_operand(a, s, text++);
         uint32_t reg;
         if ((kind == BIB_K_TD || kind == BIB_K_TS || kind == BIB_K_TM) &&
             bib_asm_parse_reg(op, 't', &reg)) {
@@ -754,7 +752,6 @@ int bib_asm_parse_const_value(asm_state_t *a, uint32_t si, span_t op, uint32_t t
 
 static void pass1_const(asm_state_t *a, uint32_t si) {
     stmt_t *s = &a->stmts[si];
-    const span_t *ops = bib_asm_stmt_operands(a, s);
     if (s->op_count != 3) {
         bib_asm_diag_at(a, si, s->word.col, s->word.len,
                         "'.const' takes a name, a type (i64 or f64) and a value; found %u operands",
@@ -762,22 +759,23 @@ static void pass1_const(asm_state_t *a, uint32_t si) {
         return;
     }
     uint32_t type;
-    if (bib_asm_word_is(ops[1], "i64")) {
+    if (bib_asm_word_is(bib_asm_operand(a, s, 1), "i64")) {
         type = BIB_CONST_I64;
-    } else if (bib_asm_word_is(ops[1], "f64")) {
+    } else if (bib_asm_word_is(bib_asm_operand(a, s, 1), "f64")) {
         type = BIB_CONST_F64;
     } else {
-        bib_asm_diag_span(a, si, ops[1], "unknown constant type '%s' (expected i64 or f64)", NULL);
+        bib_asm_diag_span(a, si, bib_asm_operand(a, s, 1),
+                          "unknown constant type '%s' (expected i64 or f64)", NULL);
         return;
     }
-    char *name = bib_asm_parse_name(a, si, ops[0], "constant");
+    char *name = bib_asm_parse_name(a, si, bib_asm_operand(a, s, 0), "constant");
     if (name == NULL)
         return;
     uint64_t bits;
-    if (bib_asm_parse_const_value(a, si, ops[2], type, &bits)) {
+    if (bib_asm_parse_const_value(a, si, bib_asm_operand(a, s, 2), type, &bits)) {
         sym_t *prev = bib_asm_sym_find(&a->syms, name, SYM_CONST, 0);
         if (prev != NULL) {
-            bib_asm_diag_at(a, si, ops[0].col, ops[0].len,
+            bib_asm_diag_at(a, si, bib_asm_operand(a, s, 0).col, bib_asm_operand(a, s, 0).len,
                             "constant '%s' is already defined on line %u", name,
                             a->stmts[prev->stmt].line);
         } else {
@@ -796,15 +794,16 @@ static void pass1_const(asm_state_t *a, uint32_t si) {
    the module. */
 static void pass1_bss(asm_state_t *a, uint32_t si) {
     const stmt_t *s = &a->stmts[si];
-    const span_t *ops = bib_asm_stmt_operands(a, s);
     uint64_t size, align = BSS_DEFAULT_ALIGN;
     if (!bib_asm_expect_operands(a, si, 1, 2) ||
-        !bib_asm_parse_unsigned(a, si, ops[0], BIB_MAX_MEMORY, &size, "a byte count") ||
-        (s->op_count == 2 &&
-         !bib_asm_parse_unsigned(a, si, ops[1], UINT32_MAX, &align, "an alignment")))
+        !bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 0), BIB_MAX_MEMORY, &size,
+                                "a byte count") ||
+        (s->op_count == 2 && !bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 1), UINT32_MAX,
+                                                     &align, "an alignment")))
         return;
     if (align == 0 || (align & (align - 1)) != 0) {
-        bib_asm_diag_span(a, si, ops[1], "alignment %s is not a power of two", NULL);
+        bib_asm_diag_span(a, si, bib_asm_operand(a, s, 1), "alignment %s is not a power of two",
+                          NULL);
         return;
     }
     if (!bib_asm_grow_array((void **)&a->bss, &a->bss_cap, a->bss_count + 1, sizeof *a->bss)) {
@@ -820,10 +819,11 @@ int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t h
         return 1;
     if (lo == hi)
         bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u operand%s, found %u",
-                        (int)s->word.len, s->word.p, lo, lo == 1 ? "" : "s", s->op_count);
+                        (int)s->word.len, s->text + s->word.col - 1, lo, lo == 1 ? "" : "s",
+                        s->op_count);
     else
         bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u to %u operands, found %u",
-                        (int)s->word.len, s->word.p, lo, hi, s->op_count);
+                        (int)s->word.len, s->text + s->word.col - 1, lo, hi, s->op_count);
     return 0;
 }
 
@@ -833,11 +833,11 @@ void bib_asm_pass1(asm_state_t *a) {
         stmt_t *s = &a->stmts[si];
         if (s->bad)
             continue;
-        span_t w = s->word;
+        span_t w = bib_asm_word(s);
         /* .func opens its scope before its own labels would matter; a label
            on a .func line belongs to the data side, like any top-level one. */
         for (uint32_t i = 0; i < s->label_count; i++) {
-            span_t l = a->spans[s->label_first + i];
+            span_t l = bib_asm_label(a, s, i);
             char *name = bib_asm_parse_name(a, si, l, "label");
             if (name == NULL)
                 continue;
@@ -860,7 +860,7 @@ void bib_asm_pass1(asm_state_t *a) {
                                 "label '%s' is already defined by '.equ' on line %u", name,
                                 a->stmts[equ->stmt].line);
             } else if (equ != NULL) {
-                span_t e = a->spans[a->stmts[equ->stmt].op_first];
+                span_t e = bib_asm_operand(a, &a->stmts[equ->stmt], 0);
                 bib_asm_diag_at(a, equ->stmt, e.col, e.len,
                                 "'.equ' name '%s' is already a data label on line %u", name,
                                 a->stmts[si].line);
@@ -899,15 +899,16 @@ void bib_asm_pass1(asm_state_t *a) {
             f->last_op = index;
             note_registers(a, si, f, &bib_isa_table[index]);
             if (bib_isa_table[index].code == BIB_CODE_HOSTCALL) {
-                const span_t *ops = bib_asm_stmt_operands(a, s);
                 for (int k = 0, text = 0; k < 4 && text < (int)s->op_count; k++) {
                     uint32_t kind = bib_isa_table[index].kinds[k];
                     if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
                         continue;
                     if (kind == BIB_K_HOST &&
-                        bib_asm_name_length(ops[text].p, ops[text].p + ops[text].len) ==
-                            ops[text].len)
-                        pass1_import(a, si, ops[text]);
+                        bib_asm_name_length(bib_asm_operand(a, s, text).p,
+                                            bib_asm_operand(a, s, text).p +
+                                                bib_asm_operand(a, s, text).len) ==
+                            bib_asm_operand(a, s, text).len)
+                        pass1_import(a, si, bib_asm_operand(a, s, text));
                     text++;
                 }
             }
@@ -944,7 +945,7 @@ void bib_asm_pass1(asm_state_t *a) {
                 pass1_tensor(a, si);
             } else if (bib_asm_word_is(w, ".dim")) {
                 for (uint32_t i = 0; i < s->op_count; i++) {
-                    span_t op = a->spans[s->op_first + i];
+                    span_t op = bib_asm_operand(a, s, i);
                     char *name = bib_asm_parse_name(a, si, op, "dimension");
                     sym_t *equ = name ? bib_asm_sym_find(&a->syms, name, SYM_EQU, 0) : NULL;
                     if (equ != NULL) {
@@ -961,8 +962,9 @@ void bib_asm_pass1(asm_state_t *a) {
                 if (a->tensors_stmt != ASM_NONE)
                     bib_asm_diag_at(a, si, w.col, w.len, "'.tensors' is already given on line %u",
                                     a->stmts[a->tensors_stmt].line);
-                else if (bib_asm_parse_unsigned(a, si, a->spans[s->op_first], BIB_MAX_TENSOR_REGS,
-                                                &n, "a tensor register count")) {
+                else if (bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 0),
+                                                BIB_MAX_TENSOR_REGS, &n,
+                                                "a tensor register count")) {
                     a->tensors_stmt = si;
                     a->tensors_given = (uint32_t)n;
                 }
@@ -999,7 +1001,7 @@ void bib_asm_pass1(asm_state_t *a) {
             pass1_const(a, si);
         } else if (bib_asm_word_is(w, ".import")) {
             if (bib_asm_expect_operands(a, si, 1, 1))
-                pass1_import(a, si, a->spans[s->op_first]);
+                pass1_import(a, si, bib_asm_operand(a, s, 0));
         } else if (bib_asm_word_is(w, ".memory")) {
             uint64_t size;
             if (!bib_asm_expect_operands(a, si, 1, 1))
@@ -1009,7 +1011,7 @@ void bib_asm_pass1(asm_state_t *a) {
                                 a->stmts[a->memory_stmt].line);
                 continue;
             }
-            if (bib_asm_parse_unsigned(a, si, a->spans[s->op_first], BIB_MAX_MEMORY, &size,
+            if (bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 0), BIB_MAX_MEMORY, &size,
                                        "a memory size in bytes")) {
                 a->memory_size = size;
                 a->memory_stmt = si;
@@ -1029,7 +1031,7 @@ void bib_asm_pass1(asm_state_t *a) {
                there is none. */
             char *name = NULL;
             if (s->op_count == 1 &&
-                (name = bib_asm_parse_name(a, si, a->spans[s->op_first], "source file")) == NULL)
+                (name = bib_asm_parse_name(a, si, bib_asm_operand(a, s, 0), "source file")) == NULL)
                 continue;
             bib_builder_source(a->b, name);
             free(name);
@@ -1078,7 +1080,7 @@ void bib_asm_place_bss(asm_state_t *a) {
     a->bss_end = at;
     for (uint32_t i = 0; i < a->syms.count && a->bss_count > 0; i++) {
         sym_t *sym = &a->syms.syms[i];
-        if (sym->kind != SYM_DATA || !bib_asm_word_is(a->stmts[sym->stmt].word, ".bss"))
+        if (sym->kind != SYM_DATA || !bib_asm_word_is(bib_asm_word(&a->stmts[sym->stmt]), ".bss"))
             continue;
         /* Pass 1 gave it the index its line's reservation would have. */
         uint64_t r = sym->value;

@@ -226,7 +226,7 @@ static void define(asm_state_t *a, uint32_t si) {
                         s->op_count, s->op_count == 1 ? "" : "s");
         return;
     }
-    span_t op = a->spans[s->op_first];
+    span_t op = bib_asm_operand(a, s, 0);
     char *name = bib_asm_parse_name(a, si, op, "'.equ'");
     if (name == NULL)
         return;
@@ -250,7 +250,7 @@ static void define(asm_state_t *a, uint32_t si) {
 /* Reads the value of an .equ; those above it have their values already. */
 static void evaluate(asm_state_t *a, asm_equ_t *q) {
     uint32_t si = q->stmt;
-    span_t op = a->spans[a->stmts[si].op_first + 1];
+    span_t op = bib_asm_operand(a, &a->stmts[si], 1);
     q->state = EQU_FAILED;
     if (bib_asm_looks_float(op)) {
         if (bib_asm_parse_float(op, 64, &q->f64_bits) != PARSE_OK) {
@@ -296,7 +296,7 @@ static void evaluate(asm_state_t *a, asm_equ_t *q) {
    lays out any data: a value is known wherever it may be used. */
 void bib_asm_pass_equ(asm_state_t *a) {
     for (uint32_t si = 0; si < a->stmt_count && !a->stopped && !a->oom; si++)
-        if (!a->stmts[si].bad && bib_asm_word_is(a->stmts[si].word, ".equ"))
+        if (!a->stmts[si].bad && bib_asm_word_is(bib_asm_word(&a->stmts[si]), ".equ"))
             define(a, si);
     for (uint32_t i = 0; i < a->equ_count && !a->stopped && !a->oom; i++)
         evaluate(a, &a->equs[i]);

@@ -64,18 +64,29 @@ typedef struct span {
     uint32_t col; /* 1-based byte column */
 } span_t;
 
+/* An operand or label as the statements keep it: where it lies in its own
+   statement's line (col, 1-based, and len), which gives back the span_t
+   (bib_asm_operand, bib_asm_label). Half a span_t, one per operand and label
+   of the source. */
+typedef struct span_at {
+    uint32_t col, len;
+} span_at_t;
+
+/* One per source line, so its size is most of the assembler's memory on a
+   large program: the fields are ordered to leave no padding (56 bytes on a
+   64-bit host). */
 typedef struct stmt {
-    uint32_t line;
     const char *text; /* the source line, for diagnostics */
+    span_at_t word;   /* mnemonic or directive (bib_asm_word); len 0 when none */
+    uint32_t line;
     uint32_t text_len;
     uint32_t label_first, label_count; /* in asm_t.spans */
-    span_t word;                       /* mnemonic or directive; len 0 when none */
     uint32_t op_first, op_count;       /* in asm_t.spans */
-    int bad;                           /* a syntax error was reported: skip it */
     uint32_t func;                     /* enclosing function, ASM_NONE at top level */
-    int continued;                     /* a '.tensor' value list goes on on the next line */
-    uint32_t owner;   /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
-    uint32_t body_of; /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
+    uint32_t owner;    /* continuation line: 1 + the '.tensor' statement it belongs to; else 0 */
+    uint32_t body_of;  /* raw line of a '.shader'/'.kernel' block: 1 + that statement; else 0 */
+    uint8_t bad;       /* a syntax error was reported: skip it */
+    uint8_t continued; /* a '.tensor' value list goes on on the next line */
 } stmt_t;
 
 /* What the text says of a function; its id is the builder's, its name is in
@@ -140,7 +151,7 @@ typedef struct asm_state {
 
     stmt_t *stmts;
     uint32_t stmt_count, stmt_cap;
-    span_t *spans;
+    span_at_t *spans; /* every statement's labels and operands, in source order */
     uint32_t span_count, span_cap;
 
     /* The module: every declaration and data byte goes into it as pass 1
@@ -230,7 +241,9 @@ void bib_asm_builder_failed(asm_state_t *a);
 int bib_asm_is_space(int c);
 const char *bib_asm_skip_quoted(const char *p, const char *end);
 long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at, const char **why);
-const span_t *bib_asm_stmt_operands(const asm_state_t *a, const stmt_t *s);
+span_t bib_asm_operand(const asm_state_t *a, const stmt_t *s, uint32_t index);
+span_t bib_asm_label(const asm_state_t *a, const stmt_t *s, uint32_t index);
+span_t bib_asm_word(const stmt_t *s);
 span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end);
 uint32_t bib_asm_name_length(const char *p, const char *end);
 int bib_asm_is_tensor_decl(span_t w);
@@ -245,6 +258,8 @@ char *bib_asm_parse_name(asm_state_t *a, uint32_t si, span_t sp, const char *wha
 int bib_asm_parse_reg(span_t sp, char prefix, uint32_t *index);
 int bib_asm_find_mnemonic(span_t w);
 int bib_asm_word_is(span_t w, const char *name);
+int bib_asm_parse_count(asm_state_t *a, uint32_t si, span_t sp, uint64_t min, uint64_t max,
+                        uint64_t *out, const char *what);
 int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
                            const char *what);
 int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *out, int floats_ok);

@@ -281,21 +281,31 @@ long bib_asm_unescape(const char *p, uint32_t n, uint8_t *out, uint32_t *bad_at,
 
 /* ---- line parsing ------------------------------------------------------- */
 
+/* Keeps a span of statement s's line (bib_asm_make_span made it). */
 static int push_span(asm_state_t *a, span_t sp) {
     if (!bib_asm_grow_array((void **)&a->spans, &a->span_cap, a->span_count + 1,
                             sizeof *a->spans)) {
         bib_asm_out_of_memory(a);
         return 0;
     }
-    a->spans[a->span_count++] = sp;
+    a->spans[a->span_count++] = (span_at_t){sp.col, sp.len};
     return 1;
 }
 
-/* A statement's operand spans. Before the first operand of the source there
-   is no span array at all, and NULL + 0 is undefined behaviour, so such a
-   statement gets NULL (it has no operand to index). */
-const span_t *bib_asm_stmt_operands(const asm_state_t *a, const stmt_t *s) {
-    return a->spans != NULL ? a->spans + s->op_first : NULL;
+static span_t span_of(const stmt_t *s, span_at_t at) {
+    return (span_t){s->text + at.col - 1, at.len, at.col};
+}
+
+span_t bib_asm_operand(const asm_state_t *a, const stmt_t *s, uint32_t index) {
+    return span_of(s, a->spans[s->op_first + index]);
+}
+
+span_t bib_asm_label(const asm_state_t *a, const stmt_t *s, uint32_t index) {
+    return span_of(s, a->spans[s->label_first + index]);
+}
+
+span_t bib_asm_word(const stmt_t *s) {
+    return span_of(s, s->word);
 }
 
 span_t bib_asm_make_span(const stmt_t *s, const char *p, const char *end) {
@@ -519,14 +529,14 @@ static void parse_line(asm_state_t *a, uint32_t si) {
         s->bad = 1;
         return;
     }
-    s->word = bib_asm_make_span(s, w, p);
-    if (bib_asm_is_tensor_decl(s->word)) {
+    s->word = (span_at_t){(uint32_t)(w - s->text) + 1, (uint32_t)(p - w)};
+    if (bib_asm_is_tensor_decl(bib_asm_word(s))) {
         s->op_first = a->span_count;
         parse_decl_operands(a, si, p, end);
         return;
     }
 
-    int words = word_separated(s->word);
+    int words = word_separated(bib_asm_word(s));
     s->op_first = a->span_count;
     while (p < end && bib_asm_is_space((unsigned char)*p))
         p++;
@@ -762,18 +772,19 @@ char *bib_asm_parse_name(asm_state_t *a, uint32_t si, span_t sp, const char *wha
 }
 
 /* A register "r12" (prefix 'r') or tensor register "t3" (prefix 't').
-   Returns 0 when the text is not one. */
+   Returns 0 when the text is not one. An index too large for any register
+   reads as UINT32_MAX, for the caller to report as out of range. */
 int bib_asm_parse_reg(span_t sp, char prefix, uint32_t *index) {
     if (sp.len < 2 || (sp.p[0] | 0x20) != prefix)
         return 0;
     uint64_t v = 0;
     for (uint32_t i = 1; i < sp.len; i++) {
-        if (sp.p[i] < '0' || sp.p[i] > '9' || v > BIB_MAX_REGS)
+        if (sp.p[i] < '0' || sp.p[i] > '9')
             return 0;
         v = v * 10 + (unsigned)(sp.p[i] - '0');
+        if (v > UINT32_MAX)
+            v = UINT32_MAX;
     }
-    if (v > UINT32_MAX)
-        return 0;
     *index = (uint32_t)v;
     return 1;
 }
@@ -791,9 +802,10 @@ int bib_asm_word_is(span_t w, const char *name) {
     return strlen(name) == w.len && strncasecmp(w.p, name, w.len) == 0;
 }
 
-/* A count or size: an unsigned integer literal, or an .equ, up to max. */
-int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
-                           const char *what) {
+/* A count or size: an unsigned integer literal, or an .equ, in min..max;
+   what names it in the message that gives the range. */
+int bib_asm_parse_count(asm_state_t *a, uint32_t si, span_t sp, uint64_t min, uint64_t max,
+                        uint64_t *out, const char *what) {
     asm_int_t v;
     parse_result_t r = bib_asm_parse_int(sp, &v);
     int equ = 0;
@@ -810,7 +822,7 @@ int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max,
         bib_asm_diag_span(a, si, sp, msg, NULL);
         return 0;
     }
-    if (r == PARSE_RANGE || (v.neg && v.mag != 0) || v.mag > max) {
+    if (r == PARSE_RANGE || (v.neg && v.mag != 0) || v.mag < min || v.mag > max) {
         char value[32] = "";
         if (equ > 0) {
             value[0] = ' ';
@@ -818,12 +830,18 @@ int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max,
             value[2] = ' ';
             bib_asm_int_text(v, value + 3, sizeof value - 3);
         }
-        bib_asm_diag_at(a, si, sp.col, sp.len, "%.*s%s is out of range for %s (0..%llu)",
-                        (int)sp.len, sp.p, value, what, (unsigned long long)max);
+        bib_asm_diag_at(a, si, sp.col, sp.len, "%.*s%s is out of range for %s (%llu..%llu)",
+                        (int)sp.len, sp.p, value, what, (unsigned long long)min,
+                        (unsigned long long)max);
         return 0;
     }
     *out = v.mag;
     return 1;
+}
+
+int bib_asm_parse_unsigned(asm_state_t *a, uint32_t si, span_t sp, uint64_t max, uint64_t *out,
+                           const char *what) {
+    return bib_asm_parse_count(a, si, sp, 0, max, out, what);
 }
 
 /* An integer, char, .equ or data label, the names with an optional +N/-N:
@@ -867,10 +885,17 @@ int bib_asm_parse_int_expr(asm_state_t *a, uint32_t si, span_t sp, asm_int_t *ou
     asm_int_t offset = {0, 0};
     if (n < sp.len) {
         span_t rest = {sp.p + n, sp.len - n, sp.col + n};
-        if ((rest.p[0] != '+' && rest.p[0] != '-') ||
-            bib_asm_parse_int(rest, &offset) != PARSE_OK || rest.p[1] == '\'' ||
-            offset.mag > (1ull << 40)) {
+        parse_result_t r =
+            rest.p[0] == '+' || rest.p[0] == '-' ? bib_asm_parse_int(rest, &offset) : PARSE_NOT;
+        if ((r != PARSE_OK && r != PARSE_RANGE) || rest.p[1] == '\'') {
             bib_asm_diag_span(a, si, rest, "expected '+N' or '-N' after a data label, found '%s'",
+                              NULL);
+            return 0;
+        }
+        if (r == PARSE_RANGE || offset.mag > (1ull << 40)) {
+            bib_asm_diag_span(a, si, rest,
+                              "the offset %s after a data label is out of range "
+                              "(-1099511627776..+1099511627776)",
                               NULL);
             return 0;
         }
@@ -899,13 +924,12 @@ int bib_asm_span_is(span_t sp, const char *text) {
 const char *bib_asm_block_end(const asm_state_t *a, const stmt_t *s) {
     if (s->bad || s->op_count < 2)
         return NULL;
-    span_t form = a->spans[s->op_first + 1];
-    if (bib_asm_word_is(s->word, ".shader") &&
+    span_t form = bib_asm_operand(a, s, 1);
+    if (bib_asm_word_is(bib_asm_word(s), ".shader") &&
         (bib_asm_span_is(form, "glsl") || bib_asm_span_is(form, "spirv-words")))
         return ".endshader";
-    if (bib_asm_word_is(s->word, ".kernel") &&
-        (bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes") ||
-         bib_asm_span_is(form, "cu-text")))
+    if (bib_asm_word_is(bib_asm_word(s), ".kernel") &&
+        (bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes")))
         return ".endkernel";
     return NULL;
 }
@@ -930,6 +954,22 @@ void bib_asm_split_lines(asm_state_t *a, const char *src, size_t length) {
     uint32_t open = ASM_NONE;  /* the '.tensor' whose value list goes on */
     uint32_t block = ASM_NONE; /* the '.shader' or '.kernel' whose raw lines go on */
     const char *block_close = NULL;
+    /* A UTF-8 byte order mark, which some editors write first, is not text:
+       line 1 and its columns start after it. */
+    if (length >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
+    /* One statement a line: counted first, so the array is allocated once,
+       at its size, rather than doubled past it. */
+    size_t lines = p < end && end[-1] != '\n';
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        lines++;
+    if (lines > 0 && lines <= UINT32_MAX) {
+        if ((a->stmts = malloc(lines * sizeof *a->stmts)) == NULL) {
+            bib_asm_out_of_memory(a);
+            return;
+        }
+        a->stmt_cap = (uint32_t)lines;
+    }
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end;

@@ -36,6 +36,13 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
             bib_asm_diag_span(a, si, op, "expected a register (r0, r1, ...), found '%s'", NULL);
             return 0;
         }
+        if (reg >= BIB_MAX_REGS) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "%%s is above r%u (a function has at most %u registers)",
+                     BIB_MAX_REGS - 1, BIB_MAX_REGS);
+            bib_asm_diag_span(a, si, op, msg, NULL);
+            return 0;
+        }
         if (reg >= f->nregs) {
             bib_asm_diag_at(a, si, op.col, op.len,
                             "register r%u is out of range: function '%s' has regs=%u (r0..r%u)",
@@ -50,7 +57,7 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
         if (bib_asm_parse_reg(op, 't', &reg)) {
             if (reg >= BIB_MAX_TENSOR_REGS) {
                 bib_asm_diag_at(a, si, op.col, op.len,
-                                "tensor register t%u is out of range (t0..t%u)", reg,
+                                "tensor register %.*s is out of range (t0..t%u)", (int)op.len, op.p,
                                 BIB_MAX_TENSOR_REGS - 1);
                 return 0;
             }
@@ -83,13 +90,9 @@ static int parse_operand(pass2_t *p, uint32_t si, const bib_opinfo_t *info, uint
     case BIB_K_CASES: {
         const int scale = kind == BIB_K_SCALE;
         uint64_t n;
-        if (!bib_asm_parse_unsigned(a, si, op, scale ? 3 : BIB_MAX_CASES, &n,
-                                    scale ? "a scale (0..3)" : "a jump table size"))
+        if (!bib_asm_parse_count(a, si, op, scale ? 0 : 1, scale ? 3 : BIB_MAX_CASES, &n,
+                                 scale ? "a scale" : "a jump table size"))
             return 0;
-        if (!scale && n == 0) {
-            bib_asm_diag_span(a, si, op, "a jump table has at least one entry, found '%s'", NULL);
-            return 0;
-        }
         *word = (uint32_t)n;
         return 1;
     }
@@ -335,9 +338,9 @@ static void describe_operands(const bib_opinfo_t *info, char *out, size_t cap) {
 static void pass2_instruction(pass2_t *p, uint32_t si) {
     asm_state_t *a = p->a;
     stmt_t *s = &a->stmts[si];
-    int index = bib_asm_find_mnemonic(s->word);
+    int index = bib_asm_find_mnemonic(bib_asm_word(s));
     if (index < 0) {
-        bib_asm_diag_span(a, si, s->word, "unknown mnemonic '%s'", NULL);
+        bib_asm_diag_span(a, si, bib_asm_word(s), "unknown mnemonic '%s'", NULL);
         return;
     }
     const bib_opinfo_t *info = &bib_isa_table[index];
@@ -363,7 +366,7 @@ static void pass2_instruction(pass2_t *p, uint32_t si) {
         uint32_t kind = info->kinds[k];
         if (kind == BIB_K_NONE || kind == BIB_K_IMMHI)
             continue;
-        span_t op = a->spans[s->op_first + text++];
+        span_t op = bib_asm_operand(a, s, text++);
         uint32_t hi = 0;
         if (!parse_operand(p, si, info, kind, op, kind == BIB_K_COUNT ? prev_rs : ASM_NONE,
                            &words[k], &hi))
@@ -420,7 +423,7 @@ void bib_asm_pass2(pass2_t *p) {
         stmt_t *s = &a->stmts[si];
         if (s->bad)
             continue;
-        span_t w = s->word;
+        span_t w = bib_asm_word(s);
         if (bib_asm_word_is(w, ".func")) {
             p->func = s->func;
             if (p->func == ASM_NONE)
@@ -431,7 +434,7 @@ void bib_asm_pass2(pass2_t *p) {
         }
         if (s->func != ASM_NONE && s->func == p->func) {
             for (uint32_t i = 0; i < s->label_count; i++) {
-                span_t l = a->spans[s->label_first + i];
+                span_t l = bib_asm_label(a, s, i);
                 char *name = bib_asm_parse_name(a, si, l, "label");
                 sym_t *sym = name ? bib_asm_sym_find(&a->syms, name, SYM_CODE, p->func + 1) : NULL;
                 if (sym != NULL && sym->stmt == si) {
@@ -467,7 +470,7 @@ void bib_asm_pass2(pass2_t *p) {
         } else if (bib_asm_word_is(w, ".line")) {
             uint64_t n;
             if (bib_asm_expect_operands(a, si, 1, 1) &&
-                bib_asm_parse_unsigned(a, si, a->spans[s->op_first], UINT32_MAX, &n,
+                bib_asm_parse_unsigned(a, si, bib_asm_operand(a, s, 0), UINT32_MAX, &n,
                                        "a line number")) {
                 p->line = (uint32_t)n;
                 p->line_set = 1;

@@ -807,12 +807,31 @@ static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
         return fail(b, BIB_E_NOMEM, "finish: out of memory");
     int debug = b->debug && !b->nodebug;
     m->code_count = (uint32_t)total;
-    m->code = malloc((total ? total : 1) * sizeof *m->code);
     m->funcs = calloc(b->func_count, sizeof *m->funcs);
     m->func_count = b->func_count;
-    m->lines = debug ? malloc((total ? total : 1) * sizeof *m->lines) : NULL;
-    if (m->code == NULL || m->funcs == NULL || (debug && m->lines == NULL))
+    if (m->funcs == NULL)
         goto nomem;
+    /* The code moves into the module, as the data does below: the first
+       function's arrays grow into the module's and every other function's
+       are copied after them and freed, so a large program is not held twice
+       (the module is written out while it is held). */
+    builder_func_t *first = &b->funcs[0];
+    size_t room = total ? total : 1;
+    bib_insn_t *code = realloc(first->code, room * sizeof *code);
+    if (code == NULL)
+        goto nomem;
+    m->code = code;
+    first->code = NULL;
+    if (debug) {
+        uint32_t *lines = realloc(first->lines, room * sizeof *lines);
+        if (lines == NULL)
+            goto nomem;
+        m->lines = lines;
+    } else {
+        free(first->lines);
+    }
+    first->lines = NULL;
+    first->cap = 0;
 
     uint32_t pc = 0;
     for (uint32_t i = 0; i < b->func_count; i++) {
@@ -824,10 +843,17 @@ static bib_status_t build_module(bib_builder_t *b, bib_module_t **out) {
         mf->count = f->count;
         mf->nargs = f->nargs;
         mf->nregs = f->nregs;
-        if (f->count > 0) {
+        if (i > 0 && f->count > 0) {
             memcpy(m->code + pc, f->code, f->count * sizeof *f->code);
             if (debug)
                 memcpy(m->lines + pc, f->lines, f->count * sizeof *f->lines);
+        }
+        if (i > 0) {
+            free(f->code);
+            free(f->lines);
+            f->code = NULL;
+            f->lines = NULL;
+            f->cap = 0;
         }
         pc += f->count;
     }

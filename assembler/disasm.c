@@ -28,8 +28,13 @@ static int is_text_byte(uint8_t c) {
     return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t';
 }
 
-static uint32_t run_length(const uint8_t *p, uint32_t n, int zeros) {
+/* The length of the zero (or text) run at p, counted up to cap at most:
+   each caller needs only to know whether a run is long enough, or a line's
+   worth, so a long run is never scanned again for every line it yields. */
+static uint32_t run_length(const uint8_t *p, uint32_t n, int zeros, uint32_t cap) {
     uint32_t i = 0;
+    if (n > cap)
+        n = cap;
     while (i < n && (zeros ? p[i] == 0 : is_text_byte(p[i])))
         i++;
     return i;
@@ -42,16 +47,14 @@ static void print_data(bib_asm_text_t *t, const bib_module_t *m) {
         return;
     bib_asm_text_printf(t, "\n.data                          ; %u bytes from address 0\n", n);
     while (i < n) {
-        uint32_t zeros = run_length(d + i, n - i, 1);
+        uint32_t zeros = run_length(d + i, n - i, 1, UINT32_MAX);
         if (zeros >= DISASM_MIN_ZERO) {
             bib_asm_text_printf(t, "    .zero   %u%*s; 0x%X\n", zeros, 20, "", i);
             i += zeros;
             continue;
         }
-        uint32_t text = run_length(d + i, n - i, 0);
+        uint32_t text = run_length(d + i, n - i, 0, DISASM_ASCII_PER_LINE);
         if (text >= DISASM_MIN_ASCII) {
-            if (text > DISASM_ASCII_PER_LINE)
-                text = DISASM_ASCII_PER_LINE;
             bib_asm_text_put(t, "    .ascii  \"", 13);
             for (uint32_t k = 0; k < text; k++) {
                 uint8_t c = d[i + k];
@@ -72,8 +75,9 @@ static void print_data(bib_asm_text_t *t, const bib_module_t *m) {
            on its own starts. */
         uint32_t row = 0;
         while (row < DISASM_BYTES_PER_ROW && i + row < n) {
-            if (row > 0 && (run_length(d + i + row, n - i - row, 1) >= DISASM_MIN_ZERO ||
-                            run_length(d + i + row, n - i - row, 0) >= DISASM_MIN_ASCII))
+            if (row > 0 &&
+                (run_length(d + i + row, n - i - row, 1, DISASM_MIN_ZERO) >= DISASM_MIN_ZERO ||
+                 run_length(d + i + row, n - i - row, 0, DISASM_MIN_ASCII) >= DISASM_MIN_ASCII))
                 break;
             row++;
         }
@@ -469,7 +473,7 @@ bib_status_t bib_disassemble(const void *bytes, size_t size, char **text, char *
         free(sorted);
         free(targeted);
         bib_module_free(m);
-        return dup != NULL ? BIB_E_USAGE : BIB_E_NOMEM;
+        return dup != NULL ? BIB_E_FORMAT : BIB_E_NOMEM;
     }
     free(sorted);
     for (uint32_t pc = 0; pc < m->code_count; pc++) {

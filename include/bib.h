@@ -444,7 +444,9 @@ BIB_API bib_status_t bib_assemble_capped(const char *source, size_t length, cons
                                          char **diagnostics);
 
 /* Disassembles .bib bytes into .basm text that re-assembles to the same bytes.
- * On failure *diagnostics holds the reason. */
+ * On failure *diagnostics holds the reason: the loader's status for bytes it
+ * refuses, and BIB_E_FORMAT for a module text cannot express (two functions
+ * sharing one name). */
 BIB_API bib_status_t bib_disassemble(const void *bytes, size_t size, char **text,
                                      char **diagnostics);
 

@@ -594,12 +594,17 @@ static bib_status_t verify_operand(const bib_module_t *m, const bib_function_t *
     case BIB_K_CASES:
         /* The table: the v instructions after this one, JMPs of the same
            function (their targets are checked as every JMP's are). */
-        if (v == 0 || v > BIB_MAX_CASES || v >= f->entry + f->count - pc)
+        if (v == 0 || v > BIB_MAX_CASES)
             return bib_diag_set(diag, BIB_E_VERIFY,
-                                "pc %u (%s): a jump table of %u entries needs 1..%u JMPs after "
-                                "it inside function '%s' (pc %u..%u)",
-                                pc, info->name, v, BIB_MAX_CASES, f->name, f->entry,
-                                f->entry + f->count - 1);
+                                "pc %u (%s): a jump table has 1..%u entries, found %u", pc,
+                                info->name, BIB_MAX_CASES, v);
+        if (v > f->entry + f->count - 1 - pc) {
+            uint32_t after = f->entry + f->count - 1 - pc;
+            return bib_diag_set(diag, BIB_E_VERIFY,
+                                "pc %u (%s): a jump table of %u entries needs %u JMPs after it; "
+                                "function '%s' has %u instruction%s after pc %u",
+                                pc, info->name, v, v, f->name, after, after == 1 ? "" : "s", pc);
+        }
         for (uint32_t i = 1; i <= v; i++)
             if (bib_module_op(m, pc + i) != BIB_OP_JMP)
                 return bib_diag_set(diag, BIB_E_VERIFY,

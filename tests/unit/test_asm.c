@@ -984,6 +984,32 @@ Test(asm_round_trip, lines_that_repeat_go_back_or_are_unknown) {
     bib_free(bytes);
 }
 
+/* A long text run is printed 64 bytes to an '.ascii' line, each line
+   looking no further than its own 64 bytes: scanning the rest of the run for
+   every line made 16 MiB of text take some twenty minutes. */
+Test(asm_round_trip, a_16_mib_text_run_disassembles_line_by_line, .timeout = 60) {
+    const uint32_t size = 16u << 20;
+    bib_builder_t *b = bib_builder_create();
+    uint8_t *d = bib_builder_data_append(b, size);
+    cr_assert_not_null(d);
+    for (uint32_t i = 0; i < size; i++)
+        d[i] = (uint8_t)('a' + i % 26);
+    uint32_t f = bib_builder_declare(b, "main");
+    bib_builder_begin(b, f, 0, 1);
+    bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0);
+    bib_builder_end(b);
+    uint8_t *bytes;
+    size_t bytes_size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &bytes_size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+    char *text = NULL;
+    cr_assert_eq(bib_disassemble(bytes, bytes_size, &text, NULL), BIB_OK);
+    cr_expect_eq(count_of(text, "    .ascii  \""), (int)(size / 64));
+    bib_free(text);
+    assert_round_trip(bytes, bytes_size);
+    bib_free(bytes);
+}
+
 Test(asm_round_trip, disassembling_bad_bytes_reports_why) {
     char *text = NULL, *diag = NULL;
     const uint8_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -1016,6 +1042,133 @@ Test(asm_errors, duplicate_function_and_unknown_directive) {
     cr_expect(strstr(d, "4:7: error: function 'main' is already defined on line 1"), "%s", d);
     cr_expect(strstr(d, "7:1: error: unknown directive '.bogus'"), "%s", d);
     bib_free(d);
+}
+
+/* Some editors start a UTF-8 file with a byte order mark: it is skipped,
+   and line 1's columns count from the byte after it. */
+Test(asm_source, a_utf8_byte_order_mark_at_the_start_is_skipped) {
+    const char plain[] = ".func main\n  HALT r0\n.end\n";
+    const char marked[] = "\xEF\xBB\xBF.func main\n  HALT r0\n.end\n";
+    uint8_t *a = NULL, *b = NULL;
+    size_t a_size = 0, b_size = 0;
+    char *diag = NULL;
+    cr_assert_eq(bib_assemble(plain, strlen(plain), "t.basm", &a, &a_size, &diag), BIB_OK);
+    cr_assert_eq(bib_assemble(marked, strlen(marked), "t.basm", &b, &b_size, &diag), BIB_OK, "%s",
+                 diag ? diag : "");
+    cr_expect(a_size == b_size && memcmp(a, b, a_size) == 0);
+    bib_free(a);
+    bib_free(b);
+    const char *const want[] = {"t.basm:1:12: error: expected 'args=N' or 'regs=N', found 'bogus'"};
+    expect_only_errors("\xEF\xBB\xBF.func main bogus\n  HALT r0\n.end\n", want, 1);
+}
+
+/* spec/assembly.md has no 'cu-text' form: it is refused with the list of
+   forms, and nothing is compiled. */
+Test(asm_errors, a_kernel_form_cu_text_is_unknown) {
+    char *d = assemble_fail(".kernel k cu-text params=t\n"
+                            "extern \"C\" __global__ void k(float *x) {}\n"
+                            ".endkernel\n"
+                            ".func main regs=1\n  HALT r0\n.end\n");
+    cr_expect(strstr(d, "t.basm:1:11: error: unknown kernel form 'cu-text' (expected ptx, cu, "
+                        "ptx-text or ptx-bytes)"),
+              "%s", d);
+    cr_expect_null(strstr(d, "nvcc"), "%s", d);
+    cr_expect_null(strstr(d, "(null)"), "%s", d);
+    bib_free(d);
+}
+
+/* Without regs= the count is inferred, so the message names the limit of
+   any function rather than a regs= the source does not have. */
+Test(asm_errors, a_register_past_the_limit_names_the_limit) {
+    const char *const want[] = {
+        "t.basm:2:7: error: r70000 is above r65535 (a function has at most 65536 registers)",
+        "t.basm:3:7: error: r99999999999 is above r65535 (a function has at most 65536 "
+        "registers)",
+        "t.basm:4:8: error: tensor register t99999999999 is out of range (t0..t65535)"};
+    expect_only_errors(".func main\n"
+                       "  LDI r70000, 1\n"
+                       "  LDI r99999999999, 1\n"
+                       "  FREE t99999999999\n"
+                       "  HALT r0\n.end\n",
+                       want, 3);
+}
+
+/* Each count states its own name and its true range, once. */
+Test(asm_errors, counts_out_of_range_state_their_name_and_range) {
+    const char *const want[] = {
+        "t.basm:2:21: error: 4 is out of range for a scale (0..3)\n",
+        "t.basm:3:12: error: 65537 is out of range for a jump table size (1..65536)\n",
+        "t.basm:4:12: error: 0 is out of range for a jump table size (1..65536)\n",
+        "t.basm:8:14: error: 70000 is out of range for an argument count (0..65536)\n",
+        "t.basm:11:14: error: 0 is out of range for a register count (1..65536)\n",
+        "t.basm:14:14: error: 65537 is out of range for a register count (1..65536)\n"};
+    expect_only_errors(".func main regs=3\n"
+                       "  LOADX r0, r1, r2, 4\n"
+                       "  JTAB r0, 65537, d\n"
+                       "  JTAB r0, 0, d\n"
+                       "d:\n"
+                       "  HALT r0\n"
+                       ".end\n"
+                       ".func f args=70000\n"
+                       "  RET r0\n"
+                       ".end\n"
+                       ".func g regs=0\n"
+                       "  RET r0\n"
+                       ".end\n"
+                       ".func h regs=65537\n"
+                       "  RET r0\n"
+                       ".end\n",
+                       want, 6);
+}
+
+/* The offset after a data label is well formed but past 2^40: the message
+   gives the range, not the syntax. */
+Test(asm_errors, a_data_label_offset_past_the_cap_states_the_range) {
+    const char *const want[] = {
+        "t.basm:3:14: error: the offset +18446744073709551615 after a data label is out of "
+        "range (-1099511627776..+1099511627776)",
+        "t.basm:4:14: error: expected '+N' or '-N' after a data label, found '*2'"};
+    expect_only_errors("a: .byte 1\n"
+                       ".func main regs=1\n"
+                       "  LDI64 r0, a+18446744073709551615\n"
+                       "  LDI64 r0, a*2\n"
+                       "  HALT r0\n.end\n",
+                       want, 2);
+}
+
+/* A table longer than the instructions left in the function says how many
+   it needs and how many there are. */
+Test(asm_errors, a_jump_table_past_the_function_end_counts_both) {
+    const char *const want[] = {
+        "pc 0 (JTAB): a jump table of 3 entries needs 3 JMPs after it; function 'main' has 2 "
+        "instructions after pc 0"};
+    expect_only_errors(".func main regs=2\n  JTAB r0, 3, d\n  JMP d\nd:\n  HALT r0\n.end\n", want,
+                       1);
+}
+
+/* The loader accepts two functions of one name (spec/bib-format.md), but
+   text names functions: the module is a bad input to the disassembler,
+   BIB_E_FORMAT (exit 65), not a usage error. */
+Test(asm_round_trip, two_functions_of_one_name_are_a_format_error) {
+    const char src[] = ".func main regs=1\n  HALT r0\n.end\n.func aa regs=1\n  RET r0\n.end\n"
+                       ".func ab regs=1\n  RET r0\n.end\n";
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char *diag = NULL;
+    cr_assert_eq(bib_assemble(src, strlen(src), "t.basm", &bytes, &size, &diag), BIB_OK);
+    bib_module_t *m = NULL;
+    bib_diag_t d;
+    cr_assert_eq(bib_module_read(bytes, size, &m, &d), BIB_OK, "%s", d.msg);
+    bib_free(bytes);
+    m->funcs[2].name[1] = 'a';
+    cr_assert_eq(bib_module_write(m, &bytes, &size, &d), BIB_OK, "%s", d.msg);
+    bib_module_free(m);
+    char *text = NULL;
+    cr_expect_eq(bib_disassemble(bytes, size, &text, &diag), BIB_E_FORMAT);
+    cr_expect_null(text);
+    cr_expect(diag != NULL && strstr(diag, "two functions are named 'aa'"), "%s", diag ? diag : "");
+    bib_free(diag);
+    bib_free(bytes);
 }
 
 /* ---- tensors ----------------------------------------------------------- */
