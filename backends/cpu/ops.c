@@ -18,56 +18,12 @@
 #include "backends/cpu/bmath.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/ops_dtypes.h"
+#include "backends/cpu/unary.h"
 
 /* ---- scalar row functions: the reference ----------------------------- */
 
-static float scalar_unary1(bib_unary_t op, float x) {
-    switch (op) {
-    case BIB_UNARY_RELU:
-        return bib_relu(x);
-    case BIB_UNARY_SIGMOID:
-        return bib_sigmoid(x);
-    case BIB_UNARY_TANH:
-        return bib_tanh(x);
-    case BIB_UNARY_GELU:
-        return bib_gelu(x);
-    case BIB_UNARY_EXP:
-        return bib_exp(x);
-    case BIB_UNARY_ERF:
-        return bib_erf(x);
-    case BIB_UNARY_LOG:
-        return bib_log(x);
-    case BIB_UNARY_SQRT:
-        return bib_sqrt_op(x);
-    case BIB_UNARY_RSQRT:
-        return bib_rsqrt(x);
-    case BIB_UNARY_RECIP:
-        return bib_recip(x);
-    case BIB_UNARY_ABS:
-        return bib_abs(x);
-    case BIB_UNARY_NEG:
-        return bib_neg(x);
-    case BIB_UNARY_GELU_ERF:
-        return bib_gelu_erf(x);
-    case BIB_UNARY_FLOOR:
-        return bib_round_integral(x, 0);
-    case BIB_UNARY_CEIL:
-        return bib_round_integral(x, 1);
-    case BIB_UNARY_ROUND:
-        return bib_round_integral(x, 2);
-    case BIB_UNARY_SIN:
-        return bib_sincos(x, 0);
-    case BIB_UNARY_COS:
-        return bib_sincos(x, 1);
-    case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
-        break;
-    }
-    return bib_f32_canonical_nan();
-}
-
 static void scalar_unary(bib_unary_t op, const float *x, float *y, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        y[i] = scalar_unary1(op, x[i]);
+    bib_unary_row(op, x, y, n);
 }
 
 static float scalar_binary1(bib_binary_t op, float a, float b) {

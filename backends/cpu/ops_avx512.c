@@ -10,6 +10,7 @@
 
 #include "backends/cpu/bmath.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/unary.h"
 
 typedef __m512 VF;
 typedef __mmask16 VM;

@@ -327,9 +327,10 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }
-    /* An op with no vector form listed here runs the scalar reference (same
-       bits, element by element). */
-    bib_cpu_rowops_scalar.unary(op, x, y, n);
+    /* An op with no vector form listed here runs the scalar reference's
+       steps (same bits, element by element), compiled here with this
+       level's fma. */
+    bib_unary_row(op, x, y, n);
 }
 
 static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
