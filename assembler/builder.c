@@ -44,6 +44,7 @@ typedef struct builder_name {
 struct bib_builder {
     char error[512];
     bib_status_t failed; /* first failure; finish reports it */
+    bool finished;       /* finish ran: the code and data moved into its module */
 
     builder_func_t *funcs;
     uint32_t func_count, func_cap;
@@ -976,6 +977,10 @@ bib_status_t bib_builder_finish_module(bib_builder_t *b, bib_module_t **module, 
         *size = 0;
     if (b->failed != BIB_OK)
         return b->failed;
+    /* A builder makes one module: its code and data move into it. */
+    if (b->finished)
+        return fail(b, BIB_E_STATE, "finish: the builder has made its module already");
+    b->finished = true;
     bib_module_t *m = NULL;
     bib_status_t st = build_module(b, &m);
     if (st != BIB_OK)

@@ -421,7 +421,9 @@ BIB_API bib_status_t bib_builder_tensor_const(bib_builder_t *b, const char *name
 BIB_API void bib_builder_tensor_regs(bib_builder_t *b, uint32_t count);
 
 /* Resolves labels, checks the module, and writes the .bib bytes to *out
- * (caller frees with bib_free). The builder can be destroyed afterwards. */
+ * (caller frees with bib_free). The builder can be destroyed afterwards. A
+ * builder makes one module (its code and data move into it): finishing it
+ * again fails with BIB_E_STATE. */
 BIB_API bib_status_t bib_builder_finish(bib_builder_t *b, uint8_t **out, size_t *size);
 
 /* ---- assembly text ----------------------------------------------------- */

@@ -702,6 +702,29 @@ Test(builder, builds_a_module_with_labels_calls_imports_and_constants) {
     bib_free(bytes);
 }
 
+/* A builder makes one module: its code moves into it, so a second finish
+ * is refused (it crashed on the moved-out code of a second function). */
+Test(builder, a_second_finish_is_refused) {
+    bib_builder_t *b = bib_builder_create();
+    uint32_t fmain = bib_builder_declare(b, "main"), f = bib_builder_declare(b, "f");
+    cr_assert_eq(bib_builder_begin(b, fmain, 0, 1), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_LDI, 0, 7, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_HALT, 0, 0, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_end(b), BIB_OK);
+    cr_assert_eq(bib_builder_begin(b, f, 0, 1), BIB_OK);
+    cr_assert_eq(bib_builder_emit(b, BIB_CODE_RET, 0, 0, 0, 0), BIB_OK);
+    cr_assert_eq(bib_builder_end(b), BIB_OK);
+    uint8_t *bytes = NULL, *again = NULL;
+    size_t size = 0, size2 = 0;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &size), BIB_OK, "%s", bib_builder_error(b));
+    cr_assert_eq(bib_builder_finish(b, &again, &size2), BIB_E_STATE);
+    cr_expect_null(again);
+    cr_expect_str_eq(bib_builder_error(b), "finish: the builder has made its module already");
+    assert_round_trip(bytes, size);
+    bib_free(bytes);
+    bib_builder_destroy(b);
+}
+
 Test(builder, calls_on_no_builder_are_refused_not_crashes) {
     uint8_t *out = NULL;
     size_t size = 0;
