@@ -154,17 +154,22 @@ static int bib_vk_mm_pick(const bib_executor_t *ex, uint32_t M, uint32_t N) {
 
 /* matmul.comp's loops for one invocation: the tiles its workgroup strides
  * over, for each the K slices, for each the loads of A and of B and the
- * slice's steps (the register block's loops are unrolled). Either pass of
- * a two-pass call loops no more than this. */
+ * slice's steps (the register block's loops are unrolled), then the
+ * epilogue's outputs, each with its activation's divisions (gelu's tanh
+ * one, gelu_erf's erfc two) where bib_div's loop counts. Either pass of a
+ * two-pass call loops no more than this. */
 static double bib_vk_matmul_loops(const bib_executor_t *ex, const bib_call_t *c) {
     uint32_t M = c->in[0].dims[0], K = c->in[0].dims[1], N = c->in[1].dims[1];
     int pick = bib_vk_mm_pick(ex, M, N);
     uint32_t bm = bib_vk_mm_tiles[pick].bm, bn = bib_vk_mm_tiles[pick].bn,
-             bk = bib_vk_mm_tiles[pick].bk;
-    uint32_t nt = (bm / bib_vk_mm_tiles[pick].tm) * (bn / bib_vk_mm_tiles[pick].tn);
+             bk = bib_vk_mm_tiles[pick].bk, tm = bib_vk_mm_tiles[pick].tm,
+             tn = bib_vk_mm_tiles[pick].tn;
+    uint32_t nt = (bm / tm) * (bn / tn);
     double rows = bib_vk_strides((M + bm - 1) / bm, 1), cols = bib_vk_strides((N + bn - 1) / bn, 1);
     double slice = bib_vk_loop(bm * bk / nt, 0) + bib_vk_loop(bk * bn / nt, 0) + bib_vk_loop(bk, 0);
-    double tile = bib_vk_loop((double)(((uint64_t)K + bk - 1) / bk), slice);
+    double divs = c->sub == BIB_ACT_GELU ? 1 : c->sub == BIB_ACT_GELU_ERF ? 2 : 0;
+    double epilogue = bib_vk_loop(tm, bib_vk_loop(tn, divs * bib_vk_div_loops(ex)));
+    double tile = bib_vk_loop((double)(((uint64_t)K + bk - 1) / bk), slice) + epilogue;
     return bib_vk_loop(rows, bib_vk_loop(cols, tile));
 }
 
