@@ -165,7 +165,8 @@ void bib_asm_pass1_devcode(asm_state_t *a, uint32_t si) {
     span_t form = bib_asm_operand(a, s, 1);
     int has_path = kernel ? bib_asm_span_is(form, "ptx") || bib_asm_span_is(form, "cu")
                           : bib_asm_span_is(form, "file") || bib_asm_span_is(form, "spirv");
-    int block = bib_asm_block_end(a, s) != NULL;
+    int block = kernel ? bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes")
+                       : bib_asm_span_is(form, "glsl") || bib_asm_span_is(form, "spirv-words");
     if (!has_path && !block) {
         bib_asm_diag_span(
             a, si, form,

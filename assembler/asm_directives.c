@@ -817,13 +817,13 @@ int bib_asm_expect_operands(asm_state_t *a, uint32_t si, uint32_t lo, uint32_t h
     const stmt_t *s = &a->stmts[si];
     if (s->op_count >= lo && s->op_count <= hi)
         return 1;
+    span_t w = bib_asm_word(s);
     if (lo == hi)
-        bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u operand%s, found %u",
-                        (int)s->word.len, s->text + s->word.col - 1, lo, lo == 1 ? "" : "s",
-                        s->op_count);
+        bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' takes %u operand%s, found %u", (int)w.len, w.p,
+                        lo, lo == 1 ? "" : "s", s->op_count);
     else
-        bib_asm_diag_at(a, si, s->word.col, s->word.len, "'%.*s' takes %u to %u operands, found %u",
-                        (int)s->word.len, s->text + s->word.col - 1, lo, hi, s->op_count);
+        bib_asm_diag_at(a, si, w.col, w.len, "'%.*s' takes %u to %u operands, found %u", (int)w.len,
+                        w.p, lo, hi, s->op_count);
     return 0;
 }
 

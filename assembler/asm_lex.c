@@ -292,8 +292,10 @@ static int push_span(asm_state_t *a, span_t sp) {
     return 1;
 }
 
+/* The span at column at.col (from 1) of s's line; column 0, no word, is
+ * the line's start, so no pointer before the text is formed. */
 static span_t span_of(const stmt_t *s, span_at_t at) {
-    return (span_t){s->text + at.col - 1, at.len, at.col};
+    return (span_t){s->text + (at.col ? at.col - 1 : 0), at.len, at.col};
 }
 
 span_t bib_asm_operand(const asm_state_t *a, const stmt_t *s, uint32_t index) {
@@ -921,15 +923,31 @@ int bib_asm_span_is(span_t sp, const char *text) {
 
 /* The directive that closes the raw block a '.shader' or '.kernel' line
    opens (".endshader", ".endkernel"), or NULL when its form names a file. */
+/* Whether a form names text that follows in the source: one of the block
+ * forms, or a form of their shape (NAME-text, -bytes or -words) that is
+ * unknown, so its block is skipped whole and only the form is reported. */
+static int is_block_form(span_t form, const char *const *forms) {
+    for (; *forms != NULL; forms++)
+        if (bib_asm_span_is(form, *forms))
+            return 1;
+    static const char *const tails[] = {"-text", "-bytes", "-words"};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        size_t n = strlen(tails[i]);
+        if (form.len > n && strncasecmp(form.p + form.len - n, tails[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 const char *bib_asm_block_end(const asm_state_t *a, const stmt_t *s) {
     if (s->bad || s->op_count < 2)
         return NULL;
+    static const char *const shader[] = {"glsl", "spirv-words", NULL};
+    static const char *const kernel[] = {"ptx-text", "ptx-bytes", NULL};
     span_t form = bib_asm_operand(a, s, 1);
-    if (bib_asm_word_is(bib_asm_word(s), ".shader") &&
-        (bib_asm_span_is(form, "glsl") || bib_asm_span_is(form, "spirv-words")))
+    if (bib_asm_word_is(bib_asm_word(s), ".shader") && is_block_form(form, shader))
         return ".endshader";
-    if (bib_asm_word_is(bib_asm_word(s), ".kernel") &&
-        (bib_asm_span_is(form, "ptx-text") || bib_asm_span_is(form, "ptx-bytes")))
+    if (bib_asm_word_is(bib_asm_word(s), ".kernel") && is_block_form(form, kernel))
         return ".endkernel";
     return NULL;
 }
