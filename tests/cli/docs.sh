@@ -64,7 +64,9 @@ while read -r cmd; do
     while read -r opt; do
         # --trace is offered as --trace and --trace=json, --deny as --deny=device-code.
         grep -qx -e "$opt" -e "$opt=.*" "$T/offered" || missing="$missing $opt"
-        grep -q -F -- "$(printf '%s' "$opt" | sed 's/-/\\-/g')" "$MAN" || undescribed="$undescribed $opt"
+        # The option as a whole word of the page (\-o, not inside \-\-output).
+        grep -qE -- "(^|[^-A-Za-z0-9])$(printf '%s' "$opt" | sed 's/-/\\\\-/g')([^-A-Za-z0-9]|\$)" "$MAN" ||
+            undescribed="$undescribed $opt"
     done <"$T/options"
     [ -z "$missing" ] && ok "completion offers every option of $cmd ($(wc -l <"$T/options"))" ||
         bad "completion after '$cmd' does not offer:$missing"
