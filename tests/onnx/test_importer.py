@@ -557,6 +557,89 @@ class Recurrent(unittest.TestCase):
         np.testing.assert_allclose(out["y"][:, 0], np.stack(ys), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
 
+    @staticmethod
+    def reference(op, x, w, r, b, h0, c0, dirs, hidden):
+        """ONNX's equations for RNN (tanh), GRU and LSTM (no peepholes) in
+        float64, layout 0: x [seq, batch, input], h0 and c0 [directions,
+        batch, hidden]; Y [seq, directions, batch, hidden], Y_h and Y_c
+        [directions, batch, hidden]."""
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        seq, batch = x.shape[:2]
+        y = np.zeros((seq, len(dirs), batch, hidden))
+        yh, yc = np.zeros((len(dirs), batch, hidden)), np.zeros((len(dirs), batch, hidden))
+        for d, backward in enumerate(dirs):
+            wd, rd = w[d].astype(np.float64), r[d].astype(np.float64)
+            wb, rb = np.split(b[d].astype(np.float64), 2)
+            h, c = h0[d].astype(np.float64), c0[d].astype(np.float64)
+            for t in (reversed(range(seq)) if backward else range(seq)):
+                xt = x[t].astype(np.float64)
+                if op == "RNN":
+                    h = np.tanh(xt @ wd.T + h @ rd.T + wb + rb)
+                elif op == "GRU":
+                    wz, wr, wh = np.split(wd, 3)
+                    rz, rr, rh = np.split(rd, 3)
+                    bz, br, bh = np.split(wb, 3)
+                    cz, cr, ch = np.split(rb, 3)
+                    z = sig(xt @ wz.T + h @ rz.T + bz + cz)
+                    rg = sig(xt @ wr.T + h @ rr.T + br + cr)
+                    cand = np.tanh(xt @ wh.T + (rg * h) @ rh.T + ch + bh)
+                    h = (1 - z) * cand + z * h
+                else:
+                    gi, go, gf, gc = np.split(xt @ wd.T + h @ rd.T + wb + rb, 4, axis=1)
+                    c = sig(gf) * c + sig(gi) * np.tanh(gc)
+                    h = sig(go) * np.tanh(c)
+                y[t, d] = h
+            yh[d], yc[d] = h, c
+        return y, yh, yc
+
+    def test_layout_1_takes_the_initial_state_as_batch_directions_hidden(self):
+        # layout 1: X [batch, seq, input], initial_h and initial_c [batch,
+        # directions, hidden], Y [batch, seq, directions, hidden], Y_h and
+        # Y_c [batch, directions, hidden]. The state of direction d is
+        # h0[:, d], not h0[d]: with a batch of 2 and two directions the
+        # latter is the right shape and the wrong numbers.
+        hid, inp, seq, batch = 3, 2, 4, 2
+        gates = {"RNN": 1, "GRU": 3, "LSTM": 4}
+        seed = 100
+        for op in ("RNN", "GRU", "LSTM"):
+            for direction, dirs in (("forward", [False]), ("bidirectional", [False, True])):
+                for given in ("constant", "input"):
+                    nd, g = len(dirs), gates[op]
+                    seed += 10
+                    w, r = rng((nd, g * hid, inp), seed), rng((nd, g * hid, hid), seed + 1)
+                    b = rng((nd, 2 * g * hid), seed + 2)
+                    x = rng((batch, seq, inp), seed + 3)
+                    h0, c0 = rng((batch, nd, hid), seed + 4), rng((batch, nd, hid), seed + 5)
+                    states = ["h0", "c0"] if op == "LSTM" else ["h0"]
+                    outs = ["y", "yh", "yc"] if op == "LSTM" else ["y", "yh"]
+                    node = helper.make_node(op, ["x", "w", "r", "b", ""] + states, outs,
+                                            hidden_size=hid, direction=direction, layout=1)
+                    inits = [init("w", w), init("r", r), init("b", b)]
+                    inputs = [helper.make_tensor_value_info("x", F, ["B", seq, inp])]
+                    feed = {"x": x}
+                    for name, v in zip(states, (h0, c0)):
+                        if given == "constant":
+                            inits.append(init(name, v))
+                        else:
+                            inputs.append(helper.make_tensor_value_info(name, F, ["B", nd, hid]))
+                            feed[name] = v
+                    if given == "constant":
+                        inputs = [helper.make_tensor_value_info("x", F, [batch, seq, inp])]
+                    bs = batch if given == "constant" else "B"
+                    m = model([node], inputs,
+                              [helper.make_tensor_value_info("y", F, [bs, seq, nd, hid])]
+                              + [helper.make_tensor_value_info(o, F, [bs, nd, hid]) for o in outs[1:]],
+                              inits, opset=14)
+                    with self.subTest(op=op, direction=direction, initial_state=given):
+                        out = onnx_import.import_model(m).run(feed)
+                        y, yh, yc = self.reference(op, x.transpose(1, 0, 2), w, r, b,
+                                                   h0.transpose(1, 0, 2), c0.transpose(1, 0, 2), dirs, hid)
+                        np.testing.assert_allclose(out["y"], y.transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
+                        np.testing.assert_allclose(out["yh"], yh.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+                        if op == "LSTM":
+                            np.testing.assert_allclose(out["yc"], yc.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+
+
 
 I64 = TensorProto.INT64
 
