@@ -1596,6 +1596,63 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(cm.exception.reason, "usage")
         self.assertEqual(cm.exception.text, "bind 'w': an initializer, a constant already (its inputs: x)")
 
+    def test_a_bound_value_must_be_what_the_input_declares(self):
+        # Reshape's shape bound: the declared int64 [2] takes integers of
+        # that shape; floats (3.7 is not truncated to 3), another rank or
+        # length and strings are refused by name, reason usage, exit 64.
+        m = model(
+            [helper.make_node("Reshape", ["x", "s"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [2, 3]), helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+            [helper.make_tensor_value_info("y", F, [3, 2])],
+        )
+        cases = [
+            (np.array([3.7, 2.2]), "expected integers for an input of type INT64, given an array of float64"),
+            (np.array([3.0, 2.0]), "expected integers for an input of type INT64, given an array of float64"),
+            (np.array([[3, 2]]), "expected rank 1 (shape [2]), given rank 2 (shape [1, 2])"),
+            (np.array([3, 2, 1]), "expected shape [2], given shape [3] (axis 0 is 3, not 2)"),
+            (np.array(["3", "2"]), "expected integers for an input of type INT64, given an array of <U1"),
+            (np.array([2 ** 63, 1], np.uint64),
+             "expected values of type INT64 (-9223372036854775808 to 9223372036854775807), given 9223372036854775808"),
+        ]
+        for value, why in cases:
+            with self.subTest(value=value):
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m, bind={"s": value})
+                self.assertEqual((cm.exception.reason, cm.exception.text), ("usage", "bind 's': " + why))
+        np.testing.assert_array_equal(
+            onnx_import.import_model(m, bind={"s": np.array([3, 2], np.uint8)}).run({"x": rng((2, 3), 5)})["y"],
+            rng((2, 3), 5).reshape(3, 2))
+        # A float input takes integers; a bool input 0 and 1 only.
+        mf = model(
+            [helper.make_node("Add", ["x", "w"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [2]), helper.make_tensor_value_info("w", F, ["n"])],
+            [helper.make_tensor_value_info("y", F, [2])],
+        )
+        out = onnx_import.import_model(mf, bind={"w": np.array([1, 2], np.int64)}).run({"x": np.zeros(2, np.float32)})
+        np.testing.assert_array_equal(out["y"], [1, 2])
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(mf, bind={"w": np.array([True, False])[:, None]})
+        self.assertEqual((cm.exception.reason, cm.exception.text),
+                         ("usage", "bind 'w': expected rank 1 (shape [n]), given rank 2 (shape [2, 1])"))
+        mb = model(
+            [helper.make_node("Where", ["c", "x", "x"], ["y"])],
+            [helper.make_tensor_value_info("c", TensorProto.BOOL, [2]), helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("y", F, [2])],
+        )
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(mb, bind={"c": np.array([0, 2])})
+        self.assertEqual((cm.exception.reason, cm.exception.text),
+                         ("usage", "bind 'c': expected 0 or 1 for an input of type BOOL, given other values"))
+        # On the command line: strings in the .npy are exit 64, one line.
+        d = tempfile.mkdtemp()
+        np.save(os.path.join(d, "s.npy"), np.array(["3", "2"]))
+        p, _d, src, out = self.run_tool(m, "--bind", "s=%s" % os.path.join(d, "s.npy"))
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (64, "bib-onnx: %s: bind 's': expected integers for an input of type INT64, given an array of <U1\n" % src),
+        )
+        self.assertFalse(os.path.exists(out))
+
     def test_a_file_that_is_not_onnx_is_exit_2(self):
         d = tempfile.mkdtemp()
         src = os.path.join(d, "bad.onnx")
