@@ -987,6 +987,35 @@ class DynamicDims(unittest.TestCase):
         x = rng((5, 3, 4), 12)
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
 
+    def test_a_dynamic_dim_as_slice_axes_or_steps_or_gather_indices_is_refused_by_name(self):
+        # n = x.shape[1], the dynamic S: as Slice's axes or steps, or as the
+        # indices of a Gather (pe[x.size(1)]), it is refused naming the
+        # input, reason shape, not an importer bug.
+        pre = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+               helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"])]
+        inits = [init("one", np.array(1, np.int64)), init("ax0", np.array([0], np.int64)),
+                 init("z1", np.array([0], np.int64)), init("t1", np.array([2], np.int64)),
+                 init("tab", np.arange(12, dtype=np.float32).reshape(3, 4))]
+        t = [helper.make_tensor_value_info("t", F, [6, 4])]
+        cases = [
+            ("Slice", ["t", "z1", "t1", "ax0", "n1"], t, "input 'n1' (the steps) is the dynamic dimension S"),
+            ("Slice", ["t", "z1", "t1", "n1"], t, "input 'n1' (the axes) is the dynamic dimension S"),
+            ("Gather", ["t", "n1"], t, "input 'n1' (the indices) is the dynamic dimension S"),
+            ("Gather", ["t", "n"], t, "input 'n' (the indices) is the dynamic dimension S"),
+            ("Gather", ["tab", "n1"], [], "input 'n1' (the indices) is the dynamic dimension S"),
+        ]
+        for op, ins, extra, why in cases:
+            with self.subTest(op=op, inputs=ins):
+                g = helper.make_graph(pre + [helper.make_node(op, ins, ["y"], name="k")], "g",
+                                      [helper.make_tensor_value_info("x", F, [2, "S"])] + extra,
+                                      [onnx.ValueInfoProto(name="y")], initializer=inits)
+                m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+                m.ir_version = 8
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m)
+                self.assertEqual(cm.exception.reason, "shape")
+                self.assertIn("node 'k' (%s): %s" % (op, why), cm.exception.text)
+
 
 class Einsum(unittest.TestCase):
     """Einsum as permutes, sums and MATMUL, against numpy.einsum (MATMUL's
