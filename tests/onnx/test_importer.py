@@ -27,6 +27,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import bib  # noqa: E402
 from bib import onnx_import  # noqa: E402
+from bib.onnx_common import library_takes_zero_dims  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -986,6 +987,32 @@ class DynamicDims(unittest.TestCase):
         self.assertNotIn("REDUCE_PROD", ops(mod))
         x = rng((5, 3, 4), 12)
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
+
+    def test_split_sizes_on_a_dynamic_axis_check_the_axis_even_when_another_is_0(self):
+        # Split of S by [2, 3]: S must be 5. With B = 0 the element counts
+        # agree whatever S is, so the RESHAPE cannot see it; the axis is
+        # checked itself (a TRAP whose code is 5).
+        m = model(
+            [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)],
+            [helper.make_tensor_value_info("x", F, ["B", "S", 4])],
+            [helper.make_tensor_value_info("a", F, ["B", 2, 4]), helper.make_tensor_value_info("b", F, ["B", 3, 4])],
+            [init("sizes", np.array([2, 3], np.int64))],
+            opset=13,
+        )
+        mod = onnx_import.import_model(m)
+        x = rng((2, 5, 4), 7)
+        out = mod.run({"x": x})
+        np.testing.assert_array_equal(out["a"], x[:, :2])
+        np.testing.assert_array_equal(out["b"], x[:, 2:])
+        with self.assertRaises(bib.Trap) as cm:
+            mod.run({"x": rng((2, 7, 4), 8)})
+        self.assertIn("RESHAPE", cm.exception.message)
+        if library_takes_zero_dims():
+            out = mod.run({"x": np.zeros((0, 5, 4), np.float32)})
+            self.assertEqual((out["a"].shape, out["b"].shape), ((0, 2, 4), (0, 3, 4)))
+            with self.assertRaises(bib.Trap) as cm:
+                mod.run({"x": np.zeros((0, 7, 4), np.float32)})
+            self.assertIn("TRAP with code 5", cm.exception.message)
 
     def test_a_dynamic_dim_as_slice_axes_or_steps_or_gather_indices_is_refused_by_name(self):
         # n = x.shape[1], the dynamic S: as Slice's axes or steps, or as the

@@ -73,6 +73,7 @@ class Importer(MathOps, ShapeOps, NNOps):
         self.check_bind()
         self.vals = {}
         self.code = []  # (mnemonic, a, b, c, d)
+        self.labels = 0  # jump targets made by new_label
         self.treg = 0
         self.sym_source = {}  # symbol -> (tensor reg, axis)
         self.scratch_max = 0
@@ -123,6 +124,22 @@ class Importer(MathOps, ShapeOps, NNOps):
 
     def emit(self, mnemonic, a=0, b=0, c=0, d=0):
         self.code.append((mnemonic, a, b, c, d))
+
+    def new_label(self):
+        """A jump target (an operand resolved at finish); emit("LABEL", l)
+        places it before the next instruction."""
+        self.labels += 1
+        return ("label", self.labels)
+
+    def check_dim(self, node, v, axis, n):
+        """Stops the run unless axis `axis` of the run-time tensor v is n:
+        DIM, JEQI past a TRAP whose code is n."""
+        self.scalar(1)
+        ok = self.new_label()
+        self.emit("DIM", ("scratch", 0), self.reg_of(node, v), axis)
+        self.emit("JEQI", ("scratch", 0), n, ok)
+        self.emit("TRAP", n)
+        self.emit("LABEL", ok)
 
     def scalar(self, k):
         """k scratch scalar registers, after the symbols' (live until the
@@ -559,12 +576,18 @@ class Importer(MathOps, ShapeOps, NNOps):
         base = len(sym_list)
         nregs = max(base + self.scratch_max, 1)
 
+        labels = {}
+
         def word(x):
             if isinstance(x, tuple):
                 if x[0] == "scratch":
                     return base + x[1]
                 if x[0] == "sym":
                     return sym_reg[x[1]]
+                if x[0] == "label":
+                    if x[1] not in labels:
+                        labels[x[1]] = b.label()
+                    return labels[x[1]]
             return x
 
         main = b.declare("main")
@@ -573,6 +596,9 @@ class Importer(MathOps, ShapeOps, NNOps):
             reg, axis = self.sym_source[s]
             b.emit("DIM", sym_reg[s], reg, axis)
         for mnemonic, a1, a2, a3, a4 in self.code:
+            if mnemonic == "LABEL":
+                b.bind(word(a1))
+                continue
             b.emit(mnemonic, word(a1), word(a2), word(a3), word(a4))
         b.emit("LDI", 0, 0)
         b.emit("HALT", 0)

@@ -734,10 +734,14 @@ class ShapeOps:
             # the sizes of the example): ONNX requires them to sum to the
             # axis. x viewed with that sum in its place is a RESHAPE, whose
             # element count the VM checks at run time: another size stops
-            # the run there instead of giving parts of the wrong size.
+            # the run there instead of giving parts of the wrong size. The
+            # count cannot see the axis when another one is 0, so the axis
+            # itself is checked too (a TRAP whose code is the sum).
             shape = list(x.shape)
             shape[axis] = sum(split)
+            whole = x
             x = self.reshape(node, x, shape)
+            self.check_dim(node, whole, axis, sum(split))
         start = 0
         for k, size in enumerate(split):
             self.set(node, k, self.slice(node, x, [start], [start + size], [axis], [1]))
