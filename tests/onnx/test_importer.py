@@ -1810,6 +1810,26 @@ class Writing(unittest.TestCase):
         self.assertEqual(self.read("real.bib"), self.want)
         self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.bib", "real.bib"])
 
+    def test_a_module_and_a_program_that_are_one_file_are_refused(self):
+        # --emit-basm with MODEL.basm a link to MODEL.bib (made or not yet)
+        # or a hard link of it: one file named twice, exit 64, nothing
+        # written.
+        with open(self.path("a.bib"), "wb") as f:
+            f.write(b"old")
+        os.symlink("a.bib", self.path("a.basm"))
+        os.symlink("b.bib", self.path("b.basm"))
+        os.link(self.path("a.bib"), self.path("c.basm"))
+        os.link(self.path("a.bib"), self.path("c.bib"))
+        for name in ("a", "b", "c"):
+            out, basm = self.path(name + ".bib"), self.path(name + ".basm")
+            p = self.tool(out, "--emit-basm")
+            self.assertEqual(
+                (p.returncode, p.stderr),
+                (64, "bib-onnx: '%s' and '%s' are one file: give --emit-basm another output\n" % (out, basm)),
+            )
+        self.assertEqual(self.read("a.bib"), b"old")
+        self.assertEqual(sorted(os.listdir(self.d)), ["a.basm", "a.bib", "b.basm", "c.basm", "c.bib", "m.onnx"])
+
     def test_a_fifo_is_written_directly(self):
         os.mkfifo(self.path("fifo"))
         r = os.open(self.path("fifo"), os.O_RDONLY | os.O_NONBLOCK)
