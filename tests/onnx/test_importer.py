@@ -1810,6 +1810,25 @@ class Writing(unittest.TestCase):
         self.assertEqual(self.read("real.bib"), self.want)
         self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.bib", "real.bib"])
 
+    def test_a_dangling_link_is_followed_and_stays_a_link(self):
+        # The file a link names is made when it does not exist yet; a link
+        # into a missing folder is refused before the import, leaving nothing.
+        os.symlink("missing.bib", self.path("out.bib"))
+        p = self.tool(self.path("out.bib"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertTrue(os.path.islink(self.path("out.bib")))
+        self.assertEqual(self.read("missing.bib"), self.want)
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "missing.bib", "out.bib"])
+        os.symlink("nowhere/x.bib", self.path("far.bib"))
+        p = self.tool(self.path("far.bib"))
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (1, "bib-onnx: cannot write '%s': folder '%s': No such file or directory\n"
+             % (self.path("far.bib"), os.path.realpath(self.path("nowhere")))),
+        )
+        self.assertTrue(os.path.islink(self.path("far.bib")))
+        self.assertEqual(sorted(os.listdir(self.d)), ["far.bib", "m.onnx", "missing.bib", "out.bib"])
+
     def test_a_module_and_a_program_that_are_one_file_are_refused(self):
         # --emit-basm with MODEL.basm a link to MODEL.bib (made or not yet)
         # or a hard link of it: one file named twice, exit 64, nothing
