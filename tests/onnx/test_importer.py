@@ -10,6 +10,7 @@ import io
 import math
 import os
 import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -1948,6 +1949,63 @@ class Writing(unittest.TestCase):
         finally:
             os.fsync = real
         self.assertEqual(os.listdir(self.d), ["m.onnx"])
+
+    def load_tool(self):
+        loader = importlib.machinery.SourceFileLoader("bib_onnx_tool", TOOL)
+        spec = importlib.util.spec_from_loader(loader.name, loader)
+        tool = importlib.util.module_from_spec(spec)
+        loader.exec_module(tool)
+        return tool
+
+    def test_a_signal_right_after_the_temporary_is_made_leaves_nothing_behind(self):
+        # SIGTERM between mkstemp and the noting of the temporary's name:
+        # held until the name is noted, then it ends the write, the
+        # temporary removed.
+        tool = self.load_tool()
+        real = tempfile.mkstemp
+
+        def signalled(*args, **kw):
+            made = real(*args, **kw)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return made
+
+        old = signal.signal(signal.SIGTERM, tool._ended)
+        tempfile.mkstemp = signalled
+        try:
+            with self.assertRaises(tool.Ended):
+                tool.main([self.src, "-o", self.path("out.bib")])
+        finally:
+            tempfile.mkstemp = real
+            signal.signal(signal.SIGTERM, old)
+        self.assertEqual(os.listdir(self.d), ["m.onnx"])
+
+    def test_a_signal_between_the_renames_replaces_both_files(self):
+        # SIGTERM after MODEL.bib is renamed into place and before
+        # MODEL.basm is: held until both are, so the two stay one pair.
+        for name in ("out.bib", "out.basm"):
+            with open(self.path(name), "wb") as f:
+                f.write(b"old")
+        tool = self.load_tool()
+        real = os.replace
+        calls = []
+
+        def signalled(a, b):
+            real(a, b)
+            calls.append(b)
+            if len(calls) == 1:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        old = signal.signal(signal.SIGTERM, tool._ended)
+        os.replace = signalled
+        try:
+            with self.assertRaises(tool.Ended):
+                tool.main([self.src, "-o", self.path("out.bib"), "--emit-basm"])
+        finally:
+            os.replace = real
+            signal.signal(signal.SIGTERM, old)
+        self.assertEqual(self.read("out.bib"), self.want)
+        self.assertEqual(self.read("out.basm"), onnx_import.import_model(self.src).disassemble().encode())
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.basm", "out.bib"])
 
 
 if __name__ == "__main__":
