@@ -10,6 +10,7 @@ import io
 import math
 import os
 import resource
+import signal
 import stat
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import bib  # noqa: E402
 from bib import onnx_import  # noqa: E402
+from bib.onnx_common import library_takes_zero_dims  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -557,6 +559,89 @@ class Recurrent(unittest.TestCase):
         np.testing.assert_allclose(out["y"][:, 0], np.stack(ys), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(out["yh"][0], h, rtol=1e-5, atol=1e-6)
 
+    @staticmethod
+    def reference(op, x, w, r, b, h0, c0, dirs, hidden):
+        """ONNX's equations for RNN (tanh), GRU and LSTM (no peepholes) in
+        float64, layout 0: x [seq, batch, input], h0 and c0 [directions,
+        batch, hidden]; Y [seq, directions, batch, hidden], Y_h and Y_c
+        [directions, batch, hidden]."""
+        sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+        seq, batch = x.shape[:2]
+        y = np.zeros((seq, len(dirs), batch, hidden))
+        yh, yc = np.zeros((len(dirs), batch, hidden)), np.zeros((len(dirs), batch, hidden))
+        for d, backward in enumerate(dirs):
+            wd, rd = w[d].astype(np.float64), r[d].astype(np.float64)
+            wb, rb = np.split(b[d].astype(np.float64), 2)
+            h, c = h0[d].astype(np.float64), c0[d].astype(np.float64)
+            for t in (reversed(range(seq)) if backward else range(seq)):
+                xt = x[t].astype(np.float64)
+                if op == "RNN":
+                    h = np.tanh(xt @ wd.T + h @ rd.T + wb + rb)
+                elif op == "GRU":
+                    wz, wr, wh = np.split(wd, 3)
+                    rz, rr, rh = np.split(rd, 3)
+                    bz, br, bh = np.split(wb, 3)
+                    cz, cr, ch = np.split(rb, 3)
+                    z = sig(xt @ wz.T + h @ rz.T + bz + cz)
+                    rg = sig(xt @ wr.T + h @ rr.T + br + cr)
+                    cand = np.tanh(xt @ wh.T + (rg * h) @ rh.T + ch + bh)
+                    h = (1 - z) * cand + z * h
+                else:
+                    gi, go, gf, gc = np.split(xt @ wd.T + h @ rd.T + wb + rb, 4, axis=1)
+                    c = sig(gf) * c + sig(gi) * np.tanh(gc)
+                    h = sig(go) * np.tanh(c)
+                y[t, d] = h
+            yh[d], yc[d] = h, c
+        return y, yh, yc
+
+    def test_layout_1_takes_the_initial_state_as_batch_directions_hidden(self):
+        # layout 1: X [batch, seq, input], initial_h and initial_c [batch,
+        # directions, hidden], Y [batch, seq, directions, hidden], Y_h and
+        # Y_c [batch, directions, hidden]. The state of direction d is
+        # h0[:, d], not h0[d]: with a batch of 2 and two directions the
+        # latter is the right shape and the wrong numbers.
+        hid, inp, seq, batch = 3, 2, 4, 2
+        gates = {"RNN": 1, "GRU": 3, "LSTM": 4}
+        seed = 100
+        for op in ("RNN", "GRU", "LSTM"):
+            for direction, dirs in (("forward", [False]), ("bidirectional", [False, True])):
+                for given in ("constant", "input"):
+                    nd, g = len(dirs), gates[op]
+                    seed += 10
+                    w, r = rng((nd, g * hid, inp), seed), rng((nd, g * hid, hid), seed + 1)
+                    b = rng((nd, 2 * g * hid), seed + 2)
+                    x = rng((batch, seq, inp), seed + 3)
+                    h0, c0 = rng((batch, nd, hid), seed + 4), rng((batch, nd, hid), seed + 5)
+                    states = ["h0", "c0"] if op == "LSTM" else ["h0"]
+                    outs = ["y", "yh", "yc"] if op == "LSTM" else ["y", "yh"]
+                    node = helper.make_node(op, ["x", "w", "r", "b", ""] + states, outs,
+                                            hidden_size=hid, direction=direction, layout=1)
+                    inits = [init("w", w), init("r", r), init("b", b)]
+                    inputs = [helper.make_tensor_value_info("x", F, ["B", seq, inp])]
+                    feed = {"x": x}
+                    for name, v in zip(states, (h0, c0)):
+                        if given == "constant":
+                            inits.append(init(name, v))
+                        else:
+                            inputs.append(helper.make_tensor_value_info(name, F, ["B", nd, hid]))
+                            feed[name] = v
+                    if given == "constant":
+                        inputs = [helper.make_tensor_value_info("x", F, [batch, seq, inp])]
+                    bs = batch if given == "constant" else "B"
+                    m = model([node], inputs,
+                              [helper.make_tensor_value_info("y", F, [bs, seq, nd, hid])]
+                              + [helper.make_tensor_value_info(o, F, [bs, nd, hid]) for o in outs[1:]],
+                              inits, opset=14)
+                    with self.subTest(op=op, direction=direction, initial_state=given):
+                        out = onnx_import.import_model(m).run(feed)
+                        y, yh, yc = self.reference(op, x.transpose(1, 0, 2), w, r, b,
+                                                   h0.transpose(1, 0, 2), c0.transpose(1, 0, 2), dirs, hid)
+                        np.testing.assert_allclose(out["y"], y.transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
+                        np.testing.assert_allclose(out["yh"], yh.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+                        if op == "LSTM":
+                            np.testing.assert_allclose(out["yc"], yc.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+
+
 
 I64 = TensorProto.INT64
 
@@ -903,6 +988,61 @@ class DynamicDims(unittest.TestCase):
         self.assertNotIn("REDUCE_PROD", ops(mod))
         x = rng((5, 3, 4), 12)
         np.testing.assert_allclose(mod.run({"x": x})["y"], x.reshape(5, 12).var(1, ddof=1), rtol=1e-5)
+
+    def test_split_sizes_on_a_dynamic_axis_check_the_axis_even_when_another_is_0(self):
+        # Split of S by [2, 3]: S must be 5. With B = 0 the element counts
+        # agree whatever S is, so the RESHAPE cannot see it; the axis is
+        # checked itself (a TRAP whose code is 5).
+        m = model(
+            [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)],
+            [helper.make_tensor_value_info("x", F, ["B", "S", 4])],
+            [helper.make_tensor_value_info("a", F, ["B", 2, 4]), helper.make_tensor_value_info("b", F, ["B", 3, 4])],
+            [init("sizes", np.array([2, 3], np.int64))],
+            opset=13,
+        )
+        mod = onnx_import.import_model(m)
+        x = rng((2, 5, 4), 7)
+        out = mod.run({"x": x})
+        np.testing.assert_array_equal(out["a"], x[:, :2])
+        np.testing.assert_array_equal(out["b"], x[:, 2:])
+        with self.assertRaises(bib.Trap) as cm:
+            mod.run({"x": rng((2, 7, 4), 8)})
+        self.assertIn("RESHAPE", cm.exception.message)
+        if library_takes_zero_dims():
+            out = mod.run({"x": np.zeros((0, 5, 4), np.float32)})
+            self.assertEqual((out["a"].shape, out["b"].shape), ((0, 2, 4), (0, 3, 4)))
+            with self.assertRaises(bib.Trap) as cm:
+                mod.run({"x": np.zeros((0, 7, 4), np.float32)})
+            self.assertIn("TRAP with code 5", cm.exception.message)
+
+    def test_a_dynamic_dim_as_slice_axes_or_steps_or_gather_indices_is_refused_by_name(self):
+        # n = x.shape[1], the dynamic S: as Slice's axes or steps, or as the
+        # indices of a Gather (pe[x.size(1)]), it is refused naming the
+        # input, reason shape, not an importer bug.
+        pre = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+               helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"])]
+        inits = [init("one", np.array(1, np.int64)), init("ax0", np.array([0], np.int64)),
+                 init("z1", np.array([0], np.int64)), init("t1", np.array([2], np.int64)),
+                 init("tab", np.arange(12, dtype=np.float32).reshape(3, 4))]
+        t = [helper.make_tensor_value_info("t", F, [6, 4])]
+        cases = [
+            ("Slice", ["t", "z1", "t1", "ax0", "n1"], t, "input 'n1' (the steps) is the dynamic dimension S"),
+            ("Slice", ["t", "z1", "t1", "n1"], t, "input 'n1' (the axes) is the dynamic dimension S"),
+            ("Gather", ["t", "n1"], t, "input 'n1' (the indices) is the dynamic dimension S"),
+            ("Gather", ["t", "n"], t, "input 'n' (the indices) is the dynamic dimension S"),
+            ("Gather", ["tab", "n1"], [], "input 'n1' (the indices) is the dynamic dimension S"),
+        ]
+        for op, ins, extra, why in cases:
+            with self.subTest(op=op, inputs=ins):
+                g = helper.make_graph(pre + [helper.make_node(op, ins, ["y"], name="k")], "g",
+                                      [helper.make_tensor_value_info("x", F, [2, "S"])] + extra,
+                                      [onnx.ValueInfoProto(name="y")], initializer=inits)
+                m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+                m.ir_version = 8
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m)
+                self.assertEqual(cm.exception.reason, "shape")
+                self.assertIn("node 'k' (%s): %s" % (op, why), cm.exception.text)
 
 
 class Einsum(unittest.TestCase):
@@ -1513,6 +1653,63 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(cm.exception.reason, "usage")
         self.assertEqual(cm.exception.text, "bind 'w': an initializer, a constant already (its inputs: x)")
 
+    def test_a_bound_value_must_be_what_the_input_declares(self):
+        # Reshape's shape bound: the declared int64 [2] takes integers of
+        # that shape; floats (3.7 is not truncated to 3), another rank or
+        # length and strings are refused by name, reason usage, exit 64.
+        m = model(
+            [helper.make_node("Reshape", ["x", "s"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [2, 3]), helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+            [helper.make_tensor_value_info("y", F, [3, 2])],
+        )
+        cases = [
+            (np.array([3.7, 2.2]), "expected integers for an input of type INT64, given an array of float64"),
+            (np.array([3.0, 2.0]), "expected integers for an input of type INT64, given an array of float64"),
+            (np.array([[3, 2]]), "expected rank 1 (shape [2]), given rank 2 (shape [1, 2])"),
+            (np.array([3, 2, 1]), "expected shape [2], given shape [3] (axis 0 is 3, not 2)"),
+            (np.array(["3", "2"]), "expected integers for an input of type INT64, given an array of <U1"),
+            (np.array([2 ** 63, 1], np.uint64),
+             "expected values of type INT64 (-9223372036854775808 to 9223372036854775807), given 9223372036854775808"),
+        ]
+        for value, why in cases:
+            with self.subTest(value=value):
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m, bind={"s": value})
+                self.assertEqual((cm.exception.reason, cm.exception.text), ("usage", "bind 's': " + why))
+        np.testing.assert_array_equal(
+            onnx_import.import_model(m, bind={"s": np.array([3, 2], np.uint8)}).run({"x": rng((2, 3), 5)})["y"],
+            rng((2, 3), 5).reshape(3, 2))
+        # A float input takes integers; a bool input 0 and 1 only.
+        mf = model(
+            [helper.make_node("Add", ["x", "w"], ["y"])],
+            [helper.make_tensor_value_info("x", F, [2]), helper.make_tensor_value_info("w", F, ["n"])],
+            [helper.make_tensor_value_info("y", F, [2])],
+        )
+        out = onnx_import.import_model(mf, bind={"w": np.array([1, 2], np.int64)}).run({"x": np.zeros(2, np.float32)})
+        np.testing.assert_array_equal(out["y"], [1, 2])
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(mf, bind={"w": np.array([True, False])[:, None]})
+        self.assertEqual((cm.exception.reason, cm.exception.text),
+                         ("usage", "bind 'w': expected rank 1 (shape [n]), given rank 2 (shape [2, 1])"))
+        mb = model(
+            [helper.make_node("Where", ["c", "x", "x"], ["y"])],
+            [helper.make_tensor_value_info("c", TensorProto.BOOL, [2]), helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("y", F, [2])],
+        )
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(mb, bind={"c": np.array([0, 2])})
+        self.assertEqual((cm.exception.reason, cm.exception.text),
+                         ("usage", "bind 'c': expected 0 or 1 for an input of type BOOL, given other values"))
+        # On the command line: strings in the .npy are exit 64, one line.
+        d = tempfile.mkdtemp()
+        np.save(os.path.join(d, "s.npy"), np.array(["3", "2"]))
+        p, _d, src, out = self.run_tool(m, "--bind", "s=%s" % os.path.join(d, "s.npy"))
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (64, "bib-onnx: %s: bind 's': expected integers for an input of type INT64, given an array of <U1\n" % src),
+        )
+        self.assertFalse(os.path.exists(out))
+
     def test_a_file_that_is_not_onnx_is_exit_2(self):
         d = tempfile.mkdtemp()
         src = os.path.join(d, "bad.onnx")
@@ -1614,6 +1811,45 @@ class Writing(unittest.TestCase):
         self.assertEqual(self.read("real.bib"), self.want)
         self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.bib", "real.bib"])
 
+    def test_a_dangling_link_is_followed_and_stays_a_link(self):
+        # The file a link names is made when it does not exist yet; a link
+        # into a missing folder is refused before the import, leaving nothing.
+        os.symlink("missing.bib", self.path("out.bib"))
+        p = self.tool(self.path("out.bib"))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertTrue(os.path.islink(self.path("out.bib")))
+        self.assertEqual(self.read("missing.bib"), self.want)
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "missing.bib", "out.bib"])
+        os.symlink("nowhere/x.bib", self.path("far.bib"))
+        p = self.tool(self.path("far.bib"))
+        self.assertEqual(
+            (p.returncode, p.stderr),
+            (1, "bib-onnx: cannot write '%s': folder '%s': No such file or directory\n"
+             % (self.path("far.bib"), os.path.realpath(self.path("nowhere")))),
+        )
+        self.assertTrue(os.path.islink(self.path("far.bib")))
+        self.assertEqual(sorted(os.listdir(self.d)), ["far.bib", "m.onnx", "missing.bib", "out.bib"])
+
+    def test_a_module_and_a_program_that_are_one_file_are_refused(self):
+        # --emit-basm with MODEL.basm a link to MODEL.bib (made or not yet)
+        # or a hard link of it: one file named twice, exit 64, nothing
+        # written.
+        with open(self.path("a.bib"), "wb") as f:
+            f.write(b"old")
+        os.symlink("a.bib", self.path("a.basm"))
+        os.symlink("b.bib", self.path("b.basm"))
+        os.link(self.path("a.bib"), self.path("c.basm"))
+        os.link(self.path("a.bib"), self.path("c.bib"))
+        for name in ("a", "b", "c"):
+            out, basm = self.path(name + ".bib"), self.path(name + ".basm")
+            p = self.tool(out, "--emit-basm")
+            self.assertEqual(
+                (p.returncode, p.stderr),
+                (64, "bib-onnx: '%s' and '%s' are one file: give --emit-basm another output\n" % (out, basm)),
+            )
+        self.assertEqual(self.read("a.bib"), b"old")
+        self.assertEqual(sorted(os.listdir(self.d)), ["a.basm", "a.bib", "b.basm", "c.basm", "c.bib", "m.onnx"])
+
     def test_a_fifo_is_written_directly(self):
         os.mkfifo(self.path("fifo"))
         r = os.open(self.path("fifo"), os.O_RDONLY | os.O_NONBLOCK)
@@ -1713,6 +1949,63 @@ class Writing(unittest.TestCase):
         finally:
             os.fsync = real
         self.assertEqual(os.listdir(self.d), ["m.onnx"])
+
+    def load_tool(self):
+        loader = importlib.machinery.SourceFileLoader("bib_onnx_tool", TOOL)
+        spec = importlib.util.spec_from_loader(loader.name, loader)
+        tool = importlib.util.module_from_spec(spec)
+        loader.exec_module(tool)
+        return tool
+
+    def test_a_signal_right_after_the_temporary_is_made_leaves_nothing_behind(self):
+        # SIGTERM between mkstemp and the noting of the temporary's name:
+        # held until the name is noted, then it ends the write, the
+        # temporary removed.
+        tool = self.load_tool()
+        real = tempfile.mkstemp
+
+        def signalled(*args, **kw):
+            made = real(*args, **kw)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return made
+
+        old = signal.signal(signal.SIGTERM, tool._ended)
+        tempfile.mkstemp = signalled
+        try:
+            with self.assertRaises(tool.Ended):
+                tool.main([self.src, "-o", self.path("out.bib")])
+        finally:
+            tempfile.mkstemp = real
+            signal.signal(signal.SIGTERM, old)
+        self.assertEqual(os.listdir(self.d), ["m.onnx"])
+
+    def test_a_signal_between_the_renames_replaces_both_files(self):
+        # SIGTERM after MODEL.bib is renamed into place and before
+        # MODEL.basm is: held until both are, so the two stay one pair.
+        for name in ("out.bib", "out.basm"):
+            with open(self.path(name), "wb") as f:
+                f.write(b"old")
+        tool = self.load_tool()
+        real = os.replace
+        calls = []
+
+        def signalled(a, b):
+            real(a, b)
+            calls.append(b)
+            if len(calls) == 1:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        old = signal.signal(signal.SIGTERM, tool._ended)
+        os.replace = signalled
+        try:
+            with self.assertRaises(tool.Ended):
+                tool.main([self.src, "-o", self.path("out.bib"), "--emit-basm"])
+        finally:
+            os.replace = real
+            signal.signal(signal.SIGTERM, old)
+        self.assertEqual(self.read("out.bib"), self.want)
+        self.assertEqual(self.read("out.basm"), onnx_import.import_model(self.src).disassemble().encode())
+        self.assertEqual(sorted(os.listdir(self.d)), ["m.onnx", "out.basm", "out.bib"])
 
 
 if __name__ == "__main__":

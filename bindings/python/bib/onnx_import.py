@@ -73,6 +73,7 @@ class Importer(MathOps, ShapeOps, NNOps):
         self.check_bind()
         self.vals = {}
         self.code = []  # (mnemonic, a, b, c, d)
+        self.labels = 0  # jump targets made by new_label
         self.treg = 0
         self.sym_source = {}  # symbol -> (tensor reg, axis)
         self.scratch_max = 0
@@ -123,6 +124,22 @@ class Importer(MathOps, ShapeOps, NNOps):
 
     def emit(self, mnemonic, a=0, b=0, c=0, d=0):
         self.code.append((mnemonic, a, b, c, d))
+
+    def new_label(self):
+        """A jump target (an operand resolved at finish); emit("LABEL", l)
+        places it before the next instruction."""
+        self.labels += 1
+        return ("label", self.labels)
+
+    def check_dim(self, node, v, axis, n):
+        """Stops the run unless axis `axis` of the run-time tensor v is n:
+        DIM, JEQI past a TRAP whose code is n."""
+        self.scalar(1)
+        ok = self.new_label()
+        self.emit("DIM", ("scratch", 0), self.reg_of(node, v), axis)
+        self.emit("JEQI", ("scratch", 0), n, ok)
+        self.emit("TRAP", n)
+        self.emit("LABEL", ok)
 
     def scalar(self, k):
         """k scratch scalar registers, after the symbols' (live until the
@@ -288,6 +305,55 @@ class Importer(MathOps, ShapeOps, NNOps):
                 continue
             why = "an initializer, a constant already" if name in inits else "not an input of the graph"
             raise Refused("bind '%s': %s (its inputs: %s)" % (name, why, ", ".join(inputs) or "none"), "usage")
+        for vi in self.graph.input:
+            if vi.name in self.bind and vi.name not in inits and vi.type.HasField("tensor_type"):
+                self.check_bound_value(vi.name, vi.type.tensor_type, self.bind[vi.name])
+
+    @staticmethod
+    def check_bound_value(name, tt, value):
+        """A bound value must be what the input declares: numbers of an
+        integer kind (bool, int, uint) for an integer or bool input, of
+        those or a float kind for a float input (floats for an integer input
+        are refused, not truncated), values the integer type holds, 0 and 1
+        for a bool input, the declared rank and every static dimension;
+        anything else is refused (reason usage) naming the input, what it
+        declares and what was given."""
+        def refuse(expected, given):
+            raise Refused("bind '%s': expected %s, given %s" % (name, expected, given), "usage")
+
+        et = tt.elem_type
+        tname = _DTYPE_NAME.get(et, str(et))
+        try:
+            arr = np.asarray(value)
+        except Exception as e:  # an object numpy cannot make an array of
+            refuse("an array of %s" % tname, "%s (%s)" % (type(value).__name__, e))
+        integer = et in (TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
+                         TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64)
+        floating = et in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+        boolean = et == TensorProto.BOOL
+        kinds = "biu" if integer or boolean else "biuf" if floating else None
+        if kinds is not None and arr.dtype.kind not in kinds:
+            what = "integers" if kinds == "biu" else "numbers"
+            refuse("%s for an input of type %s" % (what, tname), "an array of %s" % arr.dtype)
+        if integer and arr.size:
+            info = np.iinfo(_np_for(et))
+            lo, hi = int(arr.min()), int(arr.max())  # exact: numpy may compare uint64 as float
+            if lo < info.min or hi > info.max:
+                refuse("values of type %s (%d to %d)" % (tname, info.min, info.max),
+                       "%d" % (lo if lo < info.min else hi))
+        if boolean and arr.dtype.kind != "b" and arr.size and not np.isin(arr, (0, 1)).all():
+            refuse("0 or 1 for an input of type BOOL", "other values")
+        if tt.HasField("shape"):
+            dims = tt.shape.dim
+            declared = ["%d" % d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+            shape_txt = "[%s]" % ", ".join(declared)
+            if arr.ndim != len(dims):
+                refuse("rank %d (shape %s)" % (len(dims), shape_txt), "rank %d (shape %s)"
+                       % (arr.ndim, list(arr.shape)))
+            for axis, d in enumerate(dims):
+                if d.HasField("dim_value") and arr.shape[axis] != d.dim_value:
+                    refuse("shape %s" % shape_txt, "shape %s (axis %d is %d, not %d)"
+                           % (list(arr.shape), axis, arr.shape[axis], d.dim_value))
 
     def declare_inputs(self):
         inits = {i.name for i in self.graph.initializer}
@@ -510,12 +576,18 @@ class Importer(MathOps, ShapeOps, NNOps):
         base = len(sym_list)
         nregs = max(base + self.scratch_max, 1)
 
+        labels = {}
+
         def word(x):
             if isinstance(x, tuple):
                 if x[0] == "scratch":
                     return base + x[1]
                 if x[0] == "sym":
                     return sym_reg[x[1]]
+                if x[0] == "label":
+                    if x[1] not in labels:
+                        labels[x[1]] = b.label()
+                    return labels[x[1]]
             return x
 
         main = b.declare("main")
@@ -524,6 +596,9 @@ class Importer(MathOps, ShapeOps, NNOps):
             reg, axis = self.sym_source[s]
             b.emit("DIM", sym_reg[s], reg, axis)
         for mnemonic, a1, a2, a3, a4 in self.code:
+            if mnemonic == "LABEL":
+                b.bind(word(a1))
+                continue
             b.emit(mnemonic, word(a1), word(a2), word(a3), word(a4))
         b.emit("LDI", 0, 0)
         b.emit("HALT", 0)

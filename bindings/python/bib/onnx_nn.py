@@ -396,7 +396,7 @@ class NNOps:
         as ONNX's reference does; each direction with its own weights."""
         x, seq, batch, hidden, layout, dirs = self.recurrent_input(node, ["Tanh"])
         w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
-        h0 = self.get(node, 5, optional=True)
+        h0 = self.initial_state(node, 5, layout)
         steps_by_dir, hs = [], []
         for d, backward in enumerate(dirs):
             wt = self.transpose_last2(node, self.direction(node, w, d, [hidden, w.shape[2]]))
@@ -448,6 +448,16 @@ class NNOps:
             if any(v != seq for v in lens):
                 self.refuse(node, "sequence lengths shorter than the sequence", "attribute")
         return x, seq, batch, int(node.attr("hidden_size")), layout, dirs
+
+    def initial_state(self, node, i, layout):
+        """The initial hidden (or cell) state at input i as [directions,
+        batch, hidden], or None when absent: layout 1 gives it as [batch,
+        directions, hidden], permuted here so that direction() takes the
+        direction's part along axis 0 whatever the layout."""
+        v = self.get(node, i, optional=True)
+        if v is not None and layout:
+            v = self.permute(node, v, [1, 0, 2])
+        return v
 
     def direction(self, node, v, d, shape):
         """Direction d's part (along axis 0) of a recurrent weight, bias or
@@ -502,7 +512,7 @@ class NNOps:
         x, seq, batch, hidden, layout, dirs = self.recurrent_input(node, ["Sigmoid", "Tanh", "Tanh"])
         w, r = self.get(node, 1), self.get(node, 2)
         b, p = self.get(node, 3, optional=True), self.get(node, 7, optional=True)
-        h0, c0 = self.get(node, 5, optional=True), self.get(node, 6, optional=True)
+        h0, c0 = self.initial_state(node, 5, layout), self.initial_state(node, 6, layout)
         zeros = []  # the zero state, made once (by the first direction, after its bias)
         steps_by_dir, hs, cs = [], [], []
         for d, backward in enumerate(dirs):
@@ -558,7 +568,7 @@ class NNOps:
         x, seq, batch, hidden, layout, dirs = self.recurrent_input(node, ["Sigmoid", "Tanh"])
         lbr = node.attr("linear_before_reset", 0)
         w, r, b = self.get(node, 1), self.get(node, 2), self.get(node, 3, optional=True)
-        h0 = self.get(node, 5, optional=True)
+        h0 = self.initial_state(node, 5, layout)
         one = self.scalar_const(1.0)
         steps_by_dir, hs = [], []
         for d, backward in enumerate(dirs):

@@ -706,10 +706,12 @@ class ShapeOps:
         else:
             starts = self.const_input(node, 1, "the starts").reshape(-1).tolist()
             ends = self.const_input(node, 2, "the ends").reshape(-1).tolist()
-            a = self.const_input(node, 3, "the axes", optional=True)
-            axes = a.reshape(-1).tolist() if a is not None else list(range(len(starts)))
-            s = self.const_input(node, 4, "the steps", optional=True)
-            steps = s.reshape(-1).tolist() if s is not None else [1] * len(starts)
+            # The starts and ends may be dynamic dimensions (x[:, :S]); the
+            # axes and steps are ints at import, a dynamic one refused by name.
+            a = self.const_ints(node, 3, "the axes", optional=True)
+            axes = a if a is not None else list(range(len(starts)))
+            s = self.const_ints(node, 4, "the steps", optional=True)
+            steps = s if s is not None else [1] * len(starts)
         self.set(node, 0, self.slice(node, x, starts, ends, axes, steps))
 
     def op_Split(self, node):
@@ -732,10 +734,14 @@ class ShapeOps:
             # the sizes of the example): ONNX requires them to sum to the
             # axis. x viewed with that sum in its place is a RESHAPE, whose
             # element count the VM checks at run time: another size stops
-            # the run there instead of giving parts of the wrong size.
+            # the run there instead of giving parts of the wrong size. The
+            # count cannot see the axis when another one is 0, so the axis
+            # itself is checked too (a TRAP whose code is the sum).
             shape = list(x.shape)
             shape[axis] = sum(split)
+            whole = x
             x = self.reshape(node, x, shape)
+            self.check_dim(node, whole, axis, sum(split))
         start = 0
         for k, size in enumerate(split):
             self.set(node, k, self.slice(node, x, [start], [start + size], [axis], [1]))
@@ -751,6 +757,11 @@ class ShapeOps:
             rows = self.slice(node, x, [0], [idx.iota], [axis], [1])
             self.set(node, 0, self.reshape(node, rows, x.shape[:axis] + list(idx.shape) + x.shape[axis + 1:]))
             return
+        if idx.const and idx.array.dtype == object:
+            # Indices folded from shapes that hold a dynamic dimension
+            # (pe[x.size(1)]): refused by name (const_val keeps an object
+            # array only when it holds a Sym).
+            self.ints_of(node, idx.array, "input '%s' (the indices)" % node.inputs[1], "the indices")
         if x.const and idx.const:
             i = idx.array.astype(np.int64)
             self.set(node, 0, self.const_val(np.take(x.array, i, axis=axis), x.onnx_type))
