@@ -31,9 +31,8 @@
 #include "cli/repl_internal.h"
 #include "isa/isa.h"
 #include "module/module.h"
+#include "vm/extend.h"
 #include "vm/fileio.h"
-
-static bool give_input(bib_vm_t *vm, const char *arg);
 
 void repl_out_flush(void) {
     fflush(stdout);
@@ -53,18 +52,22 @@ void repl_error_line(const char *format, ...) {
 
 /* ---- positions and state ------------------------------------------------------- */
 
-static void print_position(repl_t *r, const char *what) {
+static void print_vm_position(bib_vm_t *vm, const char *what) {
     bib_position_t pos;
-    if (bib_vm_position(r->vm, &pos) != BIB_OK)
+    if (bib_vm_position(vm, &pos) != BIB_OK)
         return;
     char insn[256];
-    bib_vm_insn_text(r->vm, pos.pc, insn, sizeof insn);
+    bib_vm_insn_text(vm, pos.pc, insn, sizeof insn);
     printf("%s at pc %" PRIu32 " in %s", what, pos.pc, pos.func_name);
     if (pos.line != 0)
         printf(" line %" PRIu32, pos.line);
     if (pos.depth > 1)
         printf(" depth %" PRIu32, pos.depth);
     printf(": %s\n", insn);
+}
+
+static void print_position(repl_t *r, const char *what) {
+    print_vm_position(r->vm, what);
 }
 
 /* The entry function's registers (copied), to show what a line changed. */
@@ -99,7 +102,8 @@ static void on_interrupt(int sig) {
 /* Instructions per slice: a resume costs microseconds, a slice milliseconds. */
 #define REPL_SLICE (1u << 20)
 
-bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
+/* repl_resume on vm, the session's or :call's own. */
+static bib_status_t resume_vm(repl_t *r, bib_vm_t *vm, uint64_t n, bib_stop_t *stop) {
     struct sigaction on, old;
     memset(&on, 0, sizeof on);
     on.sa_handler = on_interrupt;
@@ -115,7 +119,7 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
     bib_status_t st = BIB_OK;
     for (;;) {
         uint64_t k = n < REPL_SLICE ? n : REPL_SLICE;
-        st = bib_vm_step(r->vm, k, stop);
+        st = bib_vm_step(vm, k, stop);
         if (n != UINT64_MAX)
             n -= k;
         if (st != BIB_OK || *stop != BIB_STOP_PAUSED || n == 0)
@@ -124,8 +128,8 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
            run stops there, as one bib_vm_continue would. */
         bib_position_t pos;
         uint32_t pcs[256];
-        uint32_t nb = bib_vm_breakpoints(r->vm, pcs, 256);
-        if (nb > 0 && bib_vm_position(r->vm, &pos) == BIB_OK) {
+        uint32_t nb = bib_vm_breakpoints(vm, pcs, 256);
+        if (nb > 0 && bib_vm_position(vm, &pos) == BIB_OK) {
             bool hit = false;
             for (uint32_t i = 0; i < nb && i < 256 && !hit; i++)
                 hit = pcs[i] == pos.pc;
@@ -141,6 +145,10 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
     }
     sigaction(SIGINT, &old, NULL);
     return st;
+}
+
+bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
+    return resume_vm(r, r->vm, n, stop);
 }
 
 /* Says why a run stopped. quiet_halt: the session's own closing HALT. */
@@ -635,7 +643,7 @@ static void cmd_backend(repl_t *r, const char *name) {
     if (ok && r->file != NULL) {
         ok = bib_vm_load_file(vm, r->file) == BIB_OK;
         for (size_t i = 0; ok && i < r->ninputs; i++)
-            ok = give_input(vm, r->inputs[i]);
+            ok = repl_give_input(vm, r->inputs[i]);
         if (ok && bib_vm_start(vm) != BIB_OK) {
             repl_error_line("%s", bib_vm_error(vm));
             ok = false;
@@ -706,14 +714,22 @@ static void cmd_call(repl_t *r, const char *name, char **argv, int argc) {
         bib_free(bytes);
     }
     for (size_t i = 0; ok && i < r->ninputs; i++)
-        ok = give_input(vm, r->inputs[i]);
-    int64_t result = 0;
-    bib_status_t st = ok ? bib_vm_call(vm, name, args, (uint32_t)argc, &result) : BIB_E_STATE;
-    repl_out_flush();
+        ok = repl_give_input(vm, r->inputs[i]);
+    /* A stepped run, so that Ctrl-C stops the call and not the session. */
+    bib_status_t st = ok ? bib_vm_start_call(vm, name, args, (uint32_t)argc) : BIB_E_STATE;
+    bib_stop_t stop = BIB_STOP_NONE;
     if (st == BIB_OK)
-        printf("%s = %" PRId64 " (0x%" PRIx64 ")\n", name, result, (uint64_t)result);
+        st = resume_vm(r, vm, UINT64_MAX, &stop);
+    repl_out_flush();
+    bib_position_t pos;
+    if (st == BIB_OK && stop == BIB_STOP_HALTED && bib_vm_position(vm, &pos) == BIB_OK)
+        printf("%s = %" PRId64 " (0x%" PRIx64 ")\n", name, pos.exit_value,
+               (uint64_t)pos.exit_value);
+    else if (st == BIB_OK && r->interrupted)
+        print_vm_position(vm, "interrupted by Ctrl-C");
     else if (*bib_vm_error(vm))
         repl_error_line("%s", bib_vm_error(vm));
+    r->interrupted = false;
     bib_vm_destroy(vm);
 }
 
@@ -752,7 +768,7 @@ static void cmd_profile(repl_t *r, const char *arg) {
     bib_vm_profile(r->vm, on);
 }
 
-static bool give_input(bib_vm_t *vm, const char *arg) {
+bool repl_give_input(bib_vm_t *vm, const char *arg) {
     const char *eq = arg != NULL ? strchr(arg, '=') : NULL;
     if (eq == NULL || eq == arg || eq[1] == '\0') {
         repl_error_line("usage: :input NAME=PATH.npy");
@@ -768,7 +784,7 @@ static bool give_input(bib_vm_t *vm, const char *arg) {
 }
 
 static void cmd_input(repl_t *r, const char *arg) {
-    if (!give_input(r->vm, arg))
+    if (!repl_give_input(r->vm, arg))
         return;
     char **grown = realloc(r->inputs, (r->ninputs + 1) * sizeof *grown);
     char *copy = strdup(arg);

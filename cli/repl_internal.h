@@ -72,6 +72,8 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop);
 /* Says why a run stopped. quiet_halt: the session's own closing HALT. */
 void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_halt);
 bool repl_is_name_char(int c);
+/* :input NAME=PATH given to vm; false (with the message printed) on failure. */
+bool repl_give_input(bib_vm_t *vm, const char *arg);
 void repl_apply_breaks(repl_t *r);
 int repl_main_info(repl_t *r, bib_function_info_t *info);
 

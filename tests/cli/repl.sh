@@ -302,4 +302,31 @@ else
     bad "Ctrl-C in the repl: exit $rc, $(cat "$T/spin.got")"
 fi
 
+# Ctrl-C while :call runs stops the call, not the session: the call's VM is
+# dropped and the next lines answer.
+mkfifo "$T/call.fifo"
+trap '' PIPE
+$PY -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$BIB" repl <"$T/call.fifo" >"$T/call.got" 2>&1 &
+repl_pid=$!
+exec 3>"$T/call.fifo"
+printf '.func spin\ntop:\n    ADDI r0, r0, 1\n    JMP top\n.end\nLDI r9, 42\n' >&3
+n=0
+while ! grep -q "^r9 = 42" "$T/call.got" 2>/dev/null && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
+printf ':call spin\n' >&3
+sleep 1
+kill -INT $repl_pid 2>/dev/null
+sleep 0.5
+printf 'LDI r8, 7\n:where\n' >&3
+exec 3>&-
+wait $repl_pid
+rc=$?
+trap - PIPE
+if [ $rc -eq 0 ] && grep -q "^interrupted by Ctrl-C at pc [0-9]* in spin line 3: " "$T/call.got" &&
+    grep -q "^r8 = 7" "$T/call.got" && grep -q "^halted at pc [0-9]* in main" "$T/call.got"; then
+    ok "Ctrl-C stops a :call, and the session goes on"
+else
+    bad "Ctrl-C during :call: exit $rc, $(cat "$T/call.got")"
+fi
+
 finish
