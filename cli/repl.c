@@ -912,6 +912,9 @@ static bool command(repl_t *r, char *line) {
 
 /* ---- input ---------------------------------------------------------------------------- */
 
+/* Lines the history keeps (in memory and in its file). */
+#define REPL_HISTORY_MAX 1000
+
 /* $XDG_CACHE_HOME/bib/repl_history, else ~/.cache/bib/repl_history; NULL
    when neither can be made. */
 static char *history_path(void) {
@@ -945,8 +948,13 @@ static char *read_line(repl_t *r, size_t *nul_col, bool *too_long) {
     *too_long = false;
     if (r->tty) {
         char *line = readline(r->pending ? "...> " : "bib> ");
-        if (line != NULL && line[0] != '\0')
+        if (line != NULL && line[0] != '\0') {
             add_history(line);
+            /* Written at once, so that a session ended by a signal (Ctrl-C
+               at the prompt) keeps its lines. */
+            if (r->history != NULL)
+                write_history(r->history);
+        }
         return line;
     }
     uint64_t max = bib_file_cap(bib_cli_max_file_size);
@@ -992,12 +1000,12 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
     r.vm = new_vm(&r);
     if (r.vm == NULL)
         return BIB_EXIT_UNAVAILABLE;
-    char *history = NULL;
     if (r.tty) {
         printf("%s\ntype :help for commands, :quit to leave\n", bib_build_info());
-        history = history_path();
-        if (history != NULL)
-            read_history(history);
+        r.history = history_path();
+        stifle_history(REPL_HISTORY_MAX);
+        if (r.history != NULL)
+            read_history(r.history);
         repl_complete_attach(&r);
     }
     if (file != NULL)
@@ -1040,10 +1048,7 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
         repl_out_flush();
         bib_vm_profile_write(r.vm, stderr, r.profile == 2);
     }
-    if (history != NULL) {
-        write_history(history);
-        free(history);
-    }
+    free(r.history);
     bib_vm_destroy(r.vm);
     reset_session(&r);
     return 0;

@@ -29,6 +29,7 @@ typedef struct repl {
     int profile; /* 0 off, 1 table, 2 JSON */
     bib_vm_t *vm;
     bool tty;
+    char *history;   /* the history file on a terminal, else NULL */
     uint32_t lineno; /* input lines read */
 
     /* Interactive source: directives, functions, then main's body. */

@@ -329,4 +329,49 @@ else
     bad "Ctrl-C during :call: exit $rc, $(cat "$T/call.got")"
 fi
 
+# On a terminal each line goes to the history file as it is entered: a
+# session that Ctrl-C ends at the prompt keeps them.
+mkdir -p "$T/xdg"
+if XDG_CACHE_HOME="$T/xdg" $PY - "$BIB" <<'PY'; then
+import os, pty, select, signal, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.execvp(sys.argv[1], [sys.argv[1], "repl"])
+seen = b""
+def wait_for(text):
+    global seen
+    end = time.time() + 20
+    while text not in seen and time.time() < end:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return text in seen
+ok = wait_for(b"bib> ")
+os.write(fd, b"LDI r1, 7\r")
+ok = ok and wait_for(b"r1 = 7")
+ok = ok and wait_for(b"bib> ")
+os.write(fd, b"\x03")
+for _ in range(100):
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+sys.exit(0 if ok else 1)
+PY
+    # libedit writes a space as \040.
+    if grep -qF -e 'LDI r1, 7' -e 'LDI\040r1,\0407' "$T/xdg/bib/repl_history" 2>/dev/null; then
+        ok "a line entered on a terminal is in the history when Ctrl-C ends the session"
+    else
+        bad "history after Ctrl-C at the prompt: $(cat "$T/xdg/bib/repl_history" 2>&1)"
+    fi
+else
+    bad "history after Ctrl-C at the prompt: the terminal session did not answer"
+fi
+
 finish
