@@ -296,11 +296,40 @@ int repl_main_info(repl_t *r, bib_function_info_t *info) {
 
 /* ---- commands ------------------------------------------------------------------------ */
 
+uint32_t repl_missing_inputs(repl_t *r, char *list, size_t cap) {
+    uint32_t missing = 0;
+    size_t used = 0;
+    if (cap > 0)
+        list[0] = '\0';
+    for (uint32_t i = 0; r->loaded && i < bib_vm_tensor_count(r->vm); i++) {
+        bib_tensor_info_t info;
+        if (bib_vm_tensor_info(r->vm, i, &info) != BIB_OK || !info.is_input || info.name == NULL)
+            continue;
+        size_t n = strlen(info.name);
+        bool given = false;
+        for (size_t k = 0; k < r->ninputs && !given; k++)
+            given = strncmp(r->inputs[k], info.name, n) == 0 && r->inputs[k][n] == '=';
+        if (given)
+            continue;
+        if (used < cap)
+            used +=
+                (size_t)snprintf(list + used, cap - used, "%s%s", missing ? ", " : "", info.name);
+        missing++;
+    }
+    return missing;
+}
+
 static bool need_run(repl_t *r) {
     bib_position_t pos;
     if (r->loaded && bib_vm_position(r->vm, &pos) == BIB_OK)
         return true;
-    repl_error_line("nothing to run: type instructions, or :load FILE");
+    char list[512];
+    if (r->loaded && repl_missing_inputs(r, list, sizeof list) > 0)
+        repl_error_line("waiting for inputs %s: :input NAME=PATH.npy, then :run", list);
+    else if (r->loaded)
+        repl_error_line("the program has not started: :run starts it");
+    else
+        repl_error_line("nothing to run: type instructions, or :load FILE");
     return false;
 }
 

@@ -75,6 +75,9 @@ void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_ha
 bool repl_is_name_char(int c);
 /* :input NAME=PATH given to vm; false (with the message printed) on failure. */
 bool repl_give_input(bib_vm_t *vm, const char *arg);
+/* The loaded module's input tensors that no :input has given: how many, and
+   their names in list ("x, W1"). */
+uint32_t repl_missing_inputs(repl_t *r, char *list, size_t cap);
 void repl_apply_breaks(repl_t *r);
 int repl_main_info(repl_t *r, bib_function_info_t *info);
 

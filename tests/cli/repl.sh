@@ -374,4 +374,27 @@ else
     bad "history after Ctrl-C at the prompt: the terminal session did not answer"
 fi
 
+# An .input typed first is kept: the session waits for the input, as a
+# loaded file does, and :run binds it.
+cat >"$T/input-first.in" <<IN
+.input x t0 f32[3, 4]
+:where
+LDI r1, 5
+:input x=$T/in/x.npy
+:list
+:run
+:tensors
+IN
+cat >"$T/input-first.want" <<'WANT'
+bib: waiting for inputs x: :input NAME=PATH.npy, then :run
+bib: waiting for inputs x: :input NAME=PATH.npy, then :run (the line is kept)
+.input x t0 f32[3, 4]
+.func main
+LDI r1, 5
+    HALT r0
+.end
+t0 (x) f32[3,4] on cpu hash=4a6bc8ca45c62ea9
+WANT
+transcript input-first
+
 finish
