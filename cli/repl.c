@@ -1062,7 +1062,9 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
         while (*p == ' ' || *p == '\t')
             p++;
         bool go_on = true;
-        if (p[0] == ':' && r.pending == 0)
+        /* ':' starts a command everywhere, inside a .func block too (:reset
+           abandons the block). */
+        if (p[0] == ':')
             go_on = command(&r, line + (p - line));
         else
             repl_source_line(&r, line);

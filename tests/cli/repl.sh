@@ -397,4 +397,13 @@ t0 (x) f32[3,4] on cpu hash=4a6bc8ca45c62ea9
 WANT
 transcript input-first
 
+# ':' starts a command inside a .func block too; :reset abandons the block.
+printf '.func f regs=1\n:reset\nLDI r0, 1\n.func g regs=1\n:quit\nLDI r1, 2\n' >"$T/block-commands.in"
+cat >"$T/block-commands.want" <<'WANT'
+session reset
+r0 = 1 (0x1)
+bib: input ended inside a .func block
+WANT
+transcript block-commands
+
 finish
