@@ -589,37 +589,41 @@ static void cmd_break(repl_t *r, const char *arg, bool on) {
 }
 
 /* Loads a file as the session's program: fresh state, paused at its start
-   (or not started yet when it needs inputs). */
-static bool load_file(repl_t *r, bib_vm_t *vm, const char *path) {
+   (or not started yet when it needs inputs). Returns 0, or the exit code of
+   the load's failure. */
+static int load_file(repl_t *r, bib_vm_t *vm, const char *path) {
     bib_status_t st = bib_vm_load_file(vm, path);
     if (st != BIB_OK) {
         repl_error_line("%s", bib_vm_error(vm));
-        return false;
+        return bib_cli_exit_code(st);
     }
     (void)r;
     for (uint32_t i = 0; i < bib_vm_tensor_count(vm); i++) {
         bib_tensor_info_t info;
         if (bib_vm_tensor_info(vm, i, &info) == BIB_OK && info.is_input)
-            return true; /* :input first, then :run */
+            return 0; /* :input first, then :run */
     }
     st = bib_vm_start(vm);
     if (st != BIB_OK)
         repl_error_line("%s", bib_vm_error(vm));
-    return true;
+    return 0;
 }
 
-static void cmd_load(repl_t *r, const char *path) {
+/* :load FILE; returns 0, or the exit code of why the file was not loaded. */
+static int cmd_load(repl_t *r, const char *path) {
     if (path == NULL) {
         repl_error_line("usage: :load FILE");
-        return;
+        return BIB_EXIT_USAGE;
     }
     uint8_t *text = NULL;
     size_t size = 0;
-    if (bib_cli_read_file(path, &text, &size) != 0)
-        return;
-    if (!load_file(r, r->vm, path)) {
+    int rc = bib_cli_read_file(path, &text, &size);
+    if (rc != 0)
+        return rc;
+    rc = load_file(r, r->vm, path);
+    if (rc != 0) {
         free(text);
-        return;
+        return rc;
     }
     reset_session(r);
     r->file = strdup(path);
@@ -635,6 +639,7 @@ static void cmd_load(repl_t *r, const char *path) {
         print_position(r, "loaded");
     else
         printf("loaded %s: give its inputs with :input NAME=PATH.npy, then :run\n", path);
+    return 0;
 }
 
 /* Starts the session's executor on a program of one empty tensor register,
@@ -1037,8 +1042,16 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
             read_history(r.history);
         repl_complete_attach(&r);
     }
-    if (file != NULL)
-        cmd_load(&r, (char *)file);
+    /* A FILE that cannot be loaded ends a scripted session with the
+       load's exit status (as `bib run` would); a terminal's session stays. */
+    if (file != NULL) {
+        int rc = cmd_load(&r, file);
+        if (rc != 0 && !r.tty) {
+            bib_vm_destroy(r.vm);
+            reset_session(&r);
+            return rc;
+        }
+    }
     char *line;
     size_t nul_col;
     bool too_long;

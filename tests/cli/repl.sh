@@ -406,4 +406,17 @@ bib: input ended inside a .func block
 WANT
 transcript block-commands
 
+# A FILE that cannot be loaded ends a piped session with the load's status.
+"$BIB" repl "$T/nonexistent.basm" </dev/null >"$T/nofile.got" 2>&1
+rc=$?
+printf 'LDI r0,\n' >"$T/bad.basm"
+"$BIB" repl "$T/bad.basm" </dev/null >"$T/badfile.got" 2>&1
+rc2=$?
+if [ $rc -eq 66 ] && grep -q "nonexistent.basm" "$T/nofile.got" && [ $rc2 -eq 65 ] &&
+    grep -q "bad.basm:1" "$T/badfile.got"; then
+    ok "bib repl FILE that cannot be loaded exits 66 or 65 when piped"
+else
+    bad "bib repl FILE that cannot be loaded: exit $rc, $rc2: $(cat "$T/nofile.got" "$T/badfile.got")"
+fi
+
 finish
