@@ -281,6 +281,7 @@ static void reset_session(repl_t *r) {
     free(r->file_text);
     r->file = NULL;
     r->file_text = NULL;
+    r->file_size = 0;
     clear_breaks(r);
     for (size_t i = 0; i < r->ninputs; i++)
         free(r->inputs[i]);
@@ -628,6 +629,7 @@ static int cmd_load(repl_t *r, const char *path) {
     reset_session(r);
     r->file = strdup(path);
     r->file_text = malloc(size + 1);
+    r->file_size = size;
     if (r->file_text != NULL) {
         memcpy(r->file_text, text, size);
         r->file_text[size] = '\0';
@@ -832,8 +834,20 @@ static void cmd_input(repl_t *r, const char *arg) {
 }
 
 static void cmd_list(repl_t *r) {
+    if (r->file_text != NULL && r->file_size >= BIB_MAGIC_BYTES &&
+        memcmp(r->file_text, BIB_MAGIC, BIB_MAGIC_BYTES) == 0) {
+        /* A module: its disassembly, not its bytes. */
+        char *text = NULL, *diag = NULL;
+        if (bib_disassemble(r->file_text, r->file_size, &text, &diag) == BIB_OK)
+            fputs(text, stdout);
+        else
+            repl_error_line("%s", diag != NULL ? diag : "cannot disassemble the module");
+        bib_free(text);
+        bib_free(diag);
+        return;
+    }
     if (r->file_text != NULL) {
-        fputs(r->file_text, stdout);
+        fwrite(r->file_text, 1, r->file_size, stdout);
         return;
     }
     gen_t g;

@@ -42,6 +42,7 @@ typedef struct repl {
     /* A file loaded with :load (then typed instructions are refused). */
     char *file;
     char *file_text;
+    size_t file_size; /* bytes of file_text */
 
     char **breaks; /* breakpoint specs as typed: re-resolved after each reload */
     size_t nbreaks;

@@ -419,4 +419,14 @@ else
     bad "bib repl FILE that cannot be loaded: exit $rc, $rc2: $(cat "$T/nofile.got" "$T/badfile.got")"
 fi
 
+# :list of a loaded module is its disassembly.
+"$BIB" asm examples/fib.basm -o "$T/fib.bib" >/dev/null 2>&1
+"$BIB" dis "$T/fib.bib" >"$T/fib.dis" 2>&1
+printf ':list\n' | "$BIB" repl "$T/fib.bib" 2>&1 | sed 1d >"$T/fib.list"
+if [ -s "$T/fib.dis" ] && cmp -s "$T/fib.dis" "$T/fib.list"; then
+    ok ":list of a .bib module is its disassembly"
+else
+    bad ":list of a .bib module: $(od -c "$T/fib.list" | head -3)"
+fi
+
 finish
