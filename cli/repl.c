@@ -369,6 +369,16 @@ static void cmd_run(repl_t *r) {
         return;
     }
     repl_apply_breaks(r);
+    /* A fresh start stops at a breakpoint on its first instruction (a
+       paused run moves past the one it is paused at). */
+    bib_position_t pos;
+    uint32_t pcs[256];
+    uint32_t nb = bib_vm_breakpoints(r->vm, pcs, 256);
+    for (uint32_t i = 0; i < nb && i < 256; i++)
+        if (bib_vm_position(r->vm, &pos) == BIB_OK && pcs[i] == pos.pc) {
+            repl_report_stop(r, BIB_OK, BIB_STOP_BREAKPOINT, false);
+            return;
+        }
     bib_stop_t stop;
     st = repl_resume(r, UINT64_MAX, &stop);
     repl_out_flush();

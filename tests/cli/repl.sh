@@ -429,4 +429,26 @@ else
     bad ":list of a .bib module: $(od -c "$T/fib.list" | head -3)"
 fi
 
+# :run stops at a breakpoint on its first instruction; :where of a file
+# waiting for its inputs says which.
+cat >"$T/stops.in" <<'IN'
+:break main
+:run
+:where
+:continue
+:load examples/mlp.basm
+:where
+IN
+cat >"$T/stops.want" <<'WANT'
+loaded at pc 0 in main line 3: LDI r0, 32
+breakpoint at pc 0: LDI r0, 32
+breakpoint at pc 0 in main line 3: LDI r0, 32
+paused at pc 0 in main line 3: LDI r0, 32
+2178309
+halted: exit value 0
+loaded examples/mlp.basm: give its inputs with :input NAME=PATH.npy, then :run
+bib: waiting for inputs x, W1, b1, W2, b2: :input NAME=PATH.npy, then :run
+WANT
+transcript stops examples/fib.basm
+
 finish
