@@ -488,9 +488,17 @@ static void cmd_tensors(repl_t *r) {
         printf("no live tensors\n");
 }
 
-static void cmd_tensor(repl_t *r, const char *arg) {
+static void cmd_tensor(repl_t *r, const char *arg, const char *count) {
+    uint64_t want = 8;
+    if (count != NULL) {
+        char *e;
+        errno = 0;
+        want = strtoull(count, &e, 10);
+        if (!isdigit((unsigned char)count[0]) || *e != '\0' || errno != 0 || want == 0)
+            arg = NULL;
+    }
     if (arg == NULL) {
-        repl_error_line("usage: :tensor tN|NAME [N]");
+        repl_error_line("usage: :tensor tN|NAME [N] (N: the elements shown, default 8)");
         return;
     }
     uint32_t n = bib_vm_tensor_regs(r->vm), reg = UINT32_MAX;
@@ -524,20 +532,25 @@ static void cmd_tensor(repl_t *r, const char *arg) {
         return;
     }
     print_tensor_line(reg, &info);
-    uint64_t show = info.count < 8 ? info.count : 8;
-    uint32_t elems[8];
-    if (bib_vm_tensor_read(r->vm, reg, 0, show, elems) != BIB_OK) {
-        repl_error_line("%s", bib_vm_error(r->vm));
-        return;
-    }
+    uint64_t show = info.count < want ? info.count : want;
+    uint32_t elems[256];
     printf("[");
-    for (uint64_t i = 0; i < show; i++) {
-        if (info.dtype == BIB_DTYPE_I32) {
-            printf("%s%" PRId32, i ? ", " : "", (int32_t)elems[i]);
-        } else {
-            float f;
-            memcpy(&f, &elems[i], sizeof f);
-            printf("%s%.9g", i ? ", " : "", (double)f);
+    for (uint64_t at = 0; at < show; at += 256) {
+        uint64_t k = show - at < 256 ? show - at : 256;
+        if (bib_vm_tensor_read(r->vm, reg, at, k, elems) != BIB_OK) {
+            printf("]\n");
+            repl_error_line("%s", bib_vm_error(r->vm));
+            return;
+        }
+        for (uint64_t i = 0; i < k; i++) {
+            const char *sep = at + i ? ", " : "";
+            if (info.dtype == BIB_DTYPE_I32) {
+                printf("%s%" PRId32, sep, (int32_t)elems[i]);
+            } else {
+                float f;
+                memcpy(&f, &elems[i], sizeof f);
+                printf("%s%.9g", sep, (double)f);
+            }
         }
     }
     printf("%s]\n", info.count > show ? ", ..." : "");
@@ -872,7 +885,7 @@ static const char help_text[] =
     "  :regs              registers of the current frame\n"
     "  :mem ADDR [N]      N bytes of linear memory from ADDR (default 64)\n"
     "  :tensors           live tensor registers\n"
-    "  :tensor tN|NAME    one tensor: shape, executor, hash, first elements\n"
+    "  :tensor tN|NAME [N]  one tensor: shape, executor, hash, first N elements (8)\n"
     "  :load FILE         run FILE (.basm or .bib) in the session, paused at its start\n"
     "  :input NAME=PATH   give input tensor NAME from a .npy file\n"
     "  :break [PC|FUNC|LABEL]  set a breakpoint (none: list them)\n"
@@ -914,7 +927,7 @@ static bool command(repl_t *r, char *line) {
     } else if (strcmp(cmd, "tensors") == 0) {
         cmd_tensors(r);
     } else if (strcmp(cmd, "tensor") == 0) {
-        cmd_tensor(r, a);
+        cmd_tensor(r, a, b);
     } else if (strcmp(cmd, "load") == 0) {
         cmd_load(r, a);
     } else if (strcmp(cmd, "input") == 0) {

@@ -430,7 +430,7 @@ else
 fi
 
 # :run stops at a breakpoint on its first instruction; :where of a file
-# waiting for its inputs says which.
+# waiting for its inputs says which; :tensor N shows N elements.
 cat >"$T/stops.in" <<'IN'
 :break main
 :run
@@ -438,6 +438,15 @@ cat >"$T/stops.in" <<'IN'
 :continue
 :load examples/mlp.basm
 :where
+:reset
+LDI r1, 3
+LDI r2, 4
+ALLOC t0, f32, r1, 2
+FILL t0, r1
+:tensor t0 3
+:tensor t0 12
+:tensor t0 0
+:tensor t0 x
 IN
 cat >"$T/stops.want" <<'WANT'
 loaded at pc 0 in main line 3: LDI r0, 32
@@ -448,6 +457,15 @@ paused at pc 0 in main line 3: LDI r0, 32
 halted: exit value 0
 loaded examples/mlp.basm: give its inputs with :input NAME=PATH.npy, then :run
 bib: waiting for inputs x, W1, b1, W2, b2: :input NAME=PATH.npy, then :run
+session reset
+r1 = 3 (0x3)
+r2 = 4 (0x4)
+t0 f32[3,4] on cpu hash=2fa64c4f2cafd1e1
+[0, 0, 0, ...]
+t0 f32[3,4] on cpu hash=2fa64c4f2cafd1e1
+[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+bib: usage: :tensor tN|NAME [N] (N: the elements shown, default 8)
+bib: usage: :tensor tN|NAME [N] (N: the elements shown, default 8)
 WANT
 transcript stops examples/fib.basm
 
