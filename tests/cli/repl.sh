@@ -469,4 +469,25 @@ bib: usage: :tensor tN|NAME [N] (N: the elements shown, default 8)
 WANT
 transcript stops examples/fib.basm
 
+# :complete offers file names after :load and :input NAME=, and only
+# labels and functions after :break.
+mkdir -p "$T/npys"
+: >"$T/npys/small.npy"
+: >"$T/npys/second.npy"
+cat >"$T/complete.in" <<IN
+:complete :load examples/fi
+:complete :input a=$T/npys/s
+:complete :break 
+IN
+cat >"$T/complete.want" <<WANT
+loaded at pc 0 in main line 3: LDI r0, 32
+examples/fib.basm
+$T/npys/second.npy
+$T/npys/small.npy
+fib
+main
+small
+WANT
+transcript complete examples/fib.basm
+
 finish
