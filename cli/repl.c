@@ -31,9 +31,8 @@
 #include "cli/repl_internal.h"
 #include "isa/isa.h"
 #include "module/module.h"
+#include "vm/extend.h"
 #include "vm/fileio.h"
-
-static bool give_input(bib_vm_t *vm, const char *arg);
 
 void repl_out_flush(void) {
     fflush(stdout);
@@ -53,18 +52,22 @@ void repl_error_line(const char *format, ...) {
 
 /* ---- positions and state ------------------------------------------------------- */
 
-static void print_position(repl_t *r, const char *what) {
+static void print_vm_position(bib_vm_t *vm, const char *what) {
     bib_position_t pos;
-    if (bib_vm_position(r->vm, &pos) != BIB_OK)
+    if (bib_vm_position(vm, &pos) != BIB_OK)
         return;
     char insn[256];
-    bib_vm_insn_text(r->vm, pos.pc, insn, sizeof insn);
+    bib_vm_insn_text(vm, pos.pc, insn, sizeof insn);
     printf("%s at pc %" PRIu32 " in %s", what, pos.pc, pos.func_name);
     if (pos.line != 0)
         printf(" line %" PRIu32, pos.line);
     if (pos.depth > 1)
         printf(" depth %" PRIu32, pos.depth);
     printf(": %s\n", insn);
+}
+
+static void print_position(repl_t *r, const char *what) {
+    print_vm_position(r->vm, what);
 }
 
 /* The entry function's registers (copied), to show what a line changed. */
@@ -99,7 +102,8 @@ static void on_interrupt(int sig) {
 /* Instructions per slice: a resume costs microseconds, a slice milliseconds. */
 #define REPL_SLICE (1u << 20)
 
-bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
+/* repl_resume on vm, the session's or :call's own. */
+static bib_status_t resume_vm(repl_t *r, bib_vm_t *vm, uint64_t n, bib_stop_t *stop) {
     struct sigaction on, old;
     memset(&on, 0, sizeof on);
     on.sa_handler = on_interrupt;
@@ -115,7 +119,7 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
     bib_status_t st = BIB_OK;
     for (;;) {
         uint64_t k = n < REPL_SLICE ? n : REPL_SLICE;
-        st = bib_vm_step(r->vm, k, stop);
+        st = bib_vm_step(vm, k, stop);
         if (n != UINT64_MAX)
             n -= k;
         if (st != BIB_OK || *stop != BIB_STOP_PAUSED || n == 0)
@@ -124,8 +128,8 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
            run stops there, as one bib_vm_continue would. */
         bib_position_t pos;
         uint32_t pcs[256];
-        uint32_t nb = bib_vm_breakpoints(r->vm, pcs, 256);
-        if (nb > 0 && bib_vm_position(r->vm, &pos) == BIB_OK) {
+        uint32_t nb = bib_vm_breakpoints(vm, pcs, 256);
+        if (nb > 0 && bib_vm_position(vm, &pos) == BIB_OK) {
             bool hit = false;
             for (uint32_t i = 0; i < nb && i < 256 && !hit; i++)
                 hit = pcs[i] == pos.pc;
@@ -141,6 +145,10 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
     }
     sigaction(SIGINT, &old, NULL);
     return st;
+}
+
+bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop) {
+    return resume_vm(r, r->vm, n, stop);
 }
 
 /* Says why a run stopped. quiet_halt: the session's own closing HALT. */
@@ -273,6 +281,7 @@ static void reset_session(repl_t *r) {
     free(r->file_text);
     r->file = NULL;
     r->file_text = NULL;
+    r->file_size = 0;
     clear_breaks(r);
     for (size_t i = 0; i < r->ninputs; i++)
         free(r->inputs[i]);
@@ -288,11 +297,40 @@ int repl_main_info(repl_t *r, bib_function_info_t *info) {
 
 /* ---- commands ------------------------------------------------------------------------ */
 
+uint32_t repl_missing_inputs(repl_t *r, char *list, size_t cap) {
+    uint32_t missing = 0;
+    size_t used = 0;
+    if (cap > 0)
+        list[0] = '\0';
+    for (uint32_t i = 0; r->loaded && i < bib_vm_tensor_count(r->vm); i++) {
+        bib_tensor_info_t info;
+        if (bib_vm_tensor_info(r->vm, i, &info) != BIB_OK || !info.is_input || info.name == NULL)
+            continue;
+        size_t n = strlen(info.name);
+        bool given = false;
+        for (size_t k = 0; k < r->ninputs && !given; k++)
+            given = strncmp(r->inputs[k], info.name, n) == 0 && r->inputs[k][n] == '=';
+        if (given)
+            continue;
+        if (used < cap)
+            used +=
+                (size_t)snprintf(list + used, cap - used, "%s%s", missing ? ", " : "", info.name);
+        missing++;
+    }
+    return missing;
+}
+
 static bool need_run(repl_t *r) {
     bib_position_t pos;
     if (r->loaded && bib_vm_position(r->vm, &pos) == BIB_OK)
         return true;
-    repl_error_line("nothing to run: type instructions, or :load FILE");
+    char list[512];
+    if (r->loaded && repl_missing_inputs(r, list, sizeof list) > 0)
+        repl_error_line("waiting for inputs %s: :input NAME=PATH.npy, then :run", list);
+    else if (r->loaded)
+        repl_error_line("the program has not started: :run starts it");
+    else
+        repl_error_line("nothing to run: type instructions, or :load FILE");
     return false;
 }
 
@@ -331,6 +369,16 @@ static void cmd_run(repl_t *r) {
         return;
     }
     repl_apply_breaks(r);
+    /* A fresh start stops at a breakpoint on its first instruction (a
+       paused run moves past the one it is paused at). */
+    bib_position_t pos;
+    uint32_t pcs[256];
+    uint32_t nb = bib_vm_breakpoints(r->vm, pcs, 256);
+    for (uint32_t i = 0; i < nb && i < 256; i++)
+        if (bib_vm_position(r->vm, &pos) == BIB_OK && pcs[i] == pos.pc) {
+            repl_report_stop(r, BIB_OK, BIB_STOP_BREAKPOINT, false);
+            return;
+        }
     bib_stop_t stop;
     st = repl_resume(r, UINT64_MAX, &stop);
     repl_out_flush();
@@ -440,9 +488,17 @@ static void cmd_tensors(repl_t *r) {
         printf("no live tensors\n");
 }
 
-static void cmd_tensor(repl_t *r, const char *arg) {
+static void cmd_tensor(repl_t *r, const char *arg, const char *count) {
+    uint64_t want = 8;
+    if (count != NULL) {
+        char *e;
+        errno = 0;
+        want = strtoull(count, &e, 10);
+        if (!isdigit((unsigned char)count[0]) || *e != '\0' || errno != 0 || want == 0)
+            arg = NULL;
+    }
     if (arg == NULL) {
-        repl_error_line("usage: :tensor tN|NAME [N]");
+        repl_error_line("usage: :tensor tN|NAME [N] (N: the elements shown, default 8)");
         return;
     }
     uint32_t n = bib_vm_tensor_regs(r->vm), reg = UINT32_MAX;
@@ -476,20 +532,25 @@ static void cmd_tensor(repl_t *r, const char *arg) {
         return;
     }
     print_tensor_line(reg, &info);
-    uint64_t show = info.count < 8 ? info.count : 8;
-    uint32_t elems[8];
-    if (bib_vm_tensor_read(r->vm, reg, 0, show, elems) != BIB_OK) {
-        repl_error_line("%s", bib_vm_error(r->vm));
-        return;
-    }
+    uint64_t show = info.count < want ? info.count : want;
+    uint32_t elems[256];
     printf("[");
-    for (uint64_t i = 0; i < show; i++) {
-        if (info.dtype == BIB_DTYPE_I32) {
-            printf("%s%" PRId32, i ? ", " : "", (int32_t)elems[i]);
-        } else {
-            float f;
-            memcpy(&f, &elems[i], sizeof f);
-            printf("%s%.9g", i ? ", " : "", (double)f);
+    for (uint64_t at = 0; at < show; at += 256) {
+        uint64_t k = show - at < 256 ? show - at : 256;
+        if (bib_vm_tensor_read(r->vm, reg, at, k, elems) != BIB_OK) {
+            printf("]\n");
+            repl_error_line("%s", bib_vm_error(r->vm));
+            return;
+        }
+        for (uint64_t i = 0; i < k; i++) {
+            const char *sep = at + i ? ", " : "";
+            if (info.dtype == BIB_DTYPE_I32) {
+                printf("%s%" PRId32, sep, (int32_t)elems[i]);
+            } else {
+                float f;
+                memcpy(&f, &elems[i], sizeof f);
+                printf("%s%.9g", sep, (double)f);
+            }
         }
     }
     printf("%s]\n", info.count > show ? ", ..." : "");
@@ -552,41 +613,46 @@ static void cmd_break(repl_t *r, const char *arg, bool on) {
 }
 
 /* Loads a file as the session's program: fresh state, paused at its start
-   (or not started yet when it needs inputs). */
-static bool load_file(repl_t *r, bib_vm_t *vm, const char *path) {
+   (or not started yet when it needs inputs). Returns 0, or the exit code of
+   the load's failure. */
+static int load_file(repl_t *r, bib_vm_t *vm, const char *path) {
     bib_status_t st = bib_vm_load_file(vm, path);
     if (st != BIB_OK) {
         repl_error_line("%s", bib_vm_error(vm));
-        return false;
+        return bib_cli_exit_code(st);
     }
     (void)r;
     for (uint32_t i = 0; i < bib_vm_tensor_count(vm); i++) {
         bib_tensor_info_t info;
         if (bib_vm_tensor_info(vm, i, &info) == BIB_OK && info.is_input)
-            return true; /* :input first, then :run */
+            return 0; /* :input first, then :run */
     }
     st = bib_vm_start(vm);
     if (st != BIB_OK)
         repl_error_line("%s", bib_vm_error(vm));
-    return true;
+    return 0;
 }
 
-static void cmd_load(repl_t *r, const char *path) {
+/* :load FILE; returns 0, or the exit code of why the file was not loaded. */
+static int cmd_load(repl_t *r, const char *path) {
     if (path == NULL) {
         repl_error_line("usage: :load FILE");
-        return;
+        return BIB_EXIT_USAGE;
     }
     uint8_t *text = NULL;
     size_t size = 0;
-    if (bib_cli_read_file(path, &text, &size) != 0)
-        return;
-    if (!load_file(r, r->vm, path)) {
+    int rc = bib_cli_read_file(path, &text, &size);
+    if (rc != 0)
+        return rc;
+    rc = load_file(r, r->vm, path);
+    if (rc != 0) {
         free(text);
-        return;
+        return rc;
     }
     reset_session(r);
     r->file = strdup(path);
     r->file_text = malloc(size + 1);
+    r->file_size = size;
     if (r->file_text != NULL) {
         memcpy(r->file_text, text, size);
         r->file_text[size] = '\0';
@@ -598,6 +664,7 @@ static void cmd_load(repl_t *r, const char *path) {
         print_position(r, "loaded");
     else
         printf("loaded %s: give its inputs with :input NAME=PATH.npy, then :run\n", path);
+    return 0;
 }
 
 /* Starts the session's executor on a program of one empty tensor register,
@@ -635,7 +702,7 @@ static void cmd_backend(repl_t *r, const char *name) {
     if (ok && r->file != NULL) {
         ok = bib_vm_load_file(vm, r->file) == BIB_OK;
         for (size_t i = 0; ok && i < r->ninputs; i++)
-            ok = give_input(vm, r->inputs[i]);
+            ok = repl_give_input(vm, r->inputs[i]);
         if (ok && bib_vm_start(vm) != BIB_OK) {
             repl_error_line("%s", bib_vm_error(vm));
             ok = false;
@@ -706,14 +773,22 @@ static void cmd_call(repl_t *r, const char *name, char **argv, int argc) {
         bib_free(bytes);
     }
     for (size_t i = 0; ok && i < r->ninputs; i++)
-        ok = give_input(vm, r->inputs[i]);
-    int64_t result = 0;
-    bib_status_t st = ok ? bib_vm_call(vm, name, args, (uint32_t)argc, &result) : BIB_E_STATE;
-    repl_out_flush();
+        ok = repl_give_input(vm, r->inputs[i]);
+    /* A stepped run, so that Ctrl-C stops the call and not the session. */
+    bib_status_t st = ok ? bib_vm_start_call(vm, name, args, (uint32_t)argc) : BIB_E_STATE;
+    bib_stop_t stop = BIB_STOP_NONE;
     if (st == BIB_OK)
-        printf("%s = %" PRId64 " (0x%" PRIx64 ")\n", name, result, (uint64_t)result);
+        st = resume_vm(r, vm, UINT64_MAX, &stop);
+    repl_out_flush();
+    bib_position_t pos;
+    if (st == BIB_OK && stop == BIB_STOP_HALTED && bib_vm_position(vm, &pos) == BIB_OK)
+        printf("%s = %" PRId64 " (0x%" PRIx64 ")\n", name, pos.exit_value,
+               (uint64_t)pos.exit_value);
+    else if (st == BIB_OK && r->interrupted)
+        print_vm_position(vm, "interrupted by Ctrl-C");
     else if (*bib_vm_error(vm))
         repl_error_line("%s", bib_vm_error(vm));
+    r->interrupted = false;
     bib_vm_destroy(vm);
 }
 
@@ -752,7 +827,7 @@ static void cmd_profile(repl_t *r, const char *arg) {
     bib_vm_profile(r->vm, on);
 }
 
-static bool give_input(bib_vm_t *vm, const char *arg) {
+bool repl_give_input(bib_vm_t *vm, const char *arg) {
     const char *eq = arg != NULL ? strchr(arg, '=') : NULL;
     if (eq == NULL || eq == arg || eq[1] == '\0') {
         repl_error_line("usage: :input NAME=PATH.npy");
@@ -768,7 +843,7 @@ static bool give_input(bib_vm_t *vm, const char *arg) {
 }
 
 static void cmd_input(repl_t *r, const char *arg) {
-    if (!give_input(r->vm, arg))
+    if (!repl_give_input(r->vm, arg))
         return;
     char **grown = realloc(r->inputs, (r->ninputs + 1) * sizeof *grown);
     char *copy = strdup(arg);
@@ -782,8 +857,20 @@ static void cmd_input(repl_t *r, const char *arg) {
 }
 
 static void cmd_list(repl_t *r) {
+    if (r->file_text != NULL && r->file_size >= BIB_MAGIC_BYTES &&
+        memcmp(r->file_text, BIB_MAGIC, BIB_MAGIC_BYTES) == 0) {
+        /* A module: its disassembly, not its bytes. */
+        char *text = NULL, *diag = NULL;
+        if (bib_disassemble(r->file_text, r->file_size, &text, &diag) == BIB_OK)
+            fputs(text, stdout);
+        else
+            repl_error_line("%s", diag != NULL ? diag : "cannot disassemble the module");
+        bib_free(text);
+        bib_free(diag);
+        return;
+    }
     if (r->file_text != NULL) {
-        fputs(r->file_text, stdout);
+        fwrite(r->file_text, 1, r->file_size, stdout);
         return;
     }
     gen_t g;
@@ -798,7 +885,7 @@ static const char help_text[] =
     "  :regs              registers of the current frame\n"
     "  :mem ADDR [N]      N bytes of linear memory from ADDR (default 64)\n"
     "  :tensors           live tensor registers\n"
-    "  :tensor tN|NAME    one tensor: shape, executor, hash, first elements\n"
+    "  :tensor tN|NAME [N]  one tensor: shape, executor, hash, first N elements (8)\n"
     "  :load FILE         run FILE (.basm or .bib) in the session, paused at its start\n"
     "  :input NAME=PATH   give input tensor NAME from a .npy file\n"
     "  :break [PC|FUNC|LABEL]  set a breakpoint (none: list them)\n"
@@ -840,7 +927,7 @@ static bool command(repl_t *r, char *line) {
     } else if (strcmp(cmd, "tensors") == 0) {
         cmd_tensors(r);
     } else if (strcmp(cmd, "tensor") == 0) {
-        cmd_tensor(r, a);
+        cmd_tensor(r, a, b);
     } else if (strcmp(cmd, "load") == 0) {
         cmd_load(r, a);
     } else if (strcmp(cmd, "input") == 0) {
@@ -896,6 +983,9 @@ static bool command(repl_t *r, char *line) {
 
 /* ---- input ---------------------------------------------------------------------------- */
 
+/* Lines the history keeps (in memory and in its file). */
+#define REPL_HISTORY_MAX 1000
+
 /* $XDG_CACHE_HOME/bib/repl_history, else ~/.cache/bib/repl_history; NULL
    when neither can be made. */
 static char *history_path(void) {
@@ -929,8 +1019,13 @@ static char *read_line(repl_t *r, size_t *nul_col, bool *too_long) {
     *too_long = false;
     if (r->tty) {
         char *line = readline(r->pending ? "...> " : "bib> ");
-        if (line != NULL && line[0] != '\0')
+        if (line != NULL && line[0] != '\0') {
             add_history(line);
+            /* Written at once, so that a session ended by a signal (Ctrl-C
+               at the prompt) keeps its lines. */
+            if (r->history != NULL)
+                write_history(r->history);
+        }
         return line;
     }
     uint64_t max = bib_file_cap(bib_cli_max_file_size);
@@ -976,16 +1071,24 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
     r.vm = new_vm(&r);
     if (r.vm == NULL)
         return BIB_EXIT_UNAVAILABLE;
-    char *history = NULL;
     if (r.tty) {
         printf("%s\ntype :help for commands, :quit to leave\n", bib_build_info());
-        history = history_path();
-        if (history != NULL)
-            read_history(history);
+        r.history = history_path();
+        stifle_history(REPL_HISTORY_MAX);
+        if (r.history != NULL)
+            read_history(r.history);
         repl_complete_attach(&r);
     }
-    if (file != NULL)
-        cmd_load(&r, (char *)file);
+    /* A FILE that cannot be loaded ends a scripted session with the
+       load's exit status (as `bib run` would); a terminal's session stays. */
+    if (file != NULL) {
+        int rc = cmd_load(&r, file);
+        if (rc != 0 && !r.tty) {
+            bib_vm_destroy(r.vm);
+            reset_session(&r);
+            return rc;
+        }
+    }
     char *line;
     size_t nul_col;
     bool too_long;
@@ -1009,7 +1112,9 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
         while (*p == ' ' || *p == '\t')
             p++;
         bool go_on = true;
-        if (p[0] == ':' && r.pending == 0)
+        /* ':' starts a command everywhere, inside a .func block too (:reset
+           abandons the block). */
+        if (p[0] == ':')
             go_on = command(&r, line + (p - line));
         else
             repl_source_line(&r, line);
@@ -1024,10 +1129,7 @@ int bib_cli_repl(const bib_options_t *options, const char *file, int profile) {
         repl_out_flush();
         bib_vm_profile_write(r.vm, stderr, r.profile == 2);
     }
-    if (history != NULL) {
-        write_history(history);
-        free(history);
-    }
+    free(r.history);
     bib_vm_destroy(r.vm);
     reset_session(&r);
     return 0;

@@ -6,12 +6,14 @@
  * the session's source it reads labels from (cli/repl_session.c).
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <editline/readline.h>
 
@@ -89,6 +91,43 @@ static void offer_labels(const repl_t *r, completions_t *c, const char *word, si
     }
 }
 
+/* File names that complete word (a path): the entries of its directory
+   that its last part begins, a directory's with a '/' after it. */
+static void offer_files(completions_t *c, const char *word, size_t len) {
+    const char *slash = strrchr(word, '/');
+    size_t dir_len = slash != NULL ? (size_t)(slash - word) + 1 : 0;
+    char *dir = bib_cli_memdup(dir_len > 0 ? word : ".", dir_len > 0 ? dir_len : 1);
+    DIR *d = opendir(dir);
+    const char *base = word + dir_len;
+    size_t base_len = len - dir_len;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strncmp(e->d_name, base, base_len) != 0 || (base_len == 0 && e->d_name[0] == '.'))
+            continue;
+        size_t n = dir_len + strlen(e->d_name) + 2;
+        char *path = bib_cli_alloc(n);
+        snprintf(path, n, "%.*s%s", (int)dir_len, word, e->d_name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            strcat(path, "/");
+        offer(c, word, len, path, false);
+        free(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    free(dir);
+}
+
+/* The function names of the loaded module. */
+static void offer_functions(repl_t *r, completions_t *c, const char *word, size_t len) {
+    uint32_t nfuncs = bib_vm_function_count(r->vm);
+    for (uint32_t i = 0; i < nfuncs; i++) {
+        bib_function_info_t fi;
+        if (bib_vm_function_info(r->vm, i, &fi) == BIB_OK)
+            offer(c, word, len, fi.name, false);
+    }
+}
+
 /* What Tab offers for word, the last word of line (the text before the
    cursor): commands and opcodes (and directives) as the first word;
    registers, tensor registers, labels, functions and tensor names after. */
@@ -119,6 +158,19 @@ static void complete_word(repl_t *r, const char *line, const char *word, complet
             offer(c, word, len, backends[i], false);
         return;
     }
+    /* :load FILE and :input NAME=FILE: file names (the word after '='). */
+    if (strncmp(first, ":load", 5) == 0 || strncmp(first, ":input", 6) == 0) {
+        if (first[1] == 'l' || (word > line && word[-1] == '='))
+            offer_files(c, word, len);
+        return;
+    }
+    /* :break and :delete: code labels and functions. */
+    if (strncmp(first, ":break", 6) == 0 || strncmp(first, ":delete", 7) == 0 ||
+        strncmp(first, ":b ", 3) == 0) {
+        offer_labels(r, c, word, len);
+        offer_functions(r, c, word, len);
+        return;
+    }
     if (strncmp(first, ":trace", 6) == 0 || strncmp(first, ":profile", 8) == 0) {
         const char *const modes[] = {"on", "off", "json"};
         for (int i = 0; i < 3; i++)
@@ -145,12 +197,7 @@ static void complete_word(repl_t *r, const char *line, const char *word, complet
     if (strncmp(first, ":tensor", 7) == 0)
         return;
     offer_labels(r, c, word, len);
-    uint32_t nfuncs = bib_vm_function_count(r->vm);
-    for (uint32_t i = 0; i < nfuncs; i++) {
-        bib_function_info_t fi;
-        if (bib_vm_function_info(r->vm, i, &fi) == BIB_OK)
-            offer(c, word, len, fi.name, false);
-    }
+    offer_functions(r, c, word, len);
 }
 
 static int compare_strings(const void *a, const void *b) {
@@ -161,7 +208,7 @@ static int compare_strings(const void *a, const void *b) {
    scripts and tests; a terminal session gets them from Tab). */
 void repl_cmd_complete(repl_t *r, const char *line) {
     const char *word = line + strlen(line);
-    while (word > line && word[-1] != ' ' && word[-1] != '\t' && word[-1] != ',')
+    while (word > line && word[-1] != ' ' && word[-1] != '\t' && word[-1] != ',' && word[-1] != '=')
         word--;
     completions_t c = {0};
     complete_word(r, line, word, &c);
@@ -192,12 +239,6 @@ static char **tab_complete(const char *text, int start, int end) {
     for (size_t i = 0; i < tab.n; i++)
         free(tab.v[i]);
     tab.n = 0;
-    /* ":load FILE" and ":input NAME=FILE": file names, libedit's default. */
-    const char *line = rl_line_buffer;
-    while (*line == ' ')
-        line++;
-    if (strncmp(line, ":load", 5) == 0 || strncmp(line, ":input", 6) == 0)
-        return NULL;
     char *before = bib_cli_memdup(rl_line_buffer, (size_t)start);
     size_t tlen = strlen(text);
     char *upto = bib_cli_alloc((size_t)start + tlen + 1);
@@ -213,5 +254,5 @@ static char **tab_complete(const char *text, int start, int end) {
 void repl_complete_attach(repl_t *r) {
     completing = r;
     rl_attempted_completion_function = tab_complete;
-    rl_basic_word_break_characters = " \t,";
+    rl_basic_word_break_characters = " \t,=";
 }

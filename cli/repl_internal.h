@@ -29,6 +29,7 @@ typedef struct repl {
     int profile; /* 0 off, 1 table, 2 JSON */
     bib_vm_t *vm;
     bool tty;
+    char *history;   /* the history file on a terminal, else NULL */
     uint32_t lineno; /* input lines read */
 
     /* Interactive source: directives, functions, then main's body. */
@@ -41,6 +42,7 @@ typedef struct repl {
     /* A file loaded with :load (then typed instructions are refused). */
     char *file;
     char *file_text;
+    size_t file_size; /* bytes of file_text */
 
     char **breaks; /* breakpoint specs as typed: re-resolved after each reload */
     size_t nbreaks;
@@ -72,6 +74,11 @@ bib_status_t repl_resume(repl_t *r, uint64_t n, bib_stop_t *stop);
 /* Says why a run stopped. quiet_halt: the session's own closing HALT. */
 void repl_report_stop(repl_t *r, bib_status_t st, bib_stop_t stop, bool quiet_halt);
 bool repl_is_name_char(int c);
+/* :input NAME=PATH given to vm; false (with the message printed) on failure. */
+bool repl_give_input(bib_vm_t *vm, const char *arg);
+/* The loaded module's input tensors that no :input has given: how many, and
+   their names in list ("x, W1"). */
+uint32_t repl_missing_inputs(repl_t *r, char *list, size_t cap);
 void repl_apply_breaks(repl_t *r);
 int repl_main_info(repl_t *r, bib_function_info_t *info);
 

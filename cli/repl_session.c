@@ -454,6 +454,8 @@ static void check_splice(repl_t *r) {
 static bool commit(repl_t *r, bool adds_to_main) {
     bib_position_t pos;
     bool have = r->loaded && bib_vm_position(r->vm, &pos) == BIB_OK;
+    /* Loaded, but not started: waiting for inputs its .input lines declare. */
+    bool waiting = r->loaded && !have;
     bib_function_info_t mi;
     uint32_t offset = r->main_count;
     if (have) {
@@ -481,12 +483,32 @@ static bool commit(repl_t *r, bool adds_to_main) {
        compare the transcripts of the two paths). */
     const char *check = getenv("BIB_REPL_CHECK");
     bool whole = check != NULL && strcmp(check, "whole") == 0;
-    bool spliced = adds_to_main && r->loaded && !whole && splice_line(r, &splice);
+    bool spliced = adds_to_main && have && !whole && splice_line(r, &splice);
     if (!spliced && !repl_assemble(r, &bytes, &size))
         return false;
     bib_status_t st;
-    if (!r->loaded) {
+    char missing[512];
+    if (!r->loaded || waiting) {
         st = bib_vm_load(r->vm, bytes, size, "repl");
+        for (size_t i = 0; st == BIB_OK && i < r->ninputs; i++)
+            if (!repl_give_input(r->vm, r->inputs[i]))
+                st = BIB_E_USAGE;
+        /* A module whose inputs are not all given yet (an .input typed
+           first) waits for them: declarations take effect at :run, and
+           the line is kept. */
+        r->loaded = st == BIB_OK;
+        if (st == BIB_OK && repl_missing_inputs(r, missing, sizeof missing) > 0) {
+            bib_free(bytes);
+            if (repl_main_info(r, &mi) == 0)
+                r->main_count = mi.count - 1;
+            repl_apply_breaks(r);
+            if (adds_to_main)
+                repl_error_line("waiting for inputs %s: :input NAME=PATH.npy, then :run (the "
+                                "line is kept)",
+                                missing);
+            return true;
+        }
+        r->loaded = false;
         if (st == BIB_OK)
             st = bib_vm_start(r->vm);
         offset = 0;

@@ -480,14 +480,15 @@ bib_status_t bib_vm_run(bib_vm_t *vm, int64_t *exit_value) {
     return run_function(vm, vm->program.entry, NULL, 0, exit_value, "bib_vm_run");
 }
 
-bib_status_t bib_vm_call(bib_vm_t *vm, const char *name, const bib_value_t *args, uint32_t nargs,
-                         int64_t *result) {
+/* The function bib_vm_call (caller) would run for name and nargs. */
+static bib_status_t find_call(bib_vm_t *vm, const char *name, const bib_value_t *args,
+                              uint32_t nargs, const char *caller, const bib_dfunc_t **out) {
     if (vm == NULL)
         return BIB_E_USAGE;
     if (vm->module == NULL)
         return bib_vm_fail(vm, BIB_E_STATE, "no module loaded: call bib_vm_load first");
     if (name == NULL || (nargs > 0 && args == NULL))
-        return bib_vm_fail(vm, BIB_E_USAGE, "bib_vm_call: %s is NULL",
+        return bib_vm_fail(vm, BIB_E_USAGE, "%s: %s is NULL", caller,
                            name == NULL ? "name" : "args");
     int64_t index = bib_vm_function_find(vm, name);
     if (index < 0) {
@@ -509,7 +510,36 @@ bib_status_t bib_vm_call(bib_vm_t *vm, const char *name, const bib_value_t *args
                            "function %s takes %" PRIu32 " argument%s (.func %s args=%" PRIu32
                            "), not %" PRIu32,
                            name, f->nargs, f->nargs == 1 ? "" : "s", name, f->nargs, nargs);
-    return run_function(vm, f, args, nargs, result, "bib_vm_call");
+    *out = f;
+    return BIB_OK;
+}
+
+bib_status_t bib_vm_call(bib_vm_t *vm, const char *name, const bib_value_t *args, uint32_t nargs,
+                         int64_t *result) {
+    const bib_dfunc_t *f = NULL;
+    bib_status_t st = find_call(vm, name, args, nargs, "bib_vm_call", &f);
+    return st != BIB_OK ? st : run_function(vm, f, args, nargs, result, "bib_vm_call");
+}
+
+bib_status_t bib_vm_start_call(bib_vm_t *vm, const char *name, const bib_value_t *args,
+                               uint32_t nargs) {
+    const bib_dfunc_t *f = NULL;
+    bib_status_t st = find_call(vm, name, args, nargs, "bib_vm_start_call", &f);
+    if (st != BIB_OK)
+        return st;
+    /* As run_function: f is the entry for this run only (the stepped loop
+       reads the entry only at its start). */
+    const bib_dfunc_t *entry = vm->program.entry;
+    vm->program.entry = f;
+    st = prepare_run(vm, "bib_vm_start_call");
+    if (st == BIB_OK) {
+        for (uint32_t i = 0; i < nargs; i++)
+            vm->regs[i] = args[i].u;
+        vm->memory_dirty = vm->memory_size > 0;
+        bib_interp_begin(vm);
+    }
+    vm->program.entry = entry;
+    return st;
 }
 
 /* ---- stepped runs ---------------------------------------------------------- */

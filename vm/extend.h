@@ -38,6 +38,14 @@ typedef struct bib_extension {
 bib_status_t bib_vm_extend(bib_vm_t *vm, const bib_extension_t *ext, const char *name,
                            uint32_t offset);
 
+/* Starts a stepped run of function name with these arguments, as
+ * bib_vm_call runs it (the same checks and messages), and executes nothing:
+ * bib_vm_step and bib_vm_continue run it, so the REPL's :call can be
+ * stopped by Ctrl-C as its other runs can. A RET from it halts the run with
+ * the returned value as the exit value. */
+bib_status_t bib_vm_start_call(bib_vm_t *vm, const char *name, const bib_value_t *args,
+                               uint32_t nargs);
+
 /* The loaded module (NULL when none), for checks that compare it with a
  * module built another way. */
 const bib_module_t *bib_vm_module(const bib_vm_t *vm);

@@ -302,4 +302,192 @@ else
     bad "Ctrl-C in the repl: exit $rc, $(cat "$T/spin.got")"
 fi
 
+# Ctrl-C while :call runs stops the call, not the session: the call's VM is
+# dropped and the next lines answer.
+mkfifo "$T/call.fifo"
+trap '' PIPE
+$PY -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$BIB" repl <"$T/call.fifo" >"$T/call.got" 2>&1 &
+repl_pid=$!
+exec 3>"$T/call.fifo"
+printf '.func spin\ntop:\n    ADDI r0, r0, 1\n    JMP top\n.end\nLDI r9, 42\n' >&3
+n=0
+while ! grep -q "^r9 = 42" "$T/call.got" 2>/dev/null && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
+printf ':call spin\n' >&3
+sleep 1
+kill -INT $repl_pid 2>/dev/null
+sleep 0.5
+printf 'LDI r8, 7\n:where\n' >&3
+exec 3>&-
+wait $repl_pid
+rc=$?
+trap - PIPE
+if [ $rc -eq 0 ] && grep -q "^interrupted by Ctrl-C at pc [0-9]* in spin line 3: " "$T/call.got" &&
+    grep -q "^r8 = 7" "$T/call.got" && grep -q "^halted at pc [0-9]* in main" "$T/call.got"; then
+    ok "Ctrl-C stops a :call, and the session goes on"
+else
+    bad "Ctrl-C during :call: exit $rc, $(cat "$T/call.got")"
+fi
+
+# On a terminal each line goes to the history file as it is entered: a
+# session that Ctrl-C ends at the prompt keeps them.
+mkdir -p "$T/xdg"
+if XDG_CACHE_HOME="$T/xdg" $PY - "$BIB" <<'PY'; then
+import os, pty, select, signal, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.execvp(sys.argv[1], [sys.argv[1], "repl"])
+seen = b""
+def wait_for(text):
+    global seen
+    end = time.time() + 20
+    while text not in seen and time.time() < end:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return text in seen
+ok = wait_for(b"bib> ")
+os.write(fd, b"LDI r1, 7\r")
+ok = ok and wait_for(b"r1 = 7")
+ok = ok and wait_for(b"bib> ")
+os.write(fd, b"\x03")
+for _ in range(100):
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+sys.exit(0 if ok else 1)
+PY
+    # libedit writes a space as \040.
+    if grep -qF -e 'LDI r1, 7' -e 'LDI\040r1,\0407' "$T/xdg/bib/repl_history" 2>/dev/null; then
+        ok "a line entered on a terminal is in the history when Ctrl-C ends the session"
+    else
+        bad "history after Ctrl-C at the prompt: $(cat "$T/xdg/bib/repl_history" 2>&1)"
+    fi
+else
+    bad "history after Ctrl-C at the prompt: the terminal session did not answer"
+fi
+
+# An .input typed first is kept: the session waits for the input, as a
+# loaded file does, and :run binds it.
+cat >"$T/input-first.in" <<IN
+.input x t0 f32[3, 4]
+:where
+LDI r1, 5
+:input x=$T/in/x.npy
+:list
+:run
+:tensors
+IN
+cat >"$T/input-first.want" <<'WANT'
+bib: waiting for inputs x: :input NAME=PATH.npy, then :run
+bib: waiting for inputs x: :input NAME=PATH.npy, then :run (the line is kept)
+.input x t0 f32[3, 4]
+.func main
+LDI r1, 5
+    HALT r0
+.end
+t0 (x) f32[3,4] on cpu hash=4a6bc8ca45c62ea9
+WANT
+transcript input-first
+
+# ':' starts a command inside a .func block too; :reset abandons the block.
+printf '.func f regs=1\n:reset\nLDI r0, 1\n.func g regs=1\n:quit\nLDI r1, 2\n' >"$T/block-commands.in"
+cat >"$T/block-commands.want" <<'WANT'
+session reset
+r0 = 1 (0x1)
+bib: input ended inside a .func block
+WANT
+transcript block-commands
+
+# A FILE that cannot be loaded ends a piped session with the load's status.
+"$BIB" repl "$T/nonexistent.basm" </dev/null >"$T/nofile.got" 2>&1
+rc=$?
+printf 'LDI r0,\n' >"$T/bad.basm"
+"$BIB" repl "$T/bad.basm" </dev/null >"$T/badfile.got" 2>&1
+rc2=$?
+if [ $rc -eq 66 ] && grep -q "nonexistent.basm" "$T/nofile.got" && [ $rc2 -eq 65 ] &&
+    grep -q "bad.basm:1" "$T/badfile.got"; then
+    ok "bib repl FILE that cannot be loaded exits 66 or 65 when piped"
+else
+    bad "bib repl FILE that cannot be loaded: exit $rc, $rc2: $(cat "$T/nofile.got" "$T/badfile.got")"
+fi
+
+# :list of a loaded module is its disassembly.
+"$BIB" asm examples/fib.basm -o "$T/fib.bib" >/dev/null 2>&1
+"$BIB" dis "$T/fib.bib" >"$T/fib.dis" 2>&1
+printf ':list\n' | "$BIB" repl "$T/fib.bib" 2>&1 | sed 1d >"$T/fib.list"
+if [ -s "$T/fib.dis" ] && cmp -s "$T/fib.dis" "$T/fib.list"; then
+    ok ":list of a .bib module is its disassembly"
+else
+    bad ":list of a .bib module: $(od -c "$T/fib.list" | head -3)"
+fi
+
+# :run stops at a breakpoint on its first instruction; :where of a file
+# waiting for its inputs says which; :tensor N shows N elements.
+cat >"$T/stops.in" <<'IN'
+:break main
+:run
+:where
+:continue
+:load examples/mlp.basm
+:where
+:reset
+LDI r1, 3
+LDI r2, 4
+ALLOC t0, f32, r1, 2
+FILL t0, r1
+:tensor t0 3
+:tensor t0 12
+:tensor t0 0
+:tensor t0 x
+IN
+cat >"$T/stops.want" <<'WANT'
+loaded at pc 0 in main line 3: LDI r0, 32
+breakpoint at pc 0: LDI r0, 32
+breakpoint at pc 0 in main line 3: LDI r0, 32
+paused at pc 0 in main line 3: LDI r0, 32
+2178309
+halted: exit value 0
+loaded examples/mlp.basm: give its inputs with :input NAME=PATH.npy, then :run
+bib: waiting for inputs x, W1, b1, W2, b2: :input NAME=PATH.npy, then :run
+session reset
+r1 = 3 (0x3)
+r2 = 4 (0x4)
+t0 f32[3,4] on cpu hash=2fa64c4f2cafd1e1
+[0, 0, 0, ...]
+t0 f32[3,4] on cpu hash=2fa64c4f2cafd1e1
+[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+bib: usage: :tensor tN|NAME [N] (N: the elements shown, default 8)
+bib: usage: :tensor tN|NAME [N] (N: the elements shown, default 8)
+WANT
+transcript stops examples/fib.basm
+
+# :complete offers file names after :load and :input NAME=, and only
+# labels and functions after :break.
+mkdir -p "$T/npys"
+: >"$T/npys/small.npy"
+: >"$T/npys/second.npy"
+cat >"$T/complete.in" <<IN
+:complete :load examples/fi
+:complete :input a=$T/npys/s
+:complete :break 
+IN
+cat >"$T/complete.want" <<WANT
+loaded at pc 0 in main line 3: LDI r0, 32
+examples/fib.basm
+$T/npys/second.npy
+$T/npys/small.npy
+fib
+main
+small
+WANT
+transcript complete examples/fib.basm
+
 finish
