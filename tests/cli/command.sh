@@ -141,6 +141,17 @@ expect "an option of another command is a usage error naming both" 64 "info does
     $BIB info --coverage --fuel 5
 expect "run does not take --json" 64 "run does not take --json" $BIB run --json "$T/out.basm"
 expect "test does not take -o" 64 "test does not take the option '-o'" $BIB test -o x tests/hex
+# A value given to a flag (--NAME=VALUE) is refused naming the flag.
+expect "--json=VALUE: --json takes no value" 64 "^bib: --json takes no value$" $BIB info --json=foo
+expect "--help=VALUE: --help takes no value" 64 "^bib: --help takes no value$" $BIB info --help=x
+expect "--validation=VALUE: --validation takes no value" 64 "^bib: --validation takes no value$" \
+    $BIB run --validation=yes "$T/out.basm"
+expect "--strip=VALUE: --strip takes no value" 64 "^bib: --strip takes no value$" \
+    $BIB asm --strip=1 "$T/out.basm" -o "$T/s.bib"
+expect "--quick=VALUE, abbreviated: --quick takes no value" 64 "^bib: --quick takes no value$" \
+    $BIB bench --qui=2
+expect "a flag of another command with a value still names the owner" 64 "run does not take --json" \
+    $BIB run --json=1 "$T/out.basm"
 expect "dis -o writes the text there" 0 "" $BIB dis "$T/out.bib" -o "$T/dis.basm"
 if [ ! -s "$T/out" ] && grep -q "COPY" "$T/dis.basm"; then ok "dis -o leaves stdout empty"; else bad "dis -o: $(head -3 "$T/out")"; fi
 expect "dis -o onto the module itself is refused" 64 "is the module" $BIB dis "$T/out.bib" -o "$T/out.bib"
