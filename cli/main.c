@@ -1407,7 +1407,14 @@ static int bib_main(int argc, char **argv) {
                             "FILE\n");
             return BIB_EXIT_USAGE;
         }
-        return bib_cli_bench(&options, nout ? out_args[0] : "build/bench", quick);
+        /* The workloads run on every executor present and on auto: one
+           --backend would be silently ignored. */
+        if (options.backend != NULL) {
+            fprintf(stderr, "bib: --backend is for bench FILE: bench without FILE runs every "
+                            "executor present and auto\n");
+            return BIB_EXIT_USAGE;
+        }
+        return bib_cli_bench(&options, nout ? out_args[0] : NULL, quick);
     case BIB_CMD_REPL:
         if (nfiles > 1) {
             fprintf(stderr, "bib: repl takes at most one file\n");

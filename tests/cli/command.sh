@@ -385,6 +385,12 @@ expect "bench of a module that traps says which run, exit 70" 70 "warmup run 1: 
 expect "--format takes md, csv or json" 64 "--format takes md, csv or json, not 'xml'" $BIB bench "$T/trap.basm" --format xml
 expect "--repetitions 0 is refused" 64 "--repetitions takes a count from 1" $BIB bench "$T/trap.basm" --repetitions 0
 expect "the FILE options without FILE are a usage error" 64 "are for bench FILE" $BIB bench --repetitions 3
+expect "--backend without FILE is a usage error (the workloads run every executor)" 64 \
+    "^bib: --backend is for bench FILE" $BIB bench --quick --backend cpu
+mkdir -p "$T/benchdir"
+expect "bench -o DIR whose parent is missing is refused, exit 73" 73 "cannot create" \
+    $BIB bench --quick -o "$T/benchdir/missing/dir"
+[ ! -e "$T/benchdir/missing" ] && ok "bench -o creates no missing parent" || bad "bench -o created $T/benchdir/missing"
 
 # The workloads' chart: a log axis, values on the bars, a subtitle naming
 # each executor's device, the machine and the date, labels kept in the frame.
