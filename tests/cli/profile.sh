@@ -9,6 +9,10 @@
 # clock makes a launch exactly 1 ms), and the traces of examples/mlp.basm on
 # --backend=cpu and --backend=vulkan differ only in the executor names (a
 # SKIP line with the reason when there is no Vulkan device or mock driver).
+# The trace names each tensor register's shape once (the JSON has no key
+# twice), VK_* lines say they ran on vulkan, and the trace and the profile
+# show the same instructions: a trapping one in both (marked trap in the
+# trace), one that fuel stopped in neither.
 # Prints one line per check and "N passed, N failed" at the end.
 . "$(dirname "$0")/lib/common.sh"
 
