@@ -42,7 +42,9 @@ static const command_row_t commands[BIB_CMD_COUNT] = {
     [BIB_CMD_BENCH] = {"bench", "bench [FILE] [options]",
                        "time FILE's module (min, median, max per run and a\n"
                        "                    profile per opcode), or without FILE tensor workloads\n"
-                       "                    on every executor (results.csv, chart.png in -o DIR)"},
+                       "                    on every executor and auto (results.csv, chart.png in\n"
+                       "                    -o DIR; --backend, --input, --repetitions, --warmup\n"
+                       "                    and --format are for FILE)"},
     [BIB_CMD_HELP] = {"help", "help [COMMAND]", "this help, or one command's"},
 };
 

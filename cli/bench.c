@@ -224,7 +224,10 @@ static void run_one(const bib_options_t *base, const char *backend, const worklo
 
 /* ---- output --------------------------------------------------------------------- */
 
-static int make_dir(const char *dir) {
+/* Creates dir when it is missing. -o's folder must have a parent already,
+   as every output's folder must (spec/cli.md); the default, build/bench,
+   gets its parents too (parents set). */
+static int make_dir(const char *dir, bool parents) {
     char path[4096];
     if (strlen(dir) >= sizeof path) {
         fprintf(stderr, "bib: bench: cannot create '%s': %s\n", BIB_PATH_QUOTE(dir),
@@ -232,7 +235,7 @@ static int make_dir(const char *dir) {
         return -1;
     }
     snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++)
+    for (char *p = path + 1; parents && *p; p++)
         if (*p == '/') {
             *p = '\0';
             mkdir(path, 0755);
@@ -462,6 +465,9 @@ static void chart(const bib_options_t *options, const char *dir, const workload_
 }
 
 int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
+    const bool parents = dir == NULL;
+    if (dir == NULL)
+        dir = "build/bench";
     static workload_t w[8];
     int nw = 0;
     memset(w, 0, sizeof w);
@@ -481,7 +487,7 @@ int bib_cli_bench(const bib_options_t *options, const char *dir, int quick) {
         make_block(&w[nw++], 256, 512, 8);
     }
     /* The folder first: a typo in -o costs nothing. */
-    if (make_dir(dir) != 0)
+    if (make_dir(dir, parents) != 0)
         return BIB_EXIT_CANTCREATE;
     const int reps = quick ? 2 : 3;
     const char *const candidates[] = {"cpu", "cuda", "vulkan", "auto"};

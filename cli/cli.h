@@ -55,7 +55,8 @@ int bib_cli_read_file(const char *path, uint8_t **bytes, size_t *size);
 int bib_cli_parse_arg(const char *text, bib_value_t *out);
 int bib_cli_test(const bib_options_t *options, const bib_cli_test_flags_t *flags, int npaths,
                  char **paths);
-/* bib info (cli/info.c) and bib bench (cli/bench.c); each returns the exit code. */
+/* bib info (cli/info.c) and bib bench (cli/bench.c); each returns the exit code.
+   bib_cli_bench's dir is -o's folder, NULL for the default build/bench. */
 int bib_cli_info(const bib_options_t *options, int json);
 int bib_cli_bench(const bib_options_t *options, const char *dir, int quick);
 

@@ -251,25 +251,45 @@ static void render_json(FILE *out, const bib_info_t *info) {
             fputs("null", out);
         fprintf(out, "}");
     }
+    /* Every executor of the build, with its model or why it has none, and
+       why it is not a candidate when it is not (as the text says). */
     fprintf(out, "],\"auto\":{\"models\":[");
-    if (s.host.measured)
-        fprintf(out,
-                "{\"executor\":\"cpu\",\"overhead_s\":%.6g,\"flops_per_s\":%.6g,\"cached\":%s,"
-                "\"candidate\":true}",
+    fprintf(out, "{\"executor\":\"cpu\"");
+    if (s.host.measured) {
+        fprintf(out, ",\"overhead_s\":%.6g,\"flops_per_s\":%.6g,\"cached\":%s,\"candidate\":true}",
                 s.host.overhead_s, s.host.flops_per_s, s.host.cached ? "true" : "false");
-    for (uint32_t i = 1, listed = 0; i < s.nex; i++) {
+    } else {
+        fprintf(out, ",\"overhead_s\":null,\"flops_per_s\":null,\"cached\":null,"
+                     "\"candidate\":false,\"reason\":");
+        if (s.host.device_count == 0)
+            put_cpu_executor(out, info, &s.host, 1);
+        else
+            bib_json_string(out, no_model(&s.host));
+        fprintf(out, "}");
+    }
+    for (uint32_t i = 1; i < s.nex; i++) {
         bib_info_executor_t e = {.size = sizeof e};
         bib_info_executor(info, i, &e);
-        if (!e.built || !e.measured)
+        if (!e.built)
             continue;
-        /* The first model when the cpu has none (it failed to start). */
-        fprintf(out, "%s{\"executor\":", s.host.measured || listed++ ? "," : "");
+        fprintf(out, ",{\"executor\":");
         bib_json_string(out, e.name);
+        if (!e.measured) {
+            fprintf(out, ",\"overhead_s\":null,\"flops_per_s\":null,\"transfer_s\":null,"
+                         "\"bytes_per_s\":null,\"cached\":null,\"candidate\":false,\"reason\":");
+            bib_json_string(out, no_model(&e));
+            fprintf(out, "}");
+            continue;
+        }
         fprintf(out,
                 ",\"overhead_s\":%.6g,\"flops_per_s\":%.6g,\"transfer_s\":%.6g,"
-                "\"bytes_per_s\":%.6g,\"cached\":%s,\"candidate\":%s}",
+                "\"bytes_per_s\":%.6g,\"cached\":%s,\"candidate\":%s",
                 e.overhead_s, e.flops_per_s, e.transfer_s, e.bytes_per_s,
                 e.cached ? "true" : "false", e.cpu_device ? "false" : "true");
+        if (e.cpu_device)
+            fprintf(out,
+                    ",\"reason\":\"its device is the CPU (lavapipe), never picked for speed\"");
+        fprintf(out, "}");
     }
     fprintf(out, "],\"small\":{\"work\":\"MATMUL %" PRIu32 "^3\",\"executor\":", s.pl.small_n);
     bib_json_string(out, s.pl.small_executor);
@@ -300,7 +320,18 @@ static void render_json(FILE *out, const bib_info_t *info) {
         json_or_null(out, m.absent);
         fprintf(out, ",\"selected\":%s}", m.selected ? "true" : "false");
     }
-    fprintf(out, "]}\n");
+    /* The text's "this process: not started by a launcher": null then, else
+       the launcher whose library this process loads. */
+    fprintf(out, "],\"launched_by\":");
+    const char *launcher = NULL;
+    for (uint32_t i = 0; i < bib_info_mpi_count(info); i++) {
+        bib_info_mpi_t m = {.size = sizeof m};
+        bib_info_mpi(info, i, &m);
+        if (m.selected && launcher == NULL)
+            launcher = m.launcher;
+    }
+    json_or_null(out, launcher);
+    fprintf(out, "}\n");
 }
 
 int bib_cli_info(const bib_options_t *options, int json) {

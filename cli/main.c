@@ -985,6 +985,21 @@ static int cmd_dis(const char *path, const char *out_path) {
     return rc;
 }
 
+/* The flag of table (val its optopt) that arg, "--NAME=VALUE", names, when
+   getopt refused it for the value (getopt gives only the flag's value
+   then); NULL for any other refusal. NAME may be abbreviated, as getopt
+   allows. */
+static const char *flag_given_value(const struct option *table, const char *arg, int val) {
+    if (strncmp(arg, "--", 2) != 0 || strchr(arg, '=') == NULL)
+        return NULL;
+    size_t len = strcspn(arg + 2, "=");
+    for (; table->name != NULL; table++)
+        if (table->has_arg == no_argument && table->val == val && len > 0 &&
+            strncmp(table->name, arg + 2, len) == 0)
+            return table->name;
+    return NULL;
+}
+
 /* Finds the command word wherever it stands among the options: a first
    pass over every option any command takes, quietly, on a copy of argv
    (getopt permutes it, putting the words last). Returns the command's index
@@ -1109,6 +1124,7 @@ static int bib_main(int argc, char **argv) {
     optind = 0;
     while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) != -1) {
         uint64_t v;
+        const char *flag;
         switch (c) {
         case BIB_OPT_TRACE:
             if (!optarg || strcmp(optarg, "text") == 0)
@@ -1291,6 +1307,10 @@ static int bib_main(int argc, char **argv) {
                     argv[optind - 1], bib_cli_command_name(command), bib_cli_command_name(command));
             return BIB_EXIT_USAGE;
         default:
+            if (optopt != 0 && (flag = flag_given_value(long_options, argv[optind - 1], optopt))) {
+                fprintf(stderr, "bib: --%s takes no value\n", flag);
+                return BIB_EXIT_USAGE;
+            }
             if (optopt != 0) {
                 char text[3] = {'-', (char)optopt, '\0'};
                 return bib_cli_bad_option(command, text);
@@ -1387,7 +1407,14 @@ static int bib_main(int argc, char **argv) {
                             "FILE\n");
             return BIB_EXIT_USAGE;
         }
-        return bib_cli_bench(&options, nout ? out_args[0] : "build/bench", quick);
+        /* The workloads run on every executor present and on auto: one
+           --backend would be silently ignored. */
+        if (options.backend != NULL) {
+            fprintf(stderr, "bib: --backend is for bench FILE: bench without FILE runs every "
+                            "executor present and auto\n");
+            return BIB_EXIT_USAGE;
+        }
+        return bib_cli_bench(&options, nout ? out_args[0] : NULL, quick);
     case BIB_CMD_REPL:
         if (nfiles > 1) {
             fprintf(stderr, "bib: repl takes at most one file\n");

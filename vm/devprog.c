@@ -267,6 +267,9 @@ static bib_status_t gpu_launch(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
 }
 
 bib_status_t bib_devprog_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
+    /* Where it runs, for traces and profiles: VK_INIT, VK_SUBMIT and VK_SYNC
+       are the Vulkan executor's as much as VK_COMPUTE is. */
+    vm->tensor.last_place = ip->op == BIB_OP_GPU_LAUNCH ? "cuda" : "vulkan";
     switch ((bib_opcode_t)ip->op) {
     case BIB_OP_VK_INIT:
         return vk_init(vm, ip);

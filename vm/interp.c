@@ -1229,6 +1229,15 @@ done:
 fail:
     note_fuel(vm, fuel_base, fuel);
 #if BIB_INSTRUMENTED
+    /* An instruction that trapped while it ran is traced (marked as the
+       trap) and profiled, as it is counted in the stats; one that fuel
+       stopped before it ran (at its fetch, or at its tensor work) is in
+       none of them. */
+    if (tracing && tip != NULL && st != BIB_OK && !vm->fuel.unrun)
+        bib_trace_step(vm, insn_pc(vm, tip), R, BIB_TRACE_WRITE_TRAP, 0);
+    if (profiling && vm->fuel.unrun)
+        bib_profile_drop(vm);
+    vm->fuel.unrun = false;
     if (profiling)
         bib_profile_close(vm, NULL);
     cur->stop = st == BIB_OK ? BIB_STOP_HALTED : BIB_STOP_TRAPPED;

@@ -282,6 +282,10 @@ bib_status_t bib_profile_close(bib_vm_t *vm, const bib_dinsn_t **trapped) {
     return timed_out;
 }
 
+void bib_profile_drop(bib_vm_t *vm) {
+    vm->profile->open = NULL;
+}
+
 void bib_profile_copy(bib_vm_t *vm, int dev, bool down, uint64_t bytes, uint64_t t0) {
     struct bib_profile *p = vm->profile;
     if (p == NULL)

@@ -650,6 +650,15 @@ void bib_tensor_trace(bib_vm_t *vm, uint32_t pc, bool json, char *buf, size_t ca
         uint8_t kind = info->kinds[k];
         if (kind != BIB_K_TD && kind != BIB_K_TS && kind != BIB_K_TM)
             continue;
+        /* A register's shape is one fact: named once, where it first
+           stands (TMUL t1, t0, t0 names t0 once). */
+        bool again = false;
+        for (int j = 0; j < k; j++)
+            again |=
+                words[j] == words[k] && (info->kinds[j] == BIB_K_TD || info->kinds[j] == BIB_K_TS ||
+                                         info->kinds[j] == BIB_K_TM);
+        if (again)
+            continue;
         const bib_tensor_t *t = &ts->regs[words[k]];
         char sh[BIB_SHAPE_TEXT];
         if (json) {

@@ -104,6 +104,7 @@ bib_status_t bib_tensor_charge_fuel(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_
         return BIB_OK;
     if (extra > vm->fuel.left) {
         vm->fuel.left++;
+        vm->fuel.unrun = true;
         return bib_tensor_trap(vm, ip, BIB_E_TRAP,
                                "fuel exhausted (%s costs %" PRIu64 " for %" PRIu64
                                " elements of work, %" PRIu64 " left after %" PRIu64

@@ -228,14 +228,15 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
 
     char ops[4][BIB_OPERAND_TEXT];
     int n = bib_insn_operands(m, pc, ops);
-    /* Tensor opcodes (and the GPU_* ones that run through vm/tensor.c, and
-       the tensor collectives) add operand shapes, the executor and the
-       result's hash. */
+    /* Tensor opcodes (and the GPU_* ones, the device programs VK_* and
+       GPU_LAUNCH, and the tensor collectives) add operand shapes, the
+       executor and the result's hash; one that trapped wrote nothing. */
     char tensor[768] = "";
-    if (info->opclass == BIB_CLASS_TENSOR ||
-        (info->opclass == BIB_CLASS_CUDA && op != BIB_OP_GPU_LAUNCH) ||
-        (info->opclass == BIB_CLASS_COLLECTIVE && info->kinds[0] != BIB_K_RD &&
-         info->kinds[0] != BIB_K_NONE))
+    const bool tensor_op = info->opclass == BIB_CLASS_TENSOR || info->opclass == BIB_CLASS_CUDA ||
+                           info->opclass == BIB_CLASS_VULKAN ||
+                           (info->opclass == BIB_CLASS_COLLECTIVE && info->kinds[0] != BIB_K_RD &&
+                            info->kinds[0] != BIB_K_NONE);
+    if (tensor_op && kind != BIB_TRACE_WRITE_TRAP)
         bib_tensor_trace(vm, pc, vm->options.trace_format == BIB_TRACE_JSON, tensor, sizeof tensor);
     if (vm->options.trace_format == BIB_TRACE_JSON) {
         fprintf(out, "{\"pc\":%" PRIu32 ",\"op\":\"%s\",\"args\":[", pc, info->name);
@@ -244,7 +245,8 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
                 fputc(',', out);
             bib_json_string(out, ops[i]);
         }
-        fputs("],\"writes\":{", out);
+        fputs(kind == BIB_TRACE_WRITE_TRAP ? "],\"trap\":true,\"writes\":{" : "],\"writes\":{",
+              out);
         if (dest[0] != '\0')
             fprintf(out, "\"%s\":%" PRId64, dest, (int64_t)value);
         fputc('}', out);
@@ -264,9 +266,13 @@ void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_w
     for (int i = 0; i < n && used < sizeof text; i++)
         used +=
             (size_t)snprintf(text + used, sizeof text - used, "%s%s", i == 0 ? " " : ", ", ops[i]);
+    if (kind == BIB_TRACE_WRITE_TRAP) {
+        fprintf(out, "[%7" PRIu32 "] %-25s trap\n", pc, text);
+        return;
+    }
     if (dest[0] == '\0') {
-        if (tensor[0] != '\0')
-            fprintf(out, "[%7" PRIu32 "] %-25s %s\n", pc, text, tensor);
+        if (tensor[0] != '\0') /* " on vulkan" when no tensor operand came first */
+            fprintf(out, "[%7" PRIu32 "] %-25s %s\n", pc, text, tensor + (tensor[0] == ' '));
         else
             fprintf(out, "[%7" PRIu32 "] %s\n", pc, text);
         return;

@@ -297,9 +297,12 @@ struct bib_vm {
      * both (spec/cli.md, --fuel), or, when that work does not fit, gives the
      * unit back to left and traps without running the opcode. left: fuel
      * remaining. base: the run's fuel less what tensor work has taken, so
-     * that base - left stays the instruction count. */
+     * that base - left stays the instruction count. unrun: the opcode gave
+     * its unit back (its trap is that fuel ran out; it did not run), so that
+     * the trace and the profile leave it out too; the loop clears it. */
     struct {
         uint64_t left, base;
+        bool unrun;
     } fuel;
 
     bib_tensor_state_t tensor;   /* tensor registers, storage, executors (tensor.c) */
@@ -425,6 +428,7 @@ typedef enum bib_trace_write {
     BIB_TRACE_WRITE_DEST, /* the instruction wrote its RD operand: show it */
     BIB_TRACE_WRITE_NONE, /* nothing to show (CALL: the callee's frame starts) */
     BIB_TRACE_WRITE_RET,  /* RET: show the value returned */
+    BIB_TRACE_WRITE_TRAP, /* the instruction trapped: say so, nothing written */
 } bib_trace_write_t;
 void bib_trace_step(bib_vm_t *vm, uint32_t pc, const uint64_t *regs, bib_trace_write_t kind,
                     uint64_t value);
@@ -446,6 +450,9 @@ void bib_profile_resume(bib_vm_t *vm);
    *trapped at it and returns BIB_E_TIMEOUT; with trapped NULL (a trap is
    already reported) it reports nothing. */
 bib_status_t bib_profile_close(bib_vm_t *vm, const bib_dinsn_t **trapped);
+/* The open instruction did not run after all (fuel ran out at its tensor
+   work): it is not counted. */
+void bib_profile_drop(bib_vm_t *vm);
 /* Tensor code calls this around a copy between the host and place dev
    (down: to the host) that started at bib_profile_clock's t0; its time is
    taken out of the instruction that caused it. */

@@ -141,6 +141,17 @@ expect "an option of another command is a usage error naming both" 64 "info does
     $BIB info --coverage --fuel 5
 expect "run does not take --json" 64 "run does not take --json" $BIB run --json "$T/out.basm"
 expect "test does not take -o" 64 "test does not take the option '-o'" $BIB test -o x tests/hex
+# A value given to a flag (--NAME=VALUE) is refused naming the flag.
+expect "--json=VALUE: --json takes no value" 64 "^bib: --json takes no value$" $BIB info --json=foo
+expect "--help=VALUE: --help takes no value" 64 "^bib: --help takes no value$" $BIB info --help=x
+expect "--validation=VALUE: --validation takes no value" 64 "^bib: --validation takes no value$" \
+    $BIB run --validation=yes "$T/out.basm"
+expect "--strip=VALUE: --strip takes no value" 64 "^bib: --strip takes no value$" \
+    $BIB asm --strip=1 "$T/out.basm" -o "$T/s.bib"
+expect "--quick=VALUE, abbreviated: --quick takes no value" 64 "^bib: --quick takes no value$" \
+    $BIB bench --qui=2
+expect "a flag of another command with a value still names the owner" 64 "run does not take --json" \
+    $BIB run --json=1 "$T/out.basm"
 expect "dis -o writes the text there" 0 "" $BIB dis "$T/out.bib" -o "$T/dis.basm"
 if [ ! -s "$T/out" ] && grep -q "COPY" "$T/dis.basm"; then ok "dis -o leaves stdout empty"; else bad "dis -o: $(head -3 "$T/out")"; fi
 expect "dis -o onto the module itself is refused" 64 "is the module" $BIB dis "$T/out.bib" -o "$T/out.bib"
@@ -374,6 +385,12 @@ expect "bench of a module that traps says which run, exit 70" 70 "warmup run 1: 
 expect "--format takes md, csv or json" 64 "--format takes md, csv or json, not 'xml'" $BIB bench "$T/trap.basm" --format xml
 expect "--repetitions 0 is refused" 64 "--repetitions takes a count from 1" $BIB bench "$T/trap.basm" --repetitions 0
 expect "the FILE options without FILE are a usage error" 64 "are for bench FILE" $BIB bench --repetitions 3
+expect "--backend without FILE is a usage error (the workloads run every executor)" 64 \
+    "^bib: --backend is for bench FILE" $BIB bench --quick --backend cpu
+mkdir -p "$T/benchdir"
+expect "bench -o DIR whose parent is missing is refused, exit 73" 73 "cannot create" \
+    $BIB bench --quick -o "$T/benchdir/missing/dir"
+[ ! -e "$T/benchdir/missing" ] && ok "bench -o creates no missing parent" || bad "bench -o created $T/benchdir/missing"
 
 # The workloads' chart: a log axis, values on the bars, a subtitle naming
 # each executor's device, the machine and the date, labels kept in the frame.

@@ -68,6 +68,37 @@ for m in a['models']:
 assert a['threshold'] is None or a['threshold']['flops_from_host'] >= 0
 " 2>"$T/err"; then ok "--json carries the cpu, devices and auto's choice"; else bad "--json content: $(cat "$T/err")"; fi
 
+# auto's models: every executor of the build, and why one is not a
+# candidate, as the text says; the launcher fact of the text's MPI section.
+# check_models NAME JSON TEXT: the JSON's models say what the text's lines do
+check_models() {
+    if "$PY" -c "
+import json, re, sys
+r = json.load(open('$2'))
+text = open('$3').read().split('--backend=auto')[1].split('small work')[0]
+built = ['cpu'] + [g['name'] for g in r['gpu_executors']]
+models = r['auto']['models']
+assert [m['executor'] for m in models] == built, (models, built)
+for m in models:
+    line = [l for l in text.splitlines() if l.strip().startswith(m['executor'])][0]
+    if m['candidate']:
+        assert 'reason' not in m and 'not a candidate' not in line, (m, line)
+    else:
+        assert m['reason'] and line.endswith(m['reason']), (m, line)
+assert r['launched_by'] is None and 'not started by a launcher' in open('$3').read(), r['launched_by']
+" 2>"$T/err"; then ok "$1"; else bad "$1: $(cat "$T/err")"; fi
+}
+check_models "--json's auto models: every executor, with the text's reason when not a candidate" "$T/json0" "$T/info"
+$BIB info --device nosuch >"$T/info.ns" 2>/dev/null
+$BIB info --json --device nosuch >"$T/json.ns" 2>/dev/null
+check_models "--json --device nosuch keeps every executor in auto's models, with why" "$T/json.ns" "$T/info.ns"
+if OMPI_COMM_WORLD_SIZE=2 $BIB info --json 2>/dev/null |
+    "$PY" -c "import json, sys; assert json.load(sys.stdin)['launched_by'] == 'mpirun (Open MPI)'" 2>"$T/err"; then
+    ok "--json names the launcher that started this process (launched_by)"
+else
+    bad "launched_by under OMPI_COMM_WORLD_SIZE: $(cat "$T/err")"
+fi
+
 # The numerics and limits are fields, not only the describe string.
 if $PY -c "
 import json, sys
@@ -141,9 +172,11 @@ if BIB_CPU_LEVEL=bogus $BIB info --json >"$T/json" 2>"$T/err" &&
 import json, sys
 r = json.load(open('$T/json'))
 assert r['cpu']['executor'].startswith('the cpu executor failed to start: BIB_CPU_LEVEL=bogus'), r['cpu']
-assert all(m['executor'] != 'cpu' for m in r['auto']['models']), r['auto']
+cpu = [m for m in r['auto']['models'] if m['executor'] == 'cpu']
+assert len(cpu) == 1 and cpu[0]['candidate'] is False and cpu[0]['flops_per_s'] is None, r['auto']
+assert cpu[0]['reason'].startswith('the cpu executor failed to start: BIB_CPU_LEVEL=bogus'), cpu
 " 2>>"$T/err"; then
-    ok "--json stays JSON when the cpu executor cannot start"
+    ok "--json stays JSON when the cpu executor cannot start, and says why it is no candidate"
 else
     bad "--json with BIB_CPU_LEVEL=bogus: $(cat "$T/err") $(head -c 300 "$T/json")"
 fi

@@ -9,6 +9,10 @@
 # clock makes a launch exactly 1 ms), and the traces of examples/mlp.basm on
 # --backend=cpu and --backend=vulkan differ only in the executor names (a
 # SKIP line with the reason when there is no Vulkan device or mock driver).
+# The trace names each tensor register's shape once (the JSON has no key
+# twice), VK_* lines say they ran on vulkan, and the trace and the profile
+# show the same instructions: a trapping one in both (marked trap in the
+# trace), one that fuel stopped in neither.
 # Prints one line per check and "N passed, N failed" at the end.
 . "$(dirname "$0")/lib/common.sh"
 
@@ -216,6 +220,111 @@ for line in open('$T/tj.vk'): json.loads(line)
     else
         bad "JSON traces: $(head -20 "$T/d")"
     fi
+fi
+
+
+# ---- a tensor register named twice is one shape ----
+cat >"$T/dup.basm" <<'EOF2'
+.tensor a t0 f32[2] = 1, 2
+.output y t1 f32[2]
+.func main regs=1
+ TMUL t1, t0, t0
+ LDI r0, 0
+ HALT r0
+.end
+EOF2
+"$BIB" run --trace=json "$T/dup.basm" 2>"$T/dj" >/dev/null
+if $PY -c "
+import json, sys
+def no_dups(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), 'duplicate keys: %s' % keys
+    return dict(pairs)
+lines = [json.loads(l, object_pairs_hook=no_dups) for l in open('$T/dj')]
+t = [l for l in lines if l['op'] == 'TMUL'][0]
+assert t['shapes'] == {'t1': 'f32[2]', 't0': 'f32[2]'}, t['shapes']
+" 2>"$T/d"; then
+    ok "the JSON trace names each tensor register's shape once (TMUL t1, t0, t0)"
+else
+    bad "JSON trace of TMUL t1, t0, t0: $(cat "$T/d") $(cat "$T/dj")"
+fi
+"$BIB" run --trace "$T/dup.basm" 2>"$T/dt" >/dev/null
+if grep -q "TMUL t1, t0, t0 *t1=f32\[2\] t0=f32\[2\] on cpu hash=" "$T/dt"; then
+    ok "the text trace names each tensor register's shape once"
+else
+    bad "text trace of TMUL t1, t0, t0: $(cat "$T/dt")"
+fi
+
+# ---- a trap: the trace shows the trapping instruction the profile counts ----
+printf '.func main regs=3\n LDI r0, 1\n DIV r1, r0, r2\n HALT r0\n.end\n' >"$T/div.basm"
+"$BIB" run --trace --profile "$T/div.basm" >/dev/null 2>"$T/dv"
+rc=$?
+if [ $rc -eq 70 ] && grep -q '^\[      1\] DIV r1, r0, r2 *trap$' "$T/dv" &&
+    grep -q "^profile: 2 instructions" "$T/dv" && grep -q "^DIV  *vm  *1 " "$T/dv"; then
+    ok "an instruction that traps is in the trace (marked trap) and the profile"
+else
+    bad "trace and profile of a trap (exit $rc): $(cat "$T/dv")"
+fi
+"$BIB" run --trace=json --profile=json "$T/div.basm" >/dev/null 2>"$T/dvj"
+if $PY -c "
+import json
+lines = [json.loads(l) for l in open('$T/dvj') if l.startswith('{')]
+trace, prof = lines[:-1], lines[-1]
+assert [(l['op'], l.get('trap', False)) for l in trace] == [('LDI', False), ('DIV', True)], trace
+assert trace[1]['writes'] == {}, trace[1]
+assert prof['instructions'] == len(trace), (prof, trace)
+" 2>"$T/d"; then
+    ok "the JSON trace marks the trap (\"trap\":true) and has the profile's instructions"
+else
+    bad "JSON trace of a trap: $(cat "$T/d") $(cat "$T/dvj")"
+fi
+# Fuel stops an instruction before it runs: in neither, as in the stats.
+"$BIB" run --fuel 1 --trace --profile "$T/div.basm" >/dev/null 2>"$T/fu"
+rc=$?
+if [ $rc -eq 70 ] && [ "$(grep -c '^\[' "$T/fu")" = 1 ] && grep -q "^profile: 1 instructions" "$T/fu" &&
+    ! grep -q "^DIV " "$T/fu"; then
+    ok "fuel exhaustion: the instruction it stopped is in neither the trace nor the profile"
+else
+    bad "trace and profile under --fuel 1 (exit $rc): $(cat "$T/fu")"
+fi
+# A tensor opcode whose work does not fit the fuel left gives its unit back.
+cat >"$T/big.basm" <<'EOF2'
+.func main regs=2
+ LDI r0, 256
+ LDI r1, 256
+ ALLOC t0, f32, r0, 2
+ TADD t1, t0, t0
+ HALT r0
+.end
+EOF2
+"$BIB" run --fuel 100 --trace --profile "$T/big.basm" >/dev/null 2>"$T/fb"
+rc=$?
+if [ $rc -eq 70 ] && grep -q "fuel exhausted (TADD" "$T/fb" && [ "$(grep -c '^\[' "$T/fb")" = 3 ] &&
+    grep -q "^profile: 3 instructions" "$T/fb" && ! grep -q "^TADD " "$T/fb"; then
+    ok "fuel exhaustion at a tensor opcode's work: in neither the trace nor the profile"
+else
+    bad "trace and profile of a tensor fuel trap (exit $rc): $(cat "$T/fb")"
+fi
+
+# ---- device programs say where they ran ----
+"$BIB" run examples/vk_custom.basm --backend vulkan --trace >/dev/null 2>"$T/vk"
+rc=$?
+if [ $rc -eq 69 ] || [ $rc -eq 70 ] && ! grep -q "VK_COMPUTE" "$T/vk"; then
+    echo "SKIP: vk_custom on vulkan: $(tail -1 "$T/vk")"
+elif grep -q "VK_COMPUTE saxpy.* on vulkan$" "$T/vk" && grep -q "VK_SYNC *on vulkan$" "$T/vk"; then
+    "$BIB" run examples/vk_custom.basm --backend vulkan --trace=json >/dev/null 2>"$T/vkj"
+    if $PY -c "
+import json
+ops = [json.loads(l) for l in open('$T/vkj')]
+vk = [o for o in ops if o['op'].startswith('VK_')]
+assert vk and all(o['executor'] == 'vulkan' for o in vk), vk
+" 2>"$T/d"; then
+        ok "VK_* trace lines say they ran on vulkan, in text and JSON"
+    else
+        bad "JSON trace of VK_*: $(cat "$T/d")"
+    fi
+else
+    bad "trace of VK_* (exit $rc): $(grep VK_ "$T/vk")"
 fi
 
 finish

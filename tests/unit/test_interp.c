@@ -1401,6 +1401,20 @@ Test(trace, json_trace_has_one_object_per_instruction) {
     free(a);
 }
 
+/* An instruction that traps while it runs has its line, marked: it ran and is
+   counted, as --profile counts it (spec/cli.md, Traces). */
+Test(trace, the_instruction_that_traps_has_a_line_marked_trap) {
+    char *a = trace_of(".func main regs=3\n LDI r0, 1\n DIV r1, r0, r2\n HALT r0\n.end\n",
+                       BIB_TRACE_TEXT);
+    cr_assert_str_eq(a, "[      0] LDI r0, 1                 r0=1 (0x1)\n"
+                        "[      1] DIV r1, r0, r2            trap\n");
+    free(a);
+    a = trace_of(".func main regs=1\n TRAP 7\n.end\n", BIB_TRACE_JSON);
+    cr_assert_str_eq(a,
+                     "{\"pc\":0,\"op\":\"TRAP\",\"args\":[\"7\"],\"trap\":true,\"writes\":{}}\n");
+    free(a);
+}
+
 Test(trace, untraced_run_writes_nothing_to_the_trace_stream) {
     char *a = trace_of(trace_src, BIB_TRACE_OFF);
     cr_assert_str_eq(a, "");
