@@ -30,6 +30,7 @@ typedef __m256i VI;
 #define V_DIV _mm256_div_ps
 #define V_FMA _mm256_fmadd_ps
 #define V_FNMA _mm256_fnmadd_ps
+#define V_FMS _mm256_fmsub_ps
 #define V_MIN _mm256_min_ps
 #define V_MAX _mm256_max_ps
 #define V_GT(a, b) _mm256_cmp_ps((a), (b), _CMP_GT_OQ)
@@ -53,6 +54,40 @@ typedef __m256i VI;
 #define V_MASK_NONE() _mm256_setzero_ps()
 #define V_MASK_OR(a, b) _mm256_or_ps((a), (b))
 #define V_MASK_ANY(m) (_mm256_movemask_ps(m) != 0)
+#define V_ROUND_FLOOR(x) _mm256_round_ps((x), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define V_ROUND_CEIL(x) _mm256_round_ps((x), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+#define V_ROUND_EVEN(x) _mm256_round_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+/* Integer lanes (32 bits each) for the steps that work on a float's bits. */
+#define V_BITS(v) _mm256_castps_si256(v)
+#define V_FROM_BITS(i) _mm256_castsi256_ps(i)
+#define V_ILOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define V_IADD _mm256_add_epi32
+#define V_ISUB _mm256_sub_epi32
+#define V_IAND _mm256_and_si256
+#define V_IOR _mm256_or_si256
+#define V_IXOR _mm256_xor_si256
+#define V_ISLL _mm256_slli_epi32
+#define V_ISRL _mm256_srli_epi32
+#define V_ISRA _mm256_srai_epi32
+#define V_ISLLV _mm256_sllv_epi32 /* a count of 32 or more gives 0 */
+#define V_ISRLV _mm256_srlv_epi32
+#define V_IMULLO _mm256_mullo_epi32
+#define V_IMAXU _mm256_max_epu32
+#define V_ICVT _mm256_cvtepi32_ps
+#define V_IEQ(a, b) _mm256_castsi256_ps(_mm256_cmpeq_epi32((a), (b)))
+#define V_IEQ01(a, b) _mm256_srli_epi32(_mm256_cmpeq_epi32((a), (b)), 31)
+#define V_ISELECT(m, a, b)                                                                         \
+    _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(b), _mm256_castsi256_ps(a), (m)))
+#define V_ITABLE8(idx, table) _mm256_permutevar8x32_epi32((table), (idx))
+
+/* The high 32 bits of each lane's 64-bit product a * b, unsigned. */
+static inline __m256i avx2_imulhi_u32(__m256i a, __m256i b) {
+    __m256i even = _mm256_mul_epu32(a, b);
+    __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32));
+    return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+#define V_IMULHI_U32 avx2_imulhi_u32
 
 /* exp's two exact power-of-two factors, built from the exponent bits. */
 static inline __m256 avx2_scale2k(__m256 p, __m256 kf) {

@@ -30,6 +30,7 @@ typedef __m512i VI;
 #define V_DIV _mm512_div_ps
 #define V_FMA _mm512_fmadd_ps
 #define V_FNMA _mm512_fnmadd_ps
+#define V_FMS _mm512_fmsub_ps
 #define V_MIN _mm512_min_ps
 #define V_MAX _mm512_max_ps
 #define V_GT(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ)
@@ -54,6 +55,39 @@ typedef __m512i VI;
 #define V_MASK_NONE() ((__mmask16)0)
 #define V_MASK_OR(a, b) ((__mmask16)((a) | (b)))
 #define V_MASK_ANY(m) ((m) != 0)
+#define V_ROUND_FLOOR(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+#define V_ROUND_CEIL(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
+#define V_ROUND_EVEN(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+/* Integer lanes (32 bits each) for the steps that work on a float's bits. */
+#define V_BITS(v) _mm512_castps_si512(v)
+#define V_FROM_BITS(i) _mm512_castsi512_ps(i)
+#define V_ILOAD(p) _mm512_loadu_si512((const void *)(p))
+#define V_IADD _mm512_add_epi32
+#define V_ISUB _mm512_sub_epi32
+#define V_IAND _mm512_and_si512
+#define V_IOR _mm512_or_si512
+#define V_IXOR _mm512_xor_si512
+#define V_ISLL _mm512_slli_epi32
+#define V_ISRL _mm512_srli_epi32
+#define V_ISRA _mm512_srai_epi32
+#define V_ISLLV _mm512_sllv_epi32 /* a count of 32 or more gives 0 */
+#define V_ISRLV _mm512_srlv_epi32
+#define V_IMULLO _mm512_mullo_epi32
+#define V_IMAXU _mm512_max_epu32
+#define V_ICVT _mm512_cvtepi32_ps
+#define V_IEQ(a, b) _mm512_cmpeq_epi32_mask((a), (b))
+#define V_IEQ01(a, b) _mm512_maskz_set1_epi32(_mm512_cmpeq_epi32_mask((a), (b)), 1)
+#define V_ISELECT(m, a, b) _mm512_mask_blend_epi32((m), (b), (a))
+#define V_ITABLE8(idx, table) _mm512_permutexvar_epi32((idx), (table))
+
+/* The high 32 bits of each lane's 64-bit product a * b, unsigned. */
+static inline __m512i avx512_imulhi_u32(__m512i a, __m512i b) {
+    __m512i even = _mm512_mul_epu32(a, b);
+    __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(even, 32), odd);
+}
+#define V_IMULHI_U32 avx512_imulhi_u32
 
 /* vscalefps rounds p * 2^kf once, as the contract's (p * 2^k1) * 2^k2 does:
  * p * 2^k1 is exact, so the second multiply is the only rounding, overflow

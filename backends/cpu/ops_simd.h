@@ -34,6 +34,16 @@
  *   V_HMAX_ALL(v) -> every lane the greatest lane of v by V_MAX (the sign of
  *                    a zero and NaN as V_MAX's lane order makes them)
  *   V_SQRT           correctly rounded square root, lane by lane
+ *   V_FMS(a,b,c)     a*b-c, rounded once
+ *   V_ROUND_FLOOR, V_ROUND_CEIL, V_ROUND_EVEN -> IEEE roundToIntegral
+ *   VI and its 32-bit lanes: V_BITS(VF), V_FROM_BITS(VI) (casts), V_ILOAD,
+ *                    V_IADD, V_ISUB, V_IAND, V_IOR, V_IXOR, V_ISLL/V_ISRL/
+ *                    V_ISRA (by a constant), V_ISLLV/V_ISRLV (by lane; 32 or
+ *                    more gives 0), V_IMULLO, V_IMULHI_U32 (the low and high
+ *                    words of the unsigned 64-bit product), V_IMAXU, V_ICVT
+ *                    (int32 to float), V_IEQ -> VM, V_IEQ01 -> 1 or 0 a lane,
+ *                    V_ISELECT(m, a, b), V_ITABLE8(idx, t) = t[idx] for idx
+ *                    in 0..7
  *   V_GROUP          short rows computed together (a row group)
  *   V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of each row's
  *                    register r[g], packed: row g's sum in one lane
@@ -295,6 +305,218 @@ static inline float V_FN(v_tree_finish)(VF acc[V_NACC]) {
         }                                                                                          \
     } while (0)
 
+/* ---- sqrt, 1/x, 1/sqrt(x), abs, neg, floor, ceil, round, log, sin, cos ----
+ * Lane by lane the steps of bmath.h's scalar functions, in the same order;
+ * where the scalar code branches on a lane's value, both sides are computed
+ * and the lane's side selected, and each scalar early return becomes a
+ * select at the end. */
+
+static inline VF V_FN(v_sqrt)(VF x) {
+    return V_FN(v_canon)(V_SQRT(x));
+}
+
+static inline VF V_FN(v_recip)(VF x) {
+    return V_FN(v_canon)(V_DIV(V_SET1(1.0f), x));
+}
+
+static inline VF V_FN(v_rsqrt)(VF x) {
+    return V_FN(v_canon)(V_DIV(V_SET1(1.0f), V_SQRT(x)));
+}
+
+static inline VF V_FN(v_abs_op)(VF x) {
+    return V_FN(v_canon)(V_FN(v_abs)(x));
+}
+
+static inline VF V_FN(v_neg)(VF x) {
+    return V_FN(v_canon)(V_FROM_BITS(V_IXOR(V_BITS(x), V_ISET1(INT32_MIN))));
+}
+
+/* The hardware's round to integral (roundps, vrndscaleps) is IEEE 754's
+ * roundToIntegral in the given direction: exact, so it has one answer,
+ * which bib_round_integral computes from the bits (+-0, +-Inf and
+ * |x| >= 2^23 unchanged, a result below 1 in magnitude keeping x's sign).
+ * Only the NaN needs canonicalizing. */
+static inline VF V_FN(v_floor)(VF x) {
+    return V_FN(v_canon)(V_ROUND_FLOOR(x));
+}
+
+static inline VF V_FN(v_ceil)(VF x) {
+    return V_FN(v_canon)(V_ROUND_CEIL(x));
+}
+
+static inline VF V_FN(v_round)(VF x) {
+    return V_FN(v_canon)(V_ROUND_EVEN(x));
+}
+
+/* bib_log: bib_log_hl's steps on every lane, then the special cases. */
+static inline VF V_FN(v_log)(VF x) {
+    VM sub = V_LT(x, V_SET1(0x1p-126f)); /* denormal (and lanes selected away below) */
+    VF xs = V_SELECT(sub, V_MUL(x, V_SET1(0x1p25f)), x);
+    VI u = V_BITS(xs);
+    VI e = V_ISRA(V_ISUB(u, V_ISET1((int32_t)BIB_LOG_SQRTHALF_BITS)), 23);
+    VI k = V_IADD(V_ISELECT(sub, V_ISET1(-25), V_ISET1(0)), e);
+    VF m = V_FROM_BITS(V_ISUB(u, V_ISLL(e, 23)));
+    VF f = V_SUB(m, V_SET1(1.0f));
+    VF d = V_ADD(V_SET1(2.0f), f);
+    VF dl = V_SUB(f, V_SUB(d, V_SET1(2.0f)));
+    VF sh = V_DIV(f, d);
+    VF r = V_FNMA(sh, d, f);
+    r = V_FNMA(sh, dl, r);
+    VF sl = V_DIV(r, d);
+    VF z = V_MUL(sh, sh);
+    VF ze = V_FMS(sh, sh, z);
+    VF rz = V_SET1(BIB_LOG_P4);
+    rz = V_FMA(rz, z, V_SET1(BIB_LOG_P3));
+    rz = V_FMA(rz, z, V_SET1(BIB_LOG_P2));
+    rz = V_FMA(rz, z, V_SET1(BIB_LOG_P1));
+    VF c = V_MUL(sh, z);
+    VF ce = V_FMS(sh, z, c);
+    VF th = V_MUL(V_SET1(BIB_LOG_P0), c);
+    VF the = V_FMS(V_SET1(BIB_LOG_P0), c, th);
+    VF cube_lo = V_ADD(V_ADD(ce, V_MUL(sh, ze)), V_MUL(V_SET1(3.0f), V_MUL(z, sl)));
+    VF tl = V_ADD(
+        V_ADD(V_ADD(the, V_MUL(V_SET1(BIB_LOG_P0), cube_lo)), V_MUL(V_SET1(BIB_LOG_P0_LO), c)),
+        V_MUL(c, V_MUL(z, rz)));
+    VF kf = V_ICVT(k);
+    VF kh = V_MUL(kf, V_SET1(BIB_EXP_LN2_HI));
+    VF kl = V_MUL(kf, V_SET1(BIB_EXP_LN2_LO));
+    VF kle = V_FMS(kf, V_SET1(BIB_EXP_LN2_LO), kl);
+    VF s2 = V_ADD(sh, sh);
+    VF h1 = V_ADD(kh, s2);
+    VF l1 = V_SUB(s2, V_SUB(h1, kh));
+    VF h = V_ADD(h1, th);
+    VF l2 = V_SUB(th, V_SUB(h, h1));
+    VF small = V_ADD(V_ADD(l1, l2), V_ADD(V_ADD(V_ADD(sl, sl), tl), V_ADD(kl, kle)));
+    VF hi = V_ADD(h, small);
+    VF lo = V_SUB(small, V_SUB(hi, h));
+    VF y = V_ADD(hi, lo);
+    y = V_SELECT(V_EQ(x, V_ZERO()), V_SET1(-INFINITY), y);
+    y = V_SELECT(V_EQ(x, V_SET1(INFINITY)), V_SET1(INFINITY), y);
+    VM nan = V_MASK_OR(V_LT(x, V_ZERO()), V_UNORD(x, x));
+    return V_SELECT(nan, V_SET1(bib_f32_canonical_nan()), y);
+}
+
+/* bib_two_over_pi padded to a vector's 16 lanes: bib_rem_pio2 reads words
+ * o .. o + 3 with o = (e - 120) >> 5 <= 4 for a finite x, so a lane's words
+ * come from the first 8 by a register permute. */
+static const uint32_t V_FN(two_over_pi16)[16] = {BIB_TWO_OVER_PI_WORDS};
+
+/* The number of leading zero bits of each lane (v != 0): from the exponent
+ * of the float of its top or bottom 16 bits, which converts exactly. */
+static inline VI V_FN(v_clz)(VI v) {
+    VI hi = V_ISRL(v, 16);
+    VM none = V_IEQ(hi, V_ISET1(0));
+    VI w = V_ISELECT(none, V_IAND(v, V_ISET1(0xFFFF)), hi);
+    VI lg = V_ISUB(V_ISRL(V_BITS(V_ICVT(w)), 23), V_ISET1(127));
+    return V_ISUB(V_ISELECT(none, V_ISET1(31), V_ISET1(15)), lg);
+}
+
+/* bib_rem_pio2 on every lane of ax (lanes below pi/4 give values the caller
+ * selects away): the same integer steps, the 32 x 32 -> 64-bit products as
+ * their low and high words, a shift by 32 giving 0 where the scalar code
+ * tests for a shift of 0. */
+static inline __attribute__((always_inline)) VI V_FN(v_rem_pio2)(VI ax, VF *hi, VF *lo) {
+    const VI zero = V_ISET1(0), ones = V_ISET1(-1), low30 = V_ISET1(0x3FFFFFFF);
+    VI m = V_IOR(V_IAND(ax, V_ISET1(0x7FFFFF)), V_ISET1(0x800000));
+    VI k = V_ISUB(V_ISRL(ax, 23), V_ISET1(120));
+    VI o = V_ISRL(k, 5), sh = V_IAND(k, V_ISET1(31)), rsh = V_ISUB(V_ISET1(32), sh);
+    VI table = V_ILOAD(V_FN(two_over_pi16));
+    VI t[4], w[3];
+    for (int j = 0; j < 4; j++)
+        t[j] = V_ITABLE8(V_IADD(o, V_ISET1(j)), table);
+    for (int j = 0; j < 3; j++)
+        w[j] = V_IOR(V_ISLLV(t[j], sh), V_ISRLV(t[j + 1], rsh));
+    VI f0 = V_IMULLO(m, w[2]);
+    VI p1lo = V_IMULLO(m, w[1]);
+    VI f1 = V_IADD(p1lo, V_IMULHI_U32(m, w[2]));
+    VI carry = V_IXOR(V_IEQ01(V_IMAXU(f1, p1lo), f1), V_ISET1(1)); /* f1 < p1lo */
+    VI f2 = V_IADD(V_IADD(V_IMULLO(m, w[0]), V_IMULHI_U32(m, w[1])), carry);
+    VI q = V_ISRL(f2, 30);
+    f2 = V_IAND(f2, low30);
+    VM pos = V_IEQ(V_ISRL(f2, 29), zero);
+    VI c = V_IEQ01(f0, zero);
+    VI n1 = V_IADD(V_IXOR(f1, ones), c);
+    c = V_IAND(c, V_IEQ01(n1, zero));
+    VI n2 = V_IAND(V_IADD(V_IXOR(f2, ones), c), low30);
+    f0 = V_ISELECT(pos, f0, V_ISUB(zero, f0));
+    f1 = V_ISELECT(pos, f1, n1);
+    f2 = V_ISELECT(pos, f2, n2);
+    q = V_ISELECT(pos, q, V_IADD(q, V_ISET1(1)));
+    f2 = V_IOR(V_ISLL(f2, 2), V_ISRL(f1, 30));
+    f1 = V_IOR(V_ISLL(f1, 2), V_ISRL(f0, 30));
+    f0 = V_ISLL(f0, 2);
+    VI lz = zero;
+    VM z2 = V_IEQ(f2, zero);
+    /* Never for a lane that needs the reduction (no binary32 at or above pi/4
+       cancels more than 29 bits), but kept as bib_rem_pio2 keeps it. */
+    if (V_MASK_ANY(z2)) {
+        f2 = V_ISELECT(z2, f1, f2);
+        f1 = V_ISELECT(z2, f0, f1);
+        lz = V_ISELECT(z2, V_ISET1(32), zero);
+        z2 = V_IEQ(f2, zero);
+        f2 = V_ISELECT(z2, f1, f2);
+        f1 = V_ISELECT(z2, zero, f1);
+        lz = V_ISELECT(z2, V_IADD(lz, V_ISET1(32)), lz);
+    }
+    VI s = V_FN(v_clz)(f2);
+    f2 = V_IOR(V_ISLLV(f2, s), V_ISRLV(f1, V_ISUB(V_ISET1(32), s)));
+    f1 = V_ISLLV(f1, s);
+    lz = V_IADD(lz, s);
+    VF fh = V_MUL(V_ICVT(V_ISRL(f2, 8)), V_FROM_BITS(V_ISLL(V_ISUB(V_ISET1(127 - 24), lz), 23)));
+    VI flbits = V_IOR(V_ISLL(V_IAND(f2, V_ISET1(0xFF)), 16), V_ISRL(f1, 16));
+    VF fl = V_MUL(V_ICVT(flbits), V_FROM_BITS(V_ISLL(V_ISUB(V_ISET1(127 - 48), lz), 23)));
+    VI sign = V_ISELECT(pos, zero, V_ISET1(INT32_MIN));
+    fh = V_FROM_BITS(V_IXOR(V_BITS(fh), sign));
+    fl = V_FROM_BITS(V_IXOR(V_BITS(fl), sign));
+    VF rh = V_MUL(fh, V_SET1(BIB_PIO2_HI));
+    VF rl = V_FMA(fh, V_SET1(BIB_PIO2_LO),
+                  V_FMA(fl, V_SET1(BIB_PIO2_HI), V_FMS(fh, V_SET1(BIB_PIO2_HI), rh)));
+    VF r = V_ADD(rh, rl);
+    *hi = r;
+    *lo = V_SUB(rl, V_SUB(r, rh));
+    return V_IAND(q, V_ISET1(3));
+}
+
+/* bib_sincos: both kernels on every lane, each lane taking its quadrant's. */
+static inline __attribute__((always_inline)) VF V_FN(v_sincos)(VF x, int want_cos) {
+    VI u = V_BITS(x), ax = V_IAND(u, V_ISET1(0x7FFFFFFF));
+    VF a = V_FROM_BITS(ax);
+    VF r = a, c = V_ZERO();
+    VI q = V_ISET1(0);
+    VM reduce = V_GE(a, V_SET1(0x1.921fb6p-1f)); /* bits 0x3F490FDB: |x| >= pi/4 */
+    if (V_MASK_ANY(reduce)) {
+        VF rr, cr;
+        VI qr = V_FN(v_rem_pio2)(ax, &rr, &cr);
+        r = V_SELECT(reduce, rr, r);
+        c = V_SELECT(reduce, cr, c);
+        q = V_ISELECT(reduce, qr, q);
+    }
+    VI n = V_IAND(V_IADD(q, V_ISET1(want_cos)), V_ISET1(3));
+    VF z = V_MUL(r, r);
+    VF ps = V_FMA(V_FMA(z, V_SET1(BIB_SIN_S2), V_SET1(BIB_SIN_S1)), z, V_SET1(BIB_SIN_S0));
+    VF ys = V_ADD(r, V_FMA(V_MUL(z, r), ps, c));
+    VF pc = V_FMA(V_FMA(z, V_SET1(BIB_COS_C2), V_SET1(BIB_COS_C1)), z, V_SET1(BIB_COS_C0));
+    VF hz = V_MUL(V_SET1(0.5f), z);
+    VF w = V_SUB(V_SET1(1.0f), hz);
+    VF yc = V_ADD(w, V_ADD(V_SUB(V_SUB(V_SET1(1.0f), w), hz), V_FMS(V_MUL(z, z), pc, V_MUL(r, c))));
+    VF y = V_SELECT(V_IEQ(V_IAND(n, V_ISET1(1)), V_ISET1(1)), yc, ys);
+    VI sign = V_ISLL(V_ISRL(n, 1), 31);
+    if (!want_cos)
+        sign = V_IXOR(sign, V_IAND(u, V_ISET1(INT32_MIN)));
+    y = V_FROM_BITS(V_IXOR(V_BITS(y), sign));
+    y = V_SELECT(V_LT(a, V_SET1(0x1p-12f)), want_cos ? V_SET1(1.0f) : x, y);
+    VM bad = V_MASK_OR(V_UNORD(x, x), V_EQ(a, V_SET1(INFINITY)));
+    return V_SELECT(bad, V_SET1(bib_f32_canonical_nan()), y);
+}
+
+static inline VF V_FN(v_sin)(VF x) {
+    return V_FN(v_sincos)(x, 0);
+}
+
+static inline VF V_FN(v_cos)(VF x) {
+    return V_FN(v_sincos)(x, 1);
+}
+
 /* The unary ops with a vector form, X(op, its V_FN function). */
 #define V_UNARY_VECTOR_OPS(X)                                                                      \
     X(RELU, v_relu)                                                                                \
@@ -303,7 +525,18 @@ static inline float V_FN(v_tree_finish)(VF acc[V_NACC]) {
     X(GELU, v_gelu)                                                                                \
     X(EXP, v_exp)                                                                                  \
     X(ERF, v_erf)                                                                                  \
-    X(GELU_ERF, v_gelu_erf)
+    X(GELU_ERF, v_gelu_erf)                                                                        \
+    X(LOG, v_log)                                                                                  \
+    X(SQRT, v_sqrt)                                                                                \
+    X(RSQRT, v_rsqrt)                                                                              \
+    X(RECIP, v_recip)                                                                              \
+    X(ABS, v_abs_op)                                                                               \
+    X(NEG, v_neg)                                                                                  \
+    X(FLOOR, v_floor)                                                                              \
+    X(CEIL, v_ceil)                                                                                \
+    X(ROUND, v_round)                                                                              \
+    X(SIN, v_sin)                                                                                  \
+    X(COS, v_cos)
 
 static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) {
     switch (op) {
@@ -313,23 +546,12 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
         return;
         V_UNARY_VECTOR_OPS(V_UNARY_CASE)
 #undef V_UNARY_CASE
-    case BIB_UNARY_LOG:
-    case BIB_UNARY_SQRT:
-    case BIB_UNARY_RSQRT:
-    case BIB_UNARY_RECIP:
-    case BIB_UNARY_ABS:
-    case BIB_UNARY_NEG:
-    case BIB_UNARY_FLOOR:
-    case BIB_UNARY_CEIL:
-    case BIB_UNARY_ROUND:
-    case BIB_UNARY_SIN:
-    case BIB_UNARY_COS:
     case BIB_UNARY__COUNT: /* not an op; -Wswitch names a unary op left out */
         break;
     }
-    /* An op with no vector form listed here runs the scalar reference's
-       steps (same bits, element by element), compiled here with this
-       level's fma. */
+    /* An op given no vector form (listed as a case above) would run the
+       scalar reference's steps here, element by element, compiled with this
+       level's fma: the same bits, several times slower. */
     bib_unary_row(op, x, y, n);
 }
 

@@ -1,12 +1,12 @@
 /* backends/cpu/unary.h: the elementwise unary ops of bib_unary_t, element by
  * element, from bmath.h.
  *
- * The scalar reference (ops.c) runs them, and so do the SIMD levels
- * (ops_simd.h) for the ops that have no vector form. Being inline, each
- * translation unit compiles them with its own flags: in ops_avx2.c and
- * ops_avx512.c an fmaf is the fma instruction rather than a call into libm,
- * which makes the reduction of SIN and COS, LOG's steps and the others
- * several times faster there. The bits are the same: fma is exact either way.
+ * The scalar reference (ops.c) runs them. The SIMD levels run each op's
+ * vector form (ops_simd.h: the same steps lane by lane), and fall back to
+ * these for an op without one. Being inline, each translation unit compiles
+ * them with its own flags: in ops_avx2.c and ops_avx512.c an fmaf is the fma
+ * instruction rather than a call into libm. The bits are the same: fma is
+ * exact either way.
  */
 #ifndef BIB_CPU_UNARY_H
 #define BIB_CPU_UNARY_H
