@@ -75,6 +75,7 @@ typedef __m256i VI;
 #define V_IMULLO _mm256_mullo_epi32
 #define V_IMAXU _mm256_max_epu32
 #define V_ICVT _mm256_cvtepi32_ps
+#define V_FCVT_I _mm256_cvtps_epi32 /* exact for an integral float */
 #define V_IEQ(a, b) _mm256_castsi256_ps(_mm256_cmpeq_epi32((a), (b)))
 #define V_IEQ01(a, b) _mm256_srli_epi32(_mm256_cmpeq_epi32((a), (b)), 31)
 #define V_ISELECT(m, a, b)                                                                         \

@@ -41,14 +41,11 @@
  *                    V_ISRA (by a constant), V_ISLLV/V_ISRLV (by lane; 32 or
  *                    more gives 0), V_IMULLO, V_IMULHI_U32 (the low and high
  *                    words of the unsigned 64-bit product), V_IMAXU, V_ICVT
- *                    (int32 to float), V_IEQ -> VM, V_IEQ01 -> 1 or 0 a lane,
- *                    V_ISELECT(m, a, b), V_ITABLE8(idx, t) = t[idx] for idx
- *                    in 0..7
- *   V_GROUP          short rows computed together (a row group)
- *   V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of each row's
- *                    register r[g], packed: row g's sum in one lane
- *   V_MAX_GROUP(r[V_GROUP])  -> the same shape with V_MAX
- *   V_BCAST_ROW(v, g) -> every lane row g's value of a packed v
+ *                    (int32 to float), V_FCVT_I (an integral float to int32), V_IEQ -> VM, V_IEQ01
+ * -> 1 or 0 a lane, V_ISELECT(m, a, b), V_ITABLE8(idx, t) = t[idx] for idx in 0..7 V_GROUP short
+ * rows computed together (a row group) V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of
+ * each row's register r[g], packed: row g's sum in one lane V_MAX_GROUP(r[V_GROUP])  -> the same
+ * shape with V_MAX V_BCAST_ROW(v, g) -> every lane row g's value of a packed v
  */
 
 #define V_CAT2(a, b) a##_##b
@@ -73,6 +70,31 @@ static inline VF V_FN(v_canon_rare)(VF y) {
     if (V_MASK_ANY(nan))
         y = V_SELECT(nan, V_SET1(bib_f32_canonical_nan()), y);
     return y;
+}
+
+/* p * 2^k for p in (1/2, 2) and integral kf = k in [-150, 128], rounded
+ * once, as V_SCALE2K gives it. A lane with k <= -126 has a result below
+ * 2^-125: subnormal, or zero, or just above the normal range's start.
+ * The core takes a microcode assist (a hundred cycles and more) for a
+ * vector operation whose result underflows, which made every exp(-Inf)
+ * of a masked softmax row cost 30 times an ordinary exp. Those lanes are
+ * rounded from p's bits instead: with p = M 2^(e-150), M its 24-bit
+ * significand, the result's bits are 2M / 2^s rounded to nearest, ties to
+ * even (s = 2 - e - k >= 1: the grid of 2^-149 that subnormals and the
+ * first normal binade share), and a carry into bit 23 is the smallest
+ * normal. The other lanes scale by 2^0 meanwhile, which cannot underflow. */
+static inline VF V_FN(v_scale2k)(VF p, VF kf) {
+    VM tiny = V_LT(kf, V_SET1(-125.5f));
+    if (!V_MASK_ANY(tiny))
+        return V_SCALE2K(p, kf);
+    VF y = V_SCALE2K(p, V_SELECT(tiny, V_ZERO(), kf));
+    VI pb = V_BITS(p);
+    VI m2 = V_ISLL(V_IOR(V_IAND(pb, V_ISET1(0x7FFFFF)), V_ISET1(0x800000)), 1);
+    VI s = V_ISUB(V_ISUB(V_ISET1(2), V_ISRL(pb, 23)), V_FCVT_I(kf));
+    VI half = V_ISLLV(V_ISET1(1), V_ISUB(s, V_ISET1(1)));
+    VI odd = V_IAND(V_ISRLV(m2, s), V_ISET1(1));
+    VI bits = V_ISRLV(V_IADD(V_IADD(m2, V_ISUB(half, V_ISET1(1))), odd), s);
+    return V_SELECT(tiny, V_FROM_BITS(bits), y);
 }
 
 /* exp's sequence for x in [LO, HI], on `count` vectors in step: each
@@ -114,7 +136,7 @@ static inline __attribute__((always_inline)) void V_FN(v_exp_core_n)(VF x[], int
     }
     V_UNROLL
     for (int a = 0; a < count; a++)
-        x[a] = V_SCALE2K(p[a], kf[a]); /* (p * 2^k1) * 2^k2, p * 2^k1 exact */
+        x[a] = V_FN(v_scale2k)(p[a], kf[a]); /* (p * 2^k1) * 2^k2, p * 2^k1 exact */
 }
 
 /* The vectors of one tree block that go through exp in step. */
