@@ -86,6 +86,7 @@ typedef struct bib_device_facts {
     uint64_t shared_memory_bytes; /* workgroup (block) shared memory */
     uint32_t compute_units;       /* SMs (CUDA); 0 where not reported */
     uint32_t max_threads;         /* the CPU executor's thread cap */
+    uint32_t loop_limit;          /* loop iterations an invocation may run; 0: none found */
 } bib_device_facts_t;
 
 /* What the host machine offers the CPU executor, for `bib info` (the

@@ -190,9 +190,9 @@ static void json_facts(FILE *out, const bib_info_device_t *d) {
     json_number_or_null(out, d->memory_bytes);
     fprintf(out, ",\"limits\":{");
     const char *lnames[] = {"max_buffer_bytes", "max_workgroup", "shared_memory_bytes",
-                            "compute_units", "max_threads"};
+                            "compute_units",    "max_threads",   "loop_iterations"};
     uint64_t lvalues[] = {d->max_buffer_bytes, d->max_workgroup, d->shared_memory_bytes,
-                          d->compute_units, d->max_threads};
+                          d->compute_units,    d->max_threads,   d->loop_limit};
     for (size_t i = 0; i < sizeof lnames / sizeof lnames[0]; i++) {
         fprintf(out, "%s\"%s\":", i ? "," : "", lnames[i]);
         json_number_or_null(out, lvalues[i]);

@@ -694,6 +694,9 @@ typedef struct bib_info_device_s {
     uint64_t shared_memory_bytes; /* workgroup (block) shared memory */
     uint32_t compute_units;       /* SMs (CUDA) */
     uint32_t max_threads;         /* the cpu executor's thread cap (--threads) */
+    uint32_t loop_limit;          /* loop iterations one shader invocation may run, as the
+                                     start-up probe found it (lavapipe: 65535); 0: none found.
+                                     A call that could loop more runs on the cpu executor */
 } bib_info_device_t;
 BIB_API bib_status_t bib_info_device(const bib_info_t *info, uint32_t executor, uint32_t index,
                                      bib_info_device_t *device);

@@ -175,7 +175,8 @@ static void take_device(executor_fact_t *e, uint32_t d, const bib_executor_ops_t
                                  .max_workgroup = k->max_workgroup,
                                  .shared_memory_bytes = k->shared_memory_bytes,
                                  .compute_units = k->compute_units,
-                                 .max_threads = k->max_threads};
+                                 .max_threads = k->max_threads,
+                                 .loop_limit = k->loop_limit};
 }
 
 /* Measures (or reads from the cache) auto's model of the started ex. */

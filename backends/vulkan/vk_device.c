@@ -1405,6 +1405,7 @@ bib_status_t bib_vk_init(const bib_executor_config_t *config, bib_executor_t **o
     f->max_buffer_bytes = ex->props.limits.maxStorageBufferRange;
     f->max_workgroup = ex->props.limits.maxComputeWorkGroupInvocations;
     f->shared_memory_bytes = ex->props.limits.maxComputeSharedMemorySize;
+    f->loop_limit = ex->loop_limit;
     *out = ex;
     return BIB_OK;
 }

@@ -109,7 +109,7 @@ for d in devices:
         assert isinstance(d[k], str) and d[k], (k, d)
     assert isinstance(d['fp64'], bool), d
     assert d['memory_bytes'] is None or d['memory_bytes'] > 0, d
-    assert set(d['limits']) == {'max_buffer_bytes', 'max_workgroup', 'shared_memory_bytes', 'compute_units', 'max_threads'}, d
+    assert set(d['limits']) == {'max_buffer_bytes', 'max_workgroup', 'shared_memory_bytes', 'compute_units', 'max_threads', 'loop_iterations'}, d
     for v in d['limits'].values():
         assert v is None or (isinstance(v, int) and v > 0), d
 assert r['cpu']['kind'] == 'CPU' and r['cpu']['limits']['max_threads'] == 256, r['cpu']
@@ -119,6 +119,9 @@ for g in r['gpu_executors']:
             # the same facts as the describe string, one by one
             assert 'fma: ' + d['fma'] in d['describe'] and 'denormals: ' + d['denormals'] in d['describe'], d
             assert d['limits']['max_buffer_bytes'] > 0 and d['limits']['max_workgroup'] > 0, d
+            # the probed loop limit, as the describe string gives it
+            n = d['limits']['loop_iterations']
+            assert ('loops: %d iterations an invocation' % n if n else 'loops: no limit found') in d['describe'], d
 " 2>"$T/err"; then ok "--json gives fma, denormals, rounding, memory and limits as fields of every device"; else bad "--json device fields: $(cat "$T/err")"; fi
 
 # A CUDA device's fields, on the mock driver (tests/unit builds it).

@@ -221,13 +221,32 @@ Test(abi, info_structs_from_a_newer_header_read_zeros_past_what_the_library_know
     bib_info_free(info);
 }
 
+/* A host compiled against the first bib_info_device_t, which ended at
+ * max_threads: it gets its fields, and nothing is written past them. */
+Test(abi, info_device_of_the_first_version_gets_its_fields_only) {
+    bib_info_t *info = gather();
+    union {
+        bib_info_device_t d;
+        unsigned char bytes[sizeof(bib_info_device_t)];
+    } old;
+    memset(&old, 0xab, sizeof old);
+    old.d.size = offsetof(bib_info_device_t, max_threads) + sizeof old.d.max_threads;
+    cr_assert_eq(bib_info_device(info, 0, 0, &old.d), BIB_OK);
+    cr_assert_eq(old.d.max_threads, 256, "the cpu executor's thread cap");
+    for (size_t b = old.d.size; b < sizeof old; b++)
+        cr_assert_eq(old.bytes[b], 0xab, "byte %zu past the first version's size was written", b);
+    bib_info_free(info);
+}
+
 Test(abi, info_structs_smaller_than_their_first_version_are_refused) {
     bib_info_t *info = gather();
     bib_info_cpu_t cpu = {.size = sizeof cpu - 1};
     cr_assert_eq(bib_info_cpu(info, &cpu), BIB_E_USAGE);
     bib_info_executor_t e = {.size = 0};
     cr_assert_eq(bib_info_executor(info, 0, &e), BIB_E_USAGE);
-    bib_info_device_t d = {.size = sizeof d - 1};
+    /* The first version ended at max_threads (loop_limit came later). */
+    bib_info_device_t d = {.size =
+                               offsetof(bib_info_device_t, max_threads) + sizeof d.max_threads - 1};
     cr_assert_eq(bib_info_device(info, 0, 0, &d), BIB_E_USAGE);
     bib_info_placement_t p = {.size = sizeof p - 1};
     cr_assert_eq(bib_info_placement(info, &p), BIB_E_USAGE);
