@@ -77,6 +77,7 @@ typedef __m256i VI;
 #define V_ICVT _mm256_cvtepi32_ps
 #define V_FCVT_I _mm256_cvtps_epi32 /* exact for an integral float */
 #define V_IEQ(a, b) _mm256_castsi256_ps(_mm256_cmpeq_epi32((a), (b)))
+#define V_IGT(a, b) _mm256_castsi256_ps(_mm256_cmpgt_epi32((a), (b)))
 #define V_IEQ01(a, b) _mm256_srli_epi32(_mm256_cmpeq_epi32((a), (b)), 31)
 #define V_ISELECT(m, a, b)                                                                         \
     _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(b), _mm256_castsi256_ps(a), (m)))

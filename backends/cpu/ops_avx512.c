@@ -78,6 +78,7 @@ typedef __m512i VI;
 #define V_ICVT _mm512_cvtepi32_ps
 #define V_FCVT_I _mm512_cvtps_epi32 /* exact for an integral float */
 #define V_IEQ(a, b) _mm512_cmpeq_epi32_mask((a), (b))
+#define V_IGT(a, b) _mm512_cmpgt_epi32_mask((a), (b))
 #define V_IEQ01(a, b) _mm512_maskz_set1_epi32(_mm512_cmpeq_epi32_mask((a), (b)), 1)
 #define V_ISELECT(m, a, b) _mm512_mask_blend_epi32((m), (b), (a))
 #define V_ITABLE8(idx, table) _mm512_permutexvar_epi32((idx), (table))

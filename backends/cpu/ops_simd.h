@@ -41,7 +41,8 @@
  *                    V_ISRA (by a constant), V_ISLLV/V_ISRLV (by lane; 32 or
  *                    more gives 0), V_IMULLO, V_IMULHI_U32 (the low and high
  *                    words of the unsigned 64-bit product), V_IMAXU, V_ICVT
- *                    (int32 to float), V_FCVT_I (an integral float to int32), V_IEQ -> VM, V_IEQ01
+ *                    (int32 to float), V_FCVT_I (an integral float to int32), V_IGT
+ *                    (signed) and V_IEQ -> VM, V_IEQ01
  * -> 1 or 0 a lane, V_ISELECT(m, a, b), V_ITABLE8(idx, t) = t[idx] for idx in 0..7 V_GROUP short
  * rows computed together (a row group) V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of
  * each row's register r[g], packed: row g's sum in one lane V_MAX_GROUP(r[V_GROUP])  -> the same
@@ -577,6 +578,18 @@ static void V_FN(row_unary)(bib_unary_t op, const float *x, float *y, size_t n) 
     bib_unary_row(op, x, y, n);
 }
 
+/* bib_min2 and bib_max2: the order of V_ORDER_KEY's integers (-0 < +0),
+ * then the canonical NaN where either lane is NaN. */
+static inline VF V_FN(v_min2)(VF a, VF b) {
+    VF m = V_SELECT(V_IGT(V_ORDER_KEY(a), V_ORDER_KEY(b)), b, a);
+    return V_SELECT(V_UNORD(a, b), V_SET1(bib_f32_canonical_nan()), m);
+}
+
+static inline VF V_FN(v_max2)(VF a, VF b) {
+    VF m = V_SELECT(V_IGT(V_ORDER_KEY(b), V_ORDER_KEY(a)), b, a);
+    return V_SELECT(V_UNORD(a, b), V_SET1(bib_f32_canonical_nan()), m);
+}
+
 static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
     switch (op) {
     case BIB_BINARY_ADD:
@@ -587,9 +600,11 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
         return V_FN(v_canon)(V_MUL(a, b));
     case BIB_BINARY_DIV:
         return V_FN(v_canon)(V_DIV(a, b));
-    case BIB_BINARY_POW: /* row_binary runs these on the scalar reference */
     case BIB_BINARY_MIN:
+        return V_FN(v_min2)(a, b);
     case BIB_BINARY_MAX:
+        return V_FN(v_max2)(a, b);
+    case BIB_BINARY_POW:    /* row_binary runs it on the scalar reference */
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
     }
@@ -598,7 +613,7 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
 
 static void V_FN(row_binary)(bib_binary_t op, const float *a, const float *b, size_t b_step,
                              float *y, size_t n) {
-    if (op == BIB_BINARY_POW || op == BIB_BINARY_MIN || op == BIB_BINARY_MAX) {
+    if (op == BIB_BINARY_POW) {
         /* No vector form: the scalar reference, element by element. */
         bib_cpu_rowops_scalar.binary(op, a, b, b_step, y, n);
         return;

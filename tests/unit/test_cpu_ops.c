@@ -240,6 +240,28 @@ Test(cpu_ops_identity, unary_edge_values_every_level) {
     }
 }
 
+/* Every pair of edge values through every binary op: MIN and MAX order -0
+ * before +0 and give the canonical NaN if either is NaN, which their
+ * vector forms compute from integer keys. */
+Test(cpu_ops_identity, binary_edge_value_pairs_every_level) {
+    float a[NEDGE * NEDGE], b[NEDGE * NEDGE];
+    for (size_t i = 0; i < NEDGE; i++)
+        for (size_t j = 0; j < NEDGE; j++) {
+            a[i * NEDGE + j] = bib_f32_from_bits(edge_bits[i]);
+            b[i * NEDGE + j] = bib_f32_from_bits(edge_bits[j]);
+        }
+    for (uint32_t op = BIB_BINARY_ADD; op < BIB_BINARY__COUNT; op++) {
+        bib_call_t call = {
+            .kernel = BIB_KERNEL_BINARY,
+            .sub = op,
+            .out = view2(NULL, BIB_DTYPE_F32, NEDGE, NEDGE),
+            .in = {view2(a, BIB_DTYPE_F32, NEDGE, NEDGE), view2(b, BIB_DTYPE_F32, NEDGE, NEDGE)}};
+        char what[64];
+        snprintf(what, sizeof what, "binary %u on edge pairs", op);
+        check_identity(what, call, NEDGE * NEDGE * 4);
+    }
+}
+
 /* Fills ref with the scalar reference softmax of rows x rows of n, and
  * checks that every SIMD level gives the same bits in place (y == x). */
 static void softmax_in_place_matches(const float *x, uint32_t rows, uint32_t n, float *ref,
