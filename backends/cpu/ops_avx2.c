@@ -53,7 +53,10 @@ typedef __m256i VI;
 #define V_ISET1 _mm256_set1_epi32
 #define V_MASK_NONE() _mm256_setzero_ps()
 #define V_MASK_OR(a, b) _mm256_or_ps((a), (b))
+#define V_MASK_AND(a, b) _mm256_and_ps((a), (b))
+#define V_MASK_XOR(a, b) _mm256_xor_ps((a), (b))
 #define V_MASK_ANY(m) (_mm256_movemask_ps(m) != 0)
+#define V_MASK_ALL(m) (_mm256_movemask_ps(m) == 0xFF)
 #define V_ROUND_FLOOR(x) _mm256_round_ps((x), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define V_ROUND_CEIL(x) _mm256_round_ps((x), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
 #define V_ROUND_EVEN(x) _mm256_round_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)

@@ -54,7 +54,10 @@ typedef __m512i VI;
 #define V_ISET1 _mm512_set1_epi32
 #define V_MASK_NONE() ((__mmask16)0)
 #define V_MASK_OR(a, b) ((__mmask16)((a) | (b)))
+#define V_MASK_AND(a, b) ((__mmask16)((a) & (b)))
+#define V_MASK_XOR(a, b) ((__mmask16)((a) ^ (b)))
 #define V_MASK_ANY(m) ((m) != 0)
+#define V_MASK_ALL(m) ((m) == (__mmask16)0xFFFF)
 #define V_ROUND_FLOOR(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
 #define V_ROUND_CEIL(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC)
 #define V_ROUND_EVEN(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)

@@ -111,7 +111,8 @@ static inline VF V_FN(v_scale2k)(VF p, VF kf) {
 #ifndef V_EXP_LOCK
 #define V_EXP_LOCK 1 /* the most vectors a caller puts in step */
 #endif
-static inline __attribute__((always_inline)) void V_FN(v_exp_core_n)(VF x[], int count) {
+static inline __attribute__((always_inline)) void V_FN(v_exp_core_n)(VF x[], const VF *lo,
+                                                                     int count) {
     VF kf[V_EXP_LOCK], r[V_EXP_LOCK], p[V_EXP_LOCK];
     V_UNROLL
     for (int a = 0; a < count; a++)
@@ -125,6 +126,10 @@ static inline __attribute__((always_inline)) void V_FN(v_exp_core_n)(VF x[], int
     V_UNROLL
     for (int a = 0; a < count; a++)
         r[a] = V_FNMA(kf[a], V_SET1(BIB_EXP_LN2_LO), r[a]);
+    if (lo != NULL) /* bib_exp_hl: x[a] + lo[a] */
+        V_UNROLL
+    for (int a = 0; a < count; a++)
+        r[a] = V_ADD(r[a], lo[a]);
     V_UNROLL
     for (int a = 0; a < count; a++)
         p[a] = V_FMA(V_SET1(BIB_EXP_C6), r[a], V_SET1(BIB_EXP_C5));
@@ -144,7 +149,7 @@ static inline __attribute__((always_inline)) void V_FN(v_exp_core_n)(VF x[], int
 #define V_EXP_STEP (V_EXP_LOCK < V_NACC ? V_EXP_LOCK : V_NACC)
 
 static inline __attribute__((always_inline)) VF V_FN(v_exp_core)(VF x) {
-    V_FN(v_exp_core_n)(&x, 1);
+    V_FN(v_exp_core_n)(&x, NULL, 1);
     return x;
 }
 
@@ -162,7 +167,7 @@ static inline __attribute__((always_inline)) void V_FN(v_exp_nonpos_n)(VF x[], i
     V_UNROLL
     for (int a = 0; a < count; a++)
         x[a] = V_MAX(V_SET1(BIB_EXP_LO), x[a]);
-    V_FN(v_exp_core_n)(x, count);
+    V_FN(v_exp_core_n)(x, NULL, count);
 }
 
 static inline VF V_FN(v_exp_nonpos)(VF x) {
@@ -371,8 +376,9 @@ static inline VF V_FN(v_round)(VF x) {
     return V_FN(v_canon)(V_ROUND_EVEN(x));
 }
 
-/* bib_log: bib_log_hl's steps on every lane, then the special cases. */
-static inline VF V_FN(v_log)(VF x) {
+/* bib_log_hl's steps on every lane: ln x = *hi + *lo where x is positive
+ * and finite (other lanes give values for the caller to select away). */
+static inline __attribute__((always_inline)) void V_FN(v_log_hl)(VF x, VF *hi_out, VF *lo_out) {
     VM sub = V_LT(x, V_SET1(0x1p-126f)); /* denormal (and lanes selected away below) */
     VF xs = V_SELECT(sub, V_MUL(x, V_SET1(0x1p25f)), x);
     VI u = V_BITS(xs);
@@ -411,12 +417,81 @@ static inline VF V_FN(v_log)(VF x) {
     VF l2 = V_SUB(th, V_SUB(h, h1));
     VF small = V_ADD(V_ADD(l1, l2), V_ADD(V_ADD(V_ADD(sl, sl), tl), V_ADD(kl, kle)));
     VF hi = V_ADD(h, small);
-    VF lo = V_SUB(small, V_SUB(hi, h));
+    *hi_out = hi;
+    *lo_out = V_SUB(small, V_SUB(hi, h));
+}
+
+/* bib_log: bib_log_hl's steps, then the special cases. */
+static inline VF V_FN(v_log)(VF x) {
+    VF hi, lo;
+    V_FN(v_log_hl)(x, &hi, &lo);
     VF y = V_ADD(hi, lo);
     y = V_SELECT(V_EQ(x, V_ZERO()), V_SET1(-INFINITY), y);
     y = V_SELECT(V_EQ(x, V_SET1(INFINITY)), V_SET1(INFINITY), y);
     VM nan = V_MASK_OR(V_LT(x, V_ZERO()), V_UNORD(x, x));
     return V_SELECT(nan, V_SET1(bib_f32_canonical_nan()), y);
+}
+
+/* bib_f32_integer_kind on every lane: 0 not an integer, 1 odd, 2 even. */
+static inline VI V_FN(v_integer_kind)(VF y) {
+    VI u = V_IAND(V_BITS(y), V_ISET1(0x7FFFFFFF));
+    VI e = V_ISUB(V_ISRL(u, 23), V_ISET1(127));
+    VI frac = V_ISRLV(V_ISET1(0x7FFFFF), e); /* e < 0 or e > 23: selected below */
+    VI units = V_ISRLV(u, V_ISUB(V_ISET1(23), e));
+    VI kind = V_ISELECT(V_IEQ(V_IAND(u, frac), V_ISET1(0)),
+                        V_ISUB(V_ISET1(2), V_IAND(units, V_ISET1(1))), V_ISET1(0));
+    kind = V_ISELECT(V_IGT(e, V_ISET1(23)), V_ISET1(2), kind);
+    kind = V_ISELECT(V_IGT(V_ISET1(0), e), V_ISET1(0), kind);
+    kind = V_ISELECT(V_IGT(u, V_ISET1(0x7F7FFFFF)), V_ISET1(0), kind);
+    return V_ISELECT(V_IEQ(u, V_ISET1(0)), V_ISET1(2), kind);
+}
+
+/* bib_pow: the general path (ln|x| as hi + lo, times y in double-float,
+ * exp of the two parts), then the scalar code's early returns as selects,
+ * the last taken first so that the first wins. A vector whose lanes all
+ * return early (a broadcast y of 1/2, say) skips the general path. */
+static inline VF V_FN(v_pow)(VF x, VF y) {
+    const VF one = V_SET1(1.0f), inf = V_SET1(INFINITY), nan = V_SET1(bib_f32_canonical_nan());
+    VI xs = V_IAND(V_BITS(x), V_ISET1(INT32_MIN));
+    VF ax = V_FROM_BITS(V_IAND(V_BITS(x), V_ISET1(0x7FFFFFFF)));
+    VI kind = V_FN(v_integer_kind)(y);
+    VI rsign = V_ISELECT(V_IEQ(kind, V_ISET1(1)), xs, V_ISET1(0));
+    VM trivial = V_MASK_OR(V_MASK_OR(V_EQ(y, V_ZERO()), V_EQ(x, one)), V_UNORD(x, y));
+    trivial = V_MASK_OR(trivial, V_MASK_OR(V_EQ(y, one), V_EQ(y, V_SET1(2.0f))));
+    trivial = V_MASK_OR(trivial, V_MASK_OR(V_EQ(y, V_SET1(-1.0f)), V_EQ(y, V_SET1(0.5f))));
+    VM yinf = V_EQ(V_FROM_BITS(V_IAND(V_BITS(y), V_ISET1(0x7FFFFFFF))), inf);
+    VM zero_or_inf = V_MASK_OR(V_EQ(ax, V_ZERO()), V_EQ(ax, inf));
+    VM neg_base = V_MASK_AND(V_IEQ(kind, V_ISET1(0)), V_IEQ(xs, V_ISET1(INT32_MIN)));
+    VF out = nan;
+    if (!V_MASK_ALL(V_MASK_OR(V_MASK_OR(trivial, yinf), V_MASK_OR(zero_or_inf, neg_base)))) {
+        VF lh, ll;
+        V_FN(v_log_hl)(ax, &lh, &ll);
+        VF zh = V_MUL(y, lh);
+        VF ze = V_FMS(y, lh, zh);
+        VF zl = V_FMA(y, ll, ze);
+        VF r = V_MIN(V_SET1(BIB_EXP_HI), V_MAX(V_SET1(BIB_EXP_LO), zh));
+        V_FN(v_exp_core_n)(&r, &zl, 1);
+        r = V_SELECT(V_LT(zh, V_SET1(BIB_EXP_LO)), V_ZERO(), r);
+        r = V_SELECT(V_GT(zh, V_SET1(BIB_EXP_HI)), inf, r);
+        r = V_SELECT(V_UNORD(zh, zh), nan, r);
+        out = V_FROM_BITS(V_IOR(V_BITS(r), rsign));
+    }
+    out = V_SELECT(neg_base, nan, out);
+    /* 0^y and Inf^y: +Inf or +0 by the signs, x's sign for odd integers y */
+    VM differ = V_MASK_XOR(V_EQ(ax, V_ZERO()), V_LT(y, V_ZERO()));
+    VF mag = V_SELECT(differ, V_ZERO(), inf);
+    out = V_SELECT(zero_or_inf, V_FROM_BITS(V_IOR(V_BITS(mag), rsign)), out);
+    VF yinf_r = V_SELECT(V_MASK_XOR(V_LT(ax, one), V_GT(y, V_ZERO())), inf, V_ZERO());
+    yinf_r = V_SELECT(V_EQ(ax, one), one, yinf_r);
+    out = V_SELECT(yinf, yinf_r, out);
+    VF root = V_SELECT(V_EQ(x, V_ZERO()), V_ZERO(), V_FN(v_canon)(V_SQRT(x)));
+    root = V_SELECT(V_EQ(x, V_SET1(-INFINITY)), inf, root);
+    out = V_SELECT(V_EQ(y, V_SET1(0.5f)), root, out);
+    out = V_SELECT(V_EQ(y, V_SET1(-1.0f)), V_DIV(one, x), out);
+    out = V_SELECT(V_EQ(y, V_SET1(2.0f)), V_MUL(x, x), out);
+    out = V_SELECT(V_EQ(y, one), x, out);
+    out = V_SELECT(V_UNORD(x, y), nan, out);
+    return V_SELECT(V_MASK_OR(V_EQ(y, V_ZERO()), V_EQ(x, one)), one, out);
 }
 
 /* bib_two_over_pi padded to a vector's 16 lanes: bib_rem_pio2 reads words
@@ -604,7 +679,8 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
         return V_FN(v_min2)(a, b);
     case BIB_BINARY_MAX:
         return V_FN(v_max2)(a, b);
-    case BIB_BINARY_POW:    /* row_binary runs it on the scalar reference */
+    case BIB_BINARY_POW:
+        return V_FN(v_pow)(a, b);
     case BIB_BINARY__COUNT: /* not an op; -Wswitch names a binary op left out */
         break;
     }
@@ -613,11 +689,6 @@ static inline VF V_FN(v_binary)(bib_binary_t op, VF a, VF b) {
 
 static void V_FN(row_binary)(bib_binary_t op, const float *a, const float *b, size_t b_step,
                              float *y, size_t n) {
-    if (op == BIB_BINARY_POW) {
-        /* No vector form: the scalar reference, element by element. */
-        bib_cpu_rowops_scalar.binary(op, a, b, b_step, y, n);
-        return;
-    }
     size_t i = 0;
     VF bs = V_SET1(b[0]);
     for (; i + V_WIDTH <= n; i += V_WIDTH) {

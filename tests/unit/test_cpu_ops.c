@@ -1547,3 +1547,32 @@ Test(cpu_ops_math, unary_vector_forms_match_the_reference_over_bit_patterns) {
     }
     free(x);
 }
+
+/* POW's vector form (the general path on every lane, then the scalar code's
+ * special cases as selects) against the scalar reference: x over bit
+ * patterns of every binade, y over exponents that take each special case
+ * (0, +-1, 2, -1, 1/2, +-Inf, NaN, odd and even integers, integers past
+ * 2^23 and 2^24, non-integers, overflowing and underflowing ones). */
+Test(cpu_ops_math, pow_vector_form_matches_the_reference) {
+    static const float ys[] = {
+        0.0f,        -0.0f,       1.0f,        -1.0f,      2.0f,        -2.0f,    0.5f,
+        -0.5f,       3.0f,        -3.0f,       4.0f,       1.5f,        2.5f,     1e-3f,
+        -1e-3f,      INFINITY,    -INFINITY,   NAN,        1e10f,       -1e10f,   16777216.0f,
+        16777218.0f, 8388609.0f,  -8388609.0f, 1e-40f,     3.4e38f,     -3.4e38f, 127.0f,
+        -149.0f,     0.33333334f, 7.0f,        1.0000001f, 0.99999994f, -7.25f,   9.875f};
+    enum { STRIDE = 65537, NX = (int)(0xFFFFFFFFu / STRIDE) + 1, NY = sizeof ys / sizeof ys[0] };
+    size_t n = (size_t)NX * NY;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    for (size_t j = 0; j < NY; j++)
+        for (size_t i = 0; i < NX; i++) {
+            x[j * NX + i] = bib_f32_from_bits((uint32_t)(i * STRIDE + j));
+            y[j * NX + i] = ys[j];
+        }
+    bib_call_t call = {.kernel = BIB_KERNEL_BINARY,
+                       .sub = BIB_BINARY_POW,
+                       .out = view2(NULL, BIB_DTYPE_F32, NY, NX),
+                       .in = {view2(x, BIB_DTYPE_F32, NY, NX), view2(y, BIB_DTYPE_F32, NY, NX)}};
+    check_identity("pow over bit patterns", call, n * 4);
+    free(x);
+    free(y);
+}
