@@ -298,6 +298,10 @@ static int mpi_comm_size(int *size) {
                                     : comm.lib.mpi.mpich.comm_size(BIB_MPICH_COMM_WORLD, size);
 }
 
+static void mpi_finalize(void) {
+    (void)(comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.finalize() : comm.lib.mpi.mpich.finalize());
+}
+
 static void mpi_abort(int code) {
     if (comm.lib.abi == ABI_OMPI)
         comm.lib.mpi.ompi.abort(WORLD_OMPI, code);
@@ -360,6 +364,25 @@ static void mpi_error(int code, const char *what, char *why, size_t cap) {
     snprintf(why, cap, "%s: %s", what, text);
 }
 
+/* The rank and size the launcher's environment gives this process (Open
+   MPI's variables before Hydra's, as load() chooses), with the size's
+   variable; false when it names no size above 0. */
+static bool launcher_world(const char **size_var, long *rank, long *size) {
+    static const char *const vars[][2] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+                                          {"PMI_SIZE", "PMI_RANK"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        if (!env_set(vars[i][0]))
+            continue;
+        char *end;
+        *size_var = vars[i][0];
+        *size = strtol(getenv(vars[i][0]), &end, 10);
+        const char *r = getenv(vars[i][1]);
+        *rank = r != NULL ? strtol(r, NULL, 10) : -1;
+        return *end == '\0' && *size > 0;
+    }
+    return false;
+}
+
 bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
     if (comm.started)
         return BIB_OK;
@@ -376,6 +399,28 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
     }
     mpi_comm_rank(&comm.rank);
     mpi_comm_size(&comm.size);
+    /* A library that does not speak to the launcher (another MPI's, named
+       by $BIB_MPI_LIBRARY, or a variable left over from another job) starts
+       a world of one in each process: N runs that each think they are
+       alone, all writing the outputs. */
+    const char *size_var = NULL;
+    long launched_rank = -1, launched = 0;
+    if (launcher_world(&size_var, &launched_rank, &launched) && launched != comm.size) {
+        char which[48] = "";
+        if (launched_rank >= 0)
+            snprintf(which, sizeof which, " (this one rank %ld)", launched_rank);
+        snprintf(why, cap,
+                 "%s says %ld ranks%s while %s (%s) counts %d: it is not the launcher's MPI "
+                 "library, or the variable is left from another job ($BIB_MPI_LIBRARY names "
+                 "the library to load)",
+                 size_var, launched, which, comm.lib.name,
+                 comm.lib.abi == ABI_OMPI ? "Open MPI" : "MPICH", comm.size);
+        if (!comm.host_init)
+            mpi_finalize();
+        comm.rank = 0;
+        comm.size = 1;
+        return BIB_E_UNAVAILABLE;
+    }
     comm.timeout_ms = timeout_ms;
     comm.started = true;
     return BIB_OK;
@@ -383,8 +428,7 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
 
 void bib_comm_stop(void) {
     if (comm.started && !comm.stopped && !comm.host_init)
-        (void)(comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.finalize()
-                                        : comm.lib.mpi.mpich.finalize());
+        mpi_finalize();
     comm.stopped = !comm.host_init;
 }
 

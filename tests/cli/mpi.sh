@@ -486,6 +486,24 @@ elif grep -q "bib: started by mpirun, but libmpi-absent.so.40 could not be loade
 else
     bad "missing libmpi: $(cat "$T/out")"
 fi
+# A launcher's variable left over from another job, or an MPI library that
+# is not the launcher's: MPI then starts a world of one in each process,
+# which must not run as if alone (N runs writing the same outputs).
+if env $LAUNCH_ENV=2 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
+    bad "a stale $LAUNCH_ENV=2 ran as a world of one"
+elif grep -q "bib: started by mpirun, but $LAUNCH_ENV says 2 ranks while lib.* counts 1: it is not the launcher's MPI library" "$T/out"; then
+    ok "a stale $LAUNCH_ENV=2 with a world of one is refused, both counts named"
+else
+    bad "stale $LAUNCH_ENV: $(cat "$T/out")"
+fi
+if [ "$FLAVOR" = openmpi ]; then OTHER=libmpich.so.12; else OTHER=libmpi.so.40; fi
+if env BIB_MPI_LIBRARY=$OTHER $BIB info | grep -q "^  \$BIB_MPI_LIBRARY: $OTHER: .* ABI"; then
+    expect_all "the other launcher's MPI library (each rank a world of one) is refused on every rank" \
+        2 69 "bib: started by mpirun, but $LAUNCH_ENV says 2 ranks (this one rank [01]) while $OTHER" \
+        env BIB_MPI_LIBRARY=$OTHER $BIB run "$T/trap.basm"
+else
+    echo "SKIP: the other launcher's library: $OTHER is not installed"
+fi
 # A library that is not MPI at all, named by $BIB_MPI_LIBRARY.
 if env $LAUNCH_ENV=2 BIB_MPI_LIBRARY=libz.so.1 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
     bad "libz as the MPI library ran"
