@@ -510,6 +510,9 @@ static bib_status_t finish(int rc, mpi_request_t *req, const char *call, int *in
     return st;
 }
 
+/* The most bytes one broadcast moves: MPI's counts are int. */
+#define BIB_COMM_PIECE ((size_t)1 << 30)
+
 static bool fits_int(uint64_t n) {
     return n <= (uint64_t)INT_MAX;
 }
@@ -557,14 +560,21 @@ bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, con
         snprintf(why, cap, "allgatherv: host out of memory");
         return BIB_E_NOMEM;
     }
+    if (!fits_int(bytes) || !to_ints(counts, ints, comm.size) ||
+        !to_ints(displs, ints + comm.size, comm.size)) {
+        /* Past MPI's int counts and displacements: each rank's part from
+           that rank, one broadcast (in pieces) after another. Every rank
+           has the same counts, so every rank makes the same calls. */
+        free(ints);
+        if (send != NULL)
+            memcpy((char *)recv + displs[comm.rank], send, bytes);
+        for (int r = 0; r < comm.size && st == BIB_OK; r++)
+            st = bib_comm_bcast((char *)recv + displs[r], counts[r], r, why, cap);
+        return st;
+    }
     if (send == NULL) {
         send = mpi_in_place();
         bytes = 0;
-    }
-    if (!fits_int(bytes) || !to_ints(counts, ints, comm.size) ||
-        !to_ints(displs, ints + comm.size, comm.size)) {
-        free(ints);
-        return too_large("allgatherv", why, cap);
     }
     mpi_request_t req = request_null();
     int rc = mpi_iallgatherv(send, (int)bytes, recv, ints, ints + comm.size, &req);
@@ -583,23 +593,53 @@ bib_status_t bib_comm_alltoallv(const void *send, const uint64_t *scounts, const
         snprintf(why, cap, "alltoallv: host out of memory");
         return BIB_E_NOMEM;
     }
-    if (!to_ints(scounts, ints, n) || !to_ints(sdispls, ints + n, n) ||
+    /* Parts sent from afar in a large buffer (a reduction's step of a
+       tensor over 2 GiB) are packed first, when they fit MPI's ints then. */
+    char *packed = NULL;
+    uint64_t total = 0;
+    for (int r = 0; r < n; r++)
+        total += scounts[r];
+    if (!to_ints(sdispls, ints + n, n) && fits_int(total)) {
+        packed = malloc(total ? (size_t)total : 1);
+        if (packed == NULL) {
+            free(ints);
+            snprintf(why, cap, "alltoallv: host out of memory");
+            return BIB_E_NOMEM;
+        }
+        for (int r = 0, at = 0; r < n; at += (int)scounts[r], r++) {
+            memcpy(packed + at, (const char *)send + sdispls[r], (size_t)scounts[r]);
+            ints[n + r] = at;
+        }
+        send = packed;
+    }
+    if (!to_ints(scounts, ints, n) || (packed == NULL && !to_ints(sdispls, ints + n, n)) ||
         !to_ints(rcounts, ints + 2 * n, n) || !to_ints(rdispls, ints + 3 * n, n)) {
+        free(packed);
         free(ints);
         return too_large("alltoallv", why, cap);
     }
     mpi_request_t req = request_null();
     int rc = mpi_ialltoallv(send, ints, ints + n, recv, ints + 2 * n, ints + 3 * n, &req);
-    return finish(rc, &req, "MPI_Ialltoallv", ints, why, cap);
+    st = finish(rc, &req, "MPI_Ialltoallv", ints, why, cap);
+    if (st != BIB_E_TIMEOUT)
+        free(packed);
+    return st;
 }
 
 bib_status_t bib_comm_bcast(void *buf, size_t bytes, int root, char *why, size_t cap) {
     bib_status_t st = started_or_fail("bcast", why, cap);
     if (st != BIB_OK)
         return st;
-    if (!fits_int(bytes))
-        return too_large("bcast", why, cap);
-    mpi_request_t req = request_null();
-    int rc = mpi_ibcast(buf, (int)bytes, root, &req);
-    return finish(rc, &req, "MPI_Ibcast", NULL, why, cap);
+    /* In pieces under MPI's int count, one exchange each (an empty buffer
+       is one empty exchange): every rank splits the same count the same
+       way. */
+    size_t done = 0;
+    do {
+        const size_t n = bytes - done < BIB_COMM_PIECE ? bytes - done : BIB_COMM_PIECE;
+        mpi_request_t req = request_null();
+        int rc = mpi_ibcast((char *)buf + done, (int)n, root, &req);
+        st = finish(rc, &req, "MPI_Ibcast", NULL, why, cap);
+        done += n;
+    } while (st == BIB_OK && done < bytes);
+    return st;
 }

@@ -461,6 +461,104 @@ else
     bad "timeout: exit $rc after ${took}s: $(cat "$T/out")"
 fi
 
+# ---- exchanges past MPI's int counts (over 2 GiB), where the memory is ----
+# MPI counts bytes in ints: BROADCAST of a tensor over 2 GiB, an ALLGATHER
+# part over 2 GiB and the parts of an ALLREDUCE whose blocks start past 2 GiB
+# go in pieces (backends/comm.c). About 9 GB at most (the 4 GiB ALLREDUCE on
+# 2 ranks, in place), so the check wants 12 GiB free and no sanitizer. Each
+# exchange reads back elements where a piece went wrong would show.
+cat >"$T/big.basm" <<'BASM'
+; Exit status: bit 0 BROADCAST of 2^29 + 1 elements (2 GiB + 4 bytes) from
+; rank 1 wrong; bit 1 ALLGATHER of rank 0's 2^29 + 4 elements and rank 1's 4
+; wrong; bit 2 ALLREDUCE in place of 2^30 + 2 elements (4 GiB: rank 1's block
+; starts past 2 GiB, the last element (rank + 1) / 2) wrong. Each rank's
+; tensors hold rank + 1.
+.func main regs=12
+    RANK r0
+    ADDI r2, r0, 1
+    ITOF r2, r2
+    LDI r10, 0
+    LDI r1, 536870913
+    ALLOC t0, f32, r1, 1
+    FILL t0, r2
+    LDI r3, 1
+    BROADCAST t0, r3
+    LDI r4, 0
+    TGET r5, t0, r4
+    FTOI r5, r5
+    LDI r4, 536870912
+    TGET r6, t0, r4
+    FTOI r6, r6
+    FREE t0
+    JNEI r5, 2, bad_broadcast
+    JEQI r6, 2, gather
+bad_broadcast:
+    ORI r10, r10, 1
+gather:
+    LDI r1, 536870916
+    JEQI r0, 0, mine
+    LDI r1, 4
+mine:
+    ALLOC t1, f32, r1, 1
+    FILL t1, r2
+    ALLGATHER t2, t1, 0
+    LDI r4, 0
+    TGET r5, t2, r4
+    FTOI r5, r5
+    LDI r4, 536870915
+    TGET r6, t2, r4
+    FTOI r6, r6
+    LDI r4, 536870919
+    TGET r7, t2, r4
+    FTOI r7, r7
+    FREE t1
+    FREE t2
+    JNEI r5, 1, bad_gather
+    JNEI r6, 1, bad_gather
+    JEQI r7, 2, reduce
+bad_gather:
+    ORI r10, r10, 2
+reduce:
+    LDI r1, 1073741826
+    ALLOC t3, f32, r1, 1
+    FILL t3, r2
+    LDI r7, 1073741825
+    LDI r8, 2
+    ITOF r8, r8
+    FDIV r8, r2, r8
+    TSET t3, r7, r8
+    ALLREDUCE t3, t3
+    LDI r4, 0
+    TGET r5, t3, r4
+    FTOI r5, r5
+    LDI r4, 600000000
+    TGET r6, t3, r4
+    FTOI r6, r6
+    TGET r9, t3, r7
+    FADD r9, r9, r9
+    FTOI r9, r9
+    JNEI r5, 3, bad_reduce
+    JNEI r6, 3, bad_reduce
+    JEQI r9, 3, done
+bad_reduce:
+    ORI r10, r10, 4
+done:
+    HALT r10
+.end
+BASM
+free_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo 2>/dev/null)
+if [ -n "${BIB_TEST_SANITIZED:-}" ]; then
+    echo "SKIP: exchanges over 2 GiB: not under the sanitizer (several GB of shadowed memory)"
+elif [ "${free_kb:-0}" -lt $((12 * 1024 * 1024)) ]; then
+    echo "SKIP: exchanges over 2 GiB: $((${free_kb:-0} / 1024)) MiB available, 12 GiB wanted"
+else
+    if $MPIRUN -np 2 $BIB run --max-memory 5G "$T/big.basm" >"$T/out" 2>&1; then
+        ok "BROADCAST, ALLGATHER and ALLREDUCE over 2 GiB on 2 ranks (in pieces under MPI's int counts)"
+    else
+        bad "exchanges over 2 GiB on 2 ranks (exit status bits: 1 BROADCAST, 2 ALLGATHER, 4 ALLREDUCE): $(cat "$T/out")"
+    fi
+fi
+
 # ---- traced and profiled like every tensor opcode (alone) ----
 cat >"$T/alone.basm" <<'BASM'
 .tensor A t0 f32[2] = 1, 2
