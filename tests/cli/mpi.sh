@@ -436,9 +436,11 @@ BASM
 expect_all "outputs that differ between ranks are an error" 2 70 \
     "output R differs between rank 0 and rank 1" $BIB run "$T/own.basm" --output "R=$T/R.npy"
 [ -e "$T/R.npy" ] && bad "an output was written although the ranks disagree"
+# The line names the collective that waited, not the first of its opcode.
 cat >"$T/hang.basm" <<'BASM'
 .tensor A t0 f32[2] = 1, 2
 .func main regs=4
+    ALLREDUCE t2, A
     RANK r0
     LDI r1, 1
     JNE r0, r1, go
@@ -455,8 +457,8 @@ $MPIRUN -np 2 $BIB run --comm-timeout 2s "$T/hang.basm" >"$T/out" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
 if [ $rc -ne 0 ] && [ $took -lt 60 ] &&
-    grep -q "rank 0 of 2: ALLREDUCE: .*no answer from every rank within 2000 ms (--comm-timeout)" "$T/out"; then
-    ok "a rank that never arrives ends every rank after --comm-timeout (${took}s)"
+    grep -q "rank 0 of 2: pc 5 (ALLREDUCE t1, t0) line 10: MPI_Iallgather: no answer from every rank within 2000 ms (--comm-timeout)" "$T/out"; then
+    ok "a rank that never arrives ends every rank after --comm-timeout (${took}s), the waiting instruction named"
 else
     bad "timeout: exit $rc after ${took}s: $(cat "$T/out")"
 fi
