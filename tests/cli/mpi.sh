@@ -219,6 +219,15 @@ if cmp -s "$T/S.npy" "$T/S2.npy" && cmp -s "$T/RS.npy" "$T/RS2.npy"; then
 else
     bad "ALLREDUCE differs run to run"
 fi
+# The module from stdin (bib run -): launchers give stdin to rank 0 alone,
+# which shares it as it shares the inputs.
+if $MPIRUN -np 3 $BIB run --comm-timeout 10s - --input "P=$T/P.npy" --output "S=$T/S3.npy" \
+    --output "M=$T/M3.npy" --output "G=$T/G3.npy" --output "B=$T/B3.npy" --output "RS=$T/RS3.npy" \
+    <"$T/coll.basm" >"$T/out" 2>&1 && cmp -s "$T/S.npy" "$T/S3.npy" && cmp -s "$T/G.npy" "$T/G3.npy"; then
+    ok "a module from stdin (bib run -) is rank 0's, run by every rank"
+else
+    bad "bib run - on 3 ranks: $(cat "$T/out")"
+fi
 
 # ---- ALLREDUCE and REDUCE_SCATTER in steps, against numpy, on 1, 2 and 3 ranks ----
 # The reduction moves each block in steps of about 1 MiB received per rank
