@@ -118,6 +118,12 @@ bib_status_t bib_assemble_without_device_code(const char *source, size_t length,
                                               const char *filename, uint64_t max_size,
                                               uint8_t **out, size_t *size, char **diagnostics);
 
+/* bib_vm_load_file for the bytes of the file at path, already read (path
+   names it in messages and, by its extension, says module or source). The
+   bytes stay the caller's. */
+bib_status_t bib_vm_load_file_bytes(bib_vm_t *vm, const uint8_t *buf, size_t size,
+                                    const char *path);
+
 /* A growing NUL-terminated text buffer. On allocation failure it sets failed
    and stops growing; the text so far stays valid. */
 typedef struct bib_asm_text {

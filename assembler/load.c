@@ -5,7 +5,8 @@
  * a .basm file (or any file without the module magic) is assembled here,
  * under the VM's load policy, and the bytes go to bib_vm_load like any
  * module's; a .bib file goes to bib_vm_load as it is. The VM itself never
- * calls the assembler.
+ * calls the assembler. bib_vm_load_file_bytes does the same for a file's
+ * bytes already read (a run under mpirun shares rank 0's stdin).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -35,16 +36,19 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
         bib_file_read(path, vm->options.max_file_size, &buf, &size, why, sizeof why);
     if (read != BIB_OK)
         return bib_vm_fail(vm, read, "%s", why);
+    bib_status_t st = bib_vm_load_file_bytes(vm, buf, size, path);
+    free(buf);
+    return st;
+}
 
+bib_status_t bib_vm_load_file_bytes(bib_vm_t *vm, const uint8_t *buf, size_t size,
+                                    const char *path) {
     /* The extension decides; any other name is sniffed for the magic. */
     static const uint8_t magic[4] = {0x7F, 'B', 'I', 'B'};
     bool is_text = ends_with(path, ".basm") ||
                    (!ends_with(path, ".bib") && (size < 4 || memcmp(buf, magic, 4) != 0));
-    if (!is_text) {
-        bib_status_t st = bib_vm_load(vm, buf, size, path);
-        free(buf);
-        return st;
-    }
+    if (!is_text)
+        return bib_vm_load(vm, buf, size, path);
     uint8_t *bytes = NULL;
     size_t nbytes = 0;
     char *diagnostics = NULL;
@@ -57,7 +61,6 @@ bib_status_t bib_vm_load_file(bib_vm_t *vm, const char *path) {
                                                &diagnostics)
             : bib_assemble_capped((const char *)buf, size, path, vm->options.max_file_size, &bytes,
                                   &nbytes, &diagnostics);
-    free(buf);
     if (st != BIB_OK) {
         const char *d = diagnostics != NULL ? diagnostics : "";
         size_t n = strlen(d);

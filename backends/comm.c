@@ -298,6 +298,10 @@ static int mpi_comm_size(int *size) {
                                     : comm.lib.mpi.mpich.comm_size(BIB_MPICH_COMM_WORLD, size);
 }
 
+static void mpi_finalize(void) {
+    (void)(comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.finalize() : comm.lib.mpi.mpich.finalize());
+}
+
 static void mpi_abort(int code) {
     if (comm.lib.abi == ABI_OMPI)
         comm.lib.mpi.ompi.abort(WORLD_OMPI, code);
@@ -360,6 +364,25 @@ static void mpi_error(int code, const char *what, char *why, size_t cap) {
     snprintf(why, cap, "%s: %s", what, text);
 }
 
+/* The rank and size the launcher's environment gives this process (Open
+   MPI's variables before Hydra's, as load() chooses), with the size's
+   variable; false when it names no size above 0. */
+static bool launcher_world(const char **size_var, long *rank, long *size) {
+    static const char *const vars[][2] = {{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+                                          {"PMI_SIZE", "PMI_RANK"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        if (!env_set(vars[i][0]))
+            continue;
+        char *end;
+        *size_var = vars[i][0];
+        *size = strtol(getenv(vars[i][0]), &end, 10);
+        const char *r = getenv(vars[i][1]);
+        *rank = r != NULL ? strtol(r, NULL, 10) : -1;
+        return *end == '\0' && *size > 0;
+    }
+    return false;
+}
+
 bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
     if (comm.started)
         return BIB_OK;
@@ -376,6 +399,28 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
     }
     mpi_comm_rank(&comm.rank);
     mpi_comm_size(&comm.size);
+    /* A library that does not speak to the launcher (another MPI's, named
+       by $BIB_MPI_LIBRARY, or a variable left over from another job) starts
+       a world of one in each process: N runs that each think they are
+       alone, all writing the outputs. */
+    const char *size_var = NULL;
+    long launched_rank = -1, launched = 0;
+    if (launcher_world(&size_var, &launched_rank, &launched) && launched != comm.size) {
+        char which[48] = "";
+        if (launched_rank >= 0)
+            snprintf(which, sizeof which, " (this one rank %ld)", launched_rank);
+        snprintf(why, cap,
+                 "%s says %ld ranks%s while %s (%s) counts %d: it is not the launcher's MPI "
+                 "library, or the variable is left from another job ($BIB_MPI_LIBRARY names "
+                 "the library to load)",
+                 size_var, launched, which, comm.lib.name,
+                 comm.lib.abi == ABI_OMPI ? "Open MPI" : "MPICH", comm.size);
+        if (!comm.host_init)
+            mpi_finalize();
+        comm.rank = 0;
+        comm.size = 1;
+        return BIB_E_UNAVAILABLE;
+    }
     comm.timeout_ms = timeout_ms;
     comm.started = true;
     return BIB_OK;
@@ -383,8 +428,7 @@ bib_status_t bib_comm_start(uint64_t timeout_ms, char *why, size_t cap) {
 
 void bib_comm_stop(void) {
     if (comm.started && !comm.stopped && !comm.host_init)
-        (void)(comm.lib.abi == ABI_OMPI ? comm.lib.mpi.ompi.finalize()
-                                        : comm.lib.mpi.mpich.finalize());
+        mpi_finalize();
     comm.stopped = !comm.host_init;
 }
 
@@ -466,6 +510,9 @@ static bib_status_t finish(int rc, mpi_request_t *req, const char *call, int *in
     return st;
 }
 
+/* The most bytes one broadcast moves: MPI's counts are int. */
+#define BIB_COMM_PIECE ((size_t)1 << 30)
+
 static bool fits_int(uint64_t n) {
     return n <= (uint64_t)INT_MAX;
 }
@@ -513,14 +560,21 @@ bib_status_t bib_comm_allgatherv(const void *send, size_t bytes, void *recv, con
         snprintf(why, cap, "allgatherv: host out of memory");
         return BIB_E_NOMEM;
     }
+    if (!fits_int(bytes) || !to_ints(counts, ints, comm.size) ||
+        !to_ints(displs, ints + comm.size, comm.size)) {
+        /* Past MPI's int counts and displacements: each rank's part from
+           that rank, one broadcast (in pieces) after another. Every rank
+           has the same counts, so every rank makes the same calls. */
+        free(ints);
+        if (send != NULL)
+            memcpy((char *)recv + displs[comm.rank], send, bytes);
+        for (int r = 0; r < comm.size && st == BIB_OK; r++)
+            st = bib_comm_bcast((char *)recv + displs[r], counts[r], r, why, cap);
+        return st;
+    }
     if (send == NULL) {
         send = mpi_in_place();
         bytes = 0;
-    }
-    if (!fits_int(bytes) || !to_ints(counts, ints, comm.size) ||
-        !to_ints(displs, ints + comm.size, comm.size)) {
-        free(ints);
-        return too_large("allgatherv", why, cap);
     }
     mpi_request_t req = request_null();
     int rc = mpi_iallgatherv(send, (int)bytes, recv, ints, ints + comm.size, &req);
@@ -539,23 +593,53 @@ bib_status_t bib_comm_alltoallv(const void *send, const uint64_t *scounts, const
         snprintf(why, cap, "alltoallv: host out of memory");
         return BIB_E_NOMEM;
     }
-    if (!to_ints(scounts, ints, n) || !to_ints(sdispls, ints + n, n) ||
+    /* Parts sent from afar in a large buffer (a reduction's step of a
+       tensor over 2 GiB) are packed first, when they fit MPI's ints then. */
+    char *packed = NULL;
+    uint64_t total = 0;
+    for (int r = 0; r < n; r++)
+        total += scounts[r];
+    if (!to_ints(sdispls, ints + n, n) && fits_int(total)) {
+        packed = malloc(total ? (size_t)total : 1);
+        if (packed == NULL) {
+            free(ints);
+            snprintf(why, cap, "alltoallv: host out of memory");
+            return BIB_E_NOMEM;
+        }
+        for (int r = 0, at = 0; r < n; at += (int)scounts[r], r++) {
+            memcpy(packed + at, (const char *)send + sdispls[r], (size_t)scounts[r]);
+            ints[n + r] = at;
+        }
+        send = packed;
+    }
+    if (!to_ints(scounts, ints, n) || (packed == NULL && !to_ints(sdispls, ints + n, n)) ||
         !to_ints(rcounts, ints + 2 * n, n) || !to_ints(rdispls, ints + 3 * n, n)) {
+        free(packed);
         free(ints);
         return too_large("alltoallv", why, cap);
     }
     mpi_request_t req = request_null();
     int rc = mpi_ialltoallv(send, ints, ints + n, recv, ints + 2 * n, ints + 3 * n, &req);
-    return finish(rc, &req, "MPI_Ialltoallv", ints, why, cap);
+    st = finish(rc, &req, "MPI_Ialltoallv", ints, why, cap);
+    if (st != BIB_E_TIMEOUT)
+        free(packed);
+    return st;
 }
 
 bib_status_t bib_comm_bcast(void *buf, size_t bytes, int root, char *why, size_t cap) {
     bib_status_t st = started_or_fail("bcast", why, cap);
     if (st != BIB_OK)
         return st;
-    if (!fits_int(bytes))
-        return too_large("bcast", why, cap);
-    mpi_request_t req = request_null();
-    int rc = mpi_ibcast(buf, (int)bytes, root, &req);
-    return finish(rc, &req, "MPI_Ibcast", NULL, why, cap);
+    /* In pieces under MPI's int count, one exchange each (an empty buffer
+       is one empty exchange): every rank splits the same count the same
+       way. */
+    size_t done = 0;
+    do {
+        const size_t n = bytes - done < BIB_COMM_PIECE ? bytes - done : BIB_COMM_PIECE;
+        mpi_request_t req = request_null();
+        int rc = mpi_ibcast((char *)buf + done, (int)n, root, &req);
+        st = finish(rc, &req, "MPI_Ibcast", NULL, why, cap);
+        done += n;
+    } while (st == BIB_OK && done < bytes);
+    return st;
 }

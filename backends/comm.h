@@ -16,8 +16,11 @@
  * Every exchange is non-blocking underneath and waited for with a deadline
  * (MPI's blocking collectives have none): past it the call returns
  * BIB_E_TIMEOUT, and the communicator is then lost (the exchange may still be
- * in flight), so the caller ends every rank with bib_comm_abort. Byte counts
- * per rank are below 2 GiB (MPI's int counts).
+ * in flight), so the caller ends every rank with bib_comm_abort. MPI counts
+ * bytes in ints: a broadcast over 2 GiB goes in pieces, an all-gather whose
+ * parts or places pass 2 GiB as one broadcast per rank, and an all-to-all
+ * whose parts lie past 2 GiB in the send buffer packs them first (its
+ * counts themselves stay below 2 GiB).
  */
 #ifndef BIB_COMM_H
 #define BIB_COMM_H

@@ -680,50 +680,64 @@ typedef struct input_note {
     char text[496];
 } input_note_t;
 
-/* Rank 0 reads every --input file and broadcasts its bytes; every rank
-   parses the same bytes and gives the VM the tensor, so a malformed file is
-   the same error on every rank. Returns 0 or the exit code with the line
-   printed. */
-static int share_inputs(bib_vm_t *vm, const tensor_file_t *inputs, int ninputs) {
+/* Rank 0 reads the file at path (its own path; "-" its stdin) and
+   broadcasts the bytes: every rank gets them in *bytes (malloc'd; the
+   caller frees) and *size. what names the file in messages ("--input x",
+   "the module"). Returns 0, or, when rank 0 could not read it, the exit code
+   with the line printed on every rank. */
+static int share_file(const char *what, const char *path, uint8_t **bytes, size_t *size) {
     char why[600], msg[1200];
+    input_note_t note;
+    memset(&note, 0, sizeof note);
+    *bytes = NULL;
+    *size = 0;
+    if (bib_comm_rank() == 0) {
+        bib_status_t st =
+            bib_file_read(path, bib_cli_max_file_size, bytes, size, note.text, sizeof note.text);
+        if (st != BIB_OK)
+            note.code = st == BIB_E_IO ? BIB_EXIT_NOINPUT : bib_cli_exit_code(st);
+        note.size = *size;
+    }
+    if (bib_comm_bcast(&note, sizeof note, 0, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: rank %d of %d: sharing %s: %s; ending every rank\n", bib_comm_rank(),
+                bib_comm_size(), what, why);
+        bib_comm_abort(BIB_EXIT_TRAP);
+    }
+    if (note.code != 0) {
+        snprintf(msg, sizeof msg, "rank 0: %s: %s", what, note.text);
+        return rank_fail(note.code, msg);
+    }
+    if (bib_comm_rank() != 0) {
+        *bytes = malloc(note.size ? (size_t)note.size : 1);
+        if (*bytes == NULL) {
+            fprintf(stderr,
+                    "bib: rank %d of %d: %s: host out of memory for %llu bytes; ending every "
+                    "rank\n",
+                    bib_comm_rank(), bib_comm_size(), what, (unsigned long long)note.size);
+            bib_comm_abort(BIB_EXIT_NOMEM);
+        }
+        *size = (size_t)note.size;
+    }
+    if (bib_comm_bcast(*bytes, *size, 0, why, sizeof why) != BIB_OK) {
+        fprintf(stderr, "bib: rank %d of %d: sharing %s: %s; ending every rank\n", bib_comm_rank(),
+                bib_comm_size(), what, why);
+        bib_comm_abort(BIB_EXIT_TRAP);
+    }
+    return 0;
+}
+
+/* Every --input file, shared from rank 0 (share_file); every rank parses the
+   same bytes and gives the VM the tensor, so a malformed file is the same
+   error on every rank. Returns 0 or the exit code with the line printed. */
+static int share_inputs(bib_vm_t *vm, const tensor_file_t *inputs, int ninputs) {
+    char why[600], msg[1200], what[300];
     for (int i = 0; i < ninputs; i++) {
-        input_note_t note;
-        memset(&note, 0, sizeof note);
-        uint8_t *bytes = NULL;
-        size_t size = 0;
-        if (bib_comm_rank() == 0) {
-            bib_status_t st = bib_file_read(inputs[i].path, bib_cli_max_file_size, &bytes, &size,
-                                            note.text, sizeof note.text);
-            if (st != BIB_OK)
-                note.code = st == BIB_E_IO ? BIB_EXIT_NOINPUT : bib_cli_exit_code(st);
-            note.size = size;
-        }
-        if (bib_comm_bcast(&note, sizeof note, 0, why, sizeof why) != BIB_OK) {
-            fprintf(stderr, "bib: rank %d of %d: sharing --input %s: %s; ending every rank\n",
-                    bib_comm_rank(), bib_comm_size(), inputs[i].name, why);
-            bib_comm_abort(BIB_EXIT_TRAP);
-        }
-        if (note.code != 0) {
-            snprintf(msg, sizeof msg, "rank 0: --input %s: %s", inputs[i].name, note.text);
-            return rank_fail(note.code, msg);
-        }
-        if (bib_comm_rank() != 0) {
-            bytes = malloc(note.size ? (size_t)note.size : 1);
-            if (bytes == NULL) {
-                fprintf(stderr,
-                        "bib: rank %d of %d: --input %s: host out of memory for %llu "
-                        "bytes; ending every rank\n",
-                        bib_comm_rank(), bib_comm_size(), inputs[i].name,
-                        (unsigned long long)note.size);
-                bib_comm_abort(BIB_EXIT_NOMEM);
-            }
-            size = (size_t)note.size;
-        }
-        if (bib_comm_bcast(bytes, size, 0, why, sizeof why) != BIB_OK) {
-            fprintf(stderr, "bib: rank %d of %d: sharing --input %s: %s; ending every rank\n",
-                    bib_comm_rank(), bib_comm_size(), inputs[i].name, why);
-            bib_comm_abort(BIB_EXIT_TRAP);
-        }
+        uint8_t *bytes;
+        size_t size;
+        snprintf(what, sizeof what, "--input %s", inputs[i].name);
+        int shared = share_file(what, inputs[i].path, &bytes, &size);
+        if (shared != 0)
+            return shared;
         bib_npy_t npy;
         bib_status_t st = bib_npy_parse(bytes, size, inputs[i].path, &npy, why, sizeof why);
         free(bytes);
@@ -795,6 +809,16 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
         fprintf(stderr, "bib: started by mpirun, but %s\n", why);
         return BIB_EXIT_UNAVAILABLE;
     }
+    /* Launchers give stdin to rank 0 alone (the others get none, or one that
+       never ends): a module from stdin is rank 0's, shared as the inputs
+       are, before any rank can fail alone. */
+    uint8_t *module = NULL;
+    size_t module_size = 0;
+    if (strcmp(path, "-") == 0) {
+        int shared = share_file("the module", path, &module, &module_size);
+        if (shared != 0)
+            return shared;
+    }
     int code = 0;
     if (bib_comm_rank() == 0) {
         code = check_tensor_files(path, inputs, ninputs, outputs, noutputs);
@@ -814,7 +838,8 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
         bib_vm_register_stdio(vm, stdout);
         if (profile)
             bib_vm_profile(vm, 1);
-        bib_status_t st = bib_vm_load_file(vm, path);
+        bib_status_t st = module != NULL ? bib_vm_load_file_bytes(vm, module, module_size, path)
+                                         : bib_vm_load_file(vm, path);
         if (st != BIB_OK) {
             snprintf(failure, sizeof failure, "%s", bib_vm_error(vm));
             code = bib_cli_exit_code(st);
@@ -822,6 +847,7 @@ static int cmd_run_ranks(const bib_options_t *options, const run_request_t *req)
             snprintf(failure, sizeof failure, "the command line (the line above)");
         }
     }
+    free(module);
     code = agree(0, code ? failure : NULL, code);
     if (code == 0)
         code = share_inputs(vm, inputs, ninputs);

@@ -218,6 +218,25 @@ static uint32_t pc_of(const bib_vm_t *vm, const bib_dinsn_t *ip) {
     return (uint32_t)(ip - vm->program.code);
 }
 
+/* The instruction at ip as a trap names it, "pc 5 (ALLREDUCE t2, t0) line
+   9", for the lines of a rank that ends every rank: a program may hold the
+   same collective many times. */
+typedef struct site {
+    char text[600];
+} site_t;
+
+static void site_of(const bib_vm_t *vm, const bib_dinsn_t *ip, site_t *site) {
+    const uint32_t pc = pc_of(vm, ip);
+    char insn[512];
+    bib_insn_format(vm->module, pc, insn, sizeof insn);
+    const uint32_t *lines = vm->module->lines;
+    if (lines != NULL && lines[pc] != 0)
+        snprintf(site->text, sizeof site->text, "pc %" PRIu32 " (%s) line %" PRIu32, pc, insn,
+                 lines[pc]);
+    else
+        snprintf(site->text, sizeof site->text, "pc %" PRIu32 " (%s)", pc, insn);
+}
+
 /* The header of this rank at ip with the tensor t's dtype and shape. */
 static void header_for(const bib_vm_t *vm, const bib_dinsn_t *ip, const bib_tensor_t *t,
                        int32_t arg, header_t *h) {
@@ -235,22 +254,22 @@ static void header_for(const bib_vm_t *vm, const bib_dinsn_t *ip, const bib_tens
 
 /* The headers of every rank (the communicator is started), or a trap with
    the verdict when they do not go on. */
-static bib_status_t agree_at(bib_vm_t *vm, const bib_dinsn_t *ip, const header_t *mine,
-                             header_t **all) {
+static bib_status_t agree_at(bib_vm_t *vm, const bib_dinsn_t *ip, const site_t *site,
+                             const header_t *mine, header_t **all) {
     *all = calloc((size_t)bib_comm_size(), sizeof **all);
     if (*all == NULL)
-        lost(bib_isa_table[ip->op].name, "host out of memory for the headers");
-    if (exchange(mine, *all, bib_isa_table[ip->op].name) == 0)
+        lost(site->text, "host out of memory for the headers");
+    if (exchange(mine, *all, site->text) == 0)
         return BIB_OK;
     free(*all);
     *all = NULL;
     return trap(vm, ip, "%s", agreement.verdict);
 }
 
-static void *scratch(const bib_dinsn_t *ip, uint64_t bytes) {
+static void *scratch(const site_t *site, uint64_t bytes) {
     void *p = malloc(bytes ? (size_t)bytes : 1);
     if (p == NULL)
-        lost(bib_isa_table[ip->op].name, "host out of memory for the exchange");
+        lost(site->text, "host out of memory for the exchange");
     return p;
 }
 
@@ -330,12 +349,11 @@ static void fold_pair(float *d, const float *a, const float *b, uint64_t n, bool
    same left fold whatever the step size, so the step only changes speed.
    mine may be src + this block's offset (in place); every element of src
    that another rank needs is sent before the step that overwrites it. */
-static void reduce_steps(const bib_dinsn_t *ip, const float *src, float *out, float *mine,
+static void reduce_steps(const site_t *site, const float *src, float *out, float *mine,
                          uint64_t units, uint64_t unit, bool max, bool gather) {
     const int w = bib_comm_size(), me = bib_comm_rank();
-    const char *name = bib_isa_table[ip->op].name;
     /* Blocks in elements: rank r's block is [eo[r], eo[r] + el[r]). */
-    uint64_t *c = scratch(ip, 6 * (uint64_t)w * sizeof *c);
+    uint64_t *c = scratch(site, 6 * (uint64_t)w * sizeof *c);
     uint64_t *eo = c, *el = c + w, *sc = c + 2 * w, *sd = c + 3 * w, *rc = c + 4 * w,
              *rd = c + 5 * w;
     for (int r = 0; r < w; r++) {
@@ -349,7 +367,7 @@ static void reduce_steps(const bib_dinsn_t *ip, const float *src, float *out, fl
     /* Block 0 is the longest: every rank takes the same number of steps. */
     const uint64_t steps = (el[0] + step - 1) / step;
     const uint64_t part = step < el[me] ? step : el[me];
-    float *parts = scratch(ip, (uint64_t)(w - 1) * part * 4);
+    float *parts = scratch(site, (uint64_t)(w - 1) * part * 4);
     char why[600];
     for (uint64_t k = 0; k < steps; k++) {
         const uint64_t at = k * step;
@@ -369,7 +387,7 @@ static void reduce_steps(const bib_dinsn_t *ip, const float *src, float *out, fl
             rd[r] = r == me ? 0 : (uint64_t)(r < me ? r : r - 1) * part * 4;
         }
         if (w > 1 && bib_comm_alltoallv(src, sc, sd, parts, rc, rd, why, sizeof why) != BIB_OK)
-            lost(name, why);
+            lost(site->text, why);
         if (len > 0) {
             const float *own = src + eo[me] + at;
             float *d = mine + at;
@@ -393,7 +411,7 @@ static void reduce_steps(const bib_dinsn_t *ip, const float *src, float *out, fl
                 sd[r] = (eo[r] + (sc[r] ? at : 0)) * 4;
             }
             if (bib_comm_allgatherv(NULL, 0, out, sc, sd, why, sizeof why) != BIB_OK)
-                lost(name, why);
+                lost(site->text, why);
         }
     }
     free(parts);
@@ -418,7 +436,8 @@ static bib_status_t need_f32(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t reg,
             return st_;                                                                            \
     } while (0)
 
-static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, bool max, bool scatter) {
+static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, const site_t *site, bool max,
+                              bool scatter) {
     const bib_tensor_t *in;
     CHECK(bib_tensor_host_in(vm, ip, ip->b, &in));
     CHECK(need_f32(vm, ip, ip->b, in));
@@ -453,16 +472,16 @@ static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, bool max, boo
     }
     header_t mine, *all;
     header_for(vm, ip, in, 0, &mine);
-    CHECK(agree_at(vm, ip, &mine, &all));
+    CHECK(agree_at(vm, ip, site, &mine, &all));
     free(all);
     uint64_t off, len;
     block_of(rows, w, me, &off, &len);
     float *block = scatter ? (float *)out : (float *)out + off * unit;
-    reduce_steps(ip, src, (float *)out, block, rows, unit, max, !scatter);
+    reduce_steps(site, src, (float *)out, block, rows, unit, max, !scatter);
     return BIB_OK;
 }
 
-static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
+static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip, const site_t *site) {
     const bib_tensor_t *in;
     CHECK(bib_tensor_host_in(vm, ip, ip->b, &in));
     char rt[300], sh[80];
@@ -485,7 +504,7 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
     }
     header_t mine, *all;
     header_for(vm, ip, in, (int32_t)at, &mine);
-    CHECK(agree_at(vm, ip, &mine, &all));
+    CHECK(agree_at(vm, ip, site, &mine, &all));
 
     const int w = bib_comm_size();
     uint32_t dims[BIB_MAX_RANK];
@@ -495,7 +514,7 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
         outer *= in->dims[i];
     for (uint32_t i = (uint32_t)at + 1; i < in->rank; i++)
         tail *= in->dims[i];
-    uint64_t *c = scratch(ip, 2 * (uint64_t)w * sizeof *c), total = 0;
+    uint64_t *c = scratch(site, 2 * (uint64_t)w * sizeof *c), total = 0;
     for (int r = 0; r < w; r++) {
         total_axis += all[r].dims[at];
         c[r] = outer * all[r].dims[at] * tail * 4;
@@ -517,13 +536,13 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
     }
     /* The destination is known only now: a second round tells every rank
        whether every rank has one. */
-    header_t *again = scratch(ip, (uint64_t)w * sizeof *again);
+    header_t *again = scratch(site, (uint64_t)w * sizeof *again);
     if (st != BIB_OK) {
         mine.kind = H_FAILED;
         mine.exit_code = 70;
         snprintf(mine.text, sizeof mine.text, "%s", bib_vm_error(vm));
     }
-    int verdict = exchange(&mine, again, "ALLGATHER");
+    int verdict = exchange(&mine, again, site->text);
     free(again);
     if (verdict != 0) {
         free(c);
@@ -534,20 +553,20 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
     uint8_t *copy = NULL;
     const uint8_t *src = in->storage->host;
     if (src == out) {
-        copy = scratch(ip, in->count * 4);
+        copy = scratch(site, in->count * 4);
         memcpy(copy, src, (size_t)(in->count * 4));
         src = copy;
     }
     if (at == 0 || w == 1) {
         char why[600];
         if (bib_comm_allgatherv(src, in->count * 4, out, c, c + w, why, sizeof why) != BIB_OK)
-            lost("ALLGATHER", why);
+            lost(site->text, why);
     } else {
         /* Gathered rank by rank, then interleaved along the axis. */
-        uint8_t *tmp = scratch(ip, total);
+        uint8_t *tmp = scratch(site, total);
         char why[600];
         if (bib_comm_allgatherv(src, in->count * 4, tmp, c, c + w, why, sizeof why) != BIB_OK)
-            lost("ALLGATHER", why);
+            lost(site->text, why);
         uint64_t pos = 0;
         for (uint64_t o = 0; o < outer; o++)
             for (int r = 0; r < w; r++) {
@@ -562,7 +581,8 @@ static bib_status_t op_allgather(bib_vm_t *vm, const bib_dinsn_t *ip) {
     return BIB_OK;
 }
 
-static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R) {
+static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, const site_t *site,
+                                 const uint64_t *R) {
     const bib_tensor_t *t;
     CHECK(bib_tensor_host_in(vm, ip, ip->a, &t));
     const int64_t root = (int64_t)R[ip->b];
@@ -578,16 +598,20 @@ static bib_status_t op_broadcast(bib_vm_t *vm, const bib_dinsn_t *ip, const uint
         return BIB_OK;
     header_t mine, *all;
     header_for(vm, ip, t, (int32_t)root, &mine);
-    CHECK(agree_at(vm, ip, &mine, &all));
+    CHECK(agree_at(vm, ip, site, &mine, &all));
     free(all);
     char why[600];
     if (bib_comm_bcast(buf, t->count * 4, (int)root, why, sizeof why) != BIB_OK)
-        lost("BROADCAST", why);
+        lost(site->text, why);
     return BIB_OK;
 }
 
 bib_status_t bib_collective_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
     vm->tensor.last_place = "host";
+    /* Only a rank that ends every rank names it: formatted only with others. */
+    site_t site = {.text = ""};
+    if (bib_comm_started() && ip->op != BIB_OP_RANK && ip->op != BIB_OP_WORLD)
+        site_of(vm, ip, &site);
     switch ((bib_opcode_t)ip->op) {
     case BIB_OP_RANK:
         R[ip->a] = (uint64_t)bib_comm_rank();
@@ -600,19 +624,19 @@ bib_status_t bib_collective_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *
             return BIB_OK;
         header_t mine, *all;
         header_for(vm, ip, NULL, 0, &mine);
-        CHECK(agree_at(vm, ip, &mine, &all));
+        CHECK(agree_at(vm, ip, &site, &mine, &all));
         free(all);
         return BIB_OK;
     }
     case BIB_OP_BROADCAST:
-        return op_broadcast(vm, ip, R);
+        return op_broadcast(vm, ip, &site, R);
     case BIB_OP_ALLGATHER:
-        return op_allgather(vm, ip);
+        return op_allgather(vm, ip, &site);
     case BIB_OP_ALLREDUCE:
     case BIB_OP_ALLREDUCE_MAX:
     case BIB_OP_REDUCE_SCATTER:
     case BIB_OP_REDUCE_SCATTER_MAX:
-        return op_reduce(vm, ip,
+        return op_reduce(vm, ip, &site,
                          ip->op == BIB_OP_ALLREDUCE_MAX || ip->op == BIB_OP_REDUCE_SCATTER_MAX,
                          ip->op == BIB_OP_REDUCE_SCATTER || ip->op == BIB_OP_REDUCE_SCATTER_MAX);
     default:

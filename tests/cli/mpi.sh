@@ -219,6 +219,15 @@ if cmp -s "$T/S.npy" "$T/S2.npy" && cmp -s "$T/RS.npy" "$T/RS2.npy"; then
 else
     bad "ALLREDUCE differs run to run"
 fi
+# The module from stdin (bib run -): launchers give stdin to rank 0 alone,
+# which shares it as it shares the inputs.
+if $MPIRUN -np 3 $BIB run --comm-timeout 10s - --input "P=$T/P.npy" --output "S=$T/S3.npy" \
+    --output "M=$T/M3.npy" --output "G=$T/G3.npy" --output "B=$T/B3.npy" --output "RS=$T/RS3.npy" \
+    <"$T/coll.basm" >"$T/out" 2>&1 && cmp -s "$T/S.npy" "$T/S3.npy" && cmp -s "$T/G.npy" "$T/G3.npy"; then
+    ok "a module from stdin (bib run -) is rank 0's, run by every rank"
+else
+    bad "bib run - on 3 ranks: $(cat "$T/out")"
+fi
 
 # ---- ALLREDUCE and REDUCE_SCATTER in steps, against numpy, on 1, 2 and 3 ranks ----
 # The reduction moves each block in steps of about 1 MiB received per rank
@@ -436,9 +445,11 @@ BASM
 expect_all "outputs that differ between ranks are an error" 2 70 \
     "output R differs between rank 0 and rank 1" $BIB run "$T/own.basm" --output "R=$T/R.npy"
 [ -e "$T/R.npy" ] && bad "an output was written although the ranks disagree"
+# The line names the collective that waited, not the first of its opcode.
 cat >"$T/hang.basm" <<'BASM'
 .tensor A t0 f32[2] = 1, 2
 .func main regs=4
+    ALLREDUCE t2, A
     RANK r0
     LDI r1, 1
     JNE r0, r1, go
@@ -455,10 +466,110 @@ $MPIRUN -np 2 $BIB run --comm-timeout 2s "$T/hang.basm" >"$T/out" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
 if [ $rc -ne 0 ] && [ $took -lt 60 ] &&
-    grep -q "rank 0 of 2: ALLREDUCE: .*no answer from every rank within 2000 ms (--comm-timeout)" "$T/out"; then
-    ok "a rank that never arrives ends every rank after --comm-timeout (${took}s)"
+    grep -q "rank 0 of 2: pc 5 (ALLREDUCE t1, t0) line 10: MPI_Iallgather: no answer from every rank within 2000 ms (--comm-timeout)" "$T/out"; then
+    ok "a rank that never arrives ends every rank after --comm-timeout (${took}s), the waiting instruction named"
 else
     bad "timeout: exit $rc after ${took}s: $(cat "$T/out")"
+fi
+
+# ---- exchanges past MPI's int counts (over 2 GiB), where the memory is ----
+# MPI counts bytes in ints: BROADCAST of a tensor over 2 GiB, an ALLGATHER
+# part over 2 GiB and the parts of an ALLREDUCE whose blocks start past 2 GiB
+# go in pieces (backends/comm.c). About 9 GB at most (the 4 GiB ALLREDUCE on
+# 2 ranks, in place), so the check wants 12 GiB free and no sanitizer. Each
+# exchange reads back elements where a piece went wrong would show.
+cat >"$T/big.basm" <<'BASM'
+; Exit status: bit 0 BROADCAST of 2^29 + 1 elements (2 GiB + 4 bytes) from
+; rank 1 wrong; bit 1 ALLGATHER of rank 0's 2^29 + 4 elements and rank 1's 4
+; wrong; bit 2 ALLREDUCE in place of 2^30 + 2 elements (4 GiB: rank 1's block
+; starts past 2 GiB, the last element (rank + 1) / 2) wrong. Each rank's
+; tensors hold rank + 1.
+.func main regs=12
+    RANK r0
+    ADDI r2, r0, 1
+    ITOF r2, r2
+    LDI r10, 0
+    LDI r1, 536870913
+    ALLOC t0, f32, r1, 1
+    FILL t0, r2
+    LDI r3, 1
+    BROADCAST t0, r3
+    LDI r4, 0
+    TGET r5, t0, r4
+    FTOI r5, r5
+    LDI r4, 536870912
+    TGET r6, t0, r4
+    FTOI r6, r6
+    FREE t0
+    JNEI r5, 2, bad_broadcast
+    JEQI r6, 2, gather
+bad_broadcast:
+    ORI r10, r10, 1
+gather:
+    LDI r1, 536870916
+    JEQI r0, 0, mine
+    LDI r1, 4
+mine:
+    ALLOC t1, f32, r1, 1
+    FILL t1, r2
+    ALLGATHER t2, t1, 0
+    LDI r4, 0
+    TGET r5, t2, r4
+    FTOI r5, r5
+    LDI r4, 536870915
+    TGET r6, t2, r4
+    FTOI r6, r6
+    LDI r4, 536870919
+    TGET r7, t2, r4
+    FTOI r7, r7
+    FREE t1
+    FREE t2
+    JNEI r5, 1, bad_gather
+    JNEI r6, 1, bad_gather
+    JEQI r7, 2, reduce
+bad_gather:
+    ORI r10, r10, 2
+reduce:
+    LDI r1, 1073741826
+    ALLOC t3, f32, r1, 1
+    FILL t3, r2
+    LDI r7, 1073741825
+    LDI r8, 2
+    ITOF r8, r8
+    FDIV r8, r2, r8
+    TSET t3, r7, r8
+    ALLREDUCE t3, t3
+    LDI r4, 0
+    TGET r5, t3, r4
+    FTOI r5, r5
+    LDI r4, 600000000
+    TGET r6, t3, r4
+    FTOI r6, r6
+    TGET r9, t3, r7
+    FADD r9, r9, r9
+    FTOI r9, r9
+    JNEI r5, 3, bad_reduce
+    JNEI r6, 3, bad_reduce
+    JEQI r9, 3, done
+bad_reduce:
+    ORI r10, r10, 4
+done:
+    HALT r10
+.end
+BASM
+free_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo 2>/dev/null)
+if [ -n "${BIB_TEST_SANITIZED:-}" ]; then
+    echo "SKIP: exchanges over 2 GiB: not under the sanitizer (several GB of shadowed memory)"
+elif [ "${free_kb:-0}" -lt $((12 * 1024 * 1024)) ]; then
+    echo "SKIP: exchanges over 2 GiB: $((${free_kb:-0} / 1024)) MiB available, 12 GiB wanted"
+else
+    # About a minute on an idle 2-core machine, over two when it is shared:
+    # ten minutes at most, not the other checks' two.
+    if timeout 600 ${MPIRUN#timeout 120 } -np 2 $BIB run --max-memory 5G "$T/big.basm" >"$T/out" 2>&1; then
+        ok "BROADCAST, ALLGATHER and ALLREDUCE over 2 GiB on 2 ranks (in pieces under MPI's int counts)"
+    else
+        bad "exchanges over 2 GiB on 2 ranks (exit status bits: 1 BROADCAST, 2 ALLGATHER, 4 ALLREDUCE; 124 the time limit): exit $?: $(cat "$T/out")"
+    fi
 fi
 
 # ---- traced and profiled like every tensor opcode (alone) ----
@@ -485,6 +596,24 @@ elif grep -q "bib: started by mpirun, but libmpi-absent.so.40 could not be loade
     ok "without libmpi, a run under the launcher's environment ($LAUNCH_ENV) says so (exit 69)"
 else
     bad "missing libmpi: $(cat "$T/out")"
+fi
+# A launcher's variable left over from another job, or an MPI library that
+# is not the launcher's: MPI then starts a world of one in each process,
+# which must not run as if alone (N runs writing the same outputs).
+if env $LAUNCH_ENV=2 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
+    bad "a stale $LAUNCH_ENV=2 ran as a world of one"
+elif grep -q "bib: started by mpirun, but $LAUNCH_ENV says 2 ranks while lib.* counts 1: it is not the launcher's MPI library" "$T/out"; then
+    ok "a stale $LAUNCH_ENV=2 with a world of one is refused, both counts named"
+else
+    bad "stale $LAUNCH_ENV: $(cat "$T/out")"
+fi
+if [ "$FLAVOR" = openmpi ]; then OTHER=libmpich.so.12; else OTHER=libmpi.so.40; fi
+if env BIB_MPI_LIBRARY=$OTHER $BIB info | grep -q "^  \$BIB_MPI_LIBRARY: $OTHER: .* ABI"; then
+    expect_all "the other launcher's MPI library (each rank a world of one) is refused on every rank" \
+        2 69 "bib: started by mpirun, but $LAUNCH_ENV says 2 ranks (this one rank [01]) while $OTHER" \
+        env BIB_MPI_LIBRARY=$OTHER $BIB run "$T/trap.basm"
+else
+    echo "SKIP: the other launcher's library: $OTHER is not installed"
 fi
 # A library that is not MPI at all, named by $BIB_MPI_LIBRARY.
 if env $LAUNCH_ENV=2 BIB_MPI_LIBRARY=libz.so.1 $BIB run "$T/trap.basm" >"$T/out" 2>&1; then
