@@ -1087,11 +1087,11 @@ class Einsum(unittest.TestCase):
 
 
 class TopK(unittest.TestCase):
-    def build(self, k, **attrs):
-        shape = ["N", 4, 5]
+    def build(self, k, dims=("N", 4, 5), **attrs):
+        shape = list(dims)
         shape[attrs.get("axis", -1)] = k
         return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], **attrs)],
-                     [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                     [helper.make_tensor_value_info("x", F, list(dims))],
                      [helper.make_tensor_value_info("v", F, shape), helper.make_tensor_value_info("i", I64, shape)],
                      [init("k", i64([k]))])
 
@@ -1109,10 +1109,100 @@ class TopK(unittest.TestCase):
                     np.testing.assert_array_equal(r["i"], i)
                     np.testing.assert_array_equal(r["v"], np.take_along_axis(x, i, axis))
 
-    def test_k_other_than_1_is_refused(self):
+    @staticmethod
+    def oracle(x, k, axis, largest):
+        """(values, indices) of x's k first elements along axis, sorted in
+        Python: a NaN first, then by value (+0 before -0 for the largest,
+        -0 before +0 for the smallest), a tie the lower index."""
+        rows = np.moveaxis(x, axis, -1)
+        idx = np.empty(rows.shape[:-1] + (k,), np.int64)
+        for pos in np.ndindex(rows.shape[:-1]):
+            row = rows[pos]
+
+            def key(i):
+                v = float(row[i])
+                if math.isnan(v):
+                    return (0, 0.0, 0, i)
+                negative = math.copysign(1.0, v) < 0
+                return (1, -v, int(negative), i) if largest else (1, v, int(not negative), i)
+
+            idx[pos] = sorted(range(len(row)), key=key)[:k]
+        idx = np.moveaxis(idx, -1, axis)
+        return np.take_along_axis(x, idx, axis), idx
+
+    def special(self, seed):
+        # Ties, NaN (two in a row), -0 and +0, infinities.
+        x = rng((3, 4, 5), seed)
+        x[0, 1, 2] = x[0, 1, 4] = x[0, 3, 4] = 9
+        x[1, 2, 3] = x[1, 3, 3] = x[1, 2, 0] = -9
+        x[2, 0, 1] = x[2, 0, 3] = x[0, 0, 1] = np.nan
+        x[2, 1, :] = [0.0, -0.0, 0.0, -0.0, np.inf]
+        x[2, 2, :] = [-np.inf, -0.0, 0.0, -np.inf, np.nan]
+        x[2, 3, 2] = x[1, 3, 2] = -0.0
+        return x
+
+    def test_k_above_1_is_the_sorted_order_a_tie_the_lower_index(self):
+        x = self.special(62)
+        for axis in (-1, 1, 0):
+            n = x.shape[axis]
+            for k in sorted({2, n - 1, n}):
+                for largest in (1, 0):
+                    with self.subTest(axis=axis, k=k, largest=largest):
+                        m = self.build(k, dims=("N", 4, 5) if axis else (3, 4, 5), axis=axis, largest=largest,
+                                       sorted=1)
+                        r = onnx_import.import_model(m).run({"x": x})
+                        v, i = self.oracle(x, k, axis, largest)
+                        np.testing.assert_array_equal(r["i"], i)
+                        self.assertEqual(r["v"].tobytes(), v.tobytes())
+
+    def test_k_1_is_the_first_column_of_a_larger_k(self):
+        x = self.special(63)
+        for largest in (1, 0):
+            with self.subTest(largest=largest):
+                one = onnx_import.import_model(self.build(1, largest=largest)).run({"x": x})
+                five = onnx_import.import_model(self.build(5, largest=largest)).run({"x": x})
+                np.testing.assert_array_equal(one["i"], five["i"][..., :1])
+                self.assertEqual(one["v"].tobytes(), np.ascontiguousarray(five["v"][..., :1]).tobytes())
+
+    def test_k_above_1_gives_the_same_bytes_on_every_executor(self):
+        x = self.special(64)
+        mod = onnx_import.import_model(self.build(4, axis=1, largest=0))
+        runs = [mod.run({"x": x}, backend=b, strict_device=True) for b in ("cpu", "vulkan")]
+        for name in ("v", "i"):
+            self.assertEqual(runs[0][name].tobytes(), runs[1][name].tobytes())
+
+    def test_a_rows_result_does_not_depend_on_the_batch(self):
+        x = self.special(65)
+        mod = onnx_import.import_model(self.build(3, largest=0))
+        whole = mod.run({"x": x})
+        for b in range(x.shape[0]):
+            row = mod.run({"x": x[b:b + 1]})
+            for name in ("v", "i"):
+                self.assertEqual(row[name].tobytes(), np.ascontiguousarray(whole[name][b:b + 1]).tobytes())
+
+    def test_k_larger_than_the_axis_or_not_positive_is_refused(self):
+        # k a graph input bound at import: shape inference cannot see it.
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                  [helper.make_tensor_value_info("x", F, ["N", 4, 5]), helper.make_tensor_value_info("k", I64, [1])],
+                  [helper.make_tensor_value_info("v", F, ["N", 4, "K"]),
+                   helper.make_tensor_value_info("i", I64, ["N", 4, "K"])])
+        for k, text in ((6, "(TopK): k = 6 is larger than axis 2 (of size 5)"),
+                        (0, "(TopK): k = 0: TopK takes a positive k")):
+            with self.subTest(k=k):
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m, bind={"k": i64([k])})
+                self.assertIn(text, str(cm.exception))
+
+    def test_k_above_1_along_a_dynamic_axis_is_refused(self):
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=0)],
+                  [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                  [helper.make_tensor_value_info("v", F, [2, 4, 5]),
+                   helper.make_tensor_value_info("i", I64, [2, 4, 5])],
+                  [init("k", i64([2]))])
         with self.assertRaises(onnx_import.Refused) as cm:
-            onnx_import.import_model(self.build(3))
-        self.assertIn("(TopK): TopK with k = 3: only k = 1 is supported", str(cm.exception))
+            onnx_import.import_model(m)
+        self.assertIn("(TopK): TopK with k = 2 along a dynamic axis 0 (N)", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
 
 
 @unittest.skipIf(torch is None, "torch is missing for this python3")
@@ -1384,6 +1474,24 @@ class TorchExports(unittest.TestCase):
             with self.subTest(largest=largest):
                 self.check(M(), (torch.randn(2, 3, 10),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}},
                            [(torch.randn(4, 7, 10),)])
+
+    def test_topk_sort_and_argsort_over_a_dynamic_batch(self):
+        # torch.topk with k > 1, torch.sort and torch.argsort all export
+        # TopK (sort with k = the axis's size, from Shape).
+        fns = {"topk": lambda x: (lambda v, i: v * 100 + i.float())(*torch.topk(x, 4, dim=-1)),
+               "topk_smallest_dim1": lambda x: (lambda v, i: v * 100 + i.float())(
+                   *torch.topk(x, 2, dim=1, largest=False)),
+               "sort": lambda x: (lambda v, i: v * 100 + i.float())(*torch.sort(x, dim=-1)),
+               "sort_descending": lambda x: torch.sort(x, dim=-1, descending=True)[0],
+               "argsort": lambda x: torch.argsort(x, dim=-1).float()}
+        for name, fn in fns.items():
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return fn(x)
+
+            with self.subTest(name=name):
+                self.check(M(), (torch.randn(2, 3, 10),), self.BATCH,
+                           [(torch.randn(4, 3, 10),), (torch.randn(1, 3, 10),)])
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and

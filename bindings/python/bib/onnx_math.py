@@ -6,7 +6,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dims_prod, _DTYPE_NAME, is_static, library_broadcasts, _np_for,
+    _bib_dtype, broadcast_shapes, dims_prod, _DTYPE_NAME, is_static, library_broadcasts, MAX_RANK, _np_for,
     shape_text, Val)
 
 
@@ -524,9 +524,11 @@ class MathOps:
         self.arg(node, "MIN")
 
     def op_TopK(self, node):
-        # k = 1: the index of the first maximum (minimum) along the axis,
-        # ARGMAX_AXIS / ARGMIN_AXIS kept as an axis of 1, and the value
-        # there, GATHER_ELEMENTS: exact, a tie the lower index as ONNX asks.
+        # The k first elements along the axis in the order ARGMAX_AXIS and
+        # ARGMIN_AXIS pick the first (a NaN first, -0 and +0 apart, a tie
+        # the lower index, as ONNX asks), their int64 indices and, by
+        # GATHER_ELEMENTS at them, their values: exact, so TopK with k = 1
+        # is the first column of any larger k.
         x = self.get(node, 0)
         self.f32_only(node, x)
         rank = len(x.shape)
@@ -536,17 +538,74 @@ class MathOps:
         else:
             k = self.const_ints(node, 1, "k")[0]
         largest = node.attr("largest", 1)
-        node.attr("sorted")  # one value is sorted either way
-        if k != 1:
-            self.refuse(node, "TopK with k = %d: only k = 1 is supported (an arg max or min and its value)" % k)
-        if x.shape[axis] == 0:
+        node.attr("sorted")  # sorted either way: unsorted leaves the order free
+        n = x.shape[axis]
+        if k < 1:
+            self.refuse(node, "k = %d: TopK takes a positive k" % k)
+        if n == 0:
             self.refuse(node, "TopK along an empty axis %d" % axis, "shape")
-        idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
+        if isinstance(n, int) and k > n:
+            self.refuse(node, "k = %d is larger than axis %d (of size %d)" % (k, axis, n), "shape")
+        if k == 1:
+            idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
+        elif not isinstance(n, int):
+            self.refuse(node, "TopK with k = %d along a dynamic axis %d (%s)" % (k, axis, n), "shape")
+        else:
+            idx = self.topk_indices(node, x, axis, k, largest)
         self.need(node, "GATHER_ELEMENTS", "TopK's values")
         values = self.rt(idx.shape, "f32")
         self.emit("GATHER_ELEMENTS", values.reg, self.reg_of(node, x), self.reg_of(node, idx), axis)
         self.set(node, 0, values)
         self.set(node, 1, idx)
+
+    def topk_indices(self, node, x, axis, k, largest):
+        """The indices of x's k first elements along its static axis, by
+        rank: element i's place is the number of elements j that come
+        before it, counted over an [n, n] comparison of every pair (axis
+        holds i, a new axis after it j). j comes before i when it is a NaN
+        and i is not; when x_j is greater (less) than x_i; when they are
+        equal and 1 / x_j is greater (less) than 1 / x_i (+0 before -0 for
+        the largest, the other way for the smallest); and otherwise, both
+        NaN or the same value, when j < i. That order is total, so the
+        places are 0..n-1 once each, and output r is the one element whose
+        place is r (ARGMAX_AXIS of place == r over i). Every count is exact
+        (at most n, within f32's integers): the same bits everywhere."""
+        n = x.shape[axis]
+        rank = len(x.shape)
+        if rank + 1 > MAX_RANK:
+            self.refuse(node, "TopK with k = %d on a rank-%d input (it compares pairs on rank %d; BIB tensors "
+                        "have at most %d)" % (k, rank, rank + 1, MAX_RANK), "shape")
+        for mnemonic in ("RECIP", "TNOT", "TAND", "TOR", "CAST", "ARGMAX_AXIS"):
+            self.need(node, mnemonic, "TopK with k = %d" % k)
+        shape_i = x.shape[:axis + 1] + [1] + x.shape[axis + 1:]
+        shape_j = x.shape[:axis] + [1] + x.shape[axis:]
+
+        def pair(v):
+            return self.reshape(node, v, shape_i), self.reshape(node, v, shape_j)
+
+        def test(mnemonic, a, b):
+            return self.binary(node, mnemonic, a, b, out_type=TensorProto.BOOL)
+
+        order = "TGT" if largest else "TLT"
+        xi, xj = pair(x)
+        ri, rj = pair(self.unary(node, "RECIP", x))
+        nani, nanj = pair(self.unary(node, "TNOT", test("TEQ", x, x)))
+        after = [n, n] + [1] * (rank - 1 - axis)
+        lower = self.const_val(np.tri(n, n, -1, dtype=np.bool_).reshape(after), TensorProto.BOOL)
+        tie = test("TOR", test(order, rj, ri), test("TAND", test("TEQ", rj, ri), lower))
+        before = test("TOR", test(order, xj, xi), test("TAND", test("TEQ", xj, xi), tie))
+        nan_first = test("TAND", nanj, test("TOR", self.unary(node, "TNOT", nani), lower))
+        before = test("TOR", before, nan_first)
+        count = self.rt(before.shape, "f32")
+        self.emit("CAST", count.reg, self.reg_of(node, before), 1)
+        place = self.reduce(node, "SUM", count, [axis + 1], 1)
+        ranks = np.arange(k, dtype=np.float32).reshape([k if a == axis + 1 else 1 for a in range(rank + 1)])
+        hit = test("TEQ", place, self.const_val(ranks))
+        hits = self.rt(hit.shape, "f32")
+        self.emit("CAST", hits.reg, self.reg_of(node, hit), 1)
+        idx = self.rt(x.shape[:axis] + [k] + x.shape[axis + 1:], "i32", TensorProto.INT64)
+        self.emit("ARGMAX_AXIS", idx.reg, hits.reg, axis, 0)
+        return idx
 
     def softmax(self, node, log):
         x = self.get(node, 0)
