@@ -1205,6 +1205,163 @@ class TopK(unittest.TestCase):
         self.assertEqual(cm.exception.reason, "shape")
 
 
+class Scatter(unittest.TestCase):
+    """ScatterElements, Scatter and ScatterND against a Python loop that
+    applies the updates in index order (ONNX's reference), the indices
+    given at run time."""
+
+    @staticmethod
+    def oracle(data, targets, updates, reduction):
+        """data with updates[j] applied at targets[j] (tuples of data
+        positions), in the order of j."""
+        out = data.copy()
+        for t, u in zip(targets, updates):
+            if reduction == "none":
+                out[t] = u
+            elif reduction == "add":
+                out[t] = out[t] + u
+            else:
+                out[t] = out[t] * u
+        return out
+
+    def elements(self, data, idx, updates, axis, reduction):
+        targets, ups = [], []
+        for pos in np.ndindex(idx.shape):
+            t = list(pos)
+            t[axis] = idx[pos] % data.shape[axis]
+            targets.append(tuple(t))
+            ups.append(updates[pos])
+        return self.oracle(data, targets, ups, reduction)
+
+    def build_elements(self, data, idx, axis, **attrs):
+        dt = F if data.dtype == np.float32 else I64
+        return model([helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=axis, **attrs)],
+                     [helper.make_tensor_value_info("data", dt, list(data.shape)),
+                      helper.make_tensor_value_info("idx", I64, list(idx.shape)),
+                      helper.make_tensor_value_info("upd", dt, list(idx.shape))],
+                     [helper.make_tensor_value_info("y", dt, list(data.shape))], opset=16)
+
+    def test_scatter_elements_the_last_duplicate_wins_and_negative_indices_count_from_the_end(self):
+        data = rng((3, 4, 5), 70)
+        for axis in (0, 1, 2, -1):
+            n = data.shape[axis]
+            shape = list(data.shape)
+            shape[axis] = 6  # more updates than positions: duplicates
+            idx = np.random.default_rng(71 + axis).integers(-n, n, shape)
+            updates = rng(shape, 72 + axis)
+            with self.subTest(axis=axis):
+                mod = onnx_import.import_model(self.build_elements(data, idx, axis))
+                y = mod.run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+                self.assertEqual(y.tobytes(), self.elements(data, idx, updates, axis, "none").tobytes())
+
+    def test_scatter_elements_of_integers(self):
+        data = np.arange(12, dtype=np.int64).reshape(3, 4) * 1000
+        idx = np.array([[3, 0], [1, 1], [-1, 2]], np.int64)
+        updates = np.array([[-1, -2], [-3, -4], [-5, -6]], np.int64)
+        mod = onnx_import.import_model(self.build_elements(data, idx, 1))
+        y = mod.run({"data": data.astype(np.int32), "idx": idx.astype(np.int32), "upd": updates.astype(np.int32)})
+        np.testing.assert_array_equal(y["y"], self.elements(data, idx, updates, 1, "none"))
+
+    def test_scatter_elements_add_and_mul(self):
+        data = rng((4, 6), 73)
+        data[0, 2] = -0.0
+        for reduction in ("add", "mul"):
+            # Distinct indices: each update applied once, exactly numpy's
+            # bits (-0 + -0 stays -0: the sum's other terms are -0).
+            idx = np.array([[2, 0, 5], [1, 4, 3], [0, 1, 2], [5, 4, 3]], np.int64)
+            updates = rng((4, 3), 74)
+            updates[0, 0] = -0.0
+            with self.subTest(reduction=reduction, duplicates=False):
+                mod = onnx_import.import_model(self.build_elements(data, idx, 1, reduction=reduction))
+                y = mod.run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+                self.assertEqual(y.tobytes(), self.elements(data, idx, updates, 1, reduction).tobytes())
+            # Duplicates: the updates are combined first, in SUM's (PROD's)
+            # tree, so the last bits may differ from one at a time.
+            idx = np.array([[2, 2, 2, 0], [1, 1, 3, 1], [0, 0, 0, 0], [5, 4, 5, 4]], np.int64)
+            updates = rng((4, 4), 75)
+            with self.subTest(reduction=reduction, duplicates=True):
+                mod = onnx_import.import_model(self.build_elements(data, idx, 1, reduction=reduction))
+                y = mod.run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+                np.testing.assert_allclose(y, self.elements(data, idx, updates, 1, reduction), rtol=1e-6)
+
+    def test_scatter_before_opset_11_is_scatter_elements(self):
+        data, idx, updates = rng((3, 3), 76), np.array([[1, 0, 2], [0, 2, 1]], np.int64), rng((2, 3), 77)
+        m = model([helper.make_node("Scatter", ["data", "idx", "upd"], ["y"], axis=0)],
+                  [helper.make_tensor_value_info("data", F, [3, 3]), helper.make_tensor_value_info("idx", I64, [2, 3]),
+                   helper.make_tensor_value_info("upd", F, [2, 3])],
+                  [helper.make_tensor_value_info("y", F, [3, 3])], opset=10)
+        y = onnx_import.import_model(m).run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+        self.assertEqual(y.tobytes(), self.elements(data, idx, updates, 0, "none").tobytes())
+
+    def build_nd(self, data, idx, **attrs):
+        ushape = list(idx.shape[:-1]) + list(data.shape[idx.shape[-1]:])
+        return model([helper.make_node("ScatterND", ["data", "idx", "upd"], ["y"], **attrs)],
+                     [helper.make_tensor_value_info("data", F, list(data.shape)),
+                      helper.make_tensor_value_info("idx", I64, list(idx.shape)),
+                      helper.make_tensor_value_info("upd", F, ushape)],
+                     [helper.make_tensor_value_info("y", F, list(data.shape))], opset=16), ushape
+
+    def test_scatter_nd_rows_and_elements(self):
+        data = rng((4, 3, 5), 78)
+        cases = (np.array([[2], [-1], [2]], np.int64),                      # rows, a duplicate
+                 np.array([[[0, 1], [3, -3]], [[2, 2], [0, 1]]], np.int64),  # [2,2] tuples of 2 axes
+                 np.array([[1, 2, 4], [-4, 0, -1], [1, 2, 4]], np.int64))   # single elements
+        for idx in cases:
+            for reduction in ("none", "add", "mul"):
+                with self.subTest(idx=idx.tolist(), reduction=reduction):
+                    m, ushape = self.build_nd(data, idx, reduction=reduction)
+                    updates = rng(ushape, 79)
+                    y = onnx_import.import_model(m).run({"data": data, "idx": idx.astype(np.int32), "upd": updates})
+                    k = idx.shape[-1]
+                    flat = idx.reshape(-1, k)
+                    targets = [tuple(int(t[a]) % data.shape[a] for a in range(k)) for t in flat]
+                    want = self.oracle(data, targets, updates.reshape((len(flat),) + data.shape[k:]), reduction)
+                    if reduction == "none":
+                        self.assertEqual(y["y"].tobytes(), want.tobytes())
+                    else:
+                        np.testing.assert_allclose(y["y"], want, rtol=1e-6)
+
+    def test_the_same_bytes_on_every_executor_and_whatever_the_batch(self):
+        data = rng((4, 6), 80)
+        idx = np.array([[2, 2, 0], [5, 1, 1], [0, -6, 3], [4, 4, 4]], np.int64)
+        updates = rng((4, 3), 81)
+        for reduction in ("none", "add", "mul"):
+            with self.subTest(reduction=reduction):
+                mod = onnx_import.import_model(self.build_elements(data, idx, 1, reduction=reduction))
+                feed = {"data": data, "idx": idx.astype(np.int32), "upd": updates}
+                runs = [mod.run(feed, backend=b, strict_device=True)["y"] for b in ("cpu", "vulkan")]
+                self.assertEqual(runs[0].tobytes(), runs[1].tobytes())
+                m = self.build_elements(data[:1], idx[:1], 1, reduction=reduction)
+                one = onnx_import.import_model(m)
+                for b in range(4):
+                    row = one.run({"data": data[b:b + 1], "idx": idx[b:b + 1].astype(np.int32),
+                                   "upd": updates[b:b + 1]})["y"]
+                    self.assertEqual(row.tobytes(), runs[0][b:b + 1].tobytes())
+
+    def test_an_index_outside_the_axis_traps_or_is_refused(self):
+        data, updates = rng((2, 4), 82), rng((2, 1), 83)
+        mod = onnx_import.import_model(self.build_elements(data, np.zeros((2, 1), np.int64), 1))
+        for bad in (4, -5):
+            with self.subTest(index=bad):
+                with self.assertRaises(bib.Trap) as cm:
+                    mod.run({"data": data, "idx": np.array([[0], [bad]], np.int32), "upd": updates})
+                self.assertIn("GATHER_AXIS", cm.exception.message)
+        m = model([helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=1)],
+                  [helper.make_tensor_value_info("data", F, [2, 4]), helper.make_tensor_value_info("upd", F, [2, 1])],
+                  [helper.make_tensor_value_info("y", F, [2, 4])], [init("idx", i64([[0], [4]]))])
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(ScatterElements): an index outside [-4, 4) on the data's axis 1", str(cm.exception))
+
+    def test_indices_that_cover_part_of_another_axis_are_refused(self):
+        data, idx = rng((3, 4), 84), np.zeros((2, 2), np.int64)
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build_elements(data, idx, 1))
+        self.assertIn("(ScatterElements): indices [2,2] cover part of the data [3,4] on an axis other than 1",
+                      str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
+
 @unittest.skipIf(torch is None, "torch is missing for this python3")
 class TorchExports(unittest.TestCase):
     """Modules as torch.onnx.export writes them with dynamic axes: imported,
@@ -1492,6 +1649,38 @@ class TorchExports(unittest.TestCase):
             with self.subTest(name=name):
                 self.check(M(), (torch.randn(2, 3, 10),), self.BATCH,
                            [(torch.randn(4, 3, 10),), (torch.randn(1, 3, 10),)])
+
+    def test_scatter_index_put_and_setitem(self):
+        # A mixture of experts' routing mask (zeros scattered with 1 at the
+        # top-2 experts: TopK, then ScatterElements with indices found at
+        # run time) over a dynamic batch; x[:, 0] = v and x[i] = rows
+        # (ScatterND, of constant and of run-time indices); scatter_add.
+        class Route(torch.nn.Module):
+            def forward(self, x):
+                return torch.zeros_like(x).scatter(1, torch.topk(x, 2, dim=-1)[1], 1.0) * x
+
+        self.check(Route(), (torch.randn(2, 8),), self.BATCH, [(torch.randn(5, 8),), (torch.randn(1, 8),)])
+
+        class SetColumn(torch.nn.Module):
+            def forward(self, x, v):
+                y = x.clone()
+                y[:, 0] = v
+                return y
+
+        class PutRows(torch.nn.Module):
+            def forward(self, x, i, v):
+                return x.index_put((i,), v)
+
+        class ScatterAdd(torch.nn.Module):
+            def forward(self, x, i, v):
+                return x.scatter_add(1, i, v)
+
+        args = (torch.randn(3, 8), torch.randn(3))
+        self.check(SetColumn(), args, {}, [args])
+        args = (torch.randn(4, 5), torch.tensor([3, -4]), torch.randn(2, 5))
+        self.check(PutRows(), args, {}, [args, (torch.randn(4, 5), torch.tensor([1, 2]), torch.randn(2, 5))])
+        args = (torch.randn(3, 8), torch.tensor([[0, 1, 7, 1]] * 3), torch.randn(3, 4))
+        self.check(ScatterAdd(), args, {}, [args], opset=16)
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and

@@ -7,7 +7,7 @@ from onnx import TensorProto, numpy_helper
 
 from .onnx_common import (
     _bib_dtype, broadcast_shapes, dim_add, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
-    library_broadcasts, _np_for, shape_text, Sym, Val)
+    library_broadcasts, MAX_RANK, _np_for, shape_text, Sym, Val)
 
 
 class ShapeOps:
@@ -836,6 +836,137 @@ class ShapeOps:
         out = self.rt(idx.shape, x.dtype, x.onnx_type)
         self.emit("GATHER_ELEMENTS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
         self.set(node, 0, out)
+
+    # scatter: each output element compares its position with every index
+    # along the axis, so only existing opcodes run and every step is exact.
+    def op_ScatterElements(self, node):
+        data, idx, updates = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        rank = len(data.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        reduction = self.scatter_reduction(node, data, updates)
+        if list(idx.shape) != list(updates.shape) or len(idx.shape) != rank:
+            self.refuse(node, "indices %s and updates %s: ONNX asks one shape of the data's rank %d"
+                        % (shape_text(idx.shape), shape_text(updates.shape), rank), "shape")
+        if any(idx.shape[k] != data.shape[k] for k in range(rank) if k != axis):
+            self.refuse(node, "indices %s cover part of the data %s on an axis other than %d"
+                        % (shape_text(idx.shape), shape_text(data.shape), axis), "shape")
+        pos = self.scatter_positions(node, idx, data.shape[axis], "axis %d" % axis)
+        self.set(node, 0, self.scatter(node, data, axis, pos, updates, reduction))
+
+    op_Scatter = op_ScatterElements  # opsets 9 and 10: no reduction
+
+    def op_ScatterND(self, node):
+        # The indexed axes as one (row-major positions), updates as rows.
+        data, idx, updates = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        reduction = self.scatter_reduction(node, data, updates)
+        rank = len(data.shape)
+        k = idx.shape[-1] if idx.shape else None
+        if not isinstance(k, int) or not 1 <= k <= rank:
+            self.refuse(node, "indices %s: the last axis must be a static 1..%d (the data's rank)"
+                        % (shape_text(idx.shape), rank), "shape")
+        lead, rest = data.shape[:k], data.shape[k:]
+        if not is_static(lead):
+            self.refuse(node, "indexed axes %s of the data are dynamic" % shape_text(lead), "shape")
+        if list(updates.shape) != list(idx.shape[:-1]) + list(rest):
+            self.refuse(node, "updates %s: ONNX asks %s" % (shape_text(updates.shape),
+                                                          shape_text(list(idx.shape[:-1]) + list(rest))), "shape")
+        m = dims_prod(idx.shape[:-1])
+        if not isinstance(m, int):
+            self.refuse(node, "a dynamic number of indices %s" % shape_text(idx.shape[:-1]), "shape")
+        flat = self.reshape(node, idx, [m, k])
+        strides = [dims_prod(lead[t + 1:]) for t in range(k)]
+        rows = None
+        for t in range(k):
+            comp = flat if k == 1 else self.slice(node, flat, [t], [t + 1], [1], [1])
+            comp = self.scatter_positions(node, self.reshape(node, comp, [m]), lead[t], "axis %d" % t)
+            if strides[t] != 1:
+                self.need_i32(node, "TMUL")
+                comp = self.binary(node, "TMUL", comp, self.const_val(np.array([strides[t]], np.int64)))
+            rows = comp if rows is None else self.binary(node, "TADD", rows, comp)
+        pos = self.reshape(node, rows, [m] + [1] * len(rest))
+        out = self.scatter(node, self.reshape(node, data, [dims_prod(lead)] + list(rest)), 0, pos,
+                           self.reshape(node, updates, [m] + list(rest)), reduction)
+        self.set(node, 0, self.reshape(node, out, data.shape))
+
+    def scatter_reduction(self, node, data, updates):
+        reduction = node.attr("reduction", b"none")
+        reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+        if reduction not in ("none", "add", "mul"):
+            self.refuse(node, "attribute 'reduction' = '%s'" % reduction)
+        if data.onnx_type != updates.onnx_type:
+            self.refuse(node, "data and updates of two types", "dtype")
+        if reduction != "none":
+            self.f32_only(node, data, updates)
+        return reduction
+
+    def scatter_positions(self, node, idx, n, what):
+        """idx's indices along an axis of n, each in [-n, n), negative ones
+        plus n: checked at import when constant, else by a GATHER_AXIS of
+        0..n-1 at them (which traps on an index outside)."""
+        if not isinstance(n, int):
+            self.refuse(node, "the data's %s is dynamic (%s)" % (what, n), "shape")
+        if idx.const:
+            i = np.array(self.ints_of(node, idx.array, "input '%s' (the indices)" % node.inputs[1], "the indices"),
+                         np.int64).reshape([int(d) for d in idx.shape])
+            if i.size and (i.min() < -n or i.max() >= n):
+                self.refuse(node, "an index outside [-%d, %d) on the data's %s" % (n, n, what), "attribute")
+            return self.const_val(np.where(i < 0, i + n, i), TensorProto.INT64)
+        self.need(node, "GATHER_AXIS", "indices given at run time")
+        out = self.rt(idx.shape, "i32", TensorProto.INT64)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, self.const_val(np.arange(n, dtype=np.int64))),
+                  self.reg_of(node, idx, "the indices"), 0)
+        return out
+
+    def scatter(self, node, data, axis, pos, updates, reduction):
+        """data with updates scattered along axis at pos (non-negative,
+        updates' shape or 1 past the axis). Each pair of an update position
+        j and an output position p along the axis compares pos[j] with p
+        ([..., m, n, ...]). Without a reduction p takes the update of the
+        last j that hits it (the largest j + 1 over hits, by MAX), by
+        GATHER_ELEMENTS. With one, p hit once combines the data with that
+        update (ONNX's reference bits); p hit several times with the hits'
+        updates summed (multiplied) first in SUM's (PROD's) tree in the
+        order of j (-0 or 1 elsewhere, which change nothing). A p that no j
+        hits keeps the data's element."""
+        for mnemonic in ("TEQ", "CAST", "WHERE", "GATHER_ELEMENTS"):
+            self.need(node, mnemonic, "a scatter")
+        rank = len(data.shape)
+        n, m = data.shape[axis], updates.shape[axis]
+        if not isinstance(m, int):
+            self.refuse(node, "a dynamic number of updates along axis %d (%s)" % (axis, m), "shape")
+        if m == 0:
+            return data
+        if rank + 1 > MAX_RANK:
+            self.refuse(node, "a scatter into rank %d (it compares pairs on rank %d; BIB tensors have at most %d)"
+                        % (rank, rank + 1, MAX_RANK), "shape")
+
+        def pair(v):
+            return self.reshape(node, v, v.shape[:axis + 1] + [1] + v.shape[axis + 1:])
+
+        def along(values, size, at):
+            return np.asarray(values).reshape([size if k == at else 1 for k in range(rank + 1)])
+
+        hit = self.binary(node, "TEQ", pair(pos), self.const_val(along(np.arange(n, dtype=np.int64), n, axis + 1)),
+                          out_type=TensorProto.BOOL)
+        hits = self.rt(hit.shape, "f32")
+        self.emit("CAST", hits.reg, self.reg_of(node, hit), 1)
+        writers = along(np.arange(1, m + 1, dtype=np.float32), m, axis)
+        last = self.reduce(node, "MAX", self.binary(node, "TMUL", hits, self.const_val(writers)), [axis], 0)
+        j = self.binary(node, "TMAX", self.binary(node, "TADD", last, self.scalar_const(-1.0)), self.scalar_const(0.0))
+        ji = self.rt(j.shape, "i32", TensorProto.INT64)
+        self.emit("CAST", ji.reg, self.reg_of(node, j), 2)
+        ji = self.expand(node, ji, data.shape)
+        new = self.rt(data.shape, data.dtype, data.onnx_type)
+        self.emit("GATHER_ELEMENTS", new.reg, self.reg_of(node, updates), ji.reg, axis)
+        if reduction != "none":
+            kind, mnemonic, unit = ("SUM", "TADD", -0.0) if reduction == "add" else ("PROD", "TMUL", 1.0)
+            terms = self.where(node, hit, pair(updates), self.scalar_const(unit))
+            several = self.binary(node, "TGT", self.reduce(node, "SUM", hits, [axis], 0), self.scalar_const(1.0),
+                                  out_type=TensorProto.BOOL)
+            new = self.where(node, several, self.reduce(node, kind, terms, [axis], 0), new)
+            new = self.binary(node, mnemonic, data, new)
+        written = self.binary(node, "TGT", last, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        return self.where(node, written, new, data)
 
     def op_Expand(self, node):
         x = self.get(node, 0)
