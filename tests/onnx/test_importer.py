@@ -1077,13 +1077,35 @@ class Einsum(unittest.TestCase):
                 self.assertEqual(y.shape, want.shape)
                 np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
-    def test_a_diagonal_or_trace_is_refused(self):
-        for eq in ("ii->i", "ii->", "iij,jk->ik"):
-            shapes = [(3, 3)] if eq.count(",") == 0 else [(3, 3, 4), (4, 2)]
-            with self.assertRaises(onnx_import.Refused) as cm:
-                onnx_import.import_model(self.build(eq, shapes))
-            self.assertIn("(Einsum): equation '%s': an index repeated in one operand (a diagonal or a trace) is "
-                          "not supported" % eq, str(cm.exception))
+    def test_a_diagonal_or_a_trace_against_numpy(self):
+        # An index repeated in one operand takes the diagonal: exactly
+        # numpy's elements; a trace (then summed) and products to rounding.
+        for eq, shapes in (("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("ii->", [(5, 5)]), ("bii->bi", [(3, 4, 4)]),
+                           ("ibi->bi", [(4, 3, 4)]), ("iii->i", [(3, 3, 3)]), ("iij->ji", [(3, 3, 2)]),
+                           ("iij,jk->ik", [(3, 3, 4), (4, 2)]), ("ij,kk->ij", [(2, 3), (4, 4)]),
+                           ("...ii->...i", [(2, 3, 4, 4)]), ("ii->i", [(1, 1)])):
+            with self.subTest(eq=eq, shapes=shapes):
+                mod = onnx_import.import_model(self.build(eq, shapes))
+                xs = [rng(s, k + 90) for k, s in enumerate(shapes)]
+                y = mod.run({"x%d" % k: x for k, x in enumerate(xs)})["y"]
+                want = np.einsum(eq, *xs)
+                self.assertEqual(y.shape, want.shape)
+                if "," in eq or eq.endswith("->") or eq == "ii":
+                    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+                else:
+                    self.assertEqual(y.tobytes(), np.ascontiguousarray(want).tobytes())
+
+    def test_a_repeated_index_of_two_sizes_or_a_dynamic_size_is_refused(self):
+        for dims, text in (([2, "S", "S"], "index 'i' repeated in one operand (a diagonal) has the dynamic size S"),
+                           ([2, "S", "T"], "index 'i' repeated in one operand has the sizes S and T")):
+            with self.subTest(dims=dims):
+                m = model([helper.make_node("Einsum", ["x0"], ["y"], equation="bii->bi")],
+                          [helper.make_tensor_value_info("x0", F, dims)],
+                          [helper.make_tensor_value_info("y", F, [2, "S"])])
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m)
+                self.assertIn("(Einsum): equation 'bii->bi': " + text, str(cm.exception))
+                self.assertEqual(cm.exception.reason, "shape")
 
 
 class TopK(unittest.TestCase):
@@ -1603,7 +1625,9 @@ class TorchExports(unittest.TestCase):
                 ("bi,bi->b", [(3, 6), (3, 6)], {"in0": {0: "B"}, "in1": {0: "B"}}),
                 ("i,j->ij", [(5,), (4,)], {"in0": {0: "S"}}),
                 ("bij->bji", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}}),
-                ("bij->bi", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}})):
+                ("bij->bi", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}}),
+                ("bii->bi", [(2, 4, 4)], {"in0": {0: "B"}}),
+                ("bii->b", [(2, 4, 4)], {"in0": {0: "B"}})):
             class M(torch.nn.Module):
                 def forward(self, *xs):
                     return torch.einsum(eq, *xs)

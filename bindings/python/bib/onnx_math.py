@@ -295,9 +295,9 @@ class MathOps:
             if not all(c.isalpha() or c in holders for c in t) or len(t) != len(v.shape):
                 self.refuse(node, "equation '%s': term '%s' does not match an input of rank %d"
                             % (eq, t.replace("".join(holders), "..."), len(v.shape)))
-            if len(set(t)) != len(t):
-                self.refuse(node, "equation '%s': an index repeated in one operand (a diagonal or a trace) is not "
-                            "supported" % eq)
+        first = vals[0]
+        for k in range(len(vals)):
+            vals[k], terms[k] = self.einsum_diagonal(node, eq, vals[k], terms[k])
         if len(set(out)) != len(out) or any(c not in "".join(terms) for c in out):
             self.refuse(node, "equation '%s': the output's indices must be distinct indices of the inputs" % eq)
         sizes = {}
@@ -316,9 +316,32 @@ class MathOps:
         acc, at = self.einsum_sum(node, eq, acc, at, out)
         if at != out:
             acc = self.permute(node, acc, [at.index(c) for c in out])
-        if acc is vals[0]:
+        if acc is first:
             acc = self.unary(node, "COPY", acc)
         self.set(node, 0, acc)
+
+    def einsum_diagonal(self, node, eq, x, term):
+        """x (indices term) with an index repeated in term taken once, on
+        its diagonal (a trace is the diagonal, then summed out): the two
+        axes moved last (PERMUTE), viewed as one of n * n, and every
+        (n + 1)-th element of it (SLICE), the index now last. Exact."""
+        while len(set(term)) != len(term):
+            c = next(c for c in term if term.count(c) > 1)
+            a1 = term.index(c)
+            a2 = term.index(c, a1 + 1)
+            n = x.shape[a1]
+            if x.shape[a2] != n:
+                self.refuse(node, "equation '%s': index '%s' repeated in one operand has the sizes %s and %s"
+                            % (eq, c, n, x.shape[a2]), "shape")
+            if not isinstance(n, int):
+                self.refuse(node, "equation '%s': index '%s' repeated in one operand (a diagonal) has the dynamic "
+                            "size %s" % (eq, c, n), "shape")
+            rest = [k for k in range(len(term)) if k not in (a1, a2)]
+            x = self.permute(node, x, rest + [a1, a2])
+            x = self.reshape(node, x, x.shape[:-2] + [n * n])
+            x = self.slice(node, x, [0], [n * n], [len(rest)], [n + 1])
+            term = "".join(term[k] for k in rest) + c
+        return x, term
 
     def einsum_sum(self, node, eq, x, term, keep):
         """x (indices term) with the indices not in keep summed out."""
