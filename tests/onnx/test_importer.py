@@ -122,6 +122,31 @@ class Folding(unittest.TestCase):
             x = rng((n, 3, 4), n)
             np.testing.assert_array_equal(mod.run({"x": x})["y"], x.reshape(3 * n, 4))
 
+    def test_nonzero_of_a_constant_is_folded(self):
+        # torch's x[:, mask] with a constant mask: NonZero, Transpose,
+        # Squeeze of the mask's positions, a Gather of them.
+        mask = np.array([True, False, True, True, False, False], np.bool_)
+        nodes = [
+            helper.make_node("NonZero", ["mask"], ["nz"]),
+            helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+            helper.make_node("Gather", ["x", "idx"], ["y"], axis=1),
+        ]
+        m = model(nodes, [helper.make_tensor_value_info("x", F, ["N", 6])],
+                  [helper.make_tensor_value_info("y", F, ["N", 3])],
+                  [init("mask", mask), init("ax0", np.array([0], np.int64))])
+        mod = onnx_import.import_model(m)
+        self.assertNotIn("NonZero", mod.disassemble())
+        x = rng((4, 6), 3)
+        self.assertEqual(mod.run({"x": x})["y"].tobytes(), np.ascontiguousarray(x[:, mask]).tobytes())
+
+    def test_nonzero_at_run_time_is_refused(self):
+        m = model([helper.make_node("NonZero", ["x"], ["y"])], [helper.make_tensor_value_info("x", F, [4])],
+                  [helper.make_tensor_value_info("y", I64, [1, "K"])])
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(NonZero): NonZero of an input known only at run time", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
     def test_constant_arithmetic_and_cast_are_folded(self):
         # w = Cast(c, float) * 2 + 1 is a constant; y = x + w is one TADD.
         nodes = [
@@ -1108,6 +1133,29 @@ class Einsum(unittest.TestCase):
                 self.assertEqual(cm.exception.reason, "shape")
 
 
+class CastToDouble(unittest.TestCase):
+    def build(self, reader, **attrs):
+        return model([helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+                      helper.make_node(reader, ["d"], ["y"], **attrs)],
+                     [helper.make_tensor_value_info("x", F, ["N", 4])],
+                     [helper.make_tensor_value_info("y", TensorProto.BOOL if reader.startswith("Is") else F,
+                                                    ["N", 4])])
+
+    def test_a_double_read_only_by_isinf_or_isnan_is_the_float_itself(self):
+        x = np.array([[np.inf, -np.inf, np.nan, 3.4e38], [-0.0, 1e-45, -np.nan, 1.0]], np.float32)
+        for reader, want in (("IsInf", np.isinf(x)), ("IsNaN", np.isnan(x))):
+            with self.subTest(reader=reader):
+                mod = onnx_import.import_model(self.build(reader))
+                self.assertNotIn("CAST", ops(mod))
+                np.testing.assert_array_equal(mod.run({"x": x})["y"], want.astype(np.int32))
+
+    def test_a_double_read_by_another_op_is_refused(self):
+        m = self.build("Cast", to=F)
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(Cast): attribute 'to' = DOUBLE from FLOAT: BIB tensors are f32 or i32", str(cm.exception))
+
+
 class TopK(unittest.TestCase):
     def build(self, k, dims=("N", 4, 5), **attrs):
         shape = list(dims)
@@ -1705,6 +1753,22 @@ class TorchExports(unittest.TestCase):
         self.check(PutRows(), args, {}, [args, (torch.randn(4, 5), torch.tensor([1, 2]), torch.randn(2, 5))])
         args = (torch.randn(3, 8), torch.tensor([[0, 1, 7, 1]] * 3), torch.randn(3, 4))
         self.check(ScatterAdd(), args, {}, [args], opset=16)
+
+    def test_nan_to_num_and_a_constant_boolean_mask(self):
+        # nan_to_num casts to double for IsInf; x[:, mask] is a NonZero
+        # of the constant mask.
+        class NanToNum(torch.nn.Module):
+            def forward(self, x):
+                return torch.nan_to_num(x, posinf=7.0)
+
+        class Mask(torch.nn.Module):
+            def forward(self, x):
+                return x[:, torch.tensor([True, False, True, True, False, False, True, False])]
+
+        x = torch.randn(5, 8)
+        x[0, 1], x[1, 2], x[2, 3] = float("nan"), float("inf"), float("-inf")
+        self.check(NanToNum(), (torch.randn(2, 8),), self.BATCH, [(x,)])
+        self.check(Mask(), (torch.randn(2, 8),), self.BATCH, [(x,), (torch.randn(1, 8),)])
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and
