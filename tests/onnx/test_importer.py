@@ -1156,6 +1156,43 @@ class CastToDouble(unittest.TestCase):
         self.assertIn("(Cast): attribute 'to' = DOUBLE from FLOAT: BIB tensors are f32 or i32", str(cm.exception))
 
 
+class GridSample(unittest.TestCase):
+    def build(self, xshape, gshape, **attrs):
+        return model([helper.make_node("GridSample", ["x", "g"], ["y"], **attrs)],
+                     [helper.make_tensor_value_info("x", F, xshape), helper.make_tensor_value_info("g", F, gshape)],
+                     [helper.make_tensor_value_info("y", F, [xshape[0], xshape[1], gshape[1], gshape[2]])], opset=16)
+
+    def test_points_on_pixel_centres_read_the_pixels_and_points_outside_read_zero(self):
+        # align_corners = 1 on a 3 x 5 image: x = -1, -0.5, 0, 0.5, 1 and
+        # y = -1, 0, 1 are the pixel centres exactly, for every mode; past
+        # the edge by a whole pixel and more, zeros padding reads 0.
+        x = rng((2, 3, 3, 5), 100)
+        xs, ys = np.array([-1, -0.5, 0, 0.5, 1], np.float32), np.array([-1, 0, 1], np.float32)
+        g = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None]), -1)[None].repeat(2, 0)
+        for mode in ("bilinear", "nearest", "bicubic"):
+            with self.subTest(mode=mode):
+                mod = onnx_import.import_model(self.build(["N", 3, 3, 5], ["N", 3, 5, 2], mode=mode, align_corners=1))
+                self.assertEqual(mod.run({"x": x, "g": g})["y"].tobytes(), x.tobytes())
+                far = np.full((2, 3, 5, 2), 3.0, np.float32)
+                far[0, 0, 0] = [-3.0, 0.0]
+                np.testing.assert_array_equal(mod.run({"x": x, "g": far})["y"], np.zeros_like(x))
+
+    def test_reflection_over_one_aligned_pixel_reads_it_everywhere(self):
+        x = np.array([[[[2.5]]]], np.float32)
+        g = np.array([[[[-7.0, 0.3], [np.inf, -np.inf], [1.0, 0.9], [np.nan, 0.0]]]], np.float32)
+        for mode in ("bilinear", "nearest"):
+            with self.subTest(mode=mode):
+                mod = onnx_import.import_model(self.build([1, 1, 1, 1], [1, 1, 4, 2], mode=mode,
+                                                          padding_mode="reflection", align_corners=1))
+                np.testing.assert_array_equal(mod.run({"x": x, "g": g})["y"], np.full((1, 1, 1, 4), 2.5, np.float32))
+
+    def test_a_dynamic_height_is_refused(self):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build([1, 3, "H", 5], [1, 3, 5, 2]))
+        self.assertIn("(GridSample): a dynamic height or width [1,3,H,5]", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
+
 class TopK(unittest.TestCase):
     def build(self, k, dims=("N", 4, 5), **attrs):
         shape = list(dims)
@@ -1769,6 +1806,40 @@ class TorchExports(unittest.TestCase):
         x[0, 1], x[1, 2], x[2, 3] = float("nan"), float("inf"), float("-inf")
         self.check(NanToNum(), (torch.randn(2, 8),), self.BATCH, [(x,)])
         self.check(Mask(), (torch.randn(2, 8),), self.BATCH, [(x,), (torch.randn(1, 8),)])
+
+    def test_grid_sample_every_mode_padding_and_alignment(self):
+        # A spatial transformer's sampler: the grid reaches past the image
+        # (to +-1.6) so that every padding mode matters, the batch dynamic.
+        # Each combination against torch on the CPU; three of them also on
+        # Vulkan (the same bytes) and one image at a time (the same bytes
+        # as in the batch).
+        g = torch.Generator().manual_seed(5)
+
+        def grid(b):
+            return torch.rand(b, 5, 7, 2, generator=g) * 3.2 - 1.6
+
+        both = {("bilinear", "zeros", False), ("nearest", "border", True), ("bicubic", "reflection", False)}
+        for mode in ("bilinear", "nearest", "bicubic"):
+            for padding in ("zeros", "border", "reflection"):
+                for align in (False, True):
+                    class M(torch.nn.Module):
+                        def forward(self, x, gr):
+                            return TF.grid_sample(x, gr, mode=mode, padding_mode=padding, align_corners=align)
+
+                    with self.subTest(mode=mode, padding=padding, align=align):
+                        dyn = {"in0": {0: "B"}, "in1": {0: "B"}, "y": {0: "B"}}
+                        mod = onnx_import.import_model(self.export(M(), (torch.randn(2, 2, 6, 8), grid(2)), dyn,
+                                                                   opset=16))
+                        x, gr = torch.randn(3, 2, 6, 8, generator=g), grid(3)
+                        feed = {mod.onnx_inputs["in0"]: x.numpy(), mod.onnx_inputs["in1"]: gr.numpy()}
+                        y = mod.run(feed)[mod.onnx_outputs["y"]]
+                        np.testing.assert_allclose(y, M()(x, gr).numpy(), rtol=1e-4, atol=1e-5)
+                        if (mode, padding, align) in both:
+                            self.assertEqual(self.run_both(mod, (x, gr)).tobytes(), y.tobytes())
+                            for b in range(3):
+                                one = mod.run({mod.onnx_inputs["in0"]: x[b:b + 1].numpy(),
+                                               mod.onnx_inputs["in1"]: gr[b:b + 1].numpy()})
+                                self.assertEqual(one[mod.onnx_outputs["y"]].tobytes(), y[b:b + 1].tobytes())
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and
