@@ -717,6 +717,30 @@ class SinCos(unittest.TestCase):
             self.assertLessEqual((np.abs(outs[0][k] - fn(a)) / ulp).max(), 1.0, k)
 
 
+class Tan(unittest.TestCase):
+    def test_tan_is_sin_over_cos_within_3_ulp_even_beside_the_poles(self):
+        m = model([helper.make_node("Tan", ["x"], ["y"])], [helper.make_tensor_value_info("x", F, ["N"])],
+                  [helper.make_tensor_value_info("y", F, ["N"])])
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o in ("SIN", "COS", "TDIV")], ["SIN", "COS", "TDIV"])
+        r = np.random.default_rng(110)
+        half_pi = np.float32(np.pi / 2)
+        x = np.concatenate([r.integers(0, 0x7F800000, 200000, dtype=np.uint32).view(np.float32),
+                            r.uniform(-10, 10, 100000).astype(np.float32),
+                            half_pi + np.arange(-500, 500, dtype=np.float32) * np.spacing(half_pi),
+                            np.array([3e38, 1e-45, 1e-30], np.float32)])
+        x[::2] = -x[::2]
+        outs = [mod.run({"x": x}, backend=be)["y"] for be in ("cpu", "vulkan")]
+        self.assertEqual(outs[0].tobytes(), outs[1].tobytes())
+        want = np.tan(x.astype(np.float64))
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        self.assertLessEqual((np.abs(outs[0] - want) / ulp).max(), 3.0)
+        zeros = np.array([0.0, -0.0], np.float32)
+        self.assertEqual(mod.run({"x": zeros})["y"].tobytes(), zeros.tobytes())
+        special = mod.run({"x": np.array([np.inf, -np.inf, np.nan], np.float32)})["y"]
+        self.assertTrue(np.isnan(special).all())
+
+
 class Pad(unittest.TestCase):
     def pad_model(self, mode, pads, value=None, opset=17, shape=("N", 3, 5, 6)):
         inputs = ["x", "pads"] + (["value"] if value is not None else [])
