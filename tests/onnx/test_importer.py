@@ -1935,22 +1935,37 @@ class TorchExports(unittest.TestCase):
             self.check(M(kind, states), (torch.randn(3, 2, 6), torch.randn(4, 2, 5)), dyn,
                        [(torch.randn(3, 3, 6), torch.randn(4, 3, 5))])
 
-    def test_pad_and_one_hot_by_a_dynamic_dim_are_refused_by_name(self):
+    def test_pad_by_a_dynamic_dim_is_refused_by_name(self):
         class P(torch.nn.Module):
             def forward(self, x):
                 return TF.pad(x, (0, 0, 0, x.shape[1]))
 
+        msg = self.refused(P(), (torch.randn(2, 6, 8),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S2"}})
+        self.assertIn("(Pad): input", msg)
+        self.assertIn("holds the dynamic dimension S", msg)
+
+    def test_one_hot_by_a_dynamic_depth(self):
+        # one_hot(i, x.shape[1]) with S dynamic: the depth loaded and its
+        # positions made at run time; in ONNX, negative indices count from S.
         class O(torch.nn.Module):
             def forward(self, x, i):
                 return TF.one_hot(i, x.shape[1]).float() @ x
 
-        msg = self.refused(P(), (torch.randn(2, 6, 8),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S2"}})
-        self.assertIn("(Pad): input", msg)
-        self.assertIn("holds the dynamic dimension S", msg)
-        msg = self.refused(O(), (torch.randn(2, 6, 8), torch.randint(0, 6, (2, 3))),
-                           {"in0": {0: "B", 1: "S"}, "y": {0: "B"}})
-        self.assertIn("(OneHot): input", msg)
-        self.assertIn("(the depth) is the dynamic dimension S", msg)
+        dyn = {"in0": {0: "B", 1: "S"}, "in1": {0: "B"}, "y": {0: "B"}}
+        self.check(O(), (torch.randn(2, 6, 8), torch.randint(0, 6, (2, 3))), dyn,
+                   [(torch.randn(3, 9, 8), torch.randint(0, 9, (3, 3))),
+                    (torch.randn(1, 300, 8), torch.tensor([[299, 0, 257]]))])
+
+        m = model([helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+                   helper.make_node("OneHot", ["i", "s", "v"], ["y"], axis=0)],
+                  [helper.make_tensor_value_info("x", F, [2, "S"]), helper.make_tensor_value_info("i", I64, [4])],
+                  [helper.make_tensor_value_info("y", F, ["S", 4])], [init("v", np.array([-1.0, 2.5], np.float32))])
+        mod = onnx_import.import_model(m)
+        i = np.array([0, -1, 7, -8], np.int64)
+        for n in (5, 8):
+            y = mod.run({"x": np.zeros((2, n), np.float32), "i": i.astype(np.int32)})["y"]
+            want = np.where(np.arange(n)[:, None] == np.where(i < 0, i + n, i)[None, :], 2.5, -1.0)
+            np.testing.assert_array_equal(y, want.astype(np.float32))
 
 
 class Names(unittest.TestCase):

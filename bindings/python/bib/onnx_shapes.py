@@ -271,7 +271,7 @@ class ShapeOps:
         if dtype == "f32":
             self.load_f64(slot, float(value))
         else:
-            self.load_int(slot, int(value))
+            self.load_int(slot, value if isinstance(value, Sym) else int(value))
         self.emit("FILL", out.reg, slot)
         return out
 
@@ -819,9 +819,14 @@ class ShapeOps:
 
     def op_OneHot(self, node):
         # values[1] where the index (negative ones + depth) is the position
-        # along the new axis, values[0] elsewhere.
+        # along the new axis, values[0] elsewhere. A depth that is a
+        # dynamic dim (one_hot(i, x.shape[1])) is loaded at run time, its
+        # positions made then.
         idx, values = self.get(node, 0), self.get(node, 2)
-        depth = self.const_ints(node, 1, "the depth")[0]
+        depth = np.asarray(self.const_input(node, 1, "the depth")).reshape(-1)
+        if depth.size != 1:
+            self.refuse(node, "a depth of %d values (OneHot takes one)" % depth.size, "shape")
+        depth = depth[0] if isinstance(depth[0], Sym) else self.const_ints(node, 1, "the depth")[0]
         rank = len(idx.shape) + 1
         axis = self.axis_of(node, node.attr("axis", -1), rank)
         if idx.dtype == "f32":
@@ -830,13 +835,17 @@ class ShapeOps:
             self.emit("CAST", i.reg, self.reg_of(node, idx), 2)
             idx = i
         self.need_i32(node, "TADD")
+        if isinstance(depth, Sym):
+            count = self.filled(node, [1], "i32", TensorProto.INT64, depth)
+        else:
+            count = self.const_val(np.array([depth], np.int64))
         neg = self.binary(node, "TLT", idx, self.const_val(np.array([0], np.int64)), out_type=TensorProto.BOOL)
-        idx = self.where(node, neg, self.binary(node, "TADD", idx, self.const_val(np.array([depth], np.int64))), idx)
+        idx = self.where(node, neg, self.binary(node, "TADD", idx, count), idx)
         shape = list(idx.shape)
         shape.insert(axis, 1)
         col = self.reshape(node, idx, shape)
         along = [depth if k == axis else 1 for k in range(rank)]
-        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape(along))
+        iota = self.reshape(node, self.const_or_positions(node, depth), along)
         hit = self.binary(node, "TEQ", col, iota, True, out_type=TensorProto.BOOL)
         pair = np.asarray(self.const_input(node, 2, "the values")).reshape(-1)
         off = self.const_val(pair[0:1], values.onnx_type)
