@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 import warnings
 
 sys.dont_write_bytecode = True
@@ -1285,6 +1286,52 @@ class TopK(unittest.TestCase):
                         v, i = self.oracle(x, k, axis, largest)
                         np.testing.assert_array_equal(r["i"], i)
                         self.assertEqual(r["v"].tobytes(), v.tobytes())
+
+    def test_one_round_per_element_beyond_the_pairs_gives_the_same_order(self):
+        # Past TOPK_PAIRS_MAX elements the k are picked one round each:
+        # forced here on the small tensor (rows where every element left is
+        # the -Inf / +Inf fill included), then on a long axis.
+        from bib.onnx_math import MathOps
+
+        x = self.special(66)
+        with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 0):
+            for axis in (-1, 1):
+                n = x.shape[axis]
+                for k in (2, n):
+                    for largest in (1, 0):
+                        with self.subTest(axis=axis, k=k, largest=largest):
+                            mod = onnx_import.import_model(self.build(k, axis=axis, largest=largest))
+                            self.assertNotIn("REDUCE_SUM", ops(mod))
+                            r = mod.run({"x": x})
+                            v, i = self.oracle(x, k, axis, largest)
+                            np.testing.assert_array_equal(r["i"], i)
+                            self.assertEqual(r["v"].tobytes(), v.tobytes())
+        x = rng((2, 5000), 67)
+        x[0, 100:110] = x[0, 4000]
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                  [helper.make_tensor_value_info("x", F, ["N", 5000])],
+                  [helper.make_tensor_value_info("v", F, ["N", 12]),
+                   helper.make_tensor_value_info("i", I64, ["N", 12])],
+                  [init("k", i64([12]))])
+        mod = onnx_import.import_model(m)
+        r = mod.run({"x": x})
+        v, i = self.oracle(x, 12, 1, 1)
+        np.testing.assert_array_equal(r["i"], i)
+        self.assertEqual(r["v"].tobytes(), v.tobytes())
+        on_vulkan = mod.run({"x": x}, backend="vulkan", strict_device=True)
+        for name in ("v", "i"):
+            self.assertEqual(on_vulkan[name].tobytes(), r[name].tobytes())
+
+    def test_too_many_rounds_beyond_the_pairs_are_refused(self):
+        from bib.onnx_math import MathOps
+
+        with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 4), \
+                unittest.mock.patch.object(MathOps, "TOPK_ROUNDS_MAX", 3):
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(self.build(4))
+        self.assertIn("(TopK): TopK with k = 4 along axis 2 of 5: above 4 elements BIB picks them one round each, "
+                      "at most 3 rounds", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
 
     def test_k_1_is_the_first_column_of_a_larger_k(self):
         x = self.special(63)

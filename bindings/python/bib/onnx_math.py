@@ -581,13 +581,57 @@ class MathOps:
             idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
         elif not isinstance(n, int):
             self.refuse(node, "TopK with k = %d along a dynamic axis %d (%s)" % (k, axis, n), "shape")
-        else:
+        elif n <= self.TOPK_PAIRS_MAX:
             idx = self.topk_indices(node, x, axis, k, largest)
+        elif k <= self.TOPK_ROUNDS_MAX:
+            idx = self.topk_rounds(node, x, axis, k, largest)
+        else:
+            self.refuse(node, "TopK with k = %d along axis %d of %d: above %d elements BIB picks them one round "
+                        "each, at most %d rounds" % (k, axis, n, self.TOPK_PAIRS_MAX, self.TOPK_ROUNDS_MAX), "shape")
         self.need(node, "GATHER_ELEMENTS", "TopK's values")
         values = self.rt(idx.shape, "f32")
         self.emit("GATHER_ELEMENTS", values.reg, self.reg_of(node, x), self.reg_of(node, idx), axis)
         self.set(node, 0, values)
         self.set(node, 1, idx)
+
+    # TopK with k > 1 compares every pair along an axis of up to this many
+    # elements (n^2 per row), and picks the k one round each beyond it.
+    TOPK_PAIRS_MAX = 1024
+    TOPK_ROUNDS_MAX = 64
+
+    def topk_rounds(self, node, x, axis, k, largest):
+        """The indices of x's k first elements along its static axis, one
+        round each (the order topk_indices gives): round r takes the first
+        extreme of x with the elements taken so far replaced by -Inf (+Inf
+        for the smallest), by ARGMAX_AXIS (ARGMIN_AXIS). When that extreme is
+        the fill itself, every element left equals it, and the first one
+        left is taken instead (a taken one may come first). O(k n) per row,
+        where the pairs cost n^2."""
+        n = x.shape[axis]
+        rank = len(x.shape)
+        for mnemonic in ("WHERE", "TNOT", "TOR", "CAST", "GATHER_ELEMENTS", "CONCAT"):
+            self.need(node, mnemonic, "TopK with k = %d" % k)
+        which = "MAX" if largest else "MIN"
+        fill = self.scalar_const(-np.inf if largest else np.inf)
+        iota = self.const_val(np.arange(n, dtype=np.int64).reshape([n if a == axis else 1 for a in range(rank)]))
+        taken, picks = None, []
+        for _ in range(k):
+            left = x if taken is None else self.where(node, taken, fill, x)
+            pick = self.arg_first(node, left, which, axis, 1)
+            if taken is not None:
+                best = self.rt(pick.shape, "f32")
+                self.emit("GATHER_ELEMENTS", best.reg, self.reg_of(node, left), pick.reg, axis)
+                stuck = self.binary(node, "TEQ", best, fill, out_type=TensorProto.BOOL)
+                free = self.rt(x.shape, "f32")
+                self.emit("CAST", free.reg, self.reg_of(node, self.unary(node, "TNOT", taken)), 1)
+                pick = self.where(node, stuck, self.arg_first(node, free, "MAX", axis, 1), pick)
+            picks.append(pick)
+            hit = self.binary(node, "TEQ", pick, iota, out_type=TensorProto.BOOL)
+            taken = hit if taken is None else self.binary(node, "TOR", taken, hit, out_type=TensorProto.BOOL)
+        idx = picks[0]
+        for pick in picks[1:]:
+            idx = self.concat(node, idx, pick, axis)
+        return idx
 
     def topk_indices(self, node, x, axis, k, largest):
         """The indices of x's k first elements along its static axis, by
