@@ -1531,6 +1531,14 @@ class Scatter(unittest.TestCase):
             onnx_import.import_model(m)
         self.assertIn("(ScatterElements): an index outside [-4, 4) on the data's axis 1", str(cm.exception))
 
+    def test_too_many_pairs_are_refused(self):
+        data, idx = rng((2, 5000), 85), np.zeros((2, 4000), np.int64)
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build_elements(data, idx, 1))
+        self.assertIn("(ScatterElements): a scatter of 4000 updates along an axis of 5000: 20000000 pairs to "
+                      "compare, above the 16777216 BIB takes", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
     def test_indices_that_cover_part_of_another_axis_are_refused(self):
         data, idx = rng((3, 4), 84), np.zeros((2, 2), np.int64)
         with self.assertRaises(onnx_import.Refused) as cm:

@@ -940,6 +940,10 @@ class ShapeOps:
                   self.reg_of(node, idx, "the indices"), 0)
         return out
 
+    # A scatter compares each of its m updates with each of the n positions
+    # along its axis: at most this many pairs (per element of the others).
+    SCATTER_PAIRS_MAX = 1 << 24
+
     def scatter(self, node, data, axis, pos, updates, reduction):
         """data with updates scattered along axis at pos (non-negative,
         updates' shape or 1 past the axis). Each pair of an update position
@@ -959,6 +963,9 @@ class ShapeOps:
             self.refuse(node, "a dynamic number of updates along axis %d (%s)" % (axis, m), "shape")
         if m == 0:
             return data
+        if m * n > self.SCATTER_PAIRS_MAX:
+            self.refuse(node, "a scatter of %d updates along an axis of %d: %d pairs to compare, above the %d BIB "
+                        "takes" % (m, n, m * n, self.SCATTER_PAIRS_MAX), "shape")
         if rank + 1 > MAX_RANK:
             self.refuse(node, "a scatter into rank %d (it compares pairs on rank %d; BIB tensors have at most %d)"
                         % (rank, rank + 1, MAX_RANK), "shape")
