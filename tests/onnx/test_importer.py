@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 import warnings
 
 sys.dont_write_bytecode = True
@@ -121,6 +122,31 @@ class Folding(unittest.TestCase):
         for n in (2, 5):
             x = rng((n, 3, 4), n)
             np.testing.assert_array_equal(mod.run({"x": x})["y"], x.reshape(3 * n, 4))
+
+    def test_nonzero_of_a_constant_is_folded(self):
+        # torch's x[:, mask] with a constant mask: NonZero, Transpose,
+        # Squeeze of the mask's positions, a Gather of them.
+        mask = np.array([True, False, True, True, False, False], np.bool_)
+        nodes = [
+            helper.make_node("NonZero", ["mask"], ["nz"]),
+            helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+            helper.make_node("Gather", ["x", "idx"], ["y"], axis=1),
+        ]
+        m = model(nodes, [helper.make_tensor_value_info("x", F, ["N", 6])],
+                  [helper.make_tensor_value_info("y", F, ["N", 3])],
+                  [init("mask", mask), init("ax0", np.array([0], np.int64))])
+        mod = onnx_import.import_model(m)
+        self.assertNotIn("NonZero", mod.disassemble())
+        x = rng((4, 6), 3)
+        self.assertEqual(mod.run({"x": x})["y"].tobytes(), np.ascontiguousarray(x[:, mask]).tobytes())
+
+    def test_nonzero_at_run_time_is_refused(self):
+        m = model([helper.make_node("NonZero", ["x"], ["y"])], [helper.make_tensor_value_info("x", F, [4])],
+                  [helper.make_tensor_value_info("y", I64, [1, "K"])])
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(NonZero): NonZero of an input known only at run time", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
 
     def test_constant_arithmetic_and_cast_are_folded(self):
         # w = Cast(c, float) * 2 + 1 is a constant; y = x + w is one TADD.
@@ -692,6 +718,30 @@ class SinCos(unittest.TestCase):
             self.assertLessEqual((np.abs(outs[0][k] - fn(a)) / ulp).max(), 1.0, k)
 
 
+class Tan(unittest.TestCase):
+    def test_tan_is_sin_over_cos_within_3_ulp_even_beside_the_poles(self):
+        m = model([helper.make_node("Tan", ["x"], ["y"])], [helper.make_tensor_value_info("x", F, ["N"])],
+                  [helper.make_tensor_value_info("y", F, ["N"])])
+        mod = onnx_import.import_model(m)
+        self.assertEqual([o for o in ops(mod) if o in ("SIN", "COS", "TDIV")], ["SIN", "COS", "TDIV"])
+        r = np.random.default_rng(110)
+        half_pi = np.float32(np.pi / 2)
+        x = np.concatenate([r.integers(0, 0x7F800000, 200000, dtype=np.uint32).view(np.float32),
+                            r.uniform(-10, 10, 100000).astype(np.float32),
+                            half_pi + np.arange(-500, 500, dtype=np.float32) * np.spacing(half_pi),
+                            np.array([3e38, 1e-45, 1e-30], np.float32)])
+        x[::2] = -x[::2]
+        outs = [mod.run({"x": x}, backend=be)["y"] for be in ("cpu", "vulkan")]
+        self.assertEqual(outs[0].tobytes(), outs[1].tobytes())
+        want = np.tan(x.astype(np.float64))
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        self.assertLessEqual((np.abs(outs[0] - want) / ulp).max(), 3.0)
+        zeros = np.array([0.0, -0.0], np.float32)
+        self.assertEqual(mod.run({"x": zeros})["y"].tobytes(), zeros.tobytes())
+        special = mod.run({"x": np.array([np.inf, -np.inf, np.nan], np.float32)})["y"]
+        self.assertTrue(np.isnan(special).all())
+
+
 class Pad(unittest.TestCase):
     def pad_model(self, mode, pads, value=None, opset=17, shape=("N", 3, 5, 6)):
         inputs = ["x", "pads"] + (["value"] if value is not None else [])
@@ -1077,21 +1127,103 @@ class Einsum(unittest.TestCase):
                 self.assertEqual(y.shape, want.shape)
                 np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
-    def test_a_diagonal_or_trace_is_refused(self):
-        for eq in ("ii->i", "ii->", "iij,jk->ik"):
-            shapes = [(3, 3)] if eq.count(",") == 0 else [(3, 3, 4), (4, 2)]
-            with self.assertRaises(onnx_import.Refused) as cm:
-                onnx_import.import_model(self.build(eq, shapes))
-            self.assertIn("(Einsum): equation '%s': an index repeated in one operand (a diagonal or a trace) is "
-                          "not supported" % eq, str(cm.exception))
+    def test_a_diagonal_or_a_trace_against_numpy(self):
+        # An index repeated in one operand takes the diagonal: exactly
+        # numpy's elements; a trace (then summed) and products to rounding.
+        for eq, shapes in (("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("ii->", [(5, 5)]), ("bii->bi", [(3, 4, 4)]),
+                           ("ibi->bi", [(4, 3, 4)]), ("iii->i", [(3, 3, 3)]), ("iij->ji", [(3, 3, 2)]),
+                           ("iij,jk->ik", [(3, 3, 4), (4, 2)]), ("ij,kk->ij", [(2, 3), (4, 4)]),
+                           ("...ii->...i", [(2, 3, 4, 4)]), ("ii->i", [(1, 1)])):
+            with self.subTest(eq=eq, shapes=shapes):
+                mod = onnx_import.import_model(self.build(eq, shapes))
+                xs = [rng(s, k + 90) for k, s in enumerate(shapes)]
+                y = mod.run({"x%d" % k: x for k, x in enumerate(xs)})["y"]
+                want = np.einsum(eq, *xs)
+                self.assertEqual(y.shape, want.shape)
+                if "," in eq or eq.endswith("->") or eq == "ii":
+                    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+                else:
+                    self.assertEqual(y.tobytes(), np.ascontiguousarray(want).tobytes())
+
+    def test_a_repeated_index_of_two_sizes_or_a_dynamic_size_is_refused(self):
+        for dims, text in (([2, "S", "S"], "index 'i' repeated in one operand (a diagonal) has the dynamic size S"),
+                           ([2, "S", "T"], "index 'i' repeated in one operand has the sizes S and T")):
+            with self.subTest(dims=dims):
+                m = model([helper.make_node("Einsum", ["x0"], ["y"], equation="bii->bi")],
+                          [helper.make_tensor_value_info("x0", F, dims)],
+                          [helper.make_tensor_value_info("y", F, [2, "S"])])
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m)
+                self.assertIn("(Einsum): equation 'bii->bi': " + text, str(cm.exception))
+                self.assertEqual(cm.exception.reason, "shape")
+
+
+class CastToDouble(unittest.TestCase):
+    def build(self, reader, **attrs):
+        return model([helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+                      helper.make_node(reader, ["d"], ["y"], **attrs)],
+                     [helper.make_tensor_value_info("x", F, ["N", 4])],
+                     [helper.make_tensor_value_info("y", TensorProto.BOOL if reader.startswith("Is") else F,
+                                                    ["N", 4])])
+
+    def test_a_double_read_only_by_isinf_or_isnan_is_the_float_itself(self):
+        x = np.array([[np.inf, -np.inf, np.nan, 3.4e38], [-0.0, 1e-45, -np.nan, 1.0]], np.float32)
+        for reader, want in (("IsInf", np.isinf(x)), ("IsNaN", np.isnan(x))):
+            with self.subTest(reader=reader):
+                mod = onnx_import.import_model(self.build(reader))
+                self.assertNotIn("CAST", ops(mod))
+                np.testing.assert_array_equal(mod.run({"x": x})["y"], want.astype(np.int32))
+
+    def test_a_double_read_by_another_op_is_refused(self):
+        m = self.build("Cast", to=F)
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(Cast): attribute 'to' = DOUBLE from FLOAT: BIB tensors are f32 or i32", str(cm.exception))
+
+
+class GridSample(unittest.TestCase):
+    def build(self, xshape, gshape, **attrs):
+        return model([helper.make_node("GridSample", ["x", "g"], ["y"], **attrs)],
+                     [helper.make_tensor_value_info("x", F, xshape), helper.make_tensor_value_info("g", F, gshape)],
+                     [helper.make_tensor_value_info("y", F, [xshape[0], xshape[1], gshape[1], gshape[2]])], opset=16)
+
+    def test_points_on_pixel_centres_read_the_pixels_and_points_outside_read_zero(self):
+        # align_corners = 1 on a 3 x 5 image: x = -1, -0.5, 0, 0.5, 1 and
+        # y = -1, 0, 1 are the pixel centres exactly, for every mode; past
+        # the edge by a whole pixel and more, zeros padding reads 0.
+        x = rng((2, 3, 3, 5), 100)
+        xs, ys = np.array([-1, -0.5, 0, 0.5, 1], np.float32), np.array([-1, 0, 1], np.float32)
+        g = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None]), -1)[None].repeat(2, 0)
+        for mode in ("bilinear", "nearest", "bicubic"):
+            with self.subTest(mode=mode):
+                mod = onnx_import.import_model(self.build(["N", 3, 3, 5], ["N", 3, 5, 2], mode=mode, align_corners=1))
+                self.assertEqual(mod.run({"x": x, "g": g})["y"].tobytes(), x.tobytes())
+                far = np.full((2, 3, 5, 2), 3.0, np.float32)
+                far[0, 0, 0] = [-3.0, 0.0]
+                np.testing.assert_array_equal(mod.run({"x": x, "g": far})["y"], np.zeros_like(x))
+
+    def test_reflection_over_one_aligned_pixel_reads_it_everywhere(self):
+        x = np.array([[[[2.5]]]], np.float32)
+        g = np.array([[[[-7.0, 0.3], [np.inf, -np.inf], [1.0, 0.9], [np.nan, 0.0]]]], np.float32)
+        for mode in ("bilinear", "nearest"):
+            with self.subTest(mode=mode):
+                mod = onnx_import.import_model(self.build([1, 1, 1, 1], [1, 1, 4, 2], mode=mode,
+                                                          padding_mode="reflection", align_corners=1))
+                np.testing.assert_array_equal(mod.run({"x": x, "g": g})["y"], np.full((1, 1, 1, 4), 2.5, np.float32))
+
+    def test_a_dynamic_height_is_refused(self):
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build([1, 3, "H", 5], [1, 3, 5, 2]))
+        self.assertIn("(GridSample): a dynamic height or width [1,3,H,5]", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
 
 
 class TopK(unittest.TestCase):
-    def build(self, k, **attrs):
-        shape = ["N", 4, 5]
+    def build(self, k, dims=("N", 4, 5), **attrs):
+        shape = list(dims)
         shape[attrs.get("axis", -1)] = k
         return model([helper.make_node("TopK", ["x", "k"], ["v", "i"], **attrs)],
-                     [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                     [helper.make_tensor_value_info("x", F, list(dims))],
                      [helper.make_tensor_value_info("v", F, shape), helper.make_tensor_value_info("i", I64, shape)],
                      [init("k", i64([k]))])
 
@@ -1109,10 +1241,311 @@ class TopK(unittest.TestCase):
                     np.testing.assert_array_equal(r["i"], i)
                     np.testing.assert_array_equal(r["v"], np.take_along_axis(x, i, axis))
 
-    def test_k_other_than_1_is_refused(self):
+    @staticmethod
+    def oracle(x, k, axis, largest):
+        """(values, indices) of x's k first elements along axis, sorted in
+        Python: a NaN first, then by value (+0 before -0 for the largest,
+        -0 before +0 for the smallest), a tie the lower index."""
+        rows = np.moveaxis(x, axis, -1)
+        idx = np.empty(rows.shape[:-1] + (k,), np.int64)
+        for pos in np.ndindex(rows.shape[:-1]):
+            row = rows[pos]
+
+            def key(i):
+                v = float(row[i])
+                if math.isnan(v):
+                    return (0, 0.0, 0, i)
+                negative = math.copysign(1.0, v) < 0
+                return (1, -v, int(negative), i) if largest else (1, v, int(not negative), i)
+
+            idx[pos] = sorted(range(len(row)), key=key)[:k]
+        idx = np.moveaxis(idx, -1, axis)
+        return np.take_along_axis(x, idx, axis), idx
+
+    def special(self, seed):
+        # Ties, NaN (two in a row), -0 and +0, infinities.
+        x = rng((3, 4, 5), seed)
+        x[0, 1, 2] = x[0, 1, 4] = x[0, 3, 4] = 9
+        x[1, 2, 3] = x[1, 3, 3] = x[1, 2, 0] = -9
+        x[2, 0, 1] = x[2, 0, 3] = x[0, 0, 1] = np.nan
+        x[2, 1, :] = [0.0, -0.0, 0.0, -0.0, np.inf]
+        x[2, 2, :] = [-np.inf, -0.0, 0.0, -np.inf, np.nan]
+        x[2, 3, 2] = x[1, 3, 2] = -0.0
+        return x
+
+    def test_k_above_1_is_the_sorted_order_a_tie_the_lower_index(self):
+        x = self.special(62)
+        for axis in (-1, 1, 0):
+            n = x.shape[axis]
+            for k in sorted({2, n - 1, n}):
+                for largest in (1, 0):
+                    with self.subTest(axis=axis, k=k, largest=largest):
+                        m = self.build(k, dims=("N", 4, 5) if axis else (3, 4, 5), axis=axis, largest=largest,
+                                       sorted=1)
+                        r = onnx_import.import_model(m).run({"x": x})
+                        v, i = self.oracle(x, k, axis, largest)
+                        np.testing.assert_array_equal(r["i"], i)
+                        self.assertEqual(r["v"].tobytes(), v.tobytes())
+
+    def test_one_round_per_element_beyond_the_pairs_gives_the_same_order(self):
+        # Past TOPK_PAIRS_MAX elements the k are picked one round each:
+        # forced here on the small tensor (rows where every element left is
+        # the -Inf / +Inf fill included), then on a long axis.
+        from bib.onnx_math import MathOps
+
+        x = self.special(66)
+        with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 0):
+            for axis in (-1, 1):
+                n = x.shape[axis]
+                for k in (2, n):
+                    for largest in (1, 0):
+                        with self.subTest(axis=axis, k=k, largest=largest):
+                            mod = onnx_import.import_model(self.build(k, axis=axis, largest=largest))
+                            self.assertNotIn("REDUCE_SUM", ops(mod))
+                            r = mod.run({"x": x})
+                            v, i = self.oracle(x, k, axis, largest)
+                            np.testing.assert_array_equal(r["i"], i)
+                            self.assertEqual(r["v"].tobytes(), v.tobytes())
+        x = rng((2, 5000), 67)
+        x[0, 100:110] = x[0, 4000]
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                  [helper.make_tensor_value_info("x", F, ["N", 5000])],
+                  [helper.make_tensor_value_info("v", F, ["N", 12]),
+                   helper.make_tensor_value_info("i", I64, ["N", 12])],
+                  [init("k", i64([12]))])
+        mod = onnx_import.import_model(m)
+        r = mod.run({"x": x})
+        v, i = self.oracle(x, 12, 1, 1)
+        np.testing.assert_array_equal(r["i"], i)
+        self.assertEqual(r["v"].tobytes(), v.tobytes())
+        on_vulkan = mod.run({"x": x}, backend="vulkan", strict_device=True)
+        for name in ("v", "i"):
+            self.assertEqual(on_vulkan[name].tobytes(), r[name].tobytes())
+
+    def test_too_many_rounds_beyond_the_pairs_are_refused(self):
+        from bib.onnx_math import MathOps
+
+        with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 4), \
+                unittest.mock.patch.object(MathOps, "TOPK_ROUNDS_MAX", 3):
+            with self.assertRaises(onnx_import.Refused) as cm:
+                onnx_import.import_model(self.build(4))
+        self.assertIn("(TopK): TopK with k = 4 along axis 2 of 5: above 4 elements BIB picks them one round each, "
+                      "at most 3 rounds", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
+    def test_k_1_is_the_first_column_of_a_larger_k(self):
+        x = self.special(63)
+        for largest in (1, 0):
+            with self.subTest(largest=largest):
+                one = onnx_import.import_model(self.build(1, largest=largest)).run({"x": x})
+                five = onnx_import.import_model(self.build(5, largest=largest)).run({"x": x})
+                np.testing.assert_array_equal(one["i"], five["i"][..., :1])
+                self.assertEqual(one["v"].tobytes(), np.ascontiguousarray(five["v"][..., :1]).tobytes())
+
+    def test_k_above_1_gives_the_same_bytes_on_every_executor(self):
+        x = self.special(64)
+        mod = onnx_import.import_model(self.build(4, axis=1, largest=0))
+        runs = [mod.run({"x": x}, backend=b, strict_device=True) for b in ("cpu", "vulkan")]
+        for name in ("v", "i"):
+            self.assertEqual(runs[0][name].tobytes(), runs[1][name].tobytes())
+
+    def test_a_rows_result_does_not_depend_on_the_batch(self):
+        x = self.special(65)
+        mod = onnx_import.import_model(self.build(3, largest=0))
+        whole = mod.run({"x": x})
+        for b in range(x.shape[0]):
+            row = mod.run({"x": x[b:b + 1]})
+            for name in ("v", "i"):
+                self.assertEqual(row[name].tobytes(), np.ascontiguousarray(whole[name][b:b + 1]).tobytes())
+
+    def test_k_larger_than_the_axis_or_not_positive_is_refused(self):
+        # k a graph input bound at import: shape inference cannot see it.
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                  [helper.make_tensor_value_info("x", F, ["N", 4, 5]), helper.make_tensor_value_info("k", I64, [1])],
+                  [helper.make_tensor_value_info("v", F, ["N", 4, "K"]),
+                   helper.make_tensor_value_info("i", I64, ["N", 4, "K"])])
+        for k, text in ((6, "(TopK): k = 6 is larger than axis 2 (of size 5)"),
+                        (0, "(TopK): k = 0: TopK takes a positive k")):
+            with self.subTest(k=k):
+                with self.assertRaises(onnx_import.Refused) as cm:
+                    onnx_import.import_model(m, bind={"k": i64([k])})
+                self.assertIn(text, str(cm.exception))
+
+    def test_k_above_1_along_a_dynamic_axis_is_refused(self):
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=0)],
+                  [helper.make_tensor_value_info("x", F, ["N", 4, 5])],
+                  [helper.make_tensor_value_info("v", F, [2, 4, 5]),
+                   helper.make_tensor_value_info("i", I64, [2, 4, 5])],
+                  [init("k", i64([2]))])
         with self.assertRaises(onnx_import.Refused) as cm:
-            onnx_import.import_model(self.build(3))
-        self.assertIn("(TopK): TopK with k = 3: only k = 1 is supported", str(cm.exception))
+            onnx_import.import_model(m)
+        self.assertIn("(TopK): TopK with k = 2 along a dynamic axis 0 (N)", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
+
+class Scatter(unittest.TestCase):
+    """ScatterElements, Scatter and ScatterND against a Python loop that
+    applies the updates in index order (ONNX's reference), the indices
+    given at run time."""
+
+    @staticmethod
+    def oracle(data, targets, updates, reduction):
+        """data with updates[j] applied at targets[j] (tuples of data
+        positions), in the order of j."""
+        out = data.copy()
+        for t, u in zip(targets, updates):
+            if reduction == "none":
+                out[t] = u
+            elif reduction == "add":
+                out[t] = out[t] + u
+            else:
+                out[t] = out[t] * u
+        return out
+
+    def elements(self, data, idx, updates, axis, reduction):
+        targets, ups = [], []
+        for pos in np.ndindex(idx.shape):
+            t = list(pos)
+            t[axis] = idx[pos] % data.shape[axis]
+            targets.append(tuple(t))
+            ups.append(updates[pos])
+        return self.oracle(data, targets, ups, reduction)
+
+    def build_elements(self, data, idx, axis, **attrs):
+        dt = F if data.dtype == np.float32 else I64
+        return model([helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=axis, **attrs)],
+                     [helper.make_tensor_value_info("data", dt, list(data.shape)),
+                      helper.make_tensor_value_info("idx", I64, list(idx.shape)),
+                      helper.make_tensor_value_info("upd", dt, list(idx.shape))],
+                     [helper.make_tensor_value_info("y", dt, list(data.shape))], opset=16)
+
+    def test_scatter_elements_the_last_duplicate_wins_and_negative_indices_count_from_the_end(self):
+        data = rng((3, 4, 5), 70)
+        for axis in (0, 1, 2, -1):
+            n = data.shape[axis]
+            shape = list(data.shape)
+            shape[axis] = 6  # more updates than positions: duplicates
+            idx = np.random.default_rng(71 + axis).integers(-n, n, shape)
+            updates = rng(shape, 72 + axis)
+            with self.subTest(axis=axis):
+                mod = onnx_import.import_model(self.build_elements(data, idx, axis))
+                y = mod.run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+                self.assertEqual(y.tobytes(), self.elements(data, idx, updates, axis, "none").tobytes())
+
+    def test_scatter_elements_of_integers(self):
+        data = np.arange(12, dtype=np.int64).reshape(3, 4) * 1000
+        idx = np.array([[3, 0], [1, 1], [-1, 2]], np.int64)
+        updates = np.array([[-1, -2], [-3, -4], [-5, -6]], np.int64)
+        mod = onnx_import.import_model(self.build_elements(data, idx, 1))
+        y = mod.run({"data": data.astype(np.int32), "idx": idx.astype(np.int32), "upd": updates.astype(np.int32)})
+        np.testing.assert_array_equal(y["y"], self.elements(data, idx, updates, 1, "none"))
+
+    def test_scatter_elements_add_and_mul(self):
+        data = rng((4, 6), 73)
+        data[0, 2] = -0.0
+        for reduction in ("add", "mul"):
+            # Distinct indices: each update applied once, exactly numpy's
+            # bits (-0 + -0 stays -0: the sum's other terms are -0).
+            idx = np.array([[2, 0, 5], [1, 4, 3], [0, 1, 2], [5, 4, 3]], np.int64)
+            updates = rng((4, 3), 74)
+            updates[0, 0] = -0.0
+            with self.subTest(reduction=reduction, duplicates=False):
+                mod = onnx_import.import_model(self.build_elements(data, idx, 1, reduction=reduction))
+                y = mod.run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+                self.assertEqual(y.tobytes(), self.elements(data, idx, updates, 1, reduction).tobytes())
+            # Duplicates: the updates are combined first, in SUM's (PROD's)
+            # tree, so the last bits may differ from one at a time.
+            idx = np.array([[2, 2, 2, 0], [1, 1, 3, 1], [0, 0, 0, 0], [5, 4, 5, 4]], np.int64)
+            updates = rng((4, 4), 75)
+            with self.subTest(reduction=reduction, duplicates=True):
+                mod = onnx_import.import_model(self.build_elements(data, idx, 1, reduction=reduction))
+                y = mod.run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+                np.testing.assert_allclose(y, self.elements(data, idx, updates, 1, reduction), rtol=1e-6)
+
+    def test_scatter_before_opset_11_is_scatter_elements(self):
+        data, idx, updates = rng((3, 3), 76), np.array([[1, 0, 2], [0, 2, 1]], np.int64), rng((2, 3), 77)
+        m = model([helper.make_node("Scatter", ["data", "idx", "upd"], ["y"], axis=0)],
+                  [helper.make_tensor_value_info("data", F, [3, 3]), helper.make_tensor_value_info("idx", I64, [2, 3]),
+                   helper.make_tensor_value_info("upd", F, [2, 3])],
+                  [helper.make_tensor_value_info("y", F, [3, 3])], opset=10)
+        y = onnx_import.import_model(m).run({"data": data, "idx": idx.astype(np.int32), "upd": updates})["y"]
+        self.assertEqual(y.tobytes(), self.elements(data, idx, updates, 0, "none").tobytes())
+
+    def build_nd(self, data, idx, **attrs):
+        ushape = list(idx.shape[:-1]) + list(data.shape[idx.shape[-1]:])
+        return model([helper.make_node("ScatterND", ["data", "idx", "upd"], ["y"], **attrs)],
+                     [helper.make_tensor_value_info("data", F, list(data.shape)),
+                      helper.make_tensor_value_info("idx", I64, list(idx.shape)),
+                      helper.make_tensor_value_info("upd", F, ushape)],
+                     [helper.make_tensor_value_info("y", F, list(data.shape))], opset=16), ushape
+
+    def test_scatter_nd_rows_and_elements(self):
+        data = rng((4, 3, 5), 78)
+        cases = (np.array([[2], [-1], [2]], np.int64),                      # rows, a duplicate
+                 np.array([[[0, 1], [3, -3]], [[2, 2], [0, 1]]], np.int64),  # [2,2] tuples of 2 axes
+                 np.array([[1, 2, 4], [-4, 0, -1], [1, 2, 4]], np.int64))   # single elements
+        for idx in cases:
+            for reduction in ("none", "add", "mul"):
+                with self.subTest(idx=idx.tolist(), reduction=reduction):
+                    m, ushape = self.build_nd(data, idx, reduction=reduction)
+                    updates = rng(ushape, 79)
+                    y = onnx_import.import_model(m).run({"data": data, "idx": idx.astype(np.int32), "upd": updates})
+                    k = idx.shape[-1]
+                    flat = idx.reshape(-1, k)
+                    targets = [tuple(int(t[a]) % data.shape[a] for a in range(k)) for t in flat]
+                    want = self.oracle(data, targets, updates.reshape((len(flat),) + data.shape[k:]), reduction)
+                    if reduction == "none":
+                        self.assertEqual(y["y"].tobytes(), want.tobytes())
+                    else:
+                        np.testing.assert_allclose(y["y"], want, rtol=1e-6)
+
+    def test_the_same_bytes_on_every_executor_and_whatever_the_batch(self):
+        data = rng((4, 6), 80)
+        idx = np.array([[2, 2, 0], [5, 1, 1], [0, -6, 3], [4, 4, 4]], np.int64)
+        updates = rng((4, 3), 81)
+        for reduction in ("none", "add", "mul"):
+            with self.subTest(reduction=reduction):
+                mod = onnx_import.import_model(self.build_elements(data, idx, 1, reduction=reduction))
+                feed = {"data": data, "idx": idx.astype(np.int32), "upd": updates}
+                runs = [mod.run(feed, backend=b, strict_device=True)["y"] for b in ("cpu", "vulkan")]
+                self.assertEqual(runs[0].tobytes(), runs[1].tobytes())
+                m = self.build_elements(data[:1], idx[:1], 1, reduction=reduction)
+                one = onnx_import.import_model(m)
+                for b in range(4):
+                    row = one.run({"data": data[b:b + 1], "idx": idx[b:b + 1].astype(np.int32),
+                                   "upd": updates[b:b + 1]})["y"]
+                    self.assertEqual(row.tobytes(), runs[0][b:b + 1].tobytes())
+
+    def test_an_index_outside_the_axis_traps_or_is_refused(self):
+        data, updates = rng((2, 4), 82), rng((2, 1), 83)
+        mod = onnx_import.import_model(self.build_elements(data, np.zeros((2, 1), np.int64), 1))
+        for bad in (4, -5):
+            with self.subTest(index=bad):
+                with self.assertRaises(bib.Trap) as cm:
+                    mod.run({"data": data, "idx": np.array([[0], [bad]], np.int32), "upd": updates})
+                self.assertIn("GATHER_AXIS", cm.exception.message)
+        m = model([helper.make_node("ScatterElements", ["data", "idx", "upd"], ["y"], axis=1)],
+                  [helper.make_tensor_value_info("data", F, [2, 4]), helper.make_tensor_value_info("upd", F, [2, 1])],
+                  [helper.make_tensor_value_info("y", F, [2, 4])], [init("idx", i64([[0], [4]]))])
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(ScatterElements): an index outside [-4, 4) on the data's axis 1", str(cm.exception))
+
+    def test_too_many_pairs_are_refused(self):
+        data, idx = rng((2, 5000), 85), np.zeros((2, 4000), np.int64)
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build_elements(data, idx, 1))
+        self.assertIn("(ScatterElements): a scatter of 4000 updates along an axis of 5000: 20000000 pairs to "
+                      "compare, above the 16777216 BIB takes", str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
+
+    def test_indices_that_cover_part_of_another_axis_are_refused(self):
+        data, idx = rng((3, 4), 84), np.zeros((2, 2), np.int64)
+        with self.assertRaises(onnx_import.Refused) as cm:
+            onnx_import.import_model(self.build_elements(data, idx, 1))
+        self.assertIn("(ScatterElements): indices [2,2] cover part of the data [3,4] on an axis other than 1",
+                      str(cm.exception))
+        self.assertEqual(cm.exception.reason, "shape")
 
 
 @unittest.skipIf(torch is None, "torch is missing for this python3")
@@ -1356,7 +1789,9 @@ class TorchExports(unittest.TestCase):
                 ("bi,bi->b", [(3, 6), (3, 6)], {"in0": {0: "B"}, "in1": {0: "B"}}),
                 ("i,j->ij", [(5,), (4,)], {"in0": {0: "S"}}),
                 ("bij->bji", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}}),
-                ("bij->bi", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}})):
+                ("bij->bi", [(2, 3, 4)], {"in0": {0: "B", 1: "S"}}),
+                ("bii->bi", [(2, 4, 4)], {"in0": {0: "B"}}),
+                ("bii->b", [(2, 4, 4)], {"in0": {0: "B"}})):
             class M(torch.nn.Module):
                 def forward(self, *xs):
                     return torch.einsum(eq, *xs)
@@ -1384,6 +1819,106 @@ class TorchExports(unittest.TestCase):
             with self.subTest(largest=largest):
                 self.check(M(), (torch.randn(2, 3, 10),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}},
                            [(torch.randn(4, 7, 10),)])
+
+    def test_topk_sort_and_argsort_over_a_dynamic_batch(self):
+        # torch.topk with k > 1, torch.sort and torch.argsort all export
+        # TopK (sort with k = the axis's size, from Shape).
+        fns = {"topk": lambda x: (lambda v, i: v * 100 + i.float())(*torch.topk(x, 4, dim=-1)),
+               "topk_smallest_dim1": lambda x: (lambda v, i: v * 100 + i.float())(
+                   *torch.topk(x, 2, dim=1, largest=False)),
+               "sort": lambda x: (lambda v, i: v * 100 + i.float())(*torch.sort(x, dim=-1)),
+               "sort_descending": lambda x: torch.sort(x, dim=-1, descending=True)[0],
+               "argsort": lambda x: torch.argsort(x, dim=-1).float()}
+        for name, fn in fns.items():
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    return fn(x)
+
+            with self.subTest(name=name):
+                self.check(M(), (torch.randn(2, 3, 10),), self.BATCH,
+                           [(torch.randn(4, 3, 10),), (torch.randn(1, 3, 10),)])
+
+    def test_scatter_index_put_and_setitem(self):
+        # A mixture of experts' routing mask (zeros scattered with 1 at the
+        # top-2 experts: TopK, then ScatterElements with indices found at
+        # run time) over a dynamic batch; x[:, 0] = v and x[i] = rows
+        # (ScatterND, of constant and of run-time indices); scatter_add.
+        class Route(torch.nn.Module):
+            def forward(self, x):
+                return torch.zeros_like(x).scatter(1, torch.topk(x, 2, dim=-1)[1], 1.0) * x
+
+        self.check(Route(), (torch.randn(2, 8),), self.BATCH, [(torch.randn(5, 8),), (torch.randn(1, 8),)])
+
+        class SetColumn(torch.nn.Module):
+            def forward(self, x, v):
+                y = x.clone()
+                y[:, 0] = v
+                return y
+
+        class PutRows(torch.nn.Module):
+            def forward(self, x, i, v):
+                return x.index_put((i,), v)
+
+        class ScatterAdd(torch.nn.Module):
+            def forward(self, x, i, v):
+                return x.scatter_add(1, i, v)
+
+        args = (torch.randn(3, 8), torch.randn(3))
+        self.check(SetColumn(), args, {}, [args])
+        args = (torch.randn(4, 5), torch.tensor([3, -4]), torch.randn(2, 5))
+        self.check(PutRows(), args, {}, [args, (torch.randn(4, 5), torch.tensor([1, 2]), torch.randn(2, 5))])
+        args = (torch.randn(3, 8), torch.tensor([[0, 1, 7, 1]] * 3), torch.randn(3, 4))
+        self.check(ScatterAdd(), args, {}, [args], opset=16)
+
+    def test_nan_to_num_and_a_constant_boolean_mask(self):
+        # nan_to_num casts to double for IsInf; x[:, mask] is a NonZero
+        # of the constant mask.
+        class NanToNum(torch.nn.Module):
+            def forward(self, x):
+                return torch.nan_to_num(x, posinf=7.0)
+
+        class Mask(torch.nn.Module):
+            def forward(self, x):
+                return x[:, torch.tensor([True, False, True, True, False, False, True, False])]
+
+        x = torch.randn(5, 8)
+        x[0, 1], x[1, 2], x[2, 3] = float("nan"), float("inf"), float("-inf")
+        self.check(NanToNum(), (torch.randn(2, 8),), self.BATCH, [(x,)])
+        self.check(Mask(), (torch.randn(2, 8),), self.BATCH, [(x,), (torch.randn(1, 8),)])
+
+    def test_grid_sample_every_mode_padding_and_alignment(self):
+        # A spatial transformer's sampler: the grid reaches past the image
+        # (to +-1.6) so that every padding mode matters, the batch dynamic.
+        # Each combination against torch on the CPU; three of them also on
+        # Vulkan (the same bytes) and one image at a time (the same bytes
+        # as in the batch).
+        g = torch.Generator().manual_seed(5)
+
+        def grid(b):
+            return torch.rand(b, 5, 7, 2, generator=g) * 3.2 - 1.6
+
+        both = {("bilinear", "zeros", False), ("nearest", "border", True), ("bicubic", "reflection", False)}
+        for mode in ("bilinear", "nearest", "bicubic"):
+            for padding in ("zeros", "border", "reflection"):
+                for align in (False, True):
+                    class M(torch.nn.Module):
+                        def forward(self, x, gr):
+                            return TF.grid_sample(x, gr, mode=mode, padding_mode=padding, align_corners=align)
+
+                    with self.subTest(mode=mode, padding=padding, align=align):
+                        dyn = {"in0": {0: "B"}, "in1": {0: "B"}, "y": {0: "B"}}
+                        mod = onnx_import.import_model(self.export(M(), (torch.randn(2, 2, 6, 8), grid(2)), dyn,
+                                                                   opset=16))
+                        x, gr = torch.randn(3, 2, 6, 8, generator=g), grid(3)
+                        feed = {mod.onnx_inputs["in0"]: x.numpy(), mod.onnx_inputs["in1"]: gr.numpy()}
+                        y = mod.run(feed)[mod.onnx_outputs["y"]]
+                        np.testing.assert_allclose(y, M()(x, gr).numpy(), rtol=1e-4, atol=1e-5)
+                        if (mode, padding, align) in both:
+                            self.assertEqual(self.run_both(mod, (x, gr)).tobytes(), y.tobytes())
+                            for b in range(3):
+                                one = mod.run({mod.onnx_inputs["in0"]: x[b:b + 1].numpy(),
+                                               mod.onnx_inputs["in1"]: gr[b:b + 1].numpy()})
+                                self.assertEqual(one[mod.onnx_outputs["y"]].tobytes(), y[b:b + 1].tobytes())
 
     def test_interpolate_with_a_dynamic_batch(self):
         # Only the resized axes must be static: the batch stays a dim, and
@@ -1455,22 +1990,37 @@ class TorchExports(unittest.TestCase):
             self.check(M(kind, states), (torch.randn(3, 2, 6), torch.randn(4, 2, 5)), dyn,
                        [(torch.randn(3, 3, 6), torch.randn(4, 3, 5))])
 
-    def test_pad_and_one_hot_by_a_dynamic_dim_are_refused_by_name(self):
+    def test_pad_by_a_dynamic_dim_is_refused_by_name(self):
         class P(torch.nn.Module):
             def forward(self, x):
                 return TF.pad(x, (0, 0, 0, x.shape[1]))
 
+        msg = self.refused(P(), (torch.randn(2, 6, 8),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S2"}})
+        self.assertIn("(Pad): input", msg)
+        self.assertIn("holds the dynamic dimension S", msg)
+
+    def test_one_hot_by_a_dynamic_depth(self):
+        # one_hot(i, x.shape[1]) with S dynamic: the depth loaded and its
+        # positions made at run time; in ONNX, negative indices count from S.
         class O(torch.nn.Module):
             def forward(self, x, i):
                 return TF.one_hot(i, x.shape[1]).float() @ x
 
-        msg = self.refused(P(), (torch.randn(2, 6, 8),), {"in0": {0: "B", 1: "S"}, "y": {0: "B", 1: "S2"}})
-        self.assertIn("(Pad): input", msg)
-        self.assertIn("holds the dynamic dimension S", msg)
-        msg = self.refused(O(), (torch.randn(2, 6, 8), torch.randint(0, 6, (2, 3))),
-                           {"in0": {0: "B", 1: "S"}, "y": {0: "B"}})
-        self.assertIn("(OneHot): input", msg)
-        self.assertIn("(the depth) is the dynamic dimension S", msg)
+        dyn = {"in0": {0: "B", 1: "S"}, "in1": {0: "B"}, "y": {0: "B"}}
+        self.check(O(), (torch.randn(2, 6, 8), torch.randint(0, 6, (2, 3))), dyn,
+                   [(torch.randn(3, 9, 8), torch.randint(0, 9, (3, 3))),
+                    (torch.randn(1, 300, 8), torch.tensor([[299, 0, 257]]))])
+
+        m = model([helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+                   helper.make_node("OneHot", ["i", "s", "v"], ["y"], axis=0)],
+                  [helper.make_tensor_value_info("x", F, [2, "S"]), helper.make_tensor_value_info("i", I64, [4])],
+                  [helper.make_tensor_value_info("y", F, ["S", 4])], [init("v", np.array([-1.0, 2.5], np.float32))])
+        mod = onnx_import.import_model(m)
+        i = np.array([0, -1, 7, -8], np.int64)
+        for n in (5, 8):
+            y = mod.run({"x": np.zeros((2, n), np.float32), "i": i.astype(np.int32)})["y"]
+            want = np.where(np.arange(n)[:, None] == np.where(i < 0, i + n, i)[None, :], 2.5, -1.0)
+            np.testing.assert_array_equal(y, want.astype(np.float32))
 
 
 class Names(unittest.TestCase):

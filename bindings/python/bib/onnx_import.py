@@ -853,6 +853,18 @@ class Importer(MathOps, ShapeOps, NNOps):
     def fold_Not(self, node, a):
         return [np.logical_not(a[0])]
 
+    def fold_NonZero(self, node, a):
+        # torch's x[:, mask] with a constant mask: the positions are known.
+        if a[0].dtype == object or a[0].ndim == 0:
+            return None
+        return [np.array(np.nonzero(a[0]), np.int64)]
+
+    def op_NonZero(self, node):
+        x = self.get(node, 0)
+        what = "a scalar" if not x.shape else "an input known only at run time"
+        self.refuse(node, "NonZero of %s: its result's size is the count of non-zero values, and BIB's shapes "
+                    "come from the input dims" % what, "shape")
+
     def fold_Range(self, node, a):
         if any(x.dtype == object for x in a):
             return None

@@ -6,7 +6,7 @@ import numpy as np
 from onnx import TensorProto
 
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dims_prod, _DTYPE_NAME, is_static, library_broadcasts, _np_for,
+    _bib_dtype, broadcast_shapes, dims_prod, _DTYPE_NAME, is_static, library_broadcasts, MAX_RANK, _np_for,
     shape_text, Val)
 
 
@@ -36,6 +36,14 @@ class MathOps:
     # Not folded: a constant's sin is BIB's SIN at run time, as any other's.
     op_Sin = _unary_op("SIN")
     op_Cos = _unary_op("COS")
+
+    def op_Tan(self, node):
+        # sin x / cos x: BIB's SIN and COS (each within 1 ULP, for every
+        # argument) and a correctly rounded division, so within a few ULP
+        # everywhere, even beside the poles, and the same bits everywhere.
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        self.set(node, 0, self.binary(node, "TDIV", self.unary(node, "SIN", x), self.unary(node, "COS", x)))
 
     # Exact, so a constant folds with numpy to the bits the opcode gives.
     def fold_Floor(self, node, a):
@@ -295,9 +303,9 @@ class MathOps:
             if not all(c.isalpha() or c in holders for c in t) or len(t) != len(v.shape):
                 self.refuse(node, "equation '%s': term '%s' does not match an input of rank %d"
                             % (eq, t.replace("".join(holders), "..."), len(v.shape)))
-            if len(set(t)) != len(t):
-                self.refuse(node, "equation '%s': an index repeated in one operand (a diagonal or a trace) is not "
-                            "supported" % eq)
+        first = vals[0]
+        for k in range(len(vals)):
+            vals[k], terms[k] = self.einsum_diagonal(node, eq, vals[k], terms[k])
         if len(set(out)) != len(out) or any(c not in "".join(terms) for c in out):
             self.refuse(node, "equation '%s': the output's indices must be distinct indices of the inputs" % eq)
         sizes = {}
@@ -316,9 +324,32 @@ class MathOps:
         acc, at = self.einsum_sum(node, eq, acc, at, out)
         if at != out:
             acc = self.permute(node, acc, [at.index(c) for c in out])
-        if acc is vals[0]:
+        if acc is first:
             acc = self.unary(node, "COPY", acc)
         self.set(node, 0, acc)
+
+    def einsum_diagonal(self, node, eq, x, term):
+        """x (indices term) with an index repeated in term taken once, on
+        its diagonal (a trace is the diagonal, then summed out): the two
+        axes moved last (PERMUTE), viewed as one of n * n, and every
+        (n + 1)-th element of it (SLICE), the index now last. Exact."""
+        while len(set(term)) != len(term):
+            c = next(c for c in term if term.count(c) > 1)
+            a1 = term.index(c)
+            a2 = term.index(c, a1 + 1)
+            n = x.shape[a1]
+            if x.shape[a2] != n:
+                self.refuse(node, "equation '%s': index '%s' repeated in one operand has the sizes %s and %s"
+                            % (eq, c, n, x.shape[a2]), "shape")
+            if not isinstance(n, int):
+                self.refuse(node, "equation '%s': index '%s' repeated in one operand (a diagonal) has the dynamic "
+                            "size %s" % (eq, c, n), "shape")
+            rest = [k for k in range(len(term)) if k not in (a1, a2)]
+            x = self.permute(node, x, rest + [a1, a2])
+            x = self.reshape(node, x, x.shape[:-2] + [n * n])
+            x = self.slice(node, x, [0], [n * n], [len(rest)], [n + 1])
+            term = "".join(term[k] for k in rest) + c
+        return x, term
 
     def einsum_sum(self, node, eq, x, term, keep):
         """x (indices term) with the indices not in keep summed out."""
@@ -524,9 +555,11 @@ class MathOps:
         self.arg(node, "MIN")
 
     def op_TopK(self, node):
-        # k = 1: the index of the first maximum (minimum) along the axis,
-        # ARGMAX_AXIS / ARGMIN_AXIS kept as an axis of 1, and the value
-        # there, GATHER_ELEMENTS: exact, a tie the lower index as ONNX asks.
+        # The k first elements along the axis in the order ARGMAX_AXIS and
+        # ARGMIN_AXIS pick the first (a NaN first, -0 and +0 apart, a tie
+        # the lower index, as ONNX asks), their int64 indices and, by
+        # GATHER_ELEMENTS at them, their values: exact, so TopK with k = 1
+        # is the first column of any larger k.
         x = self.get(node, 0)
         self.f32_only(node, x)
         rank = len(x.shape)
@@ -536,17 +569,118 @@ class MathOps:
         else:
             k = self.const_ints(node, 1, "k")[0]
         largest = node.attr("largest", 1)
-        node.attr("sorted")  # one value is sorted either way
-        if k != 1:
-            self.refuse(node, "TopK with k = %d: only k = 1 is supported (an arg max or min and its value)" % k)
-        if x.shape[axis] == 0:
+        node.attr("sorted")  # sorted either way: unsorted leaves the order free
+        n = x.shape[axis]
+        if k < 1:
+            self.refuse(node, "k = %d: TopK takes a positive k" % k)
+        if n == 0:
             self.refuse(node, "TopK along an empty axis %d" % axis, "shape")
-        idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
+        if isinstance(n, int) and k > n:
+            self.refuse(node, "k = %d is larger than axis %d (of size %d)" % (k, axis, n), "shape")
+        if k == 1:
+            idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
+        elif not isinstance(n, int):
+            self.refuse(node, "TopK with k = %d along a dynamic axis %d (%s)" % (k, axis, n), "shape")
+        elif n <= self.TOPK_PAIRS_MAX:
+            idx = self.topk_indices(node, x, axis, k, largest)
+        elif k <= self.TOPK_ROUNDS_MAX:
+            idx = self.topk_rounds(node, x, axis, k, largest)
+        else:
+            self.refuse(node, "TopK with k = %d along axis %d of %d: above %d elements BIB picks them one round "
+                        "each, at most %d rounds" % (k, axis, n, self.TOPK_PAIRS_MAX, self.TOPK_ROUNDS_MAX), "shape")
         self.need(node, "GATHER_ELEMENTS", "TopK's values")
         values = self.rt(idx.shape, "f32")
         self.emit("GATHER_ELEMENTS", values.reg, self.reg_of(node, x), self.reg_of(node, idx), axis)
         self.set(node, 0, values)
         self.set(node, 1, idx)
+
+    # TopK with k > 1 compares every pair along an axis of up to this many
+    # elements (n^2 per row), and picks the k one round each beyond it.
+    TOPK_PAIRS_MAX = 1024
+    TOPK_ROUNDS_MAX = 64
+
+    def topk_rounds(self, node, x, axis, k, largest):
+        """The indices of x's k first elements along its static axis, one
+        round each (the order topk_indices gives): round r takes the first
+        extreme of x with the elements taken so far replaced by -Inf (+Inf
+        for the smallest), by ARGMAX_AXIS (ARGMIN_AXIS). When that extreme is
+        the fill itself, every element left equals it, and the first one
+        left is taken instead (a taken one may come first). O(k n) per row,
+        where the pairs cost n^2."""
+        n = x.shape[axis]
+        rank = len(x.shape)
+        for mnemonic in ("WHERE", "TNOT", "TOR", "CAST", "GATHER_ELEMENTS", "CONCAT"):
+            self.need(node, mnemonic, "TopK with k = %d" % k)
+        which = "MAX" if largest else "MIN"
+        fill = self.scalar_const(-np.inf if largest else np.inf)
+        iota = self.const_val(np.arange(n, dtype=np.int64).reshape([n if a == axis else 1 for a in range(rank)]))
+        taken, picks = None, []
+        for _ in range(k):
+            left = x if taken is None else self.where(node, taken, fill, x)
+            pick = self.arg_first(node, left, which, axis, 1)
+            if taken is not None:
+                best = self.rt(pick.shape, "f32")
+                self.emit("GATHER_ELEMENTS", best.reg, self.reg_of(node, left), pick.reg, axis)
+                stuck = self.binary(node, "TEQ", best, fill, out_type=TensorProto.BOOL)
+                free = self.rt(x.shape, "f32")
+                self.emit("CAST", free.reg, self.reg_of(node, self.unary(node, "TNOT", taken)), 1)
+                pick = self.where(node, stuck, self.arg_first(node, free, "MAX", axis, 1), pick)
+            picks.append(pick)
+            hit = self.binary(node, "TEQ", pick, iota, out_type=TensorProto.BOOL)
+            taken = hit if taken is None else self.binary(node, "TOR", taken, hit, out_type=TensorProto.BOOL)
+        idx = picks[0]
+        for pick in picks[1:]:
+            idx = self.concat(node, idx, pick, axis)
+        return idx
+
+    def topk_indices(self, node, x, axis, k, largest):
+        """The indices of x's k first elements along its static axis, by
+        rank: element i's place is the number of elements j that come
+        before it, counted over an [n, n] comparison of every pair (axis
+        holds i, a new axis after it j). j comes before i when it is a NaN
+        and i is not; when x_j is greater (less) than x_i; when they are
+        equal and 1 / x_j is greater (less) than 1 / x_i (+0 before -0 for
+        the largest, the other way for the smallest); and otherwise, both
+        NaN or the same value, when j < i. That order is total, so the
+        places are 0..n-1 once each, and output r is the one element whose
+        place is r (ARGMAX_AXIS of place == r over i). Every count is exact
+        (at most n, within f32's integers): the same bits everywhere."""
+        n = x.shape[axis]
+        rank = len(x.shape)
+        if rank + 1 > MAX_RANK:
+            self.refuse(node, "TopK with k = %d on a rank-%d input (it compares pairs on rank %d; BIB tensors "
+                        "have at most %d)" % (k, rank, rank + 1, MAX_RANK), "shape")
+        for mnemonic in ("RECIP", "TNOT", "TAND", "TOR", "CAST", "ARGMAX_AXIS"):
+            self.need(node, mnemonic, "TopK with k = %d" % k)
+        shape_i = x.shape[:axis + 1] + [1] + x.shape[axis + 1:]
+        shape_j = x.shape[:axis] + [1] + x.shape[axis:]
+
+        def pair(v):
+            return self.reshape(node, v, shape_i), self.reshape(node, v, shape_j)
+
+        def test(mnemonic, a, b):
+            return self.binary(node, mnemonic, a, b, out_type=TensorProto.BOOL)
+
+        order = "TGT" if largest else "TLT"
+        xi, xj = pair(x)
+        ri, rj = pair(self.unary(node, "RECIP", x))
+        nani, nanj = pair(self.unary(node, "TNOT", test("TEQ", x, x)))
+        after = [n, n] + [1] * (rank - 1 - axis)
+        lower = self.const_val(np.tri(n, n, -1, dtype=np.bool_).reshape(after), TensorProto.BOOL)
+        tie = test("TOR", test(order, rj, ri), test("TAND", test("TEQ", rj, ri), lower))
+        before = test("TOR", test(order, xj, xi), test("TAND", test("TEQ", xj, xi), tie))
+        nan_first = test("TAND", nanj, test("TOR", self.unary(node, "TNOT", nani), lower))
+        before = test("TOR", before, nan_first)
+        count = self.rt(before.shape, "f32")
+        self.emit("CAST", count.reg, self.reg_of(node, before), 1)
+        place = self.reduce(node, "SUM", count, [axis + 1], 1)
+        ranks = np.arange(k, dtype=np.float32).reshape([k if a == axis + 1 else 1 for a in range(rank + 1)])
+        hit = test("TEQ", place, self.const_val(ranks))
+        hits = self.rt(hit.shape, "f32")
+        self.emit("CAST", hits.reg, self.reg_of(node, hit), 1)
+        idx = self.rt(x.shape[:axis] + [k] + x.shape[axis + 1:], "i32", TensorProto.INT64)
+        self.emit("ARGMAX_AXIS", idx.reg, hits.reg, axis, 0)
+        return idx
 
     def softmax(self, node, log):
         x = self.get(node, 0)

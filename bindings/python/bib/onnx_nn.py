@@ -650,3 +650,140 @@ class NNOps:
 
     def op_AveragePool(self, node):
         self.pool(node, "AVGPOOL")
+
+    def op_GridSample(self, node):
+        """GridSample (torch's grid_sample) as torch computes it: each grid
+        point's x and y unnormalized to pixel coordinates, the padding mode
+        applied (border clips, reflection reflects then clips), then the
+        neighbours read by GATHER_ELEMENTS from the image viewed as
+        [N, C, H * W] at y * W + x (exact f32 integers, CAST to i32), a
+        neighbour outside the image read as 0 (WHERE), and weighted in
+        torch's order: bilinear's four corners, nearest's one (ROUND,
+        halves to even), bicubic's 4 x 4 with the cubic convolution of
+        A = -0.75 (a row at a time, then the rows)."""
+        x, grid = self.get(node, 0), self.get(node, 1)
+        self.f32_only(node, x, grid)
+
+        def text(name, default):
+            v = node.attr(name, default)
+            return v.decode() if isinstance(v, bytes) else v
+
+        mode, padding = text("mode", "bilinear"), text("padding_mode", "zeros")
+        align = node.attr("align_corners", 0)
+        if mode not in ("bilinear", "nearest", "bicubic"):
+            self.refuse(node, "attribute 'mode' = '%s'" % mode)
+        if padding not in ("zeros", "border", "reflection"):
+            self.refuse(node, "attribute 'padding_mode' = '%s'" % padding)
+        if len(x.shape) != 4 or len(grid.shape) != 4 or grid.shape[3] != 2:
+            self.refuse(node, "input %s and grid %s: GridSample takes [N,C,H,W] and [N,Ho,Wo,2]"
+                        % (shape_text(x.shape), shape_text(grid.shape)), "shape")
+        n, c, h, w = x.shape
+        ho, wo = grid.shape[1], grid.shape[2]
+        if not isinstance(h, int) or not isinstance(w, int):
+            self.refuse(node, "a dynamic height or width %s" % shape_text(x.shape), "shape")
+        if h * w >= 1 << 24 or h == 0 or w == 0:
+            self.refuse(node, "an image of %d x %d pixels (its positions must be exact f32 integers, "
+                        "and not empty)" % (h, w), "shape")
+        for mnemonic in ("SLICE", "FLOOR", "ROUND", "CAST", "WHERE", "EXPAND", "GATHER_ELEMENTS", "TABS", "TDIV"):
+            self.need(node, mnemonic, "GridSample")
+        points = dims_prod([ho, wo])
+        table = self.reshape(node, x, [n, c, h * w])
+
+        def k(value):
+            return self.scalar_const(value)
+
+        def op(mnemonic, a, b):
+            return self.binary(node, mnemonic, a, k(b) if isinstance(b, (int, float)) else b)
+
+        def test(mnemonic, a, b):
+            return self.binary(node, mnemonic, a, k(b), out_type=TensorProto.BOOL)
+
+        def clip(v, size):
+            return op("TMIN", op("TMAX", v, 0.0), float(size - 1))
+
+        def reflect(v, size):
+            # torch's reflect_coordinates over [min, min + span]: the
+            # distance from min folded by span, every odd fold mirrored.
+            low, span = (0.0, float(size - 1)) if align else (-0.5, float(size))
+            if span == 0:
+                # One pixel, aligned: torch reflects every point to it, even
+                # one that unnormalizes to NaN (infinity times 0).
+                return self.filled(node, v.shape, "f32", TensorProto.FLOAT, 0.0)
+            d = self.unary(node, "TABS", op("TSUB", v, low))
+            flips = self.unary(node, "FLOOR", op("TDIV", d, span))
+            extra = op("TSUB", d, op("TMUL", flips, span))
+            half = self.unary(node, "FLOOR", op("TMUL", flips, 0.5))
+            even = self.binary(node, "TEQ", op("TMUL", half, 2.0), flips, out_type=TensorProto.BOOL)
+            back = op("TADD", self.binary(node, "TSUB", k(span), extra), low)
+            return clip(self.where(node, even, op("TADD", extra, low), back), size)
+
+        def pad(v, size):
+            if padding == "border":
+                return clip(v, size)
+            if padding == "reflection":
+                return reflect(v, size)
+            return v
+
+        def coordinate(axis, size):
+            g = self.reshape(node, self.slice(node, grid, [axis], [axis + 1], [3], [1]), [n, 1, points])
+            if align:
+                return op("TMUL", op("TMUL", op("TADD", g, 1.0), 0.5), float(size - 1))
+            return op("TMUL", op("TSUB", op("TMUL", op("TADD", g, 1.0), float(size)), 1.0), 0.5)
+
+        def value(xi, yi):
+            # The pixel at integral (xi, yi), 0 outside the image.
+            inside = self.binary(node, "TAND", test("TGE", xi, 0.0), test("TLE", xi, float(w - 1)),
+                                 out_type=TensorProto.BOOL)
+            inside = self.binary(node, "TAND", inside, test("TGE", yi, 0.0), out_type=TensorProto.BOOL)
+            inside = self.binary(node, "TAND", inside, test("TLE", yi, float(h - 1)), out_type=TensorProto.BOOL)
+            at = op("TADD", op("TMUL", clip(yi, h), float(w)), clip(xi, w))
+            idx = self.rt(at.shape, "i32", TensorProto.INT64)
+            self.emit("CAST", idx.reg, self.reg_of(node, at), 2)
+            idx = self.expand(node, idx, [n, c, points])
+            got = self.rt([n, c, points], "f32")
+            self.emit("GATHER_ELEMENTS", got.reg, self.reg_of(node, table), idx.reg, 2)
+            return self.where(node, inside, got, k(0.0))
+
+        ix, iy = coordinate(0, w), coordinate(1, h)
+        if mode != "bicubic":
+            ix, iy = pad(ix, w), pad(iy, h)
+        if mode == "nearest":
+            out = value(self.unary(node, "ROUND", ix), self.unary(node, "ROUND", iy))
+        elif mode == "bilinear":
+            x0, y0 = self.unary(node, "FLOOR", ix), self.unary(node, "FLOOR", iy)
+            x1, y1 = op("TADD", x0, 1.0), op("TADD", y0, 1.0)
+            out = None
+            for xc, yc, wx, wy in ((x0, y0, op("TSUB", x1, ix), op("TSUB", y1, iy)),
+                                   (x1, y0, op("TSUB", ix, x0), op("TSUB", y1, iy)),
+                                   (x0, y1, op("TSUB", x1, ix), op("TSUB", iy, y0)),
+                                   (x1, y1, op("TSUB", ix, x0), op("TSUB", iy, y0))):
+                term = self.binary(node, "TMUL", value(xc, yc), op("TMUL", wx, wy))
+                out = term if out is None else self.binary(node, "TADD", out, term)
+        else:
+            a = -0.75
+
+            def weights(t):
+                # torch's get_cubic_upsample_coefficients.
+                def outer(s):  # ((A s - 5A) s + 8A) s - 4A, s in [1, 2]
+                    return op("TSUB", op("TMUL", op("TADD", op("TMUL", op("TSUB", op("TMUL", s, a), 5 * a), s),
+                                                            8 * a), s), 4 * a)
+
+                def inner(s):  # ((A + 2) s - (A + 3)) s s + 1, s in [0, 1]
+                    return op("TADD", op("TMUL", op("TMUL", op("TSUB", op("TMUL", s, a + 2), a + 3), s), s), 1.0)
+
+                rest = self.binary(node, "TSUB", k(1.0), t)
+                return [outer(op("TADD", t, 1.0)), inner(t), inner(rest),
+                        outer(self.binary(node, "TSUB", k(2.0), t))]
+
+            fx, fy = self.unary(node, "FLOOR", ix), self.unary(node, "FLOOR", iy)
+            wxs, wys = weights(op("TSUB", ix, fx)), weights(op("TSUB", iy, fy))
+            out = None
+            for i in range(4):
+                yi = pad(op("TADD", fy, float(i - 1)), h)
+                row = None
+                for j in range(4):
+                    term = self.binary(node, "TMUL", value(pad(op("TADD", fx, float(j - 1)), w), yi), wxs[j])
+                    row = term if row is None else self.binary(node, "TADD", row, term)
+                term = self.binary(node, "TMUL", row, wys[i])
+                out = term if out is None else self.binary(node, "TADD", out, term)
+        self.set(node, 0, self.reshape(node, out, [n, c, ho, wo]))

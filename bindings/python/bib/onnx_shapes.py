@@ -7,7 +7,7 @@ from onnx import TensorProto, numpy_helper
 
 from .onnx_common import (
     _bib_dtype, broadcast_shapes, dim_add, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
-    library_broadcasts, _np_for, shape_text, Sym, Val)
+    library_broadcasts, MAX_RANK, _np_for, shape_text, Sym, Val)
 
 
 class ShapeOps:
@@ -271,7 +271,7 @@ class ShapeOps:
         if dtype == "f32":
             self.load_f64(slot, float(value))
         else:
-            self.load_int(slot, int(value))
+            self.load_int(slot, value if isinstance(value, Sym) else int(value))
         self.emit("FILL", out.reg, slot)
         return out
 
@@ -573,6 +573,13 @@ class ShapeOps:
                 return
             self.set(node, 0, self.const_val(x.array.astype(_np_for(to)), to))
             return
+        if (to == TensorProto.DOUBLE and x.onnx_type == TensorProto.FLOAT
+                and self.read_only_by(node, ("IsInf", "IsNaN"))):
+            # float32 to float64 is exact and keeps every infinity and NaN,
+            # so the tests read the float32 tensor itself (torch's
+            # nan_to_num casts to double for IsInf).
+            self.set(node, 0, x)
+            return
         dtype = _bib_dtype(to)
         if dtype is None or x.dtype is None:
             self.refuse(
@@ -589,6 +596,13 @@ class ShapeOps:
         out = self.rt(x.shape, dtype, to)
         self.emit("CAST", out.reg, self.reg_of(node, x), 1 if dtype == "f32" else 2)
         self.set(node, 0, out)
+
+    def read_only_by(self, node, ops):
+        """Whether the node's first result is read by nodes of ops alone
+        (and is not a graph output)."""
+        name = node.outputs[0]
+        readers = self.consumers.get(name, [])
+        return bool(readers) and name not in self.graph_outputs and all(r.op in ops for r in readers)
 
     def op_Concat(self, node):
         vals = [self.get(node, k) for k in range(len(node.inputs))]
@@ -805,9 +819,14 @@ class ShapeOps:
 
     def op_OneHot(self, node):
         # values[1] where the index (negative ones + depth) is the position
-        # along the new axis, values[0] elsewhere.
+        # along the new axis, values[0] elsewhere. A depth that is a
+        # dynamic dim (one_hot(i, x.shape[1])) is loaded at run time, its
+        # positions made then.
         idx, values = self.get(node, 0), self.get(node, 2)
-        depth = self.const_ints(node, 1, "the depth")[0]
+        depth = np.asarray(self.const_input(node, 1, "the depth")).reshape(-1)
+        if depth.size != 1:
+            self.refuse(node, "a depth of %d values (OneHot takes one)" % depth.size, "shape")
+        depth = depth[0] if isinstance(depth[0], Sym) else self.const_ints(node, 1, "the depth")[0]
         rank = len(idx.shape) + 1
         axis = self.axis_of(node, node.attr("axis", -1), rank)
         if idx.dtype == "f32":
@@ -816,13 +835,17 @@ class ShapeOps:
             self.emit("CAST", i.reg, self.reg_of(node, idx), 2)
             idx = i
         self.need_i32(node, "TADD")
+        if isinstance(depth, Sym):
+            count = self.filled(node, [1], "i32", TensorProto.INT64, depth)
+        else:
+            count = self.const_val(np.array([depth], np.int64))
         neg = self.binary(node, "TLT", idx, self.const_val(np.array([0], np.int64)), out_type=TensorProto.BOOL)
-        idx = self.where(node, neg, self.binary(node, "TADD", idx, self.const_val(np.array([depth], np.int64))), idx)
+        idx = self.where(node, neg, self.binary(node, "TADD", idx, count), idx)
         shape = list(idx.shape)
         shape.insert(axis, 1)
         col = self.reshape(node, idx, shape)
         along = [depth if k == axis else 1 for k in range(rank)]
-        iota = self.const_val(np.arange(depth, dtype=np.int64).reshape(along))
+        iota = self.reshape(node, self.const_or_positions(node, depth), along)
         hit = self.binary(node, "TEQ", col, iota, True, out_type=TensorProto.BOOL)
         pair = np.asarray(self.const_input(node, 2, "the values")).reshape(-1)
         off = self.const_val(pair[0:1], values.onnx_type)
@@ -836,6 +859,144 @@ class ShapeOps:
         out = self.rt(idx.shape, x.dtype, x.onnx_type)
         self.emit("GATHER_ELEMENTS", out.reg, self.reg_of(node, x), self.reg_of(node, idx, "the indices"), axis)
         self.set(node, 0, out)
+
+    # scatter: each output element compares its position with every index
+    # along the axis, so only existing opcodes run and every step is exact.
+    def op_ScatterElements(self, node):
+        data, idx, updates = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        rank = len(data.shape)
+        axis = self.axis_of(node, node.attr("axis", 0), rank)
+        reduction = self.scatter_reduction(node, data, updates)
+        if list(idx.shape) != list(updates.shape) or len(idx.shape) != rank:
+            self.refuse(node, "indices %s and updates %s: ONNX asks one shape of the data's rank %d"
+                        % (shape_text(idx.shape), shape_text(updates.shape), rank), "shape")
+        if any(idx.shape[k] != data.shape[k] for k in range(rank) if k != axis):
+            self.refuse(node, "indices %s cover part of the data %s on an axis other than %d"
+                        % (shape_text(idx.shape), shape_text(data.shape), axis), "shape")
+        pos = self.scatter_positions(node, idx, data.shape[axis], "axis %d" % axis)
+        self.set(node, 0, self.scatter(node, data, axis, pos, updates, reduction))
+
+    op_Scatter = op_ScatterElements  # opsets 9 and 10: no reduction
+
+    def op_ScatterND(self, node):
+        # The indexed axes as one (row-major positions), updates as rows.
+        data, idx, updates = self.get(node, 0), self.get(node, 1), self.get(node, 2)
+        reduction = self.scatter_reduction(node, data, updates)
+        rank = len(data.shape)
+        k = idx.shape[-1] if idx.shape else None
+        if not isinstance(k, int) or not 1 <= k <= rank:
+            self.refuse(node, "indices %s: the last axis must be a static 1..%d (the data's rank)"
+                        % (shape_text(idx.shape), rank), "shape")
+        lead, rest = data.shape[:k], data.shape[k:]
+        if not is_static(lead):
+            self.refuse(node, "indexed axes %s of the data are dynamic" % shape_text(lead), "shape")
+        if list(updates.shape) != list(idx.shape[:-1]) + list(rest):
+            self.refuse(node, "updates %s: ONNX asks %s" % (shape_text(updates.shape),
+                                                          shape_text(list(idx.shape[:-1]) + list(rest))), "shape")
+        m = dims_prod(idx.shape[:-1])
+        if not isinstance(m, int):
+            self.refuse(node, "a dynamic number of indices %s" % shape_text(idx.shape[:-1]), "shape")
+        flat = self.reshape(node, idx, [m, k])
+        strides = [dims_prod(lead[t + 1:]) for t in range(k)]
+        rows = None
+        for t in range(k):
+            comp = flat if k == 1 else self.slice(node, flat, [t], [t + 1], [1], [1])
+            comp = self.scatter_positions(node, self.reshape(node, comp, [m]), lead[t], "axis %d" % t)
+            if strides[t] != 1:
+                self.need_i32(node, "TMUL")
+                comp = self.binary(node, "TMUL", comp, self.const_val(np.array([strides[t]], np.int64)))
+            rows = comp if rows is None else self.binary(node, "TADD", rows, comp)
+        pos = self.reshape(node, rows, [m] + [1] * len(rest))
+        out = self.scatter(node, self.reshape(node, data, [dims_prod(lead)] + list(rest)), 0, pos,
+                           self.reshape(node, updates, [m] + list(rest)), reduction)
+        self.set(node, 0, self.reshape(node, out, data.shape))
+
+    def scatter_reduction(self, node, data, updates):
+        reduction = node.attr("reduction", b"none")
+        reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+        if reduction not in ("none", "add", "mul"):
+            self.refuse(node, "attribute 'reduction' = '%s'" % reduction)
+        if data.onnx_type != updates.onnx_type:
+            self.refuse(node, "data and updates of two types", "dtype")
+        if reduction != "none":
+            self.f32_only(node, data, updates)
+        return reduction
+
+    def scatter_positions(self, node, idx, n, what):
+        """idx's indices along an axis of n, each in [-n, n), negative ones
+        plus n: checked at import when constant, else by a GATHER_AXIS of
+        0..n-1 at them (which traps on an index outside)."""
+        if not isinstance(n, int):
+            self.refuse(node, "the data's %s is dynamic (%s)" % (what, n), "shape")
+        if idx.const:
+            i = np.array(self.ints_of(node, idx.array, "input '%s' (the indices)" % node.inputs[1], "the indices"),
+                         np.int64).reshape([int(d) for d in idx.shape])
+            if i.size and (i.min() < -n or i.max() >= n):
+                self.refuse(node, "an index outside [-%d, %d) on the data's %s" % (n, n, what), "attribute")
+            return self.const_val(np.where(i < 0, i + n, i), TensorProto.INT64)
+        self.need(node, "GATHER_AXIS", "indices given at run time")
+        out = self.rt(idx.shape, "i32", TensorProto.INT64)
+        self.emit("GATHER_AXIS", out.reg, self.reg_of(node, self.const_val(np.arange(n, dtype=np.int64))),
+                  self.reg_of(node, idx, "the indices"), 0)
+        return out
+
+    # A scatter compares each of its m updates with each of the n positions
+    # along its axis: at most this many pairs (per element of the others).
+    SCATTER_PAIRS_MAX = 1 << 24
+
+    def scatter(self, node, data, axis, pos, updates, reduction):
+        """data with updates scattered along axis at pos (non-negative,
+        updates' shape or 1 past the axis). Each pair of an update position
+        j and an output position p along the axis compares pos[j] with p
+        ([..., m, n, ...]). Without a reduction p takes the update of the
+        last j that hits it (the largest j + 1 over hits, by MAX), by
+        GATHER_ELEMENTS. With one, p hit once combines the data with that
+        update (ONNX's reference bits); p hit several times with the hits'
+        updates summed (multiplied) first in SUM's (PROD's) tree in the
+        order of j (-0 or 1 elsewhere, which change nothing). A p that no j
+        hits keeps the data's element."""
+        for mnemonic in ("TEQ", "CAST", "WHERE", "GATHER_ELEMENTS"):
+            self.need(node, mnemonic, "a scatter")
+        rank = len(data.shape)
+        n, m = data.shape[axis], updates.shape[axis]
+        if not isinstance(m, int):
+            self.refuse(node, "a dynamic number of updates along axis %d (%s)" % (axis, m), "shape")
+        if m == 0:
+            return data
+        if m * n > self.SCATTER_PAIRS_MAX:
+            self.refuse(node, "a scatter of %d updates along an axis of %d: %d pairs to compare, above the %d BIB "
+                        "takes" % (m, n, m * n, self.SCATTER_PAIRS_MAX), "shape")
+        if rank + 1 > MAX_RANK:
+            self.refuse(node, "a scatter into rank %d (it compares pairs on rank %d; BIB tensors have at most %d)"
+                        % (rank, rank + 1, MAX_RANK), "shape")
+
+        def pair(v):
+            return self.reshape(node, v, v.shape[:axis + 1] + [1] + v.shape[axis + 1:])
+
+        def along(values, size, at):
+            return np.asarray(values).reshape([size if k == at else 1 for k in range(rank + 1)])
+
+        hit = self.binary(node, "TEQ", pair(pos), self.const_val(along(np.arange(n, dtype=np.int64), n, axis + 1)),
+                          out_type=TensorProto.BOOL)
+        hits = self.rt(hit.shape, "f32")
+        self.emit("CAST", hits.reg, self.reg_of(node, hit), 1)
+        writers = along(np.arange(1, m + 1, dtype=np.float32), m, axis)
+        last = self.reduce(node, "MAX", self.binary(node, "TMUL", hits, self.const_val(writers)), [axis], 0)
+        j = self.binary(node, "TMAX", self.binary(node, "TADD", last, self.scalar_const(-1.0)), self.scalar_const(0.0))
+        ji = self.rt(j.shape, "i32", TensorProto.INT64)
+        self.emit("CAST", ji.reg, self.reg_of(node, j), 2)
+        ji = self.expand(node, ji, data.shape)
+        new = self.rt(data.shape, data.dtype, data.onnx_type)
+        self.emit("GATHER_ELEMENTS", new.reg, self.reg_of(node, updates), ji.reg, axis)
+        if reduction != "none":
+            kind, mnemonic, unit = ("SUM", "TADD", -0.0) if reduction == "add" else ("PROD", "TMUL", 1.0)
+            terms = self.where(node, hit, pair(updates), self.scalar_const(unit))
+            several = self.binary(node, "TGT", self.reduce(node, "SUM", hits, [axis], 0), self.scalar_const(1.0),
+                                  out_type=TensorProto.BOOL)
+            new = self.where(node, several, self.reduce(node, kind, terms, [axis], 0), new)
+            new = self.binary(node, mnemonic, data, new)
+        written = self.binary(node, "TGT", last, self.scalar_const(0.0), out_type=TensorProto.BOOL)
+        return self.where(node, written, new, data)
 
     def op_Expand(self, node):
         x = self.get(node, 0)
