@@ -273,6 +273,22 @@ np.save('$T/none_k.npy', np.zeros((2147483647, 1, 0), np.float32))
         $PY -c "import numpy as np; assert np.load('$T/none_o.npy').shape == (100, 1, 0)"; then
         ok "ATTENTION with an empty result over 2^31-1 empty keys takes no scratch"
     else bad "ATTENTION with an empty result: exit $(cat "$T/rc"), $(cat "$T/err")"; fi
+    # The CPU executor's workers: 255 of them with the default 8 MiB stacks
+    # took 2 GiB of address space, and the pool did not start under 1 GB.
+    printf '.input x t0 f32[?]\n.output y t1\n.func main regs=1\n    RELU t1, x\n    LDI r0, 0\n    HALT r0\n.end\n' >"$T/relu.basm"
+    $PY -c "import numpy as np; np.save('$T/relu_x.npy', np.linspace(-1, 1, 1 << 20, dtype=np.float32))" ||
+        bad "numpy"
+    (
+        ulimit -s 8192
+        ulimit -v 1000000
+        $BIB run "$T/relu.basm" --threads 256 --input "x=$T/relu_x.npy" --output "y=$T/relu_y.npy" \
+            2>"$T/err"
+        echo $? >"$T/rc"
+    )
+    if [ "$(cat "$T/rc")" -eq 0 ] &&
+        $PY -c "import numpy as np; x = np.load('$T/relu_x.npy'); assert (np.load('$T/relu_y.npy') == np.maximum(x, 0)).all()"; then
+        ok "256 CPU threads start under a 1 GB address-space limit with 8 MiB stacks"
+    else bad "256 threads under ulimit -v 1000000: exit $(cat "$T/rc"), $(cat "$T/err")"; fi
 fi
 
 finish
