@@ -5,6 +5,8 @@
  * a Python parser: numpy's own writer is the format's reference.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,16 +337,22 @@ typedef struct npy_fill {
     uint32_t in_file;
 } npy_fill_t;
 
+static bib_status_t truncated(char *msg, size_t cap, const char *path, uint64_t want,
+                              uint64_t got) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "the data is truncated: %" PRIu64 " bytes for the shape, %" PRIu64 " present", want,
+             got);
+    return bad(msg, cap, path, why);
+}
+
 static int fill_short(npy_fill_t *fill, size_t want, size_t got) {
     if (ferror(fill->f)) {
         snprintf(fill->msg, fill->cap, "cannot read '%s': %s", BIB_PATH_QUOTE(fill->path),
                  strerror(errno));
         fill->status = BIB_E_IO;
     } else {
-        char why[160];
-        snprintf(why, sizeof why, "the data is truncated: %zu bytes for the shape, %zu present",
-                 want, got);
-        fill->status = bad(fill->msg, fill->cap, fill->path, why);
+        fill->status = truncated(fill->msg, fill->cap, fill->path, want, got);
     }
     return -1;
 }
@@ -385,7 +393,8 @@ bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path,
         return BIB_E_IO;
     }
     struct stat st_f;
-    if (fstat(fileno(f), &st_f) == 0 && S_ISDIR(st_f.st_mode)) {
+    const bool stated = fstat(fileno(f), &st_f) == 0;
+    if (stated && S_ISDIR(st_f.st_mode)) {
         snprintf(msg, cap, "cannot open '%s': %s", BIB_PATH_QUOTE(path), strerror(EISDIR));
         fclose(f);
         return BIB_E_IO;
@@ -397,7 +406,13 @@ bib_status_t bib_npy_set_input(bib_vm_t *vm, const char *name, const char *path,
     if (st == BIB_OK)
         st = parse_header(head, head_len, path, &npy, &data_at, msg, cap);
     free(head);
-    if (st == BIB_OK && npy.bytes / 4 * npy.in_file > bib_file_cap(max_file) - head_len)
+    /* A file shorter than its header's shape is truncated, however large
+       the shape: it is not over the cap. A pipe is judged by the cap alone. */
+    uint64_t data_bytes = st == BIB_OK ? npy.bytes / 4 * npy.in_file : 0;
+    if (st == BIB_OK && stated && S_ISREG(st_f.st_mode) &&
+        (uint64_t)st_f.st_size - head_len < data_bytes)
+        st = truncated(msg, cap, path, data_bytes, (uint64_t)st_f.st_size - head_len);
+    if (st == BIB_OK && data_bytes > bib_file_cap(max_file) - head_len)
         st = bib_file_too_large(path, max_file, msg, cap);
     if (st != BIB_OK) {
         fclose(f);

@@ -25,7 +25,9 @@
 #include "vm/tensor.h"
 #include "vm/vm.h"
 
-#define BIB_SHAPE_TEXT 64
+/* Room for the longest shape text: "f32[" and BIB_MAX_RANK dimensions of up to
+   10 digits with their commas, "]" and the NUL. */
+#define BIB_SHAPE_TEXT (sizeof "f32[]" + BIB_MAX_RANK * sizeof "4294967295,")
 #define BIB_TENSOR_MAX_BYTES ((uint64_t)1 << 62)
 
 /* ---- shapes and numbers ------------------------------------------------------- */

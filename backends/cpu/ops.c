@@ -606,7 +606,7 @@ static void task_rng(void *arg, size_t begin, size_t end, uint32_t chunk) {
     }
 }
 
-/* ATTENTION: a task unit is one head and a block of ATTN_BLOCK queries. Both
+/* ATTENTION: a task unit is one head and a block of (at most) ATTN_BLOCK queries. Both
  * products run on the GEMM, whose chains are the contract's: the scores
  * q.k^T, and p.v over the keys every row of the block sees (the first row's
  * valid count; all of them when not causal). A causal row that sees more
@@ -616,10 +616,16 @@ static void task_rng(void *arg, size_t begin, size_t end, uint32_t chunk) {
  * multiple of both micro-kernels' row tiles (14 and 6). */
 #define ATTN_BLOCK 42
 
+/* The scratch of all chunks together may take the call's operands' bytes, or
+ * this much when that is more: it is outside the VM's memory cap, so it must
+ * stay in proportion to the tensors the cap counts. */
+#define ATTN_SCRATCH_MIN ((size_t)64 << 20)
+
 typedef struct attn_task {
     const bib_cpu_ctx_t *ctx;
     const bib_call_t *call;
-    float *scratch; /* per chunk: ATTN_BLOCK * T scores, then D * T for k^T */
+    size_t block;   /* queries per unit: ATTN_BLOCK, fewer when the scratch would not fit */
+    float *scratch; /* per chunk: block * T scores, then D * T for k^T */
     size_t scratch_floats;
     atomic_int failed;
 } attn_task_t;
@@ -661,15 +667,15 @@ static void task_attention(void *arg, size_t begin, size_t end, uint32_t chunk) 
     const bib_cpu_rowops_t *ro = t->ctx->rowops;
     size_t s_len = c->in[0].dims[0], heads = c->in[0].dims[1], d_len = c->in[0].dims[2];
     size_t t_len = c->in[1].dims[0], stride = heads * d_len;
-    size_t blocks = (s_len + ATTN_BLOCK - 1) / ATTN_BLOCK;
+    size_t block = t->block, blocks = (s_len + block - 1) / block;
     const float *q = view_f32(&c->in[0]), *k = view_f32(&c->in[1]), *v = view_f32(&c->in[2]);
     float *o = view_f32(&c->out);
     float *scores = t->scratch + (size_t)chunk * t->scratch_floats;
-    float *kt = scores + ATTN_BLOCK * t_len;
+    float *kt = scores + block * t_len;
     size_t kt_head = SIZE_MAX; /* the head whose keys kt holds */
     for (size_t unit = begin; unit < end; unit++) {
-        size_t h = unit / blocks, i0 = (unit % blocks) * ATTN_BLOCK;
-        size_t rows = s_len - i0 < ATTN_BLOCK ? s_len - i0 : ATTN_BLOCK;
+        size_t h = unit / blocks, i0 = (unit % blocks) * block;
+        size_t rows = s_len - i0 < block ? s_len - i0 : block;
         size_t cols = attn_valid(c, i0 + rows - 1);
         if (cols) {
             if (kt_head != h) {
@@ -724,22 +730,56 @@ static void task_attention(void *arg, size_t begin, size_t end, uint32_t chunk) 
     }
 }
 
-static bib_status_t run_attention(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+/* Queries per unit and the grain of the units, so that every chunk's scratch
+ * together stays within the budget (ATTN_SCRATCH_MIN): fewer chunks first,
+ * then fewer queries per unit, down to one chunk of one query, whose
+ * scratch, T + D * T floats, is no more than k and v. Neither choice changes
+ * a bit: every output is its own chains whatever the blocks and chunks. */
+static void attn_plan(const bib_cpu_ctx_t *ctx, const bib_call_t *c, attn_task_t *t, size_t *units,
+                      size_t *grain) {
     size_t s_len = c->in[0].dims[0], heads = c->in[0].dims[1], d_len = c->in[0].dims[2];
-    size_t t_len = c->in[1].dims[0];
-    size_t units = heads * ((s_len + ATTN_BLOCK - 1) / ATTN_BLOCK);
-    size_t chunks = bib_threadpool_size(ctx->pool);
+    size_t t_len = c->in[1].dims[0] ? c->in[1].dims[0] : 1;
+    size_t budget = 4 * (view_count(&c->in[0]) + view_count(&c->in[1]) + view_count(&c->in[2]) +
+                         view_count(&c->out));
+    if (budget < ATTN_SCRATCH_MIN)
+        budget = ATTN_SCRATCH_MIN;
+    size_t block = s_len < ATTN_BLOCK ? (s_len ? s_len : 1) : ATTN_BLOCK;
+    const size_t row = t_len * sizeof(float), keys = d_len * row;
+    if ((block * row + keys) > budget) {
+        /* One chunk, and the queries that fit beside the keys. */
+        block = budget > keys ? (budget - keys) / row : 1;
+        block = block == 0 ? 1 : block > ATTN_BLOCK ? ATTN_BLOCK : block;
+    }
+    *units = heads * ((s_len + block - 1) / block);
+    *grain = row_grain(ATTN_BLOCK * t_len * (d_len ? d_len : 1) * 2);
+    size_t begin, end, per_chunk = block * row + keys;
+    uint32_t threads = bib_threadpool_size(ctx->pool);
+    size_t chunks = bib_threadpool_chunk(*units, *grain, threads, 0, &begin, &end);
+    if (chunks > 1 && chunks * per_chunk > budget) {
+        size_t fit = budget / per_chunk ? budget / per_chunk : 1;
+        size_t g = (*units + fit - 1) / fit;
+        *grain = g > *grain ? g : *grain;
+    }
+    t->block = block;
+    t->scratch_floats = block * t_len + d_len * t_len;
+}
+
+static bib_status_t run_attention(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
+    if (view_count(&c->out) == 0) /* no query, head or width: nothing to compute */
+        return BIB_OK;
     attn_task_t t = {.ctx = ctx, .call = c};
     atomic_init(&t.failed, 0);
-    t.scratch_floats = (ATTN_BLOCK + d_len) * (t_len ? t_len : 1);
-    t.scratch = malloc(chunks * t.scratch_floats * sizeof(float));
+    size_t units, grain, begin, end;
+    attn_plan(ctx, c, &t, &units, &grain);
+    size_t chunks =
+        bib_threadpool_chunk(units, grain, bib_threadpool_size(ctx->pool), 0, &begin, &end);
+    t.scratch = malloc((chunks ? chunks : 1) * t.scratch_floats * sizeof(float));
     if (!t.scratch) {
         snprintf(ctx->error, ctx->error_len, "attention: out of memory for %zu x %zu scores",
-                 (size_t)ATTN_BLOCK, t_len);
+                 t.block, (size_t)c->in[1].dims[0]);
         return BIB_E_NOMEM;
     }
-    size_t work = ATTN_BLOCK * t_len * (d_len ? d_len : 1) * 2;
-    run_parallel(ctx, units, row_grain(work), task_attention, &t);
+    run_parallel(ctx, units, grain, task_attention, &t);
     free(t.scratch);
     if (atomic_load(&t.failed)) {
         snprintf(ctx->error, ctx->error_len, "attention: out of memory in a matrix multiply");

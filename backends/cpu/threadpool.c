@@ -34,6 +34,13 @@
 #define SPIN_ROUNDS 20000
 #define YIELD_EVERY 64
 
+/* A worker's stack. The default is the stack ulimit (8 MiB, reserved whole),
+ * so under an address-space limit (ulimit -v) 255 workers took 2 GiB and
+ * the pool could not start. Kernels keep their large buffers on the heap: a
+ * worker's deepest frame holds about 32 KiB. 2 MiB is glibc's default when
+ * the stack is unlimited. */
+#define WORKER_STACK_BYTES ((size_t)2 << 20)
+
 typedef struct worker {
     bib_threadpool_t *pool;
     pthread_t thread;
@@ -174,11 +181,19 @@ bib_status_t bib_threadpool_create(uint32_t threads, bib_threadpool_t **out, cha
             return BIB_E_NOMEM;
         }
     }
+    pthread_attr_t attr;
+    bool sized = threads > 1 && pthread_attr_init(&attr) == 0;
+    if (sized && pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES) != 0) {
+        pthread_attr_destroy(&attr);
+        sized = false;
+    }
     for (uint32_t i = 0; i + 1 < threads; i++) {
         worker_t *w = &pool->workers[i];
         w->pool = pool;
-        int err = pthread_create(&w->thread, NULL, worker_main, w);
+        int err = pthread_create(&w->thread, sized ? &attr : NULL, worker_main, w);
         if (err != 0) {
+            if (sized)
+                pthread_attr_destroy(&attr);
             snprintf(why, why_len, "thread pool: cannot start worker %u of %u: %s", i + 1,
                      threads - 1, strerror(err));
             bib_threadpool_destroy(pool);
@@ -186,6 +201,8 @@ bib_status_t bib_threadpool_create(uint32_t threads, bib_threadpool_t **out, cha
         }
         pool->threads = i + 2;
     }
+    if (sized)
+        pthread_attr_destroy(&attr);
     *out = pool;
     return BIB_OK;
 }

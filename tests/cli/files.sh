@@ -76,6 +76,17 @@ np.save('$T/big.npy', np.zeros(16 << 20, dtype='<f4'))
 " || bad "numpy"
 expect_fail "an .npy over the file cap is refused" 71 "a.npy': larger than the file size cap of 102400 bytes" \
     $BIB run "$T/copy.basm" --input "a=$T/a.npy" --max-file-size 100K
+# A file shorter than its header's shape says is truncated, not over the cap,
+# and is refused before memory is taken for the shape.
+$PY -c "
+import numpy as np
+with open('$T/short_data.npy', 'wb') as f:
+    np.lib.format.write_array_header_1_0(f, {'descr': '<f4', 'fortran_order': False, 'shape': (1000000000,)})
+    f.write(bytes(100))
+" || bad "numpy"
+expect_fail "an .npy shorter than its shape is truncated, not over the cap" 65 \
+    "short_data.npy: not a usable .npy file: the data is truncated: 4000000000 bytes for the shape, 100 present" \
+    $BIB run "$T/copy.basm" --input "a=$T/short_data.npy"
 # A header length shorter than the prefix read: refused, nothing overrun.
 printf '\223NUMPY\001\000\000\000ab' >"$T/short.npy"
 expect_fail "an .npy whose header is shorter than its prefix is refused" 65 "lacks 'descr'" \

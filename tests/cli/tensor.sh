@@ -220,4 +220,75 @@ else
     ok "SUM of 2^22 + 1 ones and a 1x1 CONV over 70000 channels give the cpu bits on vulkan (past a loop limit, on cpu)"
 fi
 
+# ATTENTION's CPU scratch lies outside --max-memory, so it stays within the
+# operands' bytes (or 64 MiB): 84 queries against 4M keys of width 1 took 43
+# floats a key for each of the threads (1.4 GB on 2 threads) and failed under
+# a 1 GB address-space limit that its 64 MB of tensors fit. AddressSanitizer
+# cannot start under such a limit, so it is skipped there.
+if [ -n "${BIB_TEST_SANITIZED:-}" ]; then
+    echo "SKIP ATTENTION's scratch under ulimit -v: AddressSanitizer cannot start under it"
+else
+    printf '.input q t0 f32[s, 1, d]\n.input k t1 f32[t, 1, d]\n.input v t2 f32[t, 1, d]\n.output o t3\n.func main regs=1\n    ATTENTION o, q, k, v\n    LDI r0, 0\n    HALT r0\n.end\n' >"$T/keys.basm"
+    $PY -c "
+import numpy as np
+rng = np.random.default_rng(1)
+np.save('$T/keys_q.npy', rng.standard_normal((84, 1, 1), dtype=np.float32))
+np.save('$T/keys_k.npy', rng.standard_normal((4000000, 1, 1), dtype=np.float32))
+np.save('$T/keys_v.npy', rng.standard_normal((4000000, 1, 1), dtype=np.float32))
+" || bad "numpy"
+    (
+        ulimit -v 1000000
+        $BIB run "$T/keys.basm" --threads 2 --input "q=$T/keys_q.npy" --input "k=$T/keys_k.npy" \
+            --input "v=$T/keys_v.npy" --output "o=$T/keys_o.npy" 2>"$T/err"
+        echo $? >"$T/rc"
+    )
+    if [ "$(cat "$T/rc")" -ne 0 ]; then
+        bad "ATTENTION over 4M keys under ulimit -v 1000000: exit $(cat "$T/rc"), $(cat "$T/err")"
+    elif $PY -c "
+import numpy as np
+q, k, v = (np.load('$T/keys_%s.npy' % n).astype(np.float64).ravel() for n in 'qkv')
+o = np.load('$T/keys_o.npy').ravel()
+for i in range(len(q)):
+    s = q[i] * k
+    p = np.exp(s - s.max())
+    want = (p * v).sum() / p.sum()
+    assert abs(o[i] - want) <= 1e-4 * max(1, abs(want)), (i, o[i], want)
+" 2>"$T/err"; then
+        ok "ATTENTION over 4M keys runs under a 1 GB address-space limit, within 1e-4 of float64"
+    else bad "ATTENTION over 4M keys: $(cat "$T/err")"; fi
+    # An empty result has nothing to compute, however many (empty) keys:
+    # 2^31-1 keys of width 0 asked for 42 x 2^31 floats of scores a thread.
+    $PY -c "
+import numpy as np
+np.save('$T/none_q.npy', np.zeros((100, 1, 0), np.float32))
+np.save('$T/none_k.npy', np.zeros((2147483647, 1, 0), np.float32))
+" || bad "numpy"
+    (
+        ulimit -v 4000000
+        $BIB run "$T/keys.basm" --input "q=$T/none_q.npy" --input "k=$T/none_k.npy" \
+            --input "v=$T/none_k.npy" --output "o=$T/none_o.npy" 2>"$T/err"
+        echo $? >"$T/rc"
+    )
+    if [ "$(cat "$T/rc")" -eq 0 ] &&
+        $PY -c "import numpy as np; assert np.load('$T/none_o.npy').shape == (100, 1, 0)"; then
+        ok "ATTENTION with an empty result over 2^31-1 empty keys takes no scratch"
+    else bad "ATTENTION with an empty result: exit $(cat "$T/rc"), $(cat "$T/err")"; fi
+    # The CPU executor's workers: 255 of them with the default 8 MiB stacks
+    # took 2 GiB of address space, and the pool did not start under 1 GB.
+    printf '.input x t0 f32[?]\n.output y t1\n.func main regs=1\n    RELU t1, x\n    LDI r0, 0\n    HALT r0\n.end\n' >"$T/relu.basm"
+    $PY -c "import numpy as np; np.save('$T/relu_x.npy', np.linspace(-1, 1, 1 << 20, dtype=np.float32))" ||
+        bad "numpy"
+    (
+        ulimit -s 8192
+        ulimit -v 1000000
+        $BIB run "$T/relu.basm" --threads 256 --input "x=$T/relu_x.npy" --output "y=$T/relu_y.npy" \
+            2>"$T/err"
+        echo $? >"$T/rc"
+    )
+    if [ "$(cat "$T/rc")" -eq 0 ] &&
+        $PY -c "import numpy as np; x = np.load('$T/relu_x.npy'); assert (np.load('$T/relu_y.npy') == np.maximum(x, 0)).all()"; then
+        ok "256 CPU threads start under a 1 GB address-space limit with 8 MiB stacks"
+    else bad "256 threads under ulimit -v 1000000: exit $(cat "$T/rc"), $(cat "$T/err")"; fi
+fi
+
 finish

@@ -815,6 +815,20 @@ ON_EVERY_EXECUTOR(running_out_of_memory_traps_naming_the_tensor_and_the_vm_stays
     bib_vm_destroy(vm);
 }
 
+Test(cpu, a_shape_too_large_to_hold_is_named_whole_at_the_largest_rank_and_sizes) {
+    tb_t b = {.tregs = 1};
+    for (uint32_t i = 0; i < BIB_MAX_RANK; i++)
+        E(&b, LDI, 20 + i, 2147483647u, 0, 0);
+    E(&b, ALLOC, 0, BIB_DTYPE_F32, 20, BIB_MAX_RANK);
+    E(&b, HALT, 0, 0, 0, 0);
+    bib_vm_t *vm = vm_on("cpu", 0);
+    load(vm, &b, 32);
+    expect_trap(vm, BIB_E_NOMEM,
+                "t0 would be f32[2147483647,2147483647,2147483647,2147483647,2147483647,"
+                "2147483647], over 2^62 bytes");
+    bib_vm_destroy(vm);
+}
+
 /* ---- inputs, outputs, constants ---------------------------------------------------- */
 
 static void io_module(tb_t *b) {

@@ -16,6 +16,7 @@ import json
 import os
 import numbers
 import re
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -490,12 +491,14 @@ class Vm:
 
     def stats(self):
         """Counters of the last run, as Stats."""
+        self._live()
         s = _capi.RunStats()
         _lib.bib_vm_stats(self._vm, ctypes.byref(s))
         return Stats(s.instructions, s.peak_memory, s.fuel)
 
     def profile_rows(self):
         """The profile of the last profiled run, as ProfileRow, longest first."""
+        self._live()
         rows = []
         r = _capi.ProfileRow()
         for i in range(_lib.bib_vm_profile_rows(self._vm)):
@@ -506,6 +509,7 @@ class Vm:
     def profile_report(self, json_format=False):
         """The profile of the last profiled run as the text `--profile` prints
         (or, with json_format, its JSON parsed into a dict)."""
+        self._live()
         text = ctypes.c_void_p()
         self._check(_lib.bib_vm_profile_report(self._vm, 1 if json_format else 0, ctypes.byref(text)))
         s = _take_string(text)
@@ -562,13 +566,18 @@ def _as_input(name, array, decl):
 
 class Module:
     """The .bib bytes of a module. run() runs it on a VM made for the options
-    given (kept for the next run with the same options)."""
+    given (kept for the next run with the same options). Calls of run() from
+    several threads take turns on that VM; for runs in parallel, give each
+    thread a Vm of its own (module.vm())."""
 
     def __init__(self, data, name=None):
         self.bytes = bytes(data)
         self.name = name
         self._vm = None
         self._vm_key = None
+        # One VM must not be used by two threads at once (bib.h), and ctypes
+        # lets go of the GIL while the library runs: run() holds this.
+        self._lock = threading.RLock()
 
     def __repr__(self):
         return "<bib.Module %s, %d bytes>" % (self.name or "(unnamed)", len(self.bytes))
@@ -600,6 +609,10 @@ class Module:
         sys.stdout), and for modules the host did not write (spec/security.md)
         deny_device_code, allow_hosts (names a module may import),
         device_timeout_ms and max_file_size."""
+        with self._lock:
+            return self._run(inputs, hosts, trace, profile, options)
+
+    def _run(self, inputs, hosts, trace, profile, options):
         key = (
             tuple(sorted(((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()), key=lambda kv: kv[0])),
             tuple(sorted((hosts or {}).items())),

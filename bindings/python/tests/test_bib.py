@@ -467,6 +467,37 @@ class VmObject(unittest.TestCase):
         vm.close()
         with self.assertRaises(bib.StateError):
             vm.run()
+        # The counters and the profile of a closed VM are errors too, not zeros.
+        for read in (vm.stats, vm.profile_rows, vm.profile_report):
+            with self.assertRaises(bib.StateError):
+                read()
+
+    def test_module_run_from_several_threads_takes_turns(self):
+        # Module.run keeps one VM; four threads running the module at once
+        # used it together (ctypes lets go of the GIL), which crashed the
+        # process or failed with "executor 'cpu' is not available".
+        import threading
+
+        m = bib.load(MATMUL)
+        ins = [(rng_f32((48, 40), 2 * i), rng_f32((40, 24), 2 * i + 1)) for i in range(4)]
+        want = [m.run({"A": a, "B": b})["C"].tobytes() for a, b in ins]
+        errors = []
+
+        def work(i):
+            try:
+                for _ in range(25):
+                    got = m.run({"A": ins[i][0], "B": ins[i][1]})["C"].tobytes()
+                    if got != want[i]:
+                        errors.append("thread %d: other bytes" % i)
+            except Exception as e:  # reported below, with the thread
+                errors.append("thread %d: %r" % (i, e))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
 
     def test_run_before_load_is_a_state_error(self):
         with self.assertRaises(bib.StateError):
