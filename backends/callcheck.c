@@ -234,8 +234,8 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
     case BIB_KERNEL_BINARY:
         return (bib_call_all_f32(c, 2) || (bib_binary_i32(c->sub) && bib_call_all_i32(c, 2))) &&
                bib_call_broadcast(c) != BIB_BROADCAST_NONE;
-    case BIB_KERNEL_REDUCE:
-        return bib_call_all_f32(c, 1);
+    case BIB_KERNEL_REDUCE: /* the column form (p[0] > 0) is the CPU executor's alone */
+        return bib_call_all_f32(c, 1) && c->p[0] == 0;
     case BIB_KERNEL_ARGMAX:
         return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
     case BIB_KERNEL_LAYERNORM:

@@ -424,6 +424,33 @@ static bib_status_t run_permute(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t in
     return run_copy(vm, ip, in_reg, src, ip->a, tmp, src->rank, dims, pst);
 }
 
+/* A REDUCE over one block of adjacent axes with kept axes after it, on the
+ * CPU executor: the call's column form (p[0] = m, in0 viewed as [outer, n,
+ * m]), which reduces down the columns in place of moving the named axes
+ * last first (a copy of the whole tensor that cost twenty times the
+ * reduction). The GPU executors have only the row form: with one of them
+ * selected, or under auto, the axes are moved as before. Sets k's input to
+ * *view, a's [outer, n, m]. */
+static bool reduce_by_columns(const bib_vm_t *vm, const bib_tensor_t *a, uint32_t mask,
+                              bib_kspec_t *k, bib_tensor_t *view) {
+    const bib_tensor_state_t *ts = &vm->tensor;
+    if (ts->automatic || ts->selected > BIB_PLACE_HOST)
+        return false;
+    uint32_t lo = (uint32_t)__builtin_ctz(mask), hi = 32u - (uint32_t)__builtin_clz(mask);
+    if ((mask >> lo) != (1u << (hi - lo)) - 1u || hi >= a->rank)
+        return false; /* not one block, or nothing kept after it */
+    uint64_t outer = 1, n = 1, m = 1;
+    for (uint32_t i = 0; i < a->rank; i++)
+        *(i < lo ? &outer : i < hi ? &n : &m) *= a->dims[i];
+    if (outer > UINT32_MAX || n > UINT32_MAX || m > UINT32_MAX || m == 0)
+        return false;
+    const uint32_t dims[3] = {(uint32_t)outer, (uint32_t)n, (uint32_t)m};
+    *view = view_as(a, 3, dims);
+    k->in_t[0] = view;
+    k->p[0] = (int64_t)m;
+    return true;
+}
+
 /* BIB_F_AXES: the kernel along the last axis, on the axes IMM c names. */
 bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
                                 bib_tensor_t *a, const bib_kresult_t *dt) {
@@ -486,6 +513,9 @@ bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t
     bool identity = true;
     for (uint32_t i = 0; i < a->rank; i++)
         identity = identity && perm[i] == i;
+    bib_tensor_t cols;
+    if (!identity && k->kernel == BIB_KERNEL_REDUCE && reduce_by_columns(vm, a, mask, k, &cols))
+        return bib_tensor_run_kernel(vm, ip, ip->a, dt->dtype, res.rank, res.dims, k);
     /* The input with the named axes last (no copy when they already are). */
     bib_tensor_t moved = {0};
     bib_tensor_t *src = a;

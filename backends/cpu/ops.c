@@ -130,6 +130,48 @@ static void scalar_axpy(float a, const float *x, float *y, size_t n) {
         y[i] = fmaf(a, x[i], y[i]);
 }
 
+/* REDUCE down columns: each column's own steps, as bib_tree_sum,
+ * bib_tree_prod, bib_max and bib_min take them along a row, for a block of
+ * columns at a time (the lanes of each column's tree side by side). */
+#define COL_BLOCK 64
+static void scalar_reduce_cols(uint32_t op, const float *x, size_t n, size_t m, size_t j0,
+                               size_t j1, float *y) {
+    for (size_t b0 = j0; b0 < j1; b0 += COL_BLOCK) {
+        size_t w = j1 - b0 < COL_BLOCK ? j1 - b0 : COL_BLOCK;
+        if (op == BIB_REDUCE_MAX || op == BIB_REDUCE_MIN) {
+            for (size_t j = 0; j < w; j++) {
+                int32_t best = bib_f32_order_key(op == BIB_REDUCE_MAX ? -INFINITY : INFINITY);
+                bool nan = false;
+                for (size_t i = 0; i < n && !nan; i++) {
+                    float v = x[i * m + b0 + j];
+                    int32_t k = bib_f32_order_key(v);
+                    nan = v != v;
+                    best = op == BIB_REDUCE_MAX ? (k > best ? k : best) : (k < best ? k : best);
+                }
+                y[b0 + j] = nan ? bib_f32_canonical_nan() : bib_f32_from_order_key(best);
+            }
+            continue;
+        }
+        static _Thread_local float p[BIB_TREE_LANES][COL_BLOCK];
+        const bool prod = op == BIB_REDUCE_PROD;
+        for (int l = 0; l < BIB_TREE_LANES; l++)
+            for (size_t j = 0; j < w; j++)
+                p[l][j] = prod ? 1.0f : 0.0f;
+        for (size_t i = 0; i < n; i++) {
+            float *lane = p[i % BIB_TREE_LANES];
+            const float *row = x + i * m + b0;
+            for (size_t j = 0; j < w; j++)
+                lane[j] = prod ? lane[j] * row[j] : lane[j] + row[j];
+        }
+        for (int s = BIB_TREE_LANES / 2; s >= 1; s >>= 1)
+            for (int l = 0; l < s; l++)
+                for (size_t j = 0; j < w; j++)
+                    p[l][j] = prod ? p[l][j] * p[l + s][j] : p[l][j] + p[l + s][j];
+        for (size_t j = 0; j < w; j++)
+            y[b0 + j] = bib_f32_canon(op == BIB_REDUCE_MEAN ? p[0][j] / (float)n : p[0][j]);
+    }
+}
+
 const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .name = "scalar",
     .unary = scalar_unary,
@@ -144,6 +186,7 @@ const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .rmsnorm_rows = scalar_rmsnorm_rows,
     .sum = scalar_sum,
     .max = scalar_max,
+    .reduce_cols = scalar_reduce_cols,
     .axpy = scalar_axpy,
 };
 
@@ -333,6 +376,25 @@ static void task_reduce(void *arg, size_t begin, size_t end, uint32_t chunk) {
             float s = t.ro->sum(row, t.n);
             t.y[r] = bib_f32_canon(t.c->sub == BIB_REDUCE_MEAN ? s / (float)t.n : s);
         }
+    }
+}
+
+/* REDUCE's column form (p[0] = m): in0 is [outer, n, m], out [outer, m],
+ * each output the reduction of its column over n. A task is one outer
+ * index's columns [j0, j1), COLS_CHUNK columns wide. */
+#define COLS_CHUNK 256
+static void task_reduce_cols(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const task_t *t = arg;
+    const bib_call_t *c = t->call;
+    size_t n = c->in[0].dims[1], m = c->in[0].dims[2];
+    size_t chunks = (m + COLS_CHUNK - 1) / COLS_CHUNK;
+    const float *x = view_f32(&c->in[0]);
+    float *y = view_f32(&c->out);
+    for (size_t u = begin; u < end; u++) {
+        size_t o = u / chunks, j0 = (u % chunks) * COLS_CHUNK;
+        size_t j1 = j0 + COLS_CHUNK < m ? j0 + COLS_CHUNK : m;
+        t->ctx->rowops->reduce_cols(c->sub, x + o * n * m, n, m, j0, j1, y + o * m);
     }
 }
 
@@ -1123,8 +1185,9 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return all_f32(c, 1) || (c->out.dtype == BIB_DTYPE_I32 && bib_cpu_dtypes_supports(c));
     case BIB_KERNEL_BINARY:
         return all_f32(c, 2) || (c->out.dtype == BIB_DTYPE_I32 && bib_cpu_dtypes_supports(c));
-    case BIB_KERNEL_REDUCE:
-        return all_f32(c, 1);
+    case BIB_KERNEL_REDUCE: /* p[0] > 0: the column form, in0 [outer, n, p[0]] */
+        return all_f32(c, 1) &&
+               (c->p[0] == 0 || (c->in[0].rank == 3 && c->in[0].dims[2] == (uint64_t)c->p[0]));
     case BIB_KERNEL_ATTENTION:
         return all_f32(c, 3) && c->in[0].rank == 3 && c->in[1].rank == 3 && c->in[2].rank == 3;
     case BIB_KERNEL_GATHER:
@@ -1198,10 +1261,17 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_SCALE:
         run_parallel(ctx, count, ELEMENT_GRAIN, task_scale, &t);
         return BIB_OK;
+    case BIB_KERNEL_REDUCE:
+        if (c->p[0] != 0) {
+            size_t m = c->in[0].dims[2];
+            run_parallel(ctx, (size_t)c->in[0].dims[0] * ((m + COLS_CHUNK - 1) / COLS_CHUNK), 1,
+                         task_reduce_cols, &t);
+            return BIB_OK;
+        }
+        /* fall through */
     case BIB_KERNEL_SOFTMAX:
     case BIB_KERNEL_LAYERNORM:
     case BIB_KERNEL_RMSNORM:
-    case BIB_KERNEL_REDUCE:
     case BIB_KERNEL_ARGMAX: {
         /* A task per row (bib_call_rows): REDUCE's and ARGMAX's rows of
          * length 0 still get their output (+0, -Inf, NaN or index 0), never

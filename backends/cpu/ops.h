@@ -48,6 +48,12 @@ typedef struct bib_cpu_rowops {
                          size_t rows, bool stream);
     float (*sum)(const float *x, size_t n); /* THE tree */
     float (*max)(const float *x, size_t n); /* NaN -> canonical NaN; -0 < +0 */
+    /* REDUCE (op: bib_reduce_t) down the columns of a [n][m] block: y[j] for
+     * j in [j0, j1) is the reduction of x[i * m + j] over i ascending, with
+     * the bits of the row functions on that column (THE tree for SUM, MEAN
+     * and PROD, the order of keys for MAX and MIN). */
+    void (*reduce_cols)(uint32_t op, const float *x, size_t n, size_t m, size_t j0, size_t j1,
+                        float *y);
     /* y[i] = fma(a, x[i], y[i]): one step of ATTENTION's output chains. */
     void (*axpy)(float a, const float *x, float *y, size_t n);
 } bib_cpu_rowops_t;

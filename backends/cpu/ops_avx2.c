@@ -50,6 +50,7 @@ typedef __m256i VI;
     _mm256_xor_si256(_mm256_castps_si256(x),                                                       \
                      _mm256_srli_epi32(_mm256_srai_epi32(_mm256_castps_si256(x), 31), 1))
 #define V_IMAX _mm256_max_epi32
+#define V_IMIN _mm256_min_epi32
 #define V_ISET1 _mm256_set1_epi32
 #define V_MASK_NONE() _mm256_setzero_ps()
 #define V_MASK_OR(a, b) _mm256_or_ps((a), (b))

@@ -51,6 +51,7 @@ typedef __m512i VI;
     _mm512_xor_si512(_mm512_castps_si512(x),                                                       \
                      _mm512_srli_epi32(_mm512_srai_epi32(_mm512_castps_si512(x), 31), 1))
 #define V_IMAX _mm512_max_epi32
+#define V_IMIN _mm512_min_epi32
 #define V_ISET1 _mm512_set1_epi32
 #define V_MASK_NONE() ((__mmask16)0)
 #define V_MASK_OR(a, b) ((__mmask16)((a) | (b)))

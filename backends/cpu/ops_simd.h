@@ -28,7 +28,7 @@
  *   V_LOAD_TAIL(p, r, fill) -> the first r (1..V_WIDTH) floats at p, other
  *                       lanes `fill`; reads nothing beyond p[r-1]
  *   V_STORE_TAIL(p, r, v)   -> writes the first r lanes only
- *   V_ORDER_KEY(x) -> integer vector as VI; V_IMAX(a, b); VI; V_ISET1;
+ *   V_ORDER_KEY(x) -> integer vector as VI; V_IMAX(a, b), V_IMIN; VI; V_ISET1;
  *   V_IMAX_REDUCE(v) -> the greatest int32 lane
  *   V_TAILMASK(r) -> VF whose first r lanes are all-ones bits, others zero
  *   V_HMAX_ALL(v) -> every lane the greatest lane of v by V_MAX (the sign of
@@ -1712,6 +1712,65 @@ static void V_FN(row_axpy)(float a, const float *x, float *y, size_t n) {
         y[i] = fmaf(a, x[i], y[i]);
 }
 
+/* REDUCE down columns (bib_cpu_rowops_t.reduce_cols): the scalar
+ * reference's steps on V_COLS vectors of columns at a time, each lane one
+ * column; the columns past the last whole vector take the scalar reference.
+ * MAX and MIN keep each column's greatest or least order key and whether it
+ * met a NaN; SUM, MEAN and PROD keep each column's 64 tree lanes. */
+#define V_COLS 4
+static void V_FN(reduce_cols)(uint32_t op, const float *x, size_t n, size_t m, size_t j0, size_t j1,
+                              float *y) {
+    size_t j = j0;
+    const bool prod = op == BIB_REDUCE_PROD;
+    while (j + V_WIDTH <= j1) {
+        size_t nv = (j1 - j) / V_WIDTH < V_COLS ? (j1 - j) / V_WIDTH : V_COLS;
+        if (op == BIB_REDUCE_MAX || op == BIB_REDUCE_MIN) {
+            const bool max = op == BIB_REDUCE_MAX;
+            VI best[V_COLS];
+            VM nan[V_COLS];
+            for (size_t v = 0; v < nv; v++) {
+                best[v] = V_ISET1(bib_f32_order_key(max ? -INFINITY : INFINITY));
+                nan[v] = V_MASK_NONE();
+            }
+            for (size_t i = 0; i < n; i++)
+                for (size_t v = 0; v < nv; v++) {
+                    VF a = V_LOAD(x + i * m + j + v * V_WIDTH);
+                    nan[v] = V_MASK_OR(nan[v], V_UNORD(a, a));
+                    best[v] =
+                        max ? V_IMAX(best[v], V_ORDER_KEY(a)) : V_IMIN(best[v], V_ORDER_KEY(a));
+                }
+            for (size_t v = 0; v < nv; v++) {
+                VF r = V_FROM_BITS(V_ORDER_KEY(V_FROM_BITS(best[v])));
+                V_STORE(y + j + v * V_WIDTH, V_SELECT(nan[v], V_SET1(bib_f32_canonical_nan()), r));
+            }
+        } else {
+            VF p[BIB_TREE_LANES][V_COLS];
+            for (int l = 0; l < BIB_TREE_LANES; l++)
+                for (size_t v = 0; v < nv; v++)
+                    p[l][v] = V_SET1(prod ? 1.0f : 0.0f);
+            for (size_t i = 0; i < n; i++) {
+                VF *lane = p[i % BIB_TREE_LANES];
+                const float *row = x + i * m + j;
+                for (size_t v = 0; v < nv; v++) {
+                    VF a = V_LOAD(row + v * V_WIDTH);
+                    lane[v] = prod ? V_MUL(lane[v], a) : V_ADD(lane[v], a);
+                }
+            }
+            for (int s = BIB_TREE_LANES / 2; s >= 1; s >>= 1)
+                for (int l = 0; l < s; l++)
+                    for (size_t v = 0; v < nv; v++)
+                        p[l][v] = prod ? V_MUL(p[l][v], p[l + s][v]) : V_ADD(p[l][v], p[l + s][v]);
+            for (size_t v = 0; v < nv; v++) {
+                VF r = op == BIB_REDUCE_MEAN ? V_DIV(p[0][v], V_SET1((float)n)) : p[0][v];
+                V_STORE(y + j + v * V_WIDTH, V_FN(v_canon)(r));
+            }
+        }
+        j += nv * V_WIDTH;
+    }
+    if (j < j1)
+        bib_cpu_rowops_scalar.reduce_cols(op, x, n, m, j, j1, y);
+}
+
 const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .name = V_NAME,
     .unary = V_FN(row_unary),
@@ -1726,5 +1785,6 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .rmsnorm_rows = V_FN(rmsnorm_rows),
     .sum = V_FN(row_sum),
     .max = V_FN(row_max),
+    .reduce_cols = V_FN(reduce_cols),
     .axpy = V_FN(row_axpy),
 };

@@ -185,6 +185,65 @@ expect_fail "ARGMAX over an empty last axis traps naming the opcode and shape" 7
     "ARGMAX over an empty last axis: t0 (a) is \[3,0\]" \
     $BIB run "$T/argmax.basm" --input "a=$T/a30.npy" --output "i=$T/i.npy"
 
+# REDUCE over leading or middle axes runs down the columns on the cpu (no
+# copy with the axes moved last); vulkan moves them last and reduces rows.
+# Both give the same bytes, and MAX, MIN are numpy's exactly.
+cat >"$T/axes.basm" <<'EOF2'
+.input a t0 f32[?, ?, ?]
+.output s0 t1
+.output m1 t2
+.output e01 t3
+.output n0 t4
+.output p1 t5
+.func main regs=1
+    REDUCE_SUM t1, t0, 1, 0
+    REDUCE_MAX t2, t0, 2, 1
+    REDUCE_MEAN t3, t0, 3, 0
+    REDUCE_MIN t4, t0, 1, 0
+    REDUCE_PROD t5, t0, 2, 0
+    LDI r0, 0
+    HALT r0
+.end
+EOF2
+$PY -c "
+import numpy as np
+g = np.random.default_rng(5)
+a = g.standard_normal((70, 37, 45)).astype('<f4')
+a[3, 5, 7] = np.nan; a[:, 2, 3] = -0.0; a[9, :, 4] = np.inf
+np.save('$T/axes.npy', a)"
+axes_ok=1
+for be in cpu vulkan; do
+    $BIB run "$T/axes.basm" --backend=$be --input "a=$T/axes.npy" --output "s0=$T/s0.$be.npy" \
+        --output "m1=$T/m1.$be.npy" --output "e01=$T/e01.$be.npy" --output "n0=$T/n0.$be.npy" \
+        --output "p1=$T/p1.$be.npy" >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -eq 69 ] && [ $be = vulkan ]; then
+        echo "SKIP: reductions over leading axes on vulkan: $(cat "$T/err")"
+    elif [ $rc -ne 0 ]; then
+        bad "reductions over leading axes on $be: exit $rc: $(cat "$T/err")"
+        axes_ok=0
+    elif [ $be = vulkan ]; then
+        for o in s0 m1 e01 n0 p1; do
+            cmp -s "$T/$o.cpu.npy" "$T/$o.vulkan.npy" || { axes_ok=0; bad "REDUCE $o over leading axes differs between cpu and vulkan"; }
+        done
+    fi
+done
+if [ $axes_ok -eq 1 ] && $PY -c "
+import numpy as np
+a = np.load('$T/axes.npy')
+def same(o, want):
+    y = np.load('$T/' + o + '.cpu.npy')
+    w = np.where(np.isnan(want), np.float32(np.nan), want).astype('<f4')
+    assert y.shape == w.shape and (y.view('<u4') == w.view('<u4')).all(), o
+with np.errstate(invalid='ignore'):
+    same('m1', np.max(a, axis=1, keepdims=True))
+    same('n0', np.min(a, axis=0))
+" 2>"$T/err"; then
+    ok "REDUCE_SUM, MAX, MEAN, MIN, PROD over leading and middle axes: the same bytes on cpu and vulkan; MAX and MIN are numpy's"
+else
+    bad "reductions over leading axes: $(cat "$T/err")"
+fi
+
 # lavapipe stops every loop of a shader invocation once 65535 iterations of
 # them have run, with no error (a SUM of 2^22 ones gave 131070 there). The
 # Vulkan executor's start-up probe finds the limit, and a call whose loops

@@ -1576,3 +1576,54 @@ Test(cpu_ops_math, pow_vector_form_matches_the_reference) {
     free(x);
     free(y);
 }
+
+/* REDUCE's column form (p[0] = m: in0 [outer, n, m], each output its
+ * column's reduction) gives, at every level and thread count, the bits of
+ * the row form on that column: THE tree for SUM, MEAN and PROD, the order
+ * of keys for MAX and MIN, the canonical NaN. Columns that fill no whole
+ * vector, columns past several chunks, n below the tree's 64 lanes, n = 0. */
+Test(cpu_ops_identity, reduce_columns_give_the_row_form_bits) {
+    static const uint32_t shapes3[][3] = {{1, 1, 1},   {2, 7, 3},    {3, 64, 17},
+                                          {1, 65, 16}, {2, 130, 40}, {1, 300, 257},
+                                          {4, 5, 600}, {2, 0, 9},    {1, 1000, 33}};
+    for (uint32_t op = 0; op < BIB_REDUCE__COUNT; op++)
+        for (size_t s = 0; s < sizeof shapes3 / sizeof shapes3[0]; s++) {
+            uint32_t outer = shapes3[s][0], n = shapes3[s][1], m = shapes3[s][2];
+            size_t count = (size_t)outer * n * m;
+            float *x = random_f32(count, op == BIB_REDUCE_PROD ? 1.5f : 100.0f, true);
+            bib_call_t call = {
+                .kernel = BIB_KERNEL_REDUCE,
+                .sub = op,
+                .out = view2(NULL, BIB_DTYPE_F32, outer, m),
+                .in = {{.buf = x, .dtype = BIB_DTYPE_F32, .rank = 3, .dims = {outer, n, m}}},
+                .p = {m}};
+            cr_assert(bib_cpu_ops_supports(&call));
+            char what[80];
+            snprintf(what, sizeof what, "reduce %u down columns [%u,%u,%u]", op, outer, n, m);
+            check_identity(what, call, (size_t)outer * m * 4);
+            /* The row form on each column, moved into a row. */
+            float *col = malloc((n ? n : 1) * sizeof *col), *got = malloc((size_t)outer * m * 4);
+            env_t e;
+            env_open(&e, best_level(), 2);
+            call.out.buf = got;
+            cr_assert_eq(bib_cpu_ops_run(&e.ctx, &call), BIB_OK, "%s", e.error);
+            for (uint32_t o = 0; o < outer; o++)
+                for (uint32_t j = 0; j < m; j++) {
+                    for (uint32_t i = 0; i < n; i++)
+                        col[i] = x[((size_t)o * n + i) * m + j];
+                    float want;
+                    bib_call_t row = {.kernel = BIB_KERNEL_REDUCE,
+                                      .sub = op,
+                                      .out = view1(&want, BIB_DTYPE_F32, 1),
+                                      .in = {view2(col, BIB_DTYPE_F32, 1, n)}};
+                    cr_assert_eq(bib_cpu_ops_run(&e.ctx, &row), BIB_OK, "%s", e.error);
+                    cr_assert_eq(bib_f32_bits(got[(size_t)o * m + j]), bib_f32_bits(want),
+                                 "%s: column %u of %u: 0x%08x, the row form 0x%08x", what, j, o,
+                                 bib_f32_bits(got[(size_t)o * m + j]), bib_f32_bits(want));
+                }
+            env_close(&e);
+            free(col);
+            free(got);
+            free(x);
+        }
+}

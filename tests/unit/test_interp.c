@@ -1023,7 +1023,7 @@ Test(trap, copies_inside_a_tensor_opcode_cost_no_fuel_of_their_own) {
         {"TADD t2, t1, t0", 64 + 4096 + 4096},          /* a row: expanded first */
         {"WHERE t2, t4, t0, t5", 64 + 4096 + 1 + 4096}, /* the condition a row */
         {"REDUCE_SUM t2, t0, 2, 0", 4096 + 64},         /* the last axis: no copy */
-        {"REDUCE_SUM t2, t0, 1, 0", 4096 + 64},         /* axis 0: moved last first */
+        {"REDUCE_SUM t2, t0, 1, 0", 4096 + 64},         /* axis 0: down the columns */
         {"SOFTMAX_AXIS t2, t0, 0", 4096 + 4096},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
