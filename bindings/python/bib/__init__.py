@@ -256,6 +256,7 @@ class Vm:
         if st != 0:
             _raise(st, "cannot create a VM with these options")
         self._vm = handle
+        self._running = False  # within bib_vm_run (a host function may call back)
         self._callbacks = {}  # name -> ctypes callback, kept alive while registered
         self._retired = []  # callbacks replaced since, kept alive with the VM
         self._inputs = {}
@@ -275,7 +276,10 @@ class Vm:
         return b
 
     def close(self):
-        """Releases the VM now (it is released when collected otherwise)."""
+        """Releases the VM now (it is released when collected otherwise). A
+        host function cannot close the VM whose run called it."""
+        if getattr(self, "_running", False):
+            raise StateError("the VM is running: a host function cannot close it", "state")
         if getattr(self, "_vm", None):
             _lib.bib_vm_destroy(self._vm)
             self._vm = None
@@ -473,9 +477,11 @@ class Vm:
             self._check(_lib.bib_vm_set_trace_writer(self._vm, fmt, self._trace_cb, None))
         self._check(_lib.bib_vm_profile(self._vm, 1 if profile else 0))
         exit_value = ctypes.c_int64()
+        self._running = True
         try:
             st = _lib.bib_vm_run(self._vm, ctypes.byref(exit_value))
         finally:
+            self._running = False
             if fmt:
                 _lib.bib_vm_set_trace_writer(self._vm, 0, _capi.WRITE_FN(), None)
         self._check(st)
@@ -613,6 +619,11 @@ class Module:
             return self._run(inputs, hosts, trace, profile, options)
 
     def _run(self, inputs, hosts, trace, profile, options):
+        if self._vm is not None and self._vm._running:
+            # The lock is re-entrant: this is a host function of the run in
+            # progress, whose VM must not be replaced (freed) or run again.
+            raise StateError("Module.run from a host function of its own run (give the inner run a Vm "
+                             "of its own: module.vm())", "state")
         key = (
             tuple(sorted(((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()), key=lambda kv: kv[0])),
             tuple(sorted((hosts or {}).items())),
