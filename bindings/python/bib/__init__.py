@@ -588,6 +588,14 @@ class Module:
     def __repr__(self):
         return "<bib.Module %s, %d bytes>" % (self.name or "(unnamed)", len(self.bytes))
 
+    # A copy (pickle, multiprocessing, copy.deepcopy) is the bytes and the
+    # name: the kept VM and the lock stay with this object.
+    def __getstate__(self):
+        return {"bytes": self.bytes, "name": self.name}
+
+    def __setstate__(self, state):
+        self.__init__(state["bytes"], state["name"])
+
     def disassemble(self):
         """.basm text that assembles back to the same bytes."""
         text = ctypes.c_void_p()

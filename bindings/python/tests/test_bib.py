@@ -499,6 +499,21 @@ class VmObject(unittest.TestCase):
             t.join()
         self.assertEqual(errors, [])
 
+    def test_a_module_copies_and_pickles_with_its_bytes(self):
+        # For multiprocessing: the lock that Module.run holds cannot be
+        # pickled, and a copy must not share the kept VM or the lock.
+        import copy
+        import pickle
+
+        m = bib.load(MATMUL)
+        a, b = rng_f32((48, 40), 1), rng_f32((40, 24), 2)
+        want = m.run({"A": a, "B": b})["C"].tobytes()
+        for other in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m), copy.copy(m)):
+            self.assertEqual((other.bytes, other.name), (m.bytes, m.name))
+            self.assertIsNone(other._vm)
+            self.assertIsNot(other._lock, m._lock)
+            self.assertEqual(other.run({"A": a, "B": b})["C"].tobytes(), want)
+
     def test_a_host_function_cannot_free_the_vm_that_runs_it(self):
         # Module.run's lock is re-entrant, so a host function could run the
         # module again: with other options that closed the kept VM in the
