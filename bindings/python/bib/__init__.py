@@ -467,6 +467,8 @@ class Vm:
         returns a RunResult: the outputs by name, with exit_value, stats,
         trace and profile. A trap raises Trap (with pc and line)."""
         self._live()
+        if self._running:  # from a host function of this VM's run
+            raise StateError("the VM is running: a host function cannot run it again", "state")
         for name, array in (inputs or {}).items():
             self.set_input(name, array)
         fmt = _TRACE_FORMATS.get(trace)

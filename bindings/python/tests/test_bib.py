@@ -499,6 +499,29 @@ class VmObject(unittest.TestCase):
             t.join()
         self.assertEqual(errors, [])
 
+    def test_a_host_function_running_its_own_vm_leaves_the_run_alone(self):
+        # The library refuses the second run, but Vm.run had first emptied
+        # the run's trace: a host function that caught the error left the
+        # run with the lines after the call only (3 of 5).
+        src = ".func main regs=2\n LDI r0, 6\n LDI r0, 6\n HOSTCALL r1, f, r0, 1\n ADDI r1, r1, 1\n HALT r1\n.end\n"
+        vm = bib.Vm()
+        refused = []
+
+        def f(x):
+            try:
+                vm.run()
+            except bib.StateError as e:
+                refused.append(e.message)
+            return x
+
+        vm.register_host("f", f)
+        vm.load(bib.assemble(src))
+        out = vm.run(trace="text")
+        self.assertEqual([line.split()[2] for line in out.trace], ["LDI", "LDI", "HOSTCALL", "ADDI", "HALT"])
+        self.assertEqual(refused, ["the VM is running: a host function cannot run it again"])
+        self.assertEqual(out.exit_value, 7)
+        vm.close()
+
     def test_a_module_copies_and_pickles_with_its_bytes(self):
         # For multiprocessing: the lock that Module.run holds cannot be
         # pickled, and a copy must not share the kept VM or the lock.
