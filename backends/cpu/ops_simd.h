@@ -36,17 +36,21 @@
  *   V_SQRT           correctly rounded square root, lane by lane
  *   V_FMS(a,b,c)     a*b-c, rounded once
  *   V_ROUND_FLOOR, V_ROUND_CEIL, V_ROUND_EVEN -> IEEE roundToIntegral
+ *   V_MASK_AND, V_MASK_XOR, V_MASK_ALL (every lane set) on VM
  *   VI and its 32-bit lanes: V_BITS(VF), V_FROM_BITS(VI) (casts), V_ILOAD,
  *                    V_IADD, V_ISUB, V_IAND, V_IOR, V_IXOR, V_ISLL/V_ISRL/
  *                    V_ISRA (by a constant), V_ISLLV/V_ISRLV (by lane; 32 or
  *                    more gives 0), V_IMULLO, V_IMULHI_U32 (the low and high
  *                    words of the unsigned 64-bit product), V_IMAXU, V_ICVT
- *                    (int32 to float), V_FCVT_I (an integral float to int32), V_IGT
- *                    (signed) and V_IEQ -> VM, V_IEQ01
- * -> 1 or 0 a lane, V_ISELECT(m, a, b), V_ITABLE8(idx, t) = t[idx] for idx in 0..7 V_GROUP short
- * rows computed together (a row group) V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of
- * each row's register r[g], packed: row g's sum in one lane V_MAX_GROUP(r[V_GROUP])  -> the same
- * shape with V_MAX V_BCAST_ROW(v, g) -> every lane row g's value of a packed v
+ *                    (int32 to float), V_FCVT_I (an integral float to
+ *                    int32), V_IGT (signed) and V_IEQ -> VM, V_IEQ01 -> 1
+ *                    or 0 a lane, V_ISELECT(m, a, b), V_ITABLE8(idx, t) =
+ *                    t[idx] for idx in 0..7
+ *   V_GROUP          short rows computed together (a row group)
+ *   V_TREE_GROUP(r[V_GROUP]) -> the in-register tree steps of each row's
+ *                    register r[g], packed: row g's sum in one lane
+ *   V_MAX_GROUP(r[V_GROUP])  -> the same shape with V_MAX
+ *   V_BCAST_ROW(v, g) -> every lane row g's value of a packed v
  */
 
 #define V_CAT2(a, b) a##_##b

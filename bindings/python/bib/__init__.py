@@ -256,6 +256,7 @@ class Vm:
         if st != 0:
             _raise(st, "cannot create a VM with these options")
         self._vm = handle
+        self._running = False  # within bib_vm_run (a host function may call back)
         self._callbacks = {}  # name -> ctypes callback, kept alive while registered
         self._retired = []  # callbacks replaced since, kept alive with the VM
         self._inputs = {}
@@ -275,7 +276,10 @@ class Vm:
         return b
 
     def close(self):
-        """Releases the VM now (it is released when collected otherwise)."""
+        """Releases the VM now (it is released when collected otherwise). A
+        host function cannot close the VM whose run called it."""
+        if getattr(self, "_running", False):
+            raise StateError("the VM is running: a host function cannot close it", "state")
         if getattr(self, "_vm", None):
             _lib.bib_vm_destroy(self._vm)
             self._vm = None
@@ -463,6 +467,8 @@ class Vm:
         returns a RunResult: the outputs by name, with exit_value, stats,
         trace and profile. A trap raises Trap (with pc and line)."""
         self._live()
+        if self._running:  # from a host function of this VM's run
+            raise StateError("the VM is running: a host function cannot run it again", "state")
         for name, array in (inputs or {}).items():
             self.set_input(name, array)
         fmt = _TRACE_FORMATS.get(trace)
@@ -473,9 +479,11 @@ class Vm:
             self._check(_lib.bib_vm_set_trace_writer(self._vm, fmt, self._trace_cb, None))
         self._check(_lib.bib_vm_profile(self._vm, 1 if profile else 0))
         exit_value = ctypes.c_int64()
+        self._running = True
         try:
             st = _lib.bib_vm_run(self._vm, ctypes.byref(exit_value))
         finally:
+            self._running = False
             if fmt:
                 _lib.bib_vm_set_trace_writer(self._vm, 0, _capi.WRITE_FN(), None)
         self._check(st)
@@ -582,6 +590,14 @@ class Module:
     def __repr__(self):
         return "<bib.Module %s, %d bytes>" % (self.name or "(unnamed)", len(self.bytes))
 
+    # A copy (pickle, multiprocessing, copy.deepcopy) is the bytes and the
+    # name: the kept VM and the lock stay with this object.
+    def __getstate__(self):
+        return {"bytes": self.bytes, "name": self.name}
+
+    def __setstate__(self, state):
+        self.__init__(state["bytes"], state["name"])
+
     def disassemble(self):
         """.basm text that assembles back to the same bytes."""
         text = ctypes.c_void_p()
@@ -613,6 +629,11 @@ class Module:
             return self._run(inputs, hosts, trace, profile, options)
 
     def _run(self, inputs, hosts, trace, profile, options):
+        if self._vm is not None and self._vm._running:
+            # The lock is re-entrant: this is a host function of the run in
+            # progress, whose VM must not be replaced (freed) or run again.
+            raise StateError("Module.run from a host function of its own run (give the inner run a Vm "
+                             "of its own: module.vm())", "state")
         key = (
             tuple(sorted(((k, tuple(v) if isinstance(v, list) else v) for k, v in options.items()), key=lambda kv: kv[0])),
             tuple(sorted((hosts or {}).items())),

@@ -499,6 +499,80 @@ class VmObject(unittest.TestCase):
             t.join()
         self.assertEqual(errors, [])
 
+    def test_a_host_function_running_its_own_vm_leaves_the_run_alone(self):
+        # The library refuses the second run, but Vm.run had first emptied
+        # the run's trace: a host function that caught the error left the
+        # run with the lines after the call only (3 of 5).
+        src = ".func main regs=2\n LDI r0, 6\n LDI r0, 6\n HOSTCALL r1, f, r0, 1\n ADDI r1, r1, 1\n HALT r1\n.end\n"
+        vm = bib.Vm()
+        refused = []
+
+        def f(x):
+            try:
+                vm.run()
+            except bib.StateError as e:
+                refused.append(e.message)
+            return x
+
+        vm.register_host("f", f)
+        vm.load(bib.assemble(src))
+        out = vm.run(trace="text")
+        self.assertEqual([line.split()[2] for line in out.trace], ["LDI", "LDI", "HOSTCALL", "ADDI", "HALT"])
+        self.assertEqual(refused, ["the VM is running: a host function cannot run it again"])
+        self.assertEqual(out.exit_value, 7)
+        vm.close()
+
+    def test_a_module_copies_and_pickles_with_its_bytes(self):
+        # For multiprocessing: the lock that Module.run holds cannot be
+        # pickled, and a copy must not share the kept VM or the lock.
+        import copy
+        import pickle
+
+        m = bib.load(MATMUL)
+        a, b = rng_f32((48, 40), 1), rng_f32((40, 24), 2)
+        want = m.run({"A": a, "B": b})["C"].tobytes()
+        for other in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m), copy.copy(m)):
+            self.assertEqual((other.bytes, other.name), (m.bytes, m.name))
+            self.assertIsNone(other._vm)
+            self.assertIsNot(other._lock, m._lock)
+            self.assertEqual(other.run({"A": a, "B": b})["C"].tobytes(), want)
+
+    def test_a_host_function_cannot_free_the_vm_that_runs_it(self):
+        # Module.run's lock is re-entrant, so a host function could run the
+        # module again: with other options that closed the kept VM in the
+        # middle of its run (a use after free: the outer run went on in
+        # freed memory), and Vm.close from a host function did the same.
+        src = ".func main regs=2\n LDI r0, 6\n HOSTCALL r1, f, r0, 1\n HALT r1\n.end\n"
+        m = bib.assemble(src)
+        inner = []
+
+        def again(x):
+            inner.append(m.run(hosts={"f": lambda y: y}, threads=1).exit_value)
+            return x
+
+        with self.assertRaises(bib.Trap) as cm:
+            m.run(hosts={"f": again})
+        self.assertIn("StateError: Module.run from a host function of its own run", cm.exception.message)
+        self.assertEqual(inner, [])
+        self.assertEqual(m.run(hosts={"f": lambda x: x * 2}).exit_value, 12)
+
+        def own(x):  # the inner run on a Vm of its own is fine
+            v = bib.Vm()
+            v.register_host("f", lambda y: y + 1)
+            return v.load(m).run().exit_value
+
+        self.assertEqual(m.run(hosts={"f": own}).exit_value, 7)
+
+        vm = bib.Vm()
+        vm.register_host("f", lambda x: vm.close() or x)
+        vm.load(m)
+        with self.assertRaises(bib.Trap) as cm:
+            vm.run()
+        self.assertIn("StateError: the VM is running", cm.exception.message)
+        vm.register_host("f", lambda x: x * 3)
+        self.assertEqual(vm.run().exit_value, 18)
+        vm.close()
+
     def test_run_before_load_is_a_state_error(self):
         with self.assertRaises(bib.StateError):
             bib.Vm().run()
