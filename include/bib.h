@@ -196,6 +196,9 @@ typedef struct bib_vm bib_vm_t;
  * sizeof(bib_options_t) (options not made by bib_options_init, or a host
  * built against a newer bib.h than the library), or trace_format is unknown. */
 BIB_API bib_status_t bib_vm_create(const bib_options_t *options, bib_vm_t **out);
+/* Frees the VM and all it holds. Called from inside a run of that VM (by one
+ * of its host functions) it does nothing: the run goes on, and the VM is
+ * freed by the call its owner makes after the run. */
 BIB_API void bib_vm_destroy(bib_vm_t *vm);
 
 /* The message for the last failure on this VM ("" when none). The text stays

@@ -195,7 +195,10 @@ static void unload(bib_vm_t *vm) {
 }
 
 void bib_vm_destroy(bib_vm_t *vm) {
-    if (vm == NULL)
+    /* From inside a run (a host function of this VM's own run), freeing the
+       VM would pull it from under the interpreter: the call is ignored, and
+       the run's caller destroys the VM after the run, as it owns it. */
+    if (vm == NULL || vm->running)
         return;
     unload(vm);
     bib_profile_destroy(vm->profile);

@@ -360,6 +360,37 @@ Test(abi, functions_registered_again_after_loading_replace_the_loaded_ones) {
     bib_vm_destroy(vm);
 }
 
+/* A host function that destroys the VM whose run called it. */
+static bib_status_t destroy_own_vm(bib_vm_t *vm, void *user, const bib_value_t *args,
+                                   uint32_t nargs, bib_value_t *result) {
+    (void)user;
+    (void)nargs;
+    bib_vm_destroy(vm);
+    result->i = args[0].i + 1;
+    return BIB_OK;
+}
+
+/* bib_vm_destroy from inside the VM's own run is ignored: the run finishes
+ * with its result (the sanitized build reports the use after free the call
+ * used to cause), and the owner's destroy afterwards frees it. */
+Test(abi, destroying_the_vm_from_its_own_run_is_ignored) {
+    bib_vm_t *vm = NULL;
+    cr_assert_eq(bib_vm_create(NULL, &vm), BIB_OK);
+    cr_assert_eq(bib_vm_register_host(vm, "f", destroy_own_vm, NULL), BIB_OK);
+    load_source(vm, ".func main regs=2\n"
+                    "    LDI r0, 41\n"
+                    "    HOSTCALL r1, f, r0, 1\n"
+                    "    ADDI r1, r1, 100\n"
+                    "    HALT r1\n"
+                    ".end\n");
+    int64_t exit = 0;
+    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(exit, 142);
+    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(exit, 142);
+    bib_vm_destroy(vm);
+}
+
 Test(abi, trace_lines_go_to_the_options_callback) {
     sink_t sink = {0};
     bib_options_t o;
