@@ -322,6 +322,13 @@ Test(abi, output_functions_write_through_a_callback) {
     bib_vm_destroy(vm);
 }
 
+/* Runs the loaded module, which must succeed; its exit value. */
+static int64_t run_ok(bib_vm_t *vm) {
+    int64_t exit = 0;
+    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
+    return exit;
+}
+
 /* A host function that multiplies its argument by *user. */
 static bib_status_t times(bib_vm_t *vm, void *user, const bib_value_t *args, uint32_t nargs,
                           bib_value_t *result) {
@@ -344,17 +351,14 @@ Test(abi, functions_registered_again_after_loading_replace_the_loaded_ones) {
                     "    HOSTCALL r0, print_i64, r1, 1\n"
                     "    HALT r1\n"
                     ".end\n");
-    int64_t exit = 0;
-    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
-    cr_assert_eq(exit, 14);
+    cr_assert_eq(run_ok(vm), 14);
     /* Both replaced with the module loaded: the next run calls the new
        function with its own user pointer, and prints through the new sink
        (the stream of the first one is closed: writing to it would be a use
        after free, which the sanitized build reports). */
     cr_assert_eq(bib_vm_register_host(vm, "f", times, &three), BIB_OK);
     cr_assert_eq(bib_vm_register_output(vm, sink_write, &second), BIB_OK);
-    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
-    cr_assert_eq(exit, 21);
+    cr_assert_eq(run_ok(vm), 21);
     cr_assert_str_eq(first.text, "14\n");
     cr_assert_str_eq(second.text, "21\n");
     bib_vm_destroy(vm);
@@ -383,11 +387,8 @@ Test(abi, destroying_the_vm_from_its_own_run_is_ignored) {
                     "    ADDI r1, r1, 100\n"
                     "    HALT r1\n"
                     ".end\n");
-    int64_t exit = 0;
-    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
-    cr_assert_eq(exit, 142);
-    cr_assert_eq(bib_vm_run(vm, &exit), BIB_OK, "%s", bib_vm_error(vm));
-    cr_assert_eq(exit, 142);
+    cr_assert_eq(run_ok(vm), 142);
+    cr_assert_eq(run_ok(vm), 142);
     bib_vm_destroy(vm);
 }
 
