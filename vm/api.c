@@ -671,10 +671,12 @@ static bib_status_t carry_tensors(bib_vm_t *vm, const bib_module_t *old, const b
             if (ts->inputs[j].set && strcmp(old->tensors[j].name, m->tensors[i].name) == 0) {
                 inputs[i] = ts->inputs[j];
                 ts->inputs[j].set = false;
-                ts->inputs[j].data = NULL;
+                ts->inputs[j].kept = NULL;
             }
+    /* A kept register may still share a dropped input's bytes: it holds
+       its own reference. */
     for (uint32_t j = 0; ts->inputs != NULL && j < old->tensor_count; j++)
-        free(ts->inputs[j].data);
+        bib_hostbuf_unref(ts->inputs[j].kept);
     free(ts->inputs);
     ts->inputs = inputs;
     ts->symbols = symbols;
@@ -780,6 +782,7 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
             bib_blocks_big_free(&vm->blocks, mem, m->memory_size);
         free(label_copy);
         /* The inputs were moved over to m's declarations: unload with m. */
+        bib_tensor_keep_constants(vm);
         bib_module_free(vm->module);
         vm->module = m;
         unload(vm);
@@ -799,6 +802,8 @@ bib_status_t bib_vm_reload(bib_vm_t *vm, const void *bytes, size_t size, const c
             vm->memory[i] = m->data[i];
     vm->memory_dirty = vm->memory_size > 0;
     zero_grown_entry_regs(vm, old->funcs[old->entry_func].nregs, entry_nregs);
+    /* The kept tensor registers may share the old module's constants. */
+    bib_tensor_keep_constants(vm);
     bib_module_free(vm->module);
     vm->module = m;
     free(vm->module_name);

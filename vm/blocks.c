@@ -148,6 +148,14 @@ void bib_blocks_big_free(bib_blocks_t *b, void *ptr, uint64_t size) {
     b->in_use -= size;
 }
 
+bib_status_t bib_blocks_charge(bib_blocks_t *b, uint64_t size) {
+    return charge(b, size ? size : 1);
+}
+
+void bib_blocks_uncharge(bib_blocks_t *b, uint64_t size) {
+    b->in_use -= size ? size : 1;
+}
+
 void bib_blocks_reset_peak(bib_blocks_t *b) {
     b->peak = b->in_use;
 }

@@ -62,6 +62,13 @@ void bib_blocks_free(bib_blocks_t *b, void *block);
 bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, int zero,
                                   void **out);
 void bib_blocks_big_free(bib_blocks_t *b, void *ptr, uint64_t size);
+/* Charges size bytes (at least 1, as bib_blocks_big_alloc does) for a buffer
+ * the VM holds without allocating it here: a tensor that shares a kept input's
+ * or a constant's bytes counts against the cap as its own copy would.
+ * BIB_E_NOMEM past the cap, with b->error set; bib_blocks_uncharge gives the
+ * bytes back. */
+bib_status_t bib_blocks_charge(bib_blocks_t *b, uint64_t size);
+void bib_blocks_uncharge(bib_blocks_t *b, uint64_t size);
 /* Asks the system to back the whole 2 MB pages inside [p, p + size) with
  * huge pages (Linux's madvise MADV_HUGEPAGE; nothing elsewhere, or under
  * 4 MB). Advice only: the buffer's contents and use are unchanged. */

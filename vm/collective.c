@@ -461,10 +461,11 @@ static bib_status_t op_reduce(bib_vm_t *vm, const bib_dinsn_t *ip, const site_t 
     /* The destination before any exchange: a failure here (a live
        destination of another shape, in place too) is this rank's error,
        which the others learn from its header. In place, or a view of the
-       input, it is the input's buffer with the input's layout. */
-    const float *src = (const float *)in->storage->host;
+       input, it is the input's buffer with the input's layout (taken after
+       the destination: in place, that may be a copy of the input's own). */
     uint8_t *out;
     CHECK(bib_tensor_host_out(vm, ip, ip->a, BIB_DTYPE_F32, in_rank, dims, &out));
+    const float *src = (const float *)in->storage->host;
     if (!bib_comm_started()) {
         /* Alone: the fold of one rank, element by element, so in place too. */
         fold_pair((float *)out, src, NULL, out_count, max);

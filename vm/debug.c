@@ -203,31 +203,6 @@ static const bib_tensor_t *live_tensor(bib_vm_t *vm, uint32_t reg) {
     return t->storage != NULL ? t : NULL;
 }
 
-/* Makes the host copy of s valid: one download from a place that holds it. */
-static bib_status_t to_host(bib_vm_t *vm, uint32_t reg, bib_storage_t *s) {
-    bib_tensor_state_t *ts = &vm->tensor;
-    if (s->valid == 0 || (s->valid & (1u << BIB_PLACE_HOST)) || s->bytes == 0)
-        return BIB_OK;
-    for (int p = 1; p < BIB_MAX_PLACES; p++) {
-        if (!(s->valid & (1u << p)) || ts->ex[p] == NULL || s->buf[p] == NULL)
-            continue;
-        const uint64_t t0 = bib_profile_clock(vm);
-        bib_status_t st = ts->ops[p]->download(ts->ex[p], s->buf[p], 0, s->host, (size_t)s->bytes);
-        if (st != BIB_OK) {
-            const char *why = ts->ops[p]->error(ts->ex[p]);
-            return bib_vm_fail(vm, st, "reading t%" PRIu32 " back from the %s executor: %s", reg,
-                               ts->ops[p]->name, why != NULL ? why : "no reason given");
-        }
-        ts->stats.downloads++;
-        ts->stats.download_bytes += s->bytes;
-        bib_profile_copy(vm, p, true, s->bytes, t0);
-        s->valid |= 1u << BIB_PLACE_HOST;
-        return BIB_OK;
-    }
-    return bib_vm_fail(vm, BIB_E_STATE, "t%" PRIu32 " has no valid copy on a running executor",
-                       reg);
-}
-
 bib_status_t bib_vm_tensor_reg(bib_vm_t *vm, uint32_t reg, bib_tensor_reg_info_t *info) {
     if (vm == NULL || info == NULL)
         return BIB_E_USAGE;
@@ -268,7 +243,7 @@ bib_status_t bib_vm_tensor_reg(bib_vm_t *vm, uint32_t reg, bib_tensor_reg_info_t
     }
     if (n == 0)
         snprintf(info->executors, sizeof info->executors, "none");
-    bib_status_t st = to_host(vm, reg, t->storage);
+    bib_status_t st = bib_tensor_reg_to_host(vm, reg);
     if (st != BIB_OK)
         return st;
     info->hash = bib_tensor_hash(t->dtype, t->rank, t->dims, t->storage->host, t->storage->bytes);
@@ -289,7 +264,7 @@ bib_status_t bib_vm_tensor_read(bib_vm_t *vm, uint32_t reg, uint64_t first, uint
                            "elements %" PRIu64 "..%" PRIu64 " are outside t%" PRIu32 " (%" PRIu64
                            " elements)",
                            first, first + count, reg, t->count);
-    bib_status_t st = to_host(vm, reg, t->storage);
+    bib_status_t st = bib_tensor_reg_to_host(vm, reg);
     if (st != BIB_OK)
         return st;
     if (count > 0)

@@ -196,6 +196,34 @@ const char *bib_tensor_executor_error(const bib_vm_t *vm, int place) {
 
 /* ---- storage ---------------------------------------------------------------- */
 
+bib_hostbuf_t *bib_hostbuf_new(uint8_t *data, uint64_t bytes, bool owned) {
+    bib_hostbuf_t *h = malloc(sizeof *h);
+    if (h != NULL)
+        *h = (bib_hostbuf_t){.refs = 1, .owned = owned, .data = data, .bytes = bytes};
+    return h;
+}
+
+void bib_hostbuf_unref(bib_hostbuf_t *h) {
+    if (h == NULL || --h->refs > 0)
+        return;
+    if (h->owned)
+        free(h->data);
+    free(h);
+}
+
+/* Gives back s's host copy and its charge: its own buffer, or its reference
+   to the bytes it shares. */
+static void storage_release_host(bib_vm_t *vm, bib_storage_t *s) {
+    if (s->shared != NULL) {
+        bib_hostbuf_unref(s->shared);
+        bib_blocks_uncharge(&vm->blocks, s->bytes);
+        s->shared = NULL;
+    } else {
+        bib_blocks_big_free(&vm->blocks, s->host, s->bytes);
+    }
+    s->host = NULL;
+}
+
 static void storage_unref(bib_vm_t *vm, bib_storage_t *s) {
     if (s == NULL || --s->refs > 0)
         return;
@@ -203,7 +231,7 @@ static void storage_unref(bib_vm_t *vm, bib_storage_t *s) {
     for (int p = 1; p < BIB_MAX_PLACES; p++)
         if (s->buf[p] != NULL && ts->ex[p] != NULL)
             ts->ops[p]->buffer_free(ts->ex[p], s->buf[p]);
-    bib_blocks_big_free(&vm->blocks, s->host, s->bytes);
+    storage_release_host(vm, s);
     free(s);
 }
 
@@ -263,6 +291,51 @@ bib_status_t bib_storage_new(bib_vm_t *vm, uint64_t bytes, bool zero, bib_storag
     return BIB_OK;
 }
 
+bib_status_t bib_storage_share(bib_vm_t *vm, bib_hostbuf_t *h, bib_storage_t **out) {
+    *out = NULL;
+    bib_storage_t *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        snprintf(vm->blocks.error, sizeof vm->blocks.error, "host out of memory");
+        return BIB_E_NOMEM;
+    }
+    bib_status_t st = bib_blocks_charge(&vm->blocks, h->bytes);
+    if (st != BIB_OK) {
+        free(s);
+        return st;
+    }
+    h->refs++;
+    s->refs = 1;
+    s->bytes = h->bytes;
+    s->host = h->data;
+    s->shared = h;
+    s->valid = 1u << BIB_PLACE_HOST;
+    *out = s;
+    return BIB_OK;
+}
+
+bib_status_t bib_storage_own_host(bib_vm_t *vm, bib_storage_t *s, char *why, size_t why_len) {
+    if (s->shared == NULL)
+        return BIB_OK;
+    /* The charge moves from the shared bytes to the new buffer, so the cap
+       cannot refuse it: only the host can. */
+    bib_blocks_uncharge(&vm->blocks, s->bytes);
+    void *own;
+    bib_status_t st = bib_blocks_big_alloc(&vm->blocks, s->bytes, BIB_BLOCK_ALIGN, 0, &own);
+    if (st != BIB_OK) {
+        snprintf(why, why_len, "%s", vm->blocks.error);
+        (void)bib_blocks_charge(&vm->blocks, s->bytes);
+        return st;
+    }
+    if (s->valid & (1u << BIB_PLACE_HOST))
+        memcpy(own, s->host, (size_t)s->bytes);
+    else
+        poison_host(own, s->bytes);
+    bib_hostbuf_unref(s->shared);
+    s->shared = NULL;
+    s->host = own;
+    return BIB_OK;
+}
+
 /* The buffer of s at place (the host pointer for the host), allocated on
  * first need. On failure why holds the executor's message. */
 static bib_status_t storage_buffer(bib_vm_t *vm, bib_storage_t *s, int place, void **buf, char *why,
@@ -292,6 +365,11 @@ static bib_status_t storage_copy(bib_vm_t *vm, bib_storage_t *s, int dev, bool d
                                  size_t why_len) {
     bib_tensor_state_t *ts = &vm->tensor;
     bib_status_t st;
+    if (down) {
+        st = bib_storage_own_host(vm, s, why, why_len);
+        if (st != BIB_OK)
+            return st;
+    }
     const uint64_t t0 = bib_profile_clock(vm); /* --profile: copies get rows of their own */
     if (down) {
         st = ts->ops[dev]->download(ts->ex[dev], s->buf[dev], 0, s->host, (size_t)s->bytes);
@@ -358,7 +436,40 @@ void bib_tensor_clear(bib_vm_t *vm, bib_tensor_t *t) {
     t->storage = NULL;
 }
 
+bib_status_t bib_tensor_reg_to_host(bib_vm_t *vm, uint32_t reg) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    bib_storage_t *s = ts->regs[reg].storage;
+    if (s->valid == 0 || (s->valid & (1u << BIB_PLACE_HOST)) || s->bytes == 0)
+        return BIB_OK;
+    int from = 1;
+    while (from < BIB_MAX_PLACES && !(s->valid & (1u << from)))
+        from++;
+    if (from == BIB_MAX_PLACES || ts->ex[from] == NULL || s->buf[from] == NULL)
+        return bib_vm_fail(vm, BIB_E_STATE, "t%" PRIu32 " has no valid copy on a running executor",
+                           reg);
+    char why[300];
+    bib_status_t st = bib_storage_make_valid(vm, s, BIB_PLACE_HOST, why, sizeof why);
+    if (st != BIB_OK)
+        return bib_vm_fail(vm, st, "reading t%" PRIu32 " back from the %s executor: %s", reg,
+                           ts->ops[from]->name, why);
+    return BIB_OK;
+}
+
 /* ---- life cycle -------------------------------------------------------------- */
+
+void bib_tensor_keep_constants(bib_vm_t *vm) {
+    bib_tensor_state_t *ts = &vm->tensor;
+    bib_module_t *m = vm->module;
+    for (uint32_t r = 0; r < ts->reg_count; r++) {
+        bib_storage_t *s = ts->regs[r].storage;
+        if (s == NULL || s->shared == NULL || s->shared->owned)
+            continue;
+        for (uint32_t i = 0; i < m->tensor_count; i++)
+            if (m->tensors[i].init == s->shared->data)
+                m->tensors[i].init = NULL;
+        s->shared->owned = true;
+    }
+}
 
 void bib_tensor_release(bib_vm_t *vm) {
     bib_tensor_state_t *ts = &vm->tensor;
@@ -546,6 +657,18 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
     }
 
     bool alias = false;
+    for (int i = 0; i < k->nin; i++)
+        if (in[i]->storage == out->storage && !k->elementwise)
+            alias = true;
+    /* A live output written in place on the host gets a buffer of its own
+       first (it may share a kept input's bytes), before the inputs' pointers
+       are taken: an elementwise kernel may read it as an input. */
+    if (!fresh && !alias && place == BIB_PLACE_HOST) {
+        st = bib_storage_own_host(vm, out->storage, why, sizeof why);
+        if (st != BIB_OK)
+            return bib_tensor_trap(vm, ip, st, "out of memory for a copy of %s of its own: %s",
+                                   bib_tensor_reg_text(vm, rt, sizeof rt, out_reg), why);
+    }
     for (int i = 0; i < k->nin; i++) {
         st = bib_storage_make_valid(vm, in[i]->storage, place, why, sizeof why);
         if (st != BIB_OK) {
@@ -557,8 +680,6 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
         }
         call.in[i].buf =
             place == BIB_PLACE_HOST ? (void *)in[i]->storage->host : in[i]->storage->buf[place];
-        if (in[i]->storage == out->storage && !k->elementwise)
-            alias = true;
     }
 
     /* The output: its buffer at place, or a temporary when an input shares
@@ -621,7 +742,7 @@ bib_status_t bib_tensor_run_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t
     }
     if (temp != NULL) {
         if (place == BIB_PLACE_HOST) {
-            bib_blocks_big_free(&vm->blocks, os->host, os->bytes);
+            storage_release_host(vm, os);
             os->host = temp;
         } else {
             ops->buffer_free(ex, os->buf[place]);
@@ -724,6 +845,12 @@ bib_status_t bib_tensor_buffer_on(bib_vm_t *vm, uint32_t reg, const char *execut
     if (st != BIB_OK)
         return bib_vm_fail(vm, bib_trap_status(st), "moving %s to the %s executor: %s",
                            bib_tensor_reg_text(vm, rt, sizeof rt, reg), executor, why);
+    if (write && place == BIB_PLACE_HOST) {
+        st = bib_storage_own_host(vm, s, why, sizeof why);
+        if (st != BIB_OK)
+            return bib_vm_fail(vm, st, "%s: a copy of its own: %s",
+                               bib_tensor_reg_text(vm, rt, sizeof rt, reg), why);
+    }
     if (write)
         s->valid = 1u << place;
     *ex = ts->ex[place];
@@ -755,7 +882,13 @@ bib_status_t bib_tensor_host_out(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t r
                                    bib_tensor_shape_typed(sh, out),
                                    bib_tensor_shape_text(sh2, dtype, rank, dims));
         /* The whole buffer is about to be written: no copy back is needed,
-           but a storage shared with a view keeps its other places' buffers. */
+           but a storage shared with a view keeps its other places' buffers.
+           In place (the destination is the input), its value stays. */
+        char why[300];
+        bib_status_t st = bib_storage_own_host(vm, out->storage, why, sizeof why);
+        if (st != BIB_OK)
+            return bib_tensor_trap(vm, ip, st, "out of memory for a copy of %s of its own: %s",
+                                   bib_tensor_reg_text(vm, rt, sizeof rt, reg), why);
         out->storage->valid = 1u << BIB_PLACE_HOST;
         *host = out->storage->host;
         return BIB_OK;

@@ -31,6 +31,14 @@
  * the VM's block allocator, so every tensor counts against the memory cap
  * whichever executor runs it, and the same program runs out of memory at the
  * same instruction on every executor.
+ *
+ * Inputs and constants are not copied at run start: an input's tensor shares
+ * the bytes the VM keeps for later runs, a constant's the module's, and each
+ * is charged to the cap as its own copy would be. Every write to a host copy
+ * (a kernel's output on the host, a download, TSET, a collective, a device
+ * program on the cpu executor) first calls bib_storage_own_host, which gives a
+ * shared storage a copy of its own; so a run never changes a kept input or
+ * the module, and the next run sees them as they were given.
  */
 #ifndef BIB_TENSOR_H
 #define BIB_TENSOR_H
@@ -50,11 +58,25 @@ struct bib_dinsn;
 #define BIB_MAX_PLACES 4
 enum { BIB_PLACE_HOST = 0 };
 
+/* Bytes that tensors of a run share instead of copying: a kept input's
+ * (bib_vm_set_input) or a module constant's (.tensor data). Each holder (the
+ * kept input, each storage sharing it) has a reference; nothing writes the
+ * bytes while they are shared (bib_storage_own_host). */
+typedef struct bib_hostbuf {
+    uint32_t refs;
+    bool owned; /* data is free()d with the last reference; false: a constant the module frees */
+    uint8_t *data;
+    uint64_t bytes;
+} bib_hostbuf_t;
+
 typedef struct bib_storage {
     uint32_t refs;             /* tensor registers viewing it */
     uint32_t valid;            /* bit per place whose copy holds the current value */
     uint64_t bytes;            /* element count * 4 */
-    uint8_t *host;             /* always allocated (charged to the VM's blocks) */
+    uint8_t *host;             /* always present and charged to the VM's blocks: its own
+                                  buffer, or shared->data */
+    bib_hostbuf_t *shared;     /* non-NULL: host is these shared bytes, read-only; the first
+                                  write takes a copy of its own (copy-on-write) */
     void *buf[BIB_MAX_PLACES]; /* each GPU place's buffer; NULL until first needed there */
 } bib_storage_t;
 
@@ -93,14 +115,14 @@ typedef struct bib_place_model {
     char key[192];      /* executor + device, the cache key */
 } bib_place_model_t;
 
-/* A value given with bib_vm_set_input, kept for the following runs. */
+/* A value given with bib_vm_set_input, kept for the following runs. Each
+ * run's input tensor shares its bytes (bib_storage_t.shared). */
 typedef struct bib_input {
     bool set;
     bool fresh; /* given since the last run began (set checks only against these) */
     uint32_t dtype, rank;
     uint32_t dims[BIB_MAX_RANK];
-    void *data; /* malloc'd copy, count * 4 bytes */
-    uint64_t bytes;
+    bib_hostbuf_t *kept; /* count * 4 bytes, owned; NULL when not set */
 } bib_input_t;
 
 typedef struct bib_tensor_state {
@@ -184,6 +206,17 @@ const char *bib_tensor_reg_text(const struct bib_vm *vm, char *buf, size_t cap, 
 
 /* Whether place's executor is running and runs call (vm/placement.c asks). */
 bool bib_tensor_place_runs(struct bib_vm *vm, int place, const bib_call_t *call);
+
+/* Drops a reference to h; the last frees it (and its bytes, when owned). */
+void bib_hostbuf_unref(bib_hostbuf_t *h);
+/* The loaded module is about to be freed while the tensor registers stay
+ * (bib_vm_reload): the constants' bytes that tensors share move from the
+ * module to those tensors (its declarations lose them). */
+void bib_tensor_keep_constants(struct bib_vm *vm);
+/* For readers outside the tensor half (vm/debug.c): makes live t[reg]'s host
+ * copy valid (one download at most). Fails with the VM error set, naming reg
+ * and the executor it is read back from. */
+bib_status_t bib_tensor_reg_to_host(struct bib_vm *vm, uint32_t reg);
 
 /* FNV-1a 64 of dtype, rank and dims (u32 little-endian each), then the
  * element bytes. */

@@ -21,7 +21,7 @@ void bib_tensor_free_inputs(bib_vm_t *vm) {
     bib_tensor_state_t *ts = &vm->tensor;
     if (ts->inputs != NULL && vm->module != NULL)
         for (uint32_t i = 0; i < vm->module->tensor_count; i++)
-            free(ts->inputs[i].data);
+            bib_hostbuf_unref(ts->inputs[i].kept);
     free(ts->inputs);
     ts->inputs = NULL;
 }
@@ -229,23 +229,32 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     uint64_t bytes = count * 4, held = 0;
     for (uint32_t i = 0; i < m->tensor_count; i++)
         if ((int)i != di && inputs[i].set)
-            held += inputs[i].bytes;
+            held += inputs[i].kept->bytes;
     if (bytes > vm->options.max_memory || held > vm->options.max_memory - bytes)
         return bib_vm_fail(vm, BIB_E_NOMEM,
                            "input '%s': memory cap reached: %" PRIu64 " bytes, with %" PRIu64
                            " for the other inputs, cap %" PRIu64 " bytes (max_memory)",
                            name, bytes, held, vm->options.max_memory);
-    void *copy = malloc(bytes ? (size_t)bytes : 1);
-    if (copy == NULL)
+    /* Aligned as a tensor's own buffer is: each run's tensor shares it.
+       Rounded up to whole blocks, at least one (aligned_alloc may refuse
+       0 bytes); bytes is under max_memory, so that does not wrap. */
+    size_t rounded = ((size_t)bytes + BIB_BLOCK_ALIGN) & ~(size_t)(BIB_BLOCK_ALIGN - 1);
+    uint8_t *copy = aligned_alloc(BIB_BLOCK_ALIGN, rounded);
+    bib_hostbuf_t *kept = copy != NULL ? bib_hostbuf_new(copy, bytes, true) : NULL;
+    if (kept == NULL) {
+        free(copy);
         return bib_vm_fail(vm, BIB_E_NOMEM, "input '%s': host out of memory for %" PRIu64 " bytes",
                            name, bytes);
+    }
     bib_host_advise_large(copy, bytes);
     if (fill(ctx, copy, (size_t)bytes) != 0) {
-        free(copy);
+        bib_hostbuf_unref(kept);
         return bib_vm_fail(vm, BIB_E_IO, "input '%s': its data could not be read", name);
     }
     bib_input_t *in = &inputs[di];
-    free(in->data);
+    /* A tensor of the last run may still share the old value (an output
+       read after this): it keeps its reference. */
+    bib_hostbuf_unref(in->kept);
     in->set = true;
     in->fresh = true;
     in->dtype = dtype;
@@ -253,8 +262,7 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     memset(in->dims, 0, sizeof in->dims);
     for (uint32_t i = 0; i < rank; i++)
         in->dims[i] = dims[i];
-    in->data = copy;
-    in->bytes = bytes;
+    in->kept = kept;
     return BIB_OK;
 }
 
@@ -328,22 +336,22 @@ bib_status_t bib_vm_get_output(bib_vm_t *vm, const char *name, bib_dtype_t *dtyp
 
 /* ---- run start --------------------------------------------------------------- */
 
-/* A storage holding a copy of bytes, valid on the host, bound to register reg. */
-static bib_status_t bind_copy(bib_vm_t *vm, const char *what, const char *name, uint32_t reg,
-                              uint32_t dtype, uint32_t rank, const uint32_t *dims, const void *data,
-                              uint64_t bytes) {
+/* A storage sharing h's bytes (no copy: bib_storage_own_host takes one
+   before any write), valid on the host, bound to register reg; h NULL: an
+   empty tensor of its own. */
+static bib_status_t bind_shared(bib_vm_t *vm, const char *what, const char *name, uint32_t reg,
+                                uint32_t dtype, uint32_t rank, const uint32_t *dims,
+                                bib_hostbuf_t *h) {
     bib_tensor_t *t = &vm->tensor.regs[reg];
+    const uint64_t bytes = h != NULL ? h->bytes : 0;
     bib_storage_t *s;
-    bib_status_t st = bib_storage_new(vm, bytes, false, &s);
+    bib_status_t st = h != NULL ? bib_storage_share(vm, h, &s) : bib_storage_new(vm, 0, true, &s);
     if (st != BIB_OK) {
         char sh[BIB_SHAPE_TEXT];
         return bib_vm_fail(vm, st, "%s '%s' (t%" PRIu32 ", %s, %" PRIu64 " bytes): %s", what, name,
                            reg, bib_tensor_shape_text(sh, dtype, rank, dims), bytes,
                            vm->blocks.error);
     }
-    if (bytes > 0)
-        memcpy(s->host, data, (size_t)bytes);
-    s->valid = 1u << BIB_PLACE_HOST;
     bib_tensor_clear(vm, t);
     bib_tensor_bind(t, s, dtype, rank, dims, bytes / 4);
     return BIB_OK;
@@ -397,14 +405,18 @@ bib_status_t bib_tensor_run_begin(bib_vm_t *vm) {
         if (d->flags & BIB_TENSOR_INPUT) {
             bib_input_t *in = &ts->inputs[i];
             in->fresh = false;
-            st = bind_copy(vm, "input", d->name, d->reg, in->dtype, in->rank, in->dims, in->data,
-                           in->bytes);
+            st = bind_shared(vm, "input", d->name, d->reg, in->dtype, in->rank, in->dims, in->kept);
         } else if (d->flags & BIB_TENSOR_CONST) {
             uint32_t dims[BIB_MAX_RANK] = {0};
             for (uint32_t k = 0; k < d->rank && k < BIB_MAX_RANK; k++)
                 dims[k] = (uint32_t)d->dims[k];
-            st = bind_copy(vm, "constant", d->name, d->reg, d->dtype, d->rank, dims, d->init,
-                           d->init_size);
+            /* The module keeps the bytes (bib_tensor_keep_constants moves
+               them to the tensors when it goes before they do). */
+            bib_hostbuf_t *h = NULL;
+            if (d->init_size > 0 && (h = bib_hostbuf_new(d->init, d->init_size, false)) == NULL)
+                return bib_vm_fail(vm, BIB_E_NOMEM, "constant '%s': host out of memory", d->name);
+            st = bind_shared(vm, "constant", d->name, d->reg, d->dtype, d->rank, dims, h);
+            bib_hostbuf_unref(h); /* the storage holds it now, or nothing does */
         }
         if (st != BIB_OK)
             return st;

@@ -187,6 +187,19 @@ const char *bib_tensor_executor_error(const bib_vm_t *vm, int place);
 /* A new storage of bytes, its host copy charged to the VM's blocks; valid
  * nowhere (zero: zero-filled and valid on the host). */
 bib_status_t bib_storage_new(bib_vm_t *vm, uint64_t bytes, bool zero, bib_storage_t **out);
+/* Shared bytes with one reference (the caller's); NULL when the host is out
+ * of memory. owned: free(data) with the last reference. */
+bib_hostbuf_t *bib_hostbuf_new(uint8_t *data, uint64_t bytes, bool owned);
+/* A new storage whose host copy is h's bytes (one more reference to h),
+ * valid on the host and charged to the VM's blocks as a copy would be. On
+ * failure the blocks' error says why. */
+bib_status_t bib_storage_share(bib_vm_t *vm, bib_hostbuf_t *h, bib_storage_t **out);
+/* The one way to a writable host copy: every write to s->host comes after
+ * it. A storage that shares bytes (a kept input's, a constant's) gets a
+ * buffer of its own, holding the current value when the host copy is valid;
+ * the charge to the cap stays as it is. BIB_E_NOMEM (the host is out of
+ * memory) with why set. */
+bib_status_t bib_storage_own_host(bib_vm_t *vm, bib_storage_t *s, char *why, size_t why_len);
 /* Makes s's copy at place valid (the executor of place is running). */
 bib_status_t bib_storage_make_valid(bib_vm_t *vm, bib_storage_t *s, int place, char *why,
                                     size_t why_len);

@@ -905,6 +905,11 @@ bib_status_t bib_tensor_exec(bib_vm_t *vm, const bib_dinsn_t *ip, uint64_t *R) {
         uint64_t index = R[ip->b];
         CHECK(element_index(vm, ip, ip->a, t, index));
         CHECK(bib_tensor_to_host(vm, ip, ip->a, t));
+        char why[300];
+        bib_status_t st = bib_storage_own_host(vm, t->storage, why, sizeof why);
+        if (st != BIB_OK)
+            return bib_tensor_trap(vm, ip, st, "out of memory for a copy of %s of its own: %s",
+                                   bib_tensor_reg_text(vm, rt, sizeof rt, ip->a), why);
         uint32_t w;
         if (t->dtype == BIB_DTYPE_I32) {
             w = (uint32_t)R[ip->c];

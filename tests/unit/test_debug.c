@@ -163,6 +163,44 @@ Test(debug, reload_keeps_registers_and_memory_and_runs_on_from_the_offset) {
     bib_vm_destroy(vm);
 }
 
+/* The kept tensor registers share the old module's constants; a reload
+   frees that module, and the registers keep their values. */
+Test(debug, reload_keeps_tensors_that_share_the_old_modules_constants) {
+    bib_vm_t *vm = load(".tensor k t0 f32[4] = 1.0, 2.0, 3.0, 4.0\n"
+                        ".func main regs=3\n THASH r0, t0\n HALT r0\n.end\n",
+                        NULL);
+    bib_vm_start(vm);
+    bib_stop_t stop;
+    cr_assert_eq(bib_vm_continue(vm, &stop), BIB_OK);
+    cr_assert_eq(stop, BIB_STOP_HALTED);
+    const char *more = ".tensor k t0 f32[4] = 5.0, 6.0, 7.0, 8.0\n"
+                       ".func main regs=3\n THASH r0, t0\n LDI r1, 1\n LDK r2, =9.5\n"
+                       " TSET t0, r1, r2\n HALT r0\n.end\n";
+    uint8_t *bytes;
+    size_t size;
+    char *diag = NULL;
+    cr_assert_eq(bib_assemble(more, strlen(more), "t", &bytes, &size, &diag), BIB_OK);
+    bib_free(diag);
+    cr_assert_eq(bib_vm_reload(vm, bytes, size, "t", 1), BIB_OK, "%s", bib_vm_error(vm));
+    bib_free(bytes);
+    float v[4];
+    cr_assert_eq(bib_vm_tensor_read(vm, 0, 0, 4, v), BIB_OK, "%s", bib_vm_error(vm));
+    cr_expect(v[0] == 1 && v[1] == 2 && v[2] == 3 && v[3] == 4, "%g %g %g %g", v[0], v[1], v[2],
+              v[3]);
+    cr_assert_eq(bib_vm_continue(vm, &stop), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(stop, BIB_STOP_HALTED);
+    cr_assert_eq(bib_vm_tensor_read(vm, 0, 0, 4, v), BIB_OK, "%s", bib_vm_error(vm));
+    cr_expect(v[0] == 1 && v[1] == 9.5f && v[2] == 3 && v[3] == 4, "%g %g %g %g", v[0], v[1], v[2],
+              v[3]);
+    /* A fresh run starts from the new module's constant. */
+    int64_t h0 = 0;
+    cr_assert_eq(bib_vm_run(vm, &h0), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(bib_vm_tensor_read(vm, 0, 0, 4, v), BIB_OK, "%s", bib_vm_error(vm));
+    cr_expect(v[0] == 5 && v[1] == 9.5f && v[2] == 7 && v[3] == 8, "%g %g %g %g", v[0], v[1], v[2],
+              v[3]);
+    bib_vm_destroy(vm);
+}
+
 Test(debug, reload_refuses_a_run_paused_inside_a_call) {
     bib_vm_t *vm = load(fib_src, NULL);
     bib_vm_start(vm);

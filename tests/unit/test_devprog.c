@@ -599,6 +599,50 @@ Test(devprog_vulkan, vk_compute_in_a_program_matches_the_cpu) {
     free(src);
 }
 
+/* A shader that writes an input's register in place (y += 2x, y given as
+   ones) writes a copy of its own: the second run starts from the ones again. */
+Test(devprog_vulkan, vk_compute_writing_an_input_leaves_it_for_the_next_run) {
+    char *base = format_text(saxpy_program, saxpy_glsl);
+    char *declared = replace_text(base, ".tensors 2\n", ".tensors 2\n.input y t1 f32[1000]\n");
+    char *given = replace_text(declared, "    ALLOC t1, f32, r0, 1\n", "");
+    char *src = replace_text(given, "    TSET t1, r8, r10\n", "");
+    uint8_t *bytes;
+    size_t size;
+    char *diag = NULL;
+    cr_assert_eq(assemble(src, &bytes, &size, &diag), BIB_OK, "%s", diag ? diag : "");
+    bib_options_t options;
+    bib_options_init(&options);
+    options.validation = 1;
+    bib_vm_t *vm;
+    cr_assert_eq(bib_vm_create(&options, &vm), BIB_OK);
+    cr_assert_eq(bib_vm_load(vm, bytes, size, "saxpy"), BIB_OK, "%s", bib_vm_error(vm));
+    static float ones[1000];
+    for (int i = 0; i < 1000; i++)
+        ones[i] = 1;
+    cr_assert_eq(bib_vm_set_input(vm, "y", BIB_DTYPE_F32, 1, (uint32_t[]){1000}, ones), BIB_OK,
+                 "%s", bib_vm_error(vm));
+    for (int run = 0; run < 2; run++) {
+        int64_t mismatches = -1;
+        bib_status_t st = bib_vm_run(vm, &mismatches);
+        if (st != BIB_OK && strstr(bib_vm_error(vm), "no device for user device code") != NULL) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", bib_vm_error(vm));
+            printf("SKIP: %s\n", why);
+            bib_vm_destroy(vm);
+            cr_skip_test("no Vulkan: %s", why);
+        }
+        cr_assert_eq(st, BIB_OK, "%s", bib_vm_error(vm));
+        cr_expect_eq(mismatches, 0, "run %d: %lld elements differ from 2x + 1", run,
+                     (long long)mismatches);
+    }
+    bib_vm_destroy(vm);
+    bib_free(bytes);
+    free(src);
+    free(given);
+    free(declared);
+    free(base);
+}
+
 Test(devprog_vulkan, vk_compute_on_a_register_without_a_tensor_traps) {
     char *src = format_text(saxpy_program, saxpy_glsl), *diag = NULL;
     char *at = strstr(src, "LDI r5, 1\n");

@@ -195,7 +195,7 @@ static void expect_trap(bib_vm_t *vm, bib_status_t want, const char *text) {
               text);
 }
 
-static const int64_t D2x3[2] = {2, 3}, D3x2[2] = {3, 2};
+static const int64_t D2x3[2] = {2, 3}, D3x2[2] = {3, 2}, D3x3[2] = {3, 3};
 
 /* ---- kernels: values ----------------------------------------------------------- */
 
@@ -979,6 +979,167 @@ Test(cpu, an_input_changed_by_the_program_is_fresh_again_on_the_next_run) {
         cr_assert_eq(run(vm, &v), BIB_OK, "%s", bib_vm_error(vm));
         cr_expect_eq(v, 6, "run %d", i);
     }
+    bib_vm_destroy(vm);
+}
+
+/* Inputs and constants are shared, not copied, at run start (vm/tensor.h):
+   the run's tensor is the kept input's bytes, or the module's, until a write
+   gives it a copy of its own. */
+Test(cpu, a_run_shares_the_kept_inputs_and_the_module_constants_bytes) {
+    static const float c[4] = {1, 2, 3, 4};
+    tb_t b = {.tregs = 2};
+    decl(&b, "x", 0, BIB_TENSOR_INPUT, BIB_DTYPE_F32, 1, (int64_t[]){1024}, NULL);
+    decl(&b, "k", 1, BIB_TENSOR_CONST, BIB_DTYPE_F32, 1, (int64_t[]){4}, c);
+    hash_store(&b, 0, 0);
+    hash_store(&b, 1, 1);
+    E(&b, HALT, 0, 0, 0, 0);
+    bib_vm_t *vm = vm_on("cpu", 0);
+    load(vm, &b, 32);
+    static float x[1024];
+    for (int i = 0; i < 1024; i++)
+        x[i] = (float)i;
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 1, (uint32_t[]){1024}, x), BIB_OK);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    const bib_tensor_state_t *ts = &vm->tensor;
+    cr_expect_eq(ts->regs[0].storage->host, ts->inputs[0].kept->data,
+                 "the run copied the input instead of sharing the kept bytes");
+    cr_expect_eq(ts->regs[1].storage->host, vm->module->tensors[1].init,
+                 "the run copied the constant instead of sharing the module's bytes");
+    /* Charged to the cap as copies would be. */
+    bib_run_stats_t stats;
+    bib_vm_stats(vm, &stats);
+    cr_expect_geq(stats.peak_memory, sizeof x + sizeof c);
+    bib_vm_destroy(vm);
+}
+
+/* Each way a program writes a tensor, as the first write to an input's
+   register and to a constant's: the run sees the write, and the next run
+   starts again from the value given and the module's bytes. */
+enum { WRITE_RELU, WRITE_SOFTMAX, WRITE_MATMUL, WRITE_COPY, WRITE_FILL, WRITE_TSET, WRITE__COUNT };
+
+static void write_in_place(tb_t *b, int kind, uint32_t t) {
+    switch (kind) {
+    case WRITE_RELU: /* elementwise: the result written where the operand is */
+        E(b, RELU, t, t, 0, 0);
+        break;
+    case WRITE_SOFTMAX: /* through a temporary that replaces the buffer */
+        E(b, SOFTMAX, t, t, 0, 0);
+        break;
+    case WRITE_MATMUL:
+        E(b, MATMUL, t, t, t, 0);
+        break;
+    case WRITE_COPY: /* a live destination that no operand shares */
+        E(b, COPY, t, 3, 0, 0);
+        break;
+    case WRITE_FILL:
+        ldf(b, 6, -0.5);
+        E(b, FILL, t, 6, 0, 0);
+        break;
+    default: /* one element, on the host */
+        E(b, LDI, 5, 4, 0, 0);
+        ldf(b, 6, 9.5);
+        E(b, TSET, t, 5, 6, 0);
+        break;
+    }
+}
+
+ON_EVERY_EXECUTOR(writing_an_input_or_a_constant_in_place_leaves_them_for_the_next_run) {
+    static const float c[9] = {1, -2, 3, -4, 5, -6, 7, -8, 9};
+    const float x[9] = {-1, 2, -3, 4, -5, 6, -7, 8, -9};
+    const uint32_t dims[2] = {3, 3};
+    const uint64_t hx = bib_tensor_hash(BIB_DTYPE_F32, 2, dims, x, sizeof x);
+    const uint64_t hc = bib_tensor_hash(BIB_DTYPE_F32, 2, dims, c, sizeof c);
+    for (int kind = 0; kind < WRITE__COUNT; kind++) {
+        tb_t b = {.tregs = 4};
+        decl(&b, "x", 0, BIB_TENSOR_INPUT, BIB_DTYPE_F32, 2, D3x3, NULL);
+        decl(&b, "k", 1, BIB_TENSOR_CONST, BIB_DTYPE_F32, 2, D3x3, c);
+        decl(&b, "y", 2, BIB_TENSOR_OUTPUT, 0, 0, NULL, NULL);
+        alloc(&b, 3, BIB_DTYPE_F32, 2, 3, 3, 0); /* t3: 0.25 everywhere, COPY's source */
+        ldf(&b, 7, 0.25);
+        E(&b, FILL, 3, 7, 0, 0);
+        hash_store(&b, 0, 0); /* what the run starts from */
+        hash_store(&b, 1, 1);
+        write_in_place(&b, kind, 0);
+        write_in_place(&b, kind, 1);
+        hash_store(&b, 0, 2); /* what it wrote */
+        hash_store(&b, 1, 3);
+        E(&b, COPY, 2, 0, 0, 0);
+        E(&b, HALT, 0, 0, 0, 0);
+        bib_vm_t *vm = vm_on(backend, 0);
+        load(vm, &b, 32);
+        cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, dims, x), BIB_OK);
+        uint64_t written[2] = {0, 0};
+        for (int r = 0; r < 2; r++) {
+            cr_assert_eq(run(vm, NULL), BIB_OK, "write %d, run %d: %s", kind, r, bib_vm_error(vm));
+            const uint64_t *h = (const uint64_t *)bib_vm_memory(vm, NULL);
+            cr_expect_eq(h[0], hx, "write %d: run %d did not start from the input given", kind, r);
+            cr_expect_eq(h[1], hc, "write %d: run %d did not start from the module's constant",
+                         kind, r);
+            cr_expect_neq(h[2], hx, "write %d changed nothing", kind);
+            cr_expect_neq(h[3], hc, "write %d changed nothing", kind);
+            if (r == 0) {
+                written[0] = h[2];
+                written[1] = h[3];
+            }
+            cr_expect(h[2] == written[0] && h[3] == written[1],
+                      "write %d gave other bits on the second run", kind);
+            if (kind == WRITE_COPY)
+                cr_expect_eq(get_f(vm, "y", 0), 0.25);
+            cr_expect_eq(memcmp(vm->tensor.inputs[0].kept->data, x, sizeof x), 0,
+                         "write %d: run %d changed the kept input", kind, r);
+            cr_expect_eq(memcmp(vm->module->tensors[1].init, c, sizeof c), 0,
+                         "write %d: run %d changed the module's constant", kind, r);
+        }
+        bib_vm_destroy(vm);
+    }
+}
+
+/* Collectives write their destination on the host; alone, in place, they
+   leave the value as it is, and the kept input too. */
+Test(cpu, collectives_in_place_on_an_input_take_a_copy_of_its_own) {
+    tb_t b = {.tregs = 1};
+    decl(&b, "x", 0, BIB_TENSOR_INPUT, BIB_DTYPE_F32, 2, D2x3, NULL);
+    E(&b, ALLREDUCE, 0, 0, 0, 0);
+    E(&b, ALLGATHER, 0, 0, 0, 0);
+    E(&b, LDI, 1, 0, 0, 0);
+    E(&b, BROADCAST, 0, 1, 0, 0);
+    hash_store(&b, 0, 0);
+    E(&b, HALT, 0, 0, 0, 0);
+    bib_vm_t *vm = vm_on("cpu", 0);
+    load(vm, &b, 32);
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 2, (uint32_t[]){2, 3}, x), BIB_OK);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    const uint64_t *h = (const uint64_t *)bib_vm_memory(vm, NULL);
+    cr_expect_eq(h[0], bib_tensor_hash(BIB_DTYPE_F32, 2, (uint32_t[]){2, 3}, x, sizeof x));
+    cr_expect_null(vm->tensor.regs[0].storage->shared, "t0 was written while shared");
+    cr_expect_neq(vm->tensor.regs[0].storage->host, vm->tensor.inputs[0].kept->data);
+    cr_expect_eq(memcmp(vm->tensor.inputs[0].kept->data, x, sizeof x), 0);
+    bib_vm_destroy(vm);
+}
+
+/* An output read after its input is given anew (bib_vm_get_output's data
+   lives until the next run) is the run's value, not the new one. */
+Test(cpu, an_output_of_an_input_register_outlives_the_input_given_anew) {
+    tb_t b = {.tregs = 1};
+    decl(&b, "x", 0, BIB_TENSOR_INPUT, BIB_DTYPE_F32, 1, (int64_t[]){4}, NULL);
+    decl(&b, "y", 0, BIB_TENSOR_OUTPUT, 0, 0, NULL, NULL);
+    E(&b, HALT, 0, 0, 0, 0);
+    bib_vm_t *vm = vm_on("cpu", 0);
+    load(vm, &b, 8);
+    const float x[4] = {1, 2, 3, 4}, x2[4] = {5, 6, 7, 8};
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 1, (uint32_t[]){4}, x), BIB_OK);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    const void *before;
+    cr_assert_eq(bib_vm_get_output(vm, "y", NULL, NULL, NULL, &before), BIB_OK);
+    cr_assert_eq(bib_vm_set_input(vm, "x", BIB_DTYPE_F32, 1, (uint32_t[]){4}, x2), BIB_OK);
+    cr_expect_eq(memcmp(before, x, sizeof x), 0, "the last run's output changed");
+    const void *after;
+    cr_assert_eq(bib_vm_get_output(vm, "y", NULL, NULL, NULL, &after), BIB_OK);
+    cr_expect_eq(memcmp(after, x, sizeof x), 0);
+    cr_assert_eq(run(vm, NULL), BIB_OK, "%s", bib_vm_error(vm));
+    cr_assert_eq(bib_vm_get_output(vm, "y", NULL, NULL, NULL, &after), BIB_OK);
+    cr_expect_eq(memcmp(after, x2, sizeof x2), 0);
     bib_vm_destroy(vm);
 }
 
