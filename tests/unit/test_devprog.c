@@ -150,6 +150,18 @@ static bib_status_t verify(bib_module_t *m, bib_diag_t *diag) {
 
 /* ---- format -------------------------------------------------------------- */
 
+/* A run that found no device for user device code: SKIP with the reason
+ * (read before the VM is destroyed). */
+static void skip_without_vulkan(bib_vm_t *vm, bib_status_t st) {
+    if (st != BIB_OK && strstr(bib_vm_error(vm), "no device for user device code") != NULL) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", bib_vm_error(vm));
+        printf("SKIP: %s\n", why);
+        bib_vm_destroy(vm);
+        cr_skip_test("no Vulkan: %s", why);
+    }
+}
+
 Test(devprog_format, shaders_and_kernels_round_trip) {
     bib_module_t *m = small_module();
     add_shader(m, 3, 12);
@@ -587,13 +599,7 @@ Test(devprog_vulkan, vk_compute_in_a_program_matches_the_cpu) {
     cr_assert_eq(bib_vm_load(vm, bytes, size, "saxpy"), BIB_OK, "%s", bib_vm_error(vm));
     int64_t mismatches = -1;
     bib_status_t st = bib_vm_run(vm, &mismatches);
-    if (st != BIB_OK && strstr(bib_vm_error(vm), "no device for user device code") != NULL) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", bib_vm_error(vm));
-        printf("SKIP: %s\n", why);
-        bib_vm_destroy(vm);
-        cr_skip_test("no Vulkan: %s", why);
-    }
+    skip_without_vulkan(vm, st);
     cr_assert_eq(st, BIB_OK, "%s", bib_vm_error(vm));
     cr_expect_eq(mismatches, 0, "%lld elements differ from the CPU", (long long)mismatches);
     bib_vm_destroy(vm);
@@ -626,13 +632,7 @@ Test(devprog_vulkan, vk_compute_writing_an_input_leaves_it_for_the_next_run) {
     for (int run = 0; run < 2; run++) {
         int64_t mismatches = -1;
         bib_status_t st = bib_vm_run(vm, &mismatches);
-        if (st != BIB_OK && strstr(bib_vm_error(vm), "no device for user device code") != NULL) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", bib_vm_error(vm));
-            printf("SKIP: %s\n", why);
-            bib_vm_destroy(vm);
-            cr_skip_test("no Vulkan: %s", why);
-        }
+        skip_without_vulkan(vm, st);
         cr_assert_eq(st, BIB_OK, "%s", bib_vm_error(vm));
         cr_expect_eq(mismatches, 0, "run %d: %lld elements differ from 2x + 1", run,
                      (long long)mismatches);
