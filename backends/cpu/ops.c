@@ -172,6 +172,17 @@ static void scalar_reduce_cols(uint32_t op, const float *x, size_t n, size_t m, 
     }
 }
 
+/* BATCHNORM on one plane: the contract's steps, each rounded. */
+static void scalar_batchnorm(const float *x, float *y, size_t n, float mean, float den, float scale,
+                             float bias, bool relu) {
+    if (relu)
+        for (size_t e = 0; e < n; e++)
+            y[e] = bib_relu(((x[e] - mean) / den) * scale + bias);
+    else
+        for (size_t e = 0; e < n; e++)
+            y[e] = bib_f32_canon(((x[e] - mean) / den) * scale + bias);
+}
+
 const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .name = "scalar",
     .unary = scalar_unary,
@@ -188,6 +199,7 @@ const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .max = scalar_max,
     .reduce_cols = scalar_reduce_cols,
     .axpy = scalar_axpy,
+    .batchnorm = scalar_batchnorm,
 };
 
 const bib_cpu_rowops_t *bib_cpu_rowops_for(bib_cpu_level_t level) {
@@ -902,6 +914,23 @@ static geom_t call_geom(const bib_call_t *c) {
     return g;
 }
 
+/* Output rows [oh, oh + rows) of plane x under g's window. */
+static bib_window_rows_t window_rows(const geom_t *g, const float *x, size_t oh, size_t rows) {
+    return (bib_window_rows_t){.x = x,
+                               .kh = g->kh,
+                               .kw = g->kw,
+                               .h = g->h,
+                               .in_w = g->w,
+                               .ow = g->ow,
+                               .rows = rows,
+                               .ih0 = (int64_t)oh * g->sh - g->pt,
+                               .sh = g->sh,
+                               .dh = g->dh,
+                               .off0 = -g->pl,
+                               .sw = g->sw,
+                               .dw = g->dw};
+}
+
 /* The outputs [lo, hi) of a row of ow whose tap at offset off = k*d - pad
  * (input position ow*s + off) falls inside 0..n-1. */
 static void tap_range(int64_t off, int64_t s, size_t n, size_t ow, size_t *lo, size_t *hi) {
@@ -946,6 +975,17 @@ static void task_conv(void *arg, size_t begin, size_t end, uint32_t chunk) {
         size_t oh = row % g.oh, o = (row / g.oh) % g.oc, n = row / (g.oh * g.oc);
         size_t c0 = (o / og) * cg;
         float *acc = y + row * g.ow;
+        if (t->ctx->rowops->conv_rows != NULL) {
+            /* The rows of this plane in the task, in one call. */
+            size_t rows = g.oh - oh < end - row ? g.oh - oh : end - row;
+            bib_conv_rows_t r = {.win = window_rows(&g, x + (n * g.c + c0) * g.h * g.w, oh, rows),
+                                 .wt = wt + o * cg * g.kh * g.kw,
+                                 .cg = cg};
+            if (t->ctx->rowops->conv_rows(&r, acc)) {
+                row += rows - 1;
+                continue;
+            }
+        }
         for (size_t j = 0; j < g.ow; j++)
             acc[j] = 0.0f;
         for (size_t ci = 0; ci < cg; ci++) {
@@ -1038,16 +1078,35 @@ static void conv_col_row(const geom_t *g, const float *xg, size_t r, size_t p0, 
     }
 }
 
+/* The column block's rows [begin, end), one task each on the pool. */
+typedef struct col_task {
+    const geom_t *g;
+    const float *xg;
+    size_t p0, cols;
+    float *col;
+} col_task_t;
+
+static void task_col(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const col_task_t *t = arg;
+    for (size_t r = begin; r < end; r++)
+        conv_col_row(t->g, t->xg, r, t->p0, t->cols, t->col + r * t->cols);
+}
+
 static bool conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c, bib_status_t *status) {
     const geom_t g = call_geom(c);
     const size_t groups = (size_t)c->p[0], cg = g.c / groups, og = g.oc / groups;
     const size_t k = cg * g.kh * g.kw, positions = g.oh * g.ow;
     const float *x = view_f32(&c->in[0]), *wt = view_f32(&c->in[1]);
     float *y = view_f32(&c->out);
+    /* A 1x1 window at stride 1 without padding: the columns are the input's
+     * planes as they are (row r = channel r), so B is read in place. */
+    const bool plain = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+                       g.oh == g.h && g.ow == g.w;
     size_t block = CONV_COL_BYTES / sizeof(float) / k;
-    block = block < 16 ? 16 : block > CONV_COLS ? CONV_COLS : block;
-    float *col = malloc(k * block * sizeof *col);
-    if (!col)
+    block = plain ? positions : block < 16 ? 16 : block > CONV_COLS ? CONV_COLS : block;
+    float *col = plain ? NULL : malloc(k * block * sizeof *col);
+    if (!plain && !col)
         return false;
     bib_status_t st = BIB_OK;
     for (size_t n = 0; n < g.n && st == BIB_OK; n++) {
@@ -1055,14 +1114,16 @@ static bool conv_gemm(const bib_cpu_ctx_t *ctx, const bib_call_t *c, bib_status_
             const float *xg = x + (n * g.c + gi * cg) * g.h * g.w;
             for (size_t p0 = 0; p0 < positions && st == BIB_OK; p0 += block) {
                 size_t cols = positions - p0 < block ? positions - p0 : block;
-                for (size_t r = 0; r < k; r++)
-                    conv_col_row(&g, xg, r, p0, cols, col + r * cols);
+                if (!plain) {
+                    col_task_t ct = {.g = &g, .xg = xg, .p0 = p0, .cols = cols, .col = col};
+                    run_parallel(ctx, k, row_grain(cols), task_col, &ct);
+                }
                 bib_gemm_t gm = {.m = og,
                                  .n = cols,
                                  .k = k,
                                  .a = wt + gi * og * k,
                                  .lda = k,
-                                 .b = col,
+                                 .b = plain ? xg : col,
                                  .ldb = cols,
                                  .c = y + (n * g.oc + gi * og) * positions + p0,
                                  .ldc = positions};
@@ -1092,6 +1153,20 @@ static void task_pool(void *arg, size_t begin, size_t end, uint32_t chunk) {
     for (size_t row = begin; row < end; row++) {
         size_t oh = row % g.oh, plane = row / g.oh;
         const float *xp = x + plane * g.h * g.w;
+        if (t->ctx->rowops->pool_rows != NULL) {
+            size_t rows = g.oh - oh < end - row ? g.oh - oh : end - row;
+            bib_pool_rows_t r = {.win = window_rows(&g, xp, oh, rows),
+                                 .avg = avg,
+                                 .include_pad = include_pad,
+                                 .pt = g.pt,
+                                 .pl = g.pl,
+                                 .h_end = h_end,
+                                 .w_end = w_end};
+            if (t->ctx->rowops->pool_rows(&r, y + row * g.ow)) {
+                row += rows - 1;
+                continue;
+            }
+        }
         for (size_t ow = 0; ow < g.ow; ow++) {
             int64_t h0 = (int64_t)oh * g.sh - g.pt, w0 = (int64_t)ow * g.sw - g.pl;
             float sum = 0.0f;
@@ -1146,12 +1221,8 @@ static void task_batchnorm(void *arg, size_t begin, size_t end, uint32_t chunk) 
         size_t ch = u % channels;
         float scale = st[ch], bias = st[channels + ch], mean = st[2 * channels + ch];
         float den = sqrtf(st[3 * channels + ch] + c->f[0]);
-        if (c->sub == BIB_ACT_RELU)
-            for (size_t e = u * plane; e < (u + 1) * plane; e++)
-                y[e] = bib_relu(((x[e] - mean) / den) * scale + bias);
-        else
-            for (size_t e = u * plane; e < (u + 1) * plane; e++)
-                y[e] = bib_f32_canon(((x[e] - mean) / den) * scale + bias);
+        t->ctx->rowops->batchnorm(x + u * plane, y + u * plane, plane, mean, den, scale, bias,
+                                  c->sub == BIB_ACT_RELU);
     }
 }
 

@@ -21,6 +21,38 @@
 #include "backends/cpu/cpufeatures.h"
 #include "backends/cpu/threadpool.h"
 
+/* Output rows of one plane under a window (CONV's direct form and POOL):
+ * output row k < rows, column q < ow reads the window's taps (i, j),
+ * i < kh, j < kw, at input row ih = ih0 + k*sh + i*dh and column
+ * iw = q*sw + off0 + j*dw of an h x in_w plane; a tap outside the plane is
+ * padding. */
+typedef struct bib_window_rows {
+    const float *x; /* the (first) input plane */
+    size_t kh, kw, h, in_w, ow, rows;
+    int64_t ih0, sh, dh, off0, sw, dw;
+} bib_window_rows_t;
+
+/* CONV's direct form (kernel.def's CONV): out[k*ow + q] is the chain of fmas
+ * over the taps (ci, i, j) ascending, ci < cg, of wt[(ci*kh + i)*kw + j] and
+ * the input at (ih, iw) of plane x + ci*h*in_w, +0 where the tap is padding.
+ * Then canonical NaN. */
+typedef struct bib_conv_rows {
+    bib_window_rows_t win;
+    const float *wt; /* the output channel's taps, [cg][kh][kw] */
+    size_t cg;
+} bib_conv_rows_t;
+
+/* POOL (kernel.def's POOL): out[k*ow + q] pools the window's taps (i, j)
+ * ascending that fall inside the plane: AVG sums them from +0 and divides by
+ * their count (with include_pad, also the taps inside the padded extent
+ * [-pt, h_end) x [-pl, w_end)); MAX takes the greatest order key, NaN if
+ * any is NaN, -Inf for none. Then canonical NaN. */
+typedef struct bib_pool_rows {
+    bib_window_rows_t win;
+    bool avg, include_pad;
+    int64_t pt, pl, h_end, w_end;
+} bib_pool_rows_t;
+
 /* Row functions of one SIMD level. n is the row length; rows never alias
  * unless y == x (in place is allowed for every function). */
 typedef struct bib_cpu_rowops {
@@ -56,6 +88,18 @@ typedef struct bib_cpu_rowops {
                         float *y);
     /* y[i] = fma(a, x[i], y[i]): one step of ATTENTION's output chains. */
     void (*axpy)(float a, const float *x, float *y, size_t n);
+    /* CONV's direct form on rows of one plane; returns false, having
+     * written nothing, where this level has no form for the geometry (the
+     * caller then runs the reference's steps). NULL at the scalar level. */
+    bool (*conv_rows)(const bib_conv_rows_t *r, float *out);
+    /* POOL on rows of one plane, the same steps as the reference's; false
+     * where this level has no form for the geometry. NULL at the scalar
+     * level. */
+    bool (*pool_rows)(const bib_pool_rows_t *r, float *out);
+    /* BATCHNORM on one plane: y[e] = ((x[e] - mean) / den) * scale + bias,
+     * then relu (bib_relu) or canonical NaN. */
+    void (*batchnorm)(const float *x, float *y, size_t n, float mean, float den, float scale,
+                      float bias, bool relu);
 } bib_cpu_rowops_t;
 
 extern const bib_cpu_rowops_t bib_cpu_rowops_scalar;

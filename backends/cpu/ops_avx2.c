@@ -175,6 +175,12 @@ static inline __m256 avx2_max_group(const __m256 r[2]) {
 #define V_IMAX_REDUCE avx2_imax_reduce
 #define V_HSUM_TREE avx2_hsum_tree
 #define V_LOAD_TAIL avx2_load_tail
+#define V_LOAD_MASKZ(p, m) _mm256_maskload_ps((p), _mm256_castps_si256(m))
+#define V_EVEN_LANES(a, b)                                                                         \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(                                                        \
+        _mm256_castps_pd(_mm256_shuffle_ps((a), (b), _MM_SHUFFLE(2, 0, 2, 0))),                    \
+        _MM_SHUFFLE(3, 1, 2, 0)))
+#define V_GATHER_MASKZ(p, idx, m) _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (p), (idx), (m), 4)
 #define V_STORE_TAIL avx2_store_tail
 
 #include "backends/cpu/ops_simd.h"

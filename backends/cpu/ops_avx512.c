@@ -166,6 +166,11 @@ static inline __m512 avx512_max_group(const __m512 r[4]) {
 #define V_IMAX_REDUCE _mm512_reduce_max_epi32
 #define V_HSUM_TREE avx512_hsum_tree
 #define V_LOAD_TAIL avx512_load_tail
+#define V_LOAD_MASKZ(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define V_EVEN_LANES(a, b)                                                                         \
+    _mm512_permutex2var_ps(                                                                        \
+        (a), _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), (b))
+#define V_GATHER_MASKZ(p, idx, m) _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (m), (idx), (p), 4)
 #define V_STORE_TAIL avx512_store_tail
 
 #include "backends/cpu/ops_simd.h"

@@ -33,6 +33,10 @@
  *   V_TAILMASK(r) -> VF whose first r lanes are all-ones bits, others zero
  *   V_HMAX_ALL(v) -> every lane the greatest lane of v by V_MAX (the sign of
  *                    a zero and NaN as V_MAX's lane order makes them)
+ *   V_LOAD_MASKZ(p, m) -> the lanes of m from p, +0 elsewhere; reads nothing
+ *                       outside m's lanes (so p may point outside the row)
+ *   V_GATHER_MASKZ(p, idx, m) -> p[idx[l]] for the lanes l of m, +0 elsewhere
+ *   V_EVEN_LANES(a, b) -> lanes 0, 2, 4, ... of a, then those of b
  *   V_SQRT           correctly rounded square root, lane by lane
  *   V_FMS(a,b,c)     a*b-c, rounded once
  *   V_ROUND_FLOOR, V_ROUND_CEIL, V_ROUND_EVEN -> IEEE roundToIntegral
@@ -1716,6 +1720,263 @@ static void V_FN(row_axpy)(float a, const float *x, float *y, size_t n) {
         y[i] = fmaf(a, x[i], y[i]);
 }
 
+/* CONV's direct form and POOL on output rows (bib_cpu_rowops_t.conv_rows,
+ * pool_rows): blocks of NV vectors of outputs, each lane one output's steps
+ * in the reference's order, held in registers over every tap. A block's
+ * masks and indices depend on the window's column only, so they are made
+ * once for all the rows of a call. A tap's inputs come by a masked load at
+ * stride 1, by two masked loads and the even lanes at stride 2, by a
+ * gather otherwise; lanes whose input is padding read +0, so CONV's
+ * padding tap is fma(+0, w, acc), the reference's step, and POOL selects
+ * them away. Positions are compared as floats, exact below 2^24. */
+#define V_CONV_NV 4
+#define V_CONV_MAX_KW 16
+#define V_CONV_UNROLL _Pragma("GCC unroll 4")
+
+/* Where a block's taps read: per window column j and vector v, the lanes
+ * whose input is inside the row (in), and how to load them. */
+typedef struct V_FN(conv_taps) {
+    VM in[V_CONV_MAX_KW][V_CONV_NV];
+    VM lo[V_CONV_MAX_KW][V_CONV_NV], hi[V_CONV_MAX_KW][V_CONV_NV]; /* stride 2 */
+    VI idx[V_CONV_MAX_KW][V_CONV_NV];                              /* other strides */
+    int64_t at[V_CONV_MAX_KW][V_CONV_NV];                          /* first input */
+} V_FN(conv_taps_t);
+
+static inline __attribute__((always_inline)) void
+V_FN(conv_taps_make)(V_FN(conv_taps_t) * t, size_t kw, size_t q0, const int nv, size_t ow,
+                     size_t in_w, int64_t off0, int64_t sw, int64_t dw) {
+    static const float iota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const VF lane = V_LOAD(iota), wend = V_SET1((float)in_w);
+    for (size_t j = 0; j < kw; j++)
+        V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+            size_t q = q0 + (size_t)v * V_WIDTH;
+            int64_t first = (int64_t)q * sw + off0 + (int64_t)j * dw;
+            VF qs = V_ADD(V_SET1((float)q), lane);
+            VF pos = V_FMA(qs, V_SET1((float)sw), V_SET1((float)(off0 + (int64_t)j * dw)));
+            t->in[j][v] = V_MASK_AND(V_MASK_AND(V_GE(pos, V_ZERO()), V_LT(pos, wend)),
+                                     V_LT(qs, V_SET1((float)ow)));
+            t->idx[j][v] = V_FCVT_I(V_SELECT(t->in[j][v], pos, V_ZERO()));
+            t->at[j][v] = first;
+            VF c0 = V_ADD(V_SET1((float)first), lane);
+            VF c1 = V_ADD(c0, V_SET1((float)V_WIDTH));
+            t->lo[j][v] = V_MASK_AND(V_GE(c0, V_ZERO()), V_LT(c0, wend));
+            t->hi[j][v] = V_MASK_AND(V_GE(c1, V_ZERO()), V_LT(c1, wend));
+        }
+}
+
+/* The inputs of tap column j for vector v from input row xr, +0 where the
+ * tap is padding (stride 2: lanes past the row's outputs may hold inputs). */
+static inline __attribute__((always_inline)) VF
+V_FN(conv_tap_load)(const V_FN(conv_taps_t) * t, const float *xr, int64_t sw, size_t j, int v) {
+    if (sw == 1)
+        return V_LOAD_MASKZ(xr + t->at[j][v], t->in[j][v]);
+    if (sw == 2)
+        return V_EVEN_LANES(V_LOAD_MASKZ(xr + t->at[j][v], t->lo[j][v]),
+                            V_LOAD_MASKZ(xr + t->at[j][v] + V_WIDTH, t->hi[j][v]));
+    return V_GATHER_MASKZ(xr, t->idx[j][v], t->in[j][v]);
+}
+
+/* Rows [row, row + rb) of a block: rb x nv independent chains in flight
+ * (one vector's chain alone waits on each fma's latency). */
+static inline __attribute__((always_inline)) void
+V_FN(conv_rows_at)(const bib_conv_rows_t *r, const V_FN(conv_taps_t) * t, size_t q0, const int nv,
+                   const int rb, size_t row, float *out) {
+    VF acc[V_CONV_NV][V_CONV_NV];
+    V_CONV_UNROLL for (int k = 0; k < rb; k++) V_CONV_UNROLL for (int v = 0; v < nv; v++)
+        acc[k][v] = V_ZERO();
+    const size_t plane = r->win.h * r->win.in_w;
+    const float *wt = r->wt;
+    for (size_t ci = 0; ci < r->cg; ci++) {
+        for (size_t i = 0; i < r->win.kh; i++, wt += r->win.kw) {
+            const float *xr[V_CONV_NV];
+            V_CONV_UNROLL for (int k = 0; k < rb; k++) {
+                int64_t ih =
+                    r->win.ih0 + (int64_t)(row + (size_t)k) * r->win.sh + (int64_t)i * r->win.dh;
+                xr[k] = ih < 0 || ih >= (int64_t)r->win.h
+                            ? NULL
+                            : r->win.x + ci * plane + (size_t)ih * r->win.in_w;
+            }
+            for (size_t j = 0; j < r->win.kw; j++) {
+                VF w = V_SET1(wt[j]);
+                V_CONV_UNROLL for (int k = 0; k < rb; k++)
+                    V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+                    VF a = xr[k] ? V_FN(conv_tap_load)(t, xr[k], r->win.sw, j, v) : V_ZERO();
+                    acc[k][v] = V_FMA(a, w, acc[k][v]);
+                }
+            }
+        }
+    }
+    V_CONV_UNROLL for (int k = 0; k < rb; k++) {
+        float *o = out + (row + (size_t)k) * r->win.ow;
+        V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+            size_t at = q0 + (size_t)v * V_WIDTH, left = r->win.ow - at;
+            VF y = V_FN(v_canon)(acc[k][v]);
+            if (left >= V_WIDTH)
+                V_STORE(o + at, y);
+            else
+                V_STORE_TAIL(o + at, left, y);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void
+V_FN(conv_block)(const bib_conv_rows_t *r, size_t q0, const int nv, float *out) {
+    V_FN(conv_taps_t) t;
+    V_FN(conv_taps_make)
+    (&t, r->win.kw, q0, nv, r->win.ow, r->win.in_w, r->win.off0, r->win.sw, r->win.dw);
+    size_t row = 0;
+    if (nv == 1) {
+        for (; row + 4 <= r->win.rows; row += 4)
+            V_FN(conv_rows_at)(r, &t, q0, 1, 4, row, out);
+        for (; row + 2 <= r->win.rows; row += 2)
+            V_FN(conv_rows_at)(r, &t, q0, 1, 2, row, out);
+    } else if (nv == 2) {
+        for (; row + 2 <= r->win.rows; row += 2)
+            V_FN(conv_rows_at)(r, &t, q0, 2, 2, row, out);
+    }
+    for (; row < r->win.rows; row++)
+        V_FN(conv_rows_at)(r, &t, q0, nv, 1, row, out);
+}
+
+/* Runs fn_block over a row's outputs: whole blocks of V_CONV_NV vectors,
+ * then one block of the vectors left (the count a constant in each call, so
+ * that the block's accumulators stay in registers). */
+#define V_CONV_BLOCKS(fn, r, out)                                                                  \
+    do {                                                                                           \
+        const size_t block_ = V_CONV_NV * V_WIDTH;                                                 \
+        size_t q0_ = 0;                                                                            \
+        for (; q0_ + block_ <= (r)->win.ow; q0_ += block_)                                         \
+            V_FN(fn##_block)((r), q0_, V_CONV_NV, (out));                                          \
+        switch (((r)->win.ow - q0_ + V_WIDTH - 1) / V_WIDTH) {                                     \
+        case 1:                                                                                    \
+            V_FN(fn##_block)((r), q0_, 1, (out));                                                  \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            V_FN(fn##_block)((r), q0_, 2, (out));                                                  \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            V_FN(fn##_block)((r), q0_, 3, (out));                                                  \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            V_FN(fn##_block)((r), q0_, 4, (out));                                                  \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* Whether a row's positions, as floats, are exact (below 2^24). */
+static bool V_FN(conv_geometry_fits)(size_t kw, size_t ow, size_t in_w, int64_t off0, int64_t sw,
+                                     int64_t dw, int64_t w_end) {
+    const double limit = 16777216.0;
+    return kw <= V_CONV_MAX_KW && sw >= 1 && dw >= 1 &&
+           (double)ow * (double)sw + fabs((double)off0) + (double)kw * (double)dw + 2.0 * V_WIDTH <
+               limit &&
+           (double)in_w < limit && (double)w_end < limit;
+}
+
+static bool V_FN(conv_rows)(const bib_conv_rows_t *r, float *out) {
+    if (!V_FN(conv_geometry_fits)(r->win.kw, r->win.ow, r->win.in_w, r->win.off0, r->win.sw,
+                                  r->win.dw, 0))
+        return false;
+    V_CONV_BLOCKS(conv, r, out);
+    return true;
+}
+
+/* POOL: lanes whose tap is padding keep their sum (AVG: the reference skips
+ * the add, which matters for -0) or read -Inf (MAX: its key never wins, as
+ * the reference's skip), and count as the reference counts them. */
+static inline __attribute__((always_inline)) void
+V_FN(pool_block)(const bib_pool_rows_t *r, size_t q0, const int nv, float *out) {
+    static const float iota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    V_FN(conv_taps_t) t;
+    V_FN(conv_taps_make)
+    (&t, r->win.kw, q0, nv, r->win.ow, r->win.in_w, r->win.off0, r->win.sw, r->win.dw);
+    VM ext[V_CONV_MAX_KW][V_CONV_NV]; /* inside the padded extent */
+    const VF lane = V_LOAD(iota), one = V_SET1(1.0f), ninf = V_SET1(-INFINITY);
+    for (size_t j = 0; j < r->win.kw; j++)
+        V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+            VF q = V_ADD(V_SET1((float)(q0 + (size_t)v * V_WIDTH)), lane);
+            VF pos = V_FMA(q, V_SET1((float)r->win.sw),
+                           V_SET1((float)(r->win.off0 + (int64_t)j * r->win.dw)));
+            ext[j][v] = V_MASK_AND(
+                V_MASK_AND(V_GE(pos, V_SET1((float)-r->pl)), V_LT(pos, V_SET1((float)r->w_end))),
+                V_LT(q, V_SET1((float)r->win.ow)));
+        }
+    for (size_t row = 0; row < r->win.rows; row++) {
+        VF sum[V_CONV_NV], count[V_CONV_NV];
+        VI best[V_CONV_NV];
+        VM nan[V_CONV_NV];
+        V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+            sum[v] = V_ZERO(), count[v] = V_ZERO();
+            best[v] = V_ISET1(bib_f32_order_key(-INFINITY));
+            nan[v] = V_MASK_NONE();
+        }
+        const int64_t ih0 = r->win.ih0 + (int64_t)row * r->win.sh;
+        for (size_t i = 0; i < r->win.kh; i++) {
+            int64_t ih = ih0 + (int64_t)i * r->win.dh;
+            if (ih < 0 || ih >= (int64_t)r->win.h) {
+                if (r->avg && r->include_pad && ih >= -r->pt && ih < r->h_end)
+                    for (size_t j = 0; j < r->win.kw; j++)
+                        V_CONV_UNROLL for (int v = 0; v < nv; v++) count[v] =
+                            V_ADD(count[v], V_SELECT(ext[j][v], one, V_ZERO()));
+                continue;
+            }
+            const float *xr = r->win.x + (size_t)ih * r->win.in_w;
+            for (size_t j = 0; j < r->win.kw; j++) {
+                V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+                    VF a = V_FN(conv_tap_load)(&t, xr, r->win.sw, j, v);
+                    if (r->avg) {
+                        sum[v] = V_SELECT(t.in[j][v], V_ADD(sum[v], a), sum[v]);
+                        count[v] = V_ADD(count[v], V_SELECT(r->include_pad ? ext[j][v] : t.in[j][v],
+                                                            one, V_ZERO()));
+                    } else {
+                        a = V_SELECT(t.in[j][v], a, ninf);
+                        nan[v] = V_MASK_OR(nan[v], V_UNORD(a, a));
+                        best[v] = V_IMAX(best[v], V_ORDER_KEY(a));
+                    }
+                }
+            }
+        }
+        float *o = out + row * r->win.ow;
+        V_CONV_UNROLL for (int v = 0; v < nv; v++) {
+            size_t at = q0 + (size_t)v * V_WIDTH, left = r->win.ow - at;
+            VF y = r->avg ? V_DIV(sum[v], count[v])
+                          : V_SELECT(nan[v], V_SET1(bib_f32_canonical_nan()),
+                                     V_FROM_BITS(V_ORDER_KEY(V_FROM_BITS(best[v]))));
+            y = V_FN(v_canon)(y);
+            if (left >= V_WIDTH)
+                V_STORE(o + at, y);
+            else
+                V_STORE_TAIL(o + at, left, y);
+        }
+    }
+}
+
+static bool V_FN(pool_rows)(const bib_pool_rows_t *r, float *out) {
+    if (!V_FN(conv_geometry_fits)(r->win.kw, r->win.ow, r->win.in_w, r->win.off0, r->win.sw,
+                                  r->win.dw, r->w_end) ||
+        (double)r->pl >= 16777216.0)
+        return false;
+    V_CONV_BLOCKS(pool, r, out);
+    return true;
+}
+
+/* BATCHNORM on one plane: the reference's four steps lane by lane. */
+static void V_FN(row_batchnorm)(const float *x, float *y, size_t n, float mean, float den,
+                                float scale, float bias, bool relu) {
+    const VF m = V_SET1(mean), d = V_SET1(den), s = V_SET1(scale), b = V_SET1(bias);
+    size_t i = 0;
+    for (; i + V_WIDTH <= n; i += V_WIDTH) {
+        VF v = V_ADD(V_MUL(V_DIV(V_SUB(V_LOAD(x + i), m), d), s), b);
+        V_STORE(y + i, relu ? V_FN(v_relu)(v) : V_FN(v_canon)(v));
+    }
+    if (i < n) {
+        VF v = V_ADD(V_MUL(V_DIV(V_SUB(V_LOAD_TAIL(x + i, n - i, 0.0f), m), d), s), b);
+        V_STORE_TAIL(y + i, n - i, relu ? V_FN(v_relu)(v) : V_FN(v_canon)(v));
+    }
+}
+
 /* REDUCE down columns (bib_cpu_rowops_t.reduce_cols): the scalar
  * reference's steps on V_COLS vectors of columns at a time, each lane one
  * column; the columns past the last whole vector take the scalar reference.
@@ -1791,4 +2052,7 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .max = V_FN(row_max),
     .reduce_cols = V_FN(reduce_cols),
     .axpy = V_FN(row_axpy),
+    .conv_rows = V_FN(conv_rows),
+    .pool_rows = V_FN(pool_rows),
+    .batchnorm = V_FN(row_batchnorm),
 };

@@ -721,6 +721,26 @@ Test(cpu_ops_identity, conv_matches_contract_in_both_forms) {
         {3, 1, 1, 300, 4, 1, 1, 5, {1, 3}, {1, 2}, {0, 4, 0, 1}},
         /* K = 2304: column blocks shorter than 2048 positions */
         {1, 256, 45, 45, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        /* The direct form's vector rows: depthwise rows of several blocks and
+         * a tail of 1, 2 and 3 vectors, padding rows, strides (gathers) with
+         * dilation, a window wider than a vector form takes (17), few outputs
+         * over many channels. */
+        {1, 8, 20, 131, 8, 8, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {1, 3, 4, 64, 3, 3, 3, 3, {1, 1}, {1, 1}, {2, 1, 2, 1}},
+        {1, 3, 4, 48, 3, 3, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {1, 3, 3, 33, 3, 3, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {1, 3, 5, 56, 3, 3, 3, 3, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+        {1, 3, 5, 112, 3, 3, 3, 3, {2, 2}, {1, 1}, {1, 1, 1, 1}},
+        {2, 4, 9, 70, 4, 4, 5, 5, {2, 2}, {1, 2}, {2, 3, 2, 3}},
+        {1, 6, 11, 50, 6, 6, 3, 3, {3, 3}, {2, 1}, {0, 5, 1, 0}},
+        {1, 6, 5, 40, 2, 2, 3, 17, {1, 1}, {1, 1}, {1, 8, 1, 8}},
+        {1, 16, 12, 12, 3, 1, 3, 3, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+        /* 1x1 windows: the input itself is the GEMM's B at stride 1 without
+         * padding; strided or padded ones build columns. */
+        {2, 16, 7, 9, 8, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+        {1, 16, 7, 9, 8, 1, 1, 1, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+        {1, 16, 5, 5, 8, 2, 1, 1, {1, 1}, {1, 1}, {1, 1, 0, 0}},
+        {1, 24, 30, 100, 8, 1, 1, 1, {1, 1}, {1, 1}, {0, 0, 0, 0}},
     };
     for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
         const conv_geo_t *q = &geos[gi];
@@ -753,6 +773,82 @@ Test(cpu_ops_identity, conv_matches_contract_in_both_forms) {
                          "conv case %zu element %zu: 0x%08x, the contract 0x%08x", gi, i,
                          bib_f32_bits(got[i]), bib_f32_bits(want[i]));
         free(x), free(w), free(want), free(got);
+    }
+}
+
+Test(cpu_ops_identity, pool_rows_match_reference) {
+    /* The vector rows against the scalar reference: MAX and AVG (with and
+     * without count_include_pad) over rows of several vector blocks and
+     * tails, strides (gathers), dilation, pads wider than the window, bottom
+     * and right pads that only the padded extent sees (ceil_mode), a window
+     * wider than a vector form takes (17), and special values. geo: n, c, h,
+     * w, kh, kw, then p[2..10) = stride h,w, dilation h,w, pad t,l,b,r. */
+    static const int64_t geos[][14] = {
+        {1, 3, 20, 131, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {1, 4, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+        {2, 2, 9, 70, 5, 5, 2, 3, 1, 2, 2, 3, 2, 3},
+        {1, 2, 7, 64, 2, 2, 2, 2, 1, 1, 0, 0, 1, 1},
+        {1, 2, 6, 33, 3, 3, 1, 1, 2, 2, 2, 2, 0, 4},
+        {1, 2, 5, 40, 1, 17, 1, 1, 1, 1, 0, 8, 0, 8},
+        {3, 1, 1, 300, 1, 5, 1, 3, 1, 2, 0, 4, 0, 1},
+        {1, 2, 4, 4, 4, 4, 1, 1, 1, 1, 3, 3, 3, 3},
+    };
+    for (size_t gi = 0; gi < sizeof geos / sizeof geos[0]; gi++) {
+        const int64_t *q = geos[gi];
+        uint32_t oh = geo_out(q[2], q[4], q[6], q[8], q[10], q[12]);
+        uint32_t ow = geo_out(q[3], q[5], q[7], q[9], q[11], q[13]);
+        size_t nx = (size_t)(q[0] * q[1] * q[2] * q[3]), ny = (size_t)(q[0] * q[1]) * oh * ow;
+        float *x = random_f32(nx, 3.0f, gi % 2 == 0);
+        for (int sub = 0; sub < 3; sub++) {
+            bib_call_t call = {
+                .kernel = BIB_KERNEL_POOL,
+                .sub = sub == 0 ? BIB_POOL_MAX : BIB_POOL_AVG,
+                .out = {.dtype = BIB_DTYPE_F32,
+                        .rank = 4,
+                        .dims = {(uint32_t)q[0], (uint32_t)q[1], oh, ow}},
+                .in = {{.buf = x,
+                        .dtype = BIB_DTYPE_F32,
+                        .rank = 4,
+                        .dims = {(uint32_t)q[0], (uint32_t)q[1], (uint32_t)q[2], (uint32_t)q[3]}}},
+                .p = {q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], 0, sub == 2}};
+            check_identity(sub == 0   ? "maxpool"
+                           : sub == 1 ? "avgpool"
+                                      : "avgpool with pads",
+                           call, ny * 4);
+        }
+        free(x);
+    }
+}
+
+Test(cpu_ops_identity, batchnorm_planes_match_reference) {
+    /* Planes of several vectors and a tail, one element, and stats with a
+     * zero variance and eps (den 0), -0 and +0 means, NaN and Inf. */
+    static const uint32_t dims[][4] = {{2, 5, 7, 9}, {1, 3, 1, 1}, {1, 4, 16, 16}, {3, 2, 1, 37}};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const uint32_t *d = dims[di];
+        size_t n = (size_t)d[0] * d[1] * d[2] * d[3];
+        float *x = random_f32(n, 4.0f, true), *st = random_f32(4 * d[1], 2.0f, false);
+        for (uint32_t ch = 0; ch < d[1]; ch++)
+            st[3 * d[1] + ch] = fabsf(st[3 * d[1] + ch]);
+        st[3 * d[1]] = 0.0f;             /* var 0 */
+        st[2 * d[1] + d[1] - 1] = -0.0f; /* mean -0 */
+        if (d[1] > 2)
+            st[1] = bib_f32_from_bits(0x7F800000u); /* scale of channel 1 +Inf */
+        for (int act = 0; act < 2; act++)
+            for (int eps = 0; eps < 2; eps++) {
+                bib_call_t call = {
+                    .kernel = BIB_KERNEL_BATCHNORM,
+                    .sub = act ? BIB_ACT_RELU : BIB_ACT_NONE,
+                    .out = {.dtype = BIB_DTYPE_F32, .rank = 4, .dims = {d[0], d[1], d[2], d[3]}},
+                    .in = {{.buf = x,
+                            .dtype = BIB_DTYPE_F32,
+                            .rank = 4,
+                            .dims = {d[0], d[1], d[2], d[3]}},
+                           view2(st, BIB_DTYPE_F32, 4, d[1])},
+                    .f = {eps ? 1e-5 : 0.0}};
+                check_identity(act ? "batchnorm_relu" : "batchnorm", call, n * 4);
+            }
+        free(x), free(st);
     }
 }
 

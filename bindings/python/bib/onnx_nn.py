@@ -283,12 +283,14 @@ class NNOps:
         r = self.params(words)
         self.emit("CONV", out.reg, self.reg_of(node, x), self.reg_of(node, w), r)
         o = w.shape[0]
-        if relu and bias is not None and bias.const and self.have("BATCHNORM_RELU"):
-            # The bias and the ReLU in one pass: x / sqrt(1 + 0) * 1 + bias
-            # is exactly x + bias.
+        if bias is not None and bias.const and self.have("BATCHNORM_RELU" if relu else "BATCHNORM"):
+            # The bias (and the ReLU) in one pass over the output, where a
+            # TADD of a [C,1,1] bias would first expand it to the output's
+            # shape: ((x - +0) / sqrt(1 + 0)) * 1 + bias is exactly x + bias
+            # for every x, -0 and NaN included.
             one, zero = np.ones(o, np.float32), np.zeros(o, np.float32)
             p = self.const_val(np.stack([one, np.asarray(bias.array, np.float32).reshape(o), zero, one]))
-            self.set(node, 0, self.batchnorm(node, out, p, 0.0, True))
+            self.set(node, 0, self.batchnorm(node, out, p, 0.0, relu))
             return
         if bias is not None:
             b3 = self.reshape(node, bias, [o] + [1] * nsp)
