@@ -485,6 +485,32 @@ class Patterns(unittest.TestCase):
         np.testing.assert_allclose(mod.run({"x": x})["y"], ref, rtol=1e-5, atol=1e-5)
 
 
+    @unittest.skipUnless(have("CONV") and have("BATCHNORM"), "this libbib has no CONV or BATCHNORM")
+    def test_conv_bias_is_one_batchnorm_pass_with_the_bytes_of_an_add(self):
+        # The bias as BATCHNORM (scale 1, mean +0, var 1): the bytes of the
+        # bias-free convolution plus the bias in float32, NaN and Inf included.
+        w, b = rng((4, 3, 3, 3), 25), rng((4,), 26)
+        b[1] = -0.0
+
+        def conv(inputs):
+            return model(
+                [helper.make_node("Conv", ["x", "w"] + inputs, ["y"], pads=[1, 1, 1, 1])],
+                [helper.make_tensor_value_info("x", F, ["N", 3, 5, 6])],
+                [helper.make_tensor_value_info("y", F, ["N", 4, 5, 6])],
+                [init("w", w)] + ([init("b", b)] if inputs else []),
+            )
+
+        biased = onnx_import.import_model(conv(["b"]))
+        body = [o for o in ops(biased) if o not in ("LDI", "LDI64", "HALT", "DIM", "MUL", "FREE")]
+        self.assertEqual(body, ["CONV", "BATCHNORM"])
+        x = rng((2, 3, 5, 6), 27)
+        x[0, 0, 2, 2], x[1, 2, 0, 0] = np.inf, np.nan
+        c = onnx_import.import_model(conv([])).run({"x": x})["y"]
+        want = (c + b[None, :, None, None]).astype(np.float32)
+        want[np.isnan(want)] = np.frombuffer(np.uint32(0x7FC00000).tobytes(), np.float32)[0]
+        self.assertEqual(biased.run({"x": x})["y"].tobytes(), want.tobytes())
+
+
     @unittest.skipUnless(have("CONV") and have("WHERE"), "this libbib has no CONV or WHERE")
     def test_conv_transpose_inserts_exact_zeros_so_an_inf_stays_where_it_belongs(self):
         # y[2i + k] += x[i] * w[k]: the Inf of x[1] reaches y[2] and y[3] only.
