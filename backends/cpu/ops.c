@@ -9,6 +9,7 @@
  */
 #include "backends/cpu/ops.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +203,23 @@ const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .batchnorm = scalar_batchnorm,
 };
 
+bool bib_cpu_scalef_detour = true;
+
+static void scalef_detour_init(void) {
+    bib_cpu_features_t f;
+    bib_cpu_detect(&f);
+    bib_cpu_scalef_detour = f.intel;
+}
+
+bool bib_cpu_set_scalef_detour(bool on) {
+    bool was = bib_cpu_scalef_detour;
+    bib_cpu_scalef_detour = on;
+    return was;
+}
+
 const bib_cpu_rowops_t *bib_cpu_rowops_for(bib_cpu_level_t level) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, scalef_detour_init);
     switch (level) {
     case BIB_CPU_LEVEL_SCALAR:
         return &bib_cpu_rowops_scalar;

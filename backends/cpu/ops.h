@@ -118,6 +118,18 @@ typedef struct bib_cpu_ctx {
 /* The row functions for a level; NULL when the level is not compiled in. */
 const bib_cpu_rowops_t *bib_cpu_rowops_for(bib_cpu_level_t level);
 
+/* Whether exp's last scaling at AVX-512 takes the lanes whose result is
+ * below 2^-125 around vscalefps (ops_simd.h, v_scale2k). Intel cores take
+ * a microcode assist for a vector operation whose result underflows; on
+ * AMD's Zen 5 vscalefps takes none (exp over [-100, -90]: 0.106 ns an
+ * element without the detour, 0.289 with it), while AVX2's two multiplies
+ * do (1.45 against 0.70 ns), so AVX2 always takes it. Set from the CPU's
+ * vendor by bib_cpu_rowops_for; the bits are the same either way. */
+extern bool bib_cpu_scalef_detour;
+
+/* Sets bib_cpu_scalef_detour and returns what it was (tests run both). */
+bool bib_cpu_set_scalef_detour(bool on);
+
 /* Runs one call. Shapes have been checked by the VM; a data-dependent error
  * (GATHER's index out of range) returns BIB_E_TRAP with ctx->error set. */
 bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *call);

@@ -172,6 +172,7 @@ static inline __m256 avx2_max_group(const __m256 r[2]) {
 #define V_SQRT _mm256_sqrt_ps
 #define V_HMAX_ALL avx2_hmax_all
 #define V_SCALE2K avx2_scale2k
+#define V_SCALE2K_DETOUR 1
 #define V_IMAX_REDUCE avx2_imax_reduce
 #define V_HSUM_TREE avx2_hsum_tree
 #define V_LOAD_TAIL avx2_load_tail

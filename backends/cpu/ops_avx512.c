@@ -99,6 +99,7 @@ static inline __m512i avx512_imulhi_u32(__m512i a, __m512i b) {
  * p * 2^k1 is exact, so the second multiply is the only rounding, overflow
  * and denormal results included (MXCSR keeps FTZ/DAZ off). */
 #define V_SCALE2K(p, kf) _mm512_scalef_ps((p), (kf))
+#define V_SCALE2K_DETOUR bib_cpu_scalef_detour
 
 /* The tree's steps 8, 4, 2, 1: p[i] + p[i + s], left operand the lower lane. */
 static inline float avx512_hsum_tree(__m512 v) {

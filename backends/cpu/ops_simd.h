@@ -24,6 +24,8 @@
  *   V_AND_BITS(a, bits), V_OR_BITS(a, b) on float vectors as bit patterns
  *   V_SCALE2K(p, kf) -> (p * 2^k1) * 2^k2 for integral kf = k in [-150, 128],
  *                       k1 = k >> 1, k2 = k - k1 (exp's last two multiplies)
+ *   V_SCALE2K_DETOUR  whether V_SCALE2K must not see a result below 2^-125
+ *                       (a microcode assist on this core)
  *   V_HSUM_TREE(v)   -> the tree's steps s = V_WIDTH/2 .. 1 inside one register
  *   V_LOAD_TAIL(p, r, fill) -> the first r (1..V_WIDTH) floats at p, other
  *                       lanes `fill`; reads nothing beyond p[r-1]
@@ -93,6 +95,8 @@ static inline VF V_FN(v_canon_rare)(VF y) {
  * first normal binade share), and a carry into bit 23 is the smallest
  * normal. The other lanes scale by 2^0 meanwhile, which cannot underflow. */
 static inline VF V_FN(v_scale2k)(VF p, VF kf) {
+    if (!V_SCALE2K_DETOUR)
+        return V_SCALE2K(p, kf);
     VM tiny = V_LT(kf, V_SET1(-125.5f));
     if (!V_MASK_ANY(tiny))
         return V_SCALE2K(p, kf);

@@ -117,20 +117,32 @@ static const uint32_t shapes[][2] = {{1, 1},   {1, 7},    {3, 33}, {2, 1023},  {
                                      {4, 130}, {64, 257}, {9, 16}, {300, 200}, {2, 70000}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
+/* Sets exp's detour around vscalefps at AVX-512 (bib_cpu_scalef_detour)
+ * after the executor's own choice from the vendor, so that both paths are
+ * tested on any CPU; returns what it was. */
+static bool set_scalef_detour(bool on) {
+    (void)bib_cpu_rowops_for(BIB_CPU_LEVEL_SCALAR);
+    return bib_cpu_set_scalef_detour(on);
+}
+
 Test(cpu_ops_identity, unary_every_op_every_level) {
-    for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++)
-        for (size_t s = 0; s < NSHAPES; s++) {
-            uint32_t r = shapes[s][0], c = shapes[s][1];
-            float *x = random_f32((size_t)r * c, op == BIB_UNARY_EXP ? 120.0f : 12.0f, true);
-            bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
-                               .sub = op,
-                               .out = view2(NULL, BIB_DTYPE_F32, r, c),
-                               .in = {view2(x, BIB_DTYPE_F32, r, c)}};
-            char what[64];
-            snprintf(what, sizeof what, "unary %u [%u,%u]", op, r, c);
-            check_identity(what, call, (size_t)r * c * 4);
-            free(x);
-        }
+    for (int detour = 0; detour < 2; detour++) {
+        bool was = set_scalef_detour(detour);
+        for (uint32_t op = BIB_UNARY_RELU; op < BIB_UNARY__COUNT; op++)
+            for (size_t s = 0; s < NSHAPES; s++) {
+                uint32_t r = shapes[s][0], c = shapes[s][1];
+                float *x = random_f32((size_t)r * c, op == BIB_UNARY_EXP ? 120.0f : 12.0f, true);
+                bib_call_t call = {.kernel = BIB_KERNEL_UNARY,
+                                   .sub = op,
+                                   .out = view2(NULL, BIB_DTYPE_F32, r, c),
+                                   .in = {view2(x, BIB_DTYPE_F32, r, c)}};
+                char what[64];
+                snprintf(what, sizeof what, "unary %u [%u,%u], detour %d", op, r, c, detour);
+                check_identity(what, call, (size_t)r * c * 4);
+                free(x);
+            }
+        set_scalef_detour(was);
+    }
 }
 
 Test(cpu_ops_identity, binary_same_row_and_scalar_broadcast) {
@@ -442,25 +454,30 @@ Test(cpu_ops_identity, softmax_rows_divisions_between_groups) {
 Test(cpu_ops_identity, softmax_short_rows_over_exp_range) {
     static const uint32_t row_counts[] = {8, 19};
     static const float edges[] = {-104.0f, -87.3365f, -88.0f, -103.97f, -87.0f, -0.0f};
-    for (uint32_t n = 1; n <= BIB_TREE_LANES + 2; n++)
-        for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
-            uint32_t rows = row_counts[rc];
-            float *x = random_f32((size_t)rows * n, 60.0f, false);
-            for (size_t i = 0; i < (size_t)rows * n; i++)
-                x[i] = x[i] - 58.0f; /* [-118, 2] */
-            for (uint32_t r = 0; r < rows; r++) {
-                x[(size_t)r * n] = 2.0f; /* each row's maximum: x - m = x - 2 */
-                for (uint32_t j = 1; j < n; j += 3)
-                    x[(size_t)r * n + j] = 2.0f + edges[(r + j) % 6];
+    for (int detour = 0; detour < 2; detour++) {
+        bool was = set_scalef_detour(detour);
+        for (uint32_t n = 1; n <= BIB_TREE_LANES + 2; n++)
+            for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
+                uint32_t rows = row_counts[rc];
+                float *x = random_f32((size_t)rows * n, 60.0f, false);
+                for (size_t i = 0; i < (size_t)rows * n; i++)
+                    x[i] = x[i] - 58.0f; /* [-118, 2] */
+                for (uint32_t r = 0; r < rows; r++) {
+                    x[(size_t)r * n] = 2.0f; /* each row's maximum: x - m = x - 2 */
+                    for (uint32_t j = 1; j < n; j += 3)
+                        x[(size_t)r * n + j] = 2.0f + edges[(r + j) % 6];
+                }
+                bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX,
+                                   .out = view2(NULL, BIB_DTYPE_F32, rows, n),
+                                   .in = {view2(x, BIB_DTYPE_F32, rows, n)}};
+                char what[64];
+                snprintf(what, sizeof what, "softmax [%u,%u] over exp's range, detour %d", rows, n,
+                         detour);
+                check_identity(what, call, (size_t)rows * n * 4);
+                free(x);
             }
-            bib_call_t call = {.kernel = BIB_KERNEL_SOFTMAX,
-                               .out = view2(NULL, BIB_DTYPE_F32, rows, n),
-                               .in = {view2(x, BIB_DTYPE_F32, rows, n)}};
-            char what[64];
-            snprintf(what, sizeof what, "softmax [%u,%u] over exp's range", rows, n);
-            check_identity(what, call, (size_t)rows * n * 4);
-            free(x);
-        }
+        set_scalef_detour(was);
+    }
 }
 
 /* Short norm rows skip canonicalization when no output can be NaN (finite
