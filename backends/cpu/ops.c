@@ -512,8 +512,39 @@ static void task_transpose(void *arg, size_t begin, size_t end, uint32_t chunk) 
     }
 }
 
+/* i over the axes before the last (dims d) at row r, i[last] = 0. */
+static void odometer_start(int64_t i[BIB_MAX_RANK], const uint32_t d[BIB_MAX_RANK], size_t r) {
+    i[BIB_MAX_RANK - 1] = 0;
+    for (int k = BIB_MAX_RANK - 2; k >= 0; k--) {
+        i[k] = (int64_t)(r % d[k]);
+        r /= d[k];
+    }
+}
+
+/* Steps i over the axes before the last (dims d) to the next row. */
+static inline void odometer_step(int64_t i[BIB_MAX_RANK], const uint32_t d[BIB_MAX_RANK]) {
+    for (int k = BIB_MAX_RANK - 2; k >= 0; k--) {
+        if (++i[k] < (int64_t)d[k])
+            return;
+        i[k] = 0;
+    }
+}
+
+/* dst[j] = src[j * stride] for j < n: a memcpy at stride 1. */
+static void copy_words(uint32_t *restrict dst, const uint32_t *restrict src, int64_t stride,
+                       size_t n) {
+    if (stride == 1) {
+        memcpy(dst, src, n * sizeof *dst);
+        return;
+    }
+    for (size_t j = 0; j < n; j++)
+        dst[j] = src[(int64_t)j * stride];
+}
+
 /* STRIDED: output rows along its last (padded) axis; each element reads the
- * word its p[] names (backends/callcheck.c checked every one). */
+ * word its p[] names (backends/callcheck.c checked every one). A row reads
+ * one source when the split axis is not the last, else the words before the
+ * split from in0 and the rest from in1. */
 static void task_strided(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     task_t *t = arg;
@@ -527,23 +558,28 @@ static void task_strided(void *arg, size_t begin, size_t end, uint32_t chunk) {
         d[k] = bib_view_padded_dim(&c->out, k);
     const size_t n = d[BIB_MAX_RANK - 1];
     const int64_t axis = p[14], split = p[15];
-    for (size_t r = begin; r < end; r++) {
-        int64_t i[BIB_MAX_RANK] = {0};
-        size_t rem = r;
-        for (int k = BIB_MAX_RANK - 2; k >= 0; k--) {
-            i[k] = (int64_t)(rem % d[k]);
-            rem /= d[k];
-        }
+    /* The row's position, stepped from one row to the next (an odometer
+     * over the axes before the last) instead of divided out each row. */
+    int64_t i[BIB_MAX_RANK];
+    odometer_start(i, d, begin);
+    for (size_t r = begin; r < end; r++, odometer_step(i, d)) {
         int64_t at0 = p[0], at1 = p[7];
         for (int k = 0; k < BIB_MAX_RANK - 1; k++) {
             at0 += i[k] * p[1 + k];
             at1 += i[k] * p[8 + k];
         }
         uint32_t *yr = y + r * n;
-        for (size_t j = 0; j < n; j++) {
-            i[BIB_MAX_RANK - 1] = (int64_t)j;
-            yr[j] = i[axis] >= split ? x1[at1 + (int64_t)j * p[13]] : x0[at0 + (int64_t)j * p[6]];
+        if (axis != BIB_MAX_RANK - 1) {
+            if (i[axis] >= split)
+                copy_words(yr, x1 + at1, p[13], n);
+            else
+                copy_words(yr, x0 + at0, p[6], n);
+            continue;
         }
+        size_t cut = split <= 0 ? 0 : (uint64_t)split < n ? (size_t)split : n;
+        copy_words(yr, x0 + at0, p[6], cut);
+        if (cut < n)
+            copy_words(yr + cut, x1 + at1 + (int64_t)cut * p[13], p[13], n - cut);
     }
 }
 
@@ -562,14 +598,18 @@ static void task_take(void *arg, size_t begin, size_t end, uint32_t chunk) {
     for (uint32_t k = 0; k < BIB_MAX_RANK; k++)
         d[k] = bib_view_padded_dim(&c->out, k);
     const size_t n = d[BIB_MAX_RANK - 1];
-    for (size_t r = begin; r < end; r++) {
-        size_t rem = r;
+    int64_t i[BIB_MAX_RANK];
+    odometer_start(i, d, begin);
+    for (size_t r = begin; r < end; r++, odometer_step(i, d)) {
         int64_t at0 = 0, at1 = 0;
-        for (int k = BIB_MAX_RANK - 2; k >= 0; k--) {
-            int64_t i = (int64_t)(rem % d[k]);
-            rem /= d[k];
-            at0 += i * p[k];
-            at1 += i * p[6 + k];
+        for (int k = 0; k < BIB_MAX_RANK - 1; k++) {
+            at0 += i[k] * p[k];
+            at1 += i[k] * p[6 + k];
+        }
+        if (p[11] == 0) { /* one index for the whole row: a row of in0 */
+            int64_t v = idx[at1];
+            copy_words(y + r * n, x + at0 + (v < 0 ? v + p[13] : v) * p[12], p[5], n);
+            continue;
         }
         for (size_t j = 0; j < n; j++) {
             int64_t v = idx[at1 + (int64_t)j * p[11]];

@@ -869,6 +869,94 @@ Test(cpu_ops_identity, batchnorm_planes_match_reference) {
     }
 }
 
+/* call's words at every level and thread count (check_identity), and at
+ * the scalar level against want. */
+static void check_words(const char *what, size_t case_no, bib_call_t call, const uint32_t *want,
+                        size_t n) {
+    check_identity(what, call, n * 4);
+    env_t env;
+    env_open(&env, BIB_CPU_LEVEL_SCALAR, 1);
+    uint32_t *got = malloc(n * 4);
+    call.out.buf = got;
+    cr_assert_eq(bib_cpu_ops_run(&env.ctx, &call), BIB_OK, "%s", env.error);
+    env_close(&env);
+    for (size_t k = 0; k < n; k++)
+        cr_assert_eq(got[k], want[k], "%s case %zu word %zu: 0x%x, the formula 0x%x", what, case_no,
+                     k, got[k], want[k]);
+    free(got);
+}
+
+/* STRIDED and TAKE against kernels.def's formulas written out, one output
+ * word at a time: out [2,3,5] (padded to rank 6 in front) from in0 and in1
+ * of 240 words, over strides 1, 2, negative and 0, a split on the last
+ * axis, on another axis and none; TAKE with an index per row (a row of in0
+ * copied) and per element, negative indices included. Every level, 1 and 3
+ * threads. */
+Test(cpu_ops_identity, strided_and_take_match_their_formulas) {
+    enum { N = 240 };
+    uint32_t *x0 = malloc(N * 4), *x1 = malloc(N * 4);
+    for (uint32_t k = 0; k < N; k++)
+        x0[k] = 0x1000u + k, x1[k] = 0x2000u + k;
+    /* p[0], strides of axes 3..5 for in0; p[7], the same for in1; split axis, at */
+    static const int64_t cases[][9] = {
+        {0, 15, 5, 1, 0, 15, 5, 1, 6},     {4, 60, 10, 2, 3, 30, -1, 3, 6},
+        {200, -60, 0, -2, 0, 0, 20, 1, 6}, {0, 15, 5, 1, 1, 15, 5, 1, 5},
+        {9, 7, 1, 2, 2, 1, 33, 3, 4},      {0, 1, 2, 6, 100, -30, 7, -1, 3},
+    };
+    static const int64_t splits[] = {2, 0, 5, 1, 3, 7};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int64_t *q = cases[ci];
+        int64_t axis = q[8] == 6 ? 5 : q[8], split = q[8] == 6 ? 5 : splits[ci];
+        bib_call_t c = {
+            .kernel = BIB_KERNEL_STRIDED,
+            .out = {.dtype = BIB_DTYPE_F32, .rank = 3, .dims = {2, 3, 5}},
+            .in = {view1(x0, BIB_DTYPE_F32, N), view1(x1, BIB_DTYPE_F32, N)},
+            .p = {q[0], 0, 0, 0, q[1], q[2], q[3], q[4], 0, 0, 0, q[5], q[6], q[7], axis, split}};
+        uint32_t want[30];
+        for (uint32_t a = 0; a < 2; a++)
+            for (uint32_t b = 0; b < 3; b++)
+                for (uint32_t e = 0; e < 5; e++) {
+                    int64_t i[6] = {0, 0, 0, a, b, e};
+                    bool second = i[axis] >= split;
+                    int64_t at = second ? c.p[7] : c.p[0];
+                    for (int k = 0; k < 6; k++)
+                        at += i[k] * c.p[(second ? 8 : 1) + k];
+                    cr_assert(at >= 0 && at < N, "case %zu reads word %lld", ci, (long long)at);
+                    want[(a * 3 + b) * 5 + e] = second ? x1[at] : x0[at];
+                }
+        check_words("strided", ci, c, want, 30);
+    }
+    /* TAKE: in0 [8,6,5] read along axis 1 (stride 5, 6 long) by in1. */
+    int32_t idx[30];
+    for (int k = 0; k < 30; k++)
+        idx[k] = (k * 7) % 12 - 6;
+    static const int64_t takes[][6] = {
+        /* in0 strides of axes 3, 4, 5; in1 strides of axes 3, 4, 5 */
+        {30, 0, 1, 15, 5, 1}, /* an index per element */
+        {30, 0, 1, 3, 1, 0},  /* an index per row: rows of in0 */
+        {60, 1, 0, 0, 5, 0},  /* an index per row, in0 read down a column */
+    };
+    for (size_t ti = 0; ti < sizeof takes / sizeof takes[0]; ti++) {
+        const int64_t *q = takes[ti];
+        bib_call_t c = {.kernel = BIB_KERNEL_TAKE,
+                        .out = {.dtype = BIB_DTYPE_F32, .rank = 3, .dims = {2, 3, 5}},
+                        .in = {view1(x0, BIB_DTYPE_F32, N), view1(idx, BIB_DTYPE_I32, 30)},
+                        .p = {0, 0, 0, q[0], q[1], q[2], 0, 0, 0, q[3], q[4], q[5], 5, 6}};
+        uint32_t want[30];
+        for (uint32_t a = 0; a < 2; a++)
+            for (uint32_t b = 0; b < 3; b++)
+                for (uint32_t e = 0; e < 5; e++) {
+                    int64_t j = idx[a * q[3] + b * q[4] + e * q[5]];
+                    j += j < 0 ? 6 : 0;
+                    int64_t at = a * q[0] + b * q[1] + e * q[2] + j * 5;
+                    cr_assert(at >= 0 && at < N, "take %zu reads word %lld", ti, (long long)at);
+                    want[(a * 3 + b) * 5 + e] = x0[at];
+                }
+        check_words("take", ti, c, want, 30);
+    }
+    free(x0), free(x1);
+}
+
 Test(cpu_ops_identity, transpose_rng_fill_copy) {
     for (size_t s = 0; s < NSHAPES; s++) {
         uint32_t r = shapes[s][0], c = shapes[s][1];
