@@ -511,6 +511,32 @@ class Patterns(unittest.TestCase):
         self.assertEqual(biased.run({"x": x})["y"].tobytes(), want.tobytes())
 
 
+    @unittest.skipUnless(have("BATCHNORM"), "this libbib has no BATCHNORM")
+    def test_per_channel_constants_are_one_batchnorm_pass_with_the_bytes_of_the_binary_op(self):
+        # Add, Sub and Mul of [N,C,H,W] and a constant [C,1,1] (either side
+        # for Add and Mul): one BATCHNORM, the bytes of numpy's float32 op
+        # with NaN canonical; -0, Inf and NaN in both operands.
+        c = np.array([1.5, -0.0, 0.0, np.inf, -2.25, np.nan], np.float32).reshape(6, 1, 1)
+        x = rng((2, 6, 3, 4), 28)
+        x[0, :, 0, 0] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45]
+        x[1, 1, :, 0] = [-0.0, 0.0, -0.0]
+        canon = np.frombuffer(np.uint32(0x7FC00000).tobytes(), np.float32)[0]
+        for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply)):
+            for const_first in ((False, True) if op != "Sub" else (False,)):
+                with self.subTest(op=op, const_first=const_first):
+                    ins = ["c", "x"] if const_first else ["x", "c"]
+                    m = model([helper.make_node(op, ins, ["y"])],
+                              [helper.make_tensor_value_info("x", F, ["N", 6, 3, 4])],
+                              [helper.make_tensor_value_info("y", F, ["N", 6, 3, 4])],
+                              [init("c", c)])
+                    mod = onnx_import.import_model(m)
+                    self.assertIn("BATCHNORM", ops(mod))
+                    with np.errstate(all="ignore"):
+                        want = fn(c, x) if const_first else fn(x, c)
+                    want[np.isnan(want)] = canon
+                    self.assertEqual(mod.run({"x": x})["y"].tobytes(), want.astype(np.float32).tobytes())
+
+
     @unittest.skipUnless(have("CONV") and have("WHERE"), "this libbib has no CONV or WHERE")
     def test_conv_transpose_inserts_exact_zeros_so_an_inf_stays_where_it_belongs(self):
         # y[2i + k] += x[i] * w[k]: the Inf of x[1] reaches y[2] and y[3] only.
@@ -1347,6 +1373,23 @@ class TopK(unittest.TestCase):
         on_vulkan = mod.run({"x": x}, backend="vulkan", strict_device=True)
         for name in ("v", "i"):
             self.assertEqual(on_vulkan[name].tobytes(), r[name].tobytes())
+
+    def test_a_few_of_many_take_rounds_within_the_default_memory_cap(self):
+        # A top-5 of 1,000 classes for 256 rows: the pairs would hold 256 x
+        # 1,000 x 1,000 comparisons (1 GB), past the default 256 MiB cap.
+        x = rng((256, 1000), 68)
+        x[3, 10:20] = x[3, 500]
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                  [helper.make_tensor_value_info("x", F, ["N", 1000])],
+                  [helper.make_tensor_value_info("v", F, ["N", 5]),
+                   helper.make_tensor_value_info("i", I64, ["N", 5])],
+                  [init("k", i64([5]))])
+        mod = onnx_import.import_model(m)
+        self.assertNotIn("REDUCE_SUM", ops(mod))
+        r = mod.run({"x": x})
+        v, i = self.oracle(x, 5, 1, 1)
+        np.testing.assert_array_equal(r["i"], i)
+        self.assertEqual(r["v"].tobytes(), v.tobytes())
 
     def test_too_many_rounds_beyond_the_pairs_are_refused(self):
         from bib.onnx_math import MathOps

@@ -667,6 +667,9 @@ class Importer(MathOps, ShapeOps, NNOps):
                 return self.reshape(node, y, [last])
             return None
 
+        affine = self.channel_affine(node, mnemonic, a, b, commutes, out_shape, out_type)
+        if affine is not None:
+            return affine
         if library_broadcasts():
             out = self.rt(out_shape, dtype, out_type or a.onnx_type)
             self.emit(mnemonic, out.reg, self.reg_of(node, a), self.reg_of(node, b))
@@ -692,6 +695,33 @@ class Importer(MathOps, ShapeOps, NNOps):
             % (shape_text(a.shape), shape_text(b.shape), mnemonic),
             "shape",
         )
+
+    def channel_affine(self, node, mnemonic, a, b, commutes, out_shape, out_type):
+        """TADD, TSUB or TMUL of an f32 [N,C,...] tensor and a constant of
+        one value per channel ([C,1,...,1]) as one BATCHNORM pass, where
+        BINARY would first expand the constant to the tensor's shape. With
+        mean +0 and var 1 (eps 0), ((x - +0) / 1) * s + t is exactly x + t
+        for s = 1 (TSUB: t = -b, as x - b is x + (-b)), and x * s for
+        t = -0; NaN canonical in both. None where the form does not apply."""
+        if mnemonic not in ("TADD", "TSUB", "TMUL") or out_type is not None or not self.have("BATCHNORM"):
+            return None
+        for x, y in [(a, b)] + ([(b, a)] if commutes else []):
+            rank = len(x.shape)
+            if (rank < 3 or list(x.shape) != list(out_shape) or x.dtype != "f32" or not y.const
+                    or y.array.dtype != np.float32 or len(y.shape) > rank):
+                continue
+            c = x.shape[1]
+            lead = [1] * (rank - len(y.shape)) + [int(d) for d in y.shape]
+            if not isinstance(c, int) or c < 2 or lead[1] != c or any(d != 1 for k, d in enumerate(lead) if k != 1):
+                continue
+            v = np.asarray(y.array, np.float32).reshape(c)
+            one, pos0 = np.ones(c, np.float32), np.zeros(c, np.float32)
+            if mnemonic == "TMUL":
+                params = [v, np.full(c, -0.0, np.float32), pos0, one]
+            else:
+                params = [one, -v if mnemonic == "TSUB" else v, pos0, one]
+            return self.batchnorm(node, x, self.const_val(np.stack(params)), 0.0, False)
+        return None
 
     def expand(self, node, v, shape):
         if list(v.shape) == list(shape):

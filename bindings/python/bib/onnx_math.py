@@ -581,10 +581,10 @@ class MathOps:
             idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
         elif not isinstance(n, int):
             self.refuse(node, "TopK with k = %d along a dynamic axis %d (%s)" % (k, axis, n), "shape")
+        elif k <= self.TOPK_ROUNDS_MAX and (n > self.TOPK_PAIRS_MAX or k * self.TOPK_ROUND_PASSES < n):
+            idx = self.topk_rounds(node, x, axis, k, largest)
         elif n <= self.TOPK_PAIRS_MAX:
             idx = self.topk_indices(node, x, axis, k, largest)
-        elif k <= self.TOPK_ROUNDS_MAX:
-            idx = self.topk_rounds(node, x, axis, k, largest)
         else:
             self.refuse(node, "TopK with k = %d along axis %d of %d: above %d elements BIB picks them one round "
                         "each, at most %d rounds" % (k, axis, n, self.TOPK_PAIRS_MAX, self.TOPK_ROUNDS_MAX), "shape")
@@ -595,9 +595,13 @@ class MathOps:
         self.set(node, 1, idx)
 
     # TopK with k > 1 compares every pair along an axis of up to this many
-    # elements (n^2 per row), and picks the k one round each beyond it.
+    # elements (n^2 per row, in time and in memory), and picks the k one
+    # round each beyond it, or wherever k rounds of about TOPK_ROUND_PASSES
+    # passes over x each cost less than the pairs (a top-5 of 1,000 classes:
+    # 50 passes, where the pairs hold 1,000 comparisons per element).
     TOPK_PAIRS_MAX = 1024
     TOPK_ROUNDS_MAX = 64
+    TOPK_ROUND_PASSES = 10
 
     def topk_rounds(self, node, x, axis, k, largest):
         """The indices of x's k first elements along its static axis, one
