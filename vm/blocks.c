@@ -18,7 +18,17 @@ void bib_blocks_init(bib_blocks_t *b, size_t block_size, uint64_t cap) {
     b->cap = cap == 0 ? BIB_MEMORY_CAP_DEFAULT : cap;
 }
 
+/* Gives the oldest parked large buffer back to mimalloc. */
+static void unpark_oldest(bib_blocks_t *b) {
+    mi_free(b->big[0].ptr);
+    b->big_bytes -= b->big[0].size;
+    memmove(&b->big[0], &b->big[1], (b->big_count - 1) * sizeof b->big[0]);
+    b->big_count--;
+}
+
 void bib_blocks_destroy(bib_blocks_t *b) {
+    while (b->big_count > 0)
+        unpark_oldest(b);
     void *p = b->free_list;
     while (p != NULL) {
         void *next;
@@ -44,11 +54,16 @@ static bib_status_t host_oom(bib_blocks_t *b, uint64_t size) {
     return BIB_E_NOMEM;
 }
 
-/* Charges size bytes, first giving parked blocks back to mimalloc if holding
-   them as well would take the memory held past the cap. */
+/* Charges size bytes, first giving parked large buffers and blocks back to
+   mimalloc if holding them as well would take the memory held past the cap. */
 static bib_status_t charge(bib_blocks_t *b, uint64_t size) {
     if (size > b->cap || b->in_use > b->cap - size)
         return over_cap(b, size);
+    const uint64_t high = b->in_use + size > b->high ? b->in_use + size : b->high;
+    while (b->big_count > 0 &&
+           (b->in_use + size + b->free_count * (uint64_t)b->block_size + b->big_bytes > b->cap ||
+            b->in_use + size + b->big_bytes > high))
+        unpark_oldest(b);
     while (b->free_list != NULL &&
            b->in_use + size + b->free_count * (uint64_t)b->block_size > b->cap) {
         void *p = b->free_list;
@@ -59,6 +74,8 @@ static bib_status_t charge(bib_blocks_t *b, uint64_t size) {
     b->in_use += size;
     if (b->in_use > b->peak)
         b->peak = b->in_use;
+    if (b->in_use > b->high)
+        b->high = b->in_use;
     return BIB_OK;
 }
 
@@ -74,6 +91,8 @@ bib_status_t bib_blocks_alloc(bib_blocks_t *b, void **out) {
         b->in_use += b->block_size;
         if (b->in_use > b->peak)
             b->peak = b->in_use;
+        if (b->in_use > b->high)
+            b->high = b->in_use;
         *out = p;
         return BIB_OK;
     }
@@ -124,6 +143,27 @@ bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, 
         size = 1;
     if (size > SIZE_MAX)
         return over_cap(b, size);
+    for (uint32_t i = b->big_count; i-- > 0;) {
+        bib_big_parked_t *k = &b->big[i];
+        if (k->size != size || (uintptr_t)k->ptr % align != 0)
+            continue;
+        /* Reuse does not change what is held, only what is in use. */
+        if (size > b->cap || b->in_use > b->cap - size)
+            return over_cap(b, size);
+        void *p = k->ptr;
+        b->big_bytes -= size;
+        memmove(k, k + 1, (b->big_count - 1 - i) * sizeof *k);
+        b->big_count--;
+        b->in_use += size;
+        if (b->in_use > b->peak)
+            b->peak = b->in_use;
+        if (b->in_use > b->high)
+            b->high = b->in_use;
+        if (zero)
+            memset(p, 0, (size_t)size);
+        *out = p;
+        return BIB_OK;
+    }
     bib_status_t st = charge(b, size);
     if (st != BIB_OK)
         return st;
@@ -144,8 +184,16 @@ void bib_blocks_big_free(bib_blocks_t *b, void *ptr, uint64_t size) {
         return;
     if (size == 0)
         size = 1;
-    mi_free(ptr);
     b->in_use -= size;
+    if (size >= BIB_BIG_PARK_MIN && b->in_use + b->big_bytes + size <= b->high &&
+        b->in_use + b->free_count * (uint64_t)b->block_size + b->big_bytes + size <= b->cap) {
+        if (b->big_count == BIB_BIG_PARKED)
+            unpark_oldest(b);
+        b->big[b->big_count++] = (bib_big_parked_t){.ptr = ptr, .size = size};
+        b->big_bytes += size;
+        return;
+    }
+    mi_free(ptr);
 }
 
 bib_status_t bib_blocks_charge(bib_blocks_t *b, uint64_t size) {

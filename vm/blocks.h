@@ -14,6 +14,15 @@
  * are given back to mimalloc whenever keeping them would push the memory held
  * past the cap.
  *
+ * Large buffers of BIB_BIG_PARK_MIN bytes and more are parked too when freed
+ * (up to BIB_BIG_PARKED of them) and handed out again for a request of the
+ * same size and alignment. mimalloc returns buffers of that size to the
+ * system when they are freed, so without parking every run of a kept VM
+ * faulted its large tensors in again, page by page (a 16 MB tensor: 4,096
+ * faults, most of a memory-bound kernel's time). Parked buffers never take
+ * the memory held (in use plus parked) past the most the VM has had in use
+ * at once: they are given back first.
+ *
  * This file knows nothing of modules or registers; arena.h builds on it.
  */
 #ifndef BIB_BLOCKS_H
@@ -30,14 +39,26 @@
 /* Alignment of every block and the minimum alignment of large buffers. */
 #define BIB_BLOCK_ALIGN 64u
 
+#define BIB_BIG_PARKED 16
+#define BIB_BIG_PARK_MIN ((uint64_t)1 << 20)
+
+typedef struct bib_big_parked {
+    void *ptr;
+    uint64_t size;
+} bib_big_parked_t;
+
 typedef struct bib_blocks {
     size_t block_size; /* bytes per block, a multiple of BIB_BLOCK_ALIGN */
     uint64_t cap;      /* bytes: blocks in use + large buffers may not exceed it */
     uint64_t in_use;   /* bytes charged now */
     uint64_t peak;     /* highest in_use since the last bib_blocks_reset_peak */
+    uint64_t high;     /* highest in_use ever: parked buffers stay within it */
     void *free_list;   /* recycled blocks, linked through their first word */
     uint64_t free_count;
-    char error[192]; /* the last failure, one line */
+    bib_big_parked_t big[BIB_BIG_PARKED]; /* freed large buffers, oldest first */
+    uint32_t big_count;
+    uint64_t big_bytes; /* the parked buffers' sizes */
+    char error[192];    /* the last failure, one line */
 } bib_blocks_t;
 
 /* Sets up an empty allocator. block_size 0 means BIB_BLOCK_SIZE_DEFAULT;

@@ -112,6 +112,72 @@ Test(blocks, parked_blocks_are_released_to_make_room_under_the_cap) {
     bib_blocks_destroy(&b);
 }
 
+#define MB ((uint64_t)1 << 20)
+
+Test(blocks, freed_large_buffers_are_parked_and_handed_out_again_for_the_same_size) {
+    bib_blocks_t b;
+    bib_blocks_init(&b, 0, 64 * MB);
+    void *p, *q, *r;
+    cr_assert_eq(bib_blocks_big_alloc(&b, 4 * MB, 64, 0, &p), BIB_OK);
+    memset(p, 0xAB, 4 * MB);
+    bib_blocks_big_free(&b, p, 4 * MB);
+    cr_assert_eq(b.in_use, 0u);
+    cr_assert_eq(b.big_count, 1u);
+    /* Another size takes its own buffer; the same size (zeroed when asked)
+     * the parked one. */
+    cr_assert_eq(bib_blocks_big_alloc(&b, 3 * MB, 64, 0, &q), BIB_OK);
+    cr_assert_eq(b.big_count, 0u,
+                 "the parked buffer is given back: held would pass the most "
+                 "ever in use (4 MB)");
+    bib_blocks_big_free(&b, q, 3 * MB);
+    cr_assert_eq(bib_blocks_big_alloc(&b, 3 * MB, 64, 1, &r), BIB_OK);
+    cr_assert_eq(r, q);
+    for (uint64_t i = 0; i < 3 * MB; i += 4096)
+        cr_assert_eq(((unsigned char *)r)[i], 0, "a parked buffer asked for zeroed is zeroed");
+    cr_assert_eq(b.in_use, 3 * MB);
+    bib_blocks_big_free(&b, r, 3 * MB);
+    bib_blocks_destroy(&b); /* frees what is parked (ASan checks) */
+    cr_assert_eq(b.big_count, 0u);
+}
+
+Test(blocks, parked_buffers_never_hold_more_than_the_most_ever_in_use) {
+    bib_blocks_t b;
+    bib_blocks_init(&b, 0, 64 * MB);
+    void *p[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(bib_blocks_big_alloc(&b, 2 * MB, 64, 0, &p[i]), BIB_OK);
+    cr_assert_eq(b.high, 6 * MB);
+    for (int i = 0; i < 3; i++)
+        bib_blocks_big_free(&b, p[i], 2 * MB);
+    cr_assert_eq(b.big_bytes, 6 * MB);
+    /* 5 MB in use beside 6 MB parked would hold 11: the parked ones go
+     * first, the oldest first, until 5 + parked <= 6. */
+    void *big;
+    cr_assert_eq(bib_blocks_big_alloc(&b, 5 * MB, 64, 0, &big), BIB_OK);
+    cr_assert_leq(b.in_use + b.big_bytes, b.high);
+    cr_assert_eq(b.big_bytes, 0u);
+    bib_blocks_big_free(&b, big, 5 * MB);
+    bib_blocks_destroy(&b);
+}
+
+Test(blocks, parked_buffers_make_room_under_the_cap_and_small_ones_are_not_parked) {
+    bib_blocks_t b;
+    bib_blocks_init(&b, 0, 8 * MB);
+    void *p, *q, *small;
+    cr_assert_eq(bib_blocks_big_alloc(&b, 6 * MB, 64, 0, &p), BIB_OK);
+    bib_blocks_big_free(&b, p, 6 * MB);
+    cr_assert_eq(b.big_bytes, 6 * MB);
+    cr_assert_eq(bib_blocks_big_alloc(&b, 8 * MB, 64, 0, &q), BIB_OK,
+                 "the whole cap: the parked 6 MB are given back first");
+    cr_assert_eq(b.big_bytes, 0u);
+    bib_blocks_big_free(&b, q, 8 * MB);
+    cr_assert_eq(bib_blocks_big_alloc(&b, MB / 2, 64, 0, &small), BIB_OK);
+    uint64_t parked = b.big_bytes;
+    bib_blocks_big_free(&b, small, MB / 2);
+    cr_assert_eq(b.big_bytes, parked, "buffers under BIB_BIG_PARK_MIN go back to mimalloc");
+    bib_blocks_destroy(&b);
+}
+
 Test(arena, allocations_respect_alignment) {
     bib_blocks_t b;
     bib_blocks_init(&b, BLOCK, 1 << 20);
