@@ -550,6 +550,58 @@ class Patterns(unittest.TestCase):
         np.testing.assert_array_equal(y, [[[1, 1, np.inf, np.inf, 2, 2]]])
 
 
+    @unittest.skipUnless(have("CONV") and have("PERMUTE"), "this libbib has no CONV or PERMUTE")
+    def test_conv_transpose_by_phases_has_the_bytes_of_the_zero_inserted_form(self):
+        # A strided ConvTranspose is one CONV per output phase: for finite
+        # weights, the bytes of the zero-inserted form (the lowering without
+        # PERMUTE), NaN, Inf and -0 in x included; and close to torch's.
+        import torch
+
+        cases = [  # x shape, w shape, attributes
+            ((1, 3, 5, 6), (3, 4, 4, 4), dict(strides=[2, 2], pads=[1, 1, 1, 1])),
+            ((2, 4, 4, 5), (4, 3, 3, 3), dict(strides=[2, 3], pads=[0, 1, 2, 0], output_padding=[1, 0])),
+            ((1, 4, 6, 3), (4, 2, 5, 2), dict(strides=[3, 2], dilations=[2, 1], group=2)),
+            ((1, 2, 3, 3), (2, 2, 1, 1), dict(strides=[3, 2])),
+            ((1, 2, 4, 4), (2, 3, 3, 3), dict(strides=[2, 2], auto_pad="SAME_UPPER")),
+            ((1, 2, 4, 4), (2, 3, 3, 3), dict(strides=[2, 2], output_shape=[9, 8])),
+            ((2, 3, 7), (3, 2, 5), dict(strides=[4], pads=[3, 1], dilations=[3])),
+            ((1, 2, 9), (2, 2, 2), dict(strides=[2])),
+        ]
+        for xs, ws, attrs in cases:
+            with self.subTest(x=xs, w=ws, **{k: str(v) for k, v in attrs.items()}):
+                w, b = rng(ws, 30), rng((ws[1] * attrs.get("group", 1),), 31)
+                x = rng(xs, 32)
+                x.flat[[1, 5, 9]] = [np.nan, np.inf, -0.0]
+                nsp = len(xs) - 2
+
+                def build():
+                    m = model([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)],
+                              [helper.make_tensor_value_info("x", F, list(xs))],
+                              [helper.make_tensor_value_info("y", F, ["d%d" % a for a in range(len(xs))])],
+                              [init("w", w), init("b", b)])
+                    return onnx_import.import_model(m)
+
+                phases = build()
+                self.assertIn("PERMUTE", ops(phases))
+                real_have = onnx_import.Importer.have
+                with unittest.mock.patch.object(onnx_import.Importer, "have",
+                                                lambda self, m: m != "PERMUTE" and real_have(self, m)):
+                    inserted = build()
+                self.assertNotIn("PERMUTE", ops(inserted))
+                got = phases.run({"x": x})["y"]
+                self.assertEqual(got.tobytes(), inserted.run({"x": x})["y"].tobytes())
+                pads = attrs.get("pads", [0] * (2 * nsp))
+                if "auto_pad" in attrs or "output_shape" in attrs or pads[:nsp] != pads[nsp:]:
+                    continue  # torch pads both ends alike
+                fn = torch.nn.functional.conv_transpose1d if nsp == 1 else torch.nn.functional.conv_transpose2d
+                clean = np.nan_to_num(x, nan=0.0, posinf=0.0)
+                want = fn(torch.from_numpy(clean), torch.from_numpy(w), torch.from_numpy(b), attrs["strides"],
+                          pads[:nsp], attrs.get("output_padding", [0] * nsp), attrs.get("group", 1),
+                          attrs.get("dilations", [1] * nsp)).numpy()
+                self.assertEqual(got.shape, want.shape)
+                np.testing.assert_allclose(phases.run({"x": clean})["y"], want, rtol=1e-5, atol=1e-5)
+
+
 class Recurrent(unittest.TestCase):
     def test_gru_with_linear_before_reset_follows_onnx_s_formula(self):
         hid, inp, seq, batch = 3, 2, 4, 2

@@ -2,6 +2,9 @@
 normalizations, losses, convolution, pooling and the recurrent units (RNN,
 LSTM, GRU, unrolled at import)."""
 
+import itertools
+import math
+
 import numpy as np
 from onnx import TensorProto
 
@@ -349,6 +352,10 @@ class NNOps:
         per = c // group
         wt = np.concatenate([np.swapaxes(flip[g * per:(g + 1) * per], 0, 1) for g in range(group)], axis=0)
         z = x
+        if any(st > 1 for st in strides) and self.have("PERMUTE"):
+            self.set(node, 0, self.conv_transpose_phases(node, x, wt, bias, group, og, kernel, strides, dil,
+                                                         begin, end))
+            return
         if any(st > 1 for st in strides):
             # [N,C,H,W] -> [N,C,H,1,W,1] -> [N,C,H,sh,W,sw], the copies but the
             # first of each block zeroed, -> [N,C,H*sh,W*sw], cut to (H-1)*sh+1.
@@ -376,6 +383,83 @@ class NNOps:
         if bias is not None:
             out = self.binary(node, "TADD", out, self.reshape(node, bias, [og * group] + [1] * nsp))
         self.set(node, 0, out)
+
+    def conv_transpose_phases(self, node, x, wt, bias, group, og, kernel, strides, dil, begin, end):
+        """A strided transposed convolution as one CONV per output phase.
+        The zero-inserted form (z, above: x[i] at z[s*i], +0 between) gives
+        output o the chain over the taps t ascending of wt[t] * z[o + t*d -
+        begin]; a tap whose z is an inserted zero or padding adds +0 * w,
+        which leaves a chain from +0 as it is (it is never -0) for a finite
+        w. The taps that meet x are those with (o + t*d - begin) = 0 mod s,
+        which depends on o only through its phase r = o mod s: output s*m + r
+        is the chain over those taps of wt[t] * x[m + (r + t*d - begin) / s],
+        a CONV of x with them, at dilation d / gcd(s, d). So each phase is a
+        CONV with 1/s of the taps per axis, in the same order: the same bits
+        as the zero-inserted form for finite weights, at 1/s^2 of its work
+        in 2-D (an infinite weight no longer meets the inserted zeros, as in
+        ONNX's definition, which has no such terms). The phases go out
+        interleaved: CONCAT, RESHAPE, PERMUTE, and a SLICE of the last
+        phase's overhang."""
+        nsp = len(kernel)
+        spatial = x.shape[2:]
+        z_len = [(spatial[k] - 1) * strides[k] + 1 for k in range(nsp)]
+        out_len = [z_len[k] + begin[k] + end[k] - (kernel[k] - 1) * dil[k] for k in range(nsp)]
+        m_len = [-(-out_len[k] // strides[k]) for k in range(nsp)]
+        n, oc = x.shape[0], og * group
+
+        def axis_phase(k, r):
+            # (taps, lo, hi, dilation, pad begin, pad end) of phase r along
+            # axis k; taps empty or hi <= lo: no tap meets x.
+            s, d = strides[k], dil[k]
+            taps = [t for t in range(kernel[k]) if (r + t * d - begin[k]) % s == 0]
+            if not taps:
+                return None
+            step = d // math.gcd(s, d)
+            off0 = (r + taps[0] * d - begin[k]) // s
+            off_last = off0 + (len(taps) - 1) * step
+            lo, hi = max(0, off0), min(spatial[k], m_len[k] + off_last)
+            if hi <= lo:
+                return None
+            pb = lo - off0
+            pe = m_len[k] - (hi - lo) - pb + (len(taps) - 1) * step
+            return taps, lo, hi, step, pb, pe
+
+        phases = []
+        for r in itertools.product(*[range(st) for st in strides]):
+            geo = [axis_phase(k, r[k]) for k in range(nsp)]
+            shape = [n, oc] + m_len
+            if any(g is None for g in geo):
+                phases.append(self.expand(node, self.const_val(np.zeros([1] * (2 + nsp), np.float32)), shape))
+                continue
+            sub = wt
+            for k, g in enumerate(geo):
+                sub = np.take(sub, g[0], axis=2 + k)
+            xs = x
+            if any(g[1] > 0 or g[2] < spatial[k] for k, g in enumerate(geo)):
+                xs = self.slice(node, x, [g[1] for g in geo], [g[2] for g in geo], list(range(2, 2 + nsp)),
+                                [1] * nsp)
+            out = self.rt(shape, "f32")
+            if nsp == 1:
+                words = [group, 1, 1, 1, geo[0][3], 0, geo[0][4], 0, geo[0][5], 0, 0, 0]
+            else:
+                words = [group, 1, 1, geo[0][3], geo[1][3], geo[0][4], geo[1][4], geo[0][5], geo[1][5], 0, 0, 0]
+            r_words = self.params(words)
+            self.emit("CONV", out.reg, self.reg_of(node, xs),
+                      self.reg_of(node, self.const_val(np.ascontiguousarray(sub, np.float32))), r_words)
+            phases.append(out)
+        # [P, N, OC, M...] with P the phases in row-major order of (r_h, r_w),
+        # -> [s_h, s_w, N, OC, M_h, M_w] -> [N, OC, M_h, s_h, M_w, s_w].
+        stacked = self.reshape(node, phases[0], [1, n, oc] + m_len)
+        for ph in phases[1:]:
+            stacked = self.concat(node, stacked, self.reshape(node, ph, [1, n, oc] + m_len), 0)
+        grid = self.reshape(node, stacked, list(strides) + [n, oc] + m_len)
+        perm = [nsp, nsp + 1] + [a for k in range(nsp) for a in (nsp + 2 + k, k)]
+        y = self.reshape(node, self.permute(node, grid, perm), [n, oc] + [m_len[k] * strides[k] for k in range(nsp)])
+        if any(m_len[k] * strides[k] != out_len[k] for k in range(nsp)):
+            y = self.slice(node, y, [0] * nsp, out_len, list(range(2, 2 + nsp)), [1] * nsp)
+        if bias is not None:
+            y = self.binary(node, "TADD", y, self.reshape(node, bias, [oc] + [1] * nsp))
+        return y
 
     def op_LRN(self, node):
         # y = x / (bias + alpha / size * sum of x^2 over the nearby channels)^beta;
