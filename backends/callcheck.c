@@ -207,7 +207,7 @@ bool bib_call_take_ok(const bib_call_t *c) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_call_shapes_ok");
 
 bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
@@ -238,6 +238,9 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
         return bib_call_all_f32(c, 1) && c->p[0] == 0;
     case BIB_KERNEL_ARGMAX:
         return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_ARGSORT:
+        return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32 &&
+               bib_view_count(o) == bib_view_count(x);
     case BIB_KERNEL_LAYERNORM:
         if (c->sub == BIB_LAYERNORM_PACKED)
             return bib_call_all_f32(c, 2) && bib_view_count(&c->in[1]) == 2 * (uint64_t)last;

@@ -152,6 +152,7 @@ typedef enum bib_attention {
 #define BIB_KOP_SAME_ARGMAX_ARGMAX ~, 1
 #define BIB_KOP_SAME_POOL_POOL ~, 1
 #define BIB_KOP_SAME_BATCHNORM_BATCHNORM ~, 1
+#define BIB_KOP_SAME_ARGSORT_ARGSORT ~, 1
 /* BIB_KOP_ADDS(sub) is 0 for a sub spelled USE(x), which reuses the member
  * x that another row added, else 1. */
 #define BIB_KOP_USE_PROBE_USE(x) ~, 1
@@ -174,21 +175,21 @@ typedef enum bib_attention {
 /* The sub-operation of a KOP row as a number: its member of the kernel's
  * enum (bib_act_t, bib_unary_t, ...), 0 for kernels without one. */
 #define BIB_KOP_SUB(kernel, sub)                                                                   \
-    (0 BIB_KOP_WHEN(BIB_KOP_IS(MATMUL, kernel))(+BIB_ACT_##sub)                                    \
-         BIB_KOP_WHEN(BIB_KOP_IS(UNARY, kernel))(+BIB_UNARY_##sub)                                 \
-             BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)                           \
-                 BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub) BIB_KOP_WHEN(         \
-                     BIB_KOP_IS(ATTENTION, kernel))(+BIB_ATTENTION_##sub)                          \
-                     BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub) BIB_KOP_WHEN(   \
-                         BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub)                                \
-                         BIB_KOP_WHEN(BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub) BIB_KOP_WHEN( \
-                             BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub)                      \
-                             BIB_KOP_WHEN(BIB_KOP_IS(LAYERNORM, kernel))(+BIB_LAYERNORM_##sub)     \
-                                 BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)     \
-                                     BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub)     \
-                                         BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub)   \
-                                             BIB_KOP_WHEN(BIB_KOP_IS(BATCHNORM, kernel))(          \
-                                                 +BIB_ACT_##sub))
+    (0 BIB_KOP_WHEN(BIB_KOP_IS(MATMUL, kernel))(+BIB_ACT_##sub) BIB_KOP_WHEN(                      \
+        BIB_KOP_IS(UNARY, kernel))(                                                                \
+        +BIB_UNARY_##sub) BIB_KOP_WHEN(BIB_KOP_IS(BINARY, kernel))(+BIB_BINARY_##sub)              \
+         BIB_KOP_WHEN(BIB_KOP_IS(REDUCE, kernel))(+BIB_REDUCE_##sub) BIB_KOP_WHEN(                 \
+             BIB_KOP_IS(ATTENTION, kernel))(                                                       \
+             +BIB_ATTENTION_##sub) BIB_KOP_WHEN(BIB_KOP_IS(STRIDED, kernel))(+BIB_STRIDED_##sub)   \
+             BIB_KOP_WHEN(BIB_KOP_IS(TAKE, kernel))(+BIB_TAKE_##sub) BIB_KOP_WHEN(                 \
+                 BIB_KOP_IS(ARGMAX, kernel))(+BIB_ARGMAX_##sub)                                    \
+                 BIB_KOP_WHEN(BIB_KOP_IS(SOFTMAX, kernel))(+BIB_SOFTMAX_##sub) BIB_KOP_WHEN(       \
+                     BIB_KOP_IS(LAYERNORM, kernel))(+BIB_LAYERNORM_##sub)                          \
+                     BIB_KOP_WHEN(BIB_KOP_IS(COMPARE, kernel))(+BIB_COMPARE_##sub)                 \
+                         BIB_KOP_WHEN(BIB_KOP_IS(LOGIC, kernel))(+BIB_LOGIC_##sub)                 \
+                             BIB_KOP_WHEN(BIB_KOP_IS(POOL, kernel))(+BIB_POOL_##sub)               \
+                                 BIB_KOP_WHEN(BIB_KOP_IS(BATCHNORM, kernel))(+BIB_ACT_##sub)       \
+                                     BIB_KOP_WHEN(BIB_KOP_IS(ARGSORT, kernel))(+BIB_ARGMAX_##sub))
 
 /* Elementwise unary opcodes, in row order: the GLSL (shaders/vulkan/
  * common.glsl bib_unary) and CUDA (shaders/cuda/common.cuh) kernels number

@@ -455,6 +455,63 @@ static void task_argmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
     }
 }
 
+/* ARGSORT: each row's sort keys, unsigned and ascending in the order the
+ * row is to come out: NaN 0 (first), then the order key's bits flipped so
+ * that MAX comes largest first and MIN smallest first (-0 and +0 apart).
+ * No other value has key 0 (the extreme keys are NaNs'), so a stable sort
+ * by key, which keeps the lower index first among equal keys, gives the
+ * order ARGMAX (ARGMIN) picks. The sort is LSD radix over the key's bytes,
+ * skipping a byte every key shares. */
+typedef struct argsort_task {
+    task_t t;
+    atomic_bool nomem;
+} argsort_task_t;
+
+static void argsort_row(const float *x, size_t n, bool max, uint32_t *key, uint32_t *idx,
+                        uint32_t *key2, uint32_t *idx2, int32_t *out) {
+    if (n == 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)bib_f32_order_key(x[i]) ^ 0x80000000u;
+        key[i] = x[i] != x[i] ? 0u : max ? ~u : u;
+        idx[i] = (uint32_t)i;
+    }
+    for (int shift = 0; shift < 32; shift += 8) {
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((key[i] >> shift) & 0xFFu) + 1]++;
+        if (count[((key[0] >> shift) & 0xFFu) + 1] == n)
+            continue; /* every key has this byte: the order stands */
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) {
+            size_t at = count[(key[i] >> shift) & 0xFFu]++;
+            key2[at] = key[i];
+            idx2[at] = idx[i];
+        }
+        uint32_t *swap = key;
+        key = key2, key2 = swap;
+        swap = idx, idx = idx2, idx2 = swap;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (int32_t)idx[i];
+}
+
+static void task_argsort(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    argsort_task_t *a = arg;
+    rows_t t = task_rows(&a->t);
+    uint32_t *scratch = malloc(4 * (t.n ? t.n : 1) * sizeof *scratch);
+    if (scratch == NULL) {
+        atomic_store(&a->nomem, true);
+        return;
+    }
+    for (size_t r = begin; r < end; r++)
+        argsort_row(t.x + r * t.n, t.n, t.c->sub == BIB_ARGMAX_MAX, scratch, scratch + t.n,
+                    scratch + 2 * t.n, scratch + 3 * t.n, view_i32(&t.c->out) + r * t.n);
+    free(scratch);
+}
+
 typedef struct act_post {
     const bib_cpu_rowops_t *rowops;
     bib_unary_t op;
@@ -1292,7 +1349,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -1322,6 +1379,7 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return c->in[1].dtype == BIB_DTYPE_I32 && c->in[0].dtype == c->out.dtype &&
                c->in[0].rank >= 1;
     case BIB_KERNEL_ARGMAX:
+    case BIB_KERNEL_ARGSORT:
         return c->in[0].dtype == BIB_DTYPE_F32 && c->out.dtype == BIB_DTYPE_I32;
     case BIB_KERNEL_FILL:
     case BIB_KERNEL_COPY:
@@ -1460,6 +1518,17 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     case BIB_KERNEL_POOL: {
         geom_t g = call_geom(c);
         run_parallel(ctx, g.n * g.oc * g.oh, row_grain(g.ow * g.kh * g.kw), task_pool, &t);
+        return BIB_OK;
+    }
+    case BIB_KERNEL_ARGSORT: {
+        argsort_task_t a = {.t = {.ctx = ctx, .call = c, .row_len = last}};
+        atomic_init(&a.nomem, false);
+        run_parallel(ctx, rows, row_grain(8 * last), task_argsort, &a);
+        if (atomic_load(&a.nomem)) {
+            snprintf(ctx->error, ctx->error_len, "argsort: out of memory for a row's keys (%zu)",
+                     last);
+            return BIB_E_NOMEM;
+        }
         return BIB_OK;
     }
     case BIB_KERNEL_BATCHNORM: {

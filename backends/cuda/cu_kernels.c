@@ -298,6 +298,10 @@ static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
     return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGMAX, c->sub == BIB_ARGMAX_MIN, 1);
 }
 
+static bib_status_t bib_cu_argsort(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGSORT, c->sub == BIB_ARGMAX_MIN, 1);
+}
+
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     if (c->sub != BIB_LAYERNORM_PACKED)
         return bib_cu_rowwise(ex, c, BIB_CU_FN_LAYERNORM, bib_f32_bits(c->f[0]), 3);
@@ -578,7 +582,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -608,6 +612,7 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_ATTENTION] = bib_cu_attention,
             [BIB_KERNEL_GATHER] = bib_cu_gather,
             [BIB_KERNEL_ARGMAX] = bib_cu_argmax,
+            [BIB_KERNEL_ARGSORT] = bib_cu_argsort,
             [BIB_KERNEL_FILL] = bib_cu_fill,
             [BIB_KERNEL_RNG] = bib_cu_rng,
             [BIB_KERNEL_STRIDED] = bib_cu_strided,

@@ -343,6 +343,19 @@ static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
     return bib_vk_rowwise(ex, c, "reduce", c->sub == BIB_ARGMAX_MIN ? 6 : 3, 0, 1);
 }
 
+/* argsort.comp: each lane's elements of its row (one in 64), each placed
+ * by a loop over the whole row. */
+static bib_status_t bib_vk_argsort(bib_executor_t *ex, const bib_call_t *c) {
+    return bib_vk_rowwise(ex, c, "argsort", c->sub == BIB_ARGMAX_MIN ? 1 : 0, 0, 1);
+}
+
+static double bib_vk_argsort_loops(const bib_call_t *c) {
+    uint32_t n;
+    uint64_t rows = bib_call_rows(c, &n);
+    double lane = (double)(((uint64_t)n + 63) / 64);
+    return bib_vk_loop(bib_vk_strides(rows, 1), bib_vk_loop(lane, bib_vk_loop((double)n, 0)));
+}
+
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
     /* PACKED: gamma and beta are the rows of in1 (norm.comp's op 2). */
     if (c->sub == BIB_LAYERNORM_PACKED)
@@ -783,6 +796,8 @@ static double bib_vk_loops(const bib_executor_t *ex, const bib_call_t *c) {
         return bib_vk_rows_loops(ex, c);
     case BIB_KERNEL_ATTENTION:
         return bib_vk_attention_loops(ex, c);
+    case BIB_KERNEL_ARGSORT:
+        return bib_vk_argsort_loops(c);
     case BIB_KERNEL_CONV:
     case BIB_KERNEL_POOL:
     case BIB_KERNEL_BATCHNORM:
@@ -930,7 +945,7 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 24, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_vulkan_executor = {
@@ -958,6 +973,7 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_SOFTMAX] = bib_vk_softmax,
             [BIB_KERNEL_REDUCE] = bib_vk_reduce,
             [BIB_KERNEL_ARGMAX] = bib_vk_argmax,
+            [BIB_KERNEL_ARGSORT] = bib_vk_argsort,
             [BIB_KERNEL_LAYERNORM] = bib_vk_layernorm,
             [BIB_KERNEL_RMSNORM] = bib_vk_rmsnorm,
             [BIB_KERNEL_ATTENTION] = bib_vk_attention,

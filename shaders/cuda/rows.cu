@@ -222,6 +222,38 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     }
 }
 
+// ARGSORT (out is i32, the input's shape): each element's unsigned key
+// ascends in the order the row comes out (NaN 0, else the order key's bits,
+// flipped for largest first: u[0] = 0); its place is the count of the
+// elements before it (a smaller key, or the same at a lower index), and its
+// index goes there: the CPU executor's stable sort, exactly.
+__device__ __forceinline__ uint32_t sort_key(float x, bool largest) {
+    if (isnan_(x))
+        return 0u;
+    uint32_t u = static_cast<uint32_t>(order_key(x)) ^ 0x80000000u;
+    return largest ? ~u : u;
+}
+
+__device__ __forceinline__ void argsort_rows(const bib_cu_args_t &a) {
+    const uint32_t l = threadIdx.x;
+    const uint64_t rows = a.n[0];
+    const uint32_t n = static_cast<uint32_t>(a.n[1]);
+    const bool largest = a.u[0] == 0;
+    const float *x = f32(a.in0);
+    int32_t *y = i32(a.out);
+    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const float *xr = x + row * n;
+        for (uint32_t j = l; j < n; j += L) {
+            uint32_t kj = sort_key(xr[j], largest), place = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t ki = sort_key(xr[i], largest);
+                place += (ki < kj || (ki == kj && i < j)) ? 1u : 0u;
+            }
+            y[row * n + place] = static_cast<int32_t>(j);
+        }
+    }
+}
+
 // layernorm: mean = tree(x) / n; var = tree((x - mean)^2) / n, each term
 // rounded after the subtract and after the multiply; den = sqrt(var + eps);
 // y = canon(((x - mean) / den) * gamma + beta), a multiply then an add.
@@ -307,5 +339,6 @@ BIB_ROW_KERNEL(bib_reduce_mean, reduce_rows<REDUCE_MEAN>(a))
 BIB_ROW_KERNEL(bib_reduce_min, reduce_rows<REDUCE_MIN>(a))
 BIB_ROW_KERNEL(bib_reduce_prod, reduce_rows<REDUCE_PROD>(a))
 BIB_ROW_KERNEL(bib_argmax, argmax_rows(a))
+BIB_ROW_KERNEL(bib_argsort, argsort_rows(a))
 BIB_ROW_KERNEL(bib_layernorm, layernorm_rows(a))
 BIB_ROW_KERNEL(bib_rmsnorm, rmsnorm_rows(a))

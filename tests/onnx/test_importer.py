@@ -1377,19 +1377,35 @@ class TopK(unittest.TestCase):
         x[2, 3, 2] = x[1, 3, 2] = -0.0
         return x
 
+    @staticmethod
+    def without_argsort():
+        # The lowerings of a library without ARGSORT: the pairs and the rounds.
+        real = onnx_import.Importer.have
+        return unittest.mock.patch.object(onnx_import.Importer, "have",
+                                          lambda self, m: not m.startswith("ARGSORT") and real(self, m))
+
     def test_k_above_1_is_the_sorted_order_a_tie_the_lower_index(self):
+        # By ARGSORT (on cpu and vulkan), and by the pairs where it is missing.
         x = self.special(62)
-        for axis in (-1, 1, 0):
-            n = x.shape[axis]
-            for k in sorted({2, n - 1, n}):
-                for largest in (1, 0):
-                    with self.subTest(axis=axis, k=k, largest=largest):
-                        m = self.build(k, dims=("N", 4, 5) if axis else (3, 4, 5), axis=axis, largest=largest,
-                                       sorted=1)
-                        r = onnx_import.import_model(m).run({"x": x})
-                        v, i = self.oracle(x, k, axis, largest)
-                        np.testing.assert_array_equal(r["i"], i)
-                        self.assertEqual(r["v"].tobytes(), v.tobytes())
+        for lowering in ("argsort", "pairs"):
+            for axis in (-1, 1, 0):
+                n = x.shape[axis]
+                for k in sorted({2, n - 1, n}):
+                    for largest in (1, 0):
+                        with self.subTest(lowering=lowering, axis=axis, k=k, largest=largest):
+                            m = self.build(k, dims=("N", 4, 5) if axis else (3, 4, 5), axis=axis, largest=largest,
+                                           sorted=1)
+                            with self.without_argsort() if lowering == "pairs" else contextlib.nullcontext():
+                                mod = onnx_import.import_model(m)
+                            if lowering == "argsort":
+                                self.assertIn("ARGSORT_DESC" if largest else "ARGSORT_ASC", ops(mod))
+                            else:  # each element's place: a SUM over the pairs
+                                self.assertTrue({"SUM", "REDUCE_SUM"} & set(ops(mod)))
+                            v, i = self.oracle(x, k, axis, largest)
+                            for backend in ("cpu", "vulkan") if lowering == "argsort" else ("cpu",):
+                                r = mod.run({"x": x}, backend=backend, strict_device=backend != "cpu")
+                                np.testing.assert_array_equal(r["i"], i)
+                                self.assertEqual(r["v"].tobytes(), v.tobytes())
 
     def test_one_round_per_element_beyond_the_pairs_gives_the_same_order(self):
         # Past TOPK_PAIRS_MAX elements the k are picked one round each:
@@ -1398,7 +1414,7 @@ class TopK(unittest.TestCase):
         from bib.onnx_math import MathOps
 
         x = self.special(66)
-        with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 0):
+        with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 0), self.without_argsort():
             for axis in (-1, 1):
                 n = x.shape[axis]
                 for k in (2, n):
@@ -1417,7 +1433,8 @@ class TopK(unittest.TestCase):
                   [helper.make_tensor_value_info("v", F, ["N", 12]),
                    helper.make_tensor_value_info("i", I64, ["N", 12])],
                   [init("k", i64([12]))])
-        mod = onnx_import.import_model(m)
+        with self.without_argsort():
+            mod = onnx_import.import_model(m)
         r = mod.run({"x": x})
         v, i = self.oracle(x, 12, 1, 1)
         np.testing.assert_array_equal(r["i"], i)
@@ -1436,7 +1453,8 @@ class TopK(unittest.TestCase):
                   [helper.make_tensor_value_info("v", F, ["N", 5]),
                    helper.make_tensor_value_info("i", I64, ["N", 5])],
                   [init("k", i64([5]))])
-        mod = onnx_import.import_model(m)
+        with self.without_argsort():
+            mod = onnx_import.import_model(m)
         self.assertNotIn("REDUCE_SUM", ops(mod))
         r = mod.run({"x": x})
         v, i = self.oracle(x, 5, 1, 1)
@@ -1447,7 +1465,7 @@ class TopK(unittest.TestCase):
         from bib.onnx_math import MathOps
 
         with unittest.mock.patch.object(MathOps, "TOPK_PAIRS_MAX", 4), \
-                unittest.mock.patch.object(MathOps, "TOPK_ROUNDS_MAX", 3):
+                unittest.mock.patch.object(MathOps, "TOPK_ROUNDS_MAX", 3), self.without_argsort():
             with self.assertRaises(onnx_import.Refused) as cm:
                 onnx_import.import_model(self.build(4))
         self.assertIn("(TopK): TopK with k = 4 along axis 2 of 5: above 4 elements BIB picks them one round each, "

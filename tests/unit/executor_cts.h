@@ -814,6 +814,46 @@ CTS_TEST(argmax_takes_first_maximum_and_first_nan) {
     cts_compare(am, &in, 1, out, "argmax zeros of both signs");
 }
 
+CTS_TEST(argsort_matches_cpu) {
+    for (int special = 0; special < 2; special++)
+        for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+            uint32_t r, n;
+            float *x = cts_rows(s, -30, 30, special, &r, &n);
+            cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
+            cts_tensor_t out = {NULL, BIB_DTYPE_I32, 2, {r, n}};
+            /* Each element loops over its row: a driver that stops long
+             * loops (lavapipe: 65,535 iterations) refuses the longest rows,
+             * which run on the CPU executor. */
+            uint32_t dummy;
+            bib_call_t probe = {
+                .kernel = BIB_KERNEL_ARGSORT,
+                .out = {.buf = &dummy, .dtype = BIB_DTYPE_I32, .rank = 2, .dims = {r, n}},
+                .in = {{.buf = &dummy, .dtype = BIB_DTYPE_F32, .rank = 2, .dims = {r, n}}}};
+            if (!cts_ops->supports(cts_ex, &probe)) {
+                cr_log_info("%s: argsort of %u x %u runs on the CPU executor (loops)",
+                            cts_ops->name, r, n);
+                free(x);
+                continue;
+            }
+            for (uint32_t op = 0; op < BIB_ARGMAX__COUNT; op++) {
+                bib_call_t as = {.kernel = BIB_KERNEL_ARGSORT, .sub = op};
+                cts_compare(as, &in, 1, out, op == BIB_ARGMAX_MIN ? "argsort asc" : "argsort desc");
+            }
+            free(x);
+        }
+    /* Ties everywhere, NaNs among them, zeros of both signs. */
+    float x[3 * 130];
+    for (int i = 0; i < 3 * 130; i++)
+        x[i] = i < 130 ? (float)(i % 5) : i < 260 ? (i % 2 ? -0.0f : 0.0f) : (float)(i % 3) - 1.0f;
+    x[100] = NAN, x[77] = NAN, x[300] = -NAN, x[7] = -INFINITY, x[8] = INFINITY;
+    cts_tensor_t in = cts_tf(x, 2, 3, 130, 0, 0);
+    cts_tensor_t out = {NULL, BIB_DTYPE_I32, 2, {3, 130}};
+    for (uint32_t op = 0; op < BIB_ARGMAX__COUNT; op++) {
+        bib_call_t as = {.kernel = BIB_KERNEL_ARGSORT, .sub = op};
+        cts_compare(as, &in, 1, out, "argsort ties, NaNs and signed zeros");
+    }
+}
+
 CTS_TEST(max_orders_negative_zero_below_positive_zero) {
     float x[2 * 70];
     for (int i = 0; i < 140; i++)

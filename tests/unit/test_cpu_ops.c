@@ -957,6 +957,53 @@ Test(cpu_ops_identity, strided_and_take_match_their_formulas) {
     free(x0), free(x1);
 }
 
+/* ARGSORT against a sort written out: the order ARGMAX (ARGMIN) takes
+ * element after element, by a stable insertion of each index, over rows
+ * with NaNs, ties, signed zeros and infinities; every level and thread
+ * count (check_identity). */
+static bool argsort_before(float a, size_t ia, float b, size_t ib, bool max) {
+    bool na = a != a, nb = b != b;
+    if (na || nb)
+        return na && (!nb || ia < ib);
+    int32_t ka = bib_f32_order_key(a), kb = bib_f32_order_key(b);
+    if (ka != kb)
+        return max ? ka > kb : ka < kb;
+    return ia < ib;
+}
+
+Test(cpu_ops_identity, argsort_matches_a_sort_written_out) {
+    static const uint32_t dims[][2] = {{1, 1}, {3, 7}, {2, 64}, {5, 300}, {2, 1000}, {1, 0}};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        uint32_t r = dims[di][0], n = dims[di][1];
+        float *x = random_f32((size_t)r * n, 3.0f, true);
+        for (size_t i = 0; i < (size_t)r * n; i += 3)
+            x[i] = (float)(int)x[i]; /* ties */
+        int32_t *want = malloc(((size_t)r * n + 1) * 4);
+        for (int max = 1; max >= 0; max--) {
+            for (uint32_t row = 0; row < r; row++) {
+                const float *xr = x + (size_t)row * n;
+                int32_t *w = want + (size_t)row * n;
+                for (uint32_t k = 0; k < n; k++) {
+                    uint32_t at = k;
+                    while (at > 0 &&
+                           argsort_before(xr[k], k, xr[w[at - 1]], (size_t)w[at - 1], max)) {
+                        w[at] = w[at - 1];
+                        at--;
+                    }
+                    w[at] = (int32_t)k;
+                }
+            }
+            bib_call_t c = {.kernel = BIB_KERNEL_ARGSORT,
+                            .sub = max ? BIB_ARGMAX_MAX : BIB_ARGMAX_MIN,
+                            .out = view2(NULL, BIB_DTYPE_I32, r, n),
+                            .in = {view2(x, BIB_DTYPE_F32, r, n)}};
+            check_words(max ? "argsort desc" : "argsort asc", di, c, (const uint32_t *)want,
+                        (size_t)r * n);
+        }
+        free(x), free(want);
+    }
+}
+
 Test(cpu_ops_identity, transpose_rng_fill_copy) {
     for (size_t s = 0; s < NSHAPES; s++) {
         uint32_t r = shapes[s][0], c = shapes[s][1];

@@ -581,6 +581,8 @@ class MathOps:
             idx = self.arg_first(node, x, "MAX" if largest else "MIN", axis, 1)
         elif not isinstance(n, int):
             self.refuse(node, "TopK with k = %d along a dynamic axis %d (%s)" % (k, axis, n), "shape")
+        elif self.have("ARGSORT_DESC"):
+            idx = self.topk_sorted(node, x, axis, k, largest)
         elif k <= self.TOPK_ROUNDS_MAX and (n > self.TOPK_PAIRS_MAX or k * self.TOPK_ROUND_PASSES < n):
             idx = self.topk_rounds(node, x, axis, k, largest)
         elif n <= self.TOPK_PAIRS_MAX:
@@ -602,6 +604,29 @@ class MathOps:
     TOPK_PAIRS_MAX = 1024
     TOPK_ROUNDS_MAX = 64
     TOPK_ROUND_PASSES = 10
+
+    def topk_sorted(self, node, x, axis, k, largest):
+        """The indices of x's k first elements along its static axis: the
+        first k columns of ARGSORT_DESC (ARGSORT_ASC), which orders each row
+        as ARGMAX (ARGMIN) picks, the axis moved last and back by PERMUTE.
+        The same order as the pairs and the rounds below, which libraries
+        without ARGSORT take."""
+        rank = len(x.shape)
+        n = x.shape[axis]
+        mnemonic = "ARGSORT_DESC" if largest else "ARGSORT_ASC"
+        v = x
+        perm = list(range(rank))
+        if axis != rank - 1:
+            perm = [a for a in range(rank) if a != axis] + [axis]
+            v = self.permute(node, x, perm)
+        order = self.rt(v.shape, "i32", TensorProto.INT64)
+        self.emit(mnemonic, order.reg, self.reg_of(node, v))
+        if k < n:
+            order = self.slice(node, order, [0], [k], [rank - 1], [1])
+        if axis != rank - 1:
+            back = [perm.index(a) for a in range(rank)]
+            order = self.permute(node, order, back)
+        return order
 
     def topk_rounds(self, node, x, axis, k, largest):
         """The indices of x's k first elements along its static axis, one
