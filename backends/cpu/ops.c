@@ -460,8 +460,9 @@ static void task_argmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
  * that MAX comes largest first and MIN smallest first (-0 and +0 apart).
  * No other value has key 0 (the extreme keys are NaNs'), so a stable sort
  * by key, which keeps the lower index first among equal keys, gives the
- * order ARGMAX (ARGMIN) picks. The sort is LSD radix over the key's bytes,
- * skipping a byte every key shares. */
+ * order ARGMAX (ARGMIN) picks. The sort is LSD radix over three digits of
+ * the key (11, 11 and 10 bits, counted in one pass), skipping a digit every
+ * key shares. */
 typedef struct argsort_task {
     task_t t;
     atomic_bool nomem;
@@ -471,21 +472,27 @@ static void argsort_row(const float *x, size_t n, bool max, uint32_t *key, uint3
                         uint32_t *key2, uint32_t *idx2, int32_t *out) {
     if (n == 0)
         return;
+    /* Three digits of 11, 11 and 10 bits, counted in one pass. */
+    uint32_t count[3][2049];
+    memset(count, 0, sizeof count);
     for (size_t i = 0; i < n; i++) {
         uint32_t u = (uint32_t)bib_f32_order_key(x[i]) ^ 0x80000000u;
-        key[i] = x[i] != x[i] ? 0u : max ? ~u : u;
+        uint32_t k = x[i] != x[i] ? 0u : max ? ~u : u;
+        key[i] = k;
         idx[i] = (uint32_t)i;
+        count[0][(k & 0x7FFu) + 1]++;
+        count[1][((k >> 11) & 0x7FFu) + 1]++;
+        count[2][(k >> 22) + 1]++;
     }
-    for (int shift = 0; shift < 32; shift += 8) {
-        size_t count[257] = {0};
-        for (size_t i = 0; i < n; i++)
-            count[((key[i] >> shift) & 0xFFu) + 1]++;
-        if (count[((key[0] >> shift) & 0xFFu) + 1] == n)
-            continue; /* every key has this byte: the order stands */
-        for (int b = 0; b < 256; b++)
-            count[b + 1] += count[b];
+    for (int d = 0; d < 3; d++) {
+        const int shift = 11 * d;
+        uint32_t *c = count[d];
+        if (c[((key[0] >> shift) & 0x7FFu) + 1] == n)
+            continue; /* every key has this digit: the order stands */
+        for (int b = 0; b < 2048; b++)
+            c[b + 1] += c[b];
         for (size_t i = 0; i < n; i++) {
-            size_t at = count[(key[i] >> shift) & 0xFFu]++;
+            uint32_t at = c[(key[i] >> shift) & 0x7FFu]++;
             key2[at] = key[i];
             idx2[at] = idx[i];
         }
