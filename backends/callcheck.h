@@ -88,6 +88,12 @@ typedef bib_status_t bib_executor_fail_fn(bib_executor_t *ex, bib_status_t statu
 bib_status_t bib_call_check_on_host(const bib_executor_ops_t *ops, bib_executor_fail_fn *fail,
                                     bib_executor_t *ex, const bib_call_t *call);
 
+/* ARGSORT on a GPU places each element by a loop over its whole row, one
+ * workgroup (block) a row: n^2 / 64 steps a lane. Rows longer than this
+ * run on the CPU executor (a radix sort, linear in n), where a GPU's lanes
+ * would loop for seconds (a vocabulary of 50,000: 39 million steps). */
+#define BIB_ARGSORT_GPU_ROW_MAX 4096u
+
 /* Rules where the executors' kernels differ, as bits for bib_call_shapes_ok. */
 typedef enum bib_call_rule {
     /* TRANSPOSE's output has its input's dtype. The CUDA executor asks it,
