@@ -26,6 +26,17 @@ static void unpark_oldest(bib_blocks_t *b) {
     b->big_count--;
 }
 
+/* Gives parked large buffers back, the oldest first, while the memory held
+   with `extra` more bytes in use would pass the cap or the highest in_use
+   (counting the new bytes as in use). */
+static void trim_parked(bib_blocks_t *b, uint64_t extra) {
+    const uint64_t use = b->in_use + extra, high = use > b->high ? use : b->high;
+    while (b->big_count > 0 &&
+           (use + b->free_count * (uint64_t)b->block_size + b->big_bytes > b->cap ||
+            use + b->free_count * (uint64_t)b->block_size + b->big_bytes > high))
+        unpark_oldest(b);
+}
+
 void bib_blocks_destroy(bib_blocks_t *b) {
     while (b->big_count > 0)
         unpark_oldest(b);
@@ -59,11 +70,7 @@ static bib_status_t host_oom(bib_blocks_t *b, uint64_t size) {
 static bib_status_t charge(bib_blocks_t *b, uint64_t size) {
     if (size > b->cap || b->in_use > b->cap - size)
         return over_cap(b, size);
-    const uint64_t high = b->in_use + size > b->high ? b->in_use + size : b->high;
-    while (b->big_count > 0 &&
-           (b->in_use + size + b->free_count * (uint64_t)b->block_size + b->big_bytes > b->cap ||
-            b->in_use + size + b->big_bytes > high))
-        unpark_oldest(b);
+    trim_parked(b, size);
     while (b->free_list != NULL &&
            b->in_use + size + b->free_count * (uint64_t)b->block_size > b->cap) {
         void *p = b->free_list;
@@ -88,6 +95,7 @@ bib_status_t bib_blocks_alloc(bib_blocks_t *b, void **out) {
         void *p = b->free_list;
         memcpy(&b->free_list, p, sizeof b->free_list);
         b->free_count--;
+        trim_parked(b, b->block_size);
         b->in_use += b->block_size;
         if (b->in_use > b->peak)
             b->peak = b->in_use;
@@ -169,6 +177,12 @@ bib_status_t bib_blocks_big_alloc(bib_blocks_t *b, uint64_t size, size_t align, 
         return st;
     void *p =
         zero ? mi_zalloc_aligned((size_t)size, align) : mi_malloc_aligned((size_t)size, align);
+    if (p == NULL && b->big_count > 0) {
+        /* The host is short: what is parked goes back first. */
+        while (b->big_count > 0)
+            unpark_oldest(b);
+        p = zero ? mi_zalloc_aligned((size_t)size, align) : mi_malloc_aligned((size_t)size, align);
+    }
     if (p == NULL) {
         b->in_use -= size;
         return host_oom(b, size);
@@ -185,8 +199,8 @@ void bib_blocks_big_free(bib_blocks_t *b, void *ptr, uint64_t size) {
     if (size == 0)
         size = 1;
     b->in_use -= size;
-    if (size >= BIB_BIG_PARK_MIN && b->in_use + b->big_bytes + size <= b->high &&
-        b->in_use + b->free_count * (uint64_t)b->block_size + b->big_bytes + size <= b->cap) {
+    const uint64_t held = b->in_use + b->free_count * (uint64_t)b->block_size + b->big_bytes;
+    if (size >= BIB_BIG_PARK_MIN && held + size <= b->high && held + size <= b->cap) {
         if (b->big_count == BIB_BIG_PARKED)
             unpark_oldest(b);
         b->big[b->big_count++] = (bib_big_parked_t){.ptr = ptr, .size = size};

@@ -20,8 +20,10 @@
  * system when they are freed, so without parking every run of a kept VM
  * faulted its large tensors in again, page by page (a 16 MB tensor: 4,096
  * faults, most of a memory-bound kernel's time). Parked buffers never take
- * the memory held (in use plus parked) past the most the VM has had in use
- * at once: they are given back first.
+ * the memory held (in use, parked blocks and parked buffers) past the most
+ * the VM has had in use at once, nor past the cap: they are given back
+ * first, and before a host allocation is reported as failed. A kept VM may
+ * hold up to that high-water mark between runs.
  *
  * This file knows nothing of modules or registers; arena.h builds on it.
  */

@@ -211,15 +211,17 @@ static void scalef_detour_init(void) {
     bib_cpu_scalef_detour = f.intel;
 }
 
+static pthread_once_t scalef_detour_once = PTHREAD_ONCE_INIT;
+
 bool bib_cpu_set_scalef_detour(bool on) {
+    pthread_once(&scalef_detour_once, scalef_detour_init); /* not overwritten later */
     bool was = bib_cpu_scalef_detour;
     bib_cpu_scalef_detour = on;
     return was;
 }
 
 const bib_cpu_rowops_t *bib_cpu_rowops_for(bib_cpu_level_t level) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, scalef_detour_init);
+    pthread_once(&scalef_detour_once, scalef_detour_init);
     switch (level) {
     case BIB_CPU_LEVEL_SCALAR:
         return &bib_cpu_rowops_scalar;
@@ -641,7 +643,8 @@ static void task_strided(void *arg, size_t begin, size_t end, uint32_t chunk) {
             continue;
         }
         size_t cut = split <= 0 ? 0 : (uint64_t)split < n ? (size_t)split : n;
-        copy_words(yr, x0 + at0, p[6], cut);
+        if (cut > 0) /* x0 + at0 is a word this row reads only then */
+            copy_words(yr, x0 + at0, p[6], cut);
         if (cut < n)
             copy_words(yr + cut, x1 + at1 + (int64_t)cut * p[13], p[13], n - cut);
     }

@@ -1768,15 +1768,22 @@ V_FN(conv_taps_make)(V_FN(conv_taps_t) * t, size_t kw, size_t q0, const int nv, 
         }
 }
 
+/* xr + k as an address, k possibly before the row's start: only a masked
+ * load reads at it, and never its masked lanes (integer arithmetic, since a
+ * pointer before its object is undefined in C). */
+static inline const float *V_FN(tap_at)(const float *xr, int64_t k) {
+    return (const float *)((uintptr_t)xr + (uintptr_t)(k * (int64_t)sizeof(float)));
+}
+
 /* The inputs of tap column j for vector v from input row xr, +0 where the
  * tap is padding (stride 2: lanes past the row's outputs may hold inputs). */
 static inline __attribute__((always_inline)) VF
 V_FN(conv_tap_load)(const V_FN(conv_taps_t) * t, const float *xr, int64_t sw, size_t j, int v) {
     if (sw == 1)
-        return V_LOAD_MASKZ(xr + t->at[j][v], t->in[j][v]);
+        return V_LOAD_MASKZ(V_FN(tap_at)(xr, t->at[j][v]), t->in[j][v]);
     if (sw == 2)
-        return V_EVEN_LANES(V_LOAD_MASKZ(xr + t->at[j][v], t->lo[j][v]),
-                            V_LOAD_MASKZ(xr + t->at[j][v] + V_WIDTH, t->hi[j][v]));
+        return V_EVEN_LANES(V_LOAD_MASKZ(V_FN(tap_at)(xr, t->at[j][v]), t->lo[j][v]),
+                            V_LOAD_MASKZ(V_FN(tap_at)(xr, t->at[j][v] + V_WIDTH), t->hi[j][v]));
     return V_GATHER_MASKZ(xr, t->idx[j][v], t->in[j][v]);
 }
 
@@ -1958,9 +1965,12 @@ V_FN(pool_block)(const bib_pool_rows_t *r, size_t q0, const int nv, float *out) 
 }
 
 static bool V_FN(pool_rows)(const bib_pool_rows_t *r, float *out) {
+    /* AVG counts its taps in floats: exact below 2^24, as the reference's
+     * integer count converted once. */
     if (!V_FN(conv_geometry_fits)(r->win.kw, r->win.ow, r->win.in_w, r->win.off0, r->win.sw,
                                   r->win.dw, r->w_end) ||
-        (double)r->pl >= 16777216.0)
+        (double)r->pl >= 16777216.0 ||
+        (r->avg && (double)r->win.kh * (double)r->win.kw >= 16777216.0))
         return false;
     V_CONV_BLOCKS(pool, r, out);
     return true;

@@ -389,15 +389,17 @@ class NNOps:
         The zero-inserted form (z, above: x[i] at z[s*i], +0 between) gives
         output o the chain over the taps t ascending of wt[t] * z[o + t*d -
         begin]; a tap whose z is an inserted zero or padding adds +0 * w,
-        which leaves a chain from +0 as it is (it is never -0) for a finite
-        w. The taps that meet x are those with (o + t*d - begin) = 0 mod s,
+        which leaves the chain as it is for a finite w, unless the chain is
+        -0 (a product that underflowed to -0): that becomes +0 there and
+        stays -0 here, as in ONNX's definition, which has no such terms.
+        The taps that meet x are those with (o + t*d - begin) = 0 mod s,
         which depends on o only through its phase r = o mod s: output s*m + r
         is the chain over those taps of wt[t] * x[m + (r + t*d - begin) / s],
         a CONV of x with them, at dilation d / gcd(s, d). So each phase is a
         CONV with 1/s of the taps per axis, in the same order: the same bits
-        as the zero-inserted form for finite weights, at 1/s^2 of its work
-        in 2-D (an infinite weight no longer meets the inserted zeros, as in
-        ONNX's definition, which has no such terms). The phases go out
+        as the zero-inserted form for finite weights but the sign of such a
+        zero, at 1/s^2 of its work in 2-D (an infinite weight no longer
+        meets the inserted zeros either). The phases go out
         interleaved: CONCAT, RESHAPE, PERMUTE, and a SLICE of the last
         phase's overhang."""
         nsp = len(kernel)
