@@ -178,6 +178,31 @@ Test(blocks, parked_buffers_make_room_under_the_cap_and_small_ones_are_not_parke
     bib_blocks_destroy(&b);
 }
 
+Test(blocks, reused_blocks_give_parked_buffers_back_past_the_most_in_use) {
+    /* 2 MB of blocks, freed; an 8 MB buffer, freed and parked (the most in
+     * use: 8 MB). Taking the blocks again must give the buffer back. */
+    bib_blocks_t b;
+    bib_blocks_init(&b, 4096, 64 * MB);
+    enum { N = 512 }; /* 2 MB of 4 KB blocks */
+    static void *blk[N];
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(bib_blocks_alloc(&b, &blk[i]), BIB_OK);
+    for (int i = 0; i < N; i++)
+        bib_blocks_free(&b, blk[i]);
+    void *big;
+    cr_assert_eq(bib_blocks_big_alloc(&b, 8 * MB, 64, 0, &big), BIB_OK);
+    bib_blocks_big_free(&b, big, 8 * MB);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(bib_blocks_alloc(&b, &blk[i]), BIB_OK);
+        uint64_t held = b.in_use + b.free_count * 4096 + b.big_bytes;
+        cr_assert_leq(held, b.high, "held %llu past the most in use %llu", (unsigned long long)held,
+                      (unsigned long long)b.high);
+    }
+    for (int i = 0; i < N; i++)
+        bib_blocks_free(&b, blk[i]);
+    bib_blocks_destroy(&b);
+}
+
 Test(arena, allocations_respect_alignment) {
     bib_blocks_t b;
     bib_blocks_init(&b, BLOCK, 1 << 20);
