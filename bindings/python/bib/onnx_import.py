@@ -715,12 +715,9 @@ class Importer(MathOps, ShapeOps, NNOps):
             if not isinstance(c, int) or c < 2 or lead[1] != c or any(d != 1 for k, d in enumerate(lead) if k != 1):
                 continue
             v = np.asarray(y.array, np.float32).reshape(c)
-            one, pos0 = np.ones(c, np.float32), np.zeros(c, np.float32)
             if mnemonic == "TMUL":
-                params = [v, np.full(c, -0.0, np.float32), pos0, one]
-            else:
-                params = [one, -v if mnemonic == "TSUB" else v, pos0, one]
-            return self.batchnorm(node, x, self.const_val(np.stack(params)), 0.0, False)
+                return self.affine_batchnorm(node, x, v, np.full(c, -0.0, np.float32))
+            return self.affine_batchnorm(node, x, np.ones(c, np.float32), -v if mnemonic == "TSUB" else v)
         return None
 
     def expand(self, node, v, shape):

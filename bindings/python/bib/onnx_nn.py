@@ -109,9 +109,8 @@ class NNOps:
         if scale.const and bias.const and isinstance(c, int) and self.have("BATCHNORM"):
             # Scale and bias in one pass: ((y - +0) / 1) * s + b is y * s + b,
             # the TMUL and TADD below, each rounded once.
-            p = np.stack([np.asarray(scale.array, np.float32).reshape(c), np.asarray(bias.array, np.float32).reshape(c),
-                          np.zeros(c, np.float32), np.ones(c, np.float32)])
-            self.set(node, 0, self.batchnorm(node, y, self.const_val(p), 0.0, False))
+            self.set(node, 0, self.affine_batchnorm(node, y, np.asarray(scale.array).reshape(c),
+                                                    np.asarray(bias.array).reshape(c)))
             return
         per_channel = [c] + [1] * (rank - 2)
         y = self.binary(node, "TMUL", y, self.reshape(node, scale, per_channel))
@@ -221,6 +220,16 @@ class NNOps:
         self.emit(mnem, out.reg, self.reg_of(node, x), self.reg_of(node, params), ("scratch", 0))
         return out
 
+    def affine_batchnorm(self, node, x, scale, bias, relu=False):
+        """x * scale + bias per channel of axis 1 (scale and bias: [C]
+        arrays) as one BATCHNORM (BATCHNORM_RELU) of mean +0, var 1, eps 0:
+        ((x - +0) / sqrt(1 + 0)) * s + b, where the subtract and the divide
+        are exact, so the bytes are those of a TMUL then a TADD."""
+        c = len(scale)
+        p = np.stack([np.asarray(scale, np.float32), np.asarray(bias, np.float32), np.zeros(c, np.float32),
+                      np.ones(c, np.float32)])
+        return self.batchnorm(node, x, self.const_val(p), 0.0, relu)
+
     # convolution and pooling
     def window(self, node, x, kernel):
         """The window of a Conv or pool: strides, dilations and pads
@@ -298,9 +307,7 @@ class NNOps:
             # TADD of a [C,1,1] bias would first expand it to the output's
             # shape: ((x - +0) / sqrt(1 + 0)) * 1 + bias is exactly x + bias
             # for every x, -0 and NaN included.
-            one, zero = np.ones(o, np.float32), np.zeros(o, np.float32)
-            p = self.const_val(np.stack([one, np.asarray(bias.array, np.float32).reshape(o), zero, one]))
-            self.set(node, 0, self.batchnorm(node, out, p, 0.0, relu))
+            self.set(node, 0, self.affine_batchnorm(node, out, np.ones(o), np.asarray(bias.array).reshape(o), relu))
             return
         if bias is not None:
             b3 = self.reshape(node, bias, [o] + [1] * nsp)
