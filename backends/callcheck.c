@@ -238,9 +238,12 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
         return bib_call_all_f32(c, 1) && c->p[0] == 0;
     case BIB_KERNEL_ARGMAX:
         return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32;
-    case BIB_KERNEL_ARGSORT:
-        return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32 &&
-               bib_view_count(o) == bib_view_count(x) && last <= BIB_ARGSORT_GPU_ROW_MAX;
+    case BIB_KERNEL_ARGSORT: { /* out: the first k <= last of each row */
+        uint32_t k;
+        return bib_call_is_f32(x) && o->buf && o->dtype == BIB_DTYPE_I32 && o->rank >= 1 &&
+               (bib_view_rows(o, &k) == bib_view_rows(x, &last) || k == 0) && k <= last &&
+               last <= BIB_ARGSORT_GPU_ROW_MAX;
+    }
     case BIB_KERNEL_LAYERNORM:
         if (c->sub == BIB_LAYERNORM_PACKED)
             return bib_call_all_f32(c, 2) && bib_view_count(&c->in[1]) == 2 * (uint64_t)last;

@@ -52,6 +52,9 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_CONV,      /* x [N,C,H,W] or [N,C,L], w [O,C/g,...] of x's rank: [N,O,OH,OW] */
     BIB_SHAPE_POOL,      /* x [N,C,H,W] or [N,C,L]: [N,C,OH,OW] (the block's kernel and pads) */
     BIB_SHAPE_CHANNELS,  /* in0's shape (rank >= 2); in1 is [4,C], C = in0's axis 1 */
+    BIB_SHAPE_FIRST,     /* in0's shape (rank >= 1) with the last axis cut to its first k: the
+                            opcode's IMM operand c (0 <= k <= the axis), or all of it when the
+                            opcode has no operand c */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 

@@ -616,6 +616,19 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         return BIB_OK;
     case BIB_SHAPE_ROWS:
         return need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis");
+    case BIB_SHAPE_FIRST: {
+        CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
+        if (bib_isa_table[ip->op].kinds[2] != BIB_K_IMM)
+            return BIB_OK;
+        const int64_t first = ip->x.imm, n = bib_tensor_last_dim(a);
+        if (first < 0 || first > n)
+            return bib_tensor_trap(
+                vm, ip, BIB_E_TRAP,
+                "%s: c = %" PRId64 " is not 0..%" PRId64 ", the last axis of %s %s", name, first, n,
+                bib_tensor_reg_text(vm, rt, sizeof rt, k->in_regs[0]), bib_tensor_shape(sh, a));
+        r->dims[r->rank - 1] = (uint32_t)first;
+        return BIB_OK;
+    }
     case BIB_SHAPE_BROADCAST:
         /* numpy's broadcast of both shapes; operands that are not the
            result's layout, a row of it or one element are expanded first
@@ -801,7 +814,7 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 9 && BIB_SHAPE__COUNT == 17 && BIB_ARGS__COUNT == 9,
+_Static_assert(BIB_DTYPES__COUNT == 9 && BIB_SHAPE__COUNT == 18 && BIB_ARGS__COUNT == 9,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* An opcode of a KOP or GKOP row: its operands checked by its kernel's rules,

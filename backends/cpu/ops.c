@@ -174,6 +174,13 @@ static void scalar_reduce_cols(uint32_t op, const float *x, size_t n, size_t m, 
 }
 
 /* BATCHNORM on one plane: the contract's steps, each rounded. */
+static size_t scalar_first_not_past(const float *x, size_t n, float bar, bool max) {
+    for (size_t i = 0; i < n; i++)
+        if (max ? !(x[i] < bar) : !(x[i] > bar))
+            return i;
+    return n;
+}
+
 static void scalar_batchnorm(const float *x, float *y, size_t n, float mean, float den, float scale,
                              float bias, bool relu) {
     if (relu)
@@ -201,6 +208,7 @@ const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .reduce_cols = scalar_reduce_cols,
     .axpy = scalar_axpy,
     .batchnorm = scalar_batchnorm,
+    .first_not_past = scalar_first_not_past,
 };
 
 bool bib_cpu_scalef_detour = true;
@@ -462,24 +470,36 @@ static void task_argmax(void *arg, size_t begin, size_t end, uint32_t chunk) {
  * that MAX comes largest first and MIN smallest first (-0 and +0 apart).
  * No other value has key 0 (the extreme keys are NaNs'), so a stable sort
  * by key, which keeps the lower index first among equal keys, gives the
- * order ARGMAX (ARGMIN) picks. The sort is LSD radix over three digits of
- * the key (11, 11 and 10 bits, counted in one pass), skipping a digit every
- * key shares. */
+ * order ARGMAX (ARGMIN) picks. A call wants the first k of that order (k
+ * is the output's last axis; ARGSORT's is the whole row, TOPK's the
+ * opcode's c).
+ *
+ * The whole order is an LSD radix sort over three digits of the key (11,
+ * 11 and 10 bits, counted in one pass), skipping a digit every key shares.
+ * A few of many (TOPK of k <= n / ARGSORT_SELECT_RATIO) are selected
+ * instead (select_row). */
 typedef struct argsort_task {
     task_t t;
+    size_t k;
     atomic_bool nomem;
 } argsort_task_t;
 
-static void argsort_row(const float *x, size_t n, bool max, uint32_t *key, uint32_t *idx,
-                        uint32_t *key2, uint32_t *idx2, int32_t *out) {
+#define ARGSORT_SELECT_RATIO 32
+
+static inline uint32_t argsort_key(float x, bool max) {
+    uint32_t u = (uint32_t)bib_f32_order_key(x) ^ 0x80000000u;
+    return x != x ? 0u : max ? ~u : u;
+}
+
+static void argsort_row(const float *x, size_t n, size_t first, bool max, uint32_t *key,
+                        uint32_t *idx, uint32_t *key2, uint32_t *idx2, int32_t *out) {
     if (n == 0)
         return;
     /* Three digits of 11, 11 and 10 bits, counted in one pass. */
     uint32_t count[3][2049];
     memset(count, 0, sizeof count);
     for (size_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)bib_f32_order_key(x[i]) ^ 0x80000000u;
-        uint32_t k = x[i] != x[i] ? 0u : max ? ~u : u;
+        uint32_t k = argsort_key(x[i], max);
         key[i] = k;
         idx[i] = (uint32_t)i;
         count[0][(k & 0x7FFu) + 1]++;
@@ -502,22 +522,90 @@ static void argsort_row(const float *x, size_t n, bool max, uint32_t *key, uint3
         key = key2, key2 = swap;
         swap = idx, idx = idx2, idx2 = swap;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < first; i++)
         out[i] = (int32_t)idx[i];
+}
+
+/* Sinks h[i] in the max-heap h[0..n). */
+static void sift_down(uint64_t *h, size_t n, size_t i) {
+    const uint64_t v = h[i];
+    for (size_t c = 2 * i + 1; c < n; i = c, c = 2 * i + 1) {
+        if (c + 1 < n && h[c + 1] > h[c])
+            c++;
+        if (h[c] <= v)
+            break;
+        h[i] = h[c];
+    }
+    h[i] = v;
+}
+
+/* The float whose sort key (argsort_key) is key; a NaN for key 0. */
+static float argsort_value(uint32_t key, bool max) {
+    uint32_t order = (max ? ~key : key) ^ 0x80000000u;
+    return key == 0 ? NAN : bib_f32_from_order_key((int32_t)order);
+}
+
+/* The first k (0 < k <= n / ARGSORT_SELECT_RATIO) of a row's order
+ * without sorting the row. Each element's key, the sort key above then its
+ * index (distinct, and ascending in the order), goes into a max-heap of the
+ * k smallest so far when below its top. The scan for the next element not
+ * past the top's value is the level's (a float compare: -0 and +0 pass
+ * both ways, and a NaN top lets every element through; the key decides).
+ * At the end the heap is sorted in place. A row in random order puts about
+ * k ln(n / k) keys into the heap, below 6k + n / 64 for every n / k; a row
+ * that comes near the reverse of its order puts in nearly all, and past
+ * that many the row is left to the sort (false), which gives the same
+ * order. */
+static bool select_row(const bib_cpu_rowops_t *ro, const float *x, size_t n, size_t k, bool max,
+                       uint64_t *heap, int32_t *out) {
+    for (size_t i = 0; i < k; i++)
+        heap[i] = (uint64_t)argsort_key(x[i], max) << 32 | i;
+    for (size_t i = k / 2; i-- > 0;)
+        sift_down(heap, k, i);
+    float bar = argsort_value((uint32_t)(heap[0] >> 32), max);
+    size_t budget = 6 * k + n / 64;
+    for (size_t i = k + ro->first_not_past(x + k, n - k, bar, max); i < n;
+         i += 1 + ro->first_not_past(x + i + 1, n - i - 1, bar, max)) {
+        uint64_t key = (uint64_t)argsort_key(x[i], max) << 32 | i;
+        if (key >= heap[0])
+            continue;
+        if (budget-- == 0)
+            return false;
+        heap[0] = key;
+        sift_down(heap, k, 0);
+        bar = argsort_value((uint32_t)(heap[0] >> 32), max);
+    }
+    for (size_t end = k; end-- > 1;) { /* the largest to the back, ascending */
+        uint64_t top = heap[0];
+        heap[0] = heap[end];
+        heap[end] = top;
+        sift_down(heap, end, 0);
+    }
+    for (size_t j = 0; j < k; j++)
+        out[j] = (int32_t)(uint32_t)heap[j];
+    return true;
 }
 
 static void task_argsort(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     argsort_task_t *a = arg;
     rows_t t = task_rows(&a->t);
-    uint32_t *scratch = malloc(4 * (t.n ? t.n : 1) * sizeof *scratch);
+    const size_t n = t.n, k = a->k;
+    const bool max = t.c->sub == BIB_ARGMAX_MAX;
+    const bool select = k > 0 && k * ARGSORT_SELECT_RATIO <= n;
+    /* 4n words for the sort; k 64-bit keys (2k words) to select. */
+    uint32_t *scratch = malloc(4 * (n ? n : 1) * sizeof *scratch);
     if (scratch == NULL) {
         atomic_store(&a->nomem, true);
         return;
     }
-    for (size_t r = begin; r < end; r++)
-        argsort_row(t.x + r * t.n, t.n, t.c->sub == BIB_ARGMAX_MAX, scratch, scratch + t.n,
-                    scratch + 2 * t.n, scratch + 3 * t.n, view_i32(&t.c->out) + r * t.n);
+    int32_t *y = view_i32(&t.c->out);
+    for (size_t r = begin; r < end && k > 0; r++) {
+        if (!select ||
+            !select_row(t.ro, t.x + r * n, n, k, max, (uint64_t *)(void *)scratch, y + r * k))
+            argsort_row(t.x + r * n, n, k, max, scratch, scratch + n, scratch + 2 * n,
+                        scratch + 3 * n, y + r * k);
+    }
     free(scratch);
 }
 
@@ -1531,7 +1619,8 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         return BIB_OK;
     }
     case BIB_KERNEL_ARGSORT: {
-        argsort_task_t a = {.t = {.ctx = ctx, .call = c, .row_len = last}};
+        argsort_task_t a = {.t = {.ctx = ctx, .call = c, .row_len = last},
+                            .k = c->out.dims[c->out.rank - 1]};
         atomic_init(&a.nomem, false);
         run_parallel(ctx, rows, row_grain(8 * last), task_argsort, &a);
         if (atomic_load(&a.nomem)) {

@@ -100,6 +100,9 @@ typedef struct bib_cpu_rowops {
      * then relu (bib_relu) or canonical NaN. */
     void (*batchnorm)(const float *x, float *y, size_t n, float mean, float den, float scale,
                       float bias, bool relu);
+    /* TOPK's scan: the first i with x[i] not past bar, that is not below it
+     * (max) or not above it (min), or a NaN; n when there is none. */
+    size_t (*first_not_past)(const float *x, size_t n, float bar, bool max);
 } bib_cpu_rowops_t;
 
 extern const bib_cpu_rowops_t bib_cpu_rowops_scalar;

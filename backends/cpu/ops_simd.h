@@ -2050,6 +2050,17 @@ static void V_FN(reduce_cols)(uint32_t op, const float *x, size_t n, size_t m, s
         bib_cpu_rowops_scalar.reduce_cols(op, x, n, m, j, j1, y);
 }
 
+static size_t V_FN(first_not_past)(const float *x, size_t n, float bar, bool max) {
+    const VF b = V_SET1(bar);
+    size_t i = 0;
+    for (; i + V_WIDTH <= n; i += V_WIDTH) {
+        VF v = V_LOAD(x + i);
+        if (!V_MASK_ALL(max ? V_LT(v, b) : V_GT(v, b)))
+            break;
+    }
+    return i + bib_cpu_rowops_scalar.first_not_past(x + i, n - i, bar, max);
+}
+
 const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .name = V_NAME,
     .unary = V_FN(row_unary),
@@ -2069,4 +2080,5 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .conv_rows = V_FN(conv_rows),
     .pool_rows = V_FN(pool_rows),
     .batchnorm = V_FN(row_batchnorm),
+    .first_not_past = V_FN(first_not_past),
 };

@@ -260,6 +260,7 @@ static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_
     p.n[0] = rows;
     p.n[1] = n;
     p.u[0] = param;
+    p.u[1] = c->out.rank ? (uint32_t)c->out.dims[c->out.rank - 1] : 1; /* ARGSORT's first k */
     return bib_cu_launch(ex, fn, bib_cu_rows_grid(rows), 1, 1, BIB_CU_ROW_THREADS, 1, 0, &p);
 }
 

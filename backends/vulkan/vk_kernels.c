@@ -344,9 +344,11 @@ static bib_status_t bib_vk_argmax(bib_executor_t *ex, const bib_call_t *c) {
 }
 
 /* argsort.comp: each lane's elements of its row (one in 64), each placed
- * by a loop over the whole row. */
+ * by a loop over the whole row; those placed below k (the output's last
+ * axis) are written. */
 static bib_status_t bib_vk_argsort(bib_executor_t *ex, const bib_call_t *c) {
-    return bib_vk_rowwise(ex, c, "argsort", c->sub == BIB_ARGMAX_MIN ? 1 : 0, 0, 1);
+    uint32_t k = (uint32_t)c->out.dims[c->out.rank - 1];
+    return bib_vk_rowwise(ex, c, "argsort", c->sub == BIB_ARGMAX_MIN ? 1 : 0, k, 1);
 }
 
 static double bib_vk_argsort_loops(const bib_call_t *c) {

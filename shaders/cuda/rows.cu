@@ -222,11 +222,13 @@ __device__ __forceinline__ void argmax_rows(const bib_cu_args_t &a) {
     }
 }
 
-// ARGSORT (out is i32, the input's shape): each element's unsigned key
+// ARGSORT (out is i32 [rows, u[1]], the first u[1] of each row's order;
+// ARGSORT's u[1] is the row length, TOPK's its c): each element's unsigned key
 // ascends in the order the row comes out (NaN 0, else the order key's bits,
 // flipped for largest first: u[0] = 0); its place is the count of the
 // elements before it (a smaller key, or the same at a lower index), and its
-// index goes there: the CPU executor's stable sort, exactly.
+// index goes there when that is below u[1]: the CPU executor's stable sort,
+// exactly.
 __device__ __forceinline__ uint32_t sort_key(float x, bool largest) {
     if (isnan_(x))
         return 0u;
@@ -239,6 +241,7 @@ __device__ __forceinline__ void argsort_rows(const bib_cu_args_t &a) {
     const uint64_t rows = a.n[0];
     const uint32_t n = static_cast<uint32_t>(a.n[1]);
     const bool largest = a.u[0] == 0;
+    const uint32_t k = a.u[1]; // the first k of each row's order: out is [rows, k]
     const float *x = f32(a.in0);
     int32_t *y = i32(a.out);
     for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -249,7 +252,8 @@ __device__ __forceinline__ void argsort_rows(const bib_cu_args_t &a) {
                 uint32_t ki = sort_key(xr[i], largest);
                 place += (ki < kj || (ki == kj && i < j)) ? 1u : 0u;
             }
-            y[row * n + place] = static_cast<int32_t>(j);
+            if (place < k)
+                y[row * k + place] = static_cast<int32_t>(j);
         }
     }
 }

@@ -1378,16 +1378,21 @@ class TopK(unittest.TestCase):
         return x
 
     @staticmethod
-    def without_argsort():
-        # The lowerings of a library without ARGSORT: the pairs and the rounds.
+    def without(*prefixes):
         real = onnx_import.Importer.have
         return unittest.mock.patch.object(onnx_import.Importer, "have",
-                                          lambda self, m: not m.startswith("ARGSORT") and real(self, m))
+                                          lambda self, m: not m.startswith(prefixes) and real(self, m))
+
+    @classmethod
+    def without_argsort(cls):
+        # The lowerings of a library without ARGSORT: the pairs and the rounds.
+        return cls.without("ARGSORT", "TOPK")
 
     def test_k_above_1_is_the_sorted_order_a_tie_the_lower_index(self):
-        # By ARGSORT (on cpu and vulkan), and by the pairs where it is missing.
+        # By TOPK, by ARGSORT where TOPK is missing (on cpu and vulkan), and
+        # by the pairs where both are.
         x = self.special(62)
-        for lowering in ("argsort", "pairs"):
+        for lowering in ("topk", "argsort", "pairs"):
             for axis in (-1, 1, 0):
                 n = x.shape[axis]
                 for k in sorted({2, n - 1, n}):
@@ -1395,14 +1400,16 @@ class TopK(unittest.TestCase):
                         with self.subTest(lowering=lowering, axis=axis, k=k, largest=largest):
                             m = self.build(k, dims=("N", 4, 5) if axis else (3, 4, 5), axis=axis, largest=largest,
                                            sorted=1)
-                            with self.without_argsort() if lowering == "pairs" else contextlib.nullcontext():
+                            missing = {"topk": (), "argsort": ("TOPK",), "pairs": ("TOPK", "ARGSORT")}[lowering]
+                            with self.without(*missing) if missing else contextlib.nullcontext():
                                 mod = onnx_import.import_model(m)
-                            if lowering == "argsort":
-                                self.assertIn("ARGSORT_DESC" if largest else "ARGSORT_ASC", ops(mod))
+                            if lowering != "pairs":
+                                which = "DESC" if largest else "ASC"
+                                self.assertIn(lowering.upper() + "_" + which, ops(mod))
                             else:  # each element's place: a SUM over the pairs
                                 self.assertTrue({"SUM", "REDUCE_SUM"} & set(ops(mod)))
                             v, i = self.oracle(x, k, axis, largest)
-                            for backend in ("cpu", "vulkan") if lowering == "argsort" else ("cpu",):
+                            for backend in ("cpu", "vulkan") if lowering != "pairs" else ("cpu",):
                                 r = mod.run({"x": x}, backend=backend, strict_device=backend != "cpu")
                                 np.testing.assert_array_equal(r["i"], i)
                                 self.assertEqual(r["v"].tobytes(), v.tobytes())
@@ -1442,6 +1449,12 @@ class TopK(unittest.TestCase):
         on_vulkan = mod.run({"x": x}, backend="vulkan", strict_device=True)
         for name in ("v", "i"):
             self.assertEqual(on_vulkan[name].tobytes(), r[name].tobytes())
+        # TOPK gives the same (the CPU executor selects the 12 of 5,000).
+        mod = onnx_import.import_model(m)
+        self.assertIn("TOPK_DESC", ops(mod))
+        by_topk = mod.run({"x": x})
+        for name in ("v", "i"):
+            self.assertEqual(by_topk[name].tobytes(), r[name].tobytes())
 
     def test_a_few_of_many_take_rounds_within_the_default_memory_cap(self):
         # A top-5 of 1,000 classes for 256 rows: the pairs would hold 256 x

@@ -851,6 +851,13 @@ CTS_TEST(argsort_matches_cpu) {
     for (uint32_t op = 0; op < BIB_ARGMAX__COUNT; op++) {
         bib_call_t as = {.kernel = BIB_KERNEL_ARGSORT, .sub = op};
         cts_compare(as, &in, 1, out, "argsort ties, NaNs and signed zeros");
+        /* TOPK: the first k columns, on both sides of the CPU executor's
+           selection bound (n / 8). */
+        static const uint32_t ks[] = {1, 3, 16, 17, 129};
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            cts_tensor_t first = {NULL, BIB_DTYPE_I32, 2, {3, ks[ki]}};
+            cts_compare(as, &in, 1, first, "topk ties, NaNs and signed zeros");
+        }
     }
 }
 

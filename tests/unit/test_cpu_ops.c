@@ -974,6 +974,22 @@ static bool argsort_before(float a, size_t ia, float b, size_t ib, bool max) {
     return ia < ib;
 }
 
+/* Each row's order by a stable insertion of each index. */
+static void sort_written_out(const float *x, uint32_t r, uint32_t n, bool max, int32_t *want) {
+    for (uint32_t row = 0; row < r; row++) {
+        const float *xr = x + (size_t)row * n;
+        int32_t *w = want + (size_t)row * n;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t at = k;
+            while (at > 0 && argsort_before(xr[k], k, xr[w[at - 1]], (size_t)w[at - 1], max)) {
+                w[at] = w[at - 1];
+                at--;
+            }
+            w[at] = (int32_t)k;
+        }
+    }
+}
+
 Test(cpu_ops_identity, argsort_matches_a_sort_written_out) {
     static const uint32_t dims[][2] = {{1, 1}, {3, 7}, {2, 64}, {5, 300}, {2, 1000}, {1, 0}};
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
@@ -983,19 +999,7 @@ Test(cpu_ops_identity, argsort_matches_a_sort_written_out) {
             x[i] = (float)(int)x[i]; /* ties */
         int32_t *want = malloc(((size_t)r * n + 1) * 4);
         for (int max = 1; max >= 0; max--) {
-            for (uint32_t row = 0; row < r; row++) {
-                const float *xr = x + (size_t)row * n;
-                int32_t *w = want + (size_t)row * n;
-                for (uint32_t k = 0; k < n; k++) {
-                    uint32_t at = k;
-                    while (at > 0 &&
-                           argsort_before(xr[k], k, xr[w[at - 1]], (size_t)w[at - 1], max)) {
-                        w[at] = w[at - 1];
-                        at--;
-                    }
-                    w[at] = (int32_t)k;
-                }
-            }
+            sort_written_out(x, r, n, max, want);
             bib_call_t c = {.kernel = BIB_KERNEL_ARGSORT,
                             .sub = max ? BIB_ARGMAX_MAX : BIB_ARGMAX_MIN,
                             .out = view2(NULL, BIB_DTYPE_I32, r, n),
@@ -1005,6 +1009,42 @@ Test(cpu_ops_identity, argsort_matches_a_sort_written_out) {
         }
         free(x), free(want);
     }
+}
+
+/* TOPK (ARGSORT with an output of k < n columns): the first k of the order
+ * written out, for k on both sides of the selection's bound (n / 32), over
+ * rows in and against their order (one of them every element a new best,
+ * which the selection leaves to the sort), all equal, NaNs throughout,
+ * signed zeros, random with ties. */
+Test(cpu_ops_identity, topk_is_the_first_k_of_the_sort) {
+    enum { R = 6, N = 1000 };
+    float *x = random_f32((size_t)R * N, 3.0f, true);
+    int32_t *want = malloc((size_t)R * N * 4), *first = malloc((size_t)R * N * 4);
+    cr_assert(want && first);
+    for (uint32_t i = 0; i < N; i++) {
+        x[i] = (float)i;                                                  /* ascending */
+        x[N + i] = (float)(N - i);                                        /* descending */
+        x[2 * N + i] = 1.5f;                                              /* all equal */
+        x[3 * N + i] = i % 7 ? NAN : -0.0f;                               /* NaNs, signed zeros */
+        x[4 * N + i] = (float)(int)x[4 * N + i] * (i % 2 ? 1.0f : -1.0f); /* ties */
+        x[5 * N + i] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? -0.0f : x[5 * N + i];
+    }
+    static const uint32_t ks[] = {1, 2, 5, 17, N / 32, N / 32 + 1, 125, 400, N - 1};
+    for (int max = 1; max >= 0; max--) {
+        sort_written_out(x, R, N, max, want);
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            uint32_t k = ks[ki];
+            for (uint32_t row = 0; row < R; row++)
+                memcpy(first + (size_t)row * k, want + (size_t)row * N, (size_t)k * 4);
+            bib_call_t c = {.kernel = BIB_KERNEL_ARGSORT,
+                            .sub = max ? BIB_ARGMAX_MAX : BIB_ARGMAX_MIN,
+                            .out = view2(NULL, BIB_DTYPE_I32, R, k),
+                            .in = {view2(x, BIB_DTYPE_F32, R, N)}};
+            check_words(max ? "topk desc" : "topk asc", ki, c, (const uint32_t *)first,
+                        (size_t)R * k);
+        }
+    }
+    free(x), free(want), free(first);
 }
 
 Test(cpu_ops_identity, transpose_rng_fill_copy) {

@@ -606,22 +606,27 @@ class MathOps:
     TOPK_ROUND_PASSES = 10
 
     def topk_sorted(self, node, x, axis, k, largest):
-        """The indices of x's k first elements along its static axis: the
-        first k columns of ARGSORT_DESC (ARGSORT_ASC), which orders each row
-        as ARGMAX (ARGMIN) picks, the axis moved last and back by PERMUTE.
-        The same order as the pairs and the rounds below, which libraries
-        without ARGSORT take."""
+        """The indices of x's k first elements along its static axis: TOPK_DESC
+        (TOPK_ASC) with c = k, the first k columns of ARGSORT_DESC
+        (ARGSORT_ASC), which orders each row as ARGMAX (ARGMIN) picks; the
+        axis moved last and back by PERMUTE. A library with ARGSORT but
+        without TOPK sorts whole rows and slices. The same order as the pairs
+        and the rounds below, which libraries without ARGSORT take."""
         rank = len(x.shape)
         n = x.shape[axis]
-        mnemonic = "ARGSORT_DESC" if largest else "ARGSORT_ASC"
+        which = "DESC" if largest else "ASC"
         v = x
         perm = list(range(rank))
         if axis != rank - 1:
             perm = [a for a in range(rank) if a != axis] + [axis]
             v = self.permute(node, x, perm)
-        order = self.rt(v.shape, "i32", TensorProto.INT64)
-        self.emit(mnemonic, order.reg, self.reg_of(node, v))
-        if k < n:
+        if self.have("TOPK_" + which):
+            order = self.rt(v.shape[:-1] + [k], "i32", TensorProto.INT64)
+            self.emit("TOPK_" + which, order.reg, self.reg_of(node, v), k)
+        else:
+            order = self.rt(v.shape, "i32", TensorProto.INT64)
+            self.emit("ARGSORT_" + which, order.reg, self.reg_of(node, v))
+        if k < n and order.shape[-1] != k:
             order = self.slice(node, order, [0], [k], [rank - 1], [1])
         if axis != rank - 1:
             back = [perm.index(a) for a in range(rank)]
