@@ -14,16 +14,15 @@ rounds alternate BIB (`bib bench`, median of N runs) and torch (median of N
 calls under torch.no_grad, same thread count); the table shows each one's
 best round and BIB / torch (below 1: BIB is faster).
 """
-import argparse
-import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn as nn
+
+import against_torch
 
 
 def bn(c):
@@ -117,25 +116,8 @@ def cpu_levels():
     return levels
 
 
-def torch_median_ms(model, x, reps):
-    with torch.no_grad():
-        for _ in range(3):
-            model(x)
-        times = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            model(x)
-            times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2] * 1e3
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("workdir")
-    ap.add_argument("--bib", default="build/bib")
-    ap.add_argument("--importer", default="tools/bib-onnx")
-    ap.add_argument("--repetitions", type=int, default=10)
-    args = ap.parse_args()
+    args = against_torch.arguments(__doc__, 10)
     d = args.workdir
     threads = sorted({1, os.cpu_count() or 1})
     print("convolutional networks imported from ONNX: bib (cpu) vs torch %s, f32[1, 3, 224, 224], "
@@ -165,16 +147,8 @@ def main():
             sys.exit("cnn: %s: the CPU levels %s give different bytes" % (name, ", ".join(outs)))
         print("  %s: relative error against torch %.2g; %s: the same bytes" % (name, err, ", ".join(outs)))
         for t in threads:
-            torch.set_num_threads(t)
-            bib_ms, torch_ms = [], []
-            for _ in range(3):
-                r = subprocess.run([args.bib, "bench", bib_path, "--input", "x=" + x_path, "--backend", "cpu",
-                                    "--threads", str(t), "--repetitions", str(args.repetitions),
-                                    "--warmup", "2", "--format", "json"],
-                                   check=True, timeout=600, capture_output=True, text=True)
-                bib_ms.append(json.loads(r.stdout)["median_ms"])
-                torch_ms.append(torch_median_ms(m, x, args.repetitions))
-            b, p = min(bib_ms), min(torch_ms)
+            with torch.no_grad():
+                b, p = against_torch.best_of_rounds(torch, args, bib_path, x_path, t, lambda: m(x))
             print("%-12s %7d %10.2f %10.2f %9.2fx" % (name, t, b, p, b / p))
 
 
