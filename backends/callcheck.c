@@ -207,7 +207,7 @@ bool bib_call_take_ok(const bib_call_t *c) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 26, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_call_shapes_ok");
 
 bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
@@ -244,6 +244,9 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
                (bib_view_rows(o, &k) == bib_view_rows(x, &last) || k == 0) && k <= last &&
                last <= BIB_ARGSORT_GPU_ROW_MAX;
     }
+    case BIB_KERNEL_CUMSUM:
+        return (bib_call_all_f32(c, 1) || bib_call_all_i32(c, 1)) &&
+               bib_view_count(o) == bib_view_count(x) && (c->i[0] & ~(int64_t)BIB_SCAN__ALL) == 0;
     case BIB_KERNEL_LAYERNORM:
         if (c->sub == BIB_LAYERNORM_PACKED)
             return bib_call_all_f32(c, 2) && bib_view_count(&c->in[1]) == 2 * (uint64_t)last;

@@ -1,4 +1,4 @@
-"""What bench/cnn.py and bench/topk.py share: their arguments, and rounds
+"""What bench/cnn.py and bench/onnx_ops.py share: their arguments, and rounds
 that alternate `bib bench` of an imported module with a torch call on the
 same thread count."""
 import argparse

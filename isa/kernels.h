@@ -55,6 +55,8 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_FIRST,     /* in0's shape (rank >= 1) with the last axis cut to its first k: the
                             opcode's IMM operand c (0 <= k <= the axis), or all of it when the
                             opcode has no operand c */
+    BIB_SHAPE_SCAN,      /* in0's shape, row by row along a last axis (rank >= 1); the opcode's
+                            IMM operand c holds flags (bib_scan_flags_t), no other bits */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -69,6 +71,7 @@ typedef enum bib_args_rule {
     BIB_ARGS_SEED,      /* i[0] = r[b] (seed), i[1] = immediate c (stream) */
     BIB_ARGS_BLOCK,     /* p[0..12) = r[x..x+12), x the last RS operand (checked by the verifier) */
     BIB_ARGS_SCALAR_D,  /* f[0] = the f64 r[d] rounded to f32 */
+    BIB_ARGS_FLAGS_C,   /* i[0] = the opcode's IMM operand c */
     BIB_ARGS__COUNT
 } bib_args_rule_t;
 
@@ -269,6 +272,13 @@ typedef enum bib_pool {
     BIB_POOL__COUNT
 } bib_pool_t;
 
+/* CUMSUM's flags, the opcode's IMM c (BIB_SHAPE_SCAN). */
+typedef enum bib_scan_flags {
+    BIB_SCAN_EXCLUSIVE = 1, /* each sum leaves out its own element: the first is +0 (0) */
+    BIB_SCAN_REVERSE = 2,   /* from the last element back to the first */
+    BIB_SCAN__ALL = 3
+} bib_scan_flags_t;
+
 /* Whether BINARY's sub op has an i32 form (wrapping add, sub and mul;
  * division truncated toward zero that traps on a zero divisor; signed min
  * and max). The other subs take f32 only. */
@@ -324,7 +334,7 @@ extern const bib_kernel_info_t bib_kernel_table[BIB_KERNEL__COUNT];
 static inline int bib_sub_i32(bib_kernel_t k, uint32_t op) {
     return k == BIB_KERNEL_BINARY  ? bib_binary_i32(op)
            : k == BIB_KERNEL_UNARY ? bib_unary_i32(op)
-                                   : 0;
+                                   : k == BIB_KERNEL_CUMSUM;
 }
 
 static inline int bib_kernel_runs_on(bib_kernel_t k, bib_executor_id_t id) {

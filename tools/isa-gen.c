@@ -96,6 +96,7 @@ static void print_kernels(void) {
         [BIB_SHAPE_POOL] = "[N,C,OH,OW] (or [N,C,OL])",
         [BIB_SHAPE_CHANNELS] = "same; [4,C] per channel of axis 1",
         [BIB_SHAPE_FIRST] = "same, the last axis cut to its first k",
+        [BIB_SHAPE_SCAN] = "same, by rows (rank >= 1); flags in c",
     };
     static const char *const costs[BIB_COST__COUNT] = {
         [BIB_COST_ELEMENTS] = "inputs + result",    [BIB_COST_ROWS] = "inputs + result",

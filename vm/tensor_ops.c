@@ -616,6 +616,14 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         return BIB_OK;
     case BIB_SHAPE_ROWS:
         return need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis");
+    case BIB_SHAPE_SCAN:
+        CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
+        if ((uint32_t)ip->x.imm & ~(uint32_t)BIB_SCAN__ALL)
+            return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                                   "%s: c = 0x%" PRIx32 " has flags other than 1 (exclusive) and "
+                                   "2 (reverse)",
+                                   name, (uint32_t)ip->x.imm);
+        return BIB_OK;
     case BIB_SHAPE_FIRST: {
         CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
         if (bib_isa_table[ip->op].kinds[2] != BIB_K_IMM)
@@ -811,10 +819,13 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     case BIB_ARGS_SCALAR_D:
         k->f0 = (float)bib_f64_from_bits(R[ip->d]);
         return;
+    case BIB_ARGS_FLAGS_C:
+        k->i0 = ip->x.imm;
+        return;
     }
 }
 
-_Static_assert(BIB_DTYPES__COUNT == 9 && BIB_SHAPE__COUNT == 18 && BIB_ARGS__COUNT == 9,
+_Static_assert(BIB_DTYPES__COUNT == 9 && BIB_SHAPE__COUNT == 19 && BIB_ARGS__COUNT == 10,
                "bib_tensor_op_kernel's rules have a case for every value of isa/kernels.h");
 
 /* An opcode of a KOP or GKOP row: its operands checked by its kernel's rules,

@@ -609,6 +609,93 @@ static void task_argsort(void *arg, size_t begin, size_t end, uint32_t chunk) {
     free(scratch);
 }
 
+/* CUMSUM: each row's running sums, one add after another from its first
+ * element (its last with BIB_SCAN_REVERSE); BIB_SCAN_EXCLUSIVE writes the
+ * sum before each element's add, +0 first. The chains are latency bound,
+ * so eight rows run interleaved, each sum in a register of its own: their
+ * adds do not wait on each other. Each position is read before it is
+ * written and never read again, so the result may be the input's storage. */
+#define SCAN_STEP(T, ADD, OUT, r)                                                                  \
+    do {                                                                                           \
+        const T v = x[(r)*n + p], before = s##r;                                                   \
+        s##r = ADD(before, v);                                                                     \
+        y[(r)*n + p] = OUT(exclusive ? before : s##r);                                             \
+    } while (0)
+
+#define SCAN_FIRST(T, OUT, r)                                                                      \
+    do {                                                                                           \
+        s##r = x[(r)*n + p];                                                                       \
+        y[(r)*n + p] = OUT(exclusive ? (T)0 : s##r);                                               \
+    } while (0)
+
+#define SCAN_ROWS_FN(name, T, ADD, OUT)                                                            \
+    static void name(const T *x, T *y, size_t n, size_t rows, bool exclusive, bool reverse) {      \
+        size_t r0 = 0;                                                                             \
+        for (; r0 + 8 <= rows; r0 += 8, x += 8 * n, y += 8 * n) {                                  \
+            T s0, s1, s2, s3, s4, s5, s6, s7;                                                      \
+            size_t p = reverse ? n - 1 : 0;                                                        \
+            SCAN_FIRST(T, OUT, 0);                                                                 \
+            SCAN_FIRST(T, OUT, 1);                                                                 \
+            SCAN_FIRST(T, OUT, 2);                                                                 \
+            SCAN_FIRST(T, OUT, 3);                                                                 \
+            SCAN_FIRST(T, OUT, 4);                                                                 \
+            SCAN_FIRST(T, OUT, 5);                                                                 \
+            SCAN_FIRST(T, OUT, 6);                                                                 \
+            SCAN_FIRST(T, OUT, 7);                                                                 \
+            for (size_t j = 1; j < n; j++) {                                                       \
+                p = reverse ? n - 1 - j : j;                                                       \
+                SCAN_STEP(T, ADD, OUT, 0);                                                         \
+                SCAN_STEP(T, ADD, OUT, 1);                                                         \
+                SCAN_STEP(T, ADD, OUT, 2);                                                         \
+                SCAN_STEP(T, ADD, OUT, 3);                                                         \
+                SCAN_STEP(T, ADD, OUT, 4);                                                         \
+                SCAN_STEP(T, ADD, OUT, 5);                                                         \
+                SCAN_STEP(T, ADD, OUT, 6);                                                         \
+                SCAN_STEP(T, ADD, OUT, 7);                                                         \
+            }                                                                                      \
+        }                                                                                          \
+        for (; r0 < rows; r0++, x += n, y += n) {                                                  \
+            T s0;                                                                                  \
+            size_t p = reverse ? n - 1 : 0;                                                        \
+            SCAN_FIRST(T, OUT, 0);                                                                 \
+            for (size_t j = 1; j < n; j++) {                                                       \
+                p = reverse ? n - 1 - j : j;                                                       \
+                SCAN_STEP(T, ADD, OUT, 0);                                                         \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+static inline float scan_add_f32(float a, float b) {
+    return a + b;
+}
+
+static inline int32_t scan_add_i32(int32_t a, int32_t b) {
+    return (int32_t)((uint32_t)a + (uint32_t)b); /* wrapping */
+}
+
+static inline int32_t scan_same_i32(int32_t v) {
+    return v;
+}
+
+SCAN_ROWS_FN(scan_rows_f32, float, scan_add_f32, bib_f32_canon)
+SCAN_ROWS_FN(scan_rows_i32, int32_t, scan_add_i32, scan_same_i32)
+
+static void task_cumsum(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const size_t n = t->row_len;
+    const bool exclusive = c->i[0] & BIB_SCAN_EXCLUSIVE, reverse = c->i[0] & BIB_SCAN_REVERSE;
+    if (n == 0)
+        return;
+    if (c->out.dtype == BIB_DTYPE_I32)
+        scan_rows_i32(view_i32(&c->in[0]) + begin * n, view_i32(&c->out) + begin * n, n,
+                      end - begin, exclusive, reverse);
+    else
+        scan_rows_f32(view_f32(&c->in[0]) + begin * n, view_f32(&c->out) + begin * n, n,
+                      end - begin, exclusive, reverse);
+}
+
 typedef struct act_post {
     const bib_cpu_rowops_t *rowops;
     bib_unary_t op;
@@ -1447,7 +1534,7 @@ static bool all_f32(const bib_call_t *c, int inputs) {
     return true;
 }
 
-_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it its "
+_Static_assert(BIB_KERNEL__COUNT == 26, "a kernel was added to isa/kernels.def: give it its "
                                         "rule in bib_cpu_ops_supports and its run in "
                                         "bib_cpu_ops_run");
 
@@ -1479,6 +1566,10 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
     case BIB_KERNEL_ARGMAX:
     case BIB_KERNEL_ARGSORT:
         return c->in[0].dtype == BIB_DTYPE_F32 && c->out.dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_CUMSUM:
+        return (all_f32(c, 1) ||
+                (c->in[0].dtype == BIB_DTYPE_I32 && c->out.dtype == BIB_DTYPE_I32)) &&
+               view_count(&c->in[0]) == view_count(&c->out);
     case BIB_KERNEL_FILL:
     case BIB_KERNEL_COPY:
         return true;
@@ -1630,6 +1721,10 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         }
         return BIB_OK;
     }
+    case BIB_KERNEL_CUMSUM:
+        t.row_len = last;
+        run_parallel(ctx, rows, row_grain(last), task_cumsum, &t);
+        return BIB_OK;
     case BIB_KERNEL_BATCHNORM: {
         size_t planes = c->in[0].dims[0] * c->in[0].dims[1];
         t.row_len = planes ? count / planes : 0;

@@ -172,6 +172,7 @@ typedef struct bib_cu_api {
     X(REDUCE_PROD, "rows", "bib_reduce_prod")                                                      \
     X(ARGMAX, "rows", "bib_argmax")                                                                \
     X(ARGSORT, "rows", "bib_argsort")                                                              \
+    X(CUMSUM, "rows", "bib_cumsum")                                                                \
     X(LAYERNORM, "rows", "bib_layernorm")                                                          \
     X(RMSNORM, "rows", "bib_rmsnorm")                                                              \
     X(ATTENTION, "attention", "bib_attention")                                                     \

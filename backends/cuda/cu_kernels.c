@@ -245,8 +245,11 @@ static bib_status_t bib_cu_binary(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- row kernels: one block of 64 per row (THE tree) --------------------- */
 
-static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
-                                   uint32_t param, int inputs) {
+/* A row kernel's launch: n[0] = rows, n[1] = row length, u[0] = param,
+ * u[1] = the output's last axis; per_block rows to a block (1: a block per
+ * row; BIB_CU_ROW_THREADS: a thread per row). */
+static bib_status_t bib_cu_rows_launch(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                       uint32_t param, int inputs, uint32_t per_block) {
     bib_cu_args_t p = {0};
     const char *names[4] = {"output", "input", inputs > 1 ? "gamma" : NULL,
                             inputs > 2 ? "beta" : NULL};
@@ -261,7 +264,13 @@ static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_
     p.n[1] = n;
     p.u[0] = param;
     p.u[1] = c->out.rank ? (uint32_t)c->out.dims[c->out.rank - 1] : 1; /* ARGSORT's first k */
-    return bib_cu_launch(ex, fn, bib_cu_rows_grid(rows), 1, 1, BIB_CU_ROW_THREADS, 1, 0, &p);
+    uint64_t blocks = (rows + per_block - 1) / per_block;
+    return bib_cu_launch(ex, fn, bib_cu_rows_grid(blocks), 1, 1, BIB_CU_ROW_THREADS, 1, 0, &p);
+}
+
+static bib_status_t bib_cu_rowwise(bib_executor_t *ex, const bib_call_t *c, bib_cu_fn_t fn,
+                                   uint32_t param, int inputs) {
+    return bib_cu_rows_launch(ex, c, fn, param, inputs, 1);
 }
 
 static bib_status_t bib_cu_softmax(bib_executor_t *ex, const bib_call_t *c) {
@@ -301,6 +310,12 @@ static bib_status_t bib_cu_argmax(bib_executor_t *ex, const bib_call_t *c) {
 
 static bib_status_t bib_cu_argsort(bib_executor_t *ex, const bib_call_t *c) {
     return bib_cu_rowwise(ex, c, BIB_CU_FN_ARGSORT, c->sub == BIB_ARGMAX_MIN, 1);
+}
+
+/* One thread per row, blocks of BIB_CU_ROW_THREADS rows. */
+static bib_status_t bib_cu_cumsum(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t op = (uint32_t)c->i[0] | (c->out.dtype == BIB_DTYPE_I32 ? 4u : 0u);
+    return bib_cu_rows_launch(ex, c, BIB_CU_FN_CUMSUM, op, 1, BIB_CU_ROW_THREADS);
 }
 
 static bib_status_t bib_cu_layernorm(bib_executor_t *ex, const bib_call_t *c) {
@@ -583,7 +598,7 @@ bool bib_cu_supports(bib_executor_t *ex, const bib_call_t *c) {
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 26, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_cuda_executor = {
@@ -614,6 +629,7 @@ const bib_executor_ops_t bib_cuda_executor = {
             [BIB_KERNEL_GATHER] = bib_cu_gather,
             [BIB_KERNEL_ARGMAX] = bib_cu_argmax,
             [BIB_KERNEL_ARGSORT] = bib_cu_argsort,
+            [BIB_KERNEL_CUMSUM] = bib_cu_cumsum,
             [BIB_KERNEL_FILL] = bib_cu_fill,
             [BIB_KERNEL_RNG] = bib_cu_rng,
             [BIB_KERNEL_STRIDED] = bib_cu_strided,

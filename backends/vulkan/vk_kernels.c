@@ -288,8 +288,12 @@ static bib_status_t bib_vk_scale(bib_executor_t *ex, const bib_call_t *c) {
 
 /* ---- row kernels: one workgroup of 64 per row (THE tree) ----------------- */
 
-static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
-                                   uint32_t op, uint32_t param, int inputs) {
+/* A row shader's dispatch: push n0 = rows, n1 = row length, u1 = param;
+ * per_group rows to a workgroup (1: a workgroup of 64 lanes per row; 64:
+ * an invocation per row). */
+static bib_status_t bib_vk_rows_dispatch(bib_executor_t *ex, const bib_call_t *c,
+                                         const char *shader, uint32_t op, uint32_t param,
+                                         int inputs, uint32_t per_group) {
     bib_vk_push_t p = {0};
     bib_vk_buffer_t *bufs[BIB_VK_BINDINGS];
     const char *names[4] = {"output", "input", inputs > 1 ? "gamma" : NULL,
@@ -304,7 +308,12 @@ static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, cons
     p.u[1] = param;
     if (rows == 0)
         return BIB_OK;
-    return bib_vk_dispatch(ex, shader, &op, 1, bufs, &p, bib_vk_groups(rows, 1), 1, 1);
+    return bib_vk_dispatch(ex, shader, &op, 1, bufs, &p, bib_vk_groups(rows, per_group), 1, 1);
+}
+
+static bib_status_t bib_vk_rowwise(bib_executor_t *ex, const bib_call_t *c, const char *shader,
+                                   uint32_t op, uint32_t param, int inputs) {
+    return bib_vk_rows_dispatch(ex, c, shader, op, param, inputs, 1);
 }
 
 /* The row shaders' loops for one invocation: the rows its workgroup strides
@@ -356,6 +365,18 @@ static double bib_vk_argsort_loops(const bib_call_t *c) {
     uint64_t rows = bib_call_rows(c, &n);
     double lane = (double)(((uint64_t)n + 63) / 64);
     return bib_vk_loop(bib_vk_strides(rows, 1), bib_vk_loop(lane, bib_vk_loop((double)n, 0)));
+}
+
+/* cumsum.comp: one invocation per row, a loop along it. */
+static bib_status_t bib_vk_cumsum(bib_executor_t *ex, const bib_call_t *c) {
+    uint32_t op = (uint32_t)c->i[0] | (c->out.dtype == BIB_DTYPE_I32 ? 4u : 0u);
+    return bib_vk_rows_dispatch(ex, c, "cumsum", op, 0, 1, 64);
+}
+
+static double bib_vk_cumsum_loops(const bib_call_t *c) {
+    uint32_t n;
+    uint64_t rows = bib_call_rows(c, &n);
+    return bib_vk_loop(bib_vk_strides(rows, 64), bib_vk_loop((double)n, 0));
 }
 
 static bib_status_t bib_vk_layernorm(bib_executor_t *ex, const bib_call_t *c) {
@@ -800,6 +821,8 @@ static double bib_vk_loops(const bib_executor_t *ex, const bib_call_t *c) {
         return bib_vk_attention_loops(ex, c);
     case BIB_KERNEL_ARGSORT:
         return bib_vk_argsort_loops(c);
+    case BIB_KERNEL_CUMSUM:
+        return bib_vk_cumsum_loops(c);
     case BIB_KERNEL_CONV:
     case BIB_KERNEL_POOL:
     case BIB_KERNEL_BATCHNORM:
@@ -947,7 +970,7 @@ bib_status_t bib_vulkan_divsqrt(bib_executor_t *ex, const float *a, const float 
 
 /* One entry per kernel whose EXECUTORS column in isa/kernels.def names this
  * executor: tools/isa-gen.c fails the build when the two disagree. */
-_Static_assert(BIB_KERNEL__COUNT == 25, "a kernel was added to isa/kernels.def: give it an "
+_Static_assert(BIB_KERNEL__COUNT == 26, "a kernel was added to isa/kernels.def: give it an "
                                         "entry below, or leave this executor out of its row");
 
 const bib_executor_ops_t bib_vulkan_executor = {
@@ -976,6 +999,7 @@ const bib_executor_ops_t bib_vulkan_executor = {
             [BIB_KERNEL_REDUCE] = bib_vk_reduce,
             [BIB_KERNEL_ARGMAX] = bib_vk_argmax,
             [BIB_KERNEL_ARGSORT] = bib_vk_argsort,
+            [BIB_KERNEL_CUMSUM] = bib_vk_cumsum,
             [BIB_KERNEL_LAYERNORM] = bib_vk_layernorm,
             [BIB_KERNEL_RMSNORM] = bib_vk_rmsnorm,
             [BIB_KERNEL_ATTENTION] = bib_vk_attention,

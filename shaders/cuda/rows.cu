@@ -258,6 +258,33 @@ __device__ __forceinline__ void argsort_rows(const bib_cu_args_t &a) {
     }
 }
 
+// CUMSUM: one thread per row (a row's adds are one chain), in the order the
+// CPU executor runs them. u[0]: bit 0 exclusive (the sum before each
+// element's add, +0 first), bit 1 reverse (from the last element back), bit 2
+// i32 (wrapping adds). Each position is read before it is written.
+__device__ __forceinline__ void cumsum_rows(const bib_cu_args_t &a) {
+    const uint64_t rows = a.n[0];
+    const uint32_t n = static_cast<uint32_t>(a.n[1]);
+    const bool exclusive = a.u[0] & 1u, reverse = a.u[0] & 2u, is_i32 = a.u[0] & 4u;
+    for (uint64_t row = static_cast<uint64_t>(blockIdx.x) * L + threadIdx.x; row < rows;
+         row += static_cast<uint64_t>(gridDim.x) * L) {
+        float s = 0.0f;
+        uint32_t si = 0u;
+        for (uint32_t j = 0; j < n; j++) {
+            const uint64_t p = row * n + (reverse ? n - 1u - j : j);
+            if (is_i32) {
+                const uint32_t v = u32(a.in0)[p], before = si;
+                si = j == 0 ? v : before + v;
+                u32(a.out)[p] = exclusive ? (j == 0 ? 0u : before) : si;
+            } else {
+                const float v = f32(a.in0)[p], before = s;
+                s = j == 0 ? v : __fadd_rn(before, v);
+                f32(a.out)[p] = canon(exclusive ? (j == 0 ? 0.0f : before) : s);
+            }
+        }
+    }
+}
+
 // layernorm: mean = tree(x) / n; var = tree((x - mean)^2) / n, each term
 // rounded after the subtract and after the multiply; den = sqrt(var + eps);
 // y = canon(((x - mean) / den) * gamma + beta), a multiply then an add.
@@ -344,5 +371,6 @@ BIB_ROW_KERNEL(bib_reduce_min, reduce_rows<REDUCE_MIN>(a))
 BIB_ROW_KERNEL(bib_reduce_prod, reduce_rows<REDUCE_PROD>(a))
 BIB_ROW_KERNEL(bib_argmax, argmax_rows(a))
 BIB_ROW_KERNEL(bib_argsort, argsort_rows(a))
+BIB_ROW_KERNEL(bib_cumsum, cumsum_rows(a))
 BIB_ROW_KERNEL(bib_layernorm, layernorm_rows(a))
 BIB_ROW_KERNEL(bib_rmsnorm, rmsnorm_rows(a))

@@ -945,27 +945,62 @@ class TriluCumSum(unittest.TestCase):
             [init("axis", np.array(axis, np.int32))],
         )
 
+    @staticmethod
+    def without_cumsum():
+        # A library without CUMSUM: the log-step scan of SLICE, CONCAT, TADD.
+        real = onnx_import.Importer.have
+        return unittest.mock.patch.object(onnx_import.Importer, "have",
+                                          lambda self, m: m != "CUMSUM" and real(self, m))
+
+    @staticmethod
+    def numpy_cumsum(x, axis, exclusive, reverse):
+        v = np.flip(x, axis) if reverse else x
+        c = np.cumsum(v, axis, dtype=x.dtype)  # float32: one add after another
+        if exclusive:
+            c = np.concatenate([np.zeros_like(np.take(c, [0], axis)), np.delete(c, -1, axis)], axis)
+        return np.flip(c, axis) if reverse else c
+
     def test_cumsum_of_integers_is_exact_in_every_mode(self):
         x = np.random.default_rng(3).integers(-1000, 1000, (3, 7)).astype(np.int32)
-        for exclusive in (0, 1):
-            for reverse in (0, 1):
-                m = self.cumsum_model(TensorProto.INT32, exclusive, reverse, -1)
-                v = x[:, ::-1] if reverse else x
-                want = np.cumsum(v, 1) - (v if exclusive else 0)
-                want = want[:, ::-1] if reverse else want
-                y = onnx_import.import_model(m).run({"x": x})["y"]
-                self.assertEqual(y.tolist(), want.tolist(), "exclusive=%d reverse=%d" % (exclusive, reverse))
+        for lowering in ("CUMSUM", "log-step"):
+            for exclusive in (0, 1):
+                for reverse in (0, 1):
+                    m = self.cumsum_model(TensorProto.INT32, exclusive, reverse, -1)
+                    with self.without_cumsum() if lowering != "CUMSUM" else contextlib.nullcontext():
+                        mod = onnx_import.import_model(m)
+                    self.assertEqual("CUMSUM" in ops(mod), lowering == "CUMSUM")
+                    want = self.numpy_cumsum(x, 1, exclusive, reverse)
+                    self.assertEqual(mod.run({"x": x})["y"].tolist(), want.tolist(),
+                                     "%s exclusive=%d reverse=%d" % (lowering, exclusive, reverse))
+
+    def test_cumsum_of_floats_has_numpy_cumsums_bits_in_every_mode(self):
+        # Along the last axis and the first (a dynamic one, moved last and
+        # back), on cpu and vulkan: -0 first, sums that round, a NaN.
+        x = rng((5, 7), 9)
+        x[:, 0] = -0.0
+        x[1, 3], x[2, 6], x[3, 2] = 1e8, -1e8, np.nan
+        for axis in (1, 0):
+            for exclusive in (0, 1):
+                for reverse in (0, 1):
+                    mod = onnx_import.import_model(self.cumsum_model(F, exclusive, reverse, axis))
+                    want = self.numpy_cumsum(x, axis, exclusive, reverse)
+                    for backend in ("cpu", "vulkan"):
+                        y = mod.run({"x": x}, backend=backend, strict_device=backend != "cpu")["y"]
+                        self.assertEqual(y.tobytes(), want.tobytes(),
+                                         "axis=%d exclusive=%d reverse=%d on %s" % (axis, exclusive, reverse, backend))
 
     def test_cumsum_of_floats_is_close_to_numpy_and_the_same_for_each_row_alone(self):
-        mod = onnx_import.import_model(self.cumsum_model(F, 0, 0, 1))
-        x = rng((4, 7), 8)
-        y = mod.run({"x": x})["y"]
-        np.testing.assert_allclose(y, np.cumsum(x.astype(np.float64), 1), rtol=1e-5, atol=1e-6)
-        for i in range(4):
-            self.assertEqual(mod.run({"x": x[i:i + 1]})["y"].tobytes(), y[i:i + 1].tobytes())
+        for lowering in ("CUMSUM", "log-step"):
+            with self.without_cumsum() if lowering != "CUMSUM" else contextlib.nullcontext():
+                mod = onnx_import.import_model(self.cumsum_model(F, 0, 0, 1))
+            x = rng((4, 7), 8)
+            y = mod.run({"x": x})["y"]
+            np.testing.assert_allclose(y, np.cumsum(x.astype(np.float64), 1), rtol=1e-5, atol=1e-6)
+            for i in range(4):
+                self.assertEqual(mod.run({"x": x[i:i + 1]})["y"].tobytes(), y[i:i + 1].tobytes())
 
-    def test_a_running_sum_along_a_dynamic_axis_is_refused(self):
-        with self.assertRaises(onnx_import.Refused) as cm:
+    def test_a_running_sum_along_a_dynamic_axis_is_refused_without_cumsum(self):
+        with self.without_cumsum(), self.assertRaises(onnx_import.Refused) as cm:
             onnx_import.import_model(self.cumsum_model(F, 0, 0, 0))
         self.assertIn("a running sum along the dynamic axis 0", str(cm.exception))
 

@@ -861,6 +861,35 @@ CTS_TEST(argsort_matches_cpu) {
     }
 }
 
+CTS_TEST(cumsum_matches_cpu) {
+    for (size_t s = 0; s < CTS_ROW_SHAPES; s++) {
+        uint32_t r, n;
+        float *x = cts_rows(s, -1e4f, 1e4f, s == 3, &r, &n);
+        cts_tensor_t in = cts_tf(x, 2, r, n, 0, 0);
+        for (uint32_t flags = 0; flags <= BIB_SCAN__ALL; flags++) {
+            bib_call_t call = {.kernel = BIB_KERNEL_CUMSUM, .i = {flags}};
+            cts_compare(call, &in, 1, cts_tf(NULL, 2, r, n, 0, 0), "cumsum f32");
+        }
+        free(x);
+    }
+    /* Rows that start (and, reversed, end) with -0, sums that round away
+       an addend, a NaN; then i32 sums that wrap. */
+    float xf[3 * 70];
+    int32_t xi[3 * 70];
+    for (int i = 0; i < 3 * 70; i++) {
+        xf[i] = i % 5 == 0 ? 1e8f : i % 5 == 1 ? -1e8f : (float)(i % 7) * 0.1f;
+        xi[i] = (int32_t)((uint32_t)i * 2654435761u);
+    }
+    xf[0] = xf[70] = xf[69] = xf[209] = -0.0f, xf[150] = NAN;
+    cts_tensor_t in[2] = {{xf, BIB_DTYPE_F32, 2, {3, 70}}, {xi, BIB_DTYPE_I32, 2, {3, 70}}};
+    for (int d = 0; d < 2; d++)
+        for (uint32_t flags = 0; flags <= BIB_SCAN__ALL; flags++) {
+            bib_call_t call = {.kernel = BIB_KERNEL_CUMSUM, .i = {flags}};
+            cts_compare(call, &in[d], 1, (cts_tensor_t){NULL, in[d].dtype, 2, {3, 70}},
+                        d ? "cumsum i32" : "cumsum f32, -0 at the ends");
+        }
+}
+
 CTS_TEST(max_orders_negative_zero_below_positive_zero) {
     float x[2 * 70];
     for (int i = 0; i < 140; i++)

@@ -1047,6 +1047,54 @@ Test(cpu_ops_identity, topk_is_the_first_k_of_the_sort) {
     free(x), free(want), free(first);
 }
 
+/* CUMSUM against the scan written out, one add after another in double
+ * rounded to float after each add (exactly the float add), for every flag,
+ * f32 and i32, over row counts that leave the interleaved groups of eight
+ * a remainder and rows with NaNs, -0 first, infinities and sums that round;
+ * every level and thread count (check_words). */
+Test(cpu_ops_identity, cumsum_matches_the_scan_written_out) {
+    static const uint32_t dims[][2] = {{1, 1}, {3, 7}, {13, 64}, {2, 1000}, {19, 5}, {4, 0}};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const uint32_t r = dims[di][0], n = dims[di][1];
+        const size_t count = (size_t)r * n;
+        float *x = random_f32(count, 1e4f, true), *wf = malloc(count * 4 + 4);
+        int32_t *xi = malloc(count * 4 + 4), *wi = malloc(count * 4 + 4);
+        cr_assert(wf && xi && wi);
+        for (size_t e = 0; e < count; e++) {
+            x[e] = e % 11 == 3 ? 1e8f : e % 11 == 7 ? -1e8f : x[e]; /* sums that round */
+            xi[e] = (int32_t)((uint32_t)e * 2654435761u);           /* sums that wrap */
+        }
+        if (count > 20)
+            x[0] = -0.0f, x[n] = -0.0f, x[5] = NAN, x[count - 2] = INFINITY;
+        for (uint32_t flags = 0; flags <= BIB_SCAN__ALL; flags++) {
+            const bool excl = flags & BIB_SCAN_EXCLUSIVE, rev = flags & BIB_SCAN_REVERSE;
+            for (uint32_t row = 0; row < r; row++) {
+                float s = 0.0f;
+                uint32_t si = 0;
+                for (uint32_t j = 0; j < n; j++) {
+                    size_t at = (size_t)row * n + (rev ? n - 1 - j : j);
+                    float before = s;
+                    uint32_t before_i = si;
+                    s = j == 0 ? x[at] : (float)((double)before + (double)x[at]);
+                    si = j == 0 ? (uint32_t)xi[at] : before_i + (uint32_t)xi[at];
+                    float y = excl ? (j == 0 ? 0.0f : before) : s;
+                    wf[at] = y != y ? bib_f32_canonical_nan() : y;
+                    wi[at] = (int32_t)(excl ? (j == 0 ? 0u : before_i) : si);
+                }
+            }
+            bib_call_t c = {.kernel = BIB_KERNEL_CUMSUM,
+                            .out = view2(NULL, BIB_DTYPE_F32, r, n),
+                            .in = {view2(x, BIB_DTYPE_F32, r, n)},
+                            .i = {flags}};
+            check_words("cumsum f32", di * 4 + flags, c, (const uint32_t *)wf, count);
+            c.out.dtype = c.in[0].dtype = BIB_DTYPE_I32;
+            c.in[0].buf = xi;
+            check_words("cumsum i32", di * 4 + flags, c, (const uint32_t *)wi, count);
+        }
+        free(x), free(wf), free(xi), free(wi);
+    }
+}
+
 Test(cpu_ops_identity, transpose_rng_fill_copy) {
     for (size_t s = 0; s < NSHAPES; s++) {
         uint32_t r = shapes[s][0], c = shapes[s][1];

@@ -493,19 +493,32 @@ class ShapeOps:
         return [np.ascontiguousarray(np.flip(c, axis) if node.attr("reverse", 0) else c)]
 
     def op_CumSum(self, node):
-        # A scan in log2(n) steps (Hillis and Steele): each adds the running
-        # sums shifted d places along the axis (d = 1, 2, 4, ...), zeros
-        # shifted in. Exact for integers; for floats the order of additions
-        # is this tree's, the same on every executor.
+        # CUMSUM along the axis moved last (and back), its flags ONNX's
+        # exclusive and reverse: one add after another, numpy.cumsum's bits.
         x = self.get(node, 0)
         rank = len(x.shape)
         axis = self.axis_of(node, self.const_ints(node, 1, "the axis")[0], rank)
         n = x.shape[axis]
-        if not isinstance(n, int):
-            self.refuse(node, "a running sum along the dynamic axis %d" % axis, "shape")
         if x.dtype not in ("f32", "i32"):
             self.refuse(node, "input of type %s" % _DTYPE_NAME.get(x.onnx_type), "dtype")
         reverse, exclusive = node.attr("reverse", 0), node.attr("exclusive", 0)
+        if self.have("CUMSUM"):
+            v, perm = x, list(range(rank))
+            if axis != rank - 1:
+                perm = [a for a in range(rank) if a != axis] + [axis]
+                v = self.permute(node, x, perm)
+            out = self.rt(v.shape, x.dtype, x.onnx_type)
+            self.emit("CUMSUM", out.reg, self.reg_of(node, v), (1 if exclusive else 0) | (2 if reverse else 0))
+            if axis != rank - 1:
+                out = self.permute(node, out, [perm.index(a) for a in range(rank)])
+            self.set(node, 0, out)
+            return
+        # Without CUMSUM: a scan in log2(n) steps (Hillis and Steele), each
+        # adding the running sums shifted d places along the axis (d = 1, 2,
+        # 4, ...), zeros shifted in. Exact for integers; for floats the order
+        # of additions is this tree's, the same on every executor.
+        if not isinstance(n, int):
+            self.refuse(node, "a running sum along the dynamic axis %d" % axis, "shape")
         big = 1 << 62
 
         def flip(v):
