@@ -1994,6 +1994,30 @@ class TorchExports(unittest.TestCase):
                         for b, t in ((3, 7), (1, 2))]
                 self.check(M(), args, dyn, runs, rtol=1e-4)
 
+    def test_position_ids_from_an_attention_mask_over_a_dynamic_length(self):
+        # Hugging Face decoders: mask.long().cumsum(-1) - 1, a running sum
+        # along the dynamic sequence axis (CUMSUM; refused before it), and a
+        # float cumsum down a dynamic batch (the axis moved last and back),
+        # with numpy.cumsum's bytes.
+        class Positions(torch.nn.Module):
+            def forward(self, mask):
+                return mask.long().cumsum(-1) - 1
+
+        class Down(torch.nn.Module):
+            def forward(self, x):
+                return torch.cumsum(x, 0)
+
+        masks = [torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]), torch.ones(3, 9, dtype=torch.int64)]
+        mod = onnx_import.import_model(self.export(Positions(), (masks[0],), {"in0": {0: "B", 1: "T"},
+                                                                              "y": {0: "B", 1: "T"}}))
+        self.assertIn("CUMSUM", ops(mod))
+        for mask in masks:
+            self.assertEqual(self.run_both(mod, (mask,)).tolist(), Positions()(mask).tolist())
+        mod = onnx_import.import_model(self.export(Down(), (torch.randn(3, 4),), self.BATCH))
+        for b in (5, 1):
+            x = torch.randn(b, 4)
+            self.assertEqual(self.run_both(mod, (x,)).tobytes(), np.cumsum(x.numpy(), 0).tobytes())
+
     def test_topk_1_over_a_dynamic_batch(self):
         # A greedy decoder's next token: torch.topk(logits, 1), its values
         # and int64 indices, largest and smallest.
