@@ -922,6 +922,68 @@ class Pad(unittest.TestCase):
             self.assertIn(text, str(cm.exception))
 
 
+class QuantizeDequantize(unittest.TestCase):
+    """QDQ models (onnxruntime's quantizer writes them): activations
+    quantized and dequantized in float32 as the ops define, int8 weights
+    with a scale per output channel folded to float32 at import."""
+
+    @staticmethod
+    def quantize(x, scale, zp, lo, hi):
+        # The op's definition: round half to even of a float32 division,
+        # plus the zero point, saturated.
+        return np.clip(np.rint(x / scale) + zp, lo, hi)
+
+    def test_a_qdq_linear_layer_against_the_ops_definitions(self):
+        w = np.random.default_rng(5).integers(-127, 128, (6, 4)).astype(np.int8)
+        w_scale = np.array([0.02, 0.05, 0.01, 0.03], np.float32)  # per column: axis 1
+        x_scale, x_zp = np.float32(0.05), np.uint8(128)
+        m = model(
+            [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws"], ["wd"], axis=1),
+             helper.make_node("MatMul", ["xd", "wd"], ["y"])],
+            [helper.make_tensor_value_info("x", F, ["N", 6])],
+            [helper.make_tensor_value_info("y", F, ["N", 4]), helper.make_tensor_value_info("xq", TensorProto.UINT8, ["N", 6])],
+            [init("xs", x_scale), init("xz", x_zp), init("w", w), init("ws", w_scale)])
+        mod = onnx_import.import_model(m)
+        self.assertEqual(ops(mod).count("CAST"), 2)  # the activations' two; the weights fold
+        x = rng((5, 6), 6) * 4
+        x[0, :3] = [0.025, 0.075, -0.025]  # halves: to even
+        x[1, :2] = [100.0, -100.0]  # saturated
+        q = self.quantize(x, x_scale, np.float32(x_zp), 0, 255)
+        xd = (q.astype(np.float32) - np.float32(x_zp)) * x_scale
+        wd = (w.astype(np.float32) - np.float32(0)) * w_scale
+        for backend in ("cpu", "vulkan"):
+            r = mod.run({"x": x}, backend=backend, strict_device=backend != "cpu")
+            self.assertEqual(r["xq"].tolist(), q.astype(np.int64).tolist())
+            np.testing.assert_allclose(r["y"], xd @ wd, rtol=1e-5, atol=1e-6)
+
+    def test_int8_with_a_scale_per_channel_of_a_dynamic_input(self):
+        # axis 1 of [N, C, L]: a scale and zero point per channel, int8.
+        scale = np.array([0.1, 0.2, 0.5], np.float32)
+        zp = np.array([-3, 0, 7], np.int8)
+        m = model(
+            [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)],
+            [helper.make_tensor_value_info("x", F, ["N", 3, 5])],
+            [helper.make_tensor_value_info("y", F, ["N", 3, 5])],
+            [init("s", scale), init("z", zp)])
+        mod = onnx_import.import_model(m)
+        x = rng((2, 3, 5), 7) * 20
+        s3, z3 = scale.reshape(1, 3, 1), zp.astype(np.float32).reshape(1, 3, 1)
+        want = (self.quantize(x, s3, z3, -128, 127).astype(np.float32) - z3) * s3
+        self.assertEqual(mod.run({"x": x})["y"].tobytes(), want.astype(np.float32).tobytes())
+
+    def test_what_is_not_supported_is_refused_by_name(self):
+        m = model([helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],
+                  [helper.make_tensor_value_info("q", TensorProto.UINT8, [4]),
+                   helper.make_tensor_value_info("s", F, [])],
+                  [helper.make_tensor_value_info("y", F, [4])])
+        with self.assertRaises(onnx_import.NeedsConstant) as cm:
+            onnx_import.import_model(m)
+        self.assertIn("(the scale) must be a constant", str(cm.exception))
+
+
 class TriluCumSum(unittest.TestCase):
     def test_trilu_keeps_a_triangle_of_the_last_two_axes(self):
         for upper in (0, 1):

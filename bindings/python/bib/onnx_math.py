@@ -886,6 +886,93 @@ class MathOps:
             v = self.unary(node, "COPY", x)
         self.set(node, 0, v)
 
+    # QuantizeLinear and DequantizeLinear: quantized models in the QDQ form
+    # (onnxruntime's quantizer writes them so) run in float32, exactly as
+    # the ops define them. The quantized values are integers held in i32
+    # (their ONNX type kept: int8, uint8, int16, uint16, int32). The scale is
+    # a float32 scalar or one per index along `axis`; the zero point, if
+    # given, has its shape and the quantized type.
+    QUANT_RANGE = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127),
+                   TensorProto.UINT16: (0, 65535), TensorProto.INT16: (-32768, 32767)}
+
+    def quant_params(self, node, x, qtype_from):
+        """(scale, zero point, quantized ONNX type) as float32 arrays shaped
+        to broadcast against x, from the constant inputs 1 and 2."""
+        if node.attr("block_size", 0):
+            self.refuse(node, "attribute 'block_size' (blocked quantization)", "attribute")
+        scale = self.const_input(node, 1, "the scale")
+        zp_val = self.get(node, 2, True)
+        zp = self.const_input(node, 2, "the zero point", optional=True)
+        if scale.dtype != np.float32:
+            self.refuse(node, "a scale of type %s (float32 is supported)" % scale.dtype, "dtype")
+        qtype = zp_val.onnx_type if zp_val is not None else qtype_from
+        if qtype not in self.QUANT_RANGE and qtype != TensorProto.INT32:
+            self.refuse(node, "quantized type %s (int8, uint8, int16, uint16 and int32 are supported)"
+                        % _DTYPE_NAME.get(qtype), "dtype")
+        zp = np.zeros(scale.shape, np.int64) if zp is None else np.asarray(zp).astype(np.int64)
+        if zp.shape != scale.shape or scale.ndim > 1:
+            self.refuse(node, "a scale of shape %s and a zero point of shape %s (one per tensor, or one "
+                        "per index along the axis)" % (list(scale.shape), list(zp.shape)), "shape")
+        rank = len(x.shape)
+        if scale.size > 1 or scale.ndim == 1:
+            axis = self.axis_of(node, node.attr("axis", 1), rank)
+            if x.shape[axis] != scale.size:
+                self.refuse(node, "%d scales along axis %d of size %s" % (scale.size, axis, x.shape[axis]), "shape")
+            shape = [scale.size if a == axis else 1 for a in range(rank)]
+            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        return scale, zp.astype(np.float32), qtype
+
+    def fold_DequantizeLinear(self, node, a):
+        if a[0].dtype.kind not in "iu" or a[1].dtype != np.float32 or node.attr("block_size", 0):
+            return None  # op_DequantizeLinear refuses it by name
+        return [self.dequantized(node, a[0], a[1], a[2] if len(a) > 2 else None)]
+
+    @staticmethod
+    def dequantized(node, x, scale, zp):
+        """(x - zero point) * scale in float32, as the op defines it."""
+        zp = np.zeros(scale.shape, np.int64) if zp is None else np.asarray(zp)
+        if scale.size > 1 or scale.ndim == 1:
+            axis = node.attr("axis", 1) % x.ndim
+            shape = [scale.size if k == axis else 1 for k in range(x.ndim)]
+            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        return ((x.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32)
+
+    def op_DequantizeLinear(self, node):
+        # (x - zero point) * scale: x converted to float32 by CAST (exact
+        # for 8 and 16 bits; an int32 rounds as numpy's astype), the zero
+        # point subtracted (exact), one rounding in the multiply.
+        x = self.get(node, 0)
+        if x.dtype != "i32":
+            self.refuse(node, "input of type %s (a quantized integer type is supported)"
+                        % _DTYPE_NAME.get(x.onnx_type), "dtype")
+        scale, zp, _ = self.quant_params(node, x, x.onnx_type)
+        self.need(node, "CAST")
+        v = self.rt(x.shape, "f32")
+        self.emit("CAST", v.reg, self.reg_of(node, x), 1)
+        if np.any(zp != 0):
+            v = self.binary(node, "TSUB", v, self.const_val(zp))
+        self.set(node, 0, self.binary(node, "TMUL", v, self.const_val(scale)))
+
+    def op_QuantizeLinear(self, node):
+        # round(x / scale) + zero point, saturated to the quantized type's
+        # range: a correctly rounded division, ROUND (halves to even, as the
+        # op asks), an exact add, TMAX and TMIN, then CAST to i32 (exact on
+        # those integers; a NaN becomes 0, as CAST makes it).
+        x = self.get(node, 0)
+        self.f32_only(node, x)
+        scale, zp, qtype = self.quant_params(node, x, TensorProto.UINT8)
+        v = self.unary(node, "ROUND", self.binary(node, "TDIV", x, self.const_val(scale)))
+        if np.any(zp != 0):
+            v = self.binary(node, "TADD", v, self.const_val(zp))
+        lo, hi = self.QUANT_RANGE.get(qtype, (-(1 << 31), (1 << 31) - 1))
+        if qtype in self.QUANT_RANGE:  # CAST saturates at int32's limits itself
+            v = self.binary(node, "TMAX", v, self.scalar_const(lo))
+            v = self.binary(node, "TMIN", v, self.scalar_const(hi))
+        self.need(node, "CAST")
+        out = self.rt(x.shape, "i32", qtype)
+        self.emit("CAST", out.reg, self.reg_of(node, v), 2)
+        self.set(node, 0, out)
+
     def op_Hardmax(self, node):
         # 1.0 where the first maximum along the axis is, else 0.0.
         x = self.get(node, 0)
