@@ -1632,6 +1632,51 @@ class TopK(unittest.TestCase):
         self.assertEqual(cm.exception.reason, "shape")
 
 
+class GatherND(unittest.TestCase):
+    @staticmethod
+    def oracle(data, idx, b):
+        # ONNX's definition written out: each index tuple picks a slice of
+        # the data (negative components count from the end), per batch.
+        batch = int(np.prod(idx.shape[:b]))
+        d = data.reshape((batch,) + data.shape[b:])
+        i = idx.reshape((batch, -1, idx.shape[-1]))
+        out = np.stack([np.stack([d[n][tuple(t)] for t in i[n]]) for n in range(batch)])
+        return out.reshape(idx.shape[:-1] + data.shape[b + idx.shape[-1]:])
+
+    def build(self, data_shape, idx_shape, b, elem=F):
+        out_shape = list(idx_shape[:-1]) + list(data_shape[b + idx_shape[-1]:])
+        return model([helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=b)],
+                     [helper.make_tensor_value_info("x", elem, list(data_shape)),
+                      helper.make_tensor_value_info("i", I64, list(idx_shape))],
+                     [helper.make_tensor_value_info("y", elem, out_shape)])
+
+    def test_tuples_of_one_two_and_three_components_negative_ones_and_batches(self):
+        gen = np.random.default_rng(9)
+        data = rng((3, 4, 5), 9)
+        for idx_shape, b in (((6, 1), 0), ((2, 3, 2), 0), ((4, 3), 0), ((3, 2), 1), ((3, 2, 2), 1), ((3, 4, 1), 2)):
+            k = idx_shape[-1]
+            dims = data.shape[b:b + k]
+            idx = np.stack([gen.integers(-d, d, idx_shape[:-1]) for d in dims], -1).astype(np.int64)
+            for n in range(b):  # batch axes of the indices follow the data's
+                assert idx.shape[n] == data.shape[n]
+            with self.subTest(idx_shape=idx_shape, b=b):
+                mod = onnx_import.import_model(self.build(data.shape, idx_shape, b))
+                want = self.oracle(data, idx, b)
+                for backend in ("cpu", "vulkan"):
+                    y = mod.run({"x": data, "i": idx.astype(np.int32)}, backend=backend,
+                                strict_device=backend != "cpu")["y"]
+                    self.assertEqual(y.tobytes(), want.tobytes())
+
+    def test_integers_over_a_dynamic_number_of_tuples_and_an_index_outside_traps(self):
+        data = np.arange(24, dtype=np.int32).reshape(4, 6)
+        mod = onnx_import.import_model(self.build((4, 6), ("M", 2), 0, TensorProto.INT32))
+        for idx in (np.array([[0, 0], [3, 5], [-1, -6]]), np.array([[2, 1]])):
+            y = mod.run({"x": data, "i": idx.astype(np.int32)})["y"]
+            self.assertEqual(y.tolist(), self.oracle(data, idx, 0).tolist())
+        with self.assertRaises(bib.Trap):
+            mod.run({"x": data, "i": np.array([[4, 0]], np.int32)})
+
+
 class Scatter(unittest.TestCase):
     """ScatterElements, Scatter and ScatterND against a Python loop that
     applies the updates in index order (ONNX's reference), the indices

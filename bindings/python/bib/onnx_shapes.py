@@ -891,6 +891,43 @@ class ShapeOps:
 
     op_Scatter = op_ScatterElements  # opsets 9 and 10: no reduction
 
+    def op_GatherND(self, node):
+        # The indexed axes as one (row-major positions): a GATHER of rows of
+        # the data viewed as [their product, rest...]. Each component of an
+        # index is checked and made non-negative as ScatterND's are. With
+        # batch_dims b, the first b axes of data and indices pair up: each
+        # batch's positions are offset by its number times the indexed
+        # product.
+        data, idx = self.get(node, 0), self.get(node, 1)
+        b = node.attr("batch_dims", 0)
+        rank, q = len(data.shape), len(idx.shape)
+        k = idx.shape[-1] if idx.shape else None
+        if not 0 <= b < min(q, rank):
+            self.refuse(node, "batch_dims = %d with data of rank %d and indices of rank %d" % (b, rank, q),
+                        "attribute")
+        if not isinstance(k, int) or not 1 <= k <= rank - b:
+            self.refuse(node, "indices %s: the last axis must be a static 1..%d (the data's rank less batch_dims)"
+                        % (shape_text(idx.shape), rank - b), "shape")
+        batch, lead, rest = data.shape[:b], data.shape[b:b + k], data.shape[b + k:]
+        if not is_static(batch + lead):
+            self.refuse(node, "batch and indexed axes %s of the data are dynamic" % shape_text(batch + lead), "shape")
+        if list(idx.shape[:b]) != list(batch):
+            self.refuse(node, "indices %s and data %s differ on the %d batch axes"
+                        % (shape_text(idx.shape), shape_text(data.shape), b), "shape")
+        m = dims_prod(idx.shape[:-1])
+        if b and not isinstance(m, int):
+            self.refuse(node, "a dynamic number of indices %s with batch_dims" % shape_text(idx.shape[:-1]), "shape")
+        rows = self.row_major_positions(node, self.reshape(node, idx, [m, k]), lead, b)
+        if b:
+            per, nb = dims_prod(lead), dims_prod(batch)
+            offsets = np.repeat(np.arange(nb, dtype=np.int64) * per, m // nb)
+            rows = self.binary(node, "TADD", rows, self.const_val(offsets))
+        table = self.reshape(node, data, [dims_prod(batch) * dims_prod(lead)] + list(rest))
+        self.need(node, "GATHER")
+        out = self.rt([m] + list(rest), data.dtype, data.onnx_type)
+        self.emit("GATHER", out.reg, self.reg_of(node, table), self.reg_of(node, rows, "the indices"))
+        self.set(node, 0, self.reshape(node, out, list(idx.shape[:-1]) + list(rest)))
+
     def op_ScatterND(self, node):
         # The indexed axes as one (row-major positions), updates as rows.
         data, idx, updates = self.get(node, 0), self.get(node, 1), self.get(node, 2)
@@ -909,20 +946,28 @@ class ShapeOps:
         m = dims_prod(idx.shape[:-1])
         if not isinstance(m, int):
             self.refuse(node, "a dynamic number of indices %s" % shape_text(idx.shape[:-1]), "shape")
-        flat = self.reshape(node, idx, [m, k])
-        strides = [dims_prod(lead[t + 1:]) for t in range(k)]
-        rows = None
-        for t in range(k):
-            comp = flat if k == 1 else self.slice(node, flat, [t], [t + 1], [1], [1])
-            comp = self.scatter_positions(node, self.reshape(node, comp, [m]), lead[t], "axis %d" % t)
-            if strides[t] != 1:
-                self.need_i32(node, "TMUL")
-                comp = self.binary(node, "TMUL", comp, self.const_val(np.array([strides[t]], np.int64)))
-            rows = comp if rows is None else self.binary(node, "TADD", rows, comp)
+        rows = self.row_major_positions(node, self.reshape(node, idx, [m, k]), lead, 0)
         pos = self.reshape(node, rows, [m] + [1] * len(rest))
         out = self.scatter(node, self.reshape(node, data, [dims_prod(lead)] + list(rest)), 0, pos,
                            self.reshape(node, updates, [m] + list(rest)), reduction)
         self.set(node, 0, self.reshape(node, out, data.shape))
+
+    def row_major_positions(self, node, flat, lead, first):
+        """The row-major positions in an array of dims lead of the index
+        tuples flat [m, k] (k = len(lead)), the data's axes first.. first+k-1:
+        each component checked and made non-negative (scatter_positions),
+        times its stride, summed in i32."""
+        m, k = flat.shape
+        rows = None
+        for t in range(k):
+            comp = flat if k == 1 else self.slice(node, flat, [t], [t + 1], [1], [1])
+            comp = self.scatter_positions(node, self.reshape(node, comp, [m]), lead[t], "axis %d" % (first + t))
+            stride = dims_prod(lead[t + 1:])
+            if stride != 1:
+                self.need_i32(node, "TMUL")
+                comp = self.binary(node, "TMUL", comp, self.const_val(np.array([stride], np.int64)))
+            rows = comp if rows is None else self.binary(node, "TADD", rows, comp)
+        return rows
 
     def scatter_reduction(self, node, data, updates):
         reduction = node.attr("reduction", b"none")
