@@ -173,7 +173,7 @@ static void scalar_reduce_cols(uint32_t op, const float *x, size_t n, size_t m, 
     }
 }
 
-/* BATCHNORM on one plane: the contract's steps, each rounded. */
+/* TOPK's scan (bib_cpu_rowops_t.first_not_past). */
 static size_t scalar_first_not_past(const float *x, size_t n, float bar, bool max) {
     for (size_t i = 0; i < n; i++)
         if (max ? !(x[i] < bar) : !(x[i] > bar))
@@ -181,6 +181,7 @@ static size_t scalar_first_not_past(const float *x, size_t n, float bar, bool ma
     return n;
 }
 
+/* BATCHNORM on one plane: the contract's steps, each rounded. */
 static void scalar_batchnorm(const float *x, float *y, size_t n, float mean, float den, float scale,
                              float bias, bool relu) {
     if (relu)
