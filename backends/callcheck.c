@@ -244,8 +244,8 @@ bool bib_call_shapes_ok(const bib_call_t *c, uint32_t rules) {
                (bib_view_rows(o, &k) == bib_view_rows(x, &last) || k == 0) && k <= last &&
                last <= BIB_ARGSORT_GPU_ROW_MAX;
     }
-    case BIB_KERNEL_CUMSUM:
-        return (bib_call_all_f32(c, 1) || bib_call_all_i32(c, 1)) &&
+    case BIB_KERNEL_CUMSUM: /* the column form (p[0] > 0) is the CPU executor's alone */
+        return (bib_call_all_f32(c, 1) || bib_call_all_i32(c, 1)) && c->p[0] == 0 &&
                bib_view_count(o) == bib_view_count(x) && (c->i[0] & ~(int64_t)BIB_SCAN__ALL) == 0;
     case BIB_KERNEL_LAYERNORM:
         if (c->sub == BIB_LAYERNORM_PACKED)

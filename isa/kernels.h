@@ -55,8 +55,8 @@ typedef enum bib_shape_rule {
     BIB_SHAPE_FIRST,     /* in0's shape (rank >= 1) with the last axis cut to its first k: the
                             opcode's IMM operand c (0 <= k <= the axis), or all of it when the
                             opcode has no operand c */
-    BIB_SHAPE_SCAN,      /* in0's shape, row by row along a last axis (rank >= 1); the opcode's
-                            IMM operand c holds flags (bib_scan_flags_t), no other bits */
+    BIB_SHAPE_SCAN,      /* in0's shape, row by row along a last axis (rank >= 1); the call's
+                            i[0] holds flags (bib_scan_flags_t), no other bits */
     BIB_SHAPE__COUNT
 } bib_shape_rule_t;
 
@@ -71,7 +71,7 @@ typedef enum bib_args_rule {
     BIB_ARGS_SEED,      /* i[0] = r[b] (seed), i[1] = immediate c (stream) */
     BIB_ARGS_BLOCK,     /* p[0..12) = r[x..x+12), x the last RS operand (checked by the verifier) */
     BIB_ARGS_SCALAR_D,  /* f[0] = the f64 r[d] rounded to f32 */
-    BIB_ARGS_FLAGS_C,   /* i[0] = the opcode's IMM operand c */
+    BIB_ARGS_FLAGS,     /* i[0] = the opcode's last IMM operand (CUMSUM's c, CUMSUM_AXIS's d) */
     BIB_ARGS__COUNT
 } bib_args_rule_t;
 

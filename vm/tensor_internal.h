@@ -228,6 +228,8 @@ bib_status_t bib_tensor_broadcast_shape(bib_vm_t *vm, const bib_dinsn_t *ip, con
 /* The shape rule of GATHER_AXIS and GATHER_ELEMENTS (the indices checked). */
 bib_status_t bib_tensor_take_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
                                   bib_tensor_t *const *t, bib_kresult_t *r);
+/* CUMSUM's flags, the call's i[0]: traps on a bit other than bib_scan_flags_t's. */
+bib_status_t bib_tensor_scan_flags(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k);
 /* A BIB_F_AXES row: its kernel along the last axis, on the axes IMM c names. */
 bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t *k,
                                 bib_tensor_t *a, const bib_kresult_t *dt);

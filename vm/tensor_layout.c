@@ -424,13 +424,13 @@ static bib_status_t run_permute(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t in
     return run_copy(vm, ip, in_reg, src, ip->a, tmp, src->rank, dims, pst);
 }
 
-/* A REDUCE over one block of adjacent axes with kept axes after it, on the
- * CPU executor: the call's column form (p[0] = m, in0 viewed as [outer, n,
- * m]), which reduces down the columns in place of moving the named axes
- * last first (a copy of the whole tensor that cost twenty times the
- * reduction). The GPU executors have only the row form: with one of them
- * selected, or under auto, the axes are moved as before. Sets k's input to
- * *view, a's [outer, n, m]. */
+/* A REDUCE (or a CUMSUM) over one block of adjacent axes with kept axes
+ * after it, on the CPU executor: the call's column form (p[0] = m, in0
+ * viewed as [outer, n, m]), which works down the columns in place of
+ * moving the named axes last first (a copy of the whole tensor that cost
+ * twenty times the reduction) and back. The GPU executors have only the
+ * row form: with one of them selected, or under auto, the axes are moved as
+ * before. Sets k's input to *view, a's [outer, n, m]. */
 static bool reduce_by_columns(const bib_vm_t *vm, const bib_tensor_t *a, uint32_t mask,
                               bib_kspec_t *k, bib_tensor_t *view) {
     const bib_tensor_state_t *ts = &vm->tensor;
@@ -473,8 +473,12 @@ bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t
         CHECK(need_axis(vm, ip, "operand c", (int32_t)ip->c, k->in_regs[0], a, &axis));
         mask = 1u << axis;
     }
+    /* ROWS and SCAN keep the input's shape; REDUCE and INDEX drop the axes. */
+    const bool same_shape = rule == BIB_SHAPE_ROWS || rule == BIB_SHAPE_SCAN;
+    if (rule == BIB_SHAPE_SCAN)
+        CHECK(bib_tensor_scan_flags(vm, ip, k));
     bool keep = false;
-    if (rule != BIB_SHAPE_ROWS) {
+    if (!same_shape) {
         if (ip->d > 1)
             return bib_tensor_trap(vm, ip, BIB_E_TRAP,
                                    "%s: keepdims d = %" PRIu32 " is neither 0 nor 1", name, ip->d);
@@ -514,20 +518,22 @@ bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t
     for (uint32_t i = 0; i < a->rank; i++)
         identity = identity && perm[i] == i;
     bib_tensor_t cols;
-    if (!identity && k->kernel == BIB_KERNEL_REDUCE && reduce_by_columns(vm, a, mask, k, &cols))
-        return bib_tensor_run_kernel(vm, ip, ip->a, dt->dtype, res.rank, res.dims, k);
+    if (!identity && (k->kernel == BIB_KERNEL_REDUCE || k->kernel == BIB_KERNEL_CUMSUM) &&
+        reduce_by_columns(vm, a, mask, k, &cols))
+        return bib_tensor_run_kernel(vm, ip, ip->a, dt->dtype, same_shape ? a->rank : res.rank,
+                                     same_shape ? a->dims : res.dims, k);
     /* The input with the named axes last (no copy when they already are). */
     bib_tensor_t moved = {0};
     bib_tensor_t *src = a;
     if (!identity) {
         bib_tensor_t *const ops[1] = {a};
-        CHECK(charge_operands(vm, ip, k, ops, rule == BIB_SHAPE_ROWS ? a->rank : res.rank,
-                              rule == BIB_SHAPE_ROWS ? a->dims : res.dims));
+        CHECK(charge_operands(vm, ip, k, ops, same_shape ? a->rank : res.rank,
+                              same_shape ? a->dims : res.dims));
         CHECK(run_permute(vm, ip, k->in_regs[0], a, perm, &moved));
         src = &moved;
     }
     bib_status_t st;
-    if (rule == BIB_SHAPE_ROWS) {
+    if (same_shape) {
         if (identity) {
             k->in_t[0] = src;
             return bib_tensor_run_kernel(vm, ip, ip->a, dt->dtype, a->rank, a->dims, k);

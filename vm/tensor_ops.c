@@ -599,6 +599,19 @@ static bib_status_t product_rule(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_
     return BIB_OK;
 }
 
+/* CUMSUM's flags (the call's i[0]): bits of bib_scan_flags_t only. */
+bib_status_t bib_tensor_scan_flags(bib_vm_t *vm, const bib_dinsn_t *ip, const bib_kspec_t *k) {
+    if (((uint64_t)k->i0 & ~(uint64_t)BIB_SCAN__ALL) == 0)
+        return BIB_OK;
+    int w = 3; /* the flags' operand: the last IMM (BIB_ARGS_FLAGS) */
+    while (w > 1 && bib_isa_table[ip->op].kinds[w] != BIB_K_IMM)
+        w--;
+    return bib_tensor_trap(vm, ip, BIB_E_TRAP,
+                           "%s: flags %c = 0x%" PRIx32 " has bits other than 1 (exclusive) and 2 "
+                           "(reverse)",
+                           bib_isa_table[ip->op].name, 'a' + w, (uint32_t)k->i0);
+}
+
 /* The kernel's shape rule: traps on operand shapes it does not take, else
  * writes the result's shape (and how the call may alias its output). */
 static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64_t *R,
@@ -618,12 +631,7 @@ static bib_status_t shape_rule(bib_vm_t *vm, const bib_dinsn_t *ip, const uint64
         return need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis");
     case BIB_SHAPE_SCAN:
         CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
-        if ((uint32_t)ip->x.imm & ~(uint32_t)BIB_SCAN__ALL)
-            return bib_tensor_trap(vm, ip, BIB_E_TRAP,
-                                   "%s: c = 0x%" PRIx32 " has flags other than 1 (exclusive) and "
-                                   "2 (reverse)",
-                                   name, (uint32_t)ip->x.imm);
-        return BIB_OK;
+        return bib_tensor_scan_flags(vm, ip, k);
     case BIB_SHAPE_FIRST: {
         CHECK(need_rank1(vm, ip, k->in_regs[0], a, "works along a last axis"));
         if (bib_isa_table[ip->op].kinds[2] != BIB_K_IMM)
@@ -819,9 +827,16 @@ static void args_rule(const bib_dinsn_t *ip, const uint64_t *R, bib_kspec_t *k,
     case BIB_ARGS_SCALAR_D:
         k->f0 = (float)bib_f64_from_bits(R[ip->d]);
         return;
-    case BIB_ARGS_FLAGS_C:
-        k->i0 = ip->x.imm;
+    case BIB_ARGS_FLAGS: {
+        const uint32_t words[4] = {ip->a, ip->b, ip->c, ip->d};
+        for (int w = 3; w >= 1; w--) {
+            if (bib_isa_table[ip->op].kinds[w] == BIB_K_IMM) {
+                k->i0 = (int32_t)words[w];
+                return;
+            }
+        }
         return;
+    }
     }
 }
 
@@ -865,10 +880,10 @@ bib_status_t bib_tensor_op_kernel(bib_vm_t *vm, const bib_dinsn_t *ip, const uin
     }
     bib_kresult_t r;
     CHECK(dtype_rule(vm, ip, &k, t, &r));
-    if (info->flags & BIB_F_AXES)
-        return bib_tensor_op_axes(vm, ip, &k, t[0], &r);
     /* The args first: CONV's and the pools' shape rules read their block. */
     args_rule(ip, R, &k, t);
+    if (info->flags & BIB_F_AXES)
+        return bib_tensor_op_axes(vm, ip, &k, t[0], &r);
     CHECK(shape_rule(vm, ip, R, &k, t, &r));
     if ((bib_kernel_table[k.kernel].shape == BIB_SHAPE_BROADCAST && k.nin == 2) ||
         bib_kernel_table[k.kernel].shape == BIB_SHAPE_WHERE)

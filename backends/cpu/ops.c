@@ -681,6 +681,54 @@ static inline int32_t scan_same_i32(int32_t v) {
 SCAN_ROWS_FN(scan_rows_f32, float, scan_add_f32, bib_f32_canon)
 SCAN_ROWS_FN(scan_rows_i32, int32_t, scan_add_i32, scan_same_i32)
 
+/* The column form (p[0] = m: in0 [outer, n, m]): columns j0..j1 of one
+ * [n, m] block, each column's chain down n the row form's chain on that
+ * column; neighbouring columns' adds are independent. */
+#define SCAN_COLS_FN(name, T, ADD, OUT)                                                            \
+    static void name(const T *x, T *y, size_t n, size_t m, size_t j0, size_t j1, bool exclusive,   \
+                     bool reverse) {                                                               \
+        T s[COLS_CHUNK];                                                                           \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            const size_t r = reverse ? n - 1 - i : i;                                              \
+            const T *xr = x + r * m;                                                               \
+            T *yr = y + r * m;                                                                     \
+            if (i == 0) {                                                                          \
+                for (size_t j = j0; j < j1; j++) {                                                 \
+                    s[j - j0] = xr[j];                                                             \
+                    yr[j] = OUT(exclusive ? (T)0 : s[j - j0]);                                     \
+                }                                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
+            for (size_t j = j0; j < j1; j++) {                                                     \
+                const T v = xr[j], before = s[j - j0];                                             \
+                s[j - j0] = ADD(before, v);                                                        \
+                yr[j] = OUT(exclusive ? before : s[j - j0]);                                       \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+SCAN_COLS_FN(scan_cols_f32, float, scan_add_f32, bib_f32_canon)
+SCAN_COLS_FN(scan_cols_i32, int32_t, scan_add_i32, scan_same_i32)
+
+static void task_cumsum_cols(void *arg, size_t begin, size_t end, uint32_t chunk) {
+    (void)chunk;
+    const task_t *t = arg;
+    const bib_call_t *c = t->call;
+    const size_t n = c->in[0].dims[1], m = c->in[0].dims[2];
+    const size_t chunks = (m + COLS_CHUNK - 1) / COLS_CHUNK;
+    const bool exclusive = c->i[0] & BIB_SCAN_EXCLUSIVE, reverse = c->i[0] & BIB_SCAN_REVERSE;
+    for (size_t u = begin; u < end; u++) {
+        const size_t o = u / chunks, j0 = (u % chunks) * COLS_CHUNK;
+        const size_t j1 = j0 + COLS_CHUNK < m ? j0 + COLS_CHUNK : m;
+        if (c->out.dtype == BIB_DTYPE_I32)
+            scan_cols_i32(view_i32(&c->in[0]) + o * n * m, view_i32(&c->out) + o * n * m, n, m, j0,
+                          j1, exclusive, reverse);
+        else
+            scan_cols_f32(view_f32(&c->in[0]) + o * n * m, view_f32(&c->out) + o * n * m, n, m, j0,
+                          j1, exclusive, reverse);
+    }
+}
+
 static void task_cumsum(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     const task_t *t = arg;
@@ -1567,10 +1615,11 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
     case BIB_KERNEL_ARGMAX:
     case BIB_KERNEL_ARGSORT:
         return c->in[0].dtype == BIB_DTYPE_F32 && c->out.dtype == BIB_DTYPE_I32;
-    case BIB_KERNEL_CUMSUM:
+    case BIB_KERNEL_CUMSUM: /* p[0] > 0: the column form, in0 [outer, n, p[0]] */
         return (all_f32(c, 1) ||
                 (c->in[0].dtype == BIB_DTYPE_I32 && c->out.dtype == BIB_DTYPE_I32)) &&
-               view_count(&c->in[0]) == view_count(&c->out);
+               view_count(&c->in[0]) == view_count(&c->out) &&
+               (c->p[0] == 0 || (c->in[0].rank == 3 && c->in[0].dims[2] == (uint64_t)c->p[0]));
     case BIB_KERNEL_FILL:
     case BIB_KERNEL_COPY:
         return true;
@@ -1723,6 +1772,12 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         return BIB_OK;
     }
     case BIB_KERNEL_CUMSUM:
+        if (c->p[0] != 0) {
+            size_t m = c->in[0].dims[2];
+            run_parallel(ctx, (size_t)c->in[0].dims[0] * ((m + COLS_CHUNK - 1) / COLS_CHUNK), 1,
+                         task_cumsum_cols, &t);
+            return BIB_OK;
+        }
         t.row_len = last;
         run_parallel(ctx, rows, row_grain(last), task_cumsum, &t);
         return BIB_OK;

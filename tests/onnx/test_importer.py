@@ -1009,10 +1009,11 @@ class TriluCumSum(unittest.TestCase):
 
     @staticmethod
     def without_cumsum():
-        # A library without CUMSUM: the log-step scan of SLICE, CONCAT, TADD.
+        # A library without CUMSUM (and CUMSUM_AXIS): the log-step scan of
+        # SLICE, CONCAT, TADD.
         real = onnx_import.Importer.have
         return unittest.mock.patch.object(onnx_import.Importer, "have",
-                                          lambda self, m: m != "CUMSUM" and real(self, m))
+                                          lambda self, m: not m.startswith("CUMSUM") and real(self, m))
 
     @staticmethod
     def numpy_cumsum(x, axis, exclusive, reverse):
@@ -1036,8 +1037,9 @@ class TriluCumSum(unittest.TestCase):
                                      "%s exclusive=%d reverse=%d" % (lowering, exclusive, reverse))
 
     def test_cumsum_of_floats_has_numpy_cumsums_bits_in_every_mode(self):
-        # Along the last axis and the first (a dynamic one, moved last and
-        # back), on cpu and vulkan: -0 first, sums that round, a NaN.
+        # Along the last axis (CUMSUM) and the first, a dynamic one
+        # (CUMSUM_AXIS: the CPU executor's column form, Vulkan's row form on
+        # the axis moved), on cpu and vulkan: -0 first, sums that round, a NaN.
         x = rng((5, 7), 9)
         x[:, 0] = -0.0
         x[1, 3], x[2, 6], x[3, 2] = 1e8, -1e8, np.nan
@@ -1045,6 +1047,7 @@ class TriluCumSum(unittest.TestCase):
             for exclusive in (0, 1):
                 for reverse in (0, 1):
                     mod = onnx_import.import_model(self.cumsum_model(F, exclusive, reverse, axis))
+                    self.assertIn("CUMSUM_AXIS" if axis == 0 else "CUMSUM", ops(mod))
                     want = self.numpy_cumsum(x, axis, exclusive, reverse)
                     for backend in ("cpu", "vulkan"):
                         y = mod.run({"x": x}, backend=backend, strict_device=backend != "cpu")["y"]

@@ -1095,6 +1095,56 @@ Test(cpu_ops_identity, cumsum_matches_the_scan_written_out) {
     }
 }
 
+/* CUMSUM's column form (p[0] = m, in0 [outer, n, m]) against the row form
+ * on each column (moved into rows here), f32 and i32, every flag; m wider
+ * than one chunk of columns; every level and thread count. */
+Test(cpu_ops_identity, cumsum_columns_match_the_rows_on_each_column) {
+    enum { O = 3, N = 37, M = 300 };
+    const size_t count = (size_t)O * N * M;
+    float *x = random_f32(count, 1e4f, true), *xt = malloc(count * 4), *want = malloc(count * 4);
+    int32_t *xi = malloc(count * 4), *xit = malloc(count * 4), *wi = malloc(count * 4);
+    cr_assert(xt && want && xi && xit && wi);
+    for (size_t e = 0; e < count; e++) {
+        x[e] = e % 13 == 4 ? 1e8f : e % 13 == 9 ? -1e8f : e % 29 == 0 ? -0.0f : x[e];
+        xi[e] = (int32_t)((uint32_t)e * 2654435761u);
+    }
+    x[7] = NAN;
+    /* The columns as rows: xt[o][j][i] = x[o][i][j]. */
+    for (size_t o = 0; o < O; o++)
+        for (size_t i = 0; i < N; i++)
+            for (size_t j = 0; j < M; j++) {
+                xt[(o * M + j) * N + i] = x[(o * N + i) * M + j];
+                xit[(o * M + j) * N + i] = xi[(o * N + i) * M + j];
+            }
+    for (uint32_t flags = 0; flags <= BIB_SCAN__ALL; flags++) {
+        for (int d = 0; d < 2; d++) {
+            const uint32_t dt = d ? BIB_DTYPE_I32 : BIB_DTYPE_F32;
+            env_t env;
+            env_open(&env, BIB_CPU_LEVEL_SCALAR, 1);
+            uint32_t *rows = malloc(count * 4);
+            bib_call_t rc = {.kernel = BIB_KERNEL_CUMSUM,
+                             .out = view2(rows, dt, O * M, N),
+                             .in = {view2(d ? (void *)xit : (void *)xt, dt, O * M, N)},
+                             .i = {flags}};
+            cr_assert_eq(bib_cpu_ops_run(&env.ctx, &rc), BIB_OK, "%s", env.error);
+            env_close(&env);
+            uint32_t *w = d ? (uint32_t *)wi : (uint32_t *)want;
+            for (size_t o = 0; o < O; o++)
+                for (size_t i = 0; i < N; i++)
+                    for (size_t j = 0; j < M; j++)
+                        w[(o * N + i) * M + j] = rows[(o * M + j) * N + i];
+            free(rows);
+            bib_view_t in = {
+                .buf = d ? (void *)xi : (void *)x, .dtype = dt, .rank = 3, .dims = {O, N, M}};
+            bib_call_t c = {
+                .kernel = BIB_KERNEL_CUMSUM, .out = in, .in = {in}, .i = {flags}, .p = {M}};
+            c.out.buf = NULL;
+            check_words(d ? "cumsum columns i32" : "cumsum columns f32", flags, c, w, count);
+        }
+    }
+    free(x), free(xt), free(want), free(xi), free(xit), free(wi);
+}
+
 Test(cpu_ops_identity, transpose_rng_fill_copy) {
     for (size_t s = 0; s < NSHAPES; s++) {
         uint32_t r = shapes[s][0], c = shapes[s][1];

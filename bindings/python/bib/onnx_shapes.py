@@ -493,7 +493,8 @@ class ShapeOps:
         return [np.ascontiguousarray(np.flip(c, axis) if node.attr("reverse", 0) else c)]
 
     def op_CumSum(self, node):
-        # CUMSUM along the axis moved last (and back), its flags ONNX's
+        # CUMSUM (CUMSUM_AXIS on another axis than the last; a library
+        # without it moves the axis last and back), its flags ONNX's
         # exclusive and reverse: one add after another, numpy.cumsum's bits.
         x = self.get(node, 0)
         rank = len(x.shape)
@@ -502,13 +503,19 @@ class ShapeOps:
         if x.dtype not in ("f32", "i32"):
             self.refuse(node, "input of type %s" % _DTYPE_NAME.get(x.onnx_type), "dtype")
         reverse, exclusive = node.attr("reverse", 0), node.attr("exclusive", 0)
+        flags = (1 if exclusive else 0) | (2 if reverse else 0)
+        if axis != rank - 1 and self.have("CUMSUM_AXIS"):
+            out = self.rt(x.shape, x.dtype, x.onnx_type)
+            self.emit("CUMSUM_AXIS", out.reg, self.reg_of(node, x), axis, flags)
+            self.set(node, 0, out)
+            return
         if self.have("CUMSUM"):
             v, perm = x, list(range(rank))
             if axis != rank - 1:
                 perm = [a for a in range(rank) if a != axis] + [axis]
                 v = self.permute(node, x, perm)
             out = self.rt(v.shape, x.dtype, x.onnx_type)
-            self.emit("CUMSUM", out.reg, self.reg_of(node, v), (1 if exclusive else 0) | (2 if reverse else 0))
+            self.emit("CUMSUM", out.reg, self.reg_of(node, v), flags)
             if axis != rank - 1:
                 out = self.permute(node, out, [perm.index(a) for a in range(rank)])
             self.set(node, 0, out)
