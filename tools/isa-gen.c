@@ -73,7 +73,7 @@ static void print_kernels(void) {
         [BIB_DTYPES_ANY] = "any (the result keeps it)",
         [BIB_DTYPES_F32_TO_I32] = "f32 in, i32 out",
         [BIB_DTYPES_GATHER] = "any table, i32 indices",
-        [BIB_DTYPES_F32_OR_I32] = "f32, or i32 for add, sub, mul, div, min, max, abs, neg",
+        [BIB_DTYPES_F32_OR_I32] = "f32, or i32 (one dtype) for the subs with an i32 form",
         [BIB_DTYPES_CAST] = "any in, the opcode's dtype out",
         [BIB_DTYPES_COMPARE] = "f32 or i32 (one dtype) in, i32 out",
         [BIB_DTYPES_WHERE] = "i32 condition, values of one dtype (the result's)",

@@ -173,11 +173,13 @@ static void scalar_reduce_cols(uint32_t op, const float *x, size_t n, size_t m, 
     }
 }
 
-/* TOPK's scan (bib_cpu_rowops_t.first_not_past). */
-static size_t scalar_first_not_past(const float *x, size_t n, float bar, bool max) {
-    for (size_t i = 0; i < n; i++)
-        if (max ? !(x[i] < bar) : !(x[i] > bar))
+/* TOPK's scan (bib_cpu_rowops_t.first_past). */
+static size_t scalar_first_past(const float *x, size_t n, int32_t bar, bool max) {
+    for (size_t i = 0; i < n; i++) {
+        int32_t k = bib_f32_order_key(x[i]);
+        if (x[i] != x[i] || (max ? k > bar : k < bar))
             return i;
+    }
     return n;
 }
 
@@ -209,7 +211,7 @@ const bib_cpu_rowops_t bib_cpu_rowops_scalar = {
     .reduce_cols = scalar_reduce_cols,
     .axpy = scalar_axpy,
     .batchnorm = scalar_batchnorm,
-    .first_not_past = scalar_first_not_past,
+    .first_past = scalar_first_past,
 };
 
 bool bib_cpu_scalef_detour = true;
@@ -540,33 +542,36 @@ static void sift_down(uint64_t *h, size_t n, size_t i) {
     h[i] = v;
 }
 
-/* The float whose sort key (argsort_key) is key; a NaN for key 0. */
-static float argsort_value(uint32_t key, bool max) {
-    uint32_t order = (max ? ~key : key) ^ 0x80000000u;
-    return key == 0 ? NAN : bib_f32_from_order_key((int32_t)order);
+/* The order key (bib_f32_order_key) of the float whose sort key
+ * (argsort_key) is key, key > 0 (0 is the NaNs'). */
+static int32_t argsort_order(uint32_t key, bool max) {
+    return (int32_t)((max ? ~key : key) ^ 0x80000000u);
 }
 
 /* The first k (0 < k <= n / ARGSORT_SELECT_RATIO) of a row's order
  * without sorting the row. Each element's key, the sort key above then its
  * index (distinct, and ascending in the order), goes into a max-heap of the
- * k smallest so far when below its top. The scan for the next element not
- * past the top's value is the level's (a float compare: -0 and +0 pass
- * both ways, and a NaN top lets every element through; the key decides).
- * At the end the heap is sorted in place. A row in random order puts about
- * k ln(n / k) keys into the heap, below 6k + n / 64 for every n / k; a row
- * that comes near the reverse of its order puts in nearly all, and past
- * that many the row is left to the sort (false), which gives the same
- * order. */
+ * k smallest so far when below its top. A later element with the top's
+ * sort key has a larger index, so only one whose sort key is below the
+ * top's can enter: a NaN, or a value past the top's in the order (keys
+ * compared as bib_f32_order_key's, so -0 and +0 apart), which the level's
+ * vector scan finds. When the top is a NaN (every kept key a NaN's),
+ * nothing can enter any more. At the end the heap is sorted in place. A
+ * row in random order puts about k ln(n / k) keys into the heap, below
+ * 6k + n / 64 for every n / k; a row that comes near the reverse of its
+ * order puts in nearly all, and past that many the row is left to the sort
+ * (false), which gives the same order. */
 static bool select_row(const bib_cpu_rowops_t *ro, const float *x, size_t n, size_t k, bool max,
                        uint64_t *heap, int32_t *out) {
     for (size_t i = 0; i < k; i++)
         heap[i] = (uint64_t)argsort_key(x[i], max) << 32 | i;
     for (size_t i = k / 2; i-- > 0;)
         sift_down(heap, k, i);
-    float bar = argsort_value((uint32_t)(heap[0] >> 32), max);
     size_t budget = 6 * k + n / 64;
-    for (size_t i = k + ro->first_not_past(x + k, n - k, bar, max); i < n;
-         i += 1 + ro->first_not_past(x + i + 1, n - i - 1, bar, max)) {
+    for (size_t i = k; heap[0] >> 32 != 0 && i < n; i++) {
+        i += ro->first_past(x + i, n - i, argsort_order((uint32_t)(heap[0] >> 32), max), max);
+        if (i >= n)
+            break;
         uint64_t key = (uint64_t)argsort_key(x[i], max) << 32 | i;
         if (key >= heap[0])
             continue;
@@ -574,7 +579,6 @@ static bool select_row(const bib_cpu_rowops_t *ro, const float *x, size_t n, siz
             return false;
         heap[0] = key;
         sift_down(heap, k, 0);
-        bar = argsort_value((uint32_t)(heap[0] >> 32), max);
     }
     for (size_t end = k; end-- > 1;) { /* the largest to the back, ascending */
         uint64_t top = heap[0];
@@ -1613,8 +1617,14 @@ bool bib_cpu_ops_supports(const bib_call_t *c) {
         return c->in[1].dtype == BIB_DTYPE_I32 && c->in[0].dtype == c->out.dtype &&
                c->in[0].rank >= 1;
     case BIB_KERNEL_ARGMAX:
-    case BIB_KERNEL_ARGSORT:
         return c->in[0].dtype == BIB_DTYPE_F32 && c->out.dtype == BIB_DTYPE_I32;
+    case BIB_KERNEL_ARGSORT: { /* out: the first k <= n of each row */
+        size_t n = view_last(&c->in[0]), k = view_last(&c->out);
+        return c->in[0].dtype == BIB_DTYPE_F32 && c->out.dtype == BIB_DTYPE_I32 &&
+               c->in[0].rank >= 1 && c->out.rank == c->in[0].rank && k <= n &&
+               (n == 0 ? view_count(&c->out) == 0
+                       : view_count(&c->out) == view_count(&c->in[0]) / n * k);
+    }
     case BIB_KERNEL_CUMSUM: /* p[0] > 0: the column form, in0 [outer, n, p[0]] */
         return (all_f32(c, 1) ||
                 (c->in[0].dtype == BIB_DTYPE_I32 && c->out.dtype == BIB_DTYPE_I32)) &&

@@ -100,9 +100,9 @@ typedef struct bib_cpu_rowops {
      * then relu (bib_relu) or canonical NaN. */
     void (*batchnorm)(const float *x, float *y, size_t n, float mean, float den, float scale,
                       float bias, bool relu);
-    /* TOPK's scan: the first i with x[i] not past bar, that is not below it
-     * (max) or not above it (min), or a NaN; n when there is none. */
-    size_t (*first_not_past)(const float *x, size_t n, float bar, bool max);
+    /* TOPK's scan: the first i whose order key (bib_f32_order_key) is above
+     * bar (max) or below it (min), or whose x[i] is a NaN; n when none is. */
+    size_t (*first_past)(const float *x, size_t n, int32_t bar, bool max);
 } bib_cpu_rowops_t;
 
 extern const bib_cpu_rowops_t bib_cpu_rowops_scalar;

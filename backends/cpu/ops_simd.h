@@ -2050,15 +2050,16 @@ static void V_FN(reduce_cols)(uint32_t op, const float *x, size_t n, size_t m, s
         bib_cpu_rowops_scalar.reduce_cols(op, x, n, m, j, j1, y);
 }
 
-static size_t V_FN(first_not_past)(const float *x, size_t n, float bar, bool max) {
-    const VF b = V_SET1(bar);
+static size_t V_FN(first_past)(const float *x, size_t n, int32_t bar, bool max) {
+    const VI b = V_ISET1(bar);
     size_t i = 0;
     for (; i + V_WIDTH <= n; i += V_WIDTH) {
         VF v = V_LOAD(x + i);
-        if (!V_MASK_ALL(max ? V_LT(v, b) : V_GT(v, b)))
+        VI k = V_ORDER_KEY(v);
+        if (V_MASK_ANY(V_MASK_OR(V_UNORD(v, v), max ? V_IGT(k, b) : V_IGT(b, k))))
             break;
     }
-    return i + bib_cpu_rowops_scalar.first_not_past(x + i, n - i, bar, max);
+    return i + bib_cpu_rowops_scalar.first_past(x + i, n - i, bar, max);
 }
 
 const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
@@ -2080,5 +2081,5 @@ const bib_cpu_rowops_t V_CAT(bib_cpu_rowops, V_SUFFIX) = {
     .conv_rows = V_FN(conv_rows),
     .pool_rows = V_FN(pool_rows),
     .batchnorm = V_FN(row_batchnorm),
-    .first_not_past = V_FN(first_not_past),
+    .first_past = V_FN(first_past),
 };

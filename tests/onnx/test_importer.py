@@ -974,6 +974,21 @@ class QuantizeDequantize(unittest.TestCase):
         want = (self.quantize(x, s3, z3, -128, 127).astype(np.float32) - z3) * s3
         self.assertEqual(mod.run({"x": x})["y"].tobytes(), want.astype(np.float32).tobytes())
 
+    def test_a_scale_of_one_element_along_a_longer_axis_is_per_tensor(self):
+        # onnxruntime takes a [1] scale as one for the tensor, as does the
+        # constant fold: the same values whether x is given or constant.
+        x = np.array([[3, 250, 0, 128]], np.uint8)
+        want = ((x.astype(np.float32) - np.float32(128)) * np.float32(0.25)).astype(np.float32)
+        for given in (True, False):
+            m = model([helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)],
+                      [helper.make_tensor_value_info("q", TensorProto.UINT8, [1, 4])] if given else [],
+                      [helper.make_tensor_value_info("y", F, [1, 4])],
+                      [init("s", np.array([0.25], np.float32)), init("z", np.array([128], np.uint8))]
+                      + ([] if given else [init("q", x)]))
+            mod = onnx_import.import_model(m)
+            y = mod.run({"q": x.astype(np.int32)} if given else {})["y"]
+            self.assertEqual(y.tobytes(), want.tobytes(), "given" if given else "constant")
+
     def test_what_is_not_supported_is_refused_by_name(self):
         m = model([helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],
                   [helper.make_tensor_value_info("q", TensorProto.UINT8, [4]),
@@ -1678,6 +1693,11 @@ class GatherND(unittest.TestCase):
             self.assertEqual(y.tolist(), self.oracle(data, idx, 0).tolist())
         with self.assertRaises(bib.Trap):
             mod.run({"x": data, "i": np.array([[4, 0]], np.int32)})
+
+    def test_an_empty_batch_gives_an_empty_result(self):
+        mod = onnx_import.import_model(self.build((0, 4), (0, 1), 1))
+        y = mod.run({"x": np.zeros((0, 4), np.float32), "i": np.zeros((0, 1), np.int32)})["y"]
+        self.assertEqual(y.shape, (0,))
 
 
 class Scatter(unittest.TestCase):

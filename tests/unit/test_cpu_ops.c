@@ -1015,9 +1015,10 @@ Test(cpu_ops_identity, argsort_matches_a_sort_written_out) {
  * written out, for k on both sides of the selection's bound (n / 32), over
  * rows in and against their order (one of them every element a new best,
  * which the selection leaves to the sort), all equal, NaNs throughout,
- * signed zeros, random with ties. */
+ * signed zeros (where the heap's top is a zero and the scan must let the
+ * other zero through), random with ties. */
 Test(cpu_ops_identity, topk_is_the_first_k_of_the_sort) {
-    enum { R = 6, N = 1000 };
+    enum { R = 8, N = 1000 };
     float *x = random_f32((size_t)R * N, 3.0f, true);
     int32_t *want = malloc((size_t)R * N * 4), *first = malloc((size_t)R * N * 4);
     cr_assert(want && first);
@@ -1028,6 +1029,8 @@ Test(cpu_ops_identity, topk_is_the_first_k_of_the_sort) {
         x[3 * N + i] = i % 7 ? NAN : -0.0f;                               /* NaNs, signed zeros */
         x[4 * N + i] = (float)(int)x[4 * N + i] * (i % 2 ? 1.0f : -1.0f); /* ties */
         x[5 * N + i] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? -0.0f : x[5 * N + i];
+        x[6 * N + i] = i % 2 ? 0.0f : -0.0f; /* the bar a zero: -0 and +0 told apart */
+        x[7 * N + i] = i % 97 == 50 ? 0.0f : i % 89 == 30 ? -0.0f : -1.0f - (float)(i % 5);
     }
     static const uint32_t ks[] = {1, 2, 5, 17, N / 32, N / 32 + 1, 125, 400, N - 1};
     for (int max = 1; max >= 0; max--) {

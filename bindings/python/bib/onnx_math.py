@@ -914,12 +914,15 @@ class MathOps:
             self.refuse(node, "a scale of shape %s and a zero point of shape %s (one per tensor, or one "
                         "per index along the axis)" % (list(scale.shape), list(zp.shape)), "shape")
         rank = len(x.shape)
-        if scale.size > 1 or scale.ndim == 1:
-            axis = self.axis_of(node, node.attr("axis", 1), rank)
+        axis = node.attr("axis", 1)
+        if scale.size > 1:  # one of size 1 is per tensor, as onnxruntime takes it
+            axis = self.axis_of(node, axis, rank)
             if x.shape[axis] != scale.size:
                 self.refuse(node, "%d scales along axis %d of size %s" % (scale.size, axis, x.shape[axis]), "shape")
             shape = [scale.size if a == axis else 1 for a in range(rank)]
             scale, zp = scale.reshape(shape), zp.reshape(shape)
+        if scale.size == 1:
+            scale, zp = scale.reshape([1]), zp.reshape([1])
         return scale, zp.astype(np.float32), qtype
 
     def fold_DequantizeLinear(self, node, a):
@@ -931,8 +934,9 @@ class MathOps:
     def dequantized(node, x, scale, zp):
         """(x - zero point) * scale in float32, as the op defines it."""
         zp = np.zeros(scale.shape, np.int64) if zp is None else np.asarray(zp)
-        if scale.size > 1 or scale.ndim == 1:
-            axis = node.attr("axis", 1) % x.ndim
+        axis = node.attr("axis", 1)
+        if scale.size > 1:
+            axis %= x.ndim
             shape = [scale.size if k == axis else 1 for k in range(x.ndim)]
             scale, zp = scale.reshape(shape), zp.reshape(shape)
         return ((x.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32)

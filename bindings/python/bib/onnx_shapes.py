@@ -927,7 +927,7 @@ class ShapeOps:
         rows = self.row_major_positions(node, self.reshape(node, idx, [m, k]), lead, b)
         if b:
             per, nb = dims_prod(lead), dims_prod(batch)
-            offsets = np.repeat(np.arange(nb, dtype=np.int64) * per, m // nb)
+            offsets = np.repeat(np.arange(nb, dtype=np.int64) * per, m // nb if nb else 0)
             rows = self.binary(node, "TADD", rows, self.const_val(offsets))
         table = self.reshape(node, data, [dims_prod(batch) * dims_prod(lead)] + list(rest))
         self.need(node, "GATHER")
