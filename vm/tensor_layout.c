@@ -431,8 +431,8 @@ static bib_status_t run_permute(bib_vm_t *vm, const bib_dinsn_t *ip, uint32_t in
  * twenty times the reduction) and back. The GPU executors have only the
  * row form: with one of them selected, or under auto, the axes are moved as
  * before. Sets k's input to *view, a's [outer, n, m]. */
-static bool reduce_by_columns(const bib_vm_t *vm, const bib_tensor_t *a, uint32_t mask,
-                              bib_kspec_t *k, bib_tensor_t *view) {
+static bool by_columns(const bib_vm_t *vm, const bib_tensor_t *a, uint32_t mask, bib_kspec_t *k,
+                       bib_tensor_t *view) {
     const bib_tensor_state_t *ts = &vm->tensor;
     if (ts->automatic || ts->selected > BIB_PLACE_HOST)
         return false;
@@ -519,7 +519,7 @@ bib_status_t bib_tensor_op_axes(bib_vm_t *vm, const bib_dinsn_t *ip, bib_kspec_t
         identity = identity && perm[i] == i;
     bib_tensor_t cols;
     if (!identity && (k->kernel == BIB_KERNEL_REDUCE || k->kernel == BIB_KERNEL_CUMSUM) &&
-        reduce_by_columns(vm, a, mask, k, &cols))
+        by_columns(vm, a, mask, k, &cols))
         return bib_tensor_run_kernel(vm, ip, ip->a, dt->dtype, same_shape ? a->rank : res.rank,
                                      same_shape ? a->dims : res.dims, k);
     /* The input with the named axes last (no copy when they already are). */

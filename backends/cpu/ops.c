@@ -421,22 +421,36 @@ static void task_reduce(void *arg, size_t begin, size_t end, uint32_t chunk) {
     }
 }
 
-/* REDUCE's column form (p[0] = m): in0 is [outer, n, m], out [outer, m],
- * each output the reduction of its column over n. A task is one outer
- * index's columns [j0, j1), COLS_CHUNK columns wide. */
+/* The column forms of REDUCE and CUMSUM (p[0] = m): in0 is [outer, n, m]
+ * and each column runs down n. A unit of work is one outer index's columns
+ * [j0, j1), COLS_CHUNK columns wide. */
 #define COLS_CHUNK 256
+typedef struct cols_unit {
+    size_t o, j0, j1;
+} cols_unit_t;
+
+static size_t cols_units(const bib_call_t *c) {
+    size_t m = c->in[0].dims[2];
+    return (size_t)c->in[0].dims[0] * ((m + COLS_CHUNK - 1) / COLS_CHUNK);
+}
+
+static cols_unit_t cols_unit(const bib_call_t *c, size_t u) {
+    size_t m = c->in[0].dims[2], chunks = (m + COLS_CHUNK - 1) / COLS_CHUNK;
+    size_t j0 = (u % chunks) * COLS_CHUNK;
+    return (cols_unit_t){u / chunks, j0, j0 + COLS_CHUNK < m ? j0 + COLS_CHUNK : m};
+}
+
+/* REDUCE's column form: out [outer, m], each output its column's reduction. */
 static void task_reduce_cols(void *arg, size_t begin, size_t end, uint32_t chunk) {
     (void)chunk;
     const task_t *t = arg;
     const bib_call_t *c = t->call;
     size_t n = c->in[0].dims[1], m = c->in[0].dims[2];
-    size_t chunks = (m + COLS_CHUNK - 1) / COLS_CHUNK;
     const float *x = view_f32(&c->in[0]);
     float *y = view_f32(&c->out);
     for (size_t u = begin; u < end; u++) {
-        size_t o = u / chunks, j0 = (u % chunks) * COLS_CHUNK;
-        size_t j1 = j0 + COLS_CHUNK < m ? j0 + COLS_CHUNK : m;
-        t->ctx->rowops->reduce_cols(c->sub, x + o * n * m, n, m, j0, j1, y + o * m);
+        cols_unit_t w = cols_unit(c, u);
+        t->ctx->rowops->reduce_cols(c->sub, x + w.o * n * m, n, m, w.j0, w.j1, y + w.o * m);
     }
 }
 
@@ -719,17 +733,16 @@ static void task_cumsum_cols(void *arg, size_t begin, size_t end, uint32_t chunk
     const task_t *t = arg;
     const bib_call_t *c = t->call;
     const size_t n = c->in[0].dims[1], m = c->in[0].dims[2];
-    const size_t chunks = (m + COLS_CHUNK - 1) / COLS_CHUNK;
     const bool exclusive = c->i[0] & BIB_SCAN_EXCLUSIVE, reverse = c->i[0] & BIB_SCAN_REVERSE;
     for (size_t u = begin; u < end; u++) {
-        const size_t o = u / chunks, j0 = (u % chunks) * COLS_CHUNK;
-        const size_t j1 = j0 + COLS_CHUNK < m ? j0 + COLS_CHUNK : m;
+        cols_unit_t w = cols_unit(c, u);
+        const size_t at = w.o * n * m;
         if (c->out.dtype == BIB_DTYPE_I32)
-            scan_cols_i32(view_i32(&c->in[0]) + o * n * m, view_i32(&c->out) + o * n * m, n, m, j0,
-                          j1, exclusive, reverse);
+            scan_cols_i32(view_i32(&c->in[0]) + at, view_i32(&c->out) + at, n, m, w.j0, w.j1,
+                          exclusive, reverse);
         else
-            scan_cols_f32(view_f32(&c->in[0]) + o * n * m, view_f32(&c->out) + o * n * m, n, m, j0,
-                          j1, exclusive, reverse);
+            scan_cols_f32(view_f32(&c->in[0]) + at, view_f32(&c->out) + at, n, m, w.j0, w.j1,
+                          exclusive, reverse);
     }
 }
 
@@ -1698,9 +1711,7 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
         return BIB_OK;
     case BIB_KERNEL_REDUCE:
         if (c->p[0] != 0) {
-            size_t m = c->in[0].dims[2];
-            run_parallel(ctx, (size_t)c->in[0].dims[0] * ((m + COLS_CHUNK - 1) / COLS_CHUNK), 1,
-                         task_reduce_cols, &t);
+            run_parallel(ctx, cols_units(c), 1, task_reduce_cols, &t);
             return BIB_OK;
         }
         /* fall through */
@@ -1783,9 +1794,7 @@ bib_status_t bib_cpu_ops_run(const bib_cpu_ctx_t *ctx, const bib_call_t *c) {
     }
     case BIB_KERNEL_CUMSUM:
         if (c->p[0] != 0) {
-            size_t m = c->in[0].dims[2];
-            run_parallel(ctx, (size_t)c->in[0].dims[0] * ((m + COLS_CHUNK - 1) / COLS_CHUNK), 1,
-                         task_cumsum_cols, &t);
+            run_parallel(ctx, cols_units(c), 1, task_cumsum_cols, &t);
             return BIB_OK;
         }
         t.row_len = last;

@@ -919,11 +919,17 @@ class MathOps:
             axis = self.axis_of(node, axis, rank)
             if x.shape[axis] != scale.size:
                 self.refuse(node, "%d scales along axis %d of size %s" % (scale.size, axis, x.shape[axis]), "shape")
-            shape = [scale.size if a == axis else 1 for a in range(rank)]
-            scale, zp = scale.reshape(shape), zp.reshape(shape)
-        if scale.size == 1:
-            scale, zp = scale.reshape([1]), zp.reshape([1])
+        scale, zp = self.along_axis(scale, zp, axis, rank)
         return scale, zp.astype(np.float32), qtype
+
+    @staticmethod
+    def along_axis(scale, zp, axis, rank):
+        """scale and zp shaped to broadcast against a tensor of rank: [1]
+        for one value, else their values along axis."""
+        if scale.size == 1:
+            return scale.reshape([1]), zp.reshape([1])
+        shape = [scale.size if a == axis % rank else 1 for a in range(rank)]
+        return scale.reshape(shape), zp.reshape(shape)
 
     def fold_DequantizeLinear(self, node, a):
         if a[0].dtype.kind not in "iu" or a[1].dtype != np.float32 or node.attr("block_size", 0):
@@ -934,11 +940,7 @@ class MathOps:
     def dequantized(node, x, scale, zp):
         """(x - zero point) * scale in float32, as the op defines it."""
         zp = np.zeros(scale.shape, np.int64) if zp is None else np.asarray(zp)
-        axis = node.attr("axis", 1)
-        if scale.size > 1:
-            axis %= x.ndim
-            shape = [scale.size if k == axis else 1 for k in range(x.ndim)]
-            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        scale, zp = MathOps.along_axis(scale, zp, node.attr("axis", 1), x.ndim)
         return ((x.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32)
 
     def op_DequantizeLinear(self, node):
