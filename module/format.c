@@ -10,9 +10,12 @@
  */
 #include "module/module.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* Header fields, by byte offset. */
@@ -595,8 +598,29 @@ static bib_status_t cursor_u64(cursor_t *c, const char *field, uint64_t *v) {
    ranks that size the dims array, init bytes that are present); what the
    values mean (registers, dtypes, dims, element counts, unique names) is the
    verifier's, so modules built in memory get the same checks. */
-static bib_status_t read_tensors(const uint8_t *b, const section_t *s, bib_module_t *m,
-                                 bib_diag_t *diag) {
+/* Copies a tensor's bytes out of the module's; with consume (the bytes are
+ * the caller's private anonymous mapping, bib_module_read_consuming), the
+ * whole pages behind each piece copied go back to the system as soon as it
+ * is copied, so that a constant is never in memory twice, however large. */
+#define COPY_PIECE ((size_t)8 << 20)
+
+static void copy_out(uint8_t *to, const uint8_t *from, size_t n, bool consume) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t given = ((uintptr_t)from + page - 1) & ~(page - 1);
+    for (size_t done = 0; done < n;) {
+        size_t piece = n - done < COPY_PIECE ? n - done : COPY_PIECE;
+        memcpy(to + done, from + done, piece);
+        done += piece;
+        uintptr_t end = ((uintptr_t)from + done) & ~(page - 1);
+        if (consume && end > given) {
+            madvise((void *)given, end - given, MADV_DONTNEED);
+            given = end;
+        }
+    }
+}
+
+static bib_status_t read_tensors(const uint8_t *b, const section_t *s, bool consume,
+                                 bib_module_t *m, bib_diag_t *diag) {
     cursor_t c = cursor_open(b, s, "tensors", diag);
     uint32_t regs, names, count, reserved;
     bib_status_t st = cursor_u32(&c, "the tensor register count", &regs);
@@ -696,7 +720,7 @@ static bib_status_t read_tensors(const uint8_t *b, const section_t *s, bib_modul
             if (t->init == NULL)
                 return bib_diag_set(diag, BIB_E_NOMEM, "out of memory for %llu bytes of tensor %u",
                                     (unsigned long long)t->init_size, i);
-            memcpy(t->init, b + c.pos, (size_t)t->init_size);
+            copy_out(t->init, b + c.pos, (size_t)t->init_size, consume);
             c.pos += (uint32_t)t->init_size;
         }
     }
@@ -836,8 +860,8 @@ static bib_status_t read_kernels(const uint8_t *b, const section_t *s, bib_modul
     return cursor_finish(&c);
 }
 
-bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out,
-                             bib_diag_t *diag) {
+static bib_status_t module_read(const uint8_t *bytes, size_t size, bool consume, bib_module_t **out,
+                                bib_diag_t *diag) {
     if (out == NULL || (bytes == NULL && size > 0))
         return bib_diag_set(diag, BIB_E_USAGE, "bib_module_read: NULL argument");
     *out = NULL;
@@ -869,7 +893,7 @@ bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **o
     if (st == BIB_OK && found[LABELS_SLOT].entry_pos != 0)
         st = read_labels(bytes, &found[LABELS_SLOT], m, diag);
     if (st == BIB_OK && found[TENSORS_SLOT].entry_pos != 0)
-        st = read_tensors(bytes, &found[TENSORS_SLOT], m, diag);
+        st = read_tensors(bytes, &found[TENSORS_SLOT], consume, m, diag);
     if (st == BIB_OK && found[SHADERS_SLOT].entry_pos != 0)
         st = read_shaders(bytes, &found[SHADERS_SLOT], m, diag);
     if (st == BIB_OK && found[KERNELS_SLOT].entry_pos != 0)
@@ -882,6 +906,16 @@ bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **o
     }
     *out = m;
     return BIB_OK;
+}
+
+bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out,
+                             bib_diag_t *diag) {
+    return module_read(bytes, size, false, out, diag);
+}
+
+bib_status_t bib_module_read_consuming(uint8_t *bytes, size_t size, bib_module_t **out,
+                                       bib_diag_t *diag) {
+    return module_read(bytes, size, true, out, diag);
 }
 
 /* ---- writing ------------------------------------------------------------ */

@@ -227,6 +227,14 @@ bib_status_t bib_diag_set(bib_diag_t *diag, bib_status_t status, const char *for
 bib_status_t bib_module_read(const uint8_t *bytes, size_t size, bib_module_t **out,
                              bib_diag_t *diag);
 
+/* bib_module_read of bytes in a private anonymous mapping of the caller's
+ * (bib_file_read_pages) that it will not read again: the whole pages behind
+ * each tensor's data go back to the system once the data is copied (they
+ * read as zeros after), so a module's constants are never in memory twice.
+ * The caller still unmaps bytes, on success or failure. */
+bib_status_t bib_module_read_consuming(uint8_t *bytes, size_t size, bib_module_t **out,
+                                       bib_diag_t *diag);
+
 /* Serialises a module (verified or not) to .bib bytes; *out is malloc'd. */
 bib_status_t bib_module_write(const bib_module_t *m, uint8_t **out, size_t *size, bib_diag_t *diag);
 

@@ -375,7 +375,8 @@ bib_status_t bib_vm_load_module(bib_vm_t *vm, bib_module_t *m, const char *name)
     return install(vm, m, name);
 }
 
-bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const char *name) {
+static bib_status_t load_bytes(bib_vm_t *vm, const void *bytes, size_t size, const char *name,
+                               bool consume) {
     if (vm == NULL)
         return BIB_E_USAGE;
     if (bytes == NULL && size > 0)
@@ -385,10 +386,19 @@ bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const cha
     bib_diag_t diag;
     diag.msg[0] = '\0';
     bib_module_t *m = NULL;
-    bib_status_t st = bib_module_read(bytes, size, &m, &diag);
+    bib_status_t st = consume ? bib_module_read_consuming((uint8_t *)bytes, size, &m, &diag)
+                              : bib_module_read(bytes, size, &m, &diag);
     if (st != BIB_OK)
         return bib_vm_fail(vm, st, "%s: %s", name != NULL ? name : "module", diag.msg);
     return install(vm, m, name);
+}
+
+bib_status_t bib_vm_load(bib_vm_t *vm, const void *bytes, size_t size, const char *name) {
+    return load_bytes(vm, bytes, size, name, false);
+}
+
+bib_status_t bib_vm_load_consuming(bib_vm_t *vm, uint8_t *bytes, size_t size, const char *name) {
+    return load_bytes(vm, bytes, size, name, true);
 }
 
 /* ---- running -------------------------------------------------------------- */

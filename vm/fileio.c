@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,6 +148,65 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
     *bytes = buf;
     *size = total;
     return BIB_OK;
+}
+
+bib_status_t bib_file_read_pages(const char *path, uint64_t max, bib_file_pages_t *f, char *why,
+                                 size_t cap) {
+    memset(f, 0, sizeof *f);
+    struct stat st;
+    int fd = strcmp(path, "-") == 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 &&
+        (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+         (uint64_t)st.st_size > bib_file_cap(max) || (uint64_t)st.st_size >= SIZE_MAX / 2)) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) /* bib_file_read says why, for "-", pipes, caps and missing files */
+        return bib_file_read(path, max, &f->bytes, &f->size, why, cap);
+    /* One byte more than st_size: a read that fills it means the file grew. */
+    size_t want = (size_t)st.st_size + 1;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t mapped = (want + (size_t)page - 1) & ~((size_t)page - 1);
+    uint8_t *bytes = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (bytes == MAP_FAILED) {
+        close(fd);
+        snprintf(why, cap, "cannot read '%s': out of memory for %zu bytes", BIB_PATH_QUOTE(path),
+                 want - 1);
+        return BIB_E_NOMEM;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = read(fd, bytes + got, want - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(why, cap, "cannot read '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
+            close(fd);
+            munmap(bytes, mapped);
+            return BIB_E_IO;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (got == want) { /* it grew: read it again, under the cap, as a stream is */
+        munmap(bytes, mapped);
+        return bib_file_read(path, max, &f->bytes, &f->size, why, cap);
+    }
+    bytes[got] = 0; /* the mapping starts zeroed; this keeps the promise if it shrank */
+    f->bytes = bytes;
+    f->size = got;
+    f->mapped = mapped;
+    return BIB_OK;
+}
+
+void bib_file_pages_free(bib_file_pages_t *f) {
+    if (f->mapped != 0)
+        munmap(f->bytes, f->mapped);
+    else
+        free(f->bytes);
+    memset(f, 0, sizeof *f);
 }
 
 /* The folder part of path ("." when it has none); the caller frees it. */

@@ -40,6 +40,23 @@ const char *bib_path_quote(const char *path, bib_path_quote_t *q);
 bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
                            size_t cap);
 
+/* A file read into pages of its own (a private anonymous mapping) instead of
+ * the heap, for a reader that copies it out a piece at a time and gives back
+ * the pages it is done with (bib_module_read_consuming): a module's
+ * constants are then never in memory twice. bytes has a NUL after the last
+ * byte, as bib_file_read's. A file that is not a regular one ("-", a pipe, a
+ * device), or that grows while it is read, is read by bib_file_read instead
+ * (mapped is 0: bytes is malloc'd, and nothing may be given back). Returns
+ * what bib_file_read returns; bib_file_pages_free releases either kind. */
+typedef struct bib_file_pages {
+    uint8_t *bytes;
+    size_t size;
+    size_t mapped; /* the mapping's length; 0 when bytes came from malloc */
+} bib_file_pages_t;
+bib_status_t bib_file_read_pages(const char *path, uint64_t max, bib_file_pages_t *f, char *why,
+                                 size_t cap);
+void bib_file_pages_free(bib_file_pages_t *f);
+
 /* The one message for a file over the size cap: "cannot read 'x': larger
  * than the file size cap of N bytes (--max-file-size raises it)". Returns
  * BIB_E_NOMEM, the status that goes with it. */

@@ -324,13 +324,13 @@ struct bib_vm {
 
 /* ---- api.c -------------------------------------------------------------- */
 
-/* Sets the VM's error text (printf-style) and returns status. */
 /* options.c: *out = in's fields within in->size, defaults for the rest
    (in NULL: all defaults); BIB_E_USAGE for a size this library does not know. */
 bib_status_t bib_options_take(const bib_options_t *in, bib_options_t *out);
 /* options.c: a FILE whose bytes go to write(user, ...); closing it frees it. */
 FILE *bib_stream_open(bib_write_fn write, void *user, int line_buffered);
 
+/* Sets the VM's error text (printf-style) and returns status. */
 bib_status_t bib_vm_fail(bib_vm_t *vm, bib_status_t status, const char *format, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -342,6 +342,12 @@ bib_status_t bib_vm_failv(bib_vm_t *vm, bib_status_t status, const char *format,
  * outcome. Verifies it (bib_module_verify), binds its imports to registered
  * host functions, pre-decodes it and sizes linear memory. name may be NULL. */
 bib_status_t bib_vm_load_module(bib_vm_t *vm, bib_module_t *m, const char *name);
+
+/* bib_vm_load of a file's bytes read by bib_file_read_pages: the pages behind
+ * the module's constants go back to the system as they are copied
+ * (bib_module_read_consuming), so a large model is not in memory twice while
+ * it loads. The caller still frees the pages. */
+bib_status_t bib_vm_load_consuming(bib_vm_t *vm, uint8_t *bytes, size_t size, const char *name);
 
 /* ---- decode.c ------------------------------------------------------------ */
 

@@ -183,6 +183,29 @@ class Memory(unittest.TestCase):
         self.assertLessEqual(r.stats.peak_memory, 3 * (1 << 20) + (1 << 16))
 
 
+    def test_large_initializers_go_through_shape_inference_without_their_bytes(self):
+        # W has 2^17 elements, past the importer's bound: ONNX's shape
+        # inference sees its dims only. The module still carries its values,
+        # the Reshape still reads its small target, and the caller's model
+        # keeps its bytes.
+        w = rng((512, 256), 21)
+        m = model([helper.make_node("MatMul", ["x", "W"], ["h"]),
+                   helper.make_node("Reshape", ["h", "shape"], ["y"])],
+                  [helper.make_tensor_value_info("x", F, ["n", 512])],
+                  [helper.make_tensor_value_info("y", F, ["n", 16, 16])],
+                  [init("W", w), init("shape", np.array([-1, 16, 16], np.int64))])
+        lean, data = onnx_import._without_large_data(m)
+        self.assertEqual(list(data), ["W"])
+        kept = {t.name: t for t in lean.graph.initializer}
+        self.assertEqual((list(kept["W"].dims), kept["W"].raw_data), ([512, 256], b""))
+        self.assertEqual(numpy_helper.to_array(kept["shape"]).tolist(), [-1, 16, 16])
+        mod = onnx_import.import_model(m)
+        for n in (1, 3):
+            x = rng((n, 512), 22 + n)
+            y = mod.run({"x": x})["y"]
+            np.testing.assert_allclose(y, (x @ w).reshape(-1, 16, 16), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(numpy_helper.to_array(m.graph.initializer[0]), w)
+
     def test_a_value_aliased_by_identity_stays_live_for_its_alias(self):
         # y = Identity(h): h's last reader is the Identity, but y is h's
         # register and a graph output, so h must not be freed.

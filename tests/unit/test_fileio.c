@@ -292,3 +292,84 @@ Test(fileio, a_long_path_is_quoted_by_its_start_and_end_whole_characters_only) {
     cr_assert_str_eq(text + n - 4, ".npy");
     cr_assert_eq((unsigned char)dots[3], 0xC3, "the end starts inside a character: %s", text);
 }
+
+/* A field of /proc/self/status in KiB (VmRSS, VmHWM); -1 when absent. */
+static long status_kib(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    size_t n = strlen(field);
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            kib = strtol(line + n + 1, NULL, 10);
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}
+
+/* A module of one large constant, copied to its output. */
+#define BIG_COUNT ((size_t)16 << 20) /* 64 MiB of f32 */
+
+static float big_value(size_t i) {
+    return (float)(i % 4099) - 2049.5f;
+}
+
+static void write_big_module(const char *path) {
+    float *data = malloc(BIG_COUNT * sizeof *data);
+    cr_assert_not_null(data);
+    for (size_t i = 0; i < BIG_COUNT; i++)
+        data[i] = big_value(i);
+    const int64_t dims[1] = {(int64_t)BIG_COUNT};
+    bib_builder_t *b = bib_builder_create();
+    cr_assert_eq(bib_builder_tensor_const(b, "w", 0, BIB_DTYPE_F32, 1, dims, data), BIB_OK);
+    free(data);
+    cr_assert_eq(bib_builder_tensor_output(b, "y", 1, BIB_DTYPE_F32, 1, dims), BIB_OK);
+    cr_assert_eq(bib_builder_begin(b, bib_builder_declare(b, "main"), 0, 1), BIB_OK);
+    bib_builder_emit(b, (uint32_t)bib_opcode("COPY"), 1, 0, 0, 0);
+    bib_builder_emit(b, (uint32_t)bib_opcode("HALT"), 0, 0, 0, 0);
+    cr_assert_eq(bib_builder_end(b), BIB_OK);
+    uint8_t *bytes;
+    size_t size;
+    cr_assert_eq(bib_builder_finish(b, &bytes, &size), BIB_OK, "%s", bib_builder_error(b));
+    bib_builder_destroy(b);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(bytes, 1, size, f), size);
+    cr_assert_eq(fclose(f), 0);
+    bib_free(bytes);
+}
+
+/* bib_vm_load_file gives back the file's pages as it copies the constants
+   out, so loading a 64 MiB constant raises the peak by about 64 MiB, not
+   twice that; and the constant arrives whole. */
+Test(fileio, load_file_holds_a_large_constant_once) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/big.bib", dir);
+    write_big_module(path);
+    FILE *reset = fopen("/proc/self/clear_refs", "w");
+    if (reset == NULL || fputs("5", reset) < 0 || fclose(reset) != 0 || status_kib("VmHWM") < 0)
+        cr_skip_test(
+            "SKIP: this kernel cannot reset the peak resident size (/proc/self/clear_refs)");
+    long before = status_kib("VmRSS");
+    bib_vm_t *vm = NULL;
+    cr_assert_eq(bib_vm_create(NULL, &vm), BIB_OK);
+    cr_assert_eq(bib_vm_load_file(vm, path), BIB_OK, "%s", bib_vm_error(vm));
+    long grew = status_kib("VmHWM") - before;
+    long once = (long)(BIG_COUNT * sizeof(float) >> 10);
+    cr_expect_lt(grew, once + once / 4,
+                 "loading raised the peak by %ld KiB for %ld KiB of constant", grew, once);
+    int64_t exit_value;
+    cr_assert_eq(bib_vm_run(vm, &exit_value), BIB_OK, "%s", bib_vm_error(vm));
+    bib_dtype_t dtype;
+    uint32_t rank, dims[BIB_MAX_RANK];
+    const void *out;
+    cr_assert_eq(bib_vm_get_output(vm, "y", &dtype, &rank, dims, &out), BIB_OK);
+    cr_assert_eq(rank, 1);
+    cr_assert_eq(dims[0], BIG_COUNT);
+    const float *y = out;
+    size_t wrong = 0;
+    for (size_t i = 0; i < BIG_COUNT; i++)
+        wrong += y[i] != big_value(i);
+    cr_expect_eq(wrong, 0, "%zu of the constant's values changed on the way in", wrong);
+    bib_vm_destroy(vm);
+}
