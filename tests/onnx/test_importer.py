@@ -1126,18 +1126,87 @@ class DynamicDims(unittest.TestCase):
             onnx_import.import_model(m)
         return str(cm.exception)
 
-    def test_sum_difference_and_inexact_division_are_refused(self):
-        for op, text in (("Sub", "a difference of dynamic dimensions (S - 1)"),
-                         ("Add", "a sum of dynamic dimensions (S + 1)"),
-                         ("Div", "a division of dynamic dimensions (S by 2)")):
-            k = i64(2 if op == "Div" else 1)
+    def test_dims_are_sums_of_products_of_symbols(self):
+        from bib.onnx_common import Sym, dim_div, dim_mul, dim_sign, dim_sub, dim_sum
+        P, S = Sym(1, ("P",)), Sym(1, ("S",))
+        t = dim_sum(P, S)
+        self.assertEqual(repr(t), "P + S")
+        self.assertEqual(dim_sub(t, S), P)
+        self.assertEqual(dim_sub(t, dim_sum(S, P)), 0)
+        self.assertEqual(repr(dim_mul(t, 4)), "4*P + 4*S")
+        self.assertEqual(repr(dim_sum(dim_mul(P, S), -1)), "P*S - 1")
+        self.assertEqual(repr(dim_sub(dim_mul(P, -2), S)), "-2*P - S")
+        self.assertEqual(dim_div(dim_mul(t, 4), 4), t)
+        self.assertEqual(dim_div(t, t), 1)
+        self.assertIsNone(dim_div(t, P))
+        self.assertIsNone(dim_div(dim_sum(dim_mul(P, 2), 1), 2))
+        self.assertEqual([dim_sign(d) for d in (t, dim_sub(0, S), dim_sub(S, 1), 0, -3)], [1, -1, None, 0, -1])
+
+    def test_an_input_dim_named_as_a_sum_of_others_is_that_sum(self):
+        dims = {"a": ["P"], "b": ["S"], "c": ["P + S"], "d": ["S-1"], "e": ["past + 1"], "f": ["P*S"]}
+        m = model([helper.make_node("Identity", [n], ["y" + n]) for n in dims],
+                  [helper.make_tensor_value_info(n, F, d) for n, d in dims.items()],
+                  [helper.make_tensor_value_info("y" + n, F, d) for n, d in dims.items()])
+        imp = onnx_import.Importer(m)
+        sums = imp.dim_sums(set())
+        self.assertEqual({k: repr(v) for k, v in sums.items()}, {"P + S": "P + S", "S-1": "S - 1"})
+
+    def test_sums_and_differences_of_dynamic_dims_are_loaded_at_run_time(self):
+        for op, size in (("Sub", lambda s: s - 1), ("Add", lambda s: s + 1)):
             m = self.dims_model([helper.make_node(op, ["S", "k"], ["S2"]),
                                  helper.make_node("Unsqueeze", ["S2", "ax"], ["S3"]),
                                  helper.make_node("ConstantOfShape", ["S3"], ["y"])],
-                                [init("k", k), init("ax", i64([0]))], F, ["M"])
-            msg = self.refused(m)
-            self.assertIn("(%s)" % op, msg)
-            self.assertIn(text, msg)
+                                [init("k", i64(1)), init("ax", i64([0]))], F, ["M"])
+            mod = onnx_import.import_model(m)
+            for s in (1, 4):
+                y = mod.run({"x": rng((2, s, 4), s)})["y"]
+                np.testing.assert_array_equal(y, np.zeros(size(s), np.float32))
+
+    def test_an_inexact_division_of_dynamic_dims_is_refused(self):
+        m = self.dims_model([helper.make_node("Div", ["S", "k"], ["S2"]),
+                             helper.make_node("Unsqueeze", ["S2", "ax"], ["S3"]),
+                             helper.make_node("ConstantOfShape", ["S3"], ["y"])],
+                            [init("k", i64(2)), init("ax", i64([0]))], F, ["M"])
+        msg = self.refused(m)
+        self.assertIn("(Div)", msg)
+        self.assertIn("a division of dynamic dimensions (S by 2)", msg)
+
+    def test_a_cache_grown_by_concat_has_the_sum_of_the_lengths(self):
+        # A decoder's cache: past [N, P, 4] and the new entries x [N, S, 4]
+        # give cache [N, P + S, 4]. Reshaped to [N, -1] its width is
+        # 4P + 4S, loaded at run time; cache[:, -S:] is x again; and a mask
+        # declared [N, "P + S"] (as exporters name it) lines up with it.
+        m = model(
+            [helper.make_node("Concat", ["past", "x"], ["cache"], axis=1),
+             helper.make_node("Shape", ["x"], ["sx"]),
+             helper.make_node("Gather", ["sx", "one"], ["S"], axis=0),
+             helper.make_node("Neg", ["S"], ["nS"]),
+             helper.make_node("Unsqueeze", ["nS", "ax0"], ["starts"]),
+             helper.make_node("Slice", ["cache", "starts", "end", "ax1"], ["last"]),
+             helper.make_node("Reshape", ["cache", "flat_shape"], ["flat"]),
+             helper.make_node("Unsqueeze", ["mask", "ax2"], ["mask3"]),
+             helper.make_node("Mul", ["cache", "mask3"], ["masked"])],
+            [helper.make_tensor_value_info("past", F, ["N", "P", 4]),
+             helper.make_tensor_value_info("x", F, ["N", "S", 4]),
+             helper.make_tensor_value_info("mask", F, ["N", "P + S"])],
+            [helper.make_tensor_value_info("flat", F, ["N", "W"]),
+             helper.make_tensor_value_info("last", F, ["N", "S", 4]),
+             helper.make_tensor_value_info("masked", F, ["N", "P + S", 4])],
+            [init("one", i64(1)), init("ax0", i64([0])), init("ax1", i64([1])), init("ax2", i64([2])),
+             init("end", i64([2**63 - 1])), init("flat_shape", i64([0, -1]))],
+        )
+        mod = onnx_import.import_model(m)
+        self.assertIn("ADD", ops(mod))
+        for n, p, s in ((1, 3, 2), (2, 0, 1), (3, 5, 4)):
+            past, x, mask = rng((n, p, 4), p), rng((n, s, 4), s + 10), rng((n, p + s), 20)
+            r = mod.run({"past": past, "x": x, "mask": mask})
+            cache = np.concatenate([past, x], 1)
+            np.testing.assert_array_equal(r["flat"], cache.reshape(n, -1))
+            np.testing.assert_array_equal(r["last"], x)
+            np.testing.assert_array_equal(r["masked"], cache * mask[:, :, None])
+        with self.assertRaises(bib.Trap) as cm:  # a mask that is not P + S long
+            mod.run({"past": rng((1, 3, 4), 1), "x": rng((1, 2, 4), 2), "mask": rng((1, 4), 3)})
+        self.assertIn("(mask) is [1,4]", cm.exception.message)
 
     def test_the_first_s_rows_of_a_table_follow_a_dynamic_dim(self):
         # x + pos[:, :x.shape[1]]: a learned positional table sliced by the
@@ -1931,6 +2000,61 @@ class TorchExports(unittest.TestCase):
         return str(cm.exception)
 
     BATCH = {"in0": {0: "B"}, "y": {0: "B"}}
+
+    def test_a_decoder_layer_with_a_kv_cache(self):
+        # The cache grows by Concat to P + S; the causal mask's diagonal is
+        # T - S = P (Trilu with a dynamic k); the attention mask input is
+        # named "P + S", as exporters name it; the position ids are
+        # mask.cumsum(-1)[:, -S:] - 1 (a Slice from -S). One module, run at
+        # several P and S, P = 0 (the first step) included.
+        class Layer(torch.nn.Module):
+            def __init__(self, e=32, h=4):
+                super().__init__()
+                self.h, self.d = h, e // h
+                self.qkv, self.o = torch.nn.Linear(e, 3 * e), torch.nn.Linear(e, e)
+
+            def forward(self, x, pk, pv, am):
+                B, S, E = x.shape
+                q, k, v = (t.view(B, S, self.h, self.d).transpose(1, 2) for t in self.qkv(x).split(E, dim=-1))
+                k, v = torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2)
+                T = k.shape[2]
+                att = (q @ k.transpose(-1, -2)) / self.d ** 0.5
+                att = att.masked_fill(~torch.ones(S, T, dtype=torch.bool).tril(T - S), float("-inf"))
+                att = att + (1.0 - am[:, None, None, :].to(att.dtype)) * torch.finfo(att.dtype).min
+                pos = am.long().cumsum(-1)[:, -S:] - 1
+                y = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, S, E)
+                return self.o(y) + pos[..., None].float(), k, v
+
+        torch.manual_seed(0)
+        layer = Layer().eval()
+        path = os.path.join(tempfile.mkdtemp(), "m.onnx")
+        args = (torch.randn(1, 3, 32), torch.randn(1, 4, 5, 8), torch.randn(1, 4, 5, 8), torch.ones(1, 8, dtype=torch.int64))
+        cache = {0: "B", 2: "P + S"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(layer, args, path, opset_version=17, input_names=["x", "pk", "pv", "am"],
+                              output_names=["y", "k", "v"],
+                              dynamic_axes={"x": {0: "B", 1: "S"}, "pk": {0: "B", 2: "P"}, "pv": {0: "B", 2: "P"},
+                                            "am": {0: "B", 1: "P + S"}, "y": {0: "B", 1: "S"}, "k": cache, "v": cache})
+        mod = onnx_import.import_model(path)
+        for b, s, p in ((1, 3, 5), (2, 1, 7), (1, 4, 0), (3, 2, 1)):
+            run_args = (torch.randn(b, s, 32), torch.randn(b, 4, p, 8), torch.randn(b, 4, p, 8),
+                        torch.ones(b, p + s, dtype=torch.int64))
+            run_args[3][0, 0] = 0 if p + s > 1 else 1
+            with torch.no_grad():
+                want = [t.numpy() for t in layer(*run_args)]
+            feed = {mod.onnx_inputs[n]: a.numpy().astype(np.int32) if n == "am" else a.numpy()
+                    for n, a in zip(("x", "pk", "pv", "am"), run_args)}
+            for backend in ("cpu", "vulkan"):
+                r = mod.run(feed, backend=backend, strict_device=True)
+                got = [r[mod.onnx_outputs[n]] for n in ("y", "k", "v")]
+                if backend == "cpu":
+                    first = [g.tobytes() for g in got]
+                    for g, w in zip(got, want):
+                        self.assertEqual(g.shape, w.shape)
+                        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-6)
+                else:
+                    self.assertEqual([g.tobytes() for g in got], first, "cpu and vulkan differ")
 
     def test_a_class_token_repeated_over_a_dynamic_batch(self):
         # ViT / DeiT: cat([cls.repeat(x.shape[0], 1, 1), x], 1): Tile with

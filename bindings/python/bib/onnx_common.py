@@ -1,5 +1,5 @@
 """The ONNX importer's shared ground: its errors (Refused), dimensions (ints,
-or products of symbols), values (Val), the probes of what this library's
+or sums of products of symbols), values (Val), the probes of what this library's
 opcodes accept, name sanitizing and the exact helpers of constant folding.
 onnx_import.py holds the driver; onnx_math.py, onnx_shapes.py and onnx_nn.py
 the lowering of each family of ops."""
@@ -42,55 +42,112 @@ class NeedsConstant(Refused):
         self.name = name
 
 
-# ---- dimensions: ints, or a coefficient times a product of symbols ------------------
+# ---- dimensions: ints, or sums of products of symbols ----------------------------------
 
 
 class Sym:
-    """coef * product of named symbols (a dynamic dimension, or a product
-    that involves one). Immutable; compare with ==."""
+    """A dynamic dimension, or an expression of them: a sum of terms, each an
+    integer coefficient times a product of named symbols (P + S, 2*B*S, B*S
+    + B). At least one term names a symbol: arithmetic that cancels every
+    symbol gives an int instead. Immutable; compare with ==."""
 
-    __slots__ = ("coef", "names")
+    __slots__ = ("terms",)
 
     def __init__(self, coef, names):
-        self.coef = coef
-        self.names = tuple(sorted(names))
+        """coef * the product of names (names not empty, coef not 0)."""
+        self.terms = ((tuple(sorted(names)), coef),)
+
+    @classmethod
+    def of(cls, terms):
+        """An int or a Sym from {names: coef} (names a sorted tuple, () for
+        the constant term)."""
+        terms = {n: c for n, c in terms.items() if c}
+        if all(n == () for n in terms):
+            return terms.get((), 0)
+        s = cls.__new__(cls)
+        s.terms = tuple(sorted(terms.items()))
+        return s
+
+    @property
+    def symbol(self):
+        """The name when this is one symbol alone, else None."""
+        (names, coef), = self.terms if len(self.terms) == 1 else ((None, 0),)
+        return names[0] if coef == 1 and len(names) == 1 else None
 
     def __eq__(self, other):
-        return isinstance(other, Sym) and self.coef == other.coef and self.names == other.names
+        return isinstance(other, Sym) and self.terms == other.terms
 
     def __hash__(self):
-        return hash((self.coef, self.names))
+        return hash(self.terms)
 
     def __repr__(self):
-        parts = ([str(self.coef)] if self.coef != 1 else []) + list(self.names)
-        return "*".join(parts)
+        out = []
+        for names, coef in sorted(self.terms, key=lambda t: (not t[0], t[0])):  # the constant last
+            head = [] if names and coef in (1, -1) else [str(coef)]
+            out.append(("-" if names and coef == -1 else "") + "*".join(head + list(names)))
+        return " + ".join(out).replace("+ -", "- ")
+
+
+def _terms(x):
+    return dict(x.terms) if isinstance(x, Sym) else ({(): int(x)} if x else {})
 
 
 def dim_mul(a, b):
     if isinstance(a, int) and isinstance(b, int):
         return a * b
-    sa = a if isinstance(a, Sym) else Sym(a, ())
-    sb = b if isinstance(b, Sym) else Sym(b, ())
-    if sa.coef * sb.coef == 0:
-        return 0
-    return Sym(sa.coef * sb.coef, sa.names + sb.names)
+    out = {}
+    for na, ca in _terms(a).items():
+        for nb, cb in _terms(b).items():
+            n = tuple(sorted(na + nb))
+            out[n] = out.get(n, 0) + ca * cb
+    return Sym.of(out)
 
 
 def dim_div(a, b):
     """a / b when it is exact (None when it is not known to be)."""
     if isinstance(a, int) and isinstance(b, int):
         return a // b if b != 0 and a % b == 0 else None
-    sa = a if isinstance(a, Sym) else Sym(a, ())
-    sb = b if isinstance(b, Sym) else Sym(b, ())
-    names = list(sa.names)
-    for n in sb.names:
-        if n not in names:
-            return None
-        names.remove(n)
-    if sb.coef == 0 or sa.coef % sb.coef != 0:
+    if a == b:
+        return 1
+    tb = _terms(b)
+    if len(tb) != 1:
         return None
-    coef = sa.coef // sb.coef
-    return coef if not names else Sym(coef, names)
+    (nb, cb), = tb.items()
+    out = {}
+    for na, ca in _terms(a).items():
+        names = list(na)
+        for n in nb:
+            if n not in names:
+                return None
+            names.remove(n)
+        if cb == 0 or ca % cb != 0:
+            return None
+        out[tuple(names)] = ca // cb
+    return Sym.of(out)
+
+
+def dim_sum(a, b, sign=1):
+    """a + b (a - b with sign -1), exactly."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + sign * b
+    out = _terms(a)
+    for n, c in _terms(b).items():
+        out[n] = out.get(n, 0) + sign * c
+    return Sym.of(out)
+
+
+def dim_sign(d):
+    """1, -1 or 0 when d's sign is known whatever its symbols are (each
+    symbol is a size, at least 0 and taken as at least 1: every coefficient
+    of one sign), None when it is not (S - 1)."""
+    if not isinstance(d, Sym):
+        return (d > 0) - (d < 0)
+    signs = {c > 0 for _n, c in d.terms}
+    return None if len(signs) > 1 else (1 if signs.pop() else -1)
+
+
+def dim_sub(a, b):
+    return dim_sum(a, b, -1)
 
 
 def dims_prod(dims):
@@ -284,32 +341,14 @@ def _fold2(fn, a):
             if fn is np.multiply:
                 return np.array(np.frompyfunc(dim_mul, 2, 1)(x, y), object)
             if fn is np.add:
-                return np.array(np.frompyfunc(_dim_add_strict, 2, 1)(x, y), object)
+                return np.array(np.frompyfunc(dim_sum, 2, 1)(x, y), object)
             if fn is np.subtract:
-                return np.array(np.frompyfunc(_dim_sub_strict, 2, 1)(x, y), object)
+                return np.array(np.frompyfunc(dim_sub, 2, 1)(x, y), object)
         except ValueError:
             return None
         return None
     r = fn(x, y)
     return r.astype(np.result_type(x.dtype, y.dtype)) if r.dtype != np.result_type(x.dtype, y.dtype) else r
-
-
-def _dim_add_strict(p, q):
-    if isinstance(p, int) and isinstance(q, int):
-        return p + q
-    if q == 0:
-        return p
-    if p == 0:
-        return q
-    raise ValueError("symbolic sum")
-
-
-def _dim_sub_strict(p, q):
-    if p == q:
-        return 0
-    if isinstance(q, int):
-        return _dim_add_strict(p, -q)
-    raise ValueError("symbolic difference")
 
 
 def _obj_div(x, y):
@@ -323,13 +362,6 @@ def _obj_div(x, y):
         return np.frompyfunc(d, 2, 1)(x, y)
     except ValueError:
         return None
-
-
-def dim_add(a, b, imp, node):
-    try:
-        return _dim_add_strict(a, b)
-    except ValueError:
-        imp.refuse(node, "a sum of dynamic dimensions (%s + %s)" % (a, b), "shape")
 
 
 def _onnx_type_of(arr):

@@ -24,6 +24,7 @@ units), mixed into Importer; onnx_common.py holds what they share (Refused,
 dims, Val) and onnx_patterns.py the fused patterns.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -32,7 +33,7 @@ from onnx import TensorProto, numpy_helper, shape_inference
 
 from . import Builder, Error, UsageError, opcode
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dim_mul, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
+    _bib_dtype, broadcast_shapes, dim_mul, dim_sum, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
     library_i32_arithmetic, library_takes_zero_dims, MAX_OPSET, MAX_RANK, MIN_OPSET, NeedsConstant,
     _Node, _np_for, _obj_div, _onnx_type_of, Refused, sanitize, shape_text, Sym, Val)
 from .onnx_math import MathOps
@@ -79,6 +80,7 @@ class Importer(MathOps, ShapeOps, NNOps):
         self.treg = 0
         self.sym_source = {}  # symbol -> (tensor reg, axis)
         self.scratch_max = 0
+        self.term_used = False
         self.consts = []  # (name, reg, array)
         self.inputs = []  # (name, reg, dtype, shape)
         self.input_onnx_names = []
@@ -164,9 +166,15 @@ class Importer(MathOps, ShapeOps, NNOps):
             else:
                 self.emit("LDI64", reg, d & 0xFFFFFFFF, (d >> 32) & 0xFFFFFFFF)
             return
-        self.load_int(reg, d.coef)
-        for n in d.names:
-            self.emit("MUL", reg, reg, ("sym", n))
+        # A sum: each term after the first in the register kept for it.
+        for k, (names, coef) in enumerate(d.terms):
+            r = reg if k == 0 else ("term",)
+            self.load_int(r, coef)
+            for n in names:
+                self.emit("MUL", r, r, ("sym", n))
+            if k > 0:
+                self.emit("ADD", reg, reg, r)
+                self.term_used = True
 
     def load_f64(self, reg, value):
         bits = np.array([value], np.float64).view(np.uint64)[0]
@@ -357,8 +365,34 @@ class Importer(MathOps, ShapeOps, NNOps):
                     refuse("shape %s" % shape_txt, "shape %s (axis %d is %d, not %d)"
                            % (list(arr.shape), axis, arr.shape[axis], d.dim_value))
 
+    def dim_sums(self, inits):
+        """The dim_params of the graph inputs that are sums of the others
+        and of integers ("past_sequence_length + sequence_length", "P + 1",
+        as exporters name a cache's length): each as that sum, so that the
+        axis it names is the one a Concat of the cache and the new entries
+        gives. Such an axis is no symbol of its own: a tensor whose length
+        there is not the sum fails the kernel that combines them."""
+        params = [d.dim_param for vi in self.graph.input if vi.name not in inits
+                  for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")]
+        plain = {p for p in params if _IDENTIFIER.fullmatch(p)}
+        sums = {}
+        for p in set(params) - plain:
+            text = p.replace(" ", "")
+            if not _SUM.fullmatch(text):
+                continue
+            value = 0
+            for sign, term in _SUM_TERM.findall(text):
+                if not term.isdigit() and term not in plain:
+                    break
+                value = dim_sum(value, int(term) if term.isdigit() else Sym(1, (term,)), -1 if sign == "-" else 1)
+            else:
+                if isinstance(value, Sym):
+                    sums[p] = value
+        return sums
+
     def declare_inputs(self):
         inits = {i.name for i in self.graph.initializer}
+        sums = self.dim_sums(inits)
         for init in self.graph.initializer:
             arr = numpy_helper.to_array(self.data.pop(init.name, init))
             self.vals[init.name] = self.const_val(arr, init.data_type)
@@ -387,6 +421,8 @@ class Importer(MathOps, ShapeOps, NNOps):
             for axis, d in enumerate(t.tensor_type.shape.dim):
                 if d.HasField("dim_value") and d.dim_value >= 0:
                     shape.append(int(d.dim_value))
+                elif d.dim_param in sums:
+                    shape.append(sums[d.dim_param])
                 else:
                     sym = d.dim_param if d.HasField("dim_param") and d.dim_param else "%s_%d" % (vi.name, axis)
                     if sym not in self.sym_source:
@@ -544,7 +580,7 @@ class Importer(MathOps, ShapeOps, NNOps):
                 reg = src
             used.add(reg)
             self.keep.add(reg)
-            shape = [d if isinstance(d, int) else (d if d.coef == 1 and len(d.names) == 1 else None) for d in v.shape]
+            shape = [d if isinstance(d, int) else (d if d.symbol is not None else None) for d in v.shape]
             name = sanitize(o.name, self.names, "output%d" % len(self.outputs))
             self.outputs.append((name, reg, v.dtype, shape))
 
@@ -557,10 +593,10 @@ class Importer(MathOps, ShapeOps, NNOps):
             for d in shape:
                 if isinstance(d, int):
                     out.append(d)
-                elif d is None:
+                elif d is None or d.symbol is None:
                     out.append(Builder.DIM_ANY)
                 else:
-                    s = d.names[0]
+                    s = d.symbol
                     if s not in syms:
                         syms[s] = b.dim(sanitize(s, set(), "n"))
                     out.append(syms[s])
@@ -576,7 +612,8 @@ class Importer(MathOps, ShapeOps, NNOps):
         sym_list = sorted(self.sym_source)
         sym_reg = {s: k for k, s in enumerate(sym_list)}
         base = len(sym_list)
-        nregs = max(base + self.scratch_max, 1)
+        term = base + self.scratch_max  # load_int's second register, for a sum
+        nregs = max(term + (1 if self.term_used else 0), 1)
 
         labels = {}
 
@@ -586,6 +623,8 @@ class Importer(MathOps, ShapeOps, NNOps):
                     return base + x[1]
                 if x[0] == "sym":
                     return sym_reg[x[1]]
+                if x[0] == "term":
+                    return term
                 if x[0] == "label":
                     if x[1] not in labels:
                         labels[x[1]] = b.label()
@@ -848,7 +887,9 @@ class Importer(MathOps, ShapeOps, NNOps):
         return [np.divide(x, y).astype(x.dtype)]
 
     def fold_Neg(self, node, a):
-        return [np.negative(a[0])] if a[0].dtype != object else None
+        if a[0].dtype == object:
+            return [np.array(np.frompyfunc(lambda d: dim_sum(0, d, -1), 1, 1)(a[0]), object)]
+        return [np.negative(a[0])]
 
     def fold_Sqrt(self, node, a):
         return [np.sqrt(a[0])] if a[0].dtype == np.float32 else None
@@ -965,6 +1006,11 @@ def load_model(path):
         raise Refused("not an ONNX model (the file is empty)", "model")
     return model
 
+
+# A dim_param that is a sum of others and integers ("P + S", "past + 1").
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_SUM_TERM = re.compile(r"([+-]?)([A-Za-z_][A-Za-z0-9_.]*|[0-9]+)")
+_SUM = re.compile(r"[+-]?(?:[A-Za-z_][A-Za-z0-9_.]*|[0-9]+)(?:[+-](?:[A-Za-z_][A-Za-z0-9_.]*|[0-9]+))+")
 
 # An initializer of this many elements or more goes through shape inference
 # without its bytes: ONNX's inference reads the values of small shape-like

@@ -6,8 +6,8 @@ import numpy as np
 from onnx import TensorProto, numpy_helper
 
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dim_add, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
-    library_broadcasts, MAX_RANK, _np_for, shape_text, Sym, Val)
+    _bib_dtype, broadcast_shapes, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
+    library_broadcasts, MAX_RANK, _np_for, shape_text, dim_sign, dim_sum, Sym, Val)
 
 
 class ShapeOps:
@@ -349,7 +349,7 @@ class ShapeOps:
         sum of theirs, dynamic dims included."""
         self.need(node, "CONCAT", what)
         shape = list(a.shape)
-        shape[axis] = dim_add(a.shape[axis], b.shape[axis], self, node)
+        shape[axis] = dim_sum(a.shape[axis], b.shape[axis])
         out = self.rt(shape, a.dtype, a.onnx_type)
         self.emit("CONCAT", out.reg, self.reg_of(node, a), self.reg_of(node, b), axis)
         return out
@@ -449,14 +449,17 @@ class ShapeOps:
     def op_Trilu(self, node):
         # The kept triangle of the last two axes is known at import: one
         # WHERE of x against an exact zero, with the triangle as condition.
+        # k may be a dynamic dimension (the diagonal of a causal mask over a
+        # cache: T - S is the cache's length), loaded at run time.
         x = self.get(node, 0)
-        kv = self.const_ints(node, 1, "k", optional=True)
-        k = kv[0] if kv else 0
+        kv = self.const_input(node, 1, "k", optional=True)
+        k = np.asarray(kv).reshape(-1)[0] if kv is not None and np.size(kv) else 0
+        k = k if isinstance(k, Sym) else int(k)
         upper = node.attr("upper", 1)
         if len(x.shape) < 2:
             self.refuse(node, "an input of rank %d (Trilu needs 2 or more)" % len(x.shape), "shape")
         n, m = x.shape[-2:]
-        if isinstance(n, int) and isinstance(m, int):
+        if isinstance(n, int) and isinstance(m, int) and isinstance(k, int):
             ones = np.ones((n, m), np.int64)
             keep = self.const_val((np.triu(ones, k) if upper else np.tril(ones, k)).astype(np.bool_),
                                   TensorProto.BOOL)
@@ -471,7 +474,10 @@ class ShapeOps:
                 return self.reshape(node, self.const_or_positions(node, d), shape)
 
             rows, cols = along(n, 0), along(m, 1)
-            if k != 0:
+            if isinstance(k, Sym):
+                self.need_i32(node, "TADD")
+                rows = self.binary(node, "TADD", rows, self.filled(node, [1], "i32", TensorProto.INT64, k))
+            elif k != 0:
                 if rows.const:
                     rows = self.const_val(rows.array + k)
                 else:
@@ -649,18 +655,31 @@ class ShapeOps:
             n = x.shape[a]
             if st == 0:
                 self.refuse(node, "step 0 on axis %d" % a, "attribute")
+            if any(isinstance(v, Sym) for v in (s, e)) and st == 1:
+                # Bounds of dynamic dimensions, step 1: [0:S] (pos[:, :S], a
+                # table's first S rows), [-S:] (the last S of a cache's
+                # P + S: [P:P + S]), loaded at run time. A bound is counted
+                # from the end when it is negative whatever the symbols are
+                # (-S), from the start when it is not (P); the result's size
+                # assumes the axis reaches the bounds: a shorter one gives
+                # fewer rows, which the shapes of what reads them refuse.
+                bounds = []
+                for v, what in ((s, "start"), (e, "end")):
+                    if isinstance(v, int) and v >= (1 << 31) - 1:
+                        v = n
+                    sign = dim_sign(v)
+                    if sign is None:
+                        self.refuse(node, "the %s %s on axis %d: a dynamic bound is taken when its sign is known "
+                                    "(S, P + 1, -S)" % (what, v, a), "shape")
+                    bounds.append(dim_sum(n, v) if sign < 0 else v)
+                s, e = bounds
+                if s != 0 or e != n:
+                    triples[a] = (s, e, 1)
+                    shape[a] = dim_sum(e, s, -1)
+                    dynamic_bound = True
+                continue
             if any(isinstance(v, Sym) for v in (s, e, st)):
-                # [0:S] with S a dynamic dimension (pos[:, :x.shape[1]], a
-                # table's first S rows): the result's axis is S, the bound
-                # loaded at run time. A table shorter than S gives fewer
-                # rows, which the shapes of what reads them refuse.
-                if isinstance(s, int) and s == 0 and st == 1 and isinstance(e, Sym):
-                    if e != n:
-                        triples[a] = (0, e, 1)
-                        shape[a] = e
-                        dynamic_bound = True
-                    continue
-                self.refuse(node, "the bounds %s:%s:%s on axis %d: of dynamic dimensions, only [0:S] is taken"
+                self.refuse(node, "the bounds %s:%s:%s on axis %d: of dynamic dimensions, only step 1 is taken"
                             % (s, e, st, a), "shape")
             if not isinstance(n, int):
                 # Fixed bounds on a dynamic axis of size S: x[:, :1], x[:, -1:],
