@@ -28,16 +28,20 @@ def torch_median_ms(fn, reps):
     return sorted(times)[len(times) // 2] * 1e3
 
 
-def best_of_rounds(torch, args, bib_path, x_path, threads, fn):
+def best_of_rounds(torch, args, bib_path, x_path, threads, fn, options=()):
     """(bib ms, torch ms) on threads: three rounds alternating `bib bench`
     (median of args.repetitions runs on the CPU executor) and fn (the median
-    of as many calls), each one's best round."""
+    of as many calls), each one's best round. x_path: the .npy of input x,
+    or a list of NAME=PATH for a module of several inputs; options: more of
+    `bib bench`'s (--max-memory)."""
     torch.set_num_threads(threads)
     bib_ms, torch_ms = [], []
+    specs = ["x=" + x_path] if isinstance(x_path, str) else list(x_path)
+    inputs = [a for spec in specs for a in ("--input", spec)]
     for _ in range(3):
-        r = subprocess.run([args.bib, "bench", bib_path, "--input", "x=" + x_path, "--backend", "cpu",
-                            "--threads", str(threads), "--repetitions", str(args.repetitions),
-                            "--warmup", "2", "--format", "json"],
+        r = subprocess.run([args.bib, "bench", bib_path] + inputs +
+                           ["--backend", "cpu", "--threads", str(threads), "--repetitions", str(args.repetitions),
+                            "--warmup", "2", "--format", "json"] + list(options),
                            check=True, timeout=600, capture_output=True, text=True)
         bib_ms.append(json.loads(r.stdout)["median_ms"])
         torch_ms.append(torch_median_ms(fn, args.repetitions))

@@ -104,6 +104,8 @@ static const option_row_t options[] = {
      "                       tensor opcodes (spec/cli.md); a trap when it runs out"},
     {"max-memory", required_argument, BIB_OPT_MAXMEM, VM_COMMANDS, "--max-memory SIZE",
      "cap VM memory (bytes; K, M, G suffixes), default 256M"},
+    {"max-memory", required_argument, BIB_OPT_MAXMEM, ON(BIB_CMD_BENCH), "--max-memory SIZE",
+     "(FILE) cap VM memory (bytes; K, M, G suffixes), default 256M"},
     {"max-depth", required_argument, BIB_OPT_MAXDEPTH, VM_COMMANDS, "--max-depth N",
      "cap the call depth, default 10000"},
     {"backend", required_argument, BIB_OPT_BACKEND, VM_COMMANDS | ON(BIB_CMD_BENCH),

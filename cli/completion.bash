@@ -41,7 +41,7 @@ _bib() {
     test) opts="$vm --coverage -v --verbose" ;;
     repl) opts="$vm --profile --profile=json" ;;
     info) opts="--json --device --threads --validation -h --help" ;;
-    bench) opts="--quick -o --output --input --repetitions --warmup --format --backend --device
+    bench) opts="--quick -o --output --input --repetitions --warmup --max-memory --format --backend --device
                  --threads --validation --max-file-size -h --help" ;;
     help) opts="-h --help" ;;
     esac

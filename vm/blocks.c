@@ -54,7 +54,7 @@ void bib_blocks_destroy(bib_blocks_t *b) {
 static bib_status_t over_cap(bib_blocks_t *b, uint64_t size) {
     snprintf(b->error, sizeof b->error,
              "memory cap reached: asked for %llu bytes with %llu in use, cap %llu bytes "
-             "(max_memory)",
+             "(max_memory: bib's --max-memory raises it)",
              (unsigned long long)size, (unsigned long long)b->in_use, (unsigned long long)b->cap);
     return BIB_E_NOMEM;
 }

@@ -233,7 +233,8 @@ static bib_status_t set_input(bib_vm_t *vm, const char *name, bib_dtype_t dtype,
     if (bytes > vm->options.max_memory || held > vm->options.max_memory - bytes)
         return bib_vm_fail(vm, BIB_E_NOMEM,
                            "input '%s': memory cap reached: %" PRIu64 " bytes, with %" PRIu64
-                           " for the other inputs, cap %" PRIu64 " bytes (max_memory)",
+                           " for the other inputs, cap %" PRIu64
+                           " bytes (max_memory: bib's --max-memory raises it)",
                            name, bytes, held, vm->options.max_memory);
     /* Aligned as a tensor's own buffer is: each run's tensor shares it.
        Rounded up to whole blocks, at least one (aligned_alloc may refuse

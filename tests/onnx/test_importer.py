@@ -2005,16 +2005,20 @@ class TorchExports(unittest.TestCase):
         # The cache grows by Concat to P + S; the causal mask's diagonal is
         # T - S = P (Trilu with a dynamic k); the attention mask input is
         # named "P + S", as exporters name it; the position ids are
-        # mask.cumsum(-1)[:, -S:] - 1 (a Slice from -S). One module, run at
+        # mask.cumsum(-1)[:, -S:] - 1 (a Slice from -S); the positions of the
+        # new entries index a table (arange(P, P + S)). One module, run at
         # several P and S, P = 0 (the first step) included.
         class Layer(torch.nn.Module):
             def __init__(self, e=32, h=4):
                 super().__init__()
                 self.h, self.d = h, e // h
                 self.qkv, self.o = torch.nn.Linear(e, 3 * e), torch.nn.Linear(e, e)
+                self.wpe = torch.nn.Embedding(64, e)
 
             def forward(self, x, pk, pv, am):
                 B, S, E = x.shape
+                P = pk.shape[2]
+                x = x + self.wpe(torch.arange(P, P + S))[None]
                 q, k, v = (t.view(B, S, self.h, self.d).transpose(1, 2) for t in self.qkv(x).split(E, dim=-1))
                 k, v = torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2)
                 T = k.shape[2]

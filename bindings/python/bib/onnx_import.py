@@ -33,7 +33,7 @@ from onnx import TensorProto, numpy_helper, shape_inference
 
 from . import Builder, Error, UsageError, opcode
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dim_mul, dim_sum, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
+    _bib_dtype, broadcast_shapes, dim_mul, dim_sign, dim_sum, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
     library_i32_arithmetic, library_takes_zero_dims, MAX_OPSET, MAX_RANK, MIN_OPSET, NeedsConstant,
     _Node, _np_for, _obj_div, _onnx_type_of, Refused, sanitize, shape_text, Sym, Val)
 from .onnx_math import MathOps
@@ -969,6 +969,18 @@ class Importer(MathOps, ShapeOps, NNOps):
                 v = Val([limit], "i32", self.vals[node.inputs[0]].onnx_type)
                 v.iota = limit
                 self.set(node, 0, v)
+                return
+            n = dim_sum(limit, start, -1)
+            if not isinstance(delta, Sym) and int(delta) == 1 and isinstance(n, (int, Sym)) and dim_sign(n) != -1 \
+                    and dim_sign(n) is not None and self.vals[node.inputs[0]].onnx_type != TensorProto.FLOAT:
+                # Range(P, P + S, 1): a cache's next positions (torch.arange(
+                # past, past + S)), the positions 0..S-1 plus the start at
+                # run time.
+                self.need_i32(node, "TADD")
+                pos = self.const_or_positions(node, n)
+                first = self.filled(node, [1], "i32", TensorProto.INT64, start) if isinstance(start, Sym) \
+                    else self.const_val(np.array([int(start)], np.int64))
+                self.set(node, 0, self.binary(node, "TADD", pos, first))
                 return
         for k, what in enumerate(("start", "limit", "delta")):
             v = self.const_input(node, k, what)
