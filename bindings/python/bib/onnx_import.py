@@ -604,8 +604,13 @@ class Importer(MathOps, ShapeOps, NNOps):
 
         for n, reg, dtype, shape in self.inputs:
             b.tensor_input(n, reg, dtype, dims(shape))
-        for n, reg, arr in self.consts:
+        # The importer is done with its values: each constant's array goes
+        # once the builder holds its copy, so that the weights are not held
+        # three times over while the module is written.
+        consts, self.consts, self.vals = self.consts, [], {}
+        for k, (n, reg, arr) in enumerate(consts):
             b.tensor_const(n, reg, arr)
+            consts[k] = arr = None
         for n, reg, dtype, shape in self.outputs:
             b.tensor_output(n, reg, dtype, dims(shape))
         b.tensor_regs(max(self.treg, 1))
