@@ -2,8 +2,9 @@
 """Models exported from PyTorch, imported with tools/bib-onnx, run with `bib run`.
 
 For each model of tests/models/export.py (an MLP, a transformer encoder layer,
-a small CNN; opset 17, and the MLP and the encoder at opset 13 too, where
-layer norm is exported as its parts):
+a small CNN, a residual block, a GPT-style decoder with a key/value cache;
+opset 17, and the MLP and the encoder at opset 13 too, where layer norm is
+exported as its parts, and the residual block at opset 11):
 
   1. export it from torch (fixed seeds) with a dynamic batch axis, and keep
      torch's output for a batch of 7;
@@ -13,9 +14,10 @@ layer norm is exported as its parts):
      CUDA kernel sources under the CPU emulation when build/tests has it;
   4. check that every run wrote the same bytes, and that those match torch's
      output within the tolerance below;
-  5. run row 3 of the batch alone (batch 1) on the CPU and on Vulkan, and
-     check its bytes equal row 3 of the batch-7 output: a row's result does
-     not depend on the batch it came in;
+  5. run row 3 of the batch alone (batch 1; every input's row 3, the
+     decoder's cache too) on the CPU and on Vulkan, and check its bytes
+     equal row 3 of the batch-7 output: a row's result does not depend on
+     the batch it came in;
   6. run an empty batch (batch 0), which must give an empty output.
 
 The tolerance (ERROR METRIC): with t torch's output and b BIB's,
@@ -126,9 +128,9 @@ def missing_for(name, table, tmp):
     """What model NAME needs that this tree lacks, as one line; None if nothing."""
     if not os.path.isfile(IMPORTER):
         return "tools/bib-onnx is not in the tree yet"
-    absent = [n for n in NEEDS[name] if n != "batched MATMUL" and n not in table]
+    absent = [n for n in NEEDS.get(name, []) if n != "batched MATMUL" and n not in table]
     gaps = ["%s (not in isa/opcodes.def yet)" % ", ".join(absent)] if absent else []
-    if "batched MATMUL" in NEEDS[name]:
+    if "batched MATMUL" in NEEDS.get(name, []):
         why = probe_batched_matmul(tmp)
         if why:
             gaps.append("batched MATMUL (a rank-3 MATMUL fails: %s)" % why)
@@ -161,9 +163,11 @@ def executors(tmp):
     return out
 
 
-def bib_run(module, x_path, y_path, opts, env):
-    """None on success, else the reason; exit 69 (no such executor) gives 'unavailable: ...'."""
-    r = run([BIB, "run", module, "--input", "x=" + x_path, "--output", "y=" + y_path] + opts, env)
+def bib_run(module, inputs, y_path, opts, env):
+    """None on success, else the reason; exit 69 (no such executor) gives
+    'unavailable: ...'. inputs: the .npy of each graph input, by name."""
+    given = [a for n, path in inputs.items() for a in ("--input", "%s=%s" % (n, path))]
+    r = run([BIB, "run", module] + given + ["--output", "y=" + y_path] + opts, env)
     if r.returncode == 69:
         return "unavailable: " + first_line(r.stderr)
     if r.returncode != 0:
@@ -184,7 +188,7 @@ def check_model(name, opset, tmp, table, execs):
     export.export_model(name, d, opset)
     onnx_path = os.path.join(d, name + ".onnx")
     module = os.path.join(d, name + ".bib")
-    x_path = os.path.join(d, name + ".x.npy")
+    inputs = {n: os.path.join(d, "%s.%s.npy" % (name, n)) for n in export.input_names(name)}
     t = np.load(os.path.join(d, name + ".y.npy")).astype(np.float64)
 
     r = run([PY, IMPORTER, onnx_path, "-o", module] if os.path.isfile(IMPORTER) else ["false"],
@@ -201,7 +205,7 @@ def check_model(name, opset, tmp, table, execs):
     results = {}
     for ex_label, opts, env in execs:
         y_path = os.path.join(d, "y.%s.npy" % re.sub(r"\W+", "_", ex_label))
-        why = bib_run(module, x_path, y_path, opts, env)
+        why = bib_run(module, inputs, y_path, opts, env)
         if why and why.startswith("unavailable"):
             print("SKIP: %s on %s: %s" % (label, ex_label, why))
             continue
@@ -236,14 +240,20 @@ def check_model(name, opset, tmp, table, execs):
         bad("%s: relative error %.3g against torch exceeds %g (normwise %.3g)" % (label, rel, TOLERANCE, norm))
 
     # One row alone: its bytes must equal the same row in the batch of 7.
-    x = np.load(x_path)
-    x1_path = os.path.join(d, "x1.npy")
-    np.save(x1_path, x[ROW:ROW + 1])
+    def rows(label, pick):
+        """Every input cut to x[pick] along the batch axis, as label.INPUT.npy."""
+        out = {}
+        for n, path in inputs.items():
+            out[n] = os.path.join(d, "%s.%s.npy" % (label, n))
+            np.save(out[n], np.load(path)[pick])
+        return out
+
+    x1 = rows("x1", slice(ROW, ROW + 1))
     for ex_label, opts, env in execs:
         if ex_label not in ("cpu %s 2t" % cpu_levels()[-1], "vulkan") or ex_label not in results:
             continue
         y1_path = os.path.join(d, "y1.npy")
-        why = bib_run(module, x1_path, y1_path, opts, env)
+        why = bib_run(module, x1, y1_path, opts, env)
         if why:
             bad("%s on %s, batch 1: %s" % (label, ex_label, why))
             continue
@@ -256,10 +266,9 @@ def check_model(name, opset, tmp, table, execs):
             bad("%s on %s: row %d alone (batch 1) differs from row %d of the batch of 7"
                 % (label, ex_label, ROW, ROW))
     # An empty batch: zero rows in, zero rows out (spec/numerics.md, empty tensors).
-    x0_path = os.path.join(d, "x0.npy")
-    np.save(x0_path, x[:0])
+    x0 = rows("x0", slice(0, 0))
     y0_path = os.path.join(d, "y0.npy")
-    why = bib_run(module, x0_path, y0_path, ["--backend=cpu"], {})
+    why = bib_run(module, x0, y0_path, ["--backend=cpu"], {})
     if why:
         bad("%s: batch 0: %s" % (label, why))
     else:
@@ -281,7 +290,7 @@ def main():
         table = opcodes_in_table()
         execs = executors(tmp)
         for name, opset in (("mlp", 17), ("mlp", 13), ("encoder", 17), ("encoder", 13), ("cnn", 17),
-                            ("resnet", 17), ("resnet", 11)):
+                            ("resnet", 17), ("resnet", 11), ("decoder", 17)):
             check_model(name, opset, tmp, table, execs)
     finally:
         if not args.keep:

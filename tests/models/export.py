@@ -3,9 +3,11 @@
 
     export.py OUTDIR [--opset N] [MODEL...]
 
-Writes, for each model (mlp, encoder, cnn, resnet): OUTDIR/NAME.onnx, exported with
-torch.onnx.export offline with a dynamic batch axis; OUTDIR/NAME.x.npy, the
-input, batch 7; OUTDIR/NAME.y.npy, torch's output for it. Weights and inputs
+Writes, for each model (mlp, encoder, cnn, resnet, decoder): OUTDIR/NAME.onnx,
+exported with torch.onnx.export offline with a dynamic batch axis (the
+decoder's new and cached lengths dynamic too); OUTDIR/NAME.x.npy, the input,
+batch 7 (the decoder's: NAME.ids.npy and NAME.pastK.npy, its cache);
+OUTDIR/NAME.y.npy, torch's output for it (the decoder's logits). Weights and inputs
 come from fixed seeds, so every run writes the same files. Nothing here is
 committed: `make test` regenerates the models.
 """
@@ -69,18 +71,66 @@ class ResNet(nn.Module):
         return self.fc(f)
 
 
+class Decoder(nn.Module):
+    """A GPT-style decoder with a key/value cache: ids [N,S] and each layer's
+    past keys and values [N,4,P,8] -> the logits y [N,S,50] and the grown
+    cache [N,4,P+S,8]. Token and learned position embeddings (the positions
+    P..P+S-1), two pre-norm blocks of causal self-attention over the cache
+    (the mask's diagonal T - S = P) and a tanh-GELU MLP, logits by the tied
+    embedding."""
+
+    WIDTH, HEADS, LAYERS, VOCAB, POSITIONS = 32, 4, 2, 50, 64
+
+    def __init__(self):
+        super().__init__()
+        e = self.WIDTH
+        self.wte, self.wpe = nn.Embedding(self.VOCAB, e), nn.Embedding(self.POSITIONS, e)
+        self.blocks = nn.ModuleList([nn.ModuleDict({
+            "ln1": nn.LayerNorm(e), "qkv": nn.Linear(e, 3 * e), "proj": nn.Linear(e, e),
+            "ln2": nn.LayerNorm(e), "mlp": nn.Sequential(nn.Linear(e, 4 * e), nn.GELU(approximate="tanh"),
+                                                          nn.Linear(4 * e, e))}) for _ in range(self.LAYERS)])
+        self.ln_f = nn.LayerNorm(e)
+
+    def forward(self, ids, *past):
+        n, s = ids.shape
+        p, e, d = past[0].shape[2], self.WIDTH, self.WIDTH // self.HEADS
+        x = self.wte(ids) + self.wpe(torch.arange(p, p + s))[None]
+        present = []
+        for i, b in enumerate(self.blocks):
+            q, k, v = (t.view(n, s, self.HEADS, d).transpose(1, 2) for t in b["qkv"](b["ln1"](x)).split(e, -1))
+            k, v = torch.cat([past[2 * i], k], 2), torch.cat([past[2 * i + 1], v], 2)
+            t = k.shape[2]
+            a = (q @ k.transpose(-1, -2)) / d ** 0.5
+            a = a.masked_fill(~torch.ones(s, t, dtype=torch.bool).tril(t - s), float("-inf")).softmax(-1)
+            x = x + b["proj"]((a @ v).transpose(1, 2).reshape(n, s, e))
+            x = x + b["mlp"](b["ln2"](x))
+            present += [k, v]
+        return (self.ln_f(x) @ self.wte.weight.T, *present)
+
+
+DECODER_NEW, DECODER_PAST = 3, 5
+
+
 def encoder():
     return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
                                       activation="gelu", norm_first=True, batch_first=True)
 
 
-# name -> (constructor, input shape after the batch axis)
+# name -> (constructor, input shape after the batch axis; None: inputs_of says)
 MODELS = {
     "mlp": (MLP, (32,)),
     "encoder": (encoder, (10, 64)),
     "cnn": (CNN, (1, 16, 16)),
     "resnet": (ResNet, (3, 12, 12)),
+    "decoder": (Decoder, None),
 }
+
+
+def input_names(name):
+    """The model's graph inputs, in order; each is OUTDIR/NAME.INPUT.npy."""
+    if name == "decoder":
+        return ["ids"] + ["past%d" % i for i in range(2 * Decoder.LAYERS)]
+    return ["x"]
 
 
 def build(name, batch=BATCH, seq=None):
@@ -91,6 +141,13 @@ def build(name, batch=BATCH, seq=None):
         shape = (seq,) + shape[1:]
     torch.manual_seed(14)
     model = make().eval()
+    if shape is None:  # the decoder: token ids (i32, as BIB takes them) and a cache
+        rng = np.random.default_rng(14)
+        d = Decoder.WIDTH // Decoder.HEADS
+        xs = [rng.integers(0, Decoder.VOCAB, (batch, DECODER_NEW)).astype(np.int32)]
+        xs += [rng.standard_normal((batch, Decoder.HEADS, DECODER_PAST, d)).astype(np.float32)
+               for _ in range(2 * Decoder.LAYERS)]
+        return model, xs
     # Default initialisation leaves biases at 0 and norm weights at 1, which would
     # hide a swapped gamma and beta (and the exporter folds equal initialisers
     # into one): every parameter gets noise of its own.
@@ -98,22 +155,33 @@ def build(name, batch=BATCH, seq=None):
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
     x = np.random.default_rng(14).standard_normal((batch,) + shape).astype(np.float32)
-    return model, x
+    return model, [x]
 
 
 def export_model(name, outdir, opset, batch=BATCH, seq=None):
-    """Write OUTDIR/NAME.onnx, NAME.x.npy and NAME.y.npy (see the module's doc);
-    returns the model."""
+    """Write OUTDIR/NAME.onnx, NAME.INPUT.npy for each of input_names(name)
+    and NAME.y.npy (see the module's doc); returns the model."""
     os.makedirs(outdir, exist_ok=True)
-    model, x = build(name, batch, seq)
+    model, xs = build(name, batch, seq)
+    names = input_names(name)
+    args = tuple(torch.from_numpy(x.astype(np.int64) if x.dtype == np.int32 else x) for x in xs)
     # With grad enabled, nn.TransformerEncoderLayer takes its module path (the
     # one the export traces), not the fused inference kernel.
-    y = model(torch.from_numpy(x)).detach().numpy()
+    out = model(*args)
+    y = (out[0] if isinstance(out, tuple) else out).detach().numpy()
+    outputs = ["y"] + ["present%d" % i for i in range(len(out) - 1)] if isinstance(out, tuple) else ["y"]
     path = os.path.join(outdir, name + ".onnx")
-    dynamic = {"x": {0: "batch"}, "y": {0: "batch"}}
-    torch.onnx.export(model, torch.from_numpy(x), path, input_names=["x"], output_names=["y"],
+    if name == "decoder":
+        dynamic = {"ids": {0: "batch", 1: "S"}, "y": {0: "batch", 1: "S"}}
+        for k in range(len(names) - 1):
+            dynamic["past%d" % k] = {0: "batch", 2: "P"}
+            dynamic["present%d" % k] = {0: "batch", 2: "P + S"}
+    else:
+        dynamic = {"x": {0: "batch"}, "y": {0: "batch"}}
+    torch.onnx.export(model, args, path, input_names=names, output_names=outputs,
                       dynamic_axes=dynamic, opset_version=opset, do_constant_folding=True)
-    np.save(os.path.join(outdir, name + ".x.npy"), x)
+    for n, x in zip(names, xs):
+        np.save(os.path.join(outdir, "%s.%s.npy" % (name, n)), x)
     np.save(os.path.join(outdir, name + ".y.npy"), y)
     return model
 
