@@ -1135,7 +1135,7 @@ static int bib_main(int argc, char **argv) {
     int profile = 0; /* --profile: 1 table, 2 JSON */
     int json = 0, quick = 0, print_none = 0, strip = 0;
     bib_cli_bench_flags_t bench = {.repetitions = 10, .warmup = 1, .format = BIB_BENCH_MARKDOWN};
-    int bench_file_options = 0; /* --repetitions, --warmup or --format given */
+    int bench_file_options = 0; /* --repetitions, --warmup, --format or --max-memory given */
     const char *function = NULL;
     /* -o/--output is asm's module path, or run's NAME=PATH (repeatable):
        which one is known once the command is. */
@@ -1173,6 +1173,7 @@ static int bib_main(int argc, char **argv) {
                 fprintf(stderr, "bib: --max-memory takes a size such as 64M, not '%s'\n", optarg);
                 return BIB_EXIT_USAGE;
             }
+            bench_file_options = 1; /* under bench: the workloads set their own */
             break;
         case BIB_OPT_MAXFILE:
             if (parse_size(optarg, &options.max_file_size) || options.max_file_size == 0) {
@@ -1429,8 +1430,8 @@ static int bib_main(int argc, char **argv) {
             return cmd_bench_file(&options, files[0], inputs, ninputs, &bench);
         }
         if (bench_file_options || ninputs > 0) {
-            fprintf(stderr, "bib: --repetitions, --warmup, --format and --input are for bench "
-                            "FILE\n");
+            fprintf(stderr, "bib: --repetitions, --warmup, --format, --max-memory and --input "
+                            "are for bench FILE\n");
             return BIB_EXIT_USAGE;
         }
         /* The workloads run on every executor present and on auto: one

@@ -60,20 +60,25 @@ static void free_chunks(chunk_t *chunks, int count) {
         free(chunks[i].bytes);
 }
 
-bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
-                           size_t cap) {
+/* path opened for reading ("-": a duplicate of stdin, read under the same
+   cap as any file); -1 with why set when it cannot be. */
+static int open_for_reading(const char *path, char *why, size_t cap) {
+    int fd = strcmp(path, "-") == 0 ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                                    : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(why, cap, "cannot open '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
+    return fd;
+}
+
+/* bib_file_read of path, already open on fd (closed here): a pipe is opened
+   once, so none of its bytes are lost to a second open. */
+static bib_status_t read_fd(int fd, const char *path, uint64_t max, uint8_t **bytes, size_t *size,
+                            char *why, size_t cap) {
     *bytes = NULL;
     *size = 0;
     max = bib_file_cap(max);
     if (max > SIZE_MAX / 2)
         max = SIZE_MAX / 2;
-    /* "-" is stdin, read under the same cap as any file. */
-    int fd = strcmp(path, "-") == 0 ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
-                                    : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, cap, "cannot open '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
-        return BIB_E_IO;
-    }
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
@@ -150,20 +155,29 @@ bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size
     return BIB_OK;
 }
 
+bib_status_t bib_file_read(const char *path, uint64_t max, uint8_t **bytes, size_t *size, char *why,
+                           size_t cap) {
+    *bytes = NULL;
+    *size = 0;
+    int fd = open_for_reading(path, why, cap);
+    return fd < 0 ? BIB_E_IO : read_fd(fd, path, max, bytes, size, why, cap);
+}
+
 bib_status_t bib_file_read_pages(const char *path, uint64_t max, bib_file_pages_t *f, char *why,
                                  size_t cap) {
     memset(f, 0, sizeof *f);
+    int fd = open_for_reading(path, why, cap);
+    if (fd < 0)
+        return BIB_E_IO;
     struct stat st;
-    int fd = strcmp(path, "-") == 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0 &&
-        (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-         (uint64_t)st.st_size > bib_file_cap(max) || (uint64_t)st.st_size >= SIZE_MAX / 2)) {
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0) /* bib_file_read says why, for "-", pipes, caps and missing files */
-        return bib_file_read(path, max, &f->bytes, &f->size, why, cap);
-    /* One byte more than st_size: a read that fills it means the file grew. */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+        (uint64_t)st.st_size > bib_file_cap(max) || (uint64_t)st.st_size >= SIZE_MAX / 2)
+        /* "-", a pipe, an empty file, one over the cap: read as a stream is */
+        return read_fd(fd, path, max, &f->bytes, &f->size, why, cap);
+    /* One byte more than st_size: a read that fills it means the file grew.
+       Read from where fd stands (stdin redirected from a file may not be at
+       its start). */
+    off_t start = lseek(fd, 0, SEEK_CUR);
     size_t want = (size_t)st.st_size + 1;
     long page = sysconf(_SC_PAGESIZE);
     size_t mapped = (want + (size_t)page - 1) & ~((size_t)page - 1);
@@ -189,11 +203,15 @@ bib_status_t bib_file_read_pages(const char *path, uint64_t max, bib_file_pages_
             break;
         got += (size_t)n;
     }
-    close(fd);
     if (got == want) { /* it grew: read it again, under the cap, as a stream is */
         munmap(bytes, mapped);
-        return bib_file_read(path, max, &f->bytes, &f->size, why, cap);
+        if (start >= 0 && lseek(fd, start, SEEK_SET) == start)
+            return read_fd(fd, path, max, &f->bytes, &f->size, why, cap);
+        snprintf(why, cap, "cannot read '%s': %s", BIB_PATH_QUOTE(path), strerror(errno));
+        close(fd);
+        return BIB_E_IO;
     }
+    close(fd);
     bytes[got] = 0; /* the mapping starts zeroed; this keeps the promise if it shrank */
     f->bytes = bytes;
     f->size = got;

@@ -127,6 +127,7 @@ expect_fail "memory cap" 71 "memory" $BIB run --max-memory 1M examples/sieve.bas
 expect_fail "the memory cap says how to raise it" 71 "bib's --max-memory raises it" $BIB run --max-memory 1M examples/sieve.basm
 expect_fail "bench FILE takes the memory cap" 71 "memory cap reached" $BIB bench --max-memory 1M examples/sieve.basm
 if $BIB bench --max-memory 64M --repetitions 1 examples/sieve.basm >/dev/null; then ok "bench FILE runs under a cap it fits"; else bad "bench --max-memory 64M of sieve failed"; fi
+expect_fail "bench without FILE refuses --max-memory" 64 "are for bench FILE" $BIB bench --quick --max-memory 1M
 printf '.func main regs=1\n    ADDD r0, r0\n    FOO\n.end\n' >"$T/bad.basm"
 expect_fail "assembly errors name file:line:col" 65 "bad.basm:2:5: error" $BIB run "$T/bad.basm"
 if $BIB run "$T/bad.basm" 2>&1 | grep -q "bad.basm:3:5: error"; then ok "every assembly error is reported in one pass"; else bad "second assembly error not reported"; fi

@@ -1151,6 +1151,54 @@ class DynamicDims(unittest.TestCase):
         sums = imp.dim_sums(set())
         self.assertEqual({k: repr(v) for k, v in sums.items()}, {"P + S": "P + S", "S-1": "S - 1"})
 
+    def test_a_sum_naming_a_bound_input_s_dim_is_a_symbol_of_its_own(self):
+        # past is bound at import, so its P is no symbol of the module's:
+        # "P + S" names mask's own axis.
+        m = model([helper.make_node("Shape", ["mask"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["y"]),
+                   helper.make_node("Identity", ["past"], ["p"])],
+                  [helper.make_tensor_value_info("past", F, [1, "P"]), helper.make_tensor_value_info("x", F, [1, "S"]),
+                   helper.make_tensor_value_info("mask", F, [1, "P + S"])],
+                  [helper.make_tensor_value_info("y", F, [1, "P + S"]), helper.make_tensor_value_info("p", F, [1, "P"])])
+        mod = onnx_import.import_model(m, bind={"past": np.zeros((1, 3), np.float32)})
+        r = mod.run({"x": rng((1, 2), 1), "mask": rng((1, 5), 2)})
+        np.testing.assert_array_equal(r["y"], np.zeros((1, 5), np.float32))
+
+    def test_a_dim_that_may_be_negative_is_not_folded_unequal_to_a_negative_constant(self):
+        # Equal(-S, -1) is true for S = 1: not known at import time.
+        m = self.dims_model([helper.make_node("Neg", ["S"], ["nS"]),
+                             helper.make_node("Equal", ["nS", "m1"], ["e"]),
+                             helper.make_node("Cast", ["e"], ["y"], to=F)],
+                            [init("m1", i64(-1))], F, [])
+        try:
+            mod = onnx_import.import_model(m)
+        except onnx_import.Refused as e:
+            self.assertIn("(Equal)", str(e))
+            return
+        for s in (1, 2):
+            self.assertEqual(float(mod.run({"x": rng((1, s, 4), s)})["y"]), float(s == 1))
+
+    def test_a_bound_of_minus_s_takes_onnx_s_axis_when_s_is_0(self):
+        # cache[:, -S:] with S = 0 is the whole cache in ONNX (-0 is 0):
+        # SLICE takes the bound as loaded, so the run gives that or refuses
+        # it, never the empty slice the import-time size assumed.
+        m = model(
+            [helper.make_node("Concat", ["past", "x"], ["cache"], axis=1),
+             helper.make_node("Shape", ["x"], ["sx"]), helper.make_node("Gather", ["sx", "one"], ["S"], axis=0),
+             helper.make_node("Neg", ["S"], ["nS"]), helper.make_node("Unsqueeze", ["nS", "ax0"], ["starts"]),
+             helper.make_node("Slice", ["cache", "starts", "end", "ax1"], ["y"])],
+            [helper.make_tensor_value_info("past", F, ["N", "P", 4]), helper.make_tensor_value_info("x", F, ["N", "S", 4])],
+            [helper.make_tensor_value_info("y", F, ["N", "Y", 4])],
+            [init("one", i64(1)), init("ax0", i64([0])), init("ax1", i64([1])), init("end", i64([2**63 - 1]))])
+        mod = onnx_import.import_model(m)
+        past, x = rng((1, 3, 4), 1), rng((1, 2, 4), 2)
+        np.testing.assert_array_equal(mod.run({"past": past, "x": x})["y"], x)
+        try:
+            y = mod.run({"past": past, "x": np.zeros((1, 0, 4), np.float32)})["y"]
+        except bib.Error as e:  # the output's declared S = 0 refuses SLICE's 3 rows
+            self.assertIn("given f32[1,3,4]", e.message)
+            return
+        np.testing.assert_array_equal(y, past)
+
     def test_sums_and_differences_of_dynamic_dims_are_loaded_at_run_time(self):
         for op, size in (("Sub", lambda s: s - 1), ("Add", lambda s: s + 1)):
             m = self.dims_model([helper.make_node(op, ["S", "k"], ["S2"]),

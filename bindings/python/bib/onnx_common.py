@@ -141,6 +141,7 @@ def dim_sign(d):
     symbol is a size, at least 0 and taken as at least 1: every coefficient
     of one sign), None when it is not (S - 1)."""
     if not isinstance(d, Sym):
+        d = int(d)
         return (d > 0) - (d < 0)
     signs = {c > 0 for _n, c in d.terms}
     return None if len(signs) > 1 else (1 if signs.pop() else -1)

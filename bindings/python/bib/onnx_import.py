@@ -372,7 +372,7 @@ class Importer(MathOps, ShapeOps, NNOps):
         axis it names is the one a Concat of the cache and the new entries
         gives. Such an axis is no symbol of its own: a tensor whose length
         there is not the sum fails the kernel that combines them."""
-        params = [d.dim_param for vi in self.graph.input if vi.name not in inits
+        params = [d.dim_param for vi in self.graph.input if vi.name not in inits and vi.name not in self.bind
                   for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")]
         plain = {p for p in params if _IDENTIFIER.fullmatch(p)}
         sums = {}
@@ -903,8 +903,9 @@ class Importer(MathOps, ShapeOps, NNOps):
         if a[0].dtype != object and a[1].dtype != object:
             return [np.equal(a[0], a[1])]
         # Shape values with dynamic dims, as torch's Expand of sizes taken
-        # from a shape compares them with -1: a dim (never negative) is not
-        # a negative constant, a dim is itself; anything else is not known
+        # from a shape compares them with -1: a dim with no negative term (a
+        # size, a sum or product of sizes) is not a negative constant, a dim
+        # is itself; anything else (-S, S - 2) is not known
         # at import time (None: op_Equal refuses it as a tensor needed at
         # run time).
         x, y = np.broadcast_arrays(a[0], a[1])
@@ -914,8 +915,8 @@ class Importer(MathOps, ShapeOps, NNOps):
             if isinstance(p, Sym) and isinstance(q, Sym) and p == q:
                 out[i] = True
             elif isinstance(p, Sym) or isinstance(q, Sym):
-                c = q if isinstance(p, Sym) else p
-                if isinstance(c, Sym) or int(c) >= 0:
+                c, d = (q, p) if isinstance(p, Sym) else (p, q)
+                if isinstance(c, Sym) or int(c) >= 0 or dim_sign(d) not in (0, 1):
                     return None
                 out[i] = False
             else:
@@ -983,9 +984,10 @@ class Importer(MathOps, ShapeOps, NNOps):
                 # run time.
                 self.need_i32(node, "TADD")
                 pos = self.const_or_positions(node, n)
-                first = self.filled(node, [1], "i32", TensorProto.INT64, start) if isinstance(start, Sym) \
-                    else self.const_val(np.array([int(start)], np.int64))
-                self.set(node, 0, self.binary(node, "TADD", pos, first))
+                onnx_type = self.vals[node.inputs[0]].onnx_type
+                first = self.filled(node, [1], "i32", onnx_type, start) if isinstance(start, Sym) \
+                    else self.const_val(np.array([int(start)], np.int64), onnx_type)
+                self.set(node, 0, self.binary(node, "TADD", pos, first, out_type=onnx_type))
                 return
         for k, what in enumerate(("start", "limit", "delta")):
             v = self.const_input(node, k, what)

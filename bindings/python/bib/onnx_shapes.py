@@ -179,6 +179,8 @@ class ShapeOps:
                     self.refuse(node, "shape entry %d is 0 past the input's rank" % k, "attribute")
                 out.append(x.shape[k])
             else:
+                if dim_sign(d) == -1:
+                    self.refuse(node, "shape entry %d is %s, a negative size" % (k, d), "shape")
                 out.append(d)
         total = dims_prod(x.shape)
         if infer is not None:
@@ -658,24 +660,27 @@ class ShapeOps:
             if any(isinstance(v, Sym) for v in (s, e)) and st == 1:
                 # Bounds of dynamic dimensions, step 1: [0:S] (pos[:, :S], a
                 # table's first S rows), [-S:] (the last S of a cache's
-                # P + S: [P:P + S]), loaded at run time. A bound is counted
-                # from the end when it is negative whatever the symbols are
-                # (-S), from the start when it is not (P); the result's size
-                # assumes the axis reaches the bounds: a shorter one gives
-                # fewer rows, which the shapes of what reads them refuse.
-                bounds = []
+                # P + S: [P:P + S]). SLICE takes them as loaded at run time,
+                # with ONNX's rule (a negative bound counts from the end,
+                # then both clamp). The result's size is worked out taking
+                # each dim as at least 1: a bound negative whatever the
+                # symbols are (-S) counts from the end, one that is not (P)
+                # from the start, and the axis reaches both. Where that does
+                # not hold at run time (S = 0, a table shorter than S), the
+                # SLICE still gives ONNX's result, and the shapes of what
+                # reads it refuse it.
+                bounds, loaded = [], []
                 for v, what in ((s, "start"), (e, "end")):
-                    if isinstance(v, int) and v >= (1 << 31) - 1:
-                        v = n
-                    sign = dim_sign(v)
+                    to_end = isinstance(v, int) and v >= (1 << 31) - 1
+                    sign = 1 if to_end else dim_sign(v)
                     if sign is None:
                         self.refuse(node, "the %s %s on axis %d: a dynamic bound is taken when its sign is known "
                                     "(S, P + 1, -S)" % (what, v, a), "shape")
-                    bounds.append(dim_sum(n, v) if sign < 0 else v)
-                s, e = bounds
-                if s != 0 or e != n:
-                    triples[a] = (s, e, 1)
-                    shape[a] = dim_sum(e, s, -1)
+                    bounds.append(n if to_end else dim_sum(n, v) if sign < 0 else v)
+                    loaded.append((1 << 62) if to_end else v)
+                if bounds != [0, n]:
+                    triples[a] = (loaded[0], loaded[1], 1)
+                    shape[a] = dim_sum(bounds[1], bounds[0], -1)
                     dynamic_bound = True
                 continue
             if any(isinstance(v, Sym) for v in (s, e, st)):
