@@ -2,6 +2,7 @@
 #   make            build build/bib, build/libbib.a, build/libbib.so
 #   make demo       install what is missing, build, run the examples
 #   make digits     train a digits classifier with torch, import it, run it with bib
+#   make generate   train a small GPT with torch, generate text through its cache with bib
 #   make test       every test: unit (Criterion), spec-check, hex suites, oracle,
 #                   and the same again under ASan and UBSan (make sanitize)
 #   make bench      benchmarks beside their peers (Lua 5.4, oneDNN, OpenBLAS)
@@ -90,7 +91,7 @@ $(BUILD)/obj/%_avx512.o: CFLAGS += -mavx512f -mavx512dq -mavx512bw -mavx512vl -m
 # conversions: vectorized (SSE2, any x86-64) they give the same bits, faster.
 $(BUILD)/obj/backends/cpu/ops_dtypes.o: CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
 
-.PHONY: all deps demo digits fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
+.PHONY: all deps demo digits generate fresh-check test test-bins sanitize unit spec spec-check hex bench clean format format-check
 all: $(BUILD)/.deps $(BUILD)/bib $(BUILD)/libbib.a $(BUILD)/libbib.so $(BUILD)/$(SONAME) \
      $(BUILD)/$(GLSL_PLUGIN) $(BUILD)/.kernels-checked
 
@@ -243,6 +244,11 @@ demo: all
 # the ONNX export with tools/bib-onnx, run all 1,797 images with bib run.
 digits: all
 	@BIB=$(BUILD)/bib PYTHON=$(PYTHON) sh examples/digits/run.sh $(BUILD)/digits
+
+# A decoder with a key/value cache end to end: train a character-level GPT
+# with torch, import its ONNX export, generate text one token at a time.
+generate: all
+	@BIB=$(BUILD)/bib PYTHON=$(PYTHON) sh examples/generate/run.sh $(BUILD)/generate
 
 # The README's two commands in a fresh Debian 12 root (tools/fresh-check.sh);
 # needs root and a Debian mirror.

@@ -4,10 +4,11 @@ against torch on the same CPU.
 
     decoder.py WORKDIR [--bib build/bib] [--importer tools/bib-onnx] [--repetitions N]
 
-The model is GPT-2 small's shape (12 layers, 12 heads, width 768, a
-vocabulary of 50,257, learned positions; random weights): token and position
-embeddings, pre-norm blocks of causal self-attention over the cache and a
-GELU MLP, a final layer norm and logits by the tied embedding. It takes the
+The model is examples/generate/gpt.py's at GPT-2 small's shape (12 layers,
+12 heads, width 768, a vocabulary of 50,257, 1,024 learned positions, the
+tanh GELU; random weights): token and position embeddings, pre-norm blocks
+of causal self-attention over the cache and a GELU MLP, a final layer norm
+and logits by the tied embedding. It takes the
 token ids and each layer's past keys and values ([B, 12, P, 64]) and gives
 the logits and the grown cache ([B, 12, P + S, 64]), exported once by
 torch.onnx with B, S and P dynamic and imported once by bib-onnx. Two steps
@@ -22,72 +23,31 @@ table shows each one's best round and BIB / torch (below 1: BIB is faster).
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import torch
 
 import against_torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "generate"))
+import gpt  # noqa: E402  (examples/generate/gpt.py)
+
 E, HEADS, LAYERS, VOCAB, POSITIONS = 768, 12, 12, 50257, 1024
 MAX_MEMORY = "4G"  # 650 MB of weights, past bib's default cap of 256M
 
 
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = torch.nn.LayerNorm(E), torch.nn.LayerNorm(E)
-        self.qkv, self.proj = torch.nn.Linear(E, 3 * E), torch.nn.Linear(E, E)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(E, 4 * E), torch.nn.GELU(approximate="tanh"),
-                                       torch.nn.Linear(4 * E, E))
-
-    def forward(self, x, past_k, past_v):
-        B, S, _ = x.shape
-        d = E // HEADS
-        q, k, v = (t.view(B, S, HEADS, d).transpose(1, 2) for t in self.qkv(self.ln1(x)).split(E, -1))
-        k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
-        T = k.shape[2]
-        a = (q @ k.transpose(-1, -2)) / d ** 0.5
-        a = a.masked_fill(~torch.ones(S, T, dtype=torch.bool).tril(T - S), float("-inf")).softmax(-1)
-        x = x + self.proj((a @ v).transpose(1, 2).reshape(B, S, E))
-        return x + self.mlp(self.ln2(x)), k, v
-
-
-class Decoder(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.wte, self.wpe = torch.nn.Embedding(VOCAB, E), torch.nn.Embedding(POSITIONS, E)
-        self.blocks = torch.nn.ModuleList([Block() for _ in range(LAYERS)])
-        self.ln_f = torch.nn.LayerNorm(E)
-
-    def forward(self, ids, *past):
-        S, P = ids.shape[1], past[0].shape[2]
-        x = self.wte(ids) + self.wpe(torch.arange(P, P + S))[None]
-        present = []
-        for i, block in enumerate(self.blocks):
-            x, k, v = block(x, past[2 * i], past[2 * i + 1])
-            present += [k, v]
-        return (self.ln_f(x) @ self.wte.weight.T, *present)
+def decoder():
+    return gpt.GPT(VOCAB, E, HEADS, LAYERS, POSITIONS, gelu="tanh")
 
 
 def main():
     args = against_torch.arguments(__doc__, 10)
     d = args.workdir
     torch.manual_seed(0)
-    model = Decoder().eval()
-    names = ["ids"] + ["past%d" % i for i in range(2 * LAYERS)]
-    outputs = ["logits"] + ["present%d" % i for i in range(2 * LAYERS)]
-    dynamic = {"ids": {0: "B", 1: "S"}, "logits": {0: "B", 1: "S"}}
-    for i in range(2 * LAYERS):
-        dynamic["past%d" % i] = {0: "B", 2: "P"}
-        dynamic["present%d" % i] = {0: "B", 2: "P + S"}
-    example = (torch.zeros(1, 2, dtype=torch.long),) + tuple(torch.zeros(1, HEADS, 3, E // HEADS)
-                                                            for _ in range(2 * LAYERS))
+    model = decoder().eval()
+    names = model.input_names()
     onnx_path, bib_path = os.path.join(d, "decoder.onnx"), os.path.join(d, "decoder.bib")
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, example, onnx_path, input_names=names, output_names=outputs,
-                          dynamic_axes=dynamic, opset_version=17)
+    model.export(onnx_path)
     subprocess.run([sys.executable, args.importer, onnx_path, "-o", bib_path], check=True, timeout=600)
     threads = sorted({1, os.cpu_count() or 1})
     print("GPT-2-small-shaped decoder with a key/value cache, imported from ONNX: bib (cpu) vs torch %s, "

@@ -25,3 +25,7 @@ if [ -f tools/bib-onnx ]; then
     say "make digits   # a model trained with torch, imported from ONNX, run by bib"
     BIB=$BIB sh examples/digits/run.sh build/digits
 fi
+if [ -f tools/bib-onnx ] && [ -f examples/generate/run.sh ]; then
+    say "make generate   # a small GPT trained with torch, generating text through its cache in bib"
+    BIB=$BIB sh examples/generate/run.sh build/generate
+fi

@@ -79,6 +79,7 @@ done
 # Models exported from PyTorch, imported with tools/bib-onnx, against torch.
 suite models "${PYTHON:-/usr/bin/python3}" tests/models/check.py
 suite digits sh examples/digits/run.sh "$BUILD/digits"
+suite generate sh examples/generate/run.sh "$BUILD/generate"
 
 # Everything above again under ASan and UBSan (a build of its own), unless
 # BIB_TEST_NO_SANITIZE=1 (make gpu-check runs it as a step of its own).

@@ -163,11 +163,12 @@ def executors(tmp):
     return out
 
 
-def bib_run(module, inputs, y_path, opts, env):
+def bib_run(module, inputs, y_path, opts, env, output="y"):
     """None on success, else the reason; exit 69 (no such executor) gives
-    'unavailable: ...'. inputs: the .npy of each graph input, by name."""
+    'unavailable: ...'. inputs: the .npy of each graph input, by name;
+    output: the one written to y_path."""
     given = [a for n, path in inputs.items() for a in ("--input", "%s=%s" % (n, path))]
-    r = run([BIB, "run", module] + given + ["--output", "y=" + y_path] + opts, env)
+    r = run([BIB, "run", module] + given + ["--output", "%s=%s" % (output, y_path)] + opts, env)
     if r.returncode == 69:
         return "unavailable: " + first_line(r.stderr)
     if r.returncode != 0:
@@ -189,6 +190,7 @@ def check_model(name, opset, tmp, table, execs):
     onnx_path = os.path.join(d, name + ".onnx")
     module = os.path.join(d, name + ".bib")
     inputs = {n: os.path.join(d, "%s.%s.npy" % (name, n)) for n in export.input_names(name)}
+    output = export.output_name(name)
     t = np.load(os.path.join(d, name + ".y.npy")).astype(np.float64)
 
     r = run([PY, IMPORTER, onnx_path, "-o", module] if os.path.isfile(IMPORTER) else ["false"],
@@ -205,7 +207,7 @@ def check_model(name, opset, tmp, table, execs):
     results = {}
     for ex_label, opts, env in execs:
         y_path = os.path.join(d, "y.%s.npy" % re.sub(r"\W+", "_", ex_label))
-        why = bib_run(module, inputs, y_path, opts, env)
+        why = bib_run(module, inputs, y_path, opts, env, output)
         if why and why.startswith("unavailable"):
             print("SKIP: %s on %s: %s" % (label, ex_label, why))
             continue
@@ -253,7 +255,7 @@ def check_model(name, opset, tmp, table, execs):
         if ex_label not in ("cpu %s 2t" % cpu_levels()[-1], "vulkan") or ex_label not in results:
             continue
         y1_path = os.path.join(d, "y1.npy")
-        why = bib_run(module, x1, y1_path, opts, env)
+        why = bib_run(module, x1, y1_path, opts, env, output)
         if why:
             bad("%s on %s, batch 1: %s" % (label, ex_label, why))
             continue
@@ -268,7 +270,7 @@ def check_model(name, opset, tmp, table, execs):
     # An empty batch: zero rows in, zero rows out (spec/numerics.md, empty tensors).
     x0 = rows("x0", slice(0, 0))
     y0_path = os.path.join(d, "y0.npy")
-    why = bib_run(module, x0, y0_path, ["--backend=cpu"], {})
+    why = bib_run(module, x0, y0_path, ["--backend=cpu"], {}, output)
     if why:
         bad("%s: batch 0: %s" % (label, why))
     else:

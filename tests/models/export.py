@@ -19,6 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "generate"))
+import gpt  # noqa: E402  (examples/generate/gpt.py)
+
 BATCH = 7
 
 
@@ -71,41 +74,12 @@ class ResNet(nn.Module):
         return self.fc(f)
 
 
-class Decoder(nn.Module):
-    """A GPT-style decoder with a key/value cache: ids [N,S] and each layer's
-    past keys and values [N,4,P,8] -> the logits y [N,S,50] and the grown
-    cache [N,4,P+S,8]. Token and learned position embeddings (the positions
-    P..P+S-1), two pre-norm blocks of causal self-attention over the cache
-    (the mask's diagonal T - S = P) and a tanh-GELU MLP, logits by the tied
-    embedding."""
-
-    WIDTH, HEADS, LAYERS, VOCAB, POSITIONS = 32, 4, 2, 50, 64
-
-    def __init__(self):
-        super().__init__()
-        e = self.WIDTH
-        self.wte, self.wpe = nn.Embedding(self.VOCAB, e), nn.Embedding(self.POSITIONS, e)
-        self.blocks = nn.ModuleList([nn.ModuleDict({
-            "ln1": nn.LayerNorm(e), "qkv": nn.Linear(e, 3 * e), "proj": nn.Linear(e, e),
-            "ln2": nn.LayerNorm(e), "mlp": nn.Sequential(nn.Linear(e, 4 * e), nn.GELU(approximate="tanh"),
-                                                          nn.Linear(4 * e, e))}) for _ in range(self.LAYERS)])
-        self.ln_f = nn.LayerNorm(e)
-
-    def forward(self, ids, *past):
-        n, s = ids.shape
-        p, e, d = past[0].shape[2], self.WIDTH, self.WIDTH // self.HEADS
-        x = self.wte(ids) + self.wpe(torch.arange(p, p + s))[None]
-        present = []
-        for i, b in enumerate(self.blocks):
-            q, k, v = (t.view(n, s, self.HEADS, d).transpose(1, 2) for t in b["qkv"](b["ln1"](x)).split(e, -1))
-            k, v = torch.cat([past[2 * i], k], 2), torch.cat([past[2 * i + 1], v], 2)
-            t = k.shape[2]
-            a = (q @ k.transpose(-1, -2)) / d ** 0.5
-            a = a.masked_fill(~torch.ones(s, t, dtype=torch.bool).tril(t - s), float("-inf")).softmax(-1)
-            x = x + b["proj"]((a @ v).transpose(1, 2).reshape(n, s, e))
-            x = x + b["mlp"](b["ln2"](x))
-            present += [k, v]
-        return (self.ln_f(x) @ self.wte.weight.T, *present)
+def decoder():
+    """examples/generate/gpt.py's GPT with a key/value cache: ids [N,3] and
+    each of two layers' past keys and values [N,4,5,8] -> the logits y
+    [N,3,50] and the grown cache [N,4,8,8]; the new and cached lengths
+    dynamic too."""
+    return gpt.GPT(vocab=50, width=32, heads=4, layers=2, positions=64, gelu="tanh")
 
 
 DECODER_NEW, DECODER_PAST = 3, 5
@@ -122,15 +96,19 @@ MODELS = {
     "encoder": (encoder, (10, 64)),
     "cnn": (CNN, (1, 16, 16)),
     "resnet": (ResNet, (3, 12, 12)),
-    "decoder": (Decoder, None),
+    "decoder": (decoder, None),
 }
+
+
+def output_name(name):
+    """The output check.py compares (the decoder's logits; its cache too is
+    an output)."""
+    return "logits" if name == "decoder" else "y"
 
 
 def input_names(name):
     """The model's graph inputs, in order; each is OUTDIR/NAME.INPUT.npy."""
-    if name == "decoder":
-        return ["ids"] + ["past%d" % i for i in range(2 * Decoder.LAYERS)]
-    return ["x"]
+    return decoder().input_names() if name == "decoder" else ["x"]
 
 
 def build(name, batch=BATCH, seq=None):
@@ -143,10 +121,8 @@ def build(name, batch=BATCH, seq=None):
     model = make().eval()
     if shape is None:  # the decoder: token ids (i32, as BIB takes them) and a cache
         rng = np.random.default_rng(14)
-        d = Decoder.WIDTH // Decoder.HEADS
-        xs = [rng.integers(0, Decoder.VOCAB, (batch, DECODER_NEW)).astype(np.int32)]
-        xs += [rng.standard_normal((batch, Decoder.HEADS, DECODER_PAST, d)).astype(np.float32)
-               for _ in range(2 * Decoder.LAYERS)]
+        xs = [rng.integers(0, model.wte.num_embeddings, (batch, DECODER_NEW)).astype(np.int32)]
+        xs += [rng.standard_normal(c.shape).astype(np.float32) for c in model.cache(batch, DECODER_PAST)]
         return model, xs
     # Default initialisation leaves biases at 0 and norm weights at 1, which would
     # hide a swapped gamma and beta (and the exporter folds equal initialisers
@@ -169,17 +145,13 @@ def export_model(name, outdir, opset, batch=BATCH, seq=None):
     # one the export traces), not the fused inference kernel.
     out = model(*args)
     y = (out[0] if isinstance(out, tuple) else out).detach().numpy()
-    outputs = ["y"] + ["present%d" % i for i in range(len(out) - 1)] if isinstance(out, tuple) else ["y"]
     path = os.path.join(outdir, name + ".onnx")
     if name == "decoder":
-        dynamic = {"ids": {0: "batch", 1: "S"}, "y": {0: "batch", 1: "S"}}
-        for k in range(len(names) - 1):
-            dynamic["past%d" % k] = {0: "batch", 2: "P"}
-            dynamic["present%d" % k] = {0: "batch", 2: "P + S"}
+        model.export(path, opset, batch="batch", args=args)
     else:
-        dynamic = {"x": {0: "batch"}, "y": {0: "batch"}}
-    torch.onnx.export(model, args, path, input_names=names, output_names=outputs,
-                      dynamic_axes=dynamic, opset_version=opset, do_constant_folding=True)
+        torch.onnx.export(model, args, path, input_names=names, output_names=["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=opset,
+                          do_constant_folding=True)
     for n, x in zip(names, xs):
         np.save(os.path.join(outdir, "%s.%s.npy" % (name, n)), x)
     np.save(os.path.join(outdir, name + ".y.npy"), y)
