@@ -80,7 +80,8 @@ static bib_status_t read_fd(int fd, const char *path, uint64_t max, uint8_t **by
     if (max > SIZE_MAX / 2)
         max = SIZE_MAX / 2;
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    bool known = fstat(fd, &st) == 0;
+    if (known && S_ISDIR(st.st_mode)) {
         close(fd);
         snprintf(why, cap, "cannot read '%s': %s", BIB_PATH_QUOTE(path), strerror(EISDIR));
         return BIB_E_IO;
@@ -88,7 +89,7 @@ static bib_status_t read_fd(int fd, const char *path, uint64_t max, uint8_t **by
     /* st_size only sizes the first piece: it is 0 for pipes and devices, and
        a file may grow while it is read. One byte past max proves it too large. */
     size_t first = CHUNK_MIN;
-    if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max)
+    if (known && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= max)
         first = (size_t)st.st_size + 1;
     chunk_t chunks[CHUNKS_MAX];
     int count = 0;

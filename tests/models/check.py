@@ -163,17 +163,23 @@ def executors(tmp):
     return out
 
 
-def bib_run(module, inputs, y_path, opts, env, output="y"):
+def bib_run(module, inputs, outputs, opts, env):
     """None on success, else the reason; exit 69 (no such executor) gives
     'unavailable: ...'. inputs: the .npy of each graph input, by name;
-    output: the one written to y_path."""
+    outputs: where each graph output goes, by name."""
     given = [a for n, path in inputs.items() for a in ("--input", "%s=%s" % (n, path))]
-    r = run([BIB, "run", module] + given + ["--output", "%s=%s" % (output, y_path)] + opts, env)
+    given += [a for n, path in outputs.items() for a in ("--output", "%s=%s" % (n, path))]
+    r = run([BIB, "run", module] + given + opts, env)
     if r.returncode == 69:
         return "unavailable: " + first_line(r.stderr)
     if r.returncode != 0:
         return "exit %d: %s" % (r.returncode, first_line(r.stderr))
     return None
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def errors(b, t):
@@ -190,8 +196,11 @@ def check_model(name, opset, tmp, table, execs):
     onnx_path = os.path.join(d, name + ".onnx")
     module = os.path.join(d, name + ".bib")
     inputs = {n: os.path.join(d, "%s.%s.npy" % (name, n)) for n in export.input_names(name)}
-    output = export.output_name(name)
-    t = np.load(os.path.join(d, name + ".y.npy")).astype(np.float64)
+    names = export.output_names(name)
+    torch_out = {o: np.load(os.path.join(d, "%s.out.%s.npy" % (name, o))).astype(np.float64) for o in names}
+
+    def paths(tag):
+        return {o: os.path.join(d, "%s.%s.npy" % (tag, o)) for o in names}
 
     r = run([PY, IMPORTER, onnx_path, "-o", module] if os.path.isfile(IMPORTER) else ["false"],
             importer_env())
@@ -206,8 +215,8 @@ def check_model(name, opset, tmp, table, execs):
 
     results = {}
     for ex_label, opts, env in execs:
-        y_path = os.path.join(d, "y.%s.npy" % re.sub(r"\W+", "_", ex_label))
-        why = bib_run(module, inputs, y_path, opts, env, output)
+        ys = paths("y.%s" % re.sub(r"\W+", "_", ex_label))
+        why = bib_run(module, inputs, ys, opts, env)
         if why and why.startswith("unavailable"):
             print("SKIP: %s on %s: %s" % (label, ex_label, why))
             continue
@@ -218,35 +227,41 @@ def check_model(name, opset, tmp, table, execs):
                 return None
             bad("%s on %s: %s" % (label, ex_label, why))
             continue
-        with open(y_path, "rb") as f:
-            results[ex_label] = (y_path, f.read())
+        results[ex_label] = (ys, b"".join(read_bytes(ys[o]) for o in names))
     if not results:
         return None
 
-    ref_label, (ref_path, ref_bytes) = next(iter(results.items()))
+    what = "" if len(names) == 1 else " (all %d outputs: %s)" % (len(names), ", ".join(names))
+    ref_label, (ref_paths, ref_bytes) = next(iter(results.items()))
     same = [l for l, (_, b) in results.items() if b == ref_bytes]
     if len(same) == len(results):
-        ok("%s: the same bytes on %d executors (%s)" % (label, len(results), ", ".join(results)))
+        ok("%s: the same bytes on %d executors (%s)%s" % (label, len(results), ", ".join(results), what))
     else:
         differ = [l for l in results if l not in same]
-        bad("%s: bytes differ from %s's on %s" % (label, ref_label, ", ".join(differ)))
+        bad("%s: bytes differ from %s's on %s%s" % (label, ref_label, ", ".join(differ), what))
 
-    b = np.load(ref_path)
-    if b.shape != t.shape or b.dtype != np.float32:
-        bad("%s: output is %s%s, torch's is float32%s" % (label, b.dtype, b.shape, t.shape))
-        return None
-    rel, norm = errors(b, t)
-    if rel <= TOLERANCE and np.isfinite(b).all():
-        ok("%s: matches torch, relative error %.3g (<= %g; normwise %.3g)" % (label, rel, TOLERANCE, norm))
+    rel = norm = 0.0
+    for o in names:
+        b, t = np.load(ref_paths[o]), torch_out[o]
+        if b.shape != t.shape or b.dtype != np.float32:
+            bad("%s: output %s is %s%s, torch's is float32%s" % (label, o, b.dtype, b.shape, t.shape))
+            return None
+        if not np.isfinite(b).all():
+            rel = float("inf")
+        r_o, n_o = errors(b, t)
+        rel, norm = max(rel, r_o), max(norm, n_o)
+    if rel <= TOLERANCE:
+        ok("%s: matches torch, relative error %.3g (<= %g; normwise %.3g)%s" % (label, rel, TOLERANCE, norm, what))
     else:
-        bad("%s: relative error %.3g against torch exceeds %g (normwise %.3g)" % (label, rel, TOLERANCE, norm))
+        bad("%s: relative error %.3g against torch exceeds %g (normwise %.3g)%s"
+            % (label, rel, TOLERANCE, norm, what))
 
     # One row alone: its bytes must equal the same row in the batch of 7.
-    def rows(label, pick):
-        """Every input cut to x[pick] along the batch axis, as label.INPUT.npy."""
+    def rows(tag, pick):
+        """Every input cut to x[pick] along the batch axis, as tag.INPUT.npy."""
         out = {}
         for n, path in inputs.items():
-            out[n] = os.path.join(d, "%s.%s.npy" % (label, n))
+            out[n] = os.path.join(d, "%s.%s.npy" % (tag, n))
             np.save(out[n], np.load(path)[pick])
         return out
 
@@ -254,31 +269,35 @@ def check_model(name, opset, tmp, table, execs):
     for ex_label, opts, env in execs:
         if ex_label not in ("cpu %s 2t" % cpu_levels()[-1], "vulkan") or ex_label not in results:
             continue
-        y1_path = os.path.join(d, "y1.npy")
-        why = bib_run(module, x1, y1_path, opts, env, output)
+        y1 = paths("y1")
+        why = bib_run(module, x1, y1, opts, env)
         if why:
             bad("%s on %s, batch 1: %s" % (label, ex_label, why))
             continue
-        row = np.load(y1_path)
-        full = np.load(results[ex_label][0])
-        if row.shape == (1,) + full.shape[1:] and row.tobytes() == full[ROW:ROW + 1].tobytes():
-            ok("%s on %s: row %d run alone (batch 1) has the bytes it has in the batch of 7"
-               % (label, ex_label, ROW))
+        alone = True
+        for o in names:
+            row, full = np.load(y1[o]), np.load(results[ex_label][0][o])
+            alone &= row.shape == (1,) + full.shape[1:] and row.tobytes() == full[ROW:ROW + 1].tobytes()
+        if alone:
+            ok("%s on %s: row %d run alone (batch 1) has the bytes it has in the batch of 7%s"
+               % (label, ex_label, ROW, what))
         else:
             bad("%s on %s: row %d alone (batch 1) differs from row %d of the batch of 7"
                 % (label, ex_label, ROW, ROW))
     # An empty batch: zero rows in, zero rows out (spec/numerics.md, empty tensors).
     x0 = rows("x0", slice(0, 0))
-    y0_path = os.path.join(d, "y0.npy")
-    why = bib_run(module, x0, y0_path, ["--backend=cpu"], {}, output)
+    y0 = paths("y0")
+    why = bib_run(module, x0, y0, ["--backend=cpu"], {})
     if why:
         bad("%s: batch 0: %s" % (label, why))
     else:
-        y0 = np.load(y0_path)
-        if y0.shape == (0,) + t.shape[1:] and y0.dtype == np.float32:
-            ok("%s: batch 0 gives an empty float32%s" % (label, y0.shape))
+        got = [np.load(y0[o]) for o in names]
+        want = [(0,) + torch_out[o].shape[1:] for o in names]
+        if all(g.shape == w and g.dtype == np.float32 for g, w in zip(got, want)):
+            ok("%s: batch 0 gives an empty float32%s%s" % (label, got[0].shape, what))
         else:
-            bad("%s: batch 0 gives %s%s, want float32%s" % (label, y0.dtype, y0.shape, (0,) + t.shape[1:]))
+            bad("%s: batch 0 gives %s, want float32 %s"
+                % (label, ", ".join("%s%s" % (g.dtype, g.shape) for g in got), ", ".join(map(str, want))))
     return rel
 
 

@@ -100,10 +100,12 @@ MODELS = {
 }
 
 
-def output_name(name):
-    """The output check.py compares (the decoder's logits; its cache too is
-    an output)."""
-    return "logits" if name == "decoder" else "y"
+def output_names(name):
+    """The model's graph outputs, in order: each is OUTDIR/NAME.out.OUTPUT.npy
+    (torch's), and the first also OUTDIR/NAME.y.npy."""
+    if name == "decoder":
+        return ["logits"] + ["present%d" % i for i in range(2 * decoder().layers)]
+    return ["y"]
 
 
 def input_names(name):
@@ -112,31 +114,33 @@ def input_names(name):
 
 
 def build(name, batch=BATCH, seq=None):
-    """Model NAME with its fixed weights, and its input x (batch rows; the
-    encoder's sequence length seq, default 10)."""
+    """Model NAME with its fixed weights, and its inputs: [x] (batch rows;
+    the encoder's sequence length seq, default 10), or the decoder's ids and
+    cache."""
     make, shape = MODELS[name]
-    if seq is not None:
+    if seq is not None and shape is not None:
         shape = (seq,) + shape[1:]
     torch.manual_seed(14)
     model = make().eval()
-    if shape is None:  # the decoder: token ids (i32, as BIB takes them) and a cache
-        rng = np.random.default_rng(14)
-        xs = [rng.integers(0, model.wte.num_embeddings, (batch, DECODER_NEW)).astype(np.int32)]
-        xs += [rng.standard_normal(c.shape).astype(np.float32) for c in model.cache(batch, DECODER_PAST)]
-        return model, xs
     # Default initialisation leaves biases at 0 and norm weights at 1, which would
     # hide a swapped gamma and beta (and the exporter folds equal initialisers
     # into one): every parameter gets noise of its own.
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
+    if shape is None:  # the decoder: token ids (i32, as BIB takes them) and a cache
+        rng = np.random.default_rng(14)
+        xs = [rng.integers(0, model.wte.num_embeddings, (batch, DECODER_NEW)).astype(np.int32)]
+        xs += [rng.standard_normal(c.shape).astype(np.float32) for c in model.cache(batch, DECODER_PAST)]
+        return model, xs
     x = np.random.default_rng(14).standard_normal((batch,) + shape).astype(np.float32)
     return model, [x]
 
 
 def export_model(name, outdir, opset, batch=BATCH, seq=None):
-    """Write OUTDIR/NAME.onnx, NAME.INPUT.npy for each of input_names(name)
-    and NAME.y.npy (see the module's doc); returns the model."""
+    """Write OUTDIR/NAME.onnx, NAME.INPUT.npy for each of input_names(name),
+    NAME.out.OUTPUT.npy for each of output_names(name) and NAME.y.npy, the
+    first output (see the module's doc); returns the model."""
     os.makedirs(outdir, exist_ok=True)
     model, xs = build(name, batch, seq)
     names = input_names(name)
@@ -144,7 +148,7 @@ def export_model(name, outdir, opset, batch=BATCH, seq=None):
     # With grad enabled, nn.TransformerEncoderLayer takes its module path (the
     # one the export traces), not the fused inference kernel.
     out = model(*args)
-    y = (out[0] if isinstance(out, tuple) else out).detach().numpy()
+    outs = [t.detach().numpy() for t in (out if isinstance(out, tuple) else (out,))]
     path = os.path.join(outdir, name + ".onnx")
     if name == "decoder":
         model.export(path, opset, batch="batch", args=args)
@@ -154,7 +158,9 @@ def export_model(name, outdir, opset, batch=BATCH, seq=None):
                           do_constant_folding=True)
     for n, x in zip(names, xs):
         np.save(os.path.join(outdir, "%s.%s.npy" % (name, n)), x)
-    np.save(os.path.join(outdir, name + ".y.npy"), y)
+    for n, y in zip(output_names(name), outs):
+        np.save(os.path.join(outdir, "%s.out.%s.npy" % (name, n)), y)
+    np.save(os.path.join(outdir, name + ".y.npy"), outs[0])
     return model
 
 

@@ -1151,17 +1151,20 @@ class DynamicDims(unittest.TestCase):
         sums = imp.dim_sums(set())
         self.assertEqual({k: repr(v) for k, v in sums.items()}, {"P + S": "P + S", "S-1": "S - 1"})
 
-    def test_a_sum_naming_a_bound_input_s_dim_is_a_symbol_of_its_own(self):
-        # past is bound at import, so its P is no symbol of the module's:
-        # "P + S" names mask's own axis.
-        m = model([helper.make_node("Shape", ["mask"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["y"]),
-                   helper.make_node("Identity", ["past"], ["p"])],
+    def test_a_sum_naming_a_bound_input_s_dim_takes_its_size(self):
+        # past is bound at import ([1, 3]), so "P + S" is S + 3: a mask of
+        # that length lines up with the cache grown from it.
+        m = model([helper.make_node("Concat", ["past", "x"], ["cache"], axis=1),
+                   helper.make_node("Add", ["cache", "mask"], ["y"])],
                   [helper.make_tensor_value_info("past", F, [1, "P"]), helper.make_tensor_value_info("x", F, [1, "S"]),
                    helper.make_tensor_value_info("mask", F, [1, "P + S"])],
-                  [helper.make_tensor_value_info("y", F, [1, "P + S"]), helper.make_tensor_value_info("p", F, [1, "P"])])
-        mod = onnx_import.import_model(m, bind={"past": np.zeros((1, 3), np.float32)})
-        r = mod.run({"x": rng((1, 2), 1), "mask": rng((1, 5), 2)})
-        np.testing.assert_array_equal(r["y"], np.zeros((1, 5), np.float32))
+                  [helper.make_tensor_value_info("y", F, [1, "P + S"])])
+        past = rng((1, 3), 3)
+        mod = onnx_import.import_model(m, bind={"past": past})
+        x, mask = rng((1, 2), 1), rng((1, 5), 2)
+        np.testing.assert_array_equal(mod.run({"x": x, "mask": mask})["y"], np.concatenate([past, x], 1) + mask)
+        with self.assertRaises(bib.Error):  # a mask that is not S + 3 long
+            mod.run({"x": x, "mask": rng((1, 4), 2)})
 
     def test_a_dim_that_may_be_negative_is_not_folded_unequal_to_a_negative_constant(self):
         # Equal(-S, -1) is true for S = 1: not known at import time.

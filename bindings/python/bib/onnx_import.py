@@ -370,10 +370,21 @@ class Importer(MathOps, ShapeOps, NNOps):
         and of integers ("past_sequence_length + sequence_length", "P + 1",
         as exporters name a cache's length): each as that sum, so that the
         axis it names is the one a Concat of the cache and the new entries
-        gives. Such an axis is no symbol of its own: a tensor whose length
-        there is not the sum fails the kernel that combines them."""
-        params = [d.dim_param for vi in self.graph.input if vi.name not in inits and vi.name not in self.bind
-                  for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")]
+        gives. A name that is a dim of a bound input is that dim's size. Such
+        an axis is no symbol of its own: a tensor whose length there is not
+        the sum fails the kernel that combines them."""
+        params, known = [], {}
+        for vi in self.graph.input:
+            if vi.name in inits:
+                continue
+            dims = vi.type.tensor_type.shape.dim
+            if vi.name not in self.bind:
+                params += [d.dim_param for d in dims if d.HasField("dim_param")]
+                continue
+            shape = np.shape(self.bind[vi.name])
+            for d, size in zip(dims, shape) if len(shape) == len(dims) else ():
+                if d.HasField("dim_param"):
+                    known.setdefault(d.dim_param, int(size))
         plain = {p for p in params if _IDENTIFIER.fullmatch(p)}
         sums = {}
         for p in set(params) - plain:
@@ -382,12 +393,15 @@ class Importer(MathOps, ShapeOps, NNOps):
                 continue
             value = 0
             for sign, term in _SUM_TERM.findall(text):
-                if not term.isdigit() and term not in plain:
+                if term.isdigit() or term in known:
+                    t = int(term) if term.isdigit() else known[term]
+                elif term in plain:
+                    t = Sym(1, (term,))
+                else:
                     break
-                value = dim_sum(value, int(term) if term.isdigit() else Sym(1, (term,)), -1 if sign == "-" else 1)
+                value = dim_sum(value, t, -1 if sign == "-" else 1)
             else:
-                if isinstance(value, Sym):
-                    sums[p] = value
+                sums[p] = value
         return sums
 
     def declare_inputs(self):
