@@ -2,7 +2,8 @@
 """Models exported from PyTorch, imported with tools/bib-onnx, run with `bib run`.
 
 For each model of tests/models/export.py (an MLP, a transformer encoder layer,
-a small CNN, a residual block, a GPT-style decoder with a key/value cache;
+a small CNN, a residual block, and two decoders with a key/value cache, GPT's
+form and LLaMA's (rotary positions, RMSNorm, a gated MLP);
 opset 17, and the MLP and the encoder at opset 13 too, where layer norm is
 exported as its parts, and the residual block at opset 11):
 
@@ -311,7 +312,7 @@ def main():
         table = opcodes_in_table()
         execs = executors(tmp)
         for name, opset in (("mlp", 17), ("mlp", 13), ("encoder", 17), ("encoder", 13), ("cnn", 17),
-                            ("resnet", 17), ("resnet", 11), ("decoder", 17)):
+                            ("resnet", 17), ("resnet", 11), ("decoder", 17), ("rope", 17)):
             check_model(name, opset, tmp, table, execs)
     finally:
         if not args.keep:

@@ -3,11 +3,13 @@
 
     export.py OUTDIR [--opset N] [MODEL...]
 
-Writes, for each model (mlp, encoder, cnn, resnet, decoder): OUTDIR/NAME.onnx,
+Writes, for each model (mlp, encoder, cnn, resnet, decoder, rope): OUTDIR/NAME.onnx,
 exported with torch.onnx.export offline with a dynamic batch axis (the
-decoder's new and cached lengths dynamic too); OUTDIR/NAME.x.npy, the input,
-batch 7 (the decoder's: NAME.ids.npy and NAME.pastK.npy, its cache);
-OUTDIR/NAME.y.npy, torch's output for it (the decoder's logits). Weights and inputs
+decoders' new and cached lengths dynamic too); OUTDIR/NAME.x.npy, the input,
+batch 7 (a decoder's: NAME.ids.npy and NAME.pastK.npy, its cache);
+OUTDIR/NAME.y.npy, torch's output for it (a decoder's logits), and
+OUTDIR/NAME.out.OUTPUT.npy, each of its outputs (a decoder's grown cache
+too). Weights and inputs
 come from fixed seeds, so every run writes the same files. Nothing here is
 committed: `make test` regenerates the models.
 """
@@ -82,7 +84,62 @@ def decoder():
     return gpt.GPT(vocab=50, width=32, heads=4, layers=2, positions=64, gelu="tanh")
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+class RoPEDecoder(gpt.GPT):
+    """The decoder in LLaMA's form, with the same cache as GPT's: rotary
+    position embeddings (cos and sin of the positions P..P+S-1 times the
+    inverse frequencies, rotate_half by Slice, Neg and Concat), RMSNorm and
+    a SiLU-gated MLP, no biases."""
+
+    def __init__(self, vocab=50, width=32, heads=4, layers=2):
+        nn.Module.__init__(self)
+        self.width, self.heads, self.layers = width, heads, layers
+        d = width // heads
+        self.emb, self.norm, self.head = nn.Embedding(vocab, width), RMSNorm(width), nn.Linear(width, vocab, bias=False)
+        self.blocks = nn.ModuleList([nn.ModuleDict({
+            "n1": RMSNorm(width), "q": nn.Linear(width, width, bias=False), "k": nn.Linear(width, width, bias=False),
+            "v": nn.Linear(width, width, bias=False), "o": nn.Linear(width, width, bias=False), "n2": RMSNorm(width),
+            "gate": nn.Linear(width, 3 * width, bias=False), "up": nn.Linear(width, 3 * width, bias=False),
+            "down": nn.Linear(3 * width, width, bias=False)}) for _ in range(layers)])
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)))
+
+    def forward(self, ids, *past):
+        b, s = ids.shape
+        p, d = past[0].shape[2], self.width // self.heads
+        f = torch.outer(torch.arange(p, p + s).float(), self.inv_freq)
+        angles = torch.cat([f, f], -1)
+        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
+
+        def rotate(t):
+            lo, hi = t.chunk(2, -1)
+            return t * cos + torch.cat([-hi, lo], -1) * sin
+
+        x, present = self.emb(ids), []
+        for i, blk in enumerate(self.blocks):
+            h = blk["n1"](x)
+            q, k, v = (blk[n](h).view(b, s, self.heads, d).transpose(1, 2) for n in ("q", "k", "v"))
+            k = torch.cat([past[2 * i], rotate(k)], 2)
+            v = torch.cat([past[2 * i + 1], v], 2)
+            t = k.shape[2]
+            a = (rotate(q) @ k.transpose(-1, -2)) / d ** 0.5
+            a = a.masked_fill(~torch.ones(s, t, dtype=torch.bool).tril(t - s), float("-inf")).softmax(-1)
+            x = x + blk["o"]((a @ v).transpose(1, 2).reshape(b, s, self.width))
+            h = blk["n2"](x)
+            x = x + blk["down"](nn.functional.silu(blk["gate"](h)) * blk["up"](h))
+            present += [k, v]
+        return (self.head(self.norm(x)), *present)
+
+
 DECODER_NEW, DECODER_PAST = 3, 5
+CACHED = ("decoder", "rope")  # the models with a key/value cache
 
 
 def encoder():
@@ -97,20 +154,21 @@ MODELS = {
     "cnn": (CNN, (1, 16, 16)),
     "resnet": (ResNet, (3, 12, 12)),
     "decoder": (decoder, None),
+    "rope": (RoPEDecoder, None),
 }
 
 
 def output_names(name):
     """The model's graph outputs, in order: each is OUTDIR/NAME.out.OUTPUT.npy
     (torch's), and the first also OUTDIR/NAME.y.npy."""
-    if name == "decoder":
-        return ["logits"] + ["present%d" % i for i in range(2 * decoder().layers)]
+    if name in CACHED:
+        return ["logits"] + ["present%d" % i for i in range(2 * MODELS[name][0]().layers)]
     return ["y"]
 
 
 def input_names(name):
     """The model's graph inputs, in order; each is OUTDIR/NAME.INPUT.npy."""
-    return decoder().input_names() if name == "decoder" else ["x"]
+    return MODELS[name][0]().input_names() if name in CACHED else ["x"]
 
 
 def build(name, batch=BATCH, seq=None):
@@ -128,9 +186,10 @@ def build(name, batch=BATCH, seq=None):
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))
-    if shape is None:  # the decoder: token ids (i32, as BIB takes them) and a cache
+    if shape is None:  # a decoder: token ids (i32, as BIB takes them) and a cache
         rng = np.random.default_rng(14)
-        xs = [rng.integers(0, model.wte.num_embeddings, (batch, DECODER_NEW)).astype(np.int32)]
+        vocab = model.wte.num_embeddings if hasattr(model, "wte") else model.emb.num_embeddings
+        xs = [rng.integers(0, vocab, (batch, DECODER_NEW)).astype(np.int32)]
         xs += [rng.standard_normal(c.shape).astype(np.float32) for c in model.cache(batch, DECODER_PAST)]
         return model, xs
     x = np.random.default_rng(14).standard_normal((batch,) + shape).astype(np.float32)
@@ -150,7 +209,7 @@ def export_model(name, outdir, opset, batch=BATCH, seq=None):
     out = model(*args)
     outs = [t.detach().numpy() for t in (out if isinstance(out, tuple) else (out,))]
     path = os.path.join(outdir, name + ".onnx")
-    if name == "decoder":
+    if name in CACHED:
         model.export(path, opset, batch="batch", args=args)
     else:
         torch.onnx.export(model, args, path, input_names=names, output_names=["y"],
