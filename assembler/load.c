@@ -6,8 +6,9 @@
  * under the VM's load policy, and the bytes go to bib_vm_load like any
  * module's; a .bib file goes to the VM as it is, read into pages of its own
  * that the loader gives back as it copies the constants out (the file is not
- * in memory twice). The VM itself never calls the assembler. bib_vm_load_file_bytes does the same
- * for a file's bytes already read (a run under mpirun shares rank 0's stdin).
+ * in memory twice). The VM itself never calls the assembler.
+ * bib_vm_load_file_bytes does the same for a file's bytes already read (a
+ * run under mpirun shares rank 0's stdin).
  */
 #include <errno.h>
 #include <stdbool.h>

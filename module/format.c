@@ -594,10 +594,6 @@ static bib_status_t cursor_u64(cursor_t *c, const char *field, uint64_t *v) {
     return BIB_OK;
 }
 
-/* The tensors section. Only the layout is judged here (counts that fit,
-   ranks that size the dims array, init bytes that are present); what the
-   values mean (registers, dtypes, dims, element counts, unique names) is the
-   verifier's, so modules built in memory get the same checks. */
 /* Copies a tensor's bytes out of the module's; with consume (the bytes are
  * the caller's private anonymous mapping, bib_module_read_consuming), the
  * whole pages behind each piece copied go back to the system as soon as it
@@ -619,6 +615,10 @@ static void copy_out(uint8_t *to, const uint8_t *from, size_t n, bool consume) {
     }
 }
 
+/* The tensors section. Only the layout is judged here (counts that fit,
+   ranks that size the dims array, init bytes that are present); what the
+   values mean (registers, dtypes, dims, element counts, unique names) is the
+   verifier's, so modules built in memory get the same checks. */
 static bib_status_t read_tensors(const uint8_t *b, const section_t *s, bool consume,
                                  bib_module_t *m, bib_diag_t *diag) {
     cursor_t c = cursor_open(b, s, "tensors", diag);

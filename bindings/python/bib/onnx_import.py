@@ -33,8 +33,8 @@ from onnx import TensorProto, numpy_helper, shape_inference
 
 from . import Builder, Error, UsageError, opcode
 from .onnx_common import (
-    _bib_dtype, broadcast_shapes, dim_mul, dim_sign, dim_sum, dims_prod, _DTYPE_NAME, _fold2, is_static, library_broadcasts,
-    library_i32_arithmetic, library_takes_zero_dims, MAX_OPSET, MAX_RANK, MIN_OPSET, NeedsConstant,
+    _bib_dtype, broadcast_shapes, dim_mul, dim_sign, dim_sub, dim_sum, dims_prod, _DTYPE_NAME, _fold2, is_static,
+    library_broadcasts, library_i32_arithmetic, library_takes_zero_dims, MAX_OPSET, MAX_RANK, MIN_OPSET, NeedsConstant,
     _Node, _np_for, _obj_div, _onnx_type_of, Refused, sanitize, shape_text, Sym, Val)
 from .onnx_math import MathOps
 from .onnx_nn import NNOps
@@ -907,7 +907,7 @@ class Importer(MathOps, ShapeOps, NNOps):
 
     def fold_Neg(self, node, a):
         if a[0].dtype == object:
-            return [np.array(np.frompyfunc(lambda d: dim_sum(0, d, -1), 1, 1)(a[0]), object)]
+            return [np.array(np.frompyfunc(lambda d: dim_sub(0, d), 1, 1)(a[0]), object)]
         return [np.negative(a[0])]
 
     def fold_Sqrt(self, node, a):
@@ -990,9 +990,9 @@ class Importer(MathOps, ShapeOps, NNOps):
                 v.iota = limit
                 self.set(node, 0, v)
                 return
-            n = dim_sum(limit, start, -1)
-            if not isinstance(delta, Sym) and int(delta) == 1 and isinstance(n, (int, Sym)) and dim_sign(n) != -1 \
-                    and dim_sign(n) is not None and self.vals[node.inputs[0]].onnx_type != TensorProto.FLOAT:
+            n = dim_sub(limit, start)
+            if not isinstance(delta, Sym) and int(delta) == 1 and dim_sign(n) in (0, 1) \
+                    and self.vals[node.inputs[0]].onnx_type != TensorProto.FLOAT:
                 # Range(P, P + S, 1): a cache's next positions (torch.arange(
                 # past, past + S)), the positions 0..S-1 plus the start at
                 # run time.

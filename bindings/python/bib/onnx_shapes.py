@@ -7,7 +7,7 @@ from onnx import TensorProto, numpy_helper
 
 from .onnx_common import (
     _bib_dtype, broadcast_shapes, dim_div, dim_mul, dims_prod, _DTYPE_NAME, is_static,
-    library_broadcasts, MAX_RANK, _np_for, shape_text, dim_sign, dim_sum, Sym, Val)
+    library_broadcasts, MAX_RANK, _np_for, shape_text, dim_sign, dim_sub, dim_sum, Sym, Val)
 
 
 class ShapeOps:
@@ -680,7 +680,7 @@ class ShapeOps:
                     loaded.append((1 << 62) if to_end else v)
                 if bounds != [0, n]:
                     triples[a] = (loaded[0], loaded[1], 1)
-                    shape[a] = dim_sum(bounds[1], bounds[0], -1)
+                    shape[a] = dim_sub(bounds[1], bounds[0])
                     dynamic_bound = True
                 continue
             if any(isinstance(v, Sym) for v in (s, e, st)):
